@@ -1,0 +1,262 @@
+/* sched/runtime.c — the sz_context lifecycle: MPI (THREAD_MULTIPLE, so our own collectives can
+ * sit beside StarPU-MPI), hwloc, then StarPU + StarPU-MPI with this rank's share of the node's
+ * cores; rank/world queries, the policy in effect, and the printed runtime summary. */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <starpu.h>
+#include <starpu_mpi.h>
+#include "sz_runtime.h"
+
+void sz_context_config_defaults(sz_context_config *cfg)
+{
+    memset(cfg, 0, sizeof *cfg);
+    cfg->ncpus = -1;
+    cfg->ncuda = -1;
+    cfg->bind_share = 1;
+    cfg->sched_policy = NULL;
+    cfg->log_fn = NULL;
+    cfg->log_level = SZ_LOG_WARN;
+}
+
+void sz_logv(const struct sz_context *ctx, sz_log_level level, const char *fmt, va_list ap)
+{
+    if (ctx && level > ctx->log_level)
+        return;
+    char msg[1024];
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    if (ctx)
+        ctx->log_fn(level, msg, ctx->log_user);
+    else
+        sz_log_stderr(level, msg, NULL);
+}
+
+void sz_context_log(const sz_context *ctx, sz_log_level level, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    sz_logv(ctx, level, fmt, ap);
+    va_end(ap);
+}
+
+static sz_log_level level_from_env(sz_log_level dflt)
+{
+    const char *s = getenv("SZ_LOG");
+    if (!s) return dflt;
+    if (!strcmp(s, "error")) return SZ_LOG_ERROR;
+    if (!strcmp(s, "warn")) return SZ_LOG_WARN;
+    if (!strcmp(s, "info")) return SZ_LOG_INFO;
+    if (!strcmp(s, "debug")) return SZ_LOG_DEBUG;
+    return dflt;
+}
+
+/* Pin this rank's StarPU workers to its own cores unless the user already chose a binding.
+ * The StarPU-MPI progress thread is left unbound (notes §7: binding it onto a worker's core
+ * halved throughput on a 2-core node). Environment variables the user set always win. */
+static void apply_core_share(struct sz_context *ctx)
+{
+    if (getenv("STARPU_WORKERS_CPUID") || getenv("STARPU_WORKERS_COREID") || getenv("STARPU_WORKERS_NOBIND"))
+        return;
+    char list[1024] = "";
+    size_t len = 0;
+    for (int c = 0; c < ctx->topology.ncores && len + 16 < sizeof list; c++)
+        len += (size_t)snprintf(list + len, sizeof list - len, "%s%d", c ? " " : "", ctx->topology.first_core + c);
+    setenv("STARPU_WORKERS_COREID", list, 1);
+    setenv("STARPU_MPI_NOBIND", "1", 0);
+}
+
+sz_status sz_context_init(sz_context **out, const sz_context_config *cfg_in, int *argc, char ***argv)
+{
+    if (!out)
+        return SZ_ERR_INVALID;
+    *out = NULL;
+    sz_context_config cfg;
+    if (cfg_in) cfg = *cfg_in; else sz_context_config_defaults(&cfg);
+
+    struct sz_context *ctx = calloc(1, sizeof *ctx);
+    if (!ctx)
+        return SZ_ERR_NOMEM;
+    ctx->log_fn = cfg.log_fn ? cfg.log_fn : sz_log_stderr;
+    ctx->log_user = cfg.log_fn ? cfg.log_user : &ctx->rank;
+    ctx->log_level = level_from_env(cfg.log_level);
+
+    int inited = 0;
+    MPI_Initialized(&inited);
+    if (!inited) {
+        int provided = 0;
+        if (MPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &provided) != MPI_SUCCESS) {
+            free(ctx);
+            return SZ_ERR_RUNTIME;
+        }
+        ctx->we_started_mpi = 1;
+        if (provided < MPI_THREAD_SERIALIZED) {
+            sz_context_log(ctx, SZ_LOG_ERROR, "MPI provides thread level %d; StarPU-MPI needs at least MPI_THREAD_SERIALIZED", provided);
+            MPI_Finalize();
+            free(ctx);
+            return SZ_ERR_RUNTIME;
+        }
+    }
+    MPI_Comm_dup(MPI_COMM_WORLD, &ctx->comm);
+    MPI_Comm_rank(ctx->comm, &ctx->rank);
+    MPI_Comm_size(ctx->comm, &ctx->world_size);
+
+    sz_status st = SZ_ERR_RUNTIME;
+    if (hwloc_topology_init(&ctx->topo) != 0)
+        goto fail_mpi;
+    hwloc_topology_set_io_types_filter(ctx->topo, HWLOC_TYPE_FILTER_KEEP_IMPORTANT);
+    if (hwloc_topology_load(ctx->topo) != 0)
+        goto fail_topo;
+    if ((st = sz_topology_discover(ctx)) != SZ_OK)
+        goto fail_topo;
+    if (cfg.bind_share)
+        apply_core_share(ctx);
+
+    struct starpu_conf conf;
+    starpu_conf_init(&conf);
+    /* conf.ncpus set => StarPU-MPI reserves no core; env STARPU_NCPU still wins. */
+    conf.ncpus = cfg.ncpus >= 0 ? cfg.ncpus : (cfg.bind_share ? ctx->topology.ncores : -1);
+    if (cfg.ncuda >= 0) conf.ncuda = cfg.ncuda;
+    conf.nopencl = 0;
+    if (cfg.sched_policy) conf.sched_policy_name = cfg.sched_policy;
+    int ret = starpu_mpi_init_conf(argc, argv, 0, ctx->comm, &conf);
+    if (ret != 0) {
+        sz_context_log(ctx, SZ_LOG_ERROR, "starpu_mpi_init_conf failed (%d): %s", ret,
+                       ret == -ENODEV ? "no worker available (check STARPU_NCPU/STARPU_NCUDA)" : strerror(-ret));
+        st = SZ_ERR_RUNTIME;
+        goto fail_topo;
+    }
+    sz_runtime_info info;
+    sz_context_runtime_info(ctx, &info);
+    sz_context_log(ctx, SZ_LOG_INFO, "StarPU %s, policy '%s', %d CPU + %d CUDA workers, cores %d..%d of %d",
+                   info.starpu_version, info.sched_policy, info.cpu_workers, info.cuda_workers,
+                   ctx->topology.first_core, ctx->topology.first_core + ctx->topology.ncores - 1, ctx->topology.cores);
+    *out = ctx;
+    return SZ_OK;
+
+fail_topo:
+    hwloc_topology_destroy(ctx->topo);
+fail_mpi:
+    MPI_Comm_free(&ctx->comm);
+    if (ctx->we_started_mpi)
+        MPI_Finalize();
+    free(ctx);
+    return st;
+}
+
+void sz_context_free(sz_context *ctx)
+{
+    if (!ctx)
+        return;
+    starpu_task_wait_for_all();
+    starpu_mpi_shutdown();
+    hwloc_topology_destroy(ctx->topo);
+    MPI_Comm_free(&ctx->comm);
+    if (ctx->we_started_mpi)
+        MPI_Finalize();
+    free(ctx);
+}
+
+int sz_context_rank(const sz_context *ctx) { return ctx ? ctx->rank : 0; }
+int sz_context_world_size(const sz_context *ctx) { return ctx ? ctx->world_size : 1; }
+
+sz_status sz_context_topology(const sz_context *ctx, sz_topology *out)
+{
+    if (!ctx || !out)
+        return SZ_ERR_INVALID;
+    *out = ctx->topology;
+    return SZ_OK;
+}
+
+sz_status sz_context_runtime_info(const sz_context *ctx, sz_runtime_info *out)
+{
+    if (!ctx || !out)
+        return SZ_ERR_INVALID;
+    memset(out, 0, sizeof *out);
+    int major, minor, release;
+    starpu_get_version(&major, &minor, &release);
+    snprintf(out->starpu_version, sizeof out->starpu_version, "%d.%d.%d", major, minor, release);
+    out->cpu_workers = starpu_worker_get_count_by_type(STARPU_CPU_WORKER);
+    out->cuda_workers = starpu_worker_get_count_by_type(STARPU_CUDA_WORKER);
+    out->opencl_workers = starpu_worker_get_count_by_type(STARPU_OPENCL_WORKER);
+    out->workers = (int)starpu_worker_get_count();
+    out->memory_nodes = (int)starpu_memory_nodes_get_count();
+#ifdef STARPU_USE_FXT
+    out->has_fxt = 1;
+#endif
+#ifdef STARPU_USE_CUDA
+    out->has_cuda = 1;
+#endif
+#ifdef STARPU_USE_MPI
+    out->has_mpi = 1;
+#endif
+#ifndef STARPU_NON_BLOCKING_DRIVERS
+    out->has_blocking_drivers = 1;
+#endif
+    out->max_cpus = STARPU_MAXCPUS;
+    struct starpu_sched_policy *pol = starpu_sched_ctx_get_sched_policy(0);
+    snprintf(out->sched_policy, sizeof out->sched_policy, "%s", pol && pol->policy_name ? pol->policy_name : "?");
+    return SZ_OK;
+}
+
+void sz_context_print(const sz_context *ctx, FILE *f)
+{
+    const sz_topology *t = &ctx->topology;
+    sz_runtime_info info;
+    sz_context_runtime_info(ctx, &info);
+    fprintf(f, "rank %d/%d on %s (local rank %d/%d)\n", ctx->rank, ctx->world_size, t->hostname,
+            t->local_rank, t->local_size);
+    fprintf(f, "  topology: %d package(s), %d NUMA node(s), %d core(s), %d PU(s), %d GPU(s)\n",
+            t->packages, t->numa_nodes, t->cores, t->pus, t->gpus);
+    fprintf(f, "  this rank's cores: %d..%d (%d)\n", t->first_core, t->first_core + t->ncores - 1, t->ncores);
+    fprintf(f, "  StarPU %s: features FxT=%s CUDA=%s MPI=%s blocking-drivers=%s max-cpus=%d; policy '%s'\n",
+            info.starpu_version, info.has_fxt ? "yes" : "no", info.has_cuda ? "yes" : "no",
+            info.has_mpi ? "yes" : "no", info.has_blocking_drivers ? "yes" : "no", info.max_cpus, info.sched_policy);
+    fprintf(f, "  workers: %d (%d CPU, %d CUDA, %d OpenCL)\n", info.workers, info.cpu_workers,
+            info.cuda_workers, info.opencl_workers);
+    for (int w = 0; w < info.workers; w++) {
+        char name[64];
+        starpu_worker_get_name(w, name, sizeof name);
+        fprintf(f, "    worker %d: %s (memory node %u, core %d)\n", w, name,
+                starpu_worker_get_memory_node((unsigned)w), starpu_worker_get_bindid(w));
+    }
+    fprintf(f, "  memory nodes: %d\n", info.memory_nodes);
+    for (int n = 0; n < info.memory_nodes; n++) {
+        char name[64] = "";
+        starpu_memory_node_get_name((unsigned)n, name, sizeof name);
+        long long total = (long long)starpu_memory_get_total((unsigned)n);
+        fprintf(f, "    node %d: %s, %.1f MiB\n", n, name, total / 1048576.0);
+    }
+}
+
+/* Every rank's summary, printed in rank order by rank 0 (the texts travel over our own comm). */
+sz_status sz_context_print_all(const sz_context *ctx, FILE *f)
+{
+    if (!ctx || !f)
+        return SZ_ERR_INVALID;
+    char *text = NULL;
+    size_t len = 0;
+    FILE *mem = open_memstream(&text, &len);
+    if (!mem)
+        return SZ_ERR_NOMEM;
+    sz_context_print(ctx, mem);
+    fclose(mem);
+    int n = (int)len;
+    if (ctx->rank == 0) {
+        fwrite(text, 1, len, f);
+        for (int r = 1; r < ctx->world_size; r++) {
+            int m = 0;
+            MPI_Recv(&m, 1, MPI_INT, r, 0, ctx->comm, MPI_STATUS_IGNORE);
+            char *buf = malloc((size_t)m + 1);
+            MPI_Recv(buf, m, MPI_CHAR, r, 1, ctx->comm, MPI_STATUS_IGNORE);
+            fwrite(buf, 1, (size_t)m, f);
+            free(buf);
+        }
+        fflush(f);
+    } else {
+        MPI_Send(&n, 1, MPI_INT, 0, 0, ctx->comm);
+        MPI_Send(text, n, MPI_CHAR, 0, 1, ctx->comm);
+    }
+    free(text);
+    return SZ_OK;
+}

@@ -1,0 +1,27 @@
+/* sched/sz_runtime.h — the private side of sz_context: what the library keeps per rank once
+ * MPI, hwloc, StarPU and StarPU-MPI are up. Shared by sched/ and tasks/, never installed. */
+#ifndef SZ_RUNTIME_H
+#define SZ_RUNTIME_H
+
+#include <mpi.h>
+#include <hwloc.h>
+#include "starzero.h"
+
+struct sz_context {
+    int rank, world_size;
+    int we_started_mpi;          /* MPI_Finalize at free only if we called MPI_Init_thread */
+    MPI_Comm comm;               /* dup of MPI_COMM_WORLD for our own collectives */
+    hwloc_topology_t topo;
+    sz_topology topology;
+    sz_log_fn log_fn;
+    void *log_user;
+    sz_log_level log_level;
+};
+
+/* sched/topology.c: fill ctx->topology (needs ctx->topo loaded and MPI up). */
+sz_status sz_topology_discover(struct sz_context *ctx);
+
+/* Log with the context's sink; ctx may be NULL (then stderr). */
+void sz_logv(const struct sz_context *ctx, sz_log_level level, const char *fmt, va_list ap);
+
+#endif
