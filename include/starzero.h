@@ -54,6 +54,8 @@ typedef struct sz_context_config {
     int ncuda;                 /* CUDA workers; -1: StarPU's default. STARPU_NCUDA wins. */
     int bind_share;            /* 1: bind this rank's workers to its own share of the node's cores,
                                   so co-located ranks never pile onto the same cores */
+    int kernel_threads;        /* OpenMP threads per compute task; -1: this rank's cores. Fixed,
+                                  so results are bitwise the same whatever STARPU_NCPU says. */
     const char *sched_policy;  /* StarPU policy name; NULL: StarPU's default. STARPU_SCHED wins. */
     sz_log_fn log_fn;          /* NULL: sz_log_stderr */
     void *log_user;
@@ -104,6 +106,304 @@ void sz_context_print(const sz_context *ctx, FILE *out);
 
 /* Collective: every rank's sz_context_print text, written by rank 0 in rank order. */
 sz_status sz_context_print_all(const sz_context *ctx, FILE *out);
+
+
+/* ---- tensors ------------------------------------------------------------------------------
+ * A tensor is a StarPU data handle with a dtype and an element count, owned by a model. Tasks
+ * read and write it; the app touches its bytes only through sz_tensor_read / sz_tensor_write,
+ * which wait for the tasks that use it. */
+typedef enum sz_dtype { SZ_DTYPE_F32 = 0, SZ_DTYPE_BF16, SZ_DTYPE_I32 } sz_dtype;
+typedef struct sz_tensor sz_tensor;
+
+size_t sz_dtype_size(sz_dtype dtype);
+int64_t sz_tensor_numel(const sz_tensor *t);
+sz_dtype sz_tensor_dtype(const sz_tensor *t);
+const char *sz_tensor_name(const sz_tensor *t);
+/* Copy numel elements out of / into the tensor (blocking: waits for the tasks on it). */
+sz_status sz_tensor_read(sz_tensor *t, void *dst);
+sz_status sz_tensor_write(sz_tensor *t, const void *src);
+
+/* ---- models: a sequence of units --------------------------------------------------------
+ * A unit (an embedding, a transformer block, a head) is the granularity at which parameters
+ * are gathered and released, like an FSDP unit. Its parameter tensors are declared by ONE
+ * table of sz_param_spec rows; the library lays them out in one flat buffer per unit (and the
+ * same for gradients and optimizer state). The unit's forward and backward callbacks submit
+ * tasks with the sz_op_* calls below; they never compute anything themselves. */
+typedef enum sz_init { SZ_INIT_ZERO = 0, SZ_INIT_ONE, SZ_INIT_NORMAL } sz_init;
+
+typedef struct sz_param_spec {
+    const char *name;     /* e.g. "qkvw" */
+    int64_t rows, cols;   /* shape; a vector has rows = 1 */
+    int decay;            /* 1: weight decay applies under SZ_DECAY_MATRICES */
+    sz_init init;
+    float init_std;       /* for SZ_INIT_NORMAL */
+} sz_param_spec;
+
+typedef struct sz_model sz_model;
+typedef struct sz_unit sz_unit;   /* handed to the callbacks */
+typedef sz_status (*sz_unit_fn)(sz_unit *unit, void *user);
+
+typedef struct sz_unit_desc {
+    const char *name;              /* "block3": task names become "fwd:block3", "bwd:block3", ... */
+    const sz_param_spec *params;   /* the unit's tensor table */
+    int nparams;
+    sz_unit_fn forward, backward;  /* backward may be NULL for a unit without gradients */
+    void *user;
+} sz_unit_desc;
+
+sz_status sz_model_init(sz_model **out, sz_context *ctx);
+void sz_model_free(sz_model *m);
+/* Adds a unit (the table is copied). Units run forward in the order they are added. */
+sz_status sz_model_add_unit(sz_model *m, const sz_unit_desc *desc);
+/* A model-owned working tensor (activations, tokens, losses); zero-filled at creation. */
+sz_tensor *sz_model_tensor(sz_model *m, const char *name, sz_dtype dtype, int64_t numel);
+/* After the last unit is added: allocates and registers parameters, gradients, optimizer state. */
+sz_status sz_model_finalize(sz_model *m);
+
+int sz_model_nunits(const sz_model *m);
+int64_t sz_model_nparams(const sz_model *m);          /* real parameters, padding excluded */
+/* Parameter i of unit u, in the unit's table order: read or write its values (fp32). */
+sz_status sz_model_param_read(sz_model *m, int unit, int param, float *dst);
+sz_status sz_model_param_write(sz_model *m, int unit, int param, const float *src);
+sz_status sz_model_grad_read(sz_model *m, int unit, int param, float *dst);
+/* Initialise every parameter from its spec; the stream of each tensor depends only on
+ * (seed, unit index, param index), so layout and rank never change the values. */
+sz_status sz_model_init_params(sz_model *m, uint64_t seed);
+
+/* Parameter (or gradient) tensor i of any unit: how a unit uses tied weights of another
+ * (GPT-2's head reads the embedding's wte, and its gradient accumulates into the same tensor). */
+sz_tensor *sz_model_param(sz_model *m, int unit, int i);
+sz_tensor *sz_model_grad(sz_model *m, int unit, int i);
+
+/* Inside callbacks. */
+sz_tensor *sz_unit_param(sz_unit *u, int i);
+sz_tensor *sz_unit_grad(sz_unit *u, int i);
+int sz_unit_index(const sz_unit *u);
+const char *sz_unit_name(const sz_unit *u);
+sz_model *sz_unit_model(sz_unit *u);
+
+/* ---- operations (each one StarPU task; semantics exactly llm.c's GPT-2) -------------------
+ * Shapes: N = B*T rows. Backward ops ACCUMULATE (+=) into their gradient outputs, like llm.c;
+ * zero what must start at zero with sz_op_zero. */
+sz_status sz_op_zero(sz_unit *u, sz_tensor *t);
+sz_status sz_op_encoder_fwd(sz_unit *u, sz_tensor *out, sz_tensor *tokens, sz_tensor *wte, sz_tensor *wpe,
+                            int B, int T, int C);
+sz_status sz_op_encoder_bwd(sz_unit *u, sz_tensor *dwte, sz_tensor *dwpe, sz_tensor *dout, sz_tensor *tokens,
+                            int B, int T, int C);
+sz_status sz_op_layernorm_fwd(sz_unit *u, sz_tensor *out, sz_tensor *mean, sz_tensor *rstd, sz_tensor *inp,
+                              sz_tensor *w, sz_tensor *b, int N, int C);
+sz_status sz_op_layernorm_bwd(sz_unit *u, sz_tensor *dinp, sz_tensor *dw, sz_tensor *db, sz_tensor *dout,
+                              sz_tensor *inp, sz_tensor *w, sz_tensor *mean, sz_tensor *rstd, int N, int C);
+/* out[N,OC] = inp[N,C] . w[OC,C]^T + b (b may be NULL) */
+sz_status sz_op_matmul_fwd(sz_unit *u, sz_tensor *out, sz_tensor *inp, sz_tensor *w, sz_tensor *b,
+                           int N, int C, int OC);
+sz_status sz_op_matmul_bwd(sz_unit *u, sz_tensor *dinp, sz_tensor *dw, sz_tensor *db, sz_tensor *dout,
+                           sz_tensor *inp, sz_tensor *w, int N, int C, int OC);
+/* inp[B,T,3C] (q,k,v) -> out[B,T,C]; preatt, att [B,NH,T,T] saved for backward */
+sz_status sz_op_attention_fwd(sz_unit *u, sz_tensor *out, sz_tensor *preatt, sz_tensor *att, sz_tensor *inp,
+                              int B, int T, int C, int NH);
+sz_status sz_op_attention_bwd(sz_unit *u, sz_tensor *dinp, sz_tensor *dout, sz_tensor *inp, sz_tensor *att,
+                              int B, int T, int C, int NH);
+sz_status sz_op_gelu_fwd(sz_unit *u, sz_tensor *out, sz_tensor *inp, int64_t n);
+sz_status sz_op_gelu_bwd(sz_unit *u, sz_tensor *dinp, sz_tensor *inp, sz_tensor *dout, int64_t n);
+sz_status sz_op_residual_fwd(sz_unit *u, sz_tensor *out, sz_tensor *a, sz_tensor *b, int64_t n);
+sz_status sz_op_residual_bwd(sz_unit *u, sz_tensor *da, sz_tensor *db, sz_tensor *dout, int64_t n);
+/* logits[N,Vp] -> probs[N,Vp], losses[N] over the first V columns; targets int32[N] */
+sz_status sz_op_softmax_xent_fwd(sz_unit *u, sz_tensor *losses, sz_tensor *probs, sz_tensor *logits,
+                                 sz_tensor *targets, int N, int V, int Vp);
+/* dlogits = (probs - onehot) * dloss, dloss = 1/N for every row (mean loss) */
+sz_status sz_op_softmax_xent_bwd(sz_unit *u, sz_tensor *dlogits, sz_tensor *probs, sz_tensor *targets,
+                                 int N, int V, int Vp);
+
+/* ---- training ---------------------------------------------------------------------------- */
+typedef enum sz_decay { SZ_DECAY_MATRICES = 0, SZ_DECAY_ALL } sz_decay;
+
+typedef struct sz_train_config {
+    float lr, beta1, beta2, eps, weight_decay;
+    float grad_clip;      /* clip the global gradient norm to this; 0: off */
+    sz_decay decay;       /* which tensors weight decay applies to */
+} sz_train_config;
+
+void sz_train_config_defaults(sz_train_config *cfg);  /* lr 3e-4, 0.9, 0.999, 1e-8, wd 0, no clip */
+
+/* The tensor of per-row losses the last unit writes (mean = the step's loss). */
+sz_status sz_model_set_loss(sz_model *m, sz_tensor *losses);
+/* Forward only (evaluation): submits every unit's forward, waits, returns the mean loss. */
+sz_status sz_model_eval(sz_model *m, float *loss);
+/* One training step: forward, zero grads, backward, (clip), AdamW with step number t >= 1.
+ * Waits for the loss, which is the mean of the loss tensor after forward. */
+sz_status sz_model_train_step(sz_model *m, const sz_train_config *cfg, int t, float *loss);
+/* The global gradient norm of the last step (before clipping). */
+float sz_model_last_grad_norm(const sz_model *m);
+
+/* ==== GPT-2's tensor table and llm.c's file formats (pure C, no runtime) ==================== */
+/* The shape of a GPT-2 model, as in llm.c's checkpoint header. */
+typedef struct sz_gpt2_config {
+    int max_seq;      /* maxT: positions in wpe */
+    int vocab;        /* V: real vocabulary size (50257 for GPT-2's tokenizer, 256 byte-level) */
+    int padded_vocab; /* Vp >= V: rows of wte (llm.c pads to a multiple of 128 for speed) */
+    int layers;       /* L: transformer blocks */
+    int heads;        /* NH: attention heads; channels % heads == 0 */
+    int channels;     /* C: model width */
+} sz_gpt2_config;
+
+/* Symbolic sizes a table row's shape is made of; resolved against a config. */
+typedef enum sz_gpt2_dim {
+    SZ_GPT2_DIM_ONE = 0, /* 1 (the "cols" of a vector) */
+    SZ_GPT2_DIM_C,       /* channels */
+    SZ_GPT2_DIM_3C,      /* 3 * channels (fused q, k, v) */
+    SZ_GPT2_DIM_4C,      /* 4 * channels (MLP hidden) */
+    SZ_GPT2_DIM_VP,      /* padded_vocab */
+    SZ_GPT2_DIM_MAXT,    /* max_seq */
+} sz_gpt2_dim;
+
+/* How a tensor is initialized for training from scratch (llm.c / GPT-2 convention). */
+typedef enum sz_gpt2_init {
+    SZ_GPT2_INIT_NORMAL = 0,       /* N(0, 0.02^2) */
+    SZ_GPT2_INIT_NORMAL_RESIDUAL,  /* N(0, (0.02/sqrt(2L))^2): projections into the residual */
+    SZ_GPT2_INIT_ZEROS,            /* biases and layernorm biases */
+    SZ_GPT2_INIT_ONES,             /* layernorm weights */
+} sz_gpt2_init;
+
+/* Names for the rows of the table, in llm.c's checkpoint order. The table is keyed by these
+ * (designated initializers), so an index always means the same tensor. */
+typedef enum sz_gpt2_tensor_id {
+    SZ_GPT2_WTE = 0,  /* (Vp, C)            token embedding, tied with the LM head */
+    SZ_GPT2_WPE,      /* (maxT, C)          position embedding */
+    SZ_GPT2_LN1W,     /* L x (C)            */
+    SZ_GPT2_LN1B,     /* L x (C)            */
+    SZ_GPT2_QKVW,     /* L x (3C, C)        */
+    SZ_GPT2_QKVB,     /* L x (3C)           */
+    SZ_GPT2_ATTPROJW, /* L x (C, C)         */
+    SZ_GPT2_ATTPROJB, /* L x (C)            */
+    SZ_GPT2_LN2W,     /* L x (C)            */
+    SZ_GPT2_LN2B,     /* L x (C)            */
+    SZ_GPT2_FCW,      /* L x (4C, C)        */
+    SZ_GPT2_FCB,      /* L x (4C)           */
+    SZ_GPT2_FCPROJW,  /* L x (C, 4C)        */
+    SZ_GPT2_FCPROJB,  /* L x (C)            */
+    SZ_GPT2_LNFW,     /* (C)                */
+    SZ_GPT2_LNFB,     /* (C)                */
+    SZ_GPT2_NUM_TENSORS
+} sz_gpt2_tensor_id;
+
+/* One row of the table. Weights are stored (out, in) row-major: y = x . W^T + b, so for a
+ * matrix rows = out features and cols = in features. A vector has cols = SZ_GPT2_DIM_ONE.
+ * A per-layer tensor is L copies of (rows x cols), layer-major and contiguous.
+ * Note: llm.c initializes only the first V rows of wte; rows V..Vp-1 stay zero. */
+typedef struct sz_gpt2_tensor_spec {
+    const char *name;    /* llm.c's name: "wte", "qkvw", ... */
+    int per_layer;       /* 1: one (rows x cols) block per transformer layer */
+    sz_gpt2_dim rows;
+    sz_gpt2_dim cols;
+    int is_matrix;       /* 1: a 2-D weight matrix; weight decay applies under `--decay matrices`
+                            (wte, wpe, qkvw, attprojw, fcw, fcprojw — exactly llm.c's choice) */
+    sz_gpt2_init init;
+} sz_gpt2_tensor_spec;
+
+/* The table row of tensor `id`; NULL when id is out of range. */
+const sz_gpt2_tensor_spec *sz_gpt2_tensor(int id);
+
+/* The id of the tensor called `name`, or -1. */
+int sz_gpt2_tensor_find(const char *name);
+
+/* The value of a symbolic size under `cfg`. */
+size_t sz_gpt2_dim_value(const sz_gpt2_config *cfg, sz_gpt2_dim dim);
+
+/* Rows and columns of one layer's block of tensor `id` (of the whole tensor if not per-layer).
+ * Returns 0 (and zeros) for a bad id. */
+int sz_gpt2_tensor_shape(const sz_gpt2_config *cfg, int id, size_t *rows, size_t *cols);
+
+/* Elements of one layer's block (rows * cols); the whole tensor if it is not per-layer. */
+size_t sz_gpt2_tensor_layer_numel(const sz_gpt2_config *cfg, int id);
+
+/* Elements of the whole tensor (layer_numel * L for a per-layer tensor). */
+size_t sz_gpt2_tensor_numel(const sz_gpt2_config *cfg, int id);
+
+/* Offset (in elements) of tensor `id` in llm.c's flat parameter order. */
+size_t sz_gpt2_tensor_offset(const sz_gpt2_config *cfg, int id);
+
+/* Offset (in elements) of layer `layer`'s block of tensor `id` in the flat order; for a tensor
+ * that is not per-layer, `layer` is ignored. */
+size_t sz_gpt2_tensor_layer_offset(const sz_gpt2_config *cfg, int id, int layer);
+
+/* Total parameter count (sum of every tensor's numel, padded vocab rows included). */
+size_t sz_gpt2_num_params(const sz_gpt2_config *cfg);
+
+/* Standard deviation for a normal init of tensor `id` (0.02 or 0.02/sqrt(2L)); 0 for the
+ * zeros/ones kinds. */
+float sz_gpt2_tensor_init_std(const sz_gpt2_config *cfg, int id);
+
+/* `vocab` rounded up to a multiple of 128, like llm.c (50257 -> 50304, 256 -> 256). */
+int sz_gpt2_padded_vocab(int vocab);
+
+/* Checks a config: every field > 0, channels % heads == 0, padded_vocab >= vocab, and a total
+ * size that fits in memory arithmetic. SZ_ERR_INVALID with a message in `err` otherwise.
+ * `err` may be NULL. */
+sz_status sz_gpt2_config_validate(const sz_gpt2_config *cfg, char *err, size_t errlen);
+
+/* Fills *out from a preset name — "d2" (L2,H4,C128), "d6" (6,6,384), "d12" (12,12,768) — or an
+ * "L,H,C" string such as "4,4,256"; vocab and max_seq are given separately and padded_vocab is
+ * sz_gpt2_padded_vocab(vocab). The result is validated. *out is untouched on failure. */
+sz_status sz_gpt2_config_from_string(sz_gpt2_config *out, const char *spec, int vocab, int max_seq,
+                                     char *err, size_t errlen);
+
+/* Writes "L=12 H=12 C=768 V=50257 Vp=50304 maxT=1024" into buf (snprintf semantics). */
+int sz_gpt2_config_format(const sz_gpt2_config *cfg, char *buf, size_t buflen);
+
+/* Both formats start with 256 little-endian int32s. */
+#define SZ_LLMC_HEADER_INTS 256
+#define SZ_LLMC_HEADER_BYTES (SZ_LLMC_HEADER_INTS * 4)
+
+/* Checkpoint header: [0] magic, [1] version, [2] maxT, [3] V, [4] L, [5] NH, [6] C, [7] Vp;
+ * then sz_gpt2_num_params() fp32 values in gpt2_spec.h's table order. */
+#define SZ_LLMC_MODEL_MAGIC 20240326
+#define SZ_LLMC_MODEL_VERSION_FP32 3 /* llm.c's version 5 (bf16) is refused with a clear message */
+
+/* Token file header: [0] magic, [1] version, [2] token count; then count uint16 tokens. */
+#define SZ_LLMC_TOKENS_MAGIC 20240520
+#define SZ_LLMC_TOKENS_VERSION 1
+
+/* Every function below: `err` may be NULL; otherwise a message of the form
+ * "<path>: <what is wrong>" is written there on failure (truncated to errlen).
+ * Statuses: SZ_ERR_IO (cannot open/read/write), SZ_ERR_FORMAT (contents wrong),
+ * SZ_ERR_INVALID (bad arguments), SZ_ERR_NOMEM. On failure no output is modified. */
+
+/* Reads and validates a checkpoint's header, and checks that the file's size is exactly the
+ * header plus the parameters it announces. Reads no parameters. */
+sz_status sz_llmc_checkpoint_read_header(const char *path, sz_gpt2_config *cfg_out, char *err,
+                                         size_t errlen);
+
+/* Reads a whole checkpoint. On success *params_out is a malloc'd array of
+ * *nparams_out == sz_gpt2_num_params(cfg_out) floats in llm.c's flat order; release it with
+ * free(). nparams_out may be NULL. */
+sz_status sz_llmc_checkpoint_read(const char *path, sz_gpt2_config *cfg_out, float **params_out,
+                                  size_t *nparams_out, char *err, size_t errlen);
+
+/* Writes a checkpoint (version 3, fp32). `nparams` must equal sz_gpt2_num_params(cfg) and cfg
+ * must be valid (SZ_ERR_INVALID otherwise, nothing written). Writes `path`.tmp, flushes it to
+ * disk, then renames it over `path`; on failure the temporary is removed and `path` untouched. */
+sz_status sz_llmc_checkpoint_write(const char *path, const sz_gpt2_config *cfg, const float *params,
+                                   size_t nparams, char *err, size_t errlen);
+
+/* Compares the config read from checkpoint `path` (`got`) with the one the run expects.
+ * SZ_OK when all six fields agree; otherwise SZ_ERR_FORMAT with a message naming the file and,
+ * for each field that differs, both values, e.g.
+ * "model.bin: checkpoint does not match the requested model: vocab V=50257 in the file but 256
+ * expected; ... (file: L=12 H=12 C=768 V=50257 Vp=50304 maxT=1024; expected: ...)". */
+sz_status sz_llmc_check_config(const char *path, const sz_gpt2_config *got,
+                               const sz_gpt2_config *expected, char *err, size_t errlen);
+
+/* Reads a whole token file into memory. When vocab > 0 every token must be < vocab
+ * (SZ_ERR_FORMAT naming the first offending position otherwise); vocab <= 0 skips that check.
+ * On success *tokens_out is a malloc'd array of *count_out tokens (release with free()); a file
+ * announcing 0 tokens is valid and gives a NULL array and a count of 0. */
+sz_status sz_llmc_tokens_read(const char *path, int vocab, uint16_t **tokens_out, size_t *count_out,
+                              char *err, size_t errlen);
+
+/* Writes a token file (at most INT32_MAX tokens) through `path`.tmp + rename. */
+sz_status sz_llmc_tokens_write(const char *path, const uint16_t *tokens, size_t count, char *err,
+                               size_t errlen);
 
 #ifdef __cplusplus
 }

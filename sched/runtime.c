@@ -7,7 +7,9 @@
 #include <string.h>
 #include <starpu.h>
 #include <starpu_mpi.h>
+#include <omp.h>
 #include "sz_runtime.h"
+#include "sz_kernels.h"
 
 void sz_context_config_defaults(sz_context_config *cfg)
 {
@@ -15,6 +17,7 @@ void sz_context_config_defaults(sz_context_config *cfg)
     cfg->ncpus = -1;
     cfg->ncuda = -1;
     cfg->bind_share = 1;
+    cfg->kernel_threads = -1;
     cfg->sched_policy = NULL;
     cfg->log_fn = NULL;
     cfg->log_level = SZ_LOG_WARN;
@@ -66,6 +69,31 @@ static void apply_core_share(struct sz_context *ctx)
     setenv("STARPU_MPI_NOBIND", "1", 0);
 }
 
+/* Run on every CPU worker once: its compute kernels are OpenMP-parallel over the rank's whole
+ * core share (StarPU binds a worker to one core, and OpenMP threads inherit the binding), with a
+ * fixed thread count so results never depend on STARPU_NCPU. */
+static void widen_worker(void *arg)
+{
+    struct sz_context *ctx = arg;
+    if (ctx->share_set)
+        hwloc_set_cpubind(ctx->topo, ctx->share_set, HWLOC_CPUBIND_THREAD);
+    omp_set_num_threads(ctx->kernel_threads);
+}
+
+static void make_share_set(struct sz_context *ctx)
+{
+    ctx->share_set = hwloc_bitmap_alloc();
+    for (int c = 0; c < ctx->topology.ncores; c++) {
+        hwloc_obj_t core = hwloc_get_obj_by_type(ctx->topo, HWLOC_OBJ_CORE, (unsigned)(ctx->topology.first_core + c));
+        if (core && core->cpuset)
+            hwloc_bitmap_or(ctx->share_set, ctx->share_set, core->cpuset);
+    }
+    if (hwloc_bitmap_iszero(ctx->share_set)) {
+        hwloc_bitmap_free(ctx->share_set);
+        ctx->share_set = NULL;
+    }
+}
+
 sz_status sz_context_init(sz_context **out, const sz_context_config *cfg_in, int *argc, char ***argv)
 {
     if (!out)
@@ -109,8 +137,11 @@ sz_status sz_context_init(sz_context **out, const sz_context_config *cfg_in, int
         goto fail_topo;
     if ((st = sz_topology_discover(ctx)) != SZ_OK)
         goto fail_topo;
-    if (cfg.bind_share)
+    if (cfg.bind_share) {
         apply_core_share(ctx);
+        make_share_set(ctx);
+    }
+    ctx->kernel_threads = cfg.kernel_threads > 0 ? cfg.kernel_threads : ctx->topology.ncores;
 
     struct starpu_conf conf;
     starpu_conf_init(&conf);
@@ -126,6 +157,7 @@ sz_status sz_context_init(sz_context **out, const sz_context_config *cfg_in, int
         st = SZ_ERR_RUNTIME;
         goto fail_topo;
     }
+    starpu_execute_on_each_worker(widen_worker, ctx, STARPU_CPU);
     sz_runtime_info info;
     sz_context_runtime_info(ctx, &info);
     sz_context_log(ctx, SZ_LOG_INFO, "StarPU %s, policy '%s', %d CPU + %d CUDA workers, cores %d..%d of %d",
@@ -135,6 +167,8 @@ sz_status sz_context_init(sz_context **out, const sz_context_config *cfg_in, int
     return SZ_OK;
 
 fail_topo:
+    if (ctx->share_set)
+        hwloc_bitmap_free(ctx->share_set);
     hwloc_topology_destroy(ctx->topo);
 fail_mpi:
     MPI_Comm_free(&ctx->comm);
@@ -150,6 +184,9 @@ void sz_context_free(sz_context *ctx)
         return;
     starpu_task_wait_for_all();
     starpu_mpi_shutdown();
+    sz_k_shutdown();
+    if (ctx->share_set)
+        hwloc_bitmap_free(ctx->share_set);
     hwloc_topology_destroy(ctx->topo);
     MPI_Comm_free(&ctx->comm);
     if (ctx->we_started_mpi)
@@ -208,7 +245,8 @@ void sz_context_print(const sz_context *ctx, FILE *f)
             t->local_rank, t->local_size);
     fprintf(f, "  topology: %d package(s), %d NUMA node(s), %d core(s), %d PU(s), %d GPU(s)\n",
             t->packages, t->numa_nodes, t->cores, t->pus, t->gpus);
-    fprintf(f, "  this rank's cores: %d..%d (%d)\n", t->first_core, t->first_core + t->ncores - 1, t->ncores);
+    fprintf(f, "  this rank's cores: %d..%d (%d); %d OpenMP thread(s) per compute task\n", t->first_core,
+            t->first_core + t->ncores - 1, t->ncores, ctx->kernel_threads);
     fprintf(f, "  StarPU %s: features FxT=%s CUDA=%s MPI=%s blocking-drivers=%s max-cpus=%d; policy '%s'\n",
             info.starpu_version, info.has_fxt ? "yes" : "no", info.has_cuda ? "yes" : "no",
             info.has_mpi ? "yes" : "no", info.has_blocking_drivers ? "yes" : "no", info.max_cpus, info.sched_policy);

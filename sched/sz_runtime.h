@@ -13,6 +13,8 @@ struct sz_context {
     MPI_Comm comm;               /* dup of MPI_COMM_WORLD for our own collectives */
     hwloc_topology_t topo;
     sz_topology topology;
+    hwloc_bitmap_t share_set;    /* PUs of this rank's cores (NULL when not binding) */
+    int kernel_threads;          /* OpenMP threads every compute task uses */
     sz_log_fn log_fn;
     void *log_user;
     sz_log_level log_level;

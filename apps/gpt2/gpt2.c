@@ -1,0 +1,398 @@
+/* apps/gpt2/gpt2.c — GPT-2 on the StarZeRO task API, exactly llm.c's forward and backward.
+ * Units: "embed" (wte, wpe), "block<l>" (the 12 per-layer tensors), "head" (lnfw, lnfb; it reads
+ * the embedding's wte: tied weights, whose gradients from the head and the embedding accumulate
+ * into one tensor). Parameter rows come from the GPT-2 table (sz_gpt2_tensor), never by hand. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include "gpt2.h"
+
+/* Activations of one block (forward) — llm.c's ActivationTensors, per layer. */
+struct block_acts {
+    sz_tensor *ln1, *ln1_mean, *ln1_rstd, *qkv, *atty, *preatt, *att, *attproj, *res2, *ln2, *ln2_mean,
+        *ln2_rstd, *fch, *fch_gelu, *fcproj;
+};
+
+/* Gradient scratch shared by all blocks (their backwards run one after the other). */
+struct block_grads {
+    sz_tensor *dln1, *dqkv, *datty, *dattproj, *dres2, *dln2, *dfch, *dfch_gelu, *dfcproj;
+};
+
+struct block_unit {
+    struct gpt2 *g;
+    int layer;
+};
+
+struct gpt2 {
+    sz_context *ctx;
+    sz_model *model;
+    sz_gpt2_config cfg;
+    int B, T;
+    sz_tensor *tokens, *targets;
+    sz_tensor **res, **dres;          /* residual stream res[0..L] and its gradients */
+    struct block_acts *acts;          /* L */
+    struct block_grads grads;
+    struct block_unit *blocks;        /* L */
+    sz_tensor *lnf, *lnf_mean, *lnf_rstd, *logits, *probs, *losses, *dlnf, *dlogits;
+    sz_param_spec embed_spec[2], block_spec[12], head_spec[2];
+};
+
+/* Unit layout: which table ids each unit holds, in order. */
+static const int EMBED_IDS[] = {SZ_GPT2_WTE, SZ_GPT2_WPE};
+static const int BLOCK_IDS[] = {SZ_GPT2_LN1W, SZ_GPT2_LN1B, SZ_GPT2_QKVW, SZ_GPT2_QKVB, SZ_GPT2_ATTPROJW,
+                                SZ_GPT2_ATTPROJB, SZ_GPT2_LN2W, SZ_GPT2_LN2B, SZ_GPT2_FCW, SZ_GPT2_FCB,
+                                SZ_GPT2_FCPROJW, SZ_GPT2_FCPROJB};
+static const int HEAD_IDS[] = {SZ_GPT2_LNFW, SZ_GPT2_LNFB};
+#define NELEM(a) ((int)(sizeof(a) / sizeof((a)[0])))
+
+/* Where table tensor `id`, layer `l`, lives: unit index and parameter index. */
+static void locate(const struct gpt2 *g, int id, int l, int *unit, int *param)
+{
+    for (int i = 0; i < NELEM(EMBED_IDS); i++)
+        if (EMBED_IDS[i] == id) { *unit = 0; *param = i; return; }
+    for (int i = 0; i < NELEM(BLOCK_IDS); i++)
+        if (BLOCK_IDS[i] == id) { *unit = 1 + l; *param = i; return; }
+    for (int i = 0; i < NELEM(HEAD_IDS); i++)
+        if (HEAD_IDS[i] == id) { *unit = 1 + g->cfg.layers; *param = i; return; }
+    *unit = *param = -1;
+}
+
+static void spec_from_table(const sz_gpt2_config *cfg, int id, sz_param_spec *s)
+{
+    const sz_gpt2_tensor_spec *t = sz_gpt2_tensor(id);
+    size_t rows, cols;
+    sz_gpt2_tensor_shape(cfg, id, &rows, &cols);
+    s->name = t->name;
+    s->rows = (int64_t)rows;
+    s->cols = (int64_t)cols;
+    s->decay = t->is_matrix;
+    switch (t->init) {
+    case SZ_GPT2_INIT_ONES: s->init = SZ_INIT_ONE; break;
+    case SZ_GPT2_INIT_ZEROS: s->init = SZ_INIT_ZERO; break;
+    default: s->init = SZ_INIT_NORMAL; break;
+    }
+    s->init_std = sz_gpt2_tensor_init_std(cfg, id);
+}
+
+/* ---- forward / backward callbacks ---------------------------------------------------------- */
+#define TRY(x) do { sz_status st_ = (x); if (st_ != SZ_OK) return st_; } while (0)
+
+static sz_status embed_fwd(sz_unit *u, void *user)
+{
+    struct gpt2 *g = user;
+    return sz_op_encoder_fwd(u, g->res[0], g->tokens, sz_unit_param(u, 0), sz_unit_param(u, 1), g->B, g->T,
+                             g->cfg.channels);
+}
+
+static sz_status embed_bwd(sz_unit *u, void *user)
+{
+    struct gpt2 *g = user;
+    return sz_op_encoder_bwd(u, sz_unit_grad(u, 0), sz_unit_grad(u, 1), g->dres[0], g->tokens, g->B, g->T,
+                             g->cfg.channels);
+}
+
+enum { LN1W, LN1B, QKVW, QKVB, ATTPROJW, ATTPROJB, LN2W, LN2B, FCW, FCB, FCPROJW, FCPROJB };
+
+static sz_status block_fwd(sz_unit *u, void *user)
+{
+    struct block_unit *bu = user;
+    struct gpt2 *g = bu->g;
+    struct block_acts *a = &g->acts[bu->layer];
+    int N = g->B * g->T, C = g->cfg.channels, NH = g->cfg.heads;
+    int64_t NC = (int64_t)N * C;
+    sz_tensor *x = g->res[bu->layer], *y = g->res[bu->layer + 1];
+#define P(i) sz_unit_param(u, i)
+    TRY(sz_op_layernorm_fwd(u, a->ln1, a->ln1_mean, a->ln1_rstd, x, P(LN1W), P(LN1B), N, C));
+    TRY(sz_op_matmul_fwd(u, a->qkv, a->ln1, P(QKVW), P(QKVB), N, C, 3 * C));
+    TRY(sz_op_attention_fwd(u, a->atty, a->preatt, a->att, a->qkv, g->B, g->T, C, NH));
+    TRY(sz_op_matmul_fwd(u, a->attproj, a->atty, P(ATTPROJW), P(ATTPROJB), N, C, C));
+    TRY(sz_op_residual_fwd(u, a->res2, x, a->attproj, NC));
+    TRY(sz_op_layernorm_fwd(u, a->ln2, a->ln2_mean, a->ln2_rstd, a->res2, P(LN2W), P(LN2B), N, C));
+    TRY(sz_op_matmul_fwd(u, a->fch, a->ln2, P(FCW), P(FCB), N, C, 4 * C));
+    TRY(sz_op_gelu_fwd(u, a->fch_gelu, a->fch, 4 * NC));
+    TRY(sz_op_matmul_fwd(u, a->fcproj, a->fch_gelu, P(FCPROJW), P(FCPROJB), N, 4 * C, C));
+    return sz_op_residual_fwd(u, y, a->res2, a->fcproj, NC);
+}
+
+static sz_status block_bwd(sz_unit *u, void *user)
+{
+    struct block_unit *bu = user;
+    struct gpt2 *g = bu->g;
+    struct block_acts *a = &g->acts[bu->layer];
+    struct block_grads *d = &g->grads;
+    int N = g->B * g->T, C = g->cfg.channels, NH = g->cfg.heads;
+    int64_t NC = (int64_t)N * C;
+    sz_tensor *x = g->res[bu->layer], *dx = g->dres[bu->layer], *dy = g->dres[bu->layer + 1];
+#define G(i) sz_unit_grad(u, i)
+    sz_tensor *zero[] = {dx, d->dln1, d->dqkv, d->datty, d->dattproj, d->dres2, d->dln2, d->dfch, d->dfch_gelu,
+                         d->dfcproj};
+    for (int i = 0; i < NELEM(zero); i++)
+        TRY(sz_op_zero(u, zero[i]));
+    TRY(sz_op_residual_bwd(u, d->dres2, d->dfcproj, dy, NC));
+    TRY(sz_op_matmul_bwd(u, d->dfch_gelu, G(FCPROJW), G(FCPROJB), d->dfcproj, a->fch_gelu, P(FCPROJW), N, 4 * C, C));
+    TRY(sz_op_gelu_bwd(u, d->dfch, a->fch, d->dfch_gelu, 4 * NC));
+    TRY(sz_op_matmul_bwd(u, d->dln2, G(FCW), G(FCB), d->dfch, a->ln2, P(FCW), N, C, 4 * C));
+    TRY(sz_op_layernorm_bwd(u, d->dres2, G(LN2W), G(LN2B), d->dln2, a->res2, P(LN2W), a->ln2_mean, a->ln2_rstd, N, C));
+    TRY(sz_op_residual_bwd(u, dx, d->dattproj, d->dres2, NC));
+    TRY(sz_op_matmul_bwd(u, d->datty, G(ATTPROJW), G(ATTPROJB), d->dattproj, a->atty, P(ATTPROJW), N, C, C));
+    TRY(sz_op_attention_bwd(u, d->dqkv, d->datty, a->qkv, a->att, g->B, g->T, C, NH));
+    TRY(sz_op_matmul_bwd(u, d->dln1, G(QKVW), G(QKVB), d->dqkv, a->ln1, P(QKVW), N, C, 3 * C));
+    return sz_op_layernorm_bwd(u, dx, G(LN1W), G(LN1B), d->dln1, x, P(LN1W), a->ln1_mean, a->ln1_rstd, N, C);
+}
+
+static sz_status head_fwd(sz_unit *u, void *user)
+{
+    struct gpt2 *g = user;
+    int N = g->B * g->T, C = g->cfg.channels, L = g->cfg.layers;
+    sz_tensor *wte = sz_model_param(g->model, 0, 0);
+    TRY(sz_op_layernorm_fwd(u, g->lnf, g->lnf_mean, g->lnf_rstd, g->res[L], P(0), P(1), N, C));
+    TRY(sz_op_matmul_fwd(u, g->logits, g->lnf, wte, NULL, N, C, g->cfg.padded_vocab));
+    return sz_op_softmax_xent_fwd(u, g->losses, g->probs, g->logits, g->targets, N, g->cfg.vocab,
+                                  g->cfg.padded_vocab);
+}
+
+static sz_status head_bwd(sz_unit *u, void *user)
+{
+    struct gpt2 *g = user;
+    int N = g->B * g->T, C = g->cfg.channels, L = g->cfg.layers;
+    sz_tensor *wte = sz_model_param(g->model, 0, 0), *dwte = sz_model_grad(g->model, 0, 0);
+    TRY(sz_op_zero(u, g->dlnf));
+    TRY(sz_op_zero(u, g->dres[L]));
+    TRY(sz_op_softmax_xent_bwd(u, g->dlogits, g->probs, g->targets, N, g->cfg.vocab, g->cfg.padded_vocab));
+    TRY(sz_op_matmul_bwd(u, g->dlnf, dwte, NULL, g->dlogits, g->lnf, wte, N, C, g->cfg.padded_vocab));
+    return sz_op_layernorm_bwd(u, g->dres[L], G(0), G(1), g->dlnf, g->res[L], P(0), g->lnf_mean, g->lnf_rstd, N, C);
+}
+#undef P
+#undef G
+
+/* ---- construction -------------------------------------------------------------------------- */
+
+static sz_tensor *act(struct gpt2 *g, const char *what, int layer, sz_dtype dt, int64_t n)
+{
+    char name[48];
+    if (layer >= 0)
+        snprintf(name, sizeof name, "%s.%d", what, layer);
+    else
+        snprintf(name, sizeof name, "%s", what);
+    return sz_model_tensor(g->model, name, dt, n);
+}
+
+sz_status gpt2_create(gpt2 **out, sz_context *ctx, const sz_gpt2_config *cfg, int B, int T, char *err, size_t errlen)
+{
+    sz_status st = sz_gpt2_config_validate(cfg, err, errlen);
+    if (st != SZ_OK)
+        return st;
+    if (B < 1 || T < 1 || T > cfg->max_seq) {
+        snprintf(err, errlen, "batch %d x seq %d: need B >= 1 and 1 <= T <= max_seq (%d)", B, T, cfg->max_seq);
+        return SZ_ERR_INVALID;
+    }
+    struct gpt2 *g = calloc(1, sizeof *g);
+    int L = cfg->layers;
+    if (!g)
+        return SZ_ERR_NOMEM;
+    g->ctx = ctx;
+    g->cfg = *cfg;
+    g->B = B;
+    g->T = T;
+    g->res = calloc((size_t)L + 1, sizeof *g->res);
+    g->dres = calloc((size_t)L + 1, sizeof *g->dres);
+    g->acts = calloc((size_t)L, sizeof *g->acts);
+    g->blocks = calloc((size_t)L, sizeof *g->blocks);
+    if (!g->res || !g->dres || !g->acts || !g->blocks || (st = sz_model_init(&g->model, ctx)) != SZ_OK) {
+        gpt2_free(g);
+        return SZ_ERR_NOMEM;
+    }
+    for (int i = 0; i < NELEM(EMBED_IDS); i++)
+        spec_from_table(cfg, EMBED_IDS[i], &g->embed_spec[i]);
+    for (int i = 0; i < NELEM(BLOCK_IDS); i++)
+        spec_from_table(cfg, BLOCK_IDS[i], &g->block_spec[i]);
+    for (int i = 0; i < NELEM(HEAD_IDS); i++)
+        spec_from_table(cfg, HEAD_IDS[i], &g->head_spec[i]);
+
+    sz_unit_desc d = {"embed", g->embed_spec, NELEM(EMBED_IDS), embed_fwd, embed_bwd, g};
+    st = sz_model_add_unit(g->model, &d);
+    for (int l = 0; l < L && st == SZ_OK; l++) {
+        char name[32];
+        snprintf(name, sizeof name, "block%d", l);
+        g->blocks[l] = (struct block_unit){g, l};
+        sz_unit_desc bd = {name, g->block_spec, NELEM(BLOCK_IDS), block_fwd, block_bwd, &g->blocks[l]};
+        st = sz_model_add_unit(g->model, &bd);
+    }
+    if (st == SZ_OK) {
+        sz_unit_desc hd = {"head", g->head_spec, NELEM(HEAD_IDS), head_fwd, head_bwd, g};
+        st = sz_model_add_unit(g->model, &hd);
+    }
+
+    int64_t N = (int64_t)B * T, C = cfg->channels, NC = N * C, A = (int64_t)B * cfg->heads * T * T;
+    int64_t NV = N * cfg->padded_vocab;
+    g->tokens = act(g, "tokens", -1, SZ_DTYPE_I32, N);
+    g->targets = act(g, "targets", -1, SZ_DTYPE_I32, N);
+    for (int l = 0; l <= L; l++) {
+        g->res[l] = act(g, "res", l, SZ_DTYPE_F32, NC);
+        g->dres[l] = act(g, "dres", l, SZ_DTYPE_F32, NC);
+    }
+    for (int l = 0; l < L; l++) {
+        struct block_acts *a = &g->acts[l];
+        a->ln1 = act(g, "ln1", l, SZ_DTYPE_F32, NC);
+        a->ln1_mean = act(g, "ln1_mean", l, SZ_DTYPE_F32, N);
+        a->ln1_rstd = act(g, "ln1_rstd", l, SZ_DTYPE_F32, N);
+        a->qkv = act(g, "qkv", l, SZ_DTYPE_F32, 3 * NC);
+        a->atty = act(g, "atty", l, SZ_DTYPE_F32, NC);
+        a->preatt = act(g, "preatt", l, SZ_DTYPE_F32, A);
+        a->att = act(g, "att", l, SZ_DTYPE_F32, A);
+        a->attproj = act(g, "attproj", l, SZ_DTYPE_F32, NC);
+        a->res2 = act(g, "res2", l, SZ_DTYPE_F32, NC);
+        a->ln2 = act(g, "ln2", l, SZ_DTYPE_F32, NC);
+        a->ln2_mean = act(g, "ln2_mean", l, SZ_DTYPE_F32, N);
+        a->ln2_rstd = act(g, "ln2_rstd", l, SZ_DTYPE_F32, N);
+        a->fch = act(g, "fch", l, SZ_DTYPE_F32, 4 * NC);
+        a->fch_gelu = act(g, "fch_gelu", l, SZ_DTYPE_F32, 4 * NC);
+        a->fcproj = act(g, "fcproj", l, SZ_DTYPE_F32, NC);
+    }
+    struct block_grads *gd = &g->grads;
+    gd->dln1 = act(g, "dln1", -1, SZ_DTYPE_F32, NC);
+    gd->dqkv = act(g, "dqkv", -1, SZ_DTYPE_F32, 3 * NC);
+    gd->datty = act(g, "datty", -1, SZ_DTYPE_F32, NC);
+    gd->dattproj = act(g, "dattproj", -1, SZ_DTYPE_F32, NC);
+    gd->dres2 = act(g, "dres2", -1, SZ_DTYPE_F32, NC);
+    gd->dln2 = act(g, "dln2", -1, SZ_DTYPE_F32, NC);
+    gd->dfch = act(g, "dfch", -1, SZ_DTYPE_F32, 4 * NC);
+    gd->dfch_gelu = act(g, "dfch_gelu", -1, SZ_DTYPE_F32, 4 * NC);
+    gd->dfcproj = act(g, "dfcproj", -1, SZ_DTYPE_F32, NC);
+    g->lnf = act(g, "lnf", -1, SZ_DTYPE_F32, NC);
+    g->lnf_mean = act(g, "lnf_mean", -1, SZ_DTYPE_F32, N);
+    g->lnf_rstd = act(g, "lnf_rstd", -1, SZ_DTYPE_F32, N);
+    g->logits = act(g, "logits", -1, SZ_DTYPE_F32, NV);
+    g->probs = act(g, "probs", -1, SZ_DTYPE_F32, NV);
+    g->losses = act(g, "losses", -1, SZ_DTYPE_F32, N);
+    g->dlnf = act(g, "dlnf", -1, SZ_DTYPE_F32, NC);
+    g->dlogits = act(g, "dlogits", -1, SZ_DTYPE_F32, NV);
+    if (st == SZ_OK && (!g->dlogits || !g->losses || !gd->dfcproj))
+        st = SZ_ERR_NOMEM;
+    if (st == SZ_OK)
+        st = sz_model_set_loss(g->model, g->losses);
+    if (st == SZ_OK)
+        st = sz_model_finalize(g->model);
+    if (st != SZ_OK) {
+        snprintf(err, errlen, "building the GPT-2 model failed: %s", sz_status_string(st));
+        gpt2_free(g);
+        return st;
+    }
+    *out = g;
+    return SZ_OK;
+}
+
+void gpt2_free(gpt2 *g)
+{
+    if (!g)
+        return;
+    sz_model_free(g->model);
+    free(g->res);
+    free(g->dres);
+    free(g->acts);
+    free(g->blocks);
+    free(g);
+}
+
+sz_model *gpt2_model(gpt2 *g) { return g->model; }
+const sz_gpt2_config *gpt2_config(const gpt2 *g) { return &g->cfg; }
+
+sz_status gpt2_init_random(gpt2 *g, uint64_t seed)
+{
+    sz_status st = sz_model_init_params(g->model, seed);
+    if (st != SZ_OK)
+        return st;
+    /* llm.c initialises only the first V rows of wte; the padded rows stay zero. */
+    const sz_gpt2_config *c = &g->cfg;
+    size_t n = (size_t)c->padded_vocab * c->channels;
+    float *wte = malloc(n * sizeof *wte);
+    if (!wte)
+        return SZ_ERR_NOMEM;
+    if ((st = sz_model_param_read(g->model, 0, 0, wte)) == SZ_OK) {
+        memset(wte + (size_t)c->vocab * c->channels, 0, (size_t)(c->padded_vocab - c->vocab) * c->channels * sizeof *wte);
+        st = sz_model_param_write(g->model, 0, 0, wte);
+    }
+    free(wte);
+    return st;
+}
+
+/* Copy between llm.c's flat order and the units: tensor by tensor, layer by layer. */
+static sz_status transfer(gpt2 *g, float *flat, int dir /* 0: flat -> model, 1: model -> flat, 2: grads */)
+{
+    for (int id = 0; id < SZ_GPT2_NUM_TENSORS; id++) {
+        int layers = sz_gpt2_tensor(id)->per_layer ? g->cfg.layers : 1;
+        size_t per = sz_gpt2_tensor_layer_numel(&g->cfg, id);
+        for (int l = 0; l < layers; l++) {
+            int unit, param;
+            locate(g, id, l, &unit, &param);
+            float *p = flat + sz_gpt2_tensor_layer_offset(&g->cfg, id, l);
+            (void)per;
+            sz_status st = dir == 0   ? sz_model_param_write(g->model, unit, param, p)
+                           : dir == 1 ? sz_model_param_read(g->model, unit, param, p)
+                                      : sz_model_grad_read(g->model, unit, param, p);
+            if (st != SZ_OK)
+                return st;
+        }
+    }
+    return SZ_OK;
+}
+
+sz_status gpt2_set_params(gpt2 *g, const float *flat) { return transfer(g, (float *)flat, 0); }
+sz_status gpt2_get_params(gpt2 *g, float *flat) { return transfer(g, flat, 1); }
+sz_status gpt2_get_grads(gpt2 *g, float *flat) { return transfer(g, flat, 2); }
+
+sz_status gpt2_load(gpt2 *g, const char *path, char *err, size_t errlen)
+{
+    sz_gpt2_config got;
+    float *params = NULL;
+    size_t n = 0;
+    sz_status st = sz_llmc_checkpoint_read(path, &got, &params, &n, err, errlen);
+    if (st != SZ_OK)
+        return st;
+    st = sz_llmc_check_config(path, &got, &g->cfg, err, errlen);
+    if (st == SZ_OK)
+        st = gpt2_set_params(g, params);
+    free(params);
+    return st;
+}
+
+sz_status gpt2_save(gpt2 *g, const char *path, char *err, size_t errlen)
+{
+    size_t n = sz_gpt2_num_params(&g->cfg);
+    float *params = malloc(n * sizeof *params);
+    if (!params)
+        return SZ_ERR_NOMEM;
+    sz_status st = gpt2_get_params(g, params);
+    if (st == SZ_OK)
+        st = sz_llmc_checkpoint_write(path, &g->cfg, params, n, err, errlen);
+    free(params);
+    return st;
+}
+
+sz_status gpt2_set_batch(gpt2 *g, const int *inputs, const int *targets)
+{
+    sz_status st = sz_tensor_write(g->tokens, inputs);
+    return st == SZ_OK ? sz_tensor_write(g->targets, targets) : st;
+}
+
+double gpt2_flops_per_step(const gpt2 *g)
+{
+    const sz_gpt2_config *c = &g->cfg;
+    double L = c->layers, C = c->channels, T = g->T, tokens = (double)g->B * g->T;
+    double matmul = 2.0 * (12.0 * L * C * C + C * c->padded_vocab); /* per token, forward */
+    double attention = 2.0 * L * T * C;                              /* causal QK^T and AV, forward */
+    return 3.0 * tokens * (matmul + attention);                      /* forward + backward (2x) */
+}
+
+void gpt2_batch_from_stream(const uint16_t *tokens, size_t ntokens, long k, int rows_per_batch, int row0, int B,
+                            int T, int *inputs, int *targets)
+{
+    size_t base = (size_t)k * (size_t)rows_per_batch * (size_t)T;
+    for (int b = 0; b < B; b++) {
+        size_t start = base + (size_t)(row0 + b) * (size_t)T;
+        for (int t = 0; t < T; t++) {
+            inputs[b * T + t] = tokens[(start + (size_t)t) % ntokens];
+            targets[b * T + t] = tokens[(start + (size_t)t + 1) % ntokens];
+        }
+    }
+}

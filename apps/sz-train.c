@@ -1,0 +1,224 @@
+/* apps/sz-train.c — trains GPT-2 (llm.c semantics) on llm.c token files, one line (or one JSON
+ * object) per step. Start from an llm.c checkpoint (--init) or a random GPT-2 (--config).
+ * Run `sz-train --help` for the options. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include "gpt2/gpt2.h"
+
+struct opts {
+    const char *init, *config, *train, *val, *save, *precision, *decay;
+    int vocab, max_seq, batch, seq, steps, val_every, val_batches, json;
+    unsigned long long seed;
+    float lr, beta1, beta2, eps, wd, grad_clip;
+};
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: sz-train (--init FILE | --config d2|d6|d12|L,H,C) --train FILE [options]\n"
+            "model:    --init FILE          start from an llm.c GPT-2 checkpoint (fp32, version 3)\n"
+            "          --config NAME        random GPT-2: d2 (2 layers, 4 heads, 128 ch), d6, d12 (124M), or L,H,C\n"
+            "          --vocab V            vocabulary for --config (default 50257)\n"
+            "          --max-seq T          positions for --config (default 1024)\n"
+            "          --seed S             init seed (default 1337)\n"
+            "data:     --train FILE         llm.c token file (required)\n"
+            "          --val FILE           llm.c token file for validation\n"
+            "          --val-every N        validate every N steps and at the end (default 0: only at the end)\n"
+            "          --val-batches K      batches per validation (default 4)\n"
+            "step:     --batch B --seq T --steps N   (defaults 4, 64, 10)\n"
+            "optim:    --lr (3e-4) --beta1 (0.9) --beta2 (0.999) --eps (1e-8) --wd (0)\n"
+            "          --decay matrices|all which tensors weight decay applies to (default matrices;\n"
+            "                               all reproduces llm.c's CPU trainer)\n"
+            "          --grad-clip X        clip the global gradient norm to X (default off)\n"
+            "          --precision fp32|bf16 (bf16 is not implemented yet and is refused)\n"
+            "output:   --save FILE          write an llm.c checkpoint (fp32) at the end\n"
+            "          --json               one JSON object per step instead of text lines\n");
+}
+
+static int parse(int argc, char **argv, struct opts *o)
+{
+    *o = (struct opts){.vocab = 50257, .max_seq = 1024, .batch = 4, .seq = 64, .steps = 10, .val_batches = 4,
+                       .seed = 1337, .lr = 3e-4f, .beta1 = 0.9f, .beta2 = 0.999f, .eps = 1e-8f,
+                       .precision = "fp32", .decay = "matrices"};
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) { usage(stdout); exit(0); }
+        if (!strcmp(a, "--json")) { o->json = 1; continue; }
+        if (!v) { fprintf(stderr, "sz-train: %s needs a value (see --help)\n", a); return -1; }
+        i++;
+        if (!strcmp(a, "--init")) o->init = v;
+        else if (!strcmp(a, "--config")) o->config = v;
+        else if (!strcmp(a, "--train")) o->train = v;
+        else if (!strcmp(a, "--val")) o->val = v;
+        else if (!strcmp(a, "--save")) o->save = v;
+        else if (!strcmp(a, "--precision")) o->precision = v;
+        else if (!strcmp(a, "--decay")) o->decay = v;
+        else if (!strcmp(a, "--vocab")) o->vocab = atoi(v);
+        else if (!strcmp(a, "--max-seq")) o->max_seq = atoi(v);
+        else if (!strcmp(a, "--batch")) o->batch = atoi(v);
+        else if (!strcmp(a, "--seq")) o->seq = atoi(v);
+        else if (!strcmp(a, "--steps")) o->steps = atoi(v);
+        else if (!strcmp(a, "--val-every")) o->val_every = atoi(v);
+        else if (!strcmp(a, "--val-batches")) o->val_batches = atoi(v);
+        else if (!strcmp(a, "--seed")) o->seed = strtoull(v, NULL, 10);
+        else if (!strcmp(a, "--lr")) o->lr = strtof(v, NULL);
+        else if (!strcmp(a, "--beta1")) o->beta1 = strtof(v, NULL);
+        else if (!strcmp(a, "--beta2")) o->beta2 = strtof(v, NULL);
+        else if (!strcmp(a, "--eps")) o->eps = strtof(v, NULL);
+        else if (!strcmp(a, "--wd")) o->wd = strtof(v, NULL);
+        else if (!strcmp(a, "--grad-clip")) o->grad_clip = strtof(v, NULL);
+        else { fprintf(stderr, "sz-train: unknown option %s (see --help)\n", a); return -1; }
+    }
+    if (!o->init == !o->config) { fprintf(stderr, "sz-train: give exactly one of --init FILE or --config NAME\n"); return -1; }
+    if (!o->train) { fprintf(stderr, "sz-train: --train FILE is required\n"); return -1; }
+    if (o->batch < 1 || o->seq < 1 || o->steps < 0 || o->val_batches < 1) {
+        fprintf(stderr, "sz-train: --batch, --seq, --val-batches must be >= 1 and --steps >= 0\n");
+        return -1;
+    }
+    if (strcmp(o->decay, "matrices") && strcmp(o->decay, "all")) {
+        fprintf(stderr, "sz-train: --decay must be 'matrices' or 'all', not '%s'\n", o->decay);
+        return -1;
+    }
+    if (strcmp(o->precision, "fp32")) {
+        fprintf(stderr, "sz-train: --precision %s: %s\n", o->precision,
+                strcmp(o->precision, "bf16") ? "must be fp32 or bf16"
+                                             : "bf16 mixed precision is not implemented yet; use --precision fp32");
+        return -1;
+    }
+    return 0;
+}
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+/* Mean loss over K batches of a token stream (forward only). */
+static sz_status evaluate(gpt2 *g, const uint16_t *tok, size_t n, int K, int B, int T, int *in, int *tg, float *out)
+{
+    double s = 0.0;
+    for (int k = 0; k < K; k++) {
+        gpt2_batch_from_stream(tok, n, k, B, 0, B, T, in, tg);
+        float l;
+        sz_status st = gpt2_set_batch(g, in, tg);
+        if (st == SZ_OK)
+            st = sz_model_eval(gpt2_model(g), &l);
+        if (st != SZ_OK)
+            return st;
+        s += l;
+    }
+    *out = (float)(s / K);
+    return SZ_OK;
+}
+
+int main(int argc, char **argv)
+{
+    struct opts o;
+    if (parse(argc, argv, &o) != 0)
+        return 2;
+    char err[512] = "";
+    sz_gpt2_config cfg;
+    sz_status st = o.init ? sz_llmc_checkpoint_read_header(o.init, &cfg, err, sizeof err)
+                          : sz_gpt2_config_from_string(&cfg, o.config, o.vocab, o.max_seq, err, sizeof err);
+    if (st != SZ_OK) {
+        fprintf(stderr, "sz-train: %s\n", err);
+        return 1;
+    }
+    uint16_t *train = NULL, *val = NULL;
+    size_t ntrain = 0, nval = 0;
+    if (sz_llmc_tokens_read(o.train, cfg.vocab, &train, &ntrain, err, sizeof err) != SZ_OK ||
+        (o.val && sz_llmc_tokens_read(o.val, cfg.vocab, &val, &nval, err, sizeof err) != SZ_OK)) {
+        fprintf(stderr, "sz-train: %s\n", err);
+        return 1;
+    }
+    if (ntrain < 2 || (o.val && nval < 2)) {
+        fprintf(stderr, "sz-train: %s has fewer than 2 tokens\n", ntrain < 2 ? o.train : o.val);
+        return 1;
+    }
+
+    sz_context *ctx = NULL;
+    if ((st = sz_context_init(&ctx, NULL, &argc, &argv)) != SZ_OK) {
+        fprintf(stderr, "sz-train: cannot start the runtime: %s\n", sz_status_string(st));
+        return 1;
+    }
+    int rc = 1;
+    gpt2 *g = NULL;
+    int *in = malloc((size_t)o.batch * o.seq * sizeof *in), *tg = malloc((size_t)o.batch * o.seq * sizeof *tg);
+    if ((st = gpt2_create(&g, ctx, &cfg, o.batch, o.seq, err, sizeof err)) != SZ_OK) {
+        fprintf(stderr, "sz-train: %s\n", err);
+        goto out;
+    }
+    st = o.init ? gpt2_load(g, o.init, err, sizeof err) : gpt2_init_random(g, o.seed);
+    if (st != SZ_OK) {
+        fprintf(stderr, "sz-train: %s\n", o.init ? err : sz_status_string(st));
+        goto out;
+    }
+    char desc[128];
+    sz_gpt2_config_format(&cfg, desc, sizeof desc);
+    sz_runtime_info info;
+    sz_context_runtime_info(ctx, &info);
+    if (!o.json)
+        printf("GPT-2 %s, %lld parameters; batch %d x %d, %zu train tokens; StarPU policy '%s'\n", desc,
+               (long long)sz_model_nparams(gpt2_model(g)), o.batch, o.seq, ntrain, info.sched_policy);
+
+    sz_train_config tc;
+    sz_train_config_defaults(&tc);
+    tc.lr = o.lr;
+    tc.beta1 = o.beta1;
+    tc.beta2 = o.beta2;
+    tc.eps = o.eps;
+    tc.weight_decay = o.wd;
+    tc.grad_clip = o.grad_clip;
+    tc.decay = strcmp(o.decay, "all") ? SZ_DECAY_MATRICES : SZ_DECAY_ALL;
+    double flops = gpt2_flops_per_step(g);
+    for (int step = 1; step <= o.steps; step++) {
+        gpt2_batch_from_stream(train, ntrain, step - 1, o.batch, 0, o.batch, o.seq, in, tg);
+        double t0 = now_ms();
+        float loss;
+        if ((st = gpt2_set_batch(g, in, tg)) != SZ_OK || (st = sz_model_train_step(gpt2_model(g), &tc, step, &loss)) != SZ_OK) {
+            fprintf(stderr, "sz-train: step %d failed: %s\n", step, sz_status_string(st));
+            goto out;
+        }
+        double ms = now_ms() - t0, tps = o.batch * o.seq / (ms / 1e3), gf = flops / (ms / 1e3) / 1e9;
+        float norm = sz_model_last_grad_norm(gpt2_model(g));
+        if (o.json)
+            printf("{\"step\": %d, \"loss\": %.6f, \"ms\": %.3f, \"tokens_per_s\": %.1f, \"gflops\": %.2f, "
+                   "\"grad_norm\": %.6f}\n", step, loss, ms, tps, gf, norm);
+        else
+            printf("step %4d/%d: loss %.6f  %8.1f ms  %9.0f tok/s  %7.1f GFLOP/s  |g| %.4f\n", step, o.steps, loss, ms,
+                   tps, gf, norm);
+        int last = step == o.steps;
+        if (val && ((o.val_every > 0 && step % o.val_every == 0) || last)) {
+            float vl;
+            if ((st = evaluate(g, val, nval, o.val_batches, o.batch, o.seq, in, tg, &vl)) != SZ_OK) {
+                fprintf(stderr, "sz-train: validation failed: %s\n", sz_status_string(st));
+                goto out;
+            }
+            if (o.json)
+                printf("{\"step\": %d, \"val_loss\": %.6f}\n", step, vl);
+            else
+                printf("step %4d/%d: val loss %.6f\n", step, o.steps, vl);
+        }
+        fflush(stdout);
+    }
+    if (o.save && (st = gpt2_save(g, o.save, err, sizeof err)) != SZ_OK) {
+        fprintf(stderr, "sz-train: %s\n", err);
+        goto out;
+    }
+    if (o.save && !o.json)
+        printf("saved %s\n", o.save);
+    rc = 0;
+out:
+    free(in);
+    free(tg);
+    gpt2_free(g);
+    sz_context_free(ctx);
+    free(train);
+    free(val);
+    return rc;
+}

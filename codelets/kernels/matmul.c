@@ -1,0 +1,366 @@
+/* matmul.c — fp32 linear layer (y = x.W^T + b and its backward) on oneDNN's
+ * dnnl_matmul, plus the tiled driver, the primitive cache and the plain fallback
+ * shared with matmul_bf16.c.
+ *
+ * Determinism (measured here, oneDNN 2.6.3, AVX2 "gemm:jit", d12 shapes, N=256):
+ * one whole-matrix multithreaded dnnl_matmul is NOT bitwise stable across thread
+ * counts: the forward (no sum post-op) gives the same bits for 1 and 2 threads but
+ * different bits for 4 and 8 (oneDNN's gemm splits the K reduction by thread
+ * count); the backward products (with the sum post-op) happened to stay equal for
+ * 1/2/4/8. The brgemm path on AVX-512 machines also chooses a K split from the
+ * thread count. So we never let oneDNN choose: the destination is cut into fixed
+ * tiles of SZ_MM_TM x SZ_MM_TN (a function of the shape only), the tiles are
+ * spread over our OpenMP threads, and each tile is one single-threaded dnnl_matmul
+ * (omp_set_num_threads(1) inside the region; oneDNN also runs serially inside an
+ * active OpenMP region) with the complete K reduction. Every output element is
+ * then computed by the same code on the same data whatever the thread count.
+ * Tests check 1/2/3 threads bitwise. Cost: at most a few % versus one big call.
+ *
+ * Primitive cache: one engine plus up to SZ_MM_CACHE_MAX primitives keyed by the
+ * tile's sz_mm_shape (dims, strides, dtypes, accumulate, threads), guarded by a
+ * mutex, created once, freed by sz_k_shutdown(). Unsupported shapes are cached
+ * as NULL (then the plain loops run). Scratchpads are oneDNN's default
+ * (library-managed, per thread), so concurrent calls from StarPU workers are safe. */
+#include <omp.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <oneapi/dnnl/dnnl.h>
+#include "sz_kernels_impl.h"
+
+#ifndef SZ_MM_TM
+#define SZ_MM_TM 128          /* tile rows of the destination */
+#endif
+#ifndef SZ_MM_TN
+#define SZ_MM_TN 256          /* tile columns of the destination */
+#endif
+#define SZ_MM_CACHE_MAX 256
+
+typedef struct { sz_mm_shape key; dnnl_primitive_t prim; } sz_mm_entry;
+
+static struct {
+    pthread_mutex_t lock;
+    dnnl_engine_t engine;
+    int n;
+    sz_mm_entry e[SZ_MM_CACHE_MAX];
+} sz_mm_cache = { .lock = PTHREAD_MUTEX_INITIALIZER };
+
+static size_t sz_esize(int dt) { return dt == SZ_K_BF16 ? 2 : 4; }
+static dnnl_data_type_t sz_dnnl_dt(int dt) { return dt == SZ_K_BF16 ? dnnl_bf16 : dnnl_f32; }
+
+/* Memory descriptors of a tile: a[M,K], b[K,N], d[M,N], bias[1,N]. */
+static int sz_mm_mds(const sz_mm_shape *s, dnnl_memory_desc_t *a, dnnl_memory_desc_t *b,
+                     dnnl_memory_desc_t *d, dnnl_memory_desc_t *bias)
+{
+    dnnl_dims_t da = { s->M, s->K }, sa = { s->a_sm, s->a_sk };
+    dnnl_dims_t db = { s->K, s->N }, sb = { s->b_sk, s->b_sn };
+    dnnl_dims_t dd = { s->M, s->N }, sd = { s->ldd, 1 };
+    dnnl_dims_t dbias = { 1, s->N }, sbias = { s->N, 1 };
+    if (dnnl_memory_desc_init_by_strides(a, 2, da, sz_dnnl_dt(s->a_dt), sa) != dnnl_success ||
+        dnnl_memory_desc_init_by_strides(b, 2, db, sz_dnnl_dt(s->b_dt), sb) != dnnl_success ||
+        dnnl_memory_desc_init_by_strides(d, 2, dd, sz_dnnl_dt(s->d_dt), sd) != dnnl_success)
+        return -1;
+    if (s->bias_dt >= 0 &&
+        dnnl_memory_desc_init_by_strides(bias, 2, dbias, sz_dnnl_dt(s->bias_dt), sbias) != dnnl_success)
+        return -1;
+    return 0;
+}
+
+/* Creates the primitive for one tile shape; NULL if oneDNN cannot (or, for bf16,
+ * only has its slow reference implementation). */
+static dnnl_primitive_t sz_mm_create(dnnl_engine_t eng, const sz_mm_shape *s)
+{
+    dnnl_memory_desc_t a, b, d, bias;
+    dnnl_matmul_desc_t md;
+    dnnl_primitive_attr_t attr = NULL;
+    dnnl_post_ops_t po = NULL;
+    dnnl_primitive_desc_t pd = NULL;
+    dnnl_primitive_t prim = NULL;
+    const char *impl = "";
+
+    if (sz_mm_mds(s, &a, &b, &d, &bias) ||
+        dnnl_matmul_desc_init(&md, &a, &b, s->bias_dt >= 0 ? &bias : NULL, &d) != dnnl_success ||
+        dnnl_primitive_attr_create(&attr) != dnnl_success)
+        return NULL;
+    if (s->accumulate) {
+        if (dnnl_post_ops_create(&po) != dnnl_success ||
+            dnnl_post_ops_append_sum(po, 1.0f) != dnnl_success ||
+            dnnl_primitive_attr_set_post_ops(attr, po) != dnnl_success)
+            goto done;
+    }
+    if (dnnl_primitive_desc_create(&pd, &md, attr, eng, NULL) != dnnl_success)
+        goto done;
+    dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl);
+    if ((s->a_dt == SZ_K_BF16 || s->b_dt == SZ_K_BF16) && strncmp(impl, "ref", 3) == 0)
+        goto done;
+    if (dnnl_primitive_create(&prim, pd) != dnnl_success)
+        prim = NULL;
+done:
+    if (pd) dnnl_primitive_desc_destroy(pd);
+    if (po) dnnl_post_ops_destroy(po);
+    dnnl_primitive_attr_destroy(attr);
+    return prim;
+}
+
+/* Cached primitive for s (NULL = unsupported). *owned = 1 when the cache was
+ * full and the caller must destroy it after use. */
+static dnnl_primitive_t sz_mm_get(const sz_mm_shape *s, dnnl_engine_t *eng, int *owned)
+{
+    dnnl_primitive_t prim = NULL;
+    *owned = 0;
+    pthread_mutex_lock(&sz_mm_cache.lock);
+    for (int i = 0; i < sz_mm_cache.n; i++)
+        if (memcmp(&sz_mm_cache.e[i].key, s, sizeof *s) == 0) {
+            prim = sz_mm_cache.e[i].prim;
+            *eng = sz_mm_cache.engine;
+            pthread_mutex_unlock(&sz_mm_cache.lock);
+            return prim;
+        }
+    if (!sz_mm_cache.engine && dnnl_engine_create(&sz_mm_cache.engine, dnnl_cpu, 0) != dnnl_success)
+        sz_mm_cache.engine = NULL;
+    if (sz_mm_cache.engine)
+        prim = sz_mm_create(sz_mm_cache.engine, s);
+    if (sz_mm_cache.n < SZ_MM_CACHE_MAX) {
+        sz_mm_cache.e[sz_mm_cache.n].key = *s;
+        sz_mm_cache.e[sz_mm_cache.n].prim = prim;
+        sz_mm_cache.n++;
+    } else {
+        *owned = 1;
+    }
+    *eng = sz_mm_cache.engine;
+    pthread_mutex_unlock(&sz_mm_cache.lock);
+    return prim;
+}
+
+void sz_k_shutdown(void)
+{
+    pthread_mutex_lock(&sz_mm_cache.lock);
+    for (int i = 0; i < sz_mm_cache.n; i++)
+        if (sz_mm_cache.e[i].prim) dnnl_primitive_destroy(sz_mm_cache.e[i].prim);
+    sz_mm_cache.n = 0;
+    if (sz_mm_cache.engine) dnnl_engine_destroy(sz_mm_cache.engine);
+    sz_mm_cache.engine = NULL;
+    pthread_mutex_unlock(&sz_mm_cache.lock);
+}
+
+static int sz_mm_exec(dnnl_engine_t eng, dnnl_primitive_t prim, const sz_mm_shape *s,
+                      void *d, const void *a, const void *b, const void *bias)
+{
+    dnnl_memory_desc_t ad, bd, dd, biasd;
+    dnnl_memory_t m[4] = { NULL, NULL, NULL, NULL };
+    dnnl_stream_t st = NULL;
+    int nargs = s->bias_dt >= 0 ? 4 : 3, rc = -1;
+    if (sz_mm_mds(s, &ad, &bd, &dd, &biasd) ||
+        dnnl_memory_create(&m[0], &ad, eng, (void *)a) != dnnl_success ||
+        dnnl_memory_create(&m[1], &bd, eng, (void *)b) != dnnl_success ||
+        dnnl_memory_create(&m[2], &dd, eng, d) != dnnl_success ||
+        (nargs == 4 && dnnl_memory_create(&m[3], &biasd, eng, (void *)bias) != dnnl_success) ||
+        dnnl_stream_create(&st, eng, dnnl_stream_default_flags) != dnnl_success)
+        goto done;
+    dnnl_exec_arg_t args[4] = { { DNNL_ARG_SRC, m[0] }, { DNNL_ARG_WEIGHTS, m[1] },
+                                { DNNL_ARG_DST, m[2] }, { DNNL_ARG_BIAS, m[3] } };
+    if (dnnl_primitive_execute(prim, st, nargs, args) == dnnl_success &&
+        dnnl_stream_wait(st) == dnnl_success)
+        rc = 0;
+done:
+    if (st) dnnl_stream_destroy(st);
+    for (int i = 0; i < 4; i++)
+        if (m[i]) dnnl_memory_destroy(m[i]);
+    return rc;
+}
+
+static float sz_ld(const void *p, int dt, int64_t i)
+{
+    return dt == SZ_K_BF16 ? sz_bf16_to_f32_1(((const uint16_t *)p)[i]) : ((const float *)p)[i];
+}
+
+void sz_mm_plain(const sz_mm_shape *s, void *d, const void *a, const void *b,
+                 const void *bias)
+{
+    for (int64_t i = 0; i < s->M; i++)
+        for (int64_t j = 0; j < s->N; j++) {
+            float acc = 0.0f;
+            for (int64_t k = 0; k < s->K; k++)
+                acc += sz_ld(a, s->a_dt, i * s->a_sm + k * s->a_sk) *
+                       sz_ld(b, s->b_dt, k * s->b_sk + j * s->b_sn);
+            if (s->bias_dt >= 0) acc += sz_ld(bias, s->bias_dt, j);
+            int64_t o = i * s->ldd + j;
+            if (s->accumulate) acc += sz_ld(d, s->d_dt, o);
+            if (s->d_dt == SZ_K_BF16) ((uint16_t *)d)[o] = sz_f32_to_bf16_1(acc);
+            else ((float *)d)[o] = acc;
+        }
+}
+
+/* One tile on the calling thread: oneDNN if it can, else the plain loops. */
+static int sz_mm_tile(const sz_mm_shape *s, void *d, const void *a, const void *b,
+                      const void *bias)
+{
+    dnnl_engine_t eng = NULL;
+    int owned, rc = 1;
+    dnnl_primitive_t prim = sz_mm_get(s, &eng, &owned);
+    if (prim && sz_mm_exec(eng, prim, s, d, a, b, bias) == 0) rc = 0;
+    if (prim && owned) dnnl_primitive_destroy(prim);
+    if (rc) sz_mm_plain(s, d, a, b, bias);
+    return rc;
+}
+
+/* The tile (i0, j0) of s, with its shape and pointers. */
+static void sz_mm_sub(const sz_mm_shape *s, int64_t i0, int64_t j0, sz_mm_shape *sub)
+{
+    *sub = *s;
+    sub->M = s->M - i0 < SZ_MM_TM ? s->M - i0 : SZ_MM_TM;
+    sub->N = s->N - j0 < SZ_MM_TN ? s->N - j0 : SZ_MM_TN;
+    sub->nthr = omp_get_max_threads();
+}
+
+/* Copies the transposed-A rows i0..i0+mt of s into pa as a contiguous [mt, K]. */
+static void sz_mm_pack_a(const sz_mm_shape *s, int64_t i0, int64_t mt, const void *a,
+                         void *pa)
+{
+    if (s->a_dt == SZ_K_BF16) {
+        const uint16_t *src = a;
+        uint16_t *dst = pa;
+        for (int64_t k = 0; k < s->K; k++)
+            for (int64_t i = 0; i < mt; i++) dst[i * s->K + k] = src[(i0 + i) * s->a_sm + k * s->a_sk];
+    } else {
+        const float *src = a;
+        float *dst = pa;
+        for (int64_t k = 0; k < s->K; k++)
+            for (int64_t i = 0; i < mt; i++) dst[i * s->K + k] = src[(i0 + i) * s->a_sm + k * s->a_sk];
+    }
+}
+
+/* Tile (i0, j0) of d. ta points at A's row i0: strided as in s, or, when packed,
+ * a contiguous [rows, K] copy. */
+static int sz_mm_tile_at(const sz_mm_shape *s, int64_t i0, int64_t j0, const void *ta,
+                         int packed, void *d, const void *b, const void *bias)
+{
+    size_t eb = sz_esize(s->b_dt), ed = sz_esize(s->d_dt), ebias = sz_esize(s->bias_dt);
+    sz_mm_shape sub;
+    sz_mm_sub(s, i0, j0, &sub);
+    if (packed) { sub.a_sm = s->K; sub.a_sk = 1; }
+    return sz_mm_tile(&sub, (char *)d + (i0 * s->ldd + j0) * ed, ta,
+                      (const char *)b + j0 * s->b_sn * eb,
+                      bias ? (const char *)bias + j0 * ebias : NULL);
+}
+
+int sz_mm_tiled(const sz_mm_shape *s, void *d, const void *a, const void *b,
+                const void *bias)
+{
+    int64_t nm = (s->M + SZ_MM_TM - 1) / SZ_MM_TM, nn = (s->N + SZ_MM_TN - 1) / SZ_MM_TN;
+    size_t ea = sz_esize(s->a_dt);
+    int plain = 0, nthr = omp_get_max_threads();
+    /* A transposed in memory (dweight = dout^T . inp): its rows are columns of
+     * dout, read with a large (often 4 KiB-aliasing) stride; packing each row
+     * block once into a contiguous [TM, K] buffer is about 2x faster for d12. */
+    int pack = s->a_sm == 1 && s->a_sk != 1 && s->K > 1;
+    size_t pbytes = (size_t)SZ_MM_TM * s->K * ea;
+    char *scratch = NULL;
+    if (pack && !(scratch = malloc(pbytes * nthr))) return -1;
+    /* Always a parallel region: omp_set_num_threads(1) inside it only changes
+     * the region's own threads, never the caller's setting. */
+#pragma omp parallel num_threads(nthr) reduction(| : plain)
+    {
+        omp_set_num_threads(1);
+        if (pack) {   /* one row block per step: pack once, then its tiles */
+            void *pa = scratch + pbytes * omp_get_thread_num();
+#pragma omp for schedule(dynamic, 1)
+            for (int64_t ib = 0; ib < nm; ib++) {
+                int64_t i0 = ib * SZ_MM_TM, mt = s->M - i0 < SZ_MM_TM ? s->M - i0 : SZ_MM_TM;
+                sz_mm_pack_a(s, i0, mt, a, pa);
+                for (int64_t jb = 0; jb < nn; jb++)
+                    plain |= sz_mm_tile_at(s, i0, jb * SZ_MM_TN, pa, 1, d, b, bias);
+            }
+        } else {      /* every tile independent */
+#pragma omp for schedule(dynamic, 1)
+            for (int64_t t = 0; t < nm * nn; t++) {
+                int64_t i0 = (t / nn) * SZ_MM_TM;
+                plain |= sz_mm_tile_at(s, i0, (t % nn) * SZ_MM_TN,
+                                       (const char *)a + i0 * s->a_sm * ea, 0, d, b, bias);
+            }
+        }
+    }
+    free(scratch);
+    return plain;
+}
+
+int sz_mm_supported(const sz_mm_shape *s)
+{
+    int ok = 0;
+#pragma omp parallel num_threads(1)
+    {
+        omp_set_num_threads(1);
+        sz_mm_shape sub;
+        dnnl_engine_t eng;
+        int owned;
+        sz_mm_sub(s, 0, 0, &sub);
+        dnnl_primitive_t prim = sz_mm_get(&sub, &eng, &owned);
+        ok = prim != NULL;
+        if (prim && owned) dnnl_primitive_destroy(prim);
+    }
+    return ok;
+}
+
+void sz_mm_colsum(void *dbias, int dbias_dt, const void *dout, int dout_dt, int N, int OC)
+{
+    int nb = (OC + SZ_COL_BLOCK - 1) / SZ_COL_BLOCK;
+#pragma omp parallel for schedule(static) if ((int64_t)N * OC >= SZ_PAR_MIN)
+    for (int blk = 0; blk < nb; blk++) {
+        float acc[SZ_COL_BLOCK];
+        int o0 = blk * SZ_COL_BLOCK, w = OC - o0 < SZ_COL_BLOCK ? OC - o0 : SZ_COL_BLOCK;
+        for (int j = 0; j < w; j++) acc[j] = sz_ld(dbias, dbias_dt, o0 + j);
+        for (int n = 0; n < N; n++) {
+            if (dout_dt == SZ_K_BF16) {
+                const uint16_t *row = (const uint16_t *)dout + (size_t)n * OC + o0;
+                for (int j = 0; j < w; j++) acc[j] += sz_bf16_to_f32_1(row[j]);
+            } else {
+                const float *row = (const float *)dout + (size_t)n * OC + o0;
+                for (int j = 0; j < w; j++) acc[j] += row[j];
+            }
+        }
+        for (int j = 0; j < w; j++) {
+            if (dbias_dt == SZ_K_BF16) ((uint16_t *)dbias)[o0 + j] = sz_f32_to_bf16_1(acc[j]);
+            else ((float *)dbias)[o0 + j] = acc[j];
+        }
+    }
+}
+
+/* ---- fp32 public API ---- */
+
+static void sz_mm_init(sz_mm_shape *s, int64_t M, int64_t N, int64_t K, int dt)
+{
+    memset(s, 0, sizeof *s);
+    s->M = M; s->N = N; s->K = K;
+    s->a_dt = s->b_dt = s->d_dt = dt;
+    s->bias_dt = -1;
+}
+
+int sz_k_matmul_fwd(float *out, const float *inp, const float *weight, const float *bias,
+                    int N, int C, int OC)
+{
+    sz_mm_shape s;   /* out[N,OC] = inp[N,C] . (weight[OC,C] viewed as [C,OC]) */
+    sz_mm_init(&s, N, OC, C, SZ_K_F32);
+    s.a_sm = C; s.a_sk = 1; s.b_sk = 1; s.b_sn = C; s.ldd = OC;
+    if (bias) s.bias_dt = SZ_K_F32;
+    return sz_mm_tiled(&s, out, inp, weight, bias);
+}
+
+int sz_k_matmul_bwd(float *dinp, float *dweight, float *dbias, const float *dout,
+                    const float *inp, const float *weight, int N, int C, int OC)
+{
+    sz_mm_shape s;
+    int rc = 0, r;
+    if (dinp) {      /* dinp[N,C] += dout[N,OC] . weight[OC,C] */
+        sz_mm_init(&s, N, C, OC, SZ_K_F32);
+        s.a_sm = OC; s.a_sk = 1; s.b_sk = C; s.b_sn = 1; s.ldd = C; s.accumulate = 1;
+        if ((r = sz_mm_tiled(&s, dinp, dout, weight, NULL)) < 0) return r;
+        rc |= r;
+    }
+    if (dweight) {   /* dweight[OC,C] += (dout[N,OC] viewed as [OC,N]) . inp[N,C] */
+        sz_mm_init(&s, OC, C, N, SZ_K_F32);
+        s.a_sm = 1; s.a_sk = OC; s.b_sk = C; s.b_sn = 1; s.ldd = C; s.accumulate = 1;
+        if ((r = sz_mm_tiled(&s, dweight, dout, inp, NULL)) < 0) return r;
+        rc |= r;
+    }
+    if (dbias) sz_mm_colsum(dbias, SZ_K_F32, dout, SZ_K_F32, N, OC);
+    return rc;
+}

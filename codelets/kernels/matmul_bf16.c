@@ -1,0 +1,99 @@
+/* matmul_bf16.c — the linear layer with bf16 inputs (inp, weight, bias, dout) and
+ * fp32 accumulation; out / dinp / (dweight, dbias) are fp32 or bf16 as asked.
+ * Native oneDNN bf16 matmul where the CPU has it (AVX-512 BF16); otherwise the
+ * operands are widened to fp32 (exact) and the fp32 tiles run ("emulated"),
+ * which gives the same math at fp32 speed. A bf16 destination is accumulated as
+ * round_bf16(f32(dst) + f32 result), like oneDNN's sum post-op. */
+#include <stdlib.h>
+#include "sz_kernels_impl.h"
+
+/* Number of elements spanned by a strided [rows, cols] view. */
+static size_t sz_span(int64_t rows, int64_t cols, int64_t s_r, int64_t s_c)
+{
+    return rows == 0 || cols == 0 ? 0 : (size_t)((rows - 1) * s_r + (cols - 1) * s_c + 1);
+}
+
+/* d (+)= a.b (+bias) for bf16 a, b, bias via fp32: widen, run fp32 tiles, and
+ * round into d when d is bf16. Returns like sz_mm_tiled, or -1 on out of memory. */
+static int sz_mm_emulate(const sz_mm_shape *s, void *d, const uint16_t *a,
+                         const uint16_t *b, const uint16_t *bias)
+{
+    size_t na = sz_span(s->M, s->K, s->a_sm, s->a_sk), nb = sz_span(s->K, s->N, s->b_sk, s->b_sn);
+    int bf16_out = s->d_dt == SZ_K_BF16;
+    size_t nd = bf16_out ? (size_t)s->M * s->N : 0, nbias = bias ? (size_t)s->N : 0;
+    float *buf = malloc((na + nb + nd + nbias + 1) * sizeof(float));
+    if (!buf) return -1;
+    float *fa = buf, *fb = fa + na, *fd = fb + nb, *fbias = fd + nd;
+    sz_k_bf16_to_f32(fa, a, na);
+    sz_k_bf16_to_f32(fb, b, nb);
+    if (bias) sz_k_bf16_to_f32(fbias, bias, nbias);
+
+    sz_mm_shape f = *s;
+    f.a_dt = f.b_dt = f.d_dt = SZ_K_F32;
+    if (bias) f.bias_dt = SZ_K_F32;
+    if (bf16_out) { f.ldd = s->N; f.accumulate = 0; }
+    int rc = sz_mm_tiled(&f, bf16_out ? (void *)fd : d, fa, fb, bias ? fbias : NULL);
+    if (bf16_out) {
+        uint16_t *hd = d;
+#pragma omp parallel for schedule(static) if (nd >= SZ_PAR_MIN)
+        for (int64_t i = 0; i < s->M; i++)
+            for (int64_t j = 0; j < s->N; j++) {
+                float x = fd[i * s->N + j];
+                if (s->accumulate) x = sz_bf16_to_f32_1(hd[i * s->ldd + j]) + x;
+                hd[i * s->ldd + j] = sz_f32_to_bf16_1(x);
+            }
+    }
+    free(buf);
+    return rc;
+}
+
+static int sz_mm_bf16(const sz_mm_shape *s, void *d, const uint16_t *a, const uint16_t *b,
+                      const uint16_t *bias)
+{
+    if (sz_mm_supported(s)) return sz_mm_tiled(s, d, a, b, bias);
+    return sz_mm_emulate(s, d, a, b, bias);
+}
+
+static void sz_mm_init16(sz_mm_shape *s, int64_t M, int64_t N, int64_t K, int d_dt)
+{
+    memset(s, 0, sizeof *s);
+    s->M = M; s->N = N; s->K = K;
+    s->a_dt = s->b_dt = SZ_K_BF16;
+    s->d_dt = d_dt;
+    s->bias_dt = -1;
+}
+
+int sz_k_matmul_fwd_bf16(void *out, sz_k_dtype out_dt, const uint16_t *inp,
+                         const uint16_t *weight, const uint16_t *bias,
+                         int N, int C, int OC)
+{
+    sz_mm_shape s;   /* out[N,OC] = inp[N,C] . weight[OC,C]^T + bias */
+    sz_mm_init16(&s, N, OC, C, out_dt);
+    s.a_sm = C; s.a_sk = 1; s.b_sk = 1; s.b_sn = C; s.ldd = OC;
+    if (bias) s.bias_dt = SZ_K_BF16;
+    return sz_mm_bf16(&s, out, inp, weight, bias);
+}
+
+int sz_k_matmul_bwd_bf16(void *dinp, sz_k_dtype dinp_dt, void *dweight, void *dbias,
+                         sz_k_dtype dparam_dt, const uint16_t *dout, const uint16_t *inp,
+                         const uint16_t *weight, int N, int C, int OC)
+{
+    sz_mm_shape s;
+    int rc = 0, r;
+    if (dinp) {      /* dinp[N,C] += dout[N,OC] . weight[OC,C] */
+        sz_mm_init16(&s, N, C, OC, dinp_dt);
+        s.a_sm = OC; s.a_sk = 1; s.b_sk = C; s.b_sn = 1; s.ldd = C; s.accumulate = 1;
+        r = sz_mm_bf16(&s, dinp, dout, weight, NULL);
+        if (r < 0) return r;
+        rc |= r;
+    }
+    if (dweight) {   /* dweight[OC,C] += dout^T . inp */
+        sz_mm_init16(&s, OC, C, N, dparam_dt);
+        s.a_sm = 1; s.a_sk = OC; s.b_sk = C; s.b_sn = 1; s.ldd = C; s.accumulate = 1;
+        r = sz_mm_bf16(&s, dweight, dout, inp, NULL);
+        if (r < 0) return r;
+        rc |= r;
+    }
+    if (dbias) sz_mm_colsum(dbias, dparam_dt, dout, SZ_K_BF16, N, OC);
+    return rc;
+}

@@ -1,0 +1,108 @@
+/* sz_kernels.h — the plain-C compute kernels of StarZeRO (GPT-2, llm.c semantics).
+ * No StarPU here: codelets wrap these. Row-major everywhere; N = B*T rows.
+ * Backward kernels ACCUMULATE (+=) into their gradients, like llm.c, except
+ * sz_k_softmax_xent_bwd, which writes dlogits (it is the first gradient).
+ * Every kernel gives bitwise the same result whatever the OpenMP thread count. */
+#ifndef SZ_KERNELS_H
+#define SZ_KERNELS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Element types of the bf16 matmul outputs and of mixed-precision buffers. */
+typedef enum { SZ_K_F32 = 0, SZ_K_BF16 = 1 } sz_k_dtype;
+
+/* ---- encoder: out[B,T,C] = wte[tok[b,t], :] + wpe[t, :]  (tok int32 [B,T]) ---- */
+void sz_k_encoder_fwd(float *out, const int *tok, const float *wte, const float *wpe,
+                      int B, int T, int C);
+/* dwte[Vp,C] += dout at the token rows; dwpe[maxT,C] += dout at rows t < T. */
+void sz_k_encoder_bwd(float *dwte, float *dwpe, const float *dout, const int *tok,
+                      int B, int T, int C);
+
+/* ---- layernorm over the last dim, eps 1e-5: inp,out [N,C]; weight,bias [C];
+ *      saves mean, rstd [N] for the backward ---- */
+void sz_k_layernorm_fwd(float *out, float *mean, float *rstd, const float *inp,
+                        const float *weight, const float *bias, int N, int C);
+/* dinp [N,C], dweight, dbias [C] accumulate. */
+void sz_k_layernorm_bwd(float *dinp, float *dweight, float *dbias, const float *dout,
+                        const float *inp, const float *weight, const float *mean,
+                        const float *rstd, int N, int C);
+
+/* ---- matmul (oneDNN): out[N,OC] = inp[N,C] . weight[OC,C]^T + bias[OC];
+ *      bias may be NULL. Returns 0 on success (oneDNN), 1 if the plain
+ *      fallback computed it, < 0 on failure (out of memory). ---- */
+int sz_k_matmul_fwd(float *out, const float *inp, const float *weight, const float *bias,
+                    int N, int C, int OC);
+/* dinp[N,C] += dout[N,OC] . weight;  dweight[OC,C] += dout^T . inp;
+ * dbias[OC] += column sums of dout. Any of dinp, dweight, dbias may be NULL (skipped). */
+int sz_k_matmul_bwd(float *dinp, float *dweight, float *dbias, const float *dout,
+                    const float *inp, const float *weight, int N, int C, int OC);
+
+/* bf16 matmul: inp, weight, bias, dout are bf16 (uint16_t, RNE); products are
+ * accumulated in fp32. out_dt / dinp_dt / dparam_dt pick the type of out, dinp and
+ * (dweight, dbias) — fp32 or bf16 — so a trainer can keep bf16 params and grads
+ * (and fp32 master weights elsewhere). Same shapes and accumulation as fp32:
+ * a bf16 destination is accumulated as round_bf16(f32(dst) + f32 result). */
+int sz_k_matmul_fwd_bf16(void *out, sz_k_dtype out_dt, const uint16_t *inp,
+                         const uint16_t *weight, const uint16_t *bias,
+                         int N, int C, int OC);
+int sz_k_matmul_bwd_bf16(void *dinp, sz_k_dtype dinp_dt, void *dweight, void *dbias,
+                         sz_k_dtype dparam_dt, const uint16_t *dout, const uint16_t *inp,
+                         const uint16_t *weight, int N, int C, int OC);
+
+/* ---- causal self-attention, NH heads of size hs = C/NH, scale 1/sqrt(hs).
+ *      inp [B,T,3C] = q | k | v; out [B,T,C]; preatt, att [B,NH,T,T]
+ *      (entries t2 > t are written 0) ---- */
+void sz_k_attention_fwd(float *out, float *preatt, float *att, const float *inp,
+                        int B, int T, int C, int NH);
+/* dinp [B,T,3C] accumulates. Needs 2*T floats of scratch per thread (malloc'd);
+ * returns 0, or -1 if that allocation failed (nothing written then). */
+int sz_k_attention_bwd(float *dinp, const float *dout, const float *inp,
+                       const float *att, int B, int T, int C, int NH);
+
+/* ---- GELU, tanh form: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), [n] ---- */
+void sz_k_gelu_fwd(float *out, const float *inp, size_t n);
+void sz_k_gelu_bwd(float *dinp, const float *inp, const float *dout, size_t n);
+
+/* ---- residual: out = a + b; da += dout, db += dout, all [n] ---- */
+void sz_k_residual_fwd(float *out, const float *a, const float *b, size_t n);
+void sz_k_residual_bwd(float *da, float *db, const float *dout, size_t n);
+
+/* ---- fused softmax + cross-entropy: logits, probs [N,Vp], real vocab V <= Vp,
+ *      targets int32 [N] in [0,V); losses[n] = -log probs[n, target[n]].
+ *      Padded columns v >= V get probability 0. ---- */
+void sz_k_softmax_xent_fwd(float *probs, float *losses, const float *logits,
+                           const int *targets, int N, int V, int Vp);
+/* WRITES dlogits[n,v] = (probs[n,v] - (v == target[n])) * dloss[n] for v < V,
+ * 0 for V <= v < Vp. dloss [N] (e.g. 1/(B*T) each for the mean loss). */
+void sz_k_softmax_xent_bwd(float *dlogits, const float *probs, const int *targets,
+                           const float *dloss, int N, int V, int Vp);
+
+/* ---- AdamW (llm.c gpt2_update), step t >= 1, on n elements:
+ *      m = b1 m + (1-b1) g;  v = b2 v + (1-b2) g^2;
+ *      p -= lr * (m/(1-b1^t) / (sqrt(v/(1-b2^t)) + eps) + wd * p)
+ *      Pass wd = 0 for tensors that are not decayed. ---- */
+void sz_k_adamw_step(float *param, const float *grad, float *m, float *v, size_t n,
+                     int t, float lr, float beta1, float beta2, float eps, float wd);
+/* Mixed precision: grad is bf16, param the fp32 master; if param_bf16 is not NULL
+ * the updated param is also written there rounded to bf16. */
+void sz_k_adamw_step_bf16(float *param, uint16_t *param_bf16, const uint16_t *grad,
+                          float *m, float *v, size_t n, int t, float lr,
+                          float beta1, float beta2, float eps, float wd);
+
+/* ---- bf16 <-> fp32, round-to-nearest-even (NaN stays NaN), [n] ---- */
+void sz_k_f32_to_bf16(uint16_t *dst, const float *src, size_t n);
+void sz_k_bf16_to_f32(float *dst, const uint16_t *src, size_t n);
+
+/* Frees the cached oneDNN primitives and engine. Call once, when no kernel is
+ * running; kernels called afterwards rebuild the cache. */
+void sz_k_shutdown(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* SZ_KERNELS_H */

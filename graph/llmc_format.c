@@ -1,0 +1,469 @@
+/* llmc_format.c — readers and writers for llm.c's GPT-2 checkpoint (fp32, version 3) and token
+ * (uint16, version 1) files. Reads validate the header and the exact file size before
+ * allocating, load into a temporary and hand it over only on success; writes go to `path`.tmp,
+ * are flushed and fsync'ed, then renamed over `path`.
+ */
+#define _POSIX_C_SOURCE 200809L
+
+#include "llmc_format.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* The formats are little-endian int32 / fp32 / uint16, read and written natively. */
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "llmc_format.c reads llm.c files natively and needs a little-endian host"
+#endif
+
+/* Reads and writes are done in pieces of at most this many bytes (fread of > 2 GiB at once is
+ * not portable). */
+#define IO_CHUNK ((size_t)1 << 28)
+
+static void set_err(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+static void set_err(char *err, size_t errlen, const char *fmt, ...)
+{
+    if (!err || errlen == 0)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+}
+
+static uint32_t bswap32(uint32_t x)
+{
+    return (x >> 24) | ((x >> 8) & 0xff00u) | ((x << 8) & 0xff0000u) | (x << 24);
+}
+
+/* ---- reading ------------------------------------------------------------------------------ */
+
+/* Opens `path` for reading and returns its size; only regular files are accepted. */
+static sz_status open_for_read(const char *path, FILE **fp_out, uint64_t *size_out, char *err,
+                               size_t errlen)
+{
+    if (!path) {
+        set_err(err, errlen, "no file name given");
+        return SZ_ERR_INVALID;
+    }
+    FILE *fp = fopen(path, "rb");
+    if (!fp) {
+        set_err(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+        return SZ_ERR_IO;
+    }
+    struct stat st;
+    if (fstat(fileno(fp), &st) != 0) {
+        set_err(err, errlen, "%s: cannot stat: %s", path, strerror(errno));
+        fclose(fp);
+        return SZ_ERR_IO;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        set_err(err, errlen, "%s: not a regular file", path);
+        fclose(fp);
+        return SZ_ERR_IO;
+    }
+    *fp_out = fp;
+    *size_out = (uint64_t)st.st_size;
+    return SZ_OK;
+}
+
+/* Reads exactly n bytes (the size was checked beforehand, so a short read is an I/O error). */
+static sz_status read_exact(FILE *fp, void *buf, size_t n, const char *path, char *err, size_t errlen)
+{
+    unsigned char *p = buf;
+    while (n > 0) {
+        size_t want = n < IO_CHUNK ? n : IO_CHUNK;
+        size_t got = fread(p, 1, want, fp);
+        if (got != want) {
+            if (ferror(fp))
+                set_err(err, errlen, "%s: read error: %s", path, strerror(errno));
+            else
+                set_err(err, errlen, "%s: read error: the file ended early (changed while reading?)",
+                        path);
+            return SZ_ERR_IO;
+        }
+        p += got;
+        n -= got;
+    }
+    return SZ_OK;
+}
+
+/* Reads the first min(size, header) bytes into a zeroed header and checks magic and version as
+ * far as the file has them, then that the whole header is there. `kind` names the format in
+ * messages; `other_magic`/`other_kind` recognize the other llm.c format for a better hint. */
+static sz_status read_header(FILE *fp, uint64_t size, int32_t hdr[SZ_LLMC_HEADER_INTS], int magic,
+                             int version, const char *kind, int other_magic, const char *other_kind,
+                             const char *path, char *err, size_t errlen)
+{
+    memset(hdr, 0, SZ_LLMC_HEADER_BYTES);
+    size_t have = size < SZ_LLMC_HEADER_BYTES ? (size_t)size : SZ_LLMC_HEADER_BYTES;
+    sz_status st = read_exact(fp, hdr, have, path, err, errlen);
+    if (st != SZ_OK)
+        return st;
+    if (have >= 4 && hdr[0] != magic) {
+        const char *hint = "";
+        if (hdr[0] == other_magic)
+            hint = other_kind;
+        else if (bswap32((uint32_t)hdr[0]) == (uint32_t)magic)
+            hint = " (the file is byte-swapped: written on a big-endian machine?)";
+        set_err(err, errlen, "%s: bad magic %" PRId32 " (expected %d): not an llm.c %s%s", path,
+                hdr[0], magic, kind, hint);
+        return SZ_ERR_FORMAT;
+    }
+    if (have >= 8 && hdr[1] != version) {
+        if (magic == SZ_LLMC_MODEL_MAGIC && hdr[1] == 5)
+            set_err(err, errlen,
+                    "%s: unsupported version 5 (a bf16 checkpoint): only version %d (fp32) "
+                    "checkpoints can be read",
+                    path, version);
+        else
+            set_err(err, errlen, "%s: unsupported version %" PRId32 " (expected %d) of the llm.c %s",
+                    path, hdr[1], version, kind);
+        return SZ_ERR_FORMAT;
+    }
+    if (have < SZ_LLMC_HEADER_BYTES) {
+        set_err(err, errlen,
+                "%s: truncated header: the file has %zu bytes but an llm.c %s header is %d bytes",
+                path, have, kind, SZ_LLMC_HEADER_BYTES);
+        return SZ_ERR_FORMAT;
+    }
+    return SZ_OK;
+}
+
+/* Checks that exactly `need` bytes follow the header. `what` describes the header's claim, e.g.
+ * "124475904 parameters". */
+static sz_status check_body_size(uint64_t size, uint64_t need, const char *what, const char *path,
+                                 char *err, size_t errlen)
+{
+    uint64_t body = size - SZ_LLMC_HEADER_BYTES;
+    if (body < need) {
+        set_err(err, errlen,
+                "%s: truncated: header says %s (%" PRIu64 " bytes) but %" PRIu64
+                " bytes follow the header",
+                path, what, need, body);
+        return SZ_ERR_FORMAT;
+    }
+    if (body > need) {
+        set_err(err, errlen,
+                "%s: trailing bytes: header says %s (%" PRIu64 " bytes) but %" PRIu64
+                " bytes follow the header (%" PRIu64 " extra)",
+                path, what, need, body, body - need);
+        return SZ_ERR_FORMAT;
+    }
+    return SZ_OK;
+}
+
+/* Opens a checkpoint and validates its header and size; on success the stream is positioned at
+ * the first parameter. */
+static sz_status open_checkpoint(const char *path, FILE **fp_out, sz_gpt2_config *cfg_out,
+                                 size_t *nparams_out, char *err, size_t errlen)
+{
+    FILE *fp = NULL;
+    uint64_t size = 0;
+    sz_status st = open_for_read(path, &fp, &size, err, errlen);
+    if (st != SZ_OK)
+        return st;
+    int32_t hdr[SZ_LLMC_HEADER_INTS];
+    st = read_header(fp, size, hdr, SZ_LLMC_MODEL_MAGIC, SZ_LLMC_MODEL_VERSION_FP32,
+                     "GPT-2 checkpoint", SZ_LLMC_TOKENS_MAGIC, " (this is an llm.c token file)",
+                     path, err, errlen);
+    if (st != SZ_OK) {
+        fclose(fp);
+        return st;
+    }
+    sz_gpt2_config cfg = {
+        .max_seq = hdr[2], .vocab = hdr[3], .layers = hdr[4],
+        .heads = hdr[5], .channels = hdr[6], .padded_vocab = hdr[7],
+    };
+    char why[256];
+    if (sz_gpt2_config_validate(&cfg, why, sizeof why) != SZ_OK) {
+        set_err(err, errlen, "%s: bad header: %s", path, why);
+        fclose(fp);
+        return SZ_ERR_FORMAT;
+    }
+    size_t nparams = sz_gpt2_num_params(&cfg);
+    char what[64];
+    snprintf(what, sizeof what, "%zu parameters", nparams);
+    st = check_body_size(size, (uint64_t)nparams * sizeof(float), what, path, err, errlen);
+    if (st != SZ_OK) {
+        fclose(fp);
+        return st;
+    }
+    *fp_out = fp;
+    *cfg_out = cfg;
+    *nparams_out = nparams;
+    return SZ_OK;
+}
+
+sz_status sz_llmc_checkpoint_read_header(const char *path, sz_gpt2_config *cfg_out, char *err,
+                                         size_t errlen)
+{
+    if (!cfg_out) {
+        set_err(err, errlen, "%s: no output config given", path ? path : "(null)");
+        return SZ_ERR_INVALID;
+    }
+    FILE *fp = NULL;
+    sz_gpt2_config cfg;
+    size_t n = 0;
+    sz_status st = open_checkpoint(path, &fp, &cfg, &n, err, errlen);
+    if (st != SZ_OK)
+        return st;
+    fclose(fp);
+    *cfg_out = cfg;
+    return SZ_OK;
+}
+
+sz_status sz_llmc_checkpoint_read(const char *path, sz_gpt2_config *cfg_out, float **params_out,
+                                  size_t *nparams_out, char *err, size_t errlen)
+{
+    if (!cfg_out || !params_out) {
+        set_err(err, errlen, "%s: no output config or parameter pointer given",
+                path ? path : "(null)");
+        return SZ_ERR_INVALID;
+    }
+    FILE *fp = NULL;
+    sz_gpt2_config cfg;
+    size_t n = 0;
+    sz_status st = open_checkpoint(path, &fp, &cfg, &n, err, errlen);
+    if (st != SZ_OK)
+        return st;
+    float *params = malloc(n * sizeof(float));
+    if (!params) {
+        set_err(err, errlen, "%s: out of memory allocating %zu parameters (%zu bytes)", path, n,
+                n * sizeof(float));
+        fclose(fp);
+        return SZ_ERR_NOMEM;
+    }
+    st = read_exact(fp, params, n * sizeof(float), path, err, errlen);
+    fclose(fp);
+    if (st != SZ_OK) {
+        free(params);
+        return st;
+    }
+    *cfg_out = cfg;
+    *params_out = params;
+    if (nparams_out)
+        *nparams_out = n;
+    return SZ_OK;
+}
+
+sz_status sz_llmc_check_config(const char *path, const sz_gpt2_config *got,
+                               const sz_gpt2_config *expected, char *err, size_t errlen)
+{
+    if (!got || !expected) {
+        set_err(err, errlen, "%s: no config to compare", path ? path : "(null)");
+        return SZ_ERR_INVALID;
+    }
+    const struct { const char *name; int file, want; } fields[] = {
+        {"vocab V", got->vocab, expected->vocab},
+        {"padded vocab Vp", got->padded_vocab, expected->padded_vocab},
+        {"layers L", got->layers, expected->layers},
+        {"heads NH", got->heads, expected->heads},
+        {"channels C", got->channels, expected->channels},
+        {"max sequence maxT", got->max_seq, expected->max_seq},
+    };
+    char diffs[512] = "";
+    size_t used = 0;
+    for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++) {
+        if (fields[i].file == fields[i].want)
+            continue;
+        if (used < sizeof diffs) {
+            int w = snprintf(diffs + used, sizeof diffs - used, "%s%s=%d in the file but %d expected",
+                             used ? "; " : "", fields[i].name, fields[i].file, fields[i].want);
+            used += w > 0 ? (size_t)w : 0;
+        }
+    }
+    if (used == 0)
+        return SZ_OK;
+    char a[128], b[128];
+    sz_gpt2_config_format(got, a, sizeof a);
+    sz_gpt2_config_format(expected, b, sizeof b);
+    set_err(err, errlen,
+            "%s: config mismatch: the checkpoint does not match the requested model: %s "
+            "(file: %s; expected: %s)",
+            path ? path : "(checkpoint)", diffs, a, b);
+    return SZ_ERR_FORMAT;
+}
+
+sz_status sz_llmc_tokens_read(const char *path, int vocab, uint16_t **tokens_out, size_t *count_out,
+                              char *err, size_t errlen)
+{
+    if (!tokens_out || !count_out) {
+        set_err(err, errlen, "%s: no output token pointer or count given", path ? path : "(null)");
+        return SZ_ERR_INVALID;
+    }
+    FILE *fp = NULL;
+    uint64_t size = 0;
+    sz_status st = open_for_read(path, &fp, &size, err, errlen);
+    if (st != SZ_OK)
+        return st;
+    int32_t hdr[SZ_LLMC_HEADER_INTS];
+    st = read_header(fp, size, hdr, SZ_LLMC_TOKENS_MAGIC, SZ_LLMC_TOKENS_VERSION, "token file",
+                     SZ_LLMC_MODEL_MAGIC, " (this is an llm.c GPT-2 checkpoint)", path, err, errlen);
+    if (st != SZ_OK) {
+        fclose(fp);
+        return st;
+    }
+    if (hdr[2] < 0) {
+        set_err(err, errlen, "%s: bad header: negative token count %" PRId32, path, hdr[2]);
+        fclose(fp);
+        return SZ_ERR_FORMAT;
+    }
+    size_t count = (size_t)hdr[2];
+    char what[64];
+    snprintf(what, sizeof what, "%zu tokens", count);
+    st = check_body_size(size, (uint64_t)count * sizeof(uint16_t), what, path, err, errlen);
+    if (st != SZ_OK) {
+        fclose(fp);
+        return st;
+    }
+    uint16_t *tokens = NULL;
+    if (count > 0) {
+        tokens = malloc(count * sizeof(uint16_t));
+        if (!tokens) {
+            set_err(err, errlen, "%s: out of memory allocating %zu tokens", path, count);
+            fclose(fp);
+            return SZ_ERR_NOMEM;
+        }
+        st = read_exact(fp, tokens, count * sizeof(uint16_t), path, err, errlen);
+    }
+    fclose(fp);
+    if (st != SZ_OK) {
+        free(tokens);
+        return st;
+    }
+    if (vocab > 0) {
+        for (size_t i = 0; i < count; i++) {
+            if (tokens[i] >= vocab) {
+                set_err(err, errlen,
+                        "%s: token %u at position %zu is out of range: must be < vocab %d", path,
+                        (unsigned)tokens[i], i, vocab);
+                free(tokens);
+                return SZ_ERR_FORMAT;
+            }
+        }
+    }
+    *tokens_out = tokens;
+    *count_out = count;
+    return SZ_OK;
+}
+
+/* ---- writing ------------------------------------------------------------------------------ */
+
+static int write_all(FILE *fp, const void *buf, size_t n)
+{
+    const unsigned char *p = buf;
+    while (n > 0) {
+        size_t want = n < IO_CHUNK ? n : IO_CHUNK;
+        if (fwrite(p, 1, want, fp) != want)
+            return 0;
+        p += want;
+        n -= want;
+    }
+    return 1;
+}
+
+/* Writes header + body to `path`.tmp, flushes and fsyncs it, then renames it over `path`. The
+ * temporary is removed on failure (only if we created it), and `path` is never touched then. */
+static sz_status write_atomic(const char *path, const int32_t hdr[SZ_LLMC_HEADER_INTS],
+                              const void *body, size_t body_bytes, char *err, size_t errlen)
+{
+    size_t len = strlen(path);
+    char *tmp = malloc(len + 5);
+    if (!tmp) {
+        set_err(err, errlen, "%s: out of memory", path);
+        return SZ_ERR_NOMEM;
+    }
+    memcpy(tmp, path, len);
+    memcpy(tmp + len, ".tmp", 5);
+
+    FILE *fp = fopen(tmp, "wb");
+    if (!fp) {
+        set_err(err, errlen, "%s: cannot create the temporary file %s: %s", path, tmp,
+                strerror(errno));
+        free(tmp);
+        return SZ_ERR_IO;
+    }
+    const char *failed = NULL;
+    int saved_errno = 0;
+    if (!write_all(fp, hdr, SZ_LLMC_HEADER_BYTES) || (body_bytes && !write_all(fp, body, body_bytes)))
+        failed = "write";
+    else if (fflush(fp) != 0)
+        failed = "flush";
+    else if (fsync(fileno(fp)) != 0 && errno != EINVAL && errno != EROFS)
+        failed = "fsync"; /* EINVAL/EROFS: the file system does not support fsync (pipes, ...) */
+    if (failed)
+        saved_errno = errno;
+    if (fclose(fp) != 0 && !failed) {
+        failed = "close";
+        saved_errno = errno;
+    }
+    if (!failed && rename(tmp, path) != 0) {
+        failed = "rename";
+        saved_errno = errno;
+    }
+    if (failed) {
+        set_err(err, errlen, "%s: %s of the temporary file %s failed: %s (the existing %s, if any, "
+                "is unchanged)", path, failed, tmp, strerror(saved_errno), path);
+        remove(tmp);
+        free(tmp);
+        return SZ_ERR_IO;
+    }
+    free(tmp);
+    return SZ_OK;
+}
+
+sz_status sz_llmc_checkpoint_write(const char *path, const sz_gpt2_config *cfg, const float *params,
+                                   size_t nparams, char *err, size_t errlen)
+{
+    if (!path || !cfg || !params) {
+        set_err(err, errlen, "%s: no config or parameters to write", path ? path : "(null)");
+        return SZ_ERR_INVALID;
+    }
+    char why[256];
+    if (sz_gpt2_config_validate(cfg, why, sizeof why) != SZ_OK) {
+        set_err(err, errlen, "%s: not written: %s", path, why);
+        return SZ_ERR_INVALID;
+    }
+    size_t need = sz_gpt2_num_params(cfg);
+    if (nparams != need) {
+        set_err(err, errlen, "%s: not written: %zu parameters given but the config needs %zu", path,
+                nparams, need);
+        return SZ_ERR_INVALID;
+    }
+    int32_t hdr[SZ_LLMC_HEADER_INTS] = {0};
+    hdr[0] = SZ_LLMC_MODEL_MAGIC;
+    hdr[1] = SZ_LLMC_MODEL_VERSION_FP32;
+    hdr[2] = cfg->max_seq;
+    hdr[3] = cfg->vocab;
+    hdr[4] = cfg->layers;
+    hdr[5] = cfg->heads;
+    hdr[6] = cfg->channels;
+    hdr[7] = cfg->padded_vocab;
+    return write_atomic(path, hdr, params, nparams * sizeof(float), err, errlen);
+}
+
+sz_status sz_llmc_tokens_write(const char *path, const uint16_t *tokens, size_t count, char *err,
+                               size_t errlen)
+{
+    if (!path || (count > 0 && !tokens)) {
+        set_err(err, errlen, "%s: no tokens to write", path ? path : "(null)");
+        return SZ_ERR_INVALID;
+    }
+    if (count > (size_t)INT32_MAX) {
+        set_err(err, errlen, "%s: not written: %zu tokens is more than an llm.c token file holds (%d)",
+                path, count, INT32_MAX);
+        return SZ_ERR_INVALID;
+    }
+    int32_t hdr[SZ_LLMC_HEADER_INTS] = {0};
+    hdr[0] = SZ_LLMC_TOKENS_MAGIC;
+    hdr[1] = SZ_LLMC_TOKENS_VERSION;
+    hdr[2] = (int32_t)count;
+    return write_atomic(path, hdr, tokens, count * sizeof(uint16_t), err, errlen);
+}

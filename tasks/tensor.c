@@ -1,0 +1,60 @@
+/* tasks/tensor.c — sz_tensor: a StarPU vector handle with a dtype, element count and name, and
+ * the blocking copies in and out that apps use (they acquire the handle, so they wait for the
+ * tasks that write it and hold back the tasks that come after). */
+#include <stdlib.h>
+#include <string.h>
+#include "sz_tasks.h"
+
+size_t sz_dtype_size(sz_dtype dtype)
+{
+    switch (dtype) {
+    case SZ_DTYPE_F32: return 4;
+    case SZ_DTYPE_BF16: return 2;
+    case SZ_DTYPE_I32: return 4;
+    }
+    return 0;
+}
+
+sz_tensor *sz_tensor_register(void *home, int64_t numel, sz_dtype dtype, const char *name)
+{
+    sz_tensor *t = calloc(1, sizeof *t);
+    if (!t)
+        return NULL;
+    t->numel = numel;
+    t->dtype = dtype;
+    t->home = home;
+    snprintf(t->name, sizeof t->name, "%s", name ? name : "");
+    starpu_vector_data_register(&t->h, STARPU_MAIN_RAM, (uintptr_t)home, (uint32_t)numel, sz_dtype_size(dtype));
+    starpu_data_set_name(t->h, t->name);
+    return t;
+}
+
+void sz_tensor_unregister(sz_tensor *t)
+{
+    if (!t)
+        return;
+    if (t->h)
+        starpu_data_unregister(t->h);
+    free(t->home);
+    free(t);
+}
+
+int64_t sz_tensor_numel(const sz_tensor *t) { return t ? t->numel : 0; }
+sz_dtype sz_tensor_dtype(const sz_tensor *t) { return t ? t->dtype : SZ_DTYPE_F32; }
+const char *sz_tensor_name(const sz_tensor *t) { return t ? t->name : ""; }
+
+static sz_status copy(sz_tensor *t, void *dst, const void *src)
+{
+    if (!t || (!dst && !src))
+        return SZ_ERR_INVALID;
+    if (starpu_data_acquire(t->h, src ? STARPU_W : STARPU_R) != 0)
+        return SZ_ERR_RUNTIME;
+    void *p = starpu_data_get_local_ptr(t->h);
+    size_t bytes = (size_t)t->numel * sz_dtype_size(t->dtype);
+    memcpy(src ? p : dst, src ? src : p, bytes);
+    starpu_data_release(t->h);
+    return SZ_OK;
+}
+
+sz_status sz_tensor_read(sz_tensor *t, void *dst) { return copy(t, dst, NULL); }
+sz_status sz_tensor_write(sz_tensor *t, const void *src) { return copy(t, NULL, src); }
