@@ -49,8 +49,9 @@ void sz_log_stderr(sz_log_level level, const char *msg, void *user);
 typedef struct sz_context sz_context;
 
 typedef struct sz_context_config {
-    int ncpus;                 /* CPU workers for this rank; -1: this rank's share of its node's
-                                  cores (node cores / ranks on the node). STARPU_NCPU wins. */
+    int ncpus;                 /* StarPU CPU workers for this rank; -1: one, whose compute tasks
+                                  run OpenMP-parallel over the rank's whole core share (node cores /
+                                  ranks on the node). STARPU_NCPU wins. */
     int ncuda;                 /* CUDA workers; -1: StarPU's default. STARPU_NCUDA wins. */
     int bind_share;            /* 1: bind this rank's workers to its own share of the node's cores,
                                   so co-located ranks never pile onto the same cores */

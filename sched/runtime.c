@@ -145,8 +145,10 @@ sz_status sz_context_init(sz_context **out, const sz_context_config *cfg_in, int
 
     struct starpu_conf conf;
     starpu_conf_init(&conf);
-    /* conf.ncpus set => StarPU-MPI reserves no core; env STARPU_NCPU still wins. */
-    conf.ncpus = cfg.ncpus >= 0 ? cfg.ncpus : (cfg.bind_share ? ctx->topology.ncores : -1);
+    /* One CPU worker per rank by default: its compute tasks run OpenMP-parallel over the whole
+     * core share (see widen_worker). Several workers, each with its own OpenMP team, would pile
+     * threads onto the same cores. conf.ncpus set => StarPU-MPI reserves no core; STARPU_NCPU wins. */
+    conf.ncpus = cfg.ncpus >= 0 ? cfg.ncpus : 1;
     if (cfg.ncuda >= 0) conf.ncuda = cfg.ncuda;
     conf.nopencl = 0;
     if (cfg.sched_policy) conf.sched_policy_name = cfg.sched_policy;

@@ -1,0 +1,192 @@
+/* apps/sz-bench.c — GPT-2 training throughput on this machine, as one JSON object: tokens/s, step
+ * time, achieved GFLOP/s, and in the same run the machine's own yardsticks: the fp32 FMA peak
+ * (a register-only kernel on all of this rank's cores) and OpenBLAS sgemm 2048^3.
+ *   sz-bench --model d12 --batch 4 --seq 64 --precision fp32 --steps 10 --json
+ * Timings belong here, never in pass/fail tests. */
+#include <cblas.h>
+#include <cjson/cJSON.h>
+#include <immintrin.h>
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include "gpt2/gpt2.h"
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* FMA chains in registers only: ACC independent accumulators hide the FMA latency. Returns flops. */
+#define ACC 12
+__attribute__((target("avx512f"))) static double fma_avx512(long iters)
+{
+    __m512 a[ACC], x = _mm512_set1_ps(1.0000001f), y = _mm512_set1_ps(0.9999999f);
+    for (int i = 0; i < ACC; i++)
+        a[i] = _mm512_set1_ps((float)i);
+    for (long k = 0; k < iters; k++)
+        for (int i = 0; i < ACC; i++)
+            a[i] = _mm512_fmadd_ps(a[i], x, y);
+    float sink = 0;
+    for (int i = 0; i < ACC; i++)
+        sink += _mm512_reduce_add_ps(a[i]);
+    __asm__ volatile("" ::"x"(sink));
+    return (double)iters * ACC * 16 * 2;
+}
+
+__attribute__((target("avx2,fma"))) static double fma_avx2(long iters)
+{
+    __m256 a[ACC], x = _mm256_set1_ps(1.0000001f), y = _mm256_set1_ps(0.9999999f);
+    for (int i = 0; i < ACC; i++)
+        a[i] = _mm256_set1_ps((float)i);
+    for (long k = 0; k < iters; k++)
+        for (int i = 0; i < ACC; i++)
+            a[i] = _mm256_fmadd_ps(a[i], x, y);
+    float s[8], sink = 0;
+    for (int i = 0; i < ACC; i++) {
+        _mm256_storeu_ps(s, a[i]);
+        for (int j = 0; j < 8; j++)
+            sink += s[j];
+    }
+    __asm__ volatile("" ::"x"(sink));
+    return (double)iters * ACC * 8 * 2;
+}
+
+/* Peak over `threads` threads: the best of 3 runs of ~0.2 s. */
+static double fma_peak_gflops(int threads, const char **isa)
+{
+    int avx512 = __builtin_cpu_supports("avx512f");
+    *isa = avx512 ? "avx512" : "avx2";
+    double best = 0;
+    for (int rep = 0; rep < 3; rep++) {
+        double flops = 0, t0 = now_s();
+#pragma omp parallel num_threads(threads) reduction(+ : flops)
+        flops += avx512 ? fma_avx512(4000000) : fma_avx2(8000000);
+        double g = flops / (now_s() - t0) / 1e9;
+        best = g > best ? g : best;
+    }
+    return best;
+}
+
+static double sgemm_gflops(void)
+{
+    const int n = 2048;
+    float *a = malloc((size_t)n * n * sizeof *a), *b = malloc((size_t)n * n * sizeof *b),
+          *c = malloc((size_t)n * n * sizeof *c);
+    for (size_t i = 0; i < (size_t)n * n; i++) {
+        a[i] = (float)(i % 7) * 0.1f;
+        b[i] = (float)(i % 5) * 0.1f;
+    }
+    double best = 0;
+    for (int rep = 0; rep < 3; rep++) {
+        double t0 = now_s();
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a, n, b, n, 0.0f, c, n);
+        double g = 2.0 * n * n * n / (now_s() - t0) / 1e9;
+        best = g > best ? g : best;
+    }
+    free(a);
+    free(b);
+    free(c);
+    return best;
+}
+
+int main(int argc, char **argv)
+{
+    const char *model = "d12", *precision = "fp32";
+    int B = 4, T = 64, steps = 10, warmup = 2, json = 0, vocab = 50257;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : "";
+        if (!strcmp(a, "--json")) json = 1;
+        else if (!strcmp(a, "--model")) model = argv[++i];
+        else if (!strcmp(a, "--precision")) precision = argv[++i];
+        else if (!strcmp(a, "--batch")) B = atoi(argv[++i]);
+        else if (!strcmp(a, "--seq")) T = atoi(argv[++i]);
+        else if (!strcmp(a, "--steps")) steps = atoi(argv[++i]);
+        else if (!strcmp(a, "--warmup")) warmup = atoi(argv[++i]);
+        else if (!strcmp(a, "--vocab")) vocab = atoi(argv[++i]);
+        else {
+            fprintf(stderr, "usage: sz-bench [--model d2|d6|d12|L,H,C] [--batch B] [--seq T] [--steps N] [--warmup W]\n"
+                            "                [--precision fp32] [--vocab V] [--json]   (got '%s' '%s')\n", a, v);
+            return 2;
+        }
+        if (i >= argc) { fprintf(stderr, "sz-bench: %s needs a value\n", a); return 2; }
+    }
+    if (strcmp(precision, "fp32")) {
+        fprintf(stderr, "sz-bench: --precision %s is not implemented yet (fp32 only)\n", precision);
+        return 2;
+    }
+    char err[512];
+    sz_gpt2_config cfg;
+    if (sz_gpt2_config_from_string(&cfg, model, vocab, T > 1024 ? T : 1024, err, sizeof err) != SZ_OK) {
+        fprintf(stderr, "sz-bench: %s\n", err);
+        return 2;
+    }
+    sz_context *ctx = NULL;
+    if (sz_context_init(&ctx, NULL, &argc, &argv) != SZ_OK) {
+        fprintf(stderr, "sz-bench: cannot start the runtime\n");
+        return 1;
+    }
+    sz_topology topo;
+    sz_context_topology(ctx, &topo);
+    const char *isa;
+    double peak = fma_peak_gflops(topo.ncores, &isa);
+    double sgemm = sgemm_gflops();
+
+    gpt2 *g = NULL;
+    if (gpt2_create(&g, ctx, &cfg, B, T, err, sizeof err) != SZ_OK || gpt2_init_random(g, 1) != SZ_OK) {
+        fprintf(stderr, "sz-bench: %s\n", err);
+        sz_context_free(ctx);
+        return 1;
+    }
+    int *in = malloc((size_t)B * T * sizeof *in), *tg = malloc((size_t)B * T * sizeof *tg);
+    for (int i = 0; i < B * T; i++) {
+        in[i] = (i * 7919) % cfg.vocab;
+        tg[i] = (i * 104729 + 1) % cfg.vocab;
+    }
+    gpt2_set_batch(g, in, tg);
+    sz_train_config tc;
+    sz_train_config_defaults(&tc);
+    float loss = 0;
+    double total = 0;
+    for (int s = 1; s <= warmup + steps; s++) {
+        double t0 = now_s();
+        if (sz_model_train_step(gpt2_model(g), &tc, s, &loss) != SZ_OK) {
+            fprintf(stderr, "sz-bench: step %d failed\n", s);
+            return 1;
+        }
+        if (s > warmup)
+            total += now_s() - t0;
+        if (!json)
+            fprintf(stderr, "step %d: %.1f ms, loss %.4f\n", s, (now_s() - t0) * 1e3, loss);
+    }
+    double step_s = total / (steps > 0 ? steps : 1), flops = gpt2_flops_per_step(g);
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "model", model);
+    cJSON_AddStringToObject(o, "precision", precision);
+    cJSON_AddNumberToObject(o, "batch", B);
+    cJSON_AddNumberToObject(o, "seq", T);
+    cJSON_AddNumberToObject(o, "steps", steps);
+    cJSON_AddNumberToObject(o, "params", (double)sz_model_nparams(gpt2_model(g)));
+    cJSON_AddNumberToObject(o, "cores", topo.ncores);
+    cJSON_AddNumberToObject(o, "step_ms", step_s * 1e3);
+    cJSON_AddNumberToObject(o, "tokens_per_s", B * T / step_s);
+    cJSON_AddNumberToObject(o, "gflops", flops / step_s / 1e9);
+    cJSON_AddNumberToObject(o, "flops_per_step", flops);
+    cJSON_AddNumberToObject(o, "fma_peak_gflops", peak);
+    cJSON_AddStringToObject(o, "fma_isa", isa);
+    cJSON_AddNumberToObject(o, "sgemm_gflops", sgemm);
+    cJSON_AddNumberToObject(o, "gflops_over_peak", flops / step_s / 1e9 / peak);
+    cJSON_AddNumberToObject(o, "last_loss", loss);
+    char *text = json ? cJSON_PrintUnformatted(o) : cJSON_Print(o);
+    printf("%s\n", text);
+    free(text);
+    cJSON_Delete(o);
+    free(in);
+    free(tg);
+    gpt2_free(g);
+    sz_context_free(ctx);
+    return 0;
+}
