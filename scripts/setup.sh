@@ -16,6 +16,7 @@ set -euo pipefail
 PACKAGES=(build-essential cmake pkg-config dpkg-dev patch ca-certificates
           openmpi-bin libopenmpi-dev hwloc libhwloc-dev
           libopenblas-dev libdnnl-dev libcunit1-dev libfxt-dev libcjson-dev
+          fortunes
           )
 
 install_packages() {
@@ -105,7 +106,7 @@ build_starpu() {
     fi
     build="$SZ_DEPS_DIR/build-$key"
     rm -rf "$build"
-    dpkg-source -x "$(ls "$src"/starpu_"$SZ_STARPU_VERSION"*.dsc | head -1)" "$build" >/dev/null
+    dpkg-source -x "$(ls "$src"/starpu_"$SZ_STARPU_VERSION"*.dsc | head -1)" "$build" >/dev/null 2>&1
     if [ -n "$cuda_dir" ]; then
         for p in "$SZ_ROOT"/deps/starpu-*.patch; do (cd "$build" && patch -s -p1 <"$p"); done
     fi
