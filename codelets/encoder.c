@@ -4,21 +4,17 @@
 
 static void fwd_cpu(void *b[], void *arg)
 {
-    struct sz_shape s;
-    starpu_codelet_unpack_args(arg, &s);
-    sz_k_encoder_fwd(SZ_BUF_F(b, 0), SZ_BUF_I(b, 1), SZ_BUF_F(b, 2), SZ_BUF_F(b, 3), s.B, s.T, s.C);
+    SZ_UNPACK(arg, a);
+    sz_k_encoder_fwd(sz_tf(b, &a, 0), sz_ti(b, &a, 1), sz_tf(b, &a, 2), sz_tf(b, &a, 3), a.B, a.T, a.C);
 }
 
 static void bwd_cpu(void *b[], void *arg)
 {
-    struct sz_shape s;
-    starpu_codelet_unpack_args(arg, &s);
-    sz_k_encoder_bwd(SZ_BUF_F(b, 0), SZ_BUF_F(b, 1), SZ_BUF_F(b, 2), SZ_BUF_I(b, 3), s.B, s.T, s.C);
+    SZ_UNPACK(arg, a);
+    sz_k_encoder_bwd(sz_tf(b, &a, 0), sz_tf(b, &a, 1), sz_tf(b, &a, 2), sz_ti(b, &a, 3), a.B, a.T, a.C);
 }
 
 SZ_PERFMODEL(fwd_model, "sz_encoder_fwd");
 SZ_PERFMODEL(bwd_model, "sz_encoder_bwd");
-struct starpu_codelet sz_cl_encoder_fwd = {.cpu_funcs = {fwd_cpu}, .nbuffers = 4,
-    .modes = {STARPU_W, STARPU_R, STARPU_R, STARPU_R}, .name = "encoder_fwd", .model = &fwd_model};
-struct starpu_codelet sz_cl_encoder_bwd = {.cpu_funcs = {bwd_cpu}, .nbuffers = 4,
-    .modes = {STARPU_RW, STARPU_RW, STARPU_R, STARPU_R}, .name = "encoder_bwd", .model = &bwd_model};
+SZ_CODELET(sz_cl_encoder_fwd, fwd_cpu, "encoder_fwd", fwd_model);
+SZ_CODELET(sz_cl_encoder_bwd, bwd_cpu, "encoder_bwd", bwd_model);

@@ -4,19 +4,17 @@
 
 static void fwd_cpu(void *b[], void *arg)
 {
-    (void)arg;
-    sz_k_gelu_fwd(SZ_BUF_F(b, 0), SZ_BUF_F(b, 1), SZ_BUF_N(b, 0));
+    SZ_UNPACK(arg, a);
+    sz_k_gelu_fwd(sz_tf(b, &a, 0), sz_tf(b, &a, 1), (size_t)a.numel[0]);
 }
 
 static void bwd_cpu(void *b[], void *arg)
 {
-    (void)arg;
-    sz_k_gelu_bwd(SZ_BUF_F(b, 0), SZ_BUF_F(b, 1), SZ_BUF_F(b, 2), SZ_BUF_N(b, 0));
+    SZ_UNPACK(arg, a);
+    sz_k_gelu_bwd(sz_tf(b, &a, 0), sz_tf(b, &a, 1), sz_tf(b, &a, 2), (size_t)a.numel[0]);
 }
 
 SZ_PERFMODEL(fwd_model, "sz_gelu_fwd");
 SZ_PERFMODEL(bwd_model, "sz_gelu_bwd");
-struct starpu_codelet sz_cl_gelu_fwd = {.cpu_funcs = {fwd_cpu}, .nbuffers = 2,
-    .modes = {STARPU_W, STARPU_R}, .name = "gelu_fwd", .model = &fwd_model};
-struct starpu_codelet sz_cl_gelu_bwd = {.cpu_funcs = {bwd_cpu}, .nbuffers = 3,
-    .modes = {STARPU_RW, STARPU_R, STARPU_R}, .name = "gelu_bwd", .model = &bwd_model};
+SZ_CODELET(sz_cl_gelu_fwd, fwd_cpu, "gelu_fwd", fwd_model);
+SZ_CODELET(sz_cl_gelu_bwd, bwd_cpu, "gelu_bwd", bwd_model);

@@ -4,24 +4,19 @@
 
 static void fwd_cpu(void *b[], void *arg)
 {
-    struct sz_shape s;
-    starpu_codelet_unpack_args(arg, &s);
-    sz_k_layernorm_fwd(SZ_BUF_F(b, 0), SZ_BUF_F(b, 1), SZ_BUF_F(b, 2), SZ_BUF_F(b, 3), SZ_BUF_F(b, 4),
-                       SZ_BUF_F(b, 5), s.N, s.C);
+    SZ_UNPACK(arg, a);
+    sz_k_layernorm_fwd(sz_tf(b, &a, 0), sz_tf(b, &a, 1), sz_tf(b, &a, 2), sz_tf(b, &a, 3), sz_tf(b, &a, 4),
+                       sz_tf(b, &a, 5), a.N, a.C);
 }
 
 static void bwd_cpu(void *b[], void *arg)
 {
-    struct sz_shape s;
-    starpu_codelet_unpack_args(arg, &s);
-    sz_k_layernorm_bwd(SZ_BUF_F(b, 0), SZ_BUF_F(b, 1), SZ_BUF_F(b, 2), SZ_BUF_F(b, 3), SZ_BUF_F(b, 4),
-                       SZ_BUF_F(b, 5), SZ_BUF_F(b, 6), SZ_BUF_F(b, 7), s.N, s.C);
+    SZ_UNPACK(arg, a);
+    sz_k_layernorm_bwd(sz_tf(b, &a, 0), sz_tf(b, &a, 1), sz_tf(b, &a, 2), sz_tf(b, &a, 3), sz_tf(b, &a, 4),
+                       sz_tf(b, &a, 5), sz_tf(b, &a, 6), sz_tf(b, &a, 7), a.N, a.C);
 }
 
 SZ_PERFMODEL(fwd_model, "sz_layernorm_fwd");
 SZ_PERFMODEL(bwd_model, "sz_layernorm_bwd");
-struct starpu_codelet sz_cl_layernorm_fwd = {.cpu_funcs = {fwd_cpu}, .nbuffers = 6,
-    .modes = {STARPU_W, STARPU_W, STARPU_W, STARPU_R, STARPU_R, STARPU_R}, .name = "layernorm_fwd", .model = &fwd_model};
-struct starpu_codelet sz_cl_layernorm_bwd = {.cpu_funcs = {bwd_cpu}, .nbuffers = 8,
-    .modes = {STARPU_RW, STARPU_RW, STARPU_RW, STARPU_R, STARPU_R, STARPU_R, STARPU_R, STARPU_R},
-    .name = "layernorm_bwd", .model = &bwd_model};
+SZ_CODELET(sz_cl_layernorm_fwd, fwd_cpu, "layernorm_fwd", fwd_model);
+SZ_CODELET(sz_cl_layernorm_bwd, bwd_cpu, "layernorm_bwd", bwd_model);

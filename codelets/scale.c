@@ -1,39 +1,33 @@
-/* codelets/scale.c — the `scale` codelet: x *= alpha on a float vector, CPU and CUDA side by side.
+/* codelets/scale.c — the `scale` codelet: x *= alpha on a float view, CPU and CUDA side by side.
  * The CUDA kernel lives in scale.cu (compiled by nvcc when SZ_USE_CUDA is on). */
 #include <stdint.h>
 #include "sz_codelets.h"
 #include "sz_cuda.h"
 
-static void scale_cpu(void *buffers[], void *cl_arg)
+static void scale_cpu(void *b[], void *arg)
 {
-    float alpha;
-    starpu_codelet_unpack_args(cl_arg, &alpha);
-    float *x = (float *)STARPU_VECTOR_GET_PTR(buffers[0]);
-    size_t n = STARPU_VECTOR_GET_NX(buffers[0]);
-    for (size_t i = 0; i < n; i++)
-        x[i] *= alpha;
+    SZ_UNPACK(arg, a);
+    float *x = sz_tf(b, &a, 0);
+    for (int64_t i = 0; i < a.numel[0]; i++)
+        x[i] *= a.f[0];
 }
 
 #if defined(SZ_HAVE_CUDA) && defined(STARPU_USE_CUDA)
-static void scale_cuda(void *buffers[], void *cl_arg)
+static void scale_cuda(void *b[], void *arg)
 {
-    float alpha;
-    starpu_codelet_unpack_args(cl_arg, &alpha);
-    sz_cuda_scale_f32((float *)STARPU_VECTOR_GET_PTR(buffers[0]), STARPU_VECTOR_GET_NX(buffers[0]), alpha,
-                      starpu_cuda_get_local_stream());
+    SZ_UNPACK(arg, a);
+    sz_cuda_scale_f32(sz_tf(b, &a, 0), (size_t)a.numel[0], a.f[0], starpu_cuda_get_local_stream());
 }
 #endif
 
-static struct starpu_perfmodel scale_model = {.type = STARPU_HISTORY_BASED, .symbol = "sz_scale"};
-
+SZ_PERFMODEL(scale_model, "sz_scale");
 struct starpu_codelet sz_cl_scale = {
     .cpu_funcs = {scale_cpu},
 #if defined(SZ_HAVE_CUDA) && defined(STARPU_USE_CUDA)
     .cuda_funcs = {scale_cuda},
     .cuda_flags = {STARPU_CUDA_ASYNC},
 #endif
-    .nbuffers = 1,
-    .modes = {STARPU_RW},
+    .nbuffers = STARPU_VARIABLE_NBUFFERS,
     .name = "scale",
     .model = &scale_model,
 };

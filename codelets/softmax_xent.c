@@ -6,26 +6,22 @@
 
 static void fwd_cpu(void *b[], void *arg)
 {
-    struct sz_shape s;
-    starpu_codelet_unpack_args(arg, &s);
-    sz_k_softmax_xent_fwd(SZ_BUF_F(b, 1), SZ_BUF_F(b, 0), SZ_BUF_F(b, 2), SZ_BUF_I(b, 3), s.N, s.V, s.Vp);
+    SZ_UNPACK(arg, a);
+    sz_k_softmax_xent_fwd(sz_tf(b, &a, 1), sz_tf(b, &a, 0), sz_tf(b, &a, 2), sz_ti(b, &a, 3), a.N, a.V, a.Vp);
 }
 
 static void bwd_cpu(void *b[], void *arg)
 {
-    struct sz_shape s;
-    starpu_codelet_unpack_args(arg, &s);
-    float *dloss = malloc((size_t)s.N * sizeof *dloss);
+    SZ_UNPACK(arg, a);
+    float *dloss = malloc((size_t)a.N * sizeof *dloss);
     STARPU_ASSERT_MSG(dloss, "softmax_xent_bwd: out of memory");
-    for (int i = 0; i < s.N; i++)
-        dloss[i] = 1.0f / (float)s.N;
-    sz_k_softmax_xent_bwd(SZ_BUF_F(b, 0), SZ_BUF_F(b, 1), SZ_BUF_I(b, 2), dloss, s.N, s.V, s.Vp);
+    for (int i = 0; i < a.N; i++)
+        dloss[i] = a.f[0];
+    sz_k_softmax_xent_bwd(sz_tf(b, &a, 0), sz_tf(b, &a, 1), sz_ti(b, &a, 2), dloss, a.N, a.V, a.Vp);
     free(dloss);
 }
 
 SZ_PERFMODEL(fwd_model, "sz_softmax_xent_fwd");
 SZ_PERFMODEL(bwd_model, "sz_softmax_xent_bwd");
-struct starpu_codelet sz_cl_softmax_xent_fwd = {.cpu_funcs = {fwd_cpu}, .nbuffers = 4,
-    .modes = {STARPU_W, STARPU_W, STARPU_R, STARPU_R}, .name = "softmax_xent_fwd", .model = &fwd_model};
-struct starpu_codelet sz_cl_softmax_xent_bwd = {.cpu_funcs = {bwd_cpu}, .nbuffers = 3,
-    .modes = {STARPU_W, STARPU_R, STARPU_R}, .name = "softmax_xent_bwd", .model = &bwd_model};
+SZ_CODELET(sz_cl_softmax_xent_fwd, fwd_cpu, "softmax_xent_fwd", fwd_model);
+SZ_CODELET(sz_cl_softmax_xent_bwd, bwd_cpu, "softmax_xent_bwd", bwd_model);

@@ -1,55 +1,63 @@
 /* codelets/sz_codelets.h — the StarPU codelets of StarZeRO (one file per operation in codelets/),
  * each with its CPU implementation, a CUDA one where written, and a history-based perf model.
- * Shapes travel as one packed struct per task (STARPU_VALUE); buffers are vector handles.
- * Internal to the library and its tests. */
+ *
+ * Every codelet takes a variable number of vector buffers and one packed `struct sz_targs`:
+ * logical tensor k of the operation lives in buffer map[k] at element offset off[k] (tensors
+ * are views: a unit's parameters are one flat handle, so two tensors of one task may share a
+ * buffer). Internal to the library and its tests. */
 #ifndef SZ_CODELETS_H
 #define SZ_CODELETS_H
 
 #include <starpu.h>
 
-/* The float / int pointer of buffer i inside a codelet. */
-#define SZ_BUF_F(buffers, i) ((float *)STARPU_VECTOR_GET_PTR((buffers)[i]))
-#define SZ_BUF_I(buffers, i) ((int *)STARPU_VECTOR_GET_PTR((buffers)[i]))
-#define SZ_BUF_N(buffers, i) ((size_t)STARPU_VECTOR_GET_NX((buffers)[i]))
+#define SZ_MAX_TENSORS 12
 
-/* Shape arguments shared by the GPT-2 codelets (unused fields are 0). */
-struct sz_shape {
-    int B, T, C, NH, N, OC, V, Vp;
-    int64_t n;
+struct sz_targs {
+    int nt;                        /* logical tensors */
+    int map[SZ_MAX_TENSORS];       /* tensor -> buffer index */
+    int64_t off[SZ_MAX_TENSORS];   /* element offset inside that buffer */
+    int64_t numel[SZ_MAX_TENSORS]; /* element count of the view */
+    int B, T, C, NH, N, OC, V, Vp; /* shapes (unused ones 0) */
+    float f[6];                    /* scalars: AdamW lr, beta1, beta2, eps, wd; clip; scale */
+    int t;                         /* AdamW step */
 };
 
-/* AdamW hyper-parameters of one update task. */
-struct sz_adamw_args {
-    float lr, beta1, beta2, eps, wd;
-    int t;
-};
+/* Logical tensor k of a task as a float / int pointer, and its element count. */
+static inline float *sz_tf(void *buffers[], const struct sz_targs *a, int k)
+{
+    return (float *)STARPU_VECTOR_GET_PTR(buffers[a->map[k]]) + a->off[k];
+}
+static inline int *sz_ti(void *buffers[], const struct sz_targs *a, int k)
+{
+    return (int *)STARPU_VECTOR_GET_PTR(buffers[a->map[k]]) + a->off[k];
+}
+#define SZ_UNPACK(arg, a) struct sz_targs a; starpu_codelet_unpack_args((arg), &a)
 
 /* One history-based perf model per codelet, named after it. */
 #define SZ_PERFMODEL(var, sym) static struct starpu_perfmodel var = {.type = STARPU_HISTORY_BASED, .symbol = sym}
+/* A CPU-only codelet over variable buffers. */
+#define SZ_CODELET(var, fn, nm, pm) \
+    struct starpu_codelet var = {.cpu_funcs = {fn}, .nbuffers = STARPU_VARIABLE_NBUFFERS, .name = nm, .model = &pm}
 
-/* scale: x[i] *= alpha on one float vector (RW); alpha a STARPU_VALUE float. Has a CUDA version. */
-extern struct starpu_codelet sz_cl_scale;
-/* zero: fill one vector (W) with zero bytes. */
-extern struct starpu_codelet sz_cl_zero;
-/* encoder (token + position embedding): fwd W out, R tokens, R wte, R wpe; bwd RW dwte, RW dwpe, R dout, R tokens */
-extern struct starpu_codelet sz_cl_encoder_fwd, sz_cl_encoder_bwd;
-/* layernorm: fwd W out, W mean, W rstd, R inp, R w, R b; bwd RW dinp, RW dw, RW db, R dout, R inp, R w, R mean, R rstd */
-extern struct starpu_codelet sz_cl_layernorm_fwd, sz_cl_layernorm_bwd;
-/* matmul (variable buffers): fwd W out, R inp, R w [, R b]; bwd R dout, R inp, R w, RW dinp, RW dw [, RW db] */
-extern struct starpu_codelet sz_cl_matmul_fwd, sz_cl_matmul_bwd;
-/* attention: fwd W out, W preatt, W att, R inp; bwd RW dinp, R dout, R inp, R att */
-extern struct starpu_codelet sz_cl_attention_fwd, sz_cl_attention_bwd;
-/* gelu: fwd W out, R inp; bwd RW dinp, R inp, R dout */
-extern struct starpu_codelet sz_cl_gelu_fwd, sz_cl_gelu_bwd;
-/* residual: fwd W out, R a, R b; bwd RW da, RW db, R dout */
-extern struct starpu_codelet sz_cl_residual_fwd, sz_cl_residual_bwd;
-/* softmax + cross-entropy: fwd W losses, W probs, R logits, R targets; bwd W dlogits, R probs, R targets */
-extern struct starpu_codelet sz_cl_softmax_xent_fwd, sz_cl_softmax_xent_bwd;
-/* sumsq (variable buffers): W out (one float) = sum of squares of every R vector after it */
-extern struct starpu_codelet sz_cl_sumsq;
-/* clip_scale (variable buffers): W scale (one float) from R partial sums of squares; arg: clip */
-extern struct starpu_codelet sz_cl_clip_scale;
-/* adamw: RW param, R grad, RW m, RW v, R scale (grads are multiplied by scale first) */
-extern struct starpu_codelet sz_cl_adamw;
+/* Logical tensors of each codelet, in order (the task builder in tasks/ops.c follows this). */
+extern struct starpu_codelet sz_cl_scale;           /* x (RW); f[0] = alpha. Has a CUDA version. */
+extern struct starpu_codelet sz_cl_zero;            /* x (W) */
+extern struct starpu_codelet sz_cl_encoder_fwd;     /* out, tokens, wte, wpe */
+extern struct starpu_codelet sz_cl_encoder_bwd;     /* dwte, dwpe, dout, tokens */
+extern struct starpu_codelet sz_cl_layernorm_fwd;   /* out, mean, rstd, inp, w, b */
+extern struct starpu_codelet sz_cl_layernorm_bwd;   /* dinp, dw, db, dout, inp, w, mean, rstd */
+extern struct starpu_codelet sz_cl_matmul_fwd;      /* out, inp, w [, b] */
+extern struct starpu_codelet sz_cl_matmul_bwd;      /* dinp, dw, dout, inp, w [, db] */
+extern struct starpu_codelet sz_cl_attention_fwd;   /* out, preatt, att, inp */
+extern struct starpu_codelet sz_cl_attention_bwd;   /* dinp, dout, inp, att */
+extern struct starpu_codelet sz_cl_gelu_fwd;        /* out, inp */
+extern struct starpu_codelet sz_cl_gelu_bwd;        /* dinp, inp, dout */
+extern struct starpu_codelet sz_cl_residual_fwd;    /* out, a, b */
+extern struct starpu_codelet sz_cl_residual_bwd;    /* da, db, dout */
+extern struct starpu_codelet sz_cl_softmax_xent_fwd;/* losses, probs, logits, targets */
+extern struct starpu_codelet sz_cl_softmax_xent_bwd;/* dlogits, probs, targets */
+extern struct starpu_codelet sz_cl_sumsq;           /* out (one float), then the tensors */
+extern struct starpu_codelet sz_cl_clip_scale;      /* scale (one float), then the partial sums; f[5] = clip */
+extern struct starpu_codelet sz_cl_adamw;           /* param, grad, m, v, scale; f[0..4], t */
 
 #endif

@@ -1,14 +1,13 @@
-/* codelets/zero.c — the `zero` codelet: fill a vector with zero bytes (gradients before a
- * backward pass, accumulators). */
+/* codelets/zero.c — the `zero` codelet: fill a float view with zeros (gradients before a backward
+ * pass, accumulators). */
 #include <string.h>
 #include "sz_codelets.h"
 
-static void zero_cpu(void *buffers[], void *cl_arg)
+static void zero_cpu(void *b[], void *arg)
 {
-    (void)cl_arg;
-    memset((void *)STARPU_VECTOR_GET_PTR(buffers[0]), 0, SZ_BUF_N(buffers, 0) * STARPU_VECTOR_GET_ELEMSIZE(buffers[0]));
+    SZ_UNPACK(arg, a);
+    memset(sz_tf(b, &a, 0), 0, (size_t)a.numel[0] * sizeof(float));
 }
 
 SZ_PERFMODEL(zero_model, "sz_zero");
-struct starpu_codelet sz_cl_zero = {
-    .cpu_funcs = {zero_cpu}, .nbuffers = 1, .modes = {STARPU_W}, .name = "zero", .model = &zero_model};
+SZ_CODELET(sz_cl_zero, zero_cpu, "zero", zero_model);

@@ -112,44 +112,33 @@ sz_tensor *sz_model_tensor(sz_model *m, const char *name, sz_dtype dtype, int64_
     return t;
 }
 
-/* One flat fp32 buffer for a unit, registered and split into per-tensor children. */
+/* One flat fp32 buffer for a unit: one handle, a view over all of it and one view per tensor. */
 static sz_status flat_init(struct sz_unit *u, struct sz_flat *f, const char *what)
 {
     int64_t n = u->numel > 0 ? u->numel : 1;
+    char name[48];
+    snprintf(name, sizeof name, "%s%s", what, u->name);
     f->buf = calloc((size_t)n, sizeof(float));
     f->child = calloc((size_t)u->nparams + 1, sizeof *f->child);
-    if (!f->buf || !f->child)
+    sz_tensor *all = f->buf ? sz_tensor_register(f->buf, n, SZ_DTYPE_F32, name) : NULL;
+    if (!all || !f->child) {
+        free(all);
         return SZ_ERR_NOMEM;
-    starpu_vector_data_register(&f->h, STARPU_MAIN_RAM, (uintptr_t)f->buf, (uint32_t)n, sizeof(float));
-    if (u->nparams == 0)
-        return SZ_OK;
-    uint32_t *sizes = malloc((size_t)u->nparams * sizeof *sizes);
-    if (!sizes)
-        return SZ_ERR_NOMEM;
-    for (int i = 0; i < u->nparams; i++)
-        sizes[i] = (uint32_t)(u->params[i].rows * u->params[i].cols);
-    struct starpu_data_filter filt = {
-        .filter_func = starpu_vector_filter_list, .nchildren = (unsigned)u->nparams, .filter_arg_ptr = sizes};
-    starpu_data_partition(f->h, &filt);
-    free(sizes);
+    }
+    f->all = *all;
+    free(all);
+    f->all.home = NULL; /* f->buf is freed by flat_free */
     for (int i = 0; i < u->nparams; i++) {
-        sz_tensor *c = &f->child[i];
-        c->h = starpu_data_get_sub_data(f->h, 1, i);
-        c->numel = u->params[i].rows * u->params[i].cols;
-        c->dtype = SZ_DTYPE_F32;
-        snprintf(c->name, sizeof c->name, "%s%s.%s", what, u->name, u->params[i].name);
-        starpu_data_set_name(c->h, c->name);
+        snprintf(name, sizeof name, "%s%s.%s", what, u->name, u->params[i].name);
+        f->child[i] = sz_tensor_view(&f->all, u->offset[i], u->params[i].rows * u->params[i].cols, name);
     }
     return SZ_OK;
 }
 
 static void flat_free(struct sz_flat *f)
 {
-    if (f->h) {
-        if (f->child)
-            starpu_data_unpartition(f->h, STARPU_MAIN_RAM);
-        starpu_data_unregister(f->h);
-    }
+    if (f->all.h)
+        starpu_data_unregister(f->all.h);
     free(f->child);
     free(f->buf);
 }
@@ -162,16 +151,18 @@ sz_status sz_model_finalize(sz_model *m)
         return SZ_ERR_STATE;
     if (m->nunits == 0)
         return SZ_ERR_INVALID;
+    m->sumsq = sz_model_tensor(m, "grad_sumsq", SZ_DTYPE_F32, m->nunits);
+    m->clip_scale = sz_model_tensor(m, "clip_scale", SZ_DTYPE_F32, 1);
+    if (!m->sumsq || !m->clip_scale)
+        return SZ_ERR_NOMEM;
     for (int i = 0; i < m->nunits; i++) {
         struct sz_unit *u = m->units[i];
         sz_status st;
         if ((st = flat_init(u, &u->param, "")) != SZ_OK || (st = flat_init(u, &u->grad, "grad:")) != SZ_OK ||
             (st = flat_init(u, &u->adam_m, "adam_m:")) != SZ_OK || (st = flat_init(u, &u->adam_v, "adam_v:")) != SZ_OK)
             return st;
-        starpu_variable_data_register(&u->sumsq, STARPU_MAIN_RAM, (uintptr_t)&u->sumsq_value, sizeof(float));
+        u->sumsq = sz_tensor_view(m->sumsq, i, 1, NULL);
     }
-    m->clip_scale_value = 1.0f;
-    starpu_variable_data_register(&m->clip_scale, STARPU_MAIN_RAM, (uintptr_t)&m->clip_scale_value, sizeof(float));
     m->finalized = 1;
     return SZ_OK;
 }
@@ -188,14 +179,11 @@ void sz_model_free(sz_model *m)
             flat_free(&u->grad);
             flat_free(&u->adam_m);
             flat_free(&u->adam_v);
-            starpu_data_unregister(u->sumsq);
         }
         free(u->params);
         free(u->offset);
         free(u);
     }
-    if (m->finalized)
-        starpu_data_unregister(m->clip_scale);
     for (int i = 0; i < m->ntensors; i++)
         sz_tensor_unregister(m->tensors[i]);
     free(m->tensors);
@@ -339,7 +327,7 @@ sz_status sz_model_train_step(sz_model *m, const sz_train_config *cfg, int t, fl
     for (int i = m->nunits - 1; i >= 0; i--) {
         struct sz_unit *u = m->units[i];
         for (int k = 0; k < u->nparams; k++)
-            if ((st = sz_submit_zero(u->grad.child[k].h, u->bwd_name)) != SZ_OK)
+            if ((st = sz_submit_zero(&u->grad.child[k], u->bwd_name)) != SZ_OK)
                 return st;
     }
     for (int i = m->nunits - 1; i >= 0; i--) {
@@ -352,17 +340,11 @@ sz_status sz_model_train_step(sz_model *m, const sz_train_config *cfg, int t, fl
     }
     for (int i = m->nunits - 1; i >= 0; i--) {
         struct sz_unit *u = m->units[i];
-        if ((st = sz_submit_sumsq(u->sumsq, u->grad.child, u->nparams, u->bwd_name)) != SZ_OK)
+        sz_tensor used = sz_tensor_view(&u->grad.all, 0, u->numel, NULL);
+        if ((st = sz_submit_sumsq(&u->sumsq, &used, u->bwd_name)) != SZ_OK)
             return st;
     }
-    starpu_data_handle_t *parts = malloc((size_t)m->nunits * sizeof *parts);
-    if (!parts)
-        return SZ_ERR_NOMEM;
-    for (int i = 0; i < m->nunits; i++)
-        parts[i] = m->units[i]->sumsq;
-    st = sz_submit_clip_scale(m->clip_scale, parts, m->nunits, cfg->grad_clip);
-    free(parts);
-    if (st != SZ_OK)
+    if ((st = sz_submit_clip_scale(m->clip_scale, m->sumsq, cfg->grad_clip)) != SZ_OK)
         return st;
     for (int i = 0; i < m->nunits; i++) {
         struct sz_unit *u = m->units[i];
@@ -370,20 +352,22 @@ sz_status sz_model_train_step(sz_model *m, const sz_train_config *cfg, int t, fl
             continue;
         for (int k = 0; k < u->nparams; k++) {
             float wd = (cfg->decay == SZ_DECAY_ALL || u->params[k].decay) ? cfg->weight_decay : 0.0f;
-            st = sz_submit_adamw(u->param.child[k].h, u->grad.child[k].h, u->adam_m.child[k].h,
-                                 u->adam_v.child[k].h, m->clip_scale, cfg, wd, t, u->opt_name);
+            st = sz_submit_adamw(&u->param.child[k], &u->grad.child[k], &u->adam_m.child[k], &u->adam_v.child[k],
+                                 m->clip_scale, cfg, wd, t, u->opt_name);
             if (st != SZ_OK)
                 return st;
         }
     }
     st = mean_loss(m, loss);
+    float *sums = malloc((size_t)m->nunits * sizeof *sums);
+    if (!sums)
+        return SZ_ERR_NOMEM;
+    if (st == SZ_OK)
+        st = sz_tensor_read(m->sumsq, sums);
     double s = 0.0;
-    for (int i = 0; i < m->nunits; i++) {
-        struct sz_unit *u = m->units[i];
-        starpu_data_acquire(u->sumsq, STARPU_R);
-        s += u->sumsq_value;
-        starpu_data_release(u->sumsq);
-    }
+    for (int i = 0; i < m->nunits; i++)
+        s += sums[i];
+    free(sums);
     m->last_grad_norm = (float)sqrt(s);
     starpu_task_wait_for_all();
     return st;

@@ -21,12 +21,23 @@ sz_tensor *sz_tensor_register(void *home, int64_t numel, sz_dtype dtype, const c
     if (!t)
         return NULL;
     t->numel = numel;
+    t->handle_numel = numel;
     t->dtype = dtype;
     t->home = home;
     snprintf(t->name, sizeof t->name, "%s", name ? name : "");
     starpu_vector_data_register(&t->h, STARPU_MAIN_RAM, (uintptr_t)home, (uint32_t)numel, sz_dtype_size(dtype));
     starpu_data_set_name(t->h, t->name);
     return t;
+}
+
+sz_tensor sz_tensor_view(const sz_tensor *base, int64_t offset, int64_t numel, const char *name)
+{
+    sz_tensor v = *base;
+    v.offset = base->offset + offset;
+    v.numel = numel;
+    v.home = NULL;
+    snprintf(v.name, sizeof v.name, "%s", name ? name : base->name);
+    return v;
 }
 
 void sz_tensor_unregister(sz_tensor *t)
@@ -47,9 +58,10 @@ static sz_status copy(sz_tensor *t, void *dst, const void *src)
 {
     if (!t || (!dst && !src))
         return SZ_ERR_INVALID;
-    if (starpu_data_acquire(t->h, src ? STARPU_W : STARPU_R) != 0)
+    int whole = t->offset == 0 && t->numel == t->handle_numel;
+    if (starpu_data_acquire(t->h, src ? (whole ? STARPU_W : STARPU_RW) : STARPU_R) != 0)
         return SZ_ERR_RUNTIME;
-    void *p = starpu_data_get_local_ptr(t->h);
+    char *p = (char *)starpu_data_get_local_ptr(t->h) + (size_t)t->offset * sz_dtype_size(t->dtype);
     size_t bytes = (size_t)t->numel * sz_dtype_size(t->dtype);
     memcpy(src ? p : dst, src ? src : p, bytes);
     starpu_data_release(t->h);

@@ -70,9 +70,9 @@ static void test_scale_task(void)
         x[i] = (float)i;
     starpu_data_handle_t h;
     starpu_vector_data_register(&h, STARPU_MAIN_RAM, (uintptr_t)x, N, sizeof(float));
-    float alpha = 2.5f;
+    struct sz_targs a = {.nt = 1, .map = {0}, .off = {0}, .numel = {N}, .f = {2.5f}};
     for (int k = 0; k < 3; k++)
-        CU_ASSERT_EQUAL(starpu_task_insert(&sz_cl_scale, STARPU_RW, h, STARPU_VALUE, &alpha, sizeof alpha,
+        CU_ASSERT_EQUAL(starpu_task_insert(&sz_cl_scale, STARPU_RW, h, STARPU_VALUE, &a, sizeof a,
                                            STARPU_NAME, "scale:test", 0), 0);
     starpu_task_wait_for_all();
     starpu_data_unregister(h);

@@ -28,8 +28,8 @@ int main(int argc, char **argv)
         x[i] = (float)(i % 1000);
     starpu_data_handle_t h;
     starpu_vector_data_register(&h, STARPU_MAIN_RAM, (uintptr_t)x, N, sizeof(float));
-    float alpha = 0.5f;
-    int ret = starpu_task_insert(&sz_cl_scale, STARPU_RW, h, STARPU_VALUE, &alpha, sizeof alpha,
+    struct sz_targs a = {.nt = 1, .map = {0}, .off = {0}, .numel = {N}, .f = {0.5f}};
+    int ret = starpu_task_insert(&sz_cl_scale, STARPU_RW, h, STARPU_VALUE, &a, sizeof a,
                                  STARPU_EXECUTE_WHERE, STARPU_CUDA, STARPU_NAME, "scale:cuda", 0);
     starpu_task_wait_for_all();
     starpu_data_unregister(h);

@@ -4,6 +4,9 @@
 #include <math.h>
 #include "sz_kernels_impl.h"
 
+/* These loops vectorize only when built with -fno-math-errno (sqrtf's errno
+ * check is a branch); the results are the same either way. */
+
 /* The update of one element; g is the (already fp32) gradient. */
 static inline float sz_adamw_1(float p, float g, float *m, float *v, float lr, float b1,
                                float b2, float eps, float wd, float c1, float c2)
@@ -20,7 +23,7 @@ void sz_k_adamw_step(float *param, const float *grad, float *m, float *v, size_t
                      int t, float lr, float beta1, float beta2, float eps, float wd)
 {
     float c1 = 1.0f - powf(beta1, (float)t), c2 = 1.0f - powf(beta2, (float)t);
-#pragma omp parallel for schedule(static) if (n >= SZ_PAR_MIN)
+#pragma omp parallel for simd schedule(static) if (n >= SZ_PAR_MIN)
     for (size_t i = 0; i < n; i++)
         param[i] = sz_adamw_1(param[i], grad[i], &m[i], &v[i], lr, beta1, beta2, eps, wd, c1, c2);
 }
@@ -30,7 +33,7 @@ void sz_k_adamw_step_bf16(float *param, uint16_t *param_bf16, const uint16_t *gr
                           float beta1, float beta2, float eps, float wd)
 {
     float c1 = 1.0f - powf(beta1, (float)t), c2 = 1.0f - powf(beta2, (float)t);
-#pragma omp parallel for schedule(static) if (n >= SZ_PAR_MIN)
+#pragma omp parallel for simd schedule(static) if (n >= SZ_PAR_MIN)
     for (size_t i = 0; i < n; i++) {
         float p = sz_adamw_1(param[i], sz_bf16_to_f32_1(grad[i]), &m[i], &v[i], lr, beta1,
                              beta2, eps, wd, c1, c2);

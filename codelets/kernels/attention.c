@@ -28,8 +28,9 @@ void sz_k_attention_fwd(float *out, float *preatt, float *att, const float *inp,
                     maxval = val > maxval ? val : maxval;
                     pre[t2] = val;
                 }
+#pragma omp simd reduction(+ : expsum)
                 for (int t2 = 0; t2 <= t; t2++) {          /* softmax */
-                    float e = expf(pre[t2] - maxval);
+                    float e = sz_expf(pre[t2] - maxval);
                     expsum += e;
                     a[t2] = e;
                 }

@@ -2,19 +2,21 @@
  * dnnl_matmul, plus the tiled driver, the primitive cache and the plain fallback
  * shared with matmul_bf16.c.
  *
- * Determinism (measured here, oneDNN 2.6.3, AVX2 "gemm:jit", d12 shapes, N=256):
+ * Determinism (measured here: oneDNN 2.6.3, AVX2 "gemm:jit", d12 shapes, N=256):
  * one whole-matrix multithreaded dnnl_matmul is NOT bitwise stable across thread
- * counts: the forward (no sum post-op) gives the same bits for 1 and 2 threads but
- * different bits for 4 and 8 (oneDNN's gemm splits the K reduction by thread
- * count); the backward products (with the sum post-op) happened to stay equal for
- * 1/2/4/8. The brgemm path on AVX-512 machines also chooses a K split from the
- * thread count. So we never let oneDNN choose: the destination is cut into fixed
+ * counts. The forward (no sum post-op) gave the same bits for 1 and 2 threads but
+ * different bits for 4 and 8 (the gemm splits the K reduction by thread count);
+ * the backward products (sum post-op) happened to match for 1/2/4/8, which
+ * nothing guarantees (the AVX-512 brgemm path also picks a K split from the
+ * thread count). So oneDNN never chooses: the destination is cut into fixed
  * tiles of SZ_MM_TM x SZ_MM_TN (a function of the shape only), the tiles are
- * spread over our OpenMP threads, and each tile is one single-threaded dnnl_matmul
- * (omp_set_num_threads(1) inside the region; oneDNN also runs serially inside an
- * active OpenMP region) with the complete K reduction. Every output element is
- * then computed by the same code on the same data whatever the thread count.
- * Tests check 1/2/3 threads bitwise. Cost: at most a few % versus one big call.
+ * spread over our OpenMP threads, and each tile is one single-threaded
+ * dnnl_matmul (omp_set_num_threads(1) inside our region; oneDNN also runs
+ * serially inside an active OpenMP region) with the complete K reduction. Each
+ * output element is computed by the same code on the same data whatever the
+ * thread count; tests/test_kernels.c checks 1/2/3/4 threads bitwise. The bits
+ * do depend on the tile sizes and on the CPU's oneDNN kernel. Speed is the same
+ * as one big call (~180 GFLOP/s forward on this 2-core AVX2 machine).
  *
  * Primitive cache: one engine plus up to SZ_MM_CACHE_MAX primitives keyed by the
  * tile's sz_mm_shape (dims, strides, dtypes, accumulate, threads), guarded by a
@@ -28,10 +30,10 @@
 #include "sz_kernels_impl.h"
 
 #ifndef SZ_MM_TM
-#define SZ_MM_TM 128          /* tile rows of the destination */
+#define SZ_MM_TM 128          /* tile rows of d (tuning only: changes the bits) */
 #endif
 #ifndef SZ_MM_TN
-#define SZ_MM_TN 256          /* tile columns of the destination */
+#define SZ_MM_TN 256          /* tile columns of d */
 #endif
 #define SZ_MM_CACHE_MAX 256
 
@@ -212,7 +214,7 @@ static void sz_mm_sub(const sz_mm_shape *s, int64_t i0, int64_t j0, sz_mm_shape 
     sub->nthr = omp_get_max_threads();
 }
 
-/* Copies the transposed-A rows i0..i0+mt of s into pa as a contiguous [mt, K]. */
+/* Copies rows i0..i0+mt of a transposed A into pa as a contiguous [mt, K]. */
 static void sz_mm_pack_a(const sz_mm_shape *s, int64_t i0, int64_t mt, const void *a,
                          void *pa)
 {
@@ -229,54 +231,66 @@ static void sz_mm_pack_a(const sz_mm_shape *s, int64_t i0, int64_t mt, const voi
     }
 }
 
-/* Tile (i0, j0) of d. ta points at A's row i0: strided as in s, or, when packed,
- * a contiguous [rows, K] copy. */
-static int sz_mm_tile_at(const sz_mm_shape *s, int64_t i0, int64_t j0, const void *ta,
-                         int packed, void *d, const void *b, const void *bias)
+/* Copies columns j0..j0+nt of a row-major B into pb as [K, ldpb]. */
+static void sz_mm_pack_b(const sz_mm_shape *s, int64_t j0, int64_t nt, int64_t ldpb,
+                         const void *b, void *pb)
 {
-    size_t eb = sz_esize(s->b_dt), ed = sz_esize(s->d_dt), ebias = sz_esize(s->bias_dt);
-    sz_mm_shape sub;
-    sz_mm_sub(s, i0, j0, &sub);
-    if (packed) { sub.a_sm = s->K; sub.a_sk = 1; }
-    return sz_mm_tile(&sub, (char *)d + (i0 * s->ldd + j0) * ed, ta,
-                      (const char *)b + j0 * s->b_sn * eb,
-                      bias ? (const char *)bias + j0 * ebias : NULL);
+    size_t eb = sz_esize(s->b_dt);
+    for (int64_t k = 0; k < s->K; k++)
+        memcpy((char *)pb + k * ldpb * eb, (const char *)b + (k * s->b_sk + j0) * eb, nt * eb);
 }
 
+/* Tiles are visited with schedule(static), so a thread gets a contiguous run of
+ * them and keeps its packed A rows / B columns while the block stays the same. */
 int sz_mm_tiled(const sz_mm_shape *s, void *d, const void *a, const void *b,
                 const void *bias)
 {
     int64_t nm = (s->M + SZ_MM_TM - 1) / SZ_MM_TM, nn = (s->N + SZ_MM_TN - 1) / SZ_MM_TN;
-    size_t ea = sz_esize(s->a_dt);
+    size_t ea = sz_esize(s->a_dt), eb = sz_esize(s->b_dt), ed = sz_esize(s->d_dt);
+    size_t ebias = sz_esize(s->bias_dt);
     int plain = 0, nthr = omp_get_max_threads();
-    /* A transposed in memory (dweight = dout^T . inp): its rows are columns of
-     * dout, read with a large (often 4 KiB-aliasing) stride; packing each row
-     * block once into a contiguous [TM, K] buffer is about 2x faster for d12. */
-    int pack = s->a_sm == 1 && s->a_sk != 1 && s->K > 1;
-    size_t pbytes = (size_t)SZ_MM_TM * s->K * ea;
+    /* Measured (AVX2 gemm:jit): an A read transposed (dweight = dout^T . inp) and
+     * a row-major B whose row stride is a multiple of 2 KiB (C = 1024, 3072, ...)
+     * run at half speed (cache-set conflicts); a contiguous copy of the tile's
+     * rows of A / columns of B (rows padded to TN+16) restores full speed. */
+    int pack_a = s->a_sm == 1 && s->a_sk != 1 && s->K > 1;
+    int pack_b = s->b_sn == 1 && s->K > 1 && (s->b_sk * eb) % 2048 == 0;
+    int64_t ldpb = SZ_MM_TN + 16;
+    size_t abytes = pack_a ? (size_t)SZ_MM_TM * s->K * ea : 0;
+    size_t bbytes = pack_b ? (size_t)s->K * ldpb * eb : 0;
+    /* Column-major visit re-packs A once per column block, row-major re-packs B
+     * once per row block: take the cheaper. */
+    int col_major = pack_b && (!pack_a || nn * s->M < nm * s->N);
     char *scratch = NULL;
-    if (pack && !(scratch = malloc(pbytes * nthr))) return -1;
+    if ((pack_a || pack_b) && !(scratch = malloc((abytes + bbytes) * nthr))) return -1;
     /* Always a parallel region: omp_set_num_threads(1) inside it only changes
      * the region's own threads, never the caller's setting. */
 #pragma omp parallel num_threads(nthr) reduction(| : plain)
     {
+        char *pa = scratch ? scratch + (abytes + bbytes) * omp_get_thread_num() : NULL;
+        char *pb = pa ? pa + abytes : NULL;
+        int64_t have_a = -1, have_b = -1;
         omp_set_num_threads(1);
-        if (pack) {   /* one row block per step: pack once, then its tiles */
-            void *pa = scratch + pbytes * omp_get_thread_num();
-#pragma omp for schedule(dynamic, 1)
-            for (int64_t ib = 0; ib < nm; ib++) {
-                int64_t i0 = ib * SZ_MM_TM, mt = s->M - i0 < SZ_MM_TM ? s->M - i0 : SZ_MM_TM;
-                sz_mm_pack_a(s, i0, mt, a, pa);
-                for (int64_t jb = 0; jb < nn; jb++)
-                    plain |= sz_mm_tile_at(s, i0, jb * SZ_MM_TN, pa, 1, d, b, bias);
+#pragma omp for schedule(static)
+        for (int64_t t = 0; t < nm * nn; t++) {
+            int64_t ib = col_major ? t % nm : t / nn, jb = col_major ? t / nm : t % nn;
+            int64_t i0 = ib * SZ_MM_TM, j0 = jb * SZ_MM_TN;
+            sz_mm_shape sub;
+            sz_mm_sub(s, i0, j0, &sub);
+            const void *ta = (const char *)a + i0 * s->a_sm * ea;
+            const void *tb = (const char *)b + j0 * s->b_sn * eb;
+            if (pack_a) {
+                if (have_a != ib) sz_mm_pack_a(s, i0, sub.M, a, pa);
+                have_a = ib;
+                ta = pa; sub.a_sm = s->K; sub.a_sk = 1;
             }
-        } else {      /* every tile independent */
-#pragma omp for schedule(dynamic, 1)
-            for (int64_t t = 0; t < nm * nn; t++) {
-                int64_t i0 = (t / nn) * SZ_MM_TM;
-                plain |= sz_mm_tile_at(s, i0, (t % nn) * SZ_MM_TN,
-                                       (const char *)a + i0 * s->a_sm * ea, 0, d, b, bias);
+            if (pack_b) {
+                if (have_b != jb) sz_mm_pack_b(s, j0, sub.N, ldpb, b, pb);
+                have_b = jb;
+                tb = pb; sub.b_sk = ldpb; sub.b_sn = 1;
             }
+            plain |= sz_mm_tile(&sub, (char *)d + (i0 * s->ldd + j0) * ed, ta, tb,
+                                bias ? (const char *)bias + j0 * ebias : NULL);
         }
     }
     free(scratch);

@@ -33,7 +33,7 @@ static int sz_mm_emulate(const sz_mm_shape *s, void *d, const uint16_t *a,
     if (bias) f.bias_dt = SZ_K_F32;
     if (bf16_out) { f.ldd = s->N; f.accumulate = 0; }
     int rc = sz_mm_tiled(&f, bf16_out ? (void *)fd : d, fa, fb, bias ? fbias : NULL);
-    if (bf16_out) {
+    if (bf16_out && rc >= 0) {
         uint16_t *hd = d;
 #pragma omp parallel for schedule(static) if (nd >= SZ_PAR_MIN)
         for (int64_t i = 0; i < s->M; i++)

@@ -1,6 +1,7 @@
 /* softmax_xent.c — fused softmax + cross-entropy over the real vocabulary V of
  * logits padded to Vp columns (llm.c softmax_forward + crossentropy_forward +
- * crossentropy_softmax_backward). Rows [N] are independent, done in parallel. */
+ * crossentropy_softmax_backward). Rows [N] are independent, done in parallel;
+ * within a row the max, exp (sz_expf) and sum loops are vectorized. */
 #include <math.h>
 #include "sz_kernels_impl.h"
 
@@ -12,11 +13,14 @@ void sz_k_softmax_xent_fwd(float *probs, float *losses, const float *logits,
         const float *l = logits + (size_t)n * Vp;
         float *p = probs + (size_t)n * Vp;
         float maxval = -10000.0f, sum = 0.0f;
+#pragma omp simd reduction(max : maxval)
         for (int i = 0; i < V; i++) maxval = l[i] > maxval ? l[i] : maxval;
+#pragma omp simd reduction(+ : sum)
         for (int i = 0; i < V; i++) {
-            p[i] = expf(l[i] - maxval);
+            p[i] = sz_expf(l[i] - maxval);
             sum += p[i];
         }
+#pragma omp simd
         for (int i = 0; i < V; i++) p[i] /= sum;
         for (int i = V; i < Vp; i++) p[i] = 0.0f;
         losses[n] = -logf(p[targets[n]]);

@@ -2,7 +2,9 @@
  * No StarPU here: codelets wrap these. Row-major everywhere; N = B*T rows.
  * Backward kernels ACCUMULATE (+=) into their gradients, like llm.c, except
  * sz_k_softmax_xent_bwd, which writes dlogits (it is the first gradient).
- * Every kernel gives bitwise the same result whatever the OpenMP thread count. */
+ * Every kernel gives bitwise the same result whatever the OpenMP thread count
+ * (not across CPUs or builds: oneDNN picks kernels per ISA). Buffers must not
+ * overlap unless stated (residual's out may alias a or b). */
 #ifndef SZ_KERNELS_H
 #define SZ_KERNELS_H
 
@@ -19,7 +21,7 @@ typedef enum { SZ_K_F32 = 0, SZ_K_BF16 = 1 } sz_k_dtype;
 /* ---- encoder: out[B,T,C] = wte[tok[b,t], :] + wpe[t, :]  (tok int32 [B,T]) ---- */
 void sz_k_encoder_fwd(float *out, const int *tok, const float *wte, const float *wpe,
                       int B, int T, int C);
-/* dwte[Vp,C] += dout at the token rows; dwpe[maxT,C] += dout at rows t < T. */
+/* dwte[Vp,C] += dout at the token rows (tok < Vp); dwpe[maxT,C] += dout at rows t < T. */
 void sz_k_encoder_bwd(float *dwte, float *dwpe, const float *dout, const int *tok,
                       int B, int T, int C);
 

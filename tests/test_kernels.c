@@ -1,0 +1,726 @@
+/* test_kernels.c — CUnit suite for codelets/kernels: every forward against a naive
+ * double-precision reference, every backward against central finite differences
+ * of L = sum(out * w) computed in double, bitwise determinism over 1/2/3 OpenMP
+ * threads, AdamW against a hand computation, bf16 rounding. Exit code = failures.
+ * Build and run from the repository root:
+ *   gcc -O2 -fopenmp -Wall -Wextra -Icodelets/kernels tests/test_kernels.c \
+ *       $(find codelets/kernels -name '*.c' ! -name bench_kernels.c) \
+ *       -ldnnl -lcunit -lm -o /tmp/test_kernels && /tmp/test_kernels
+ */
+#include <CUnit/Basic.h>
+#include <math.h>
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "sz_kernels.h"
+#include "sz_kernels_impl.h"
+
+/* ---------------------------------------------------------------- helpers */
+
+static uint64_t sz_t_rng = 88172645463325252ull;
+
+static float frand(void)   /* uniform in [-1, 1) */
+{
+    sz_t_rng ^= sz_t_rng << 13; sz_t_rng ^= sz_t_rng >> 7; sz_t_rng ^= sz_t_rng << 17;
+    return (float)((sz_t_rng >> 40) * (1.0 / 16777216.0)) * 2.0f - 1.0f;
+}
+static float *rnd(size_t n, float scale)
+{
+    float *x = malloc(n * sizeof *x);
+    for (size_t i = 0; i < n; i++) x[i] = frand() * scale;
+    return x;
+}
+static double *dup_d(const float *x, size_t n)
+{
+    double *d = malloc(n * sizeof *d);
+    for (size_t i = 0; i < n; i++) d[i] = x[i];
+    return d;
+}
+static float *dup_f(const float *x, size_t n)
+{
+    float *d = malloc(n * sizeof *d);
+    memcpy(d, x, n * sizeof *d);
+    return d;
+}
+static void round_bf16(float *x, size_t n)   /* x := bf16(x), kept as float */
+{
+    for (size_t i = 0; i < n; i++) x[i] = sz_bf16_to_f32_1(sz_f32_to_bf16_1(x[i]));
+}
+static uint16_t *to_bf16(const float *x, size_t n)
+{
+    uint16_t *h = malloc(n * sizeof *h);
+    sz_k_f32_to_bf16(h, x, n);
+    return h;
+}
+static float *from_bf16(const uint16_t *h, size_t n)
+{
+    float *x = malloc(n * sizeof *x);
+    sz_k_bf16_to_f32(x, h, n);
+    return x;
+}
+
+/* 1 if |got - want| <= atol + rtol |want| everywhere; else prints the worst. */
+static int check_arr(const char *what, const float *got, const double *want, size_t n,
+                     double rtol, double atol)
+{
+    size_t bad = 0, worst = 0;
+    double worst_ex = 0.0;
+    for (size_t i = 0; i < n; i++) {
+        double err = fabs((double)got[i] - want[i]), lim = atol + rtol * fabs(want[i]);
+        if (!(err <= lim)) bad++;
+        if (!(err - lim <= worst_ex)) { worst_ex = err - lim; worst = i; }
+    }
+    if (bad)
+        printf("\n  %s: %zu of %zu off, worst [%zu] got %.9g want %.9g\n", what, bad, n,
+               worst, (double)got[worst], want[worst]);
+    return bad == 0;
+}
+
+/* Central finite differences of loss() over x[0..n) (double, perturbed in place),
+ * compared with grad (the kernel's), which started from grad0 (NULL = 0). */
+typedef double (*loss_fn)(void *ctx);
+static int check_fd(const char *what, loss_fn loss, void *ctx, double *x, size_t n,
+                    const float *grad, const float *grad0, double tol)
+{
+    double *want = malloc(n * sizeof *want);
+    for (size_t i = 0; i < n; i++) {
+        double xi = x[i], h = 1e-5;
+        x[i] = xi + h; double lp = loss(ctx);
+        x[i] = xi - h; double lm = loss(ctx);
+        x[i] = xi;
+        want[i] = (grad0 ? grad0[i] : 0.0) + (lp - lm) / (2 * h);
+    }
+    int ok = check_arr(what, grad, want, n, tol, tol);
+    free(want);
+    return ok;
+}
+
+static double dot_d(const double *a, const double *b, size_t n)
+{
+    double s = 0.0;
+    for (size_t i = 0; i < n; i++) s += a[i] * b[i];
+    return s;
+}
+
+enum { B = 2, T = 5, C = 8, NH = 2, V = 11, VP = 16, N = B * T };
+#define FWD_TOL 1e-5
+#define BWD_TOL 1e-5
+
+/* ---------------------------------------------------------------- encoder */
+
+typedef struct { const int *tok; double *wte, *wpe, *w, *out; } enc_ctx;
+static void ref_encoder(double *out, const int *tok, const double *wte, const double *wpe)
+{
+    for (int bt = 0; bt < N; bt++)
+        for (int c = 0; c < C; c++)
+            out[bt * C + c] = wte[tok[bt] * C + c] + wpe[(bt % T) * C + c];
+}
+static double enc_loss(void *p)
+{
+    enc_ctx *e = p;
+    ref_encoder(e->out, e->tok, e->wte, e->wpe);
+    return dot_d(e->out, e->w, N * C);
+}
+
+static void test_encoder(void)
+{
+    int tok[N];
+    for (int i = 0; i < N; i++) tok[i] = (int)((frand() + 1.0f) * 2.0f) % 4; /* repeats */
+    float *wte = rnd(V * C, 1), *wpe = rnd(T * C, 1), *w = rnd(N * C, 1), *out = rnd(N * C, 1);
+    float *dwte0 = rnd(V * C, 1), *dwpe0 = rnd(T * C, 1);
+    float *dwte = dup_f(dwte0, V * C), *dwpe = dup_f(dwpe0, T * C);
+    enc_ctx e = { tok, dup_d(wte, V * C), dup_d(wpe, T * C), dup_d(w, N * C),
+                  malloc(N * C * sizeof(double)) };
+    sz_k_encoder_fwd(out, tok, wte, wpe, B, T, C);
+    ref_encoder(e.out, tok, e.wte, e.wpe);
+    CU_ASSERT(check_arr("encoder out", out, e.out, N * C, FWD_TOL, FWD_TOL));
+    sz_k_encoder_bwd(dwte, dwpe, w, tok, B, T, C);
+    CU_ASSERT(check_fd("encoder dwte", enc_loss, &e, e.wte, V * C, dwte, dwte0, BWD_TOL));
+    CU_ASSERT(check_fd("encoder dwpe", enc_loss, &e, e.wpe, T * C, dwpe, dwpe0, BWD_TOL));
+    free(wte); free(wpe); free(w); free(out); free(dwte0); free(dwpe0); free(dwte); free(dwpe);
+    free(e.wte); free(e.wpe); free(e.w); free(e.out);
+}
+
+/* ---------------------------------------------------------------- layernorm */
+
+typedef struct { double *inp, *wt, *bias, *w, *out, *mean, *rstd; } ln_ctx;
+static void ref_layernorm(ln_ctx *l)
+{
+    for (int n = 0; n < N; n++) {
+        const double *x = l->inp + n * C;
+        double m = 0, v = 0;
+        for (int i = 0; i < C; i++) m += x[i];
+        m /= C;
+        for (int i = 0; i < C; i++) v += (x[i] - m) * (x[i] - m);
+        v /= C;
+        double s = 1.0 / sqrt(v + 1e-5);
+        for (int i = 0; i < C; i++) l->out[n * C + i] = (x[i] - m) * s * l->wt[i] + l->bias[i];
+        l->mean[n] = m;
+        l->rstd[n] = s;
+    }
+}
+static double ln_loss(void *p)
+{
+    ln_ctx *l = p;
+    ref_layernorm(l);
+    return dot_d(l->out, l->w, N * C);
+}
+
+static void test_layernorm(void)
+{
+    float *inp = rnd(N * C, 2), *wt = rnd(C, 1), *bias = rnd(C, 1), *w = rnd(N * C, 1);
+    float *out = rnd(N * C, 1), mean[N], rstd[N];
+    float *dinp0 = rnd(N * C, 1), *dwt0 = rnd(C, 1), *dbias0 = rnd(C, 1);
+    float *dinp = dup_f(dinp0, N * C), *dwt = dup_f(dwt0, C), *dbias = dup_f(dbias0, C);
+    ln_ctx l = { dup_d(inp, N * C), dup_d(wt, C), dup_d(bias, C), dup_d(w, N * C),
+                 malloc(N * C * sizeof(double)), malloc(N * sizeof(double)),
+                 malloc(N * sizeof(double)) };
+    sz_k_layernorm_fwd(out, mean, rstd, inp, wt, bias, N, C);
+    ref_layernorm(&l);
+    CU_ASSERT(check_arr("layernorm out", out, l.out, N * C, FWD_TOL, FWD_TOL));
+    CU_ASSERT(check_arr("layernorm mean", mean, l.mean, N, FWD_TOL, FWD_TOL));
+    CU_ASSERT(check_arr("layernorm rstd", rstd, l.rstd, N, FWD_TOL, FWD_TOL));
+    sz_k_layernorm_bwd(dinp, dwt, dbias, w, inp, wt, mean, rstd, N, C);
+    CU_ASSERT(check_fd("layernorm dinp", ln_loss, &l, l.inp, N * C, dinp, dinp0, BWD_TOL));
+    CU_ASSERT(check_fd("layernorm dweight", ln_loss, &l, l.wt, C, dwt, dwt0, BWD_TOL));
+    CU_ASSERT(check_fd("layernorm dbias", ln_loss, &l, l.bias, C, dbias, dbias0, BWD_TOL));
+    free(inp); free(wt); free(bias); free(w); free(out);
+    free(dinp0); free(dwt0); free(dbias0); free(dinp); free(dwt); free(dbias);
+    free(l.inp); free(l.wt); free(l.bias); free(l.w); free(l.out); free(l.mean); free(l.rstd);
+}
+
+/* ---------------------------------------------------------------- matmul */
+
+typedef struct { int n, c, oc; double *inp, *wt, *bias, *w, *out; } mm_ctx;
+static void ref_matmul(double *out, const double *inp, const double *wt, const double *bias,
+                       int n, int c, int oc)
+{
+    for (int i = 0; i < n; i++)
+        for (int o = 0; o < oc; o++) {
+            double s = bias ? bias[o] : 0.0;
+            for (int k = 0; k < c; k++) s += inp[(size_t)i * c + k] * wt[(size_t)o * c + k];
+            out[(size_t)i * oc + o] = s;
+        }
+}
+static double mm_loss(void *p)
+{
+    mm_ctx *m = p;
+    ref_matmul(m->out, m->inp, m->wt, m->bias, m->n, m->c, m->oc);
+    return dot_d(m->out, m->w, (size_t)m->n * m->oc);
+}
+static mm_ctx mm_ctx_make(int n, int c, int oc, const float *inp, const float *wt,
+                          const float *bias, const float *w)
+{
+    mm_ctx m = { n, c, oc, dup_d(inp, (size_t)n * c), dup_d(wt, (size_t)oc * c),
+                 bias ? dup_d(bias, oc) : NULL, dup_d(w, (size_t)n * oc),
+                 malloc((size_t)n * oc * sizeof(double)) };
+    return m;
+}
+static void mm_ctx_free(mm_ctx *m)
+{
+    free(m->inp); free(m->wt); free(m->bias); free(m->w); free(m->out);
+}
+
+/* fp32: small shape by finite differences, plus a multi-tile shape (edges in both
+ * dims; C = 512 makes the driver pack B, dweight packs A too) against the double
+ * reference of the same formulas. */
+static void test_matmul(void)
+{
+    for (int big = 0; big < 2; big++) {
+        int n = big ? 300 : N, c = big ? 512 : C, oc = big ? 300 : 12;
+        size_t ni = (size_t)n * c, nw = (size_t)oc * c, no = (size_t)n * oc;
+        float *inp = rnd(ni, 1), *wt = rnd(nw, 1), *bias = rnd(oc, 1), *w = rnd(no, 1);
+        float *out = rnd(no, 1), *dinp0 = rnd(ni, 1), *dwt0 = rnd(nw, 1), *db0 = rnd(oc, 1);
+        float *dinp = dup_f(dinp0, ni), *dwt = dup_f(dwt0, nw), *db = dup_f(db0, oc);
+        mm_ctx m = mm_ctx_make(n, c, oc, inp, wt, bias, w);
+        double tol = big ? 1e-5 * sqrt((double)c) : FWD_TOL;
+        CU_ASSERT_EQUAL(sz_k_matmul_fwd(out, inp, wt, bias, n, c, oc), 0);
+        ref_matmul(m.out, m.inp, m.wt, m.bias, n, c, oc);
+        CU_ASSERT(check_arr("matmul out", out, m.out, no, tol, tol));
+        CU_ASSERT_EQUAL(sz_k_matmul_fwd(out, inp, wt, NULL, n, c, oc), 0);
+        ref_matmul(m.out, m.inp, m.wt, NULL, n, c, oc);
+        CU_ASSERT(check_arr("matmul out (no bias)", out, m.out, no, tol, tol));
+        CU_ASSERT_EQUAL(sz_k_matmul_bwd(dinp, dwt, db, w, inp, wt, n, c, oc), 0);
+        if (!big) {
+            CU_ASSERT(check_fd("matmul dinp", mm_loss, &m, m.inp, ni, dinp, dinp0, BWD_TOL));
+            CU_ASSERT(check_fd("matmul dweight", mm_loss, &m, m.wt, nw, dwt, dwt0, BWD_TOL));
+            CU_ASSERT(check_fd("matmul dbias", mm_loss, &m, m.bias, oc, db, db0, BWD_TOL));
+        } else {
+            double *want = calloc(ni > nw ? ni : nw, sizeof(double));
+            for (int i = 0; i < n; i++)
+                for (int k = 0; k < c; k++) {
+                    double s = dinp0[(size_t)i * c + k];
+                    for (int o = 0; o < oc; o++) s += m.w[(size_t)i * oc + o] * m.wt[(size_t)o * c + k];
+                    want[(size_t)i * c + k] = s;
+                }
+            CU_ASSERT(check_arr("matmul dinp (tiled)", dinp, want, ni, 1e-5 * sqrt(oc), 1e-5 * sqrt(oc)));
+            for (int o = 0; o < oc; o++)
+                for (int k = 0; k < c; k++) {
+                    double s = dwt0[(size_t)o * c + k];
+                    for (int i = 0; i < n; i++) s += m.w[(size_t)i * oc + o] * m.inp[(size_t)i * c + k];
+                    want[(size_t)o * c + k] = s;
+                }
+            CU_ASSERT(check_arr("matmul dweight (tiled)", dwt, want, nw, 1e-5 * sqrt(n), 1e-5 * sqrt(n)));
+            free(want);
+        }
+        /* NULL gradients are skipped */
+        float *dinp2 = dup_f(dinp, ni);
+        CU_ASSERT_EQUAL(sz_k_matmul_bwd(NULL, NULL, NULL, w, inp, wt, n, c, oc), 0);
+        CU_ASSERT_EQUAL(sz_k_matmul_bwd(dinp2, NULL, NULL, w, inp, wt, n, c, oc), 0);
+        free(dinp2);
+        free(inp); free(wt); free(bias); free(w); free(out); free(dinp0); free(dwt0);
+        free(db0); free(dinp); free(dwt); free(db);
+        mm_ctx_free(&m);
+    }
+}
+
+/* The plain fallback (never used when oneDNN works) still gets checked. */
+static void test_matmul_plain(void)
+{
+    int n = 7, c = 9, oc = 5;
+    float *inp = rnd(n * c, 1), *wt = rnd(oc * c, 1), *bias = rnd(oc, 1), *out = rnd(n * oc, 1);
+    float *w = rnd(n * oc, 1);
+    mm_ctx m = mm_ctx_make(n, c, oc, inp, wt, bias, w);
+    sz_mm_shape s;
+    memset(&s, 0, sizeof s);
+    s.M = n; s.N = oc; s.K = c; s.a_sm = c; s.a_sk = 1; s.b_sk = 1; s.b_sn = c; s.ldd = oc;
+    s.a_dt = s.b_dt = s.d_dt = s.bias_dt = SZ_K_F32;
+    sz_mm_plain(&s, out, inp, wt, bias);
+    ref_matmul(m.out, m.inp, m.wt, m.bias, n, c, oc);
+    CU_ASSERT(check_arr("plain matmul", out, m.out, n * oc, FWD_TOL, FWD_TOL));
+    free(inp); free(wt); free(bias); free(out); free(w);
+    mm_ctx_free(&m);
+}
+
+/* bf16 inputs: references use the bf16-rounded values in double, so fp32 outputs
+ * are held to fp32 tolerance and bf16 outputs to 1e-2. */
+static void test_matmul_bf16(void)
+{
+    for (int big = 0; big < 2; big++) {
+        int n = big ? 300 : N, c = big ? 512 : C, oc = big ? 300 : 12;
+        size_t ni = (size_t)n * c, nw = (size_t)oc * c, no = (size_t)n * oc;
+        float *inp = rnd(ni, 1), *wt = rnd(nw, 1), *bias = rnd(oc, 1), *w = rnd(no, 1);
+        round_bf16(inp, ni); round_bf16(wt, nw); round_bf16(bias, oc); round_bf16(w, no);
+        uint16_t *hi = to_bf16(inp, ni), *hw = to_bf16(wt, nw), *hb = to_bf16(bias, oc);
+        uint16_t *hdo = to_bf16(w, no);
+        mm_ctx m = mm_ctx_make(n, c, oc, inp, wt, bias, w);
+        double tol = 1e-5 * sqrt((double)c);
+        ref_matmul(m.out, m.inp, m.wt, m.bias, n, c, oc);
+        float *out = rnd(no, 1);
+        uint16_t *hout = malloc(no * 2);
+        CU_ASSERT_EQUAL(sz_k_matmul_fwd_bf16(out, SZ_K_F32, hi, hw, hb, n, c, oc), 0);
+        CU_ASSERT(check_arr("bf16 matmul out f32", out, m.out, no, tol, tol));
+        CU_ASSERT_EQUAL(sz_k_matmul_fwd_bf16(hout, SZ_K_BF16, hi, hw, hb, n, c, oc), 0);
+        float *o16 = from_bf16(hout, no);
+        CU_ASSERT(check_arr("bf16 matmul out bf16", o16, m.out, no, 1e-2, 1e-3));
+        for (int dt = 0; dt < 2; dt++) {   /* grads fp32, then bf16 */
+            float *dinp0 = rnd(ni, 1), *dwt0 = rnd(nw, 1), *db0 = rnd(oc, 1);
+            void *dinp, *dwt, *db;
+            if (dt == SZ_K_BF16) {
+                round_bf16(dinp0, ni); round_bf16(dwt0, nw); round_bf16(db0, oc);
+                dinp = to_bf16(dinp0, ni); dwt = to_bf16(dwt0, nw); db = to_bf16(db0, oc);
+            } else {
+                dinp = dup_f(dinp0, ni); dwt = dup_f(dwt0, nw); db = dup_f(db0, oc);
+            }
+            CU_ASSERT_EQUAL(sz_k_matmul_bwd_bf16(dinp, dt, dwt, db, dt, hdo, hi, hw, n, c, oc), 0);
+            float *fi = dt ? from_bf16(dinp, ni) : dup_f(dinp, ni);
+            float *fw = dt ? from_bf16(dwt, nw) : dup_f(dwt, nw);
+            float *fb = dt ? from_bf16(db, oc) : dup_f(db, oc);
+            double t = dt ? 1e-2 : (big ? 1e-5 * sqrt((double)(n > oc ? n : oc)) : BWD_TOL);
+            if (!big) {
+                CU_ASSERT(check_fd("bf16 matmul dinp", mm_loss, &m, m.inp, ni, fi, dinp0, t));
+                CU_ASSERT(check_fd("bf16 matmul dweight", mm_loss, &m, m.wt, nw, fw, dwt0, t));
+                CU_ASSERT(check_fd("bf16 matmul dbias", mm_loss, &m, m.bias, oc, fb, db0, t));
+            } else {   /* spot-check the tiled shape against the formulas */
+                double *want = calloc(nw > ni ? nw : ni, sizeof(double));
+                for (size_t i = 0; i < ni; i++) {
+                    size_t r = i / c, k = i % c;
+                    double s = dinp0[i];
+                    for (int o = 0; o < oc; o++) s += m.w[r * oc + o] * m.wt[(size_t)o * c + k];
+                    want[i] = s;
+                }
+                CU_ASSERT(check_arr("bf16 matmul dinp (tiled)", fi, want, ni, t, t));
+                for (size_t i = 0; i < nw; i++) {
+                    size_t o = i / c, k = i % c;
+                    double s = dwt0[i];
+                    for (int r = 0; r < n; r++) s += m.w[(size_t)r * oc + o] * m.inp[(size_t)r * c + k];
+                    want[i] = s;
+                }
+                CU_ASSERT(check_arr("bf16 matmul dweight (tiled)", fw, want, nw, t, t));
+                free(want);
+            }
+            free(dinp0); free(dwt0); free(db0); free(dinp); free(dwt); free(db);
+            free(fi); free(fw); free(fb);
+        }
+        free(inp); free(wt); free(bias); free(w); free(hi); free(hw); free(hb); free(hdo);
+        free(out); free(hout); free(o16);
+        mm_ctx_free(&m);
+    }
+}
+
+/* ---------------------------------------------------------------- attention */
+
+typedef struct { double *inp, *w, *out, *pre, *att; } att_ctx;
+static void ref_attention(att_ctx *a)
+{
+    int hs = C / NH;
+    double scale = 1.0 / sqrt((double)hs);
+    for (int b = 0; b < B; b++)
+        for (int t = 0; t < T; t++)
+            for (int h = 0; h < NH; h++) {
+                const double *q = a->inp + (b * T + t) * 3 * C + h * hs;
+                double *pre = a->pre + ((b * NH + h) * T + t) * T;
+                double *at = a->att + ((b * NH + h) * T + t) * T, sum = 0.0;
+                for (int t2 = 0; t2 < T; t2++) {
+                    const double *k = a->inp + (b * T + t2) * 3 * C + h * hs + C;
+                    pre[t2] = t2 <= t ? dot_d(q, k, hs) * scale : 0.0;
+                    at[t2] = t2 <= t ? exp(pre[t2]) : 0.0;
+                    sum += at[t2];
+                }
+                for (int t2 = 0; t2 < T; t2++) at[t2] /= sum;
+                for (int i = 0; i < hs; i++) {
+                    double s = 0.0;
+                    for (int t2 = 0; t2 <= t; t2++)
+                        s += at[t2] * a->inp[(b * T + t2) * 3 * C + h * hs + 2 * C + i];
+                    a->out[(b * T + t) * C + h * hs + i] = s;
+                }
+            }
+}
+static double att_loss(void *p)
+{
+    att_ctx *a = p;
+    ref_attention(a);
+    return dot_d(a->out, a->w, N * C);
+}
+
+static void test_attention(void)
+{
+    size_t ni = N * 3 * C, na = B * NH * T * T;
+    float *inp = rnd(ni, 1), *w = rnd(N * C, 1), *out = rnd(N * C, 1);
+    float *pre = rnd(na, 1), *att = rnd(na, 1), *dinp0 = rnd(ni, 1), *dinp = dup_f(dinp0, ni);
+    att_ctx a = { dup_d(inp, ni), dup_d(w, N * C), malloc(N * C * sizeof(double)),
+                  malloc(na * sizeof(double)), malloc(na * sizeof(double)) };
+    sz_k_attention_fwd(out, pre, att, inp, B, T, C, NH);
+    ref_attention(&a);
+    CU_ASSERT(check_arr("attention out", out, a.out, N * C, FWD_TOL, FWD_TOL));
+    CU_ASSERT(check_arr("attention preatt", pre, a.pre, na, FWD_TOL, FWD_TOL));
+    CU_ASSERT(check_arr("attention att", att, a.att, na, FWD_TOL, FWD_TOL));
+    CU_ASSERT_EQUAL(sz_k_attention_bwd(dinp, w, inp, att, B, T, C, NH), 0);
+    CU_ASSERT(check_fd("attention dinp", att_loss, &a, a.inp, ni, dinp, dinp0, BWD_TOL));
+    free(inp); free(w); free(out); free(pre); free(att); free(dinp0); free(dinp);
+    free(a.inp); free(a.w); free(a.out); free(a.pre); free(a.att);
+}
+
+/* ---------------------------------------------------------------- gelu, residual */
+
+typedef struct { size_t n; double *x, *y, *w; } ew_ctx;
+static double gelu_d(double x)
+{
+    double s = (double)sqrtf((float)(2.0 / 3.14159265358979323846));
+    return 0.5 * x * (1.0 + tanh(s * (x + 0.044715 * x * x * x)));
+}
+static double gelu_loss(void *p)
+{
+    ew_ctx *e = p;
+    double l = 0.0;
+    for (size_t i = 0; i < e->n; i++) l += gelu_d(e->x[i]) * e->w[i];
+    return l;
+}
+static double res_loss(void *p)
+{
+    ew_ctx *e = p;
+    double l = 0.0;
+    for (size_t i = 0; i < e->n; i++) l += (e->x[i] + e->y[i]) * e->w[i];
+    return l;
+}
+
+static void test_gelu(void)
+{
+    size_t n = N * 4 * C;
+    float *x = rnd(n, 4), *w = rnd(n, 1), *out = rnd(n, 1), *d0 = rnd(n, 1), *d = dup_f(d0, n);
+    ew_ctx e = { n, dup_d(x, n), NULL, dup_d(w, n) };
+    double *want = malloc(n * sizeof *want);
+    for (size_t i = 0; i < n; i++) want[i] = gelu_d(e.x[i]);
+    sz_k_gelu_fwd(out, x, n);
+    CU_ASSERT(check_arr("gelu out", out, want, n, FWD_TOL, FWD_TOL));
+    sz_k_gelu_bwd(d, x, w, n);
+    CU_ASSERT(check_fd("gelu dinp", gelu_loss, &e, e.x, n, d, d0, BWD_TOL));
+    free(x); free(w); free(out); free(d0); free(d); free(e.x); free(e.w); free(want);
+}
+
+static void test_residual(void)
+{
+    size_t n = N * C;
+    float *a = rnd(n, 1), *b = rnd(n, 1), *w = rnd(n, 1), *out = rnd(n, 1);
+    float *da0 = rnd(n, 1), *db0 = rnd(n, 1), *da = dup_f(da0, n), *db = dup_f(db0, n);
+    ew_ctx e = { n, dup_d(a, n), dup_d(b, n), dup_d(w, n) };
+    double *want = malloc(n * sizeof *want);
+    for (size_t i = 0; i < n; i++) want[i] = e.x[i] + e.y[i];
+    sz_k_residual_fwd(out, a, b, n);
+    CU_ASSERT(check_arr("residual out", out, want, n, FWD_TOL, FWD_TOL));
+    sz_k_residual_bwd(da, db, w, n);
+    CU_ASSERT(check_fd("residual da", res_loss, &e, e.x, n, da, da0, BWD_TOL));
+    CU_ASSERT(check_fd("residual db", res_loss, &e, e.y, n, db, db0, BWD_TOL));
+    free(a); free(b); free(w); free(out); free(da0); free(db0); free(da); free(db);
+    free(e.x); free(e.y); free(e.w); free(want);
+}
+
+/* ---------------------------------------------------------------- softmax + xent */
+
+typedef struct { const int *tgt; double *logits, *w, *probs, *losses; } xent_ctx;
+static void ref_xent(xent_ctx *x)
+{
+    for (int n = 0; n < N; n++) {
+        const double *l = x->logits + n * VP;
+        double sum = 0.0;
+        for (int v = 0; v < V; v++) sum += exp(l[v]);
+        for (int v = 0; v < VP; v++) x->probs[n * VP + v] = v < V ? exp(l[v]) / sum : 0.0;
+        x->losses[n] = -log(x->probs[n * VP + x->tgt[n]]);
+    }
+}
+static double xent_loss(void *p)
+{
+    xent_ctx *x = p;
+    ref_xent(x);
+    return dot_d(x->losses, x->w, N);
+}
+
+static void test_softmax_xent(void)
+{
+    int tgt[N];
+    for (int n = 0; n < N; n++) tgt[n] = (n * 7) % V;
+    float *logits = rnd(N * VP, 3), *w = rnd(N, 1), *probs = rnd(N * VP, 1), losses[N];
+    float *dl = rnd(N * VP, 1);   /* garbage: the backward overwrites it */
+    xent_ctx x = { tgt, dup_d(logits, N * VP), dup_d(w, N), malloc(N * VP * sizeof(double)),
+                   malloc(N * sizeof(double)) };
+    sz_k_softmax_xent_fwd(probs, losses, logits, tgt, N, V, VP);
+    ref_xent(&x);
+    CU_ASSERT(check_arr("xent probs", probs, x.probs, N * VP, FWD_TOL, FWD_TOL));
+    CU_ASSERT(check_arr("xent losses", losses, x.losses, N, FWD_TOL, FWD_TOL));
+    int pad_zero = 1;
+    for (int n = 0; n < N; n++)
+        for (int v = V; v < VP; v++) pad_zero &= probs[n * VP + v] == 0.0f;
+    CU_ASSERT(pad_zero);
+    sz_k_softmax_xent_bwd(dl, probs, tgt, w, N, V, VP);
+    CU_ASSERT(check_fd("xent dlogits", xent_loss, &x, x.logits, N * VP, dl, NULL, BWD_TOL));
+    free(logits); free(w); free(probs); free(dl);
+    free(x.logits); free(x.w); free(x.probs); free(x.losses);
+}
+
+/* ---------------------------------------------------------------- AdamW */
+
+static void test_adamw(void)
+{
+    enum { P = 9 };
+    const float lr = 1e-2f, b1 = 0.9f, b2 = 0.999f, eps = 1e-8f;
+    for (int decay = 0; decay < 2; decay++) {
+        float wd = decay ? 0.1f : 0.0f;
+        float *p = rnd(P, 1), *g1 = rnd(P, 1), *g2 = rnd(P, 1), m[P] = { 0 }, v[P] = { 0 };
+        float *p16 = dup_f(p, P), m16[P] = { 0 }, v16[P] = { 0 };
+        uint16_t pb[P];
+        round_bf16(g1, P); round_bf16(g2, P);
+        uint16_t *h1 = to_bf16(g1, P), *h2 = to_bf16(g2, P);
+        double want_p[P], want_m[P], want_v[P];
+        for (int i = 0; i < P; i++) {   /* two steps by hand, same (float) hyperparameters */
+            double x = p[i], mm = 0.0, vv = 0.0, g[2] = { g1[i], g2[i] };
+            double B1 = b1, B2 = b2, LR = lr, EPS = eps, WD = wd;
+            for (int t = 1; t <= 2; t++) {
+                mm = B1 * mm + (1.0 - B1) * g[t - 1];
+                vv = B2 * vv + (1.0 - B2) * g[t - 1] * g[t - 1];
+                double mh = mm / (1.0 - pow(B1, t)), vh = vv / (1.0 - pow(B2, t));
+                x -= LR * (mh / (sqrt(vh) + EPS) + WD * x);
+            }
+            want_p[i] = x; want_m[i] = mm; want_v[i] = vv;
+        }
+        sz_k_adamw_step(p, g1, m, v, P, 1, lr, b1, b2, eps, wd);
+        sz_k_adamw_step(p, g2, m, v, P, 2, lr, b1, b2, eps, wd);
+        CU_ASSERT(check_arr("adamw param", p, want_p, P, 1e-6, 1e-7));
+        CU_ASSERT(check_arr("adamw m", m, want_m, P, 1e-6, 1e-9));
+        CU_ASSERT(check_arr("adamw v", v, want_v, P, 1e-6, 1e-12));
+        sz_k_adamw_step_bf16(p16, pb, h1, m16, v16, P, 1, lr, b1, b2, eps, wd);
+        int copy_ok = 1;   /* the bf16 copy of the step-1 params */
+        for (int i = 0; i < P; i++) copy_ok &= pb[i] == sz_f32_to_bf16_1(p16[i]);
+        CU_ASSERT(copy_ok);
+        sz_k_adamw_step_bf16(p16, NULL, h2, m16, v16, P, 2, lr, b1, b2, eps, wd);
+        CU_ASSERT(memcmp(p16, p, sizeof(float) * P) == 0);   /* same math, bf16 grads */
+        free(p); free(g1); free(g2); free(p16); free(h1); free(h2);
+    }
+}
+
+/* ---------------------------------------------------------------- bf16 conversion */
+
+static uint16_t bf16_ref(uint32_t u)   /* independent RNE: look at the dropped half */
+{
+    if ((u & 0x7FFFFFFFu) > 0x7F800000u) return (uint16_t)((u >> 16) | 0x40u);
+    uint32_t hi = u >> 16, lo = u & 0xFFFFu;
+    if (lo > 0x8000u || (lo == 0x8000u && (hi & 1u))) hi++;
+    return (uint16_t)hi;
+}
+
+static void test_bf16(void)
+{
+    uint32_t special[] = { 0x3F800000u, 0x3F808000u, 0x3F818000u, 0x3F80FFFFu, 0x3F808001u,
+                           0x7F7FFFFFu, 0x7F800000u, 0xFF800000u, 0x7FC00000u, 0x7F800001u,
+                           0x00000001u, 0x80008000u, 0x00018000u, 0x80000000u };
+    enum { NS = sizeof special / sizeof special[0], NR = 100000 };
+    float *x = malloc((NS + NR) * sizeof(float));
+    for (int i = 0; i < NS; i++) x[i] = sz_bits_f32(special[i]);
+    for (int i = 0; i < NR; i++) {
+        frand();
+        x[NS + i] = sz_bits_f32((uint32_t)(sz_t_rng >> 32));
+    }
+    uint16_t *h = to_bf16(x, NS + NR);
+    int ok = 1;
+    for (int i = 0; i < NS + NR; i++) ok &= h[i] == bf16_ref(sz_f32_bits(x[i]));
+    CU_ASSERT(ok);
+    CU_ASSERT_EQUAL(h[0], 0x3F80); CU_ASSERT_EQUAL(h[1], 0x3F80); /* tie -> even */
+    CU_ASSERT_EQUAL(h[2], 0x3F82); CU_ASSERT_EQUAL(h[5], 0x7F80); /* max float -> inf */
+    CU_ASSERT(isnan(sz_bf16_to_f32_1(h[9])));                      /* NaN stays NaN */
+    float *y = from_bf16(h, NS + NR);
+    int back = 1;
+    for (int i = 0; i < NS + NR; i++) back &= sz_f32_bits(y[i]) == (uint32_t)h[i] << 16;
+    CU_ASSERT(back);
+    free(x); free(h); free(y);
+}
+
+/* ---------------------------------------------------------------- determinism */
+
+/* Bigger shapes than above, so every parallel loop really splits; the matmul is
+ * d24's qkv (N=256, C=1024, OC=3C), whose 4 KiB rows make the driver pack. */
+enum { DB = 4, DT = 64, DC = 128, DNH = 4, DV = 1000, DVP = 1024, DN = DB * DT,
+       MN = 256, MC = 1024, MOC = 3072 };
+
+typedef struct { const char *name; void *buf, *init, *snap; size_t bytes; } det_buf;
+
+static void det_run(det_buf *o, int no, const int *tok, float *const *in)
+{
+    for (int i = 0; i < no; i++)   /* reset accumulated outputs */
+        if (o[i].init) memcpy(o[i].buf, o[i].init, o[i].bytes);
+    float *wte = in[0], *wpe = in[1], *x = in[2], *lw = in[3], *lb = in[4], *qkv = in[5];
+    float *dout = in[6], *logits = in[7], *mi = in[8], *mw = in[9], *mb = in[10], *mdo = in[11];
+    uint16_t *hi = (uint16_t *)in[12], *hw = (uint16_t *)in[13], *hdo = (uint16_t *)in[14];
+    int *tgt = (int *)in[15];
+    sz_k_encoder_fwd(o[0].buf, tok, wte, wpe, DB, DT, DC);
+    sz_k_encoder_bwd(o[1].buf, o[2].buf, dout, tok, DB, DT, DC);
+    sz_k_layernorm_fwd(o[3].buf, o[4].buf, o[5].buf, x, lw, lb, DN, DC);
+    sz_k_layernorm_bwd(o[6].buf, o[7].buf, o[8].buf, dout, x, lw, o[4].buf, o[5].buf, DN, DC);
+    sz_k_attention_fwd(o[9].buf, o[10].buf, o[11].buf, qkv, DB, DT, DC, DNH);
+    sz_k_attention_bwd(o[12].buf, dout, qkv, o[11].buf, DB, DT, DC, DNH);
+    sz_k_gelu_fwd(o[13].buf, x, (size_t)DN * DC);
+    sz_k_gelu_bwd(o[14].buf, x, dout, (size_t)DN * DC);
+    sz_k_residual_fwd(o[15].buf, x, dout, (size_t)DN * DC);
+    sz_k_residual_bwd(o[16].buf, o[17].buf, dout, (size_t)DN * DC);
+    sz_k_softmax_xent_fwd(o[18].buf, o[19].buf, logits, tgt, DN, DV, DVP);
+    sz_k_softmax_xent_bwd(o[20].buf, o[18].buf, tgt, in[16], DN, DV, DVP);
+    sz_k_matmul_fwd(o[21].buf, mi, mw, mb, MN, MC, MOC);
+    sz_k_matmul_bwd(o[22].buf, o[23].buf, o[24].buf, mdo, mi, mw, MN, MC, MOC);
+    sz_k_matmul_fwd_bf16(o[25].buf, SZ_K_BF16, hi, hw, NULL, MN, MC, MOC);
+    sz_k_matmul_bwd_bf16(o[26].buf, SZ_K_F32, o[27].buf, o[28].buf, SZ_K_BF16, hdo, hi, hw,
+                         MN, MC, MOC);
+    sz_k_adamw_step(o[29].buf, x, o[30].buf, o[31].buf, (size_t)DN * DC, 3, 1e-3f, 0.9f,
+                    0.999f, 1e-8f, 0.1f);
+    sz_k_f32_to_bf16(o[32].buf, x, (size_t)DN * DC);
+}
+
+static void test_determinism(void)
+{
+    size_t act = (size_t)DN * DC, att = (size_t)DB * DNH * DT * DT;
+    int tok[DN], tgt[DN];
+    for (int i = 0; i < DN; i++) { tok[i] = i % 37; tgt[i] = (i * 13) % DV; }
+    float *dloss = malloc(DN * sizeof(float));
+    for (int i = 0; i < DN; i++) dloss[i] = 1.0f / DN;
+    float *in[17] = { rnd((size_t)DV * DC, 1), rnd((size_t)DT * DC, 1), rnd(act, 1), rnd(DC, 1),
+                      rnd(DC, 1), rnd(3 * act, 1), rnd(act, 1), rnd((size_t)DN * DVP, 4),
+                      rnd((size_t)MN * MC, 1), rnd((size_t)MOC * MC, 1), rnd(MOC, 1),
+                      rnd((size_t)MN * MOC, 1), NULL, NULL, NULL, (float *)tgt, dloss };
+    in[12] = (float *)to_bf16(in[8], (size_t)MN * MC);
+    in[13] = (float *)to_bf16(in[9], (size_t)MOC * MC);
+    in[14] = (float *)to_bf16(in[11], (size_t)MN * MOC);
+    /* name, bytes, accumulated (needs an initial value), holds bf16 */
+    struct { const char *name; size_t bytes; int acc, bf16; } spec[] = {
+        { "encoder out", act * 4, 0, 0 }, { "encoder dwte", (size_t)DV * DC * 4, 1, 0 },
+        { "encoder dwpe", (size_t)DT * DC * 4, 1, 0 }, { "layernorm out", act * 4, 0, 0 },
+        { "layernorm mean", DN * 4, 0, 0 }, { "layernorm rstd", DN * 4, 0, 0 },
+        { "layernorm dinp", act * 4, 1, 0 }, { "layernorm dweight", DC * 4, 1, 0 },
+        { "layernorm dbias", DC * 4, 1, 0 }, { "attention out", act * 4, 0, 0 },
+        { "attention preatt", att * 4, 0, 0 }, { "attention att", att * 4, 0, 0 },
+        { "attention dinp", 3 * act * 4, 1, 0 }, { "gelu out", act * 4, 0, 0 },
+        { "gelu dinp", act * 4, 1, 0 }, { "residual out", act * 4, 0, 0 },
+        { "residual da", act * 4, 1, 0 }, { "residual db", act * 4, 1, 0 },
+        { "xent probs", (size_t)DN * DVP * 4, 0, 0 }, { "xent losses", DN * 4, 0, 0 },
+        { "xent dlogits", (size_t)DN * DVP * 4, 0, 0 },
+        { "matmul out", (size_t)MN * MOC * 4, 0, 0 },
+        { "matmul dinp", (size_t)MN * MC * 4, 1, 0 },
+        { "matmul dweight", (size_t)MOC * MC * 4, 1, 0 }, { "matmul dbias", MOC * 4, 1, 0 },
+        { "bf16 matmul out", (size_t)MN * MOC * 2, 0, 1 },
+        { "bf16 matmul dinp (f32)", (size_t)MN * MC * 4, 1, 0 },
+        { "bf16 matmul dweight", (size_t)MOC * MC * 2, 1, 1 },
+        { "bf16 matmul dbias", MOC * 2, 1, 1 },
+        { "adamw param", act * 4, 1, 0 }, { "adamw m", act * 4, 1, 0 },
+        { "adamw v", act * 4, 1, 0 }, { "f32_to_bf16", act * 2, 0, 1 },
+    };
+    enum { NO = sizeof spec / sizeof spec[0] };
+    det_buf o[NO];
+    for (int i = 0; i < NO; i++) {
+        size_t nf = spec[i].bytes / 2 + 1;   /* floats; enough for bf16 too */
+        o[i].name = spec[i].name;
+        o[i].bytes = spec[i].bytes;
+        o[i].buf = rnd(nf, 1);
+        o[i].snap = malloc(spec[i].bytes);
+        o[i].init = NULL;
+        if (!spec[i].acc) continue;
+        float *init = rnd(nf, 1);
+        if (spec[i].bf16) {   /* a valid bf16 start value */
+            uint16_t *h = to_bf16(init, spec[i].bytes / 2);
+            memcpy(init, h, spec[i].bytes);
+            free(h);
+        }
+        if (strcmp(spec[i].name, "adamw v") == 0)
+            for (size_t k = 0; k < nf; k++) init[k] = fabsf(init[k]);
+        o[i].init = init;
+    }
+    int saved = omp_get_max_threads(), all_same = 1;
+    for (int nt = 1; nt <= 4; nt++) {
+        omp_set_num_threads(nt);
+        det_run(o, NO, tok, in);
+        CU_ASSERT_EQUAL(omp_get_max_threads(), nt);   /* kernels leave it alone */
+        for (int i = 0; i < NO; i++) {
+            if (nt == 1) { memcpy(o[i].snap, o[i].buf, o[i].bytes); continue; }
+            if (memcmp(o[i].snap, o[i].buf, o[i].bytes) != 0) {
+                printf("\n  %s differs between 1 and %d threads\n", o[i].name, nt);
+                all_same = 0;
+            }
+        }
+    }
+    CU_ASSERT(all_same);
+    omp_set_num_threads(saved);
+    for (int i = 0; i < NO; i++) { free(o[i].buf); free(o[i].snap); free(o[i].init); }
+    for (int i = 0; i < 15; i++) free(in[i]);
+    free(dloss);
+}
+
+/* ---------------------------------------------------------------- main */
+
+int main(void)
+{
+    if (CU_initialize_registry() != CUE_SUCCESS) return 1;
+    CU_pSuite s = CU_add_suite("kernels", NULL, NULL);
+    struct { const char *name; void (*fn)(void); } tests[] = {
+        { "encoder", test_encoder }, { "layernorm", test_layernorm },
+        { "matmul fp32", test_matmul }, { "matmul plain fallback", test_matmul_plain },
+        { "matmul bf16", test_matmul_bf16 }, { "attention", test_attention },
+        { "gelu", test_gelu }, { "residual", test_residual },
+        { "softmax cross-entropy", test_softmax_xent }, { "adamw", test_adamw },
+        { "bf16 conversion", test_bf16 }, { "thread-count determinism", test_determinism },
+    };
+    for (size_t i = 0; s && i < sizeof tests / sizeof tests[0]; i++)
+        if (!CU_add_test(s, tests[i].name, tests[i].fn)) s = NULL;
+    if (!s) { CU_cleanup_registry(); return 1; }
+    CU_basic_set_mode(CU_BRM_VERBOSE);
+    CU_basic_run_tests();
+    unsigned fails = CU_get_number_of_failures();
+    CU_cleanup_registry();
+    sz_k_shutdown();
+    return fails > 100 ? 100 : (int)fails;
+}
