@@ -1,16 +1,30 @@
-/* codelets/sumsq.c — squared L2 norm of a unit's gradient (tensor 0: the one-float result,
- * then the views to sum), accumulated in double in order so it never depends on threads. */
+/* codelets/sumsq.c — squared L2 norm of a gradient view (tensor 0: the one-float result, tensor 1:
+ * the view). OpenMP over fixed 64K-element chunks, each summed in double, the chunk sums added in
+ * chunk order: the result never depends on the thread count. */
+#include <stdlib.h>
 #include "sz_codelets.h"
+
+#define CHUNK 65536
 
 static void sumsq_cpu(void *b[], void *arg)
 {
     SZ_UNPACK(arg, a);
-    double s = 0.0;
-    for (int k = 1; k < a.nt; k++) {
-        const float *x = sz_tf(b, &a, k);
-        for (int64_t i = 0; i < a.numel[k]; i++)
+    const float *x = sz_tf(b, &a, 1);
+    int64_t n = a.numel[1], nchunks = (n + CHUNK - 1) / CHUNK;
+    double *part = malloc((size_t)(nchunks > 0 ? nchunks : 1) * sizeof *part);
+    STARPU_ASSERT_MSG(part, "sumsq: out of memory");
+#pragma omp parallel for schedule(static)
+    for (int64_t c = 0; c < nchunks; c++) {
+        int64_t end = (c + 1) * CHUNK < n ? (c + 1) * CHUNK : n;
+        double s = 0.0;
+        for (int64_t i = c * CHUNK; i < end; i++)
             s += (double)x[i] * x[i];
+        part[c] = s;
     }
+    double s = 0.0;
+    for (int64_t c = 0; c < nchunks; c++)
+        s += part[c];
+    free(part);
     *sz_tf(b, &a, 0) = (float)s;
 }
 

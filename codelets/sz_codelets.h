@@ -56,7 +56,7 @@ extern struct starpu_codelet sz_cl_residual_fwd;    /* out, a, b */
 extern struct starpu_codelet sz_cl_residual_bwd;    /* da, db, dout */
 extern struct starpu_codelet sz_cl_softmax_xent_fwd;/* losses, probs, logits, targets */
 extern struct starpu_codelet sz_cl_softmax_xent_bwd;/* dlogits, probs, targets */
-extern struct starpu_codelet sz_cl_sumsq;           /* out (one float), then the tensors */
+extern struct starpu_codelet sz_cl_sumsq;           /* out (one float), x */
 extern struct starpu_codelet sz_cl_clip_scale;      /* scale (one float), then the partial sums; f[5] = clip */
 extern struct starpu_codelet sz_cl_adamw;           /* param, grad, m, v, scale; f[0..4], t */
 
