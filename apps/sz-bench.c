@@ -125,7 +125,7 @@ int main(int argc, char **argv)
     sz_context_topology(ctx, &topo);
 
     gpt2 *g = NULL;
-    if (gpt2_create(&g, ctx, &cfg, B, T, err, sizeof err) != SZ_OK || gpt2_init_random(g, 1) != SZ_OK) {
+    if (gpt2_create(&g, ctx, &cfg, B, T, NULL, err, sizeof err) != SZ_OK || gpt2_init_random(g, 1) != SZ_OK) {
         fprintf(stderr, "sz-bench: %s\n", err);
         sz_context_free(ctx);
         return 1;

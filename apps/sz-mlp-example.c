@@ -59,7 +59,8 @@ int main(int argc, char **argv)
     if (sz_context_init(&ctx, NULL, &argc, &argv) != SZ_OK || sz_model_init(&model, ctx) != SZ_OK)
         return 1;
     struct mlp m;
-    sz_unit_desc u1 = {"layer1", L1, 2, l1_fwd, l1_bwd, &m}, u2 = {"layer2", L2, 2, l2_fwd, l2_bwd, &m};
+    sz_unit_desc u1 = {.name = "layer1", .params = L1, .nparams = 2, .forward = l1_fwd, .backward = l1_bwd, .user = &m};
+    sz_unit_desc u2 = {.name = "layer2", .params = L2, .nparams = 2, .forward = l2_fwd, .backward = l2_bwd, .user = &m};
     sz_model_add_unit(model, &u1);
     sz_model_add_unit(model, &u2);
     m.x = sz_model_tensor(model, "x", SZ_DTYPE_F32, N * IN);

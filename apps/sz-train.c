@@ -149,7 +149,7 @@ int main(int argc, char **argv)
     int rc = 1;
     gpt2 *g = NULL;
     int *in = malloc((size_t)o.batch * o.seq * sizeof *in), *tg = malloc((size_t)o.batch * o.seq * sizeof *tg);
-    if ((st = gpt2_create(&g, ctx, &cfg, o.batch, o.seq, err, sizeof err)) != SZ_OK) {
+    if ((st = gpt2_create(&g, ctx, &cfg, o.batch, o.seq, NULL, err, sizeof err)) != SZ_OK) {
         fprintf(stderr, "sz-train: %s\n", err);
         goto out;
     }

@@ -1,18 +1,35 @@
-/* codelets/clip_scale.c — the global gradient-norm clip factor: tensor 0 (one float) gets
- * clip / norm when the norm of the per-unit squared sums (tensor 1) exceeds clip = f[5] > 0,
- * else 1. The sums are added in order. */
+/* codelets/clip_scale.c — the global gradient-norm clip factor. Tensors: scale (one float, W),
+ * this rank's per-unit squared norms of its owned gradient shard (R), token (RW). With several
+ * ranks the per-unit sums of all ranks are all-gathered and added in rank-major order, so the
+ * factor is bitwise the same on every rank and in every ZeRO stage. scale = clip / norm when the
+ * norm exceeds clip = f[5] > 0, else 1; the norm itself is stored in f-less form in out[1]. */
 #include <math.h>
+#include <stdlib.h>
 #include "sz_codelets.h"
 
 static void clip_cpu(void *b[], void *arg)
 {
     SZ_UNPACK(arg, a);
-    const float *sums = sz_tf(b, &a, 1);
+    const float *mine = sz_tf(b, &a, 1);
+    int n = (int)a.numel[1];
+    float *all = (float *)mine;
+    if (a.nd > 1) {
+        all = malloc((size_t)n * (size_t)a.nd * sizeof *all);
+        STARPU_ASSERT_MSG(all, "clip: out of memory");
+        int rc = MPI_Allgather(mine, n, MPI_FLOAT, all, n, MPI_FLOAT, a.comm);
+        STARPU_ASSERT_MSG(rc == MPI_SUCCESS, "clip: MPI_Allgather failed (%d)", rc);
+        __atomic_add_fetch(&a.stats->sent, (int64_t)(a.nd - 1) * n * 4, __ATOMIC_RELAXED);
+        __atomic_add_fetch(&a.stats->received, (int64_t)(a.nd - 1) * n * 4, __ATOMIC_RELAXED);
+    }
     double s = 0.0;
-    for (int64_t i = 0; i < a.numel[1]; i++)
-        s += sums[i];
+    for (int i = 0; i < n * a.nd; i++)
+        s += all[i];
+    if (all != mine)
+        free(all);
     double norm = sqrt(s), clip = a.f[5];
-    *sz_tf(b, &a, 0) = (clip > 0.0 && norm > clip) ? (float)(clip / norm) : 1.0f;
+    float *out = sz_tf(b, &a, 0);
+    out[0] = (clip > 0.0 && norm > clip) ? (float)(clip / norm) : 1.0f;
+    out[1] = (float)norm;
 }
 
 SZ_PERFMODEL(clip_model, "sz_clip_scale");

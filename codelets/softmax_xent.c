@@ -1,5 +1,5 @@
 /* codelets/softmax_xent.c — fused softmax + cross-entropy over the real vocabulary (padded
- * columns excluded), forward and backward (the backward of the mean loss: dloss = 1/N). */
+ * columns excluded), forward and backward (dloss = f[0] for every row: 1/N for one rank's mean loss). */
 #include <stdlib.h>
 #include "sz_codelets.h"
 #include "sz_kernels.h"

@@ -8,6 +8,7 @@
 #ifndef SZ_CODELETS_H
 #define SZ_CODELETS_H
 
+#include <mpi.h>
 #include <starpu.h>
 
 #define SZ_MAX_TENSORS 12
@@ -20,7 +21,25 @@ struct sz_targs {
     int B, T, C, NH, N, OC, V, Vp; /* shapes (unused ones 0) */
     float f[6];                    /* scalars: AdamW lr, beta1, beta2, eps, wd; clip; scale */
     int t;                         /* AdamW step */
+    /* communication tasks */
+    MPI_Comm comm;                 /* our collectives' communicator (never StarPU-MPI's) */
+    int nd, rank;                  /* data-parallel ranks, this rank */
+    int64_t shard;                 /* elements per rank of the unit's padded flat buffer */
+    int acc;                       /* reduce-scatter: 1 = add into the shard, 0 = overwrite */
+    struct sz_counters *stats;     /* where the task adds its bytes (model-owned, atomic) */
+    int64_t bytes;                 /* gather/release/account: the bytes that become live (or not) */
+    int category;                  /* account: which sz_mem category */
 };
+
+/* Byte counters the communication and accounting tasks update from worker threads. */
+#define SZ_NCATEGORIES 12   /* >= SZ_MEM_NCATEGORIES (starzero.h) */
+struct sz_counters {
+    int64_t sent, received;               /* communication bytes this rank sent / received */
+    int64_t live[SZ_NCATEGORIES];         /* transient bytes alive now, per category */
+    int64_t peak[SZ_NCATEGORIES];         /* and their peak */
+    int64_t live_total, peak_total;       /* all transient categories together */
+};
+void sz_counters_add(struct sz_counters *c, int category, int64_t bytes);
 
 /* Logical tensor k of a task as a float / int pointer, and its element count. */
 static inline float *sz_tf(void *buffers[], const struct sz_targs *a, int k)
@@ -57,7 +76,13 @@ extern struct starpu_codelet sz_cl_residual_bwd;    /* da, db, dout */
 extern struct starpu_codelet sz_cl_softmax_xent_fwd;/* losses, probs, logits, targets */
 extern struct starpu_codelet sz_cl_softmax_xent_bwd;/* dlogits, probs, targets */
 extern struct starpu_codelet sz_cl_sumsq;           /* out (one float), x */
-extern struct starpu_codelet sz_cl_clip_scale;      /* scale (one float), then the partial sums; f[5] = clip */
+extern struct starpu_codelet sz_cl_clip_scale;      /* scale (one float), this rank's per-unit sums, token; f[5] = clip;
+                                                       with nd > 1 the sums of all ranks are all-gathered first */
 extern struct starpu_codelet sz_cl_adamw;           /* param, grad, m, v, scale; f[0..4], t */
+/* Communication (blocking MPI collectives on `comm`, serialised in submission order by a token
+ * handle so every rank issues them in the same order). Sums are taken in rank order. */
+extern struct starpu_codelet sz_cl_reduce_scatter;  /* full (R, nd*shard), shard (RW), recv buffer (RW), token */
+extern struct starpu_codelet sz_cl_all_gather;      /* full (W; own slice already in place if 1 tensor + token) [, shard (R)], token */
+extern struct starpu_codelet sz_cl_account;         /* any tensors: adds `bytes` to `category` (live memory) */
 
 #endif

@@ -1,5 +1,5 @@
 /* codelets/zero.c — the `zero` codelet: fill a float view with zeros (gradients before a backward
- * pass, accumulators). */
+ * pass, accumulators); optionally counts the bytes as newly live (stage 2-3 gradients). */
 #include <string.h>
 #include "sz_codelets.h"
 
@@ -7,6 +7,8 @@ static void zero_cpu(void *b[], void *arg)
 {
     SZ_UNPACK(arg, a);
     memset(sz_tf(b, &a, 0), 0, (size_t)a.numel[0] * sizeof(float));
+    if (a.stats) /* a buffer allocated for this write: count it as live */
+        sz_counters_add(a.stats, a.category, a.bytes);
 }
 
 SZ_PERFMODEL(zero_model, "sz_zero");

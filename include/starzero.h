@@ -150,7 +150,18 @@ typedef struct sz_unit_desc {
     int nparams;
     sz_unit_fn forward, backward;  /* backward may be NULL for a unit without gradients */
     void *user;
+    const int *uses;               /* other (earlier) units whose parameters this unit reads and whose
+                                      gradients it accumulates into: tied weights (GPT-2's head uses
+                                      the embedding's wte). ZeRO-3 gathers them with this unit. */
+    int nuses;
 } sz_unit_desc;
+
+/* ZeRO: where model states live. Set before sz_model_finalize; defaults: stage 0, 1 micro-batch. */
+typedef struct sz_zero_config {
+    int stage;            /* 0 plain data parallelism, 1 P_os, 2 P_os+g, 3 P_os+g+p */
+    int micro_batches;    /* forward/backward passes per optimizer step (gradient accumulation) */
+} sz_zero_config;
+void sz_zero_config_defaults(sz_zero_config *z);
 
 sz_status sz_model_init(sz_model **out, sz_context *ctx);
 void sz_model_free(sz_model *m);
@@ -158,12 +169,17 @@ void sz_model_free(sz_model *m);
 sz_status sz_model_add_unit(sz_model *m, const sz_unit_desc *desc);
 /* A model-owned working tensor (activations, tokens, losses); zero-filled at creation. */
 sz_tensor *sz_model_tensor(sz_model *m, const char *name, sz_dtype dtype, int64_t numel);
-/* After the last unit is added: allocates and registers parameters, gradients, optimizer state. */
+sz_status sz_model_set_zero(sz_model *m, const sz_zero_config *z);
+/* After the last unit is added: allocates and registers parameters, gradients, optimizer state
+ * (each unit's parameters one flat buffer padded to a multiple of the rank count; rank r owns
+ * slice r). */
 sz_status sz_model_finalize(sz_model *m);
 
 int sz_model_nunits(const sz_model *m);
 int64_t sz_model_nparams(const sz_model *m);          /* real parameters, padding excluded */
-/* Parameter i of unit u, in the unit's table order: read or write its values (fp32). */
+/* Parameter i of unit u, in the unit's table order: read or write its values (fp32). With several
+ * ranks these are collective (every rank calls them, in the same order): values are assembled
+ * from the owners' shards. Gradients are the reduced ones of the last step. */
 sz_status sz_model_param_read(sz_model *m, int unit, int param, float *dst);
 sz_status sz_model_param_write(sz_model *m, int unit, int param, const float *src);
 sz_status sz_model_grad_read(sz_model *m, int unit, int param, float *dst);
@@ -231,11 +247,45 @@ void sz_train_config_defaults(sz_train_config *cfg);  /* lr 3e-4, 0.9, 0.999, 1e
 sz_status sz_model_set_loss(sz_model *m, sz_tensor *losses);
 /* Forward only (evaluation): submits every unit's forward, waits, returns the mean loss. */
 sz_status sz_model_eval(sz_model *m, float *loss);
-/* One training step: forward, zero grads, backward, (clip), AdamW with step number t >= 1.
- * Waits for the loss, which is the mean of the loss tensor after forward. */
+/* One micro-batch: forward and backward (gradients accumulate until sz_model_update). *loss is
+ * the mean over all ranks of this micro-batch's loss. Call it micro_batches times per step. */
+sz_status sz_model_forward_backward(sz_model *m, float *loss);
+/* The optimizer step t >= 1 after micro_batches forward/backward passes: reduce gradients,
+ * clip, AdamW on the owned shard, share the updated parameters (as the stage requires). */
+sz_status sz_model_update(sz_model *m, const sz_train_config *cfg, int t);
+/* forward_backward + update, for micro_batches == 1. */
 sz_status sz_model_train_step(sz_model *m, const sz_train_config *cfg, int t, float *loss);
 /* The global gradient norm of the last step (before clipping). */
 float sz_model_last_grad_norm(const sz_model *m);
+
+/* ---- accounting: what the engine holds, measured as it allocates and frees ---------------- */
+typedef enum sz_mem_category {
+    SZ_MEM_PARAMS = 0,      /* full parameters (stages 0-2) */
+    SZ_MEM_PARAM_SHARD,     /* this rank's parameter shard (stage 3) */
+    SZ_MEM_GATHERED,        /* stage 3: gathered units in flight (peak) */
+    SZ_MEM_GRADS,           /* full gradients (stages 0-1) */
+    SZ_MEM_GRAD_SHARD,      /* this rank's gradient shard (stages 2-3) */
+    SZ_MEM_GRADS_IN_FLIGHT, /* stages 2-3: a unit's gradients between its backward and reduce-scatter (peak) */
+    SZ_MEM_MASTER,          /* fp32 master weights (mixed precision) */
+    SZ_MEM_ADAM_M,
+    SZ_MEM_ADAM_V,
+    SZ_MEM_ACTIVATIONS,     /* model tensors: activations, their gradients, inputs */
+    SZ_MEM_COMM,            /* communication buffers */
+    SZ_MEM_NCATEGORIES
+} sz_mem_category;
+
+const char *sz_mem_category_name(sz_mem_category c);
+
+typedef struct sz_memory_report {
+    int64_t bytes[SZ_MEM_NCATEGORIES]; /* persistent categories: bytes held; transient ones: peak */
+    int64_t model_state_bytes;         /* params or shard + grads or shard + master + m + v */
+    int64_t peak_bytes;                /* everything persistent + the peak of the transients */
+    int64_t comm_bytes_sent, comm_bytes_received; /* during the last optimizer step */
+    int64_t nparams, nparams_padded;
+    int stage, nd, micro_batches;
+} sz_memory_report;
+
+sz_status sz_model_memory_report(const sz_model *m, sz_memory_report *out);
 
 /* ==== GPT-2's tensor table and llm.c's file formats (pure C, no runtime) ==================== */
 /* The shape of a GPT-2 model, as in llm.c's checkpoint header. */
@@ -405,6 +455,111 @@ sz_status sz_llmc_tokens_read(const char *path, int vocab, uint16_t **tokens_out
 /* Writes a token file (at most INT32_MAX tokens) through `path`.tmp + rename. */
 sz_status sz_llmc_tokens_write(const char *path, const uint16_t *tokens, size_t count, char *err,
                                size_t errlen);
+
+/* ==== the ZeRO estimator: model-state bytes, communication, shards, activations (pure C) ==== */
+/* Conventions for every function below:
+ *  - stage is the ZeRO stage: 0 plain data parallelism, 1 P_os, 2 P_os+g, 3 P_os+g+p;
+ *  - psi (Ψ) is the parameter count, a double so 7.5e9 needs no integer type; the per-rank
+ *    shares are the exact Ψ/N_d of the paper (the implementation pads each unit's flat buffer
+ *    to a multiple of N_d, see sz_zero_padded, which adds < N_d elements per unit);
+ *  - nd is N_d, the number of data-parallel ranks (>= 1);
+ *  - mixed != 0 means mixed precision: 2-byte (bf16) params and grads, plus an fp32 master copy
+ *    and fp32 Adam m and v (K = 12). mixed == 0 means fp32: 4-byte params, grads, m and v and no
+ *    master copy.
+ *  - A function returning a double returns -1.0 for an invalid argument (stage outside 0..3,
+ *    psi < 0 or not finite, nd < 1, ...). None of them prints or allocates. */
+
+/* ---- model states ------------------------------------------------------------------------ */
+
+/* Persistent model-state bytes per rank (params or their shard, grads or their shard, master,
+ * Adam m and v; never activations, gathered units in flight or communication buffers):
+ *
+ *   stage | mixed (K=12)     | fp32
+ *   0     | 16Ψ              | 16Ψ
+ *   1     | 4Ψ + 12Ψ/N       | 8Ψ + 8Ψ/N
+ *   2     | 2Ψ + 14Ψ/N       | 4Ψ + 12Ψ/N
+ *   3     | 16Ψ/N            | 16Ψ/N
+ *
+ * Paper check (Ψ = 7.5e9, N = 64, mixed): 120e9, 31.40625e9, 16.640625e9, 1.875e9 bytes. */
+double sz_zero_model_state_bytes(int stage, double psi, int nd, int mixed);
+
+/* The same bytes per rank, split by category; the seven fields sum to
+ * sz_zero_model_state_bytes(). A field a stage does not hold is 0. */
+typedef struct sz_zero_breakdown {
+    double params;      /* full parameters, held by every rank (stages 0-2): 2Ψ mixed, 4Ψ fp32 */
+    double param_shard; /* stage 3: this rank's 1/N of the parameters */
+    double grads;       /* full gradient buffer (stages 0-1): 2Ψ mixed, 4Ψ fp32 */
+    double grad_shard;  /* stages 2-3: this rank's 1/N of the gradients */
+    double master;      /* fp32 master parameters, mixed only: 4Ψ at stage 0, 4Ψ/N otherwise */
+    double adam_m;      /* fp32 Adam first moment: 4Ψ at stage 0, 4Ψ/N otherwise */
+    double adam_v;      /* fp32 Adam second moment: 4Ψ at stage 0, 4Ψ/N otherwise */
+} sz_zero_breakdown;
+
+/* Fills *out (every field) for (stage, psi, nd, mixed). SZ_ERR_INVALID, and *out untouched, for
+ * an invalid argument or out == NULL. */
+sz_status sz_zero_state_breakdown(int stage, double psi, int nd, int mixed, sz_zero_breakdown *out);
+
+/* ---- communication ----------------------------------------------------------------------- */
+
+/* Elements each rank sends per step (equal to those it receives) with one micro-batch:
+ * stages 0-2 2Ψ(N-1)/N (stage 0 all-reduce; 1-2 reduce-scatter + all-gather), stage 3
+ * 3Ψ(N-1)/N (all-gather for forward, all-gather for backward, reduce-scatter). 0 when N = 1. */
+double sz_zero_comm_elems(int stage, double psi, int nd);
+
+/* The same with M >= 1 micro-batches per step (gradient accumulation). Stages 0-1 accumulate
+ * locally and communicate once per step (as above, whatever M); stage 2 reduce-scatters every
+ * micro-batch and all-gathers once: M·Ψ(N-1)/N + Ψ(N-1)/N; stage 3 gathers for forward and for
+ * backward and reduce-scatters every micro-batch: 3·M·Ψ(N-1)/N. M = 1 gives sz_zero_comm_elems. */
+double sz_zero_comm_elems_mb(int stage, double psi, int nd, int micro_batches);
+
+/* Bytes: elements × the communicated dtype's size, 2 (bf16) when mixed, 4 (fp32) otherwise. */
+double sz_zero_comm_bytes(int stage, double psi, int nd, int mixed);
+double sz_zero_comm_bytes_mb(int stage, double psi, int nd, int mixed, int micro_batches);
+
+/* ---- shard math -------------------------------------------------------------------------- */
+
+/* numel rounded up to a multiple of nd (a unit's flat buffer is padded, never rejected):
+ * (10, 3) -> 12. -1 when numel < 0, nd < 1 or the result would overflow. */
+int64_t sz_zero_padded(int64_t numel, int nd);
+
+/* Elements of each rank's slice: sz_zero_padded(numel, nd) / nd; (10, 3) -> 4. -1 as above. */
+int64_t sz_zero_shard(int64_t numel, int nd);
+
+/* ---- GPT-2 activations ------------------------------------------------------------------- */
+
+/* Bytes of llm.c's ActivationTensors (fp32) for one micro-batch of B sequences of T tokens,
+ * counted tensor by tensor (N = B·T, L layers, C channels, NH heads, Vp padded vocab):
+ *   encoded N·C; per layer: ln1 N·C, ln1_mean N, ln1_rstd N, qkv 3N·C, atty N·C,
+ *   preatt B·NH·T·T, att B·NH·T·T, attproj N·C, residual2 N·C, ln2 N·C, ln2_mean N, ln2_rstd N,
+ *   fch 4N·C, fch_gelu 4N·C, fcproj N·C, residual3 N·C; head: lnf N·C, lnf_mean N, lnf_rstd N,
+ *   logits N·Vp, probs N·Vp, losses N.
+ * Total floats: 2NC + L(18NC + 4N + 2·B·NH·T²) + 3N + 2N·Vp (d12, B=4, T=64: 73,347,840, the
+ * num_activations llm.c prints). Not included: the activation gradients of backward (llm.c
+ * allocates a second set of the same size), inputs/targets, and any temporaries.
+ * -1.0 when cfg is NULL or invalid, B < 1, T < 1 or T > cfg->max_seq. */
+double sz_gpt2_activation_bytes(const sz_gpt2_config *cfg, int B, int T);
+
+/* The same under activation checkpointing at transformer-block granularity: what is resident
+ * at the peak of backward, in fp32 bytes:
+ *   - each block's input, kept from forward: L·N·C (block 0's input is `encoded`, block l's is
+ *     block l-1's residual3), and
+ *   - one block's full activations, recomputed from its input before its backward (all the
+ *     per-layer tensors above for one layer: 18NC + 4N + 2·B·NH·T² floats), and
+ *   - the head's tensors, kept from forward for its backward: lnf N·C, lnf_mean N, lnf_rstd N,
+ *     logits N·Vp, probs N·Vp, losses N.
+ * Total floats: L·NC + (18NC + 4N + 2·B·NH·T²) + NC + 3N + 2N·Vp. The recomputed block's own
+ * residual3 equals the next block's kept input; it is counted in both places (an upper bound:
+ * an implementation that aliases them saves N·C). Gradients and temporaries are excluded as
+ * above. -1.0 on the same errors. */
+double sz_gpt2_activation_bytes_ckpt(const sz_gpt2_config *cfg, int B, int T);
+
+/* ---- fitting a budget -------------------------------------------------------------------- */
+
+/* The smallest N_d in 1..max_nd whose model-state bytes per rank plus extra_bytes (activations,
+ * buffers: whatever the caller adds per rank) fit in budget_bytes (<=, with a relative slack of
+ * 1e-12 so an exact fit on paper survives rounding), or -1 when none does or an argument is
+ * invalid (stage outside 0..3, psi < 0, max_nd < 1, negative bytes). */
+int sz_zero_min_nd(int stage, double psi, int mixed, double budget_bytes, double extra_bytes, int max_nd);
 
 #ifdef __cplusplus
 }

@@ -126,6 +126,8 @@ sz_status sz_context_init(sz_context **out, const sz_context_config *cfg_in, int
         }
     }
     MPI_Comm_dup(MPI_COMM_WORLD, &ctx->comm);
+    MPI_Comm_dup(MPI_COMM_WORLD, &ctx->task_comm);
+    MPI_Comm_dup(MPI_COMM_WORLD, &ctx->host_comm);
     MPI_Comm_rank(ctx->comm, &ctx->rank);
     MPI_Comm_size(ctx->comm, &ctx->world_size);
 
@@ -174,6 +176,8 @@ fail_topo:
     hwloc_topology_destroy(ctx->topo);
 fail_mpi:
     MPI_Comm_free(&ctx->comm);
+    MPI_Comm_free(&ctx->task_comm);
+    MPI_Comm_free(&ctx->host_comm);
     if (ctx->we_started_mpi)
         MPI_Finalize();
     free(ctx);
@@ -191,6 +195,8 @@ void sz_context_free(sz_context *ctx)
         hwloc_bitmap_free(ctx->share_set);
     hwloc_topology_destroy(ctx->topo);
     MPI_Comm_free(&ctx->comm);
+    MPI_Comm_free(&ctx->task_comm);
+    MPI_Comm_free(&ctx->host_comm);
     if (ctx->we_started_mpi)
         MPI_Finalize();
     free(ctx);
@@ -286,16 +292,16 @@ sz_status sz_context_print_all(const sz_context *ctx, FILE *f)
         fwrite(text, 1, len, f);
         for (int r = 1; r < ctx->world_size; r++) {
             int m = 0;
-            MPI_Recv(&m, 1, MPI_INT, r, 0, ctx->comm, MPI_STATUS_IGNORE);
+            MPI_Recv(&m, 1, MPI_INT, r, 0, ctx->host_comm, MPI_STATUS_IGNORE);
             char *buf = malloc((size_t)m + 1);
-            MPI_Recv(buf, m, MPI_CHAR, r, 1, ctx->comm, MPI_STATUS_IGNORE);
+            MPI_Recv(buf, m, MPI_CHAR, r, 1, ctx->host_comm, MPI_STATUS_IGNORE);
             fwrite(buf, 1, (size_t)m, f);
             free(buf);
         }
         fflush(f);
     } else {
-        MPI_Send(&n, 1, MPI_INT, 0, 0, ctx->comm);
-        MPI_Send(text, n, MPI_CHAR, 0, 1, ctx->comm);
+        MPI_Send(&n, 1, MPI_INT, 0, 0, ctx->host_comm);
+        MPI_Send(text, n, MPI_CHAR, 0, 1, ctx->host_comm);
     }
     free(text);
     return SZ_OK;

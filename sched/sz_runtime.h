@@ -10,7 +10,9 @@
 struct sz_context {
     int rank, world_size;
     int we_started_mpi;          /* MPI_Finalize at free only if we called MPI_Init_thread */
-    MPI_Comm comm;               /* dup of MPI_COMM_WORLD for our own collectives */
+    MPI_Comm comm;               /* dup of MPI_COMM_WORLD given to StarPU-MPI */
+    MPI_Comm task_comm;          /* our collectives inside tasks (one ordered stream per rank) */
+    MPI_Comm host_comm;          /* our collectives from the application thread (losses, assembly) */
     hwloc_topology_t topo;
     sz_topology topology;
     hwloc_bitmap_t share_set;    /* PUs of this rank's cores (NULL when not binding) */

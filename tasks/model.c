@@ -1,12 +1,16 @@
-/* tasks/model.c — sz_model: units, their flat parameter/gradient/Adam buffers (partitioned into
- * one child handle per tensor), model-owned working tensors, deterministic initialisation, and
- * the training step as tasks: forward units in order, zero grads, backward units in reverse,
- * squared-norm partials -> clip factor -> AdamW per tensor. One rank, no partitioning yet. */
+/* tasks/model.c — sz_model: units and their tensor tables, model-owned working tensors, and the
+ * storage each ZeRO stage keeps per rank (DESIGN.md §3):
+ *   stage 0: full params, full grads, full Adam m and v
+ *   stage 1: full params, full grads, m and v for the owned slice
+ *   stage 2: full params, a gradient shard (+ one unit's gradients in flight), m, v shards
+ *   stage 3: a parameter shard (+ gathered units in flight), gradient shard, m, v shards
+ * Each unit's parameters are one flat buffer padded to a multiple of the rank count; rank r owns
+ * slice r. Also deterministic initialisation, parameter access, and the memory report. The step
+ * itself (forward, backward, update) is in tasks/zero.c. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include "sz_tasks.h"
-#include "sz_codelets.h"
 #include "sz_rng.h"
 
 void sz_train_config_defaults(sz_train_config *cfg)
@@ -21,6 +25,13 @@ void sz_train_config_defaults(sz_train_config *cfg)
     cfg->decay = SZ_DECAY_MATRICES;
 }
 
+void sz_zero_config_defaults(sz_zero_config *z)
+{
+    memset(z, 0, sizeof *z);
+    z->stage = 0;
+    z->micro_batches = 1;
+}
+
 sz_status sz_model_init(sz_model **out, sz_context *ctx)
 {
     if (!out || !ctx)
@@ -29,7 +40,25 @@ sz_status sz_model_init(sz_model **out, sz_context *ctx)
     if (!m)
         return SZ_ERR_NOMEM;
     m->ctx = ctx;
+    m->nd = ctx->world_size;
+    m->rank = ctx->rank;
+    sz_zero_config_defaults(&m->zero);
     *out = m;
+    return SZ_OK;
+}
+
+sz_status sz_model_set_zero(sz_model *m, const sz_zero_config *z)
+{
+    if (!m || !z)
+        return SZ_ERR_INVALID;
+    if (m->finalized)
+        return SZ_ERR_STATE;
+    if (z->stage < 0 || z->stage > 3 || z->micro_batches < 1) {
+        sz_context_log(m->ctx, SZ_LOG_ERROR, "ZeRO stage %d / %d micro-batches: the stage must be 0..3 and "
+                       "micro-batches >= 1", z->stage, z->micro_batches);
+        return SZ_ERR_INVALID;
+    }
+    m->zero = *z;
     return SZ_OK;
 }
 
@@ -46,12 +75,26 @@ static void *grow(void *arr, int *cap, int need, size_t elem)
     return p;
 }
 
+static void unit_free(struct sz_unit *u)
+{
+    if (!u)
+        return;
+    free(u->params);
+    free(u->offset);
+    free(u->uses);
+    free(u);
+}
+
 sz_status sz_model_add_unit(sz_model *m, const sz_unit_desc *d)
 {
-    if (!m || !d || !d->name || !d->forward || d->nparams < 0 || (d->nparams && !d->params))
+    if (!m || !d || !d->name || !d->forward || d->nparams < 0 || (d->nparams && !d->params) || d->nuses < 0 ||
+        (d->nuses && !d->uses))
         return SZ_ERR_INVALID;
     if (m->finalized)
         return SZ_ERR_STATE;
+    for (int i = 0; i < d->nuses; i++)
+        if (d->uses[i] < 0 || d->uses[i] >= m->nunits)
+            return SZ_ERR_INVALID; /* only earlier units can be shared */
     void *p = grow(m->units, &m->cap_units, m->nunits + 1, sizeof *m->units);
     if (!p)
         return SZ_ERR_NOMEM;
@@ -65,26 +108,26 @@ sz_status sz_model_add_unit(sz_model *m, const sz_unit_desc *d)
     snprintf(u->fwd_name, sizeof u->fwd_name, "fwd:%s", d->name);
     snprintf(u->bwd_name, sizeof u->bwd_name, "bwd:%s", d->name);
     snprintf(u->opt_name, sizeof u->opt_name, "adam:%s", d->name);
+    snprintf(u->comm_name, sizeof u->comm_name, "comm:%s", d->name);
     u->nparams = d->nparams;
     u->params = calloc((size_t)d->nparams + 1, sizeof *u->params);
     u->offset = calloc((size_t)d->nparams + 1, sizeof *u->offset);
-    if (!u->params || !u->offset) {
-        free(u->params);
-        free(u->offset);
-        free(u);
+    u->uses = calloc((size_t)d->nuses + 1, sizeof *u->uses);
+    if (!u->params || !u->offset || !u->uses) {
+        unit_free(u);
         return SZ_ERR_NOMEM;
     }
     for (int i = 0; i < d->nparams; i++) {
         if (d->params[i].rows < 1 || d->params[i].cols < 1) {
-            free(u->params);
-            free(u->offset);
-            free(u);
+            unit_free(u);
             return SZ_ERR_INVALID;
         }
         u->params[i] = d->params[i];
         u->offset[i] = u->numel;
         u->numel += d->params[i].rows * d->params[i].cols;
     }
+    memcpy(u->uses, d->uses, (size_t)d->nuses * sizeof *u->uses);
+    u->nuses = d->nuses;
     u->forward = d->forward;
     u->backward = d->backward;
     u->user = d->user;
@@ -92,42 +135,53 @@ sz_status sz_model_add_unit(sz_model *m, const sz_unit_desc *d)
     return SZ_OK;
 }
 
-sz_tensor *sz_model_tensor(sz_model *m, const char *name, sz_dtype dtype, int64_t numel)
+/* Register a tensor the model owns and count its bytes under `cat`. */
+static sz_tensor *owned(struct sz_model *m, sz_tensor *t, int cat)
 {
-    if (!m || numel < 1 || numel > UINT32_MAX)
+    if (!t)
         return NULL;
     void *p = grow(m->tensors, &m->cap_tensors, m->ntensors + 1, sizeof *m->tensors);
-    if (!p)
+    if (!p) {
+        sz_tensor_unregister(t);
         return NULL;
+    }
     m->tensors = p;
+    m->tensors[m->ntensors++] = t;
+    if (cat >= 0)
+        m->persistent[cat] += t->numel * (int64_t)sz_dtype_size(t->dtype);
+    return t;
+}
+
+static sz_tensor *owned_buffer(struct sz_model *m, const char *name, sz_dtype dtype, int64_t numel, int cat)
+{
+    if (numel < 1 || numel > UINT32_MAX)
+        return NULL;
     void *home = calloc((size_t)numel, sz_dtype_size(dtype));
     if (!home)
         return NULL;
     sz_tensor *t = sz_tensor_register(home, numel, dtype, name);
-    if (!t) {
+    if (!t)
         free(home);
-        return NULL;
-    }
-    m->tensors[m->ntensors++] = t;
-    return t;
+    return owned(m, t, cat);
 }
 
-/* One flat fp32 buffer for a unit: one handle, a view over all of it and one view per tensor. */
-static sz_status flat_init(struct sz_unit *u, struct sz_flat *f, const char *what)
+sz_tensor *sz_model_tensor(sz_model *m, const char *name, sz_dtype dtype, int64_t numel)
 {
-    int64_t n = u->numel > 0 ? u->numel : 1;
+    return m ? owned_buffer(m, name, dtype, numel, SZ_MEM_ACTIVATIONS) : NULL;
+}
+
+/* A unit's flat buffer: persistent (cat >= 0, counted) or allocated by StarPU on demand. */
+static sz_status flat_init(struct sz_model *m, struct sz_unit *u, struct sz_flat *f, const char *what, int cat)
+{
     char name[48];
     snprintf(name, sizeof name, "%s%s", what, u->name);
-    f->buf = calloc((size_t)n, sizeof(float));
+    sz_tensor *all = cat >= 0 ? owned_buffer(m, name, SZ_DTYPE_F32, u->padded, cat)
+                              : owned(m, sz_tensor_register_lazy(u->padded, SZ_DTYPE_F32, name), -1);
     f->child = calloc((size_t)u->nparams + 1, sizeof *f->child);
-    sz_tensor *all = f->buf ? sz_tensor_register(f->buf, n, SZ_DTYPE_F32, name) : NULL;
-    if (!all || !f->child) {
-        free(all);
+    if (!all || !f->child)
         return SZ_ERR_NOMEM;
-    }
     f->all = *all;
-    free(all);
-    f->all.home = NULL; /* f->buf is freed by flat_free */
+    f->buf = all->home;
     for (int i = 0; i < u->nparams; i++) {
         snprintf(name, sizeof name, "%s%s.%s", what, u->name, u->params[i].name);
         f->child[i] = sz_tensor_view(&f->all, u->offset[i], u->params[i].rows * u->params[i].cols, name);
@@ -135,12 +189,46 @@ static sz_status flat_init(struct sz_unit *u, struct sz_flat *f, const char *wha
     return SZ_OK;
 }
 
-static void flat_free(struct sz_flat *f)
+static sz_status slice_or_buffer(struct sz_model *m, struct sz_unit *u, sz_tensor *out, const struct sz_flat *full,
+                                 const char *what, int cat)
 {
-    if (f->all.h)
-        starpu_data_unregister(f->all.h);
-    free(f->child);
-    free(f->buf);
+    char name[48];
+    snprintf(name, sizeof name, "%s%s", what, u->name);
+    if (full) {
+        *out = sz_tensor_view(&full->all, (int64_t)m->rank * u->shard, u->shard, name);
+        return SZ_OK;
+    }
+    sz_tensor *t = owned_buffer(m, name, SZ_DTYPE_F32, u->shard, cat);
+    if (!t)
+        return SZ_ERR_NOMEM;
+    *out = *t;
+    return SZ_OK;
+}
+
+static sz_status unit_storage(struct sz_model *m, struct sz_unit *u)
+{
+    int s = m->zero.stage;
+    sz_status st;
+    u->padded = (u->numel + m->nd - 1) / m->nd * m->nd;
+    if (u->padded == 0)
+        u->padded = m->nd;
+    u->shard = u->padded / m->nd;
+    if ((st = flat_init(m, u, &u->param, "", s < 3 ? SZ_MEM_PARAMS : -1)) != SZ_OK ||
+        (st = flat_init(m, u, &u->grad, "grad:", s < 2 ? SZ_MEM_GRADS : -1)) != SZ_OK ||
+        (st = slice_or_buffer(m, u, &u->pshard, s < 3 ? &u->param : NULL, "param_shard:", SZ_MEM_PARAM_SHARD)) ||
+        (st = slice_or_buffer(m, u, &u->gshard, s < 2 ? &u->grad : NULL, "grad_shard:", SZ_MEM_GRAD_SHARD)))
+        return st;
+    int64_t n = s == 0 ? u->padded : u->shard;
+    char name[48];
+    snprintf(name, sizeof name, "adam_m:%s", u->name);
+    sz_tensor *am = owned_buffer(m, name, SZ_DTYPE_F32, n, SZ_MEM_ADAM_M);
+    snprintf(name, sizeof name, "adam_v:%s", u->name);
+    sz_tensor *av = owned_buffer(m, name, SZ_DTYPE_F32, n, SZ_MEM_ADAM_V);
+    if (!am || !av)
+        return SZ_ERR_NOMEM;
+    u->adam_m = *am;
+    u->adam_v = *av;
+    return SZ_OK;
 }
 
 sz_status sz_model_finalize(sz_model *m)
@@ -151,18 +239,23 @@ sz_status sz_model_finalize(sz_model *m)
         return SZ_ERR_STATE;
     if (m->nunits == 0)
         return SZ_ERR_INVALID;
-    m->sumsq = sz_model_tensor(m, "grad_sumsq", SZ_DTYPE_F32, m->nunits);
-    m->clip_scale = sz_model_tensor(m, "clip_scale", SZ_DTYPE_F32, 1);
-    if (!m->sumsq || !m->clip_scale)
-        return SZ_ERR_NOMEM;
+    int64_t maxpad = 1;
     for (int i = 0; i < m->nunits; i++) {
         struct sz_unit *u = m->units[i];
-        sz_status st;
-        if ((st = flat_init(u, &u->param, "")) != SZ_OK || (st = flat_init(u, &u->grad, "grad:")) != SZ_OK ||
-            (st = flat_init(u, &u->adam_m, "adam_m:")) != SZ_OK || (st = flat_init(u, &u->adam_v, "adam_v:")) != SZ_OK)
+        sz_status st = unit_storage(m, u);
+        if (st != SZ_OK)
             return st;
-        u->sumsq = sz_tensor_view(m->sumsq, i, 1, NULL);
+        maxpad = u->padded > maxpad ? u->padded : maxpad;
+        u->last_grad_user = u->index; /* backward runs in reverse: the smallest index touching us is last */
     }
+    m->sumsq = owned_buffer(m, "grad_sumsq", SZ_DTYPE_F32, m->nunits, -1);
+    m->clip = owned_buffer(m, "clip", SZ_DTYPE_F32, 2, -1);
+    m->token = owned_buffer(m, "comm_token", SZ_DTYPE_F32, 1, -1);
+    m->comm_buf = m->nd > 1 ? owned_buffer(m, "comm_buffer", SZ_DTYPE_F32, maxpad, SZ_MEM_COMM) : m->token;
+    if (!m->sumsq || !m->clip || !m->token || !m->comm_buf)
+        return SZ_ERR_NOMEM;
+    for (int i = 0; i < m->nunits; i++)
+        m->units[i]->sumsq = sz_tensor_view(m->sumsq, i, 1, NULL);
     m->finalized = 1;
     return SZ_OK;
 }
@@ -173,16 +266,9 @@ void sz_model_free(sz_model *m)
         return;
     starpu_task_wait_for_all();
     for (int i = 0; i < m->nunits; i++) {
-        struct sz_unit *u = m->units[i];
-        if (m->finalized) {
-            flat_free(&u->param);
-            flat_free(&u->grad);
-            flat_free(&u->adam_m);
-            flat_free(&u->adam_v);
-        }
-        free(u->params);
-        free(u->offset);
-        free(u);
+        free(m->units[i]->param.child);
+        free(m->units[i]->grad.child);
+        unit_free(m->units[i]);
     }
     for (int i = 0; i < m->ntensors; i++)
         sz_tensor_unregister(m->tensors[i]);
@@ -201,32 +287,67 @@ int64_t sz_model_nparams(const sz_model *m)
     return n;
 }
 
-static sz_tensor *child_of(sz_model *m, int unit, int param, int grad)
+static struct sz_unit *unit_of(sz_model *m, int unit, int param)
 {
     if (!m || !m->finalized || unit < 0 || unit >= m->nunits || param < 0 || param >= m->units[unit]->nparams)
         return NULL;
-    return grad ? &m->units[unit]->grad.child[param] : &m->units[unit]->param.child[param];
+    return m->units[unit];
 }
 
-sz_tensor *sz_model_param(sz_model *m, int unit, int i) { return child_of(m, unit, i, 0); }
-sz_tensor *sz_model_grad(sz_model *m, int unit, int i) { return child_of(m, unit, i, 1); }
+sz_tensor *sz_model_param(sz_model *m, int unit, int i)
+{
+    struct sz_unit *u = unit_of(m, unit, i);
+    return u ? &u->param.child[i] : NULL;
+}
+
+sz_tensor *sz_model_grad(sz_model *m, int unit, int i)
+{
+    struct sz_unit *u = unit_of(m, unit, i);
+    return u ? &u->grad.child[i] : NULL;
+}
+
+/* Read param/grad tensor `param` of `unit` through the owners' slices (collective with nd > 1). */
+static sz_status read_assembled(sz_model *m, int unit, int param, int which, float *dst)
+{
+    struct sz_unit *u = unit_of(m, unit, param);
+    if (!u || !dst)
+        return SZ_ERR_INVALID;
+    float *full = malloc((size_t)u->padded * sizeof *full);
+    if (!full)
+        return SZ_ERR_NOMEM;
+    sz_status st = sz_zero_assemble(m, u, which, full);
+    if (st == SZ_OK)
+        memcpy(dst, full + u->offset[param], (size_t)u->param.child[param].numel * sizeof *dst);
+    free(full);
+    return st;
+}
 
 sz_status sz_model_param_read(sz_model *m, int unit, int param, float *dst)
 {
-    sz_tensor *t = child_of(m, unit, param, 0);
-    return t ? sz_tensor_read(t, dst) : SZ_ERR_INVALID;
-}
-
-sz_status sz_model_param_write(sz_model *m, int unit, int param, const float *src)
-{
-    sz_tensor *t = child_of(m, unit, param, 0);
-    return t ? sz_tensor_write(t, src) : SZ_ERR_INVALID;
+    return read_assembled(m, unit, param, 0, dst);
 }
 
 sz_status sz_model_grad_read(sz_model *m, int unit, int param, float *dst)
 {
-    sz_tensor *t = child_of(m, unit, param, 1);
-    return t ? sz_tensor_read(t, dst) : SZ_ERR_INVALID;
+    return read_assembled(m, unit, param, 1, dst);
+}
+
+/* Every rank writes the same values: stages 0-2 into the full parameters, stage 3 into the part of
+ * its shard the tensor overlaps. */
+sz_status sz_model_param_write(sz_model *m, int unit, int param, const float *src)
+{
+    struct sz_unit *u = unit_of(m, unit, param);
+    if (!u || !src)
+        return SZ_ERR_INVALID;
+    if (m->zero.stage < 3)
+        return sz_tensor_write(&u->param.child[param], src);
+    int64_t lo = (int64_t)m->rank * u->shard, hi = lo + u->shard;
+    int64_t a = u->offset[param], b = a + u->param.child[param].numel;
+    int64_t from = a > lo ? a : lo, to = b < hi ? b : hi;
+    if (from >= to)
+        return SZ_OK;
+    sz_tensor part = sz_tensor_view(&u->pshard, from - lo, to - from, NULL);
+    return sz_tensor_write(&part, src + (from - a));
 }
 
 sz_status sz_model_init_params(sz_model *m, uint64_t seed)
@@ -249,7 +370,7 @@ sz_status sz_model_init_params(sz_model *m, uint64_t seed)
                 for (int64_t k = 0; k < n; k++)
                     tmp[k] = p->init == SZ_INIT_ONE ? 1.0f : 0.0f;
             }
-            sz_status st = sz_tensor_write(&u->param.child[i], tmp);
+            sz_status st = sz_model_param_write(m, ui, i, tmp);
             free(tmp);
             if (st != SZ_OK)
                 return st;
@@ -273,35 +394,38 @@ int sz_unit_index(const sz_unit *u) { return u ? u->index : -1; }
 const char *sz_unit_name(const sz_unit *u) { return u ? u->name : ""; }
 sz_model *sz_unit_model(sz_unit *u) { return u ? u->model : NULL; }
 
-/* ---- the step ------------------------------------------------------------------------------ */
+/* ---- losses and the step entry points ----------------------------------------------------- */
 
-static sz_status run_forward(sz_model *m)
-{
-    for (int i = 0; i < m->nunits; i++) {
-        struct sz_unit *u = m->units[i];
-        u->phase = u->fwd_name;
-        sz_status st = u->forward(u, u->user);
-        if (st != SZ_OK)
-            return st;
-    }
-    return SZ_OK;
-}
-
-static sz_status mean_loss(sz_model *m, float *loss)
+/* The mean over all ranks of the loss tensor's mean (ranks added in rank order). */
+static sz_status global_mean_loss(sz_model *m, float *loss)
 {
     if (!m->loss)
         return SZ_ERR_STATE;
     int64_t n = m->loss->numel;
     float *l = malloc((size_t)n * sizeof *l);
-    if (!l)
+    double *all = malloc((size_t)m->nd * sizeof *all);
+    if (!l || !all) {
+        free(l);
+        free(all);
         return SZ_ERR_NOMEM;
+    }
     sz_status st = sz_tensor_read(m->loss, l);
     double s = 0.0;
     for (int64_t i = 0; i < n; i++)
         s += l[i];
-    free(l);
+    s /= (double)n;
+    if (m->nd > 1 && MPI_Allgather(&s, 1, MPI_DOUBLE, all, 1, MPI_DOUBLE, m->ctx->host_comm) != MPI_SUCCESS)
+        st = SZ_ERR_RUNTIME;
+    if (m->nd > 1) {
+        s = 0.0;
+        for (int r = 0; r < m->nd; r++)
+            s += all[r];
+        s /= m->nd;
+    }
     if (loss)
-        *loss = (float)(s / (double)n);
+        *loss = (float)s;
+    free(l);
+    free(all);
     return st;
 }
 
@@ -309,68 +433,97 @@ sz_status sz_model_eval(sz_model *m, float *loss)
 {
     if (!m || !m->finalized)
         return SZ_ERR_STATE;
-    sz_status st = run_forward(m);
-    return st != SZ_OK ? st : mean_loss(m, loss);
+    sz_status st = sz_zero_forward(m);
+    return st != SZ_OK ? st : global_mean_loss(m, loss);
+}
+
+sz_status sz_model_forward_backward(sz_model *m, float *loss)
+{
+    if (!m)
+        return SZ_ERR_INVALID;
+    if (!m->finalized || !m->loss)
+        return SZ_ERR_STATE;
+    if (m->micro_batch >= m->zero.micro_batches) {
+        sz_context_log(m->ctx, SZ_LOG_ERROR, "forward_backward called %d times without sz_model_update "
+                       "(micro_batches = %d)", m->micro_batch + 1, m->zero.micro_batches);
+        return SZ_ERR_STATE;
+    }
+    if (m->micro_batch == 0) {
+        m->step_sent = __atomic_load_n(&m->counters.sent, __ATOMIC_RELAXED);
+        m->step_received = __atomic_load_n(&m->counters.received, __ATOMIC_RELAXED);
+    }
+    /* d(mean loss over all rows of all micro-batches of all ranks) / d(one row's loss) */
+    m->dloss = 1.0f / ((float)m->loss->numel * (float)m->zero.micro_batches * (float)m->nd);
+    sz_status st = sz_zero_forward(m);
+    if (st == SZ_OK)
+        st = sz_zero_backward(m);
+    if (st == SZ_OK)
+        m->micro_batch++;
+    return st == SZ_OK ? global_mean_loss(m, loss) : st;
+}
+
+sz_status sz_model_update(sz_model *m, const sz_train_config *cfg, int t)
+{
+    if (!m || !cfg || t < 1)
+        return SZ_ERR_INVALID;
+    if (m->micro_batch != m->zero.micro_batches) {
+        sz_context_log(m->ctx, SZ_LOG_ERROR, "update after %d of %d micro-batches", m->micro_batch,
+                       m->zero.micro_batches);
+        return SZ_ERR_STATE;
+    }
+    sz_status st = sz_zero_update(m, cfg, t);
+    m->micro_batch = 0;
+    if (st != SZ_OK)
+        return st;
+    float clip[2];
+    st = sz_tensor_read(m->clip, clip);
+    m->last_grad_norm = clip[1];
+    starpu_task_wait_for_all();
+    m->step_sent = __atomic_load_n(&m->counters.sent, __ATOMIC_RELAXED) - m->step_sent;
+    m->step_received = __atomic_load_n(&m->counters.received, __ATOMIC_RELAXED) - m->step_received;
+    return st;
 }
 
 sz_status sz_model_train_step(sz_model *m, const sz_train_config *cfg, int t, float *loss)
 {
-    if (!m || !cfg || t < 1)
-        return SZ_ERR_INVALID;
-    if (!m->finalized || !m->loss)
-        return SZ_ERR_STATE;
-    sz_status st = run_forward(m);
-    if (st != SZ_OK)
-        return st;
-    /* All gradients start at zero before any backward: a unit's gradient may be accumulated by
-     * another unit (tied weights) before its own backward runs. */
-    for (int i = m->nunits - 1; i >= 0; i--) {
-        struct sz_unit *u = m->units[i];
-        for (int k = 0; k < u->nparams; k++)
-            if ((st = sz_submit_zero(&u->grad.child[k], u->bwd_name)) != SZ_OK)
-                return st;
-    }
-    for (int i = m->nunits - 1; i >= 0; i--) {
-        struct sz_unit *u = m->units[i];
-        if (!u->backward)
-            continue;
-        u->phase = u->bwd_name;
-        if ((st = u->backward(u, u->user)) != SZ_OK)
-            return st;
-    }
-    for (int i = m->nunits - 1; i >= 0; i--) {
-        struct sz_unit *u = m->units[i];
-        sz_tensor used = sz_tensor_view(&u->grad.all, 0, u->numel, NULL);
-        if ((st = sz_submit_sumsq(&u->sumsq, &used, u->bwd_name)) != SZ_OK)
-            return st;
-    }
-    if ((st = sz_submit_clip_scale(m->clip_scale, m->sumsq, cfg->grad_clip)) != SZ_OK)
-        return st;
-    for (int i = 0; i < m->nunits; i++) {
-        struct sz_unit *u = m->units[i];
-        if (!u->backward)
-            continue;
-        for (int k = 0; k < u->nparams; k++) {
-            float wd = (cfg->decay == SZ_DECAY_ALL || u->params[k].decay) ? cfg->weight_decay : 0.0f;
-            st = sz_submit_adamw(&u->param.child[k], &u->grad.child[k], &u->adam_m.child[k], &u->adam_v.child[k],
-                                 m->clip_scale, cfg, wd, t, u->opt_name);
-            if (st != SZ_OK)
-                return st;
-        }
-    }
-    st = mean_loss(m, loss);
-    float *sums = malloc((size_t)m->nunits * sizeof *sums);
-    if (!sums)
-        return SZ_ERR_NOMEM;
-    if (st == SZ_OK)
-        st = sz_tensor_read(m->sumsq, sums);
-    double s = 0.0;
-    for (int i = 0; i < m->nunits; i++)
-        s += sums[i];
-    free(sums);
-    m->last_grad_norm = (float)sqrt(s);
-    starpu_task_wait_for_all();
-    return st;
+    sz_status st = sz_model_forward_backward(m, loss);
+    return st != SZ_OK ? st : sz_model_update(m, cfg, t);
 }
 
 float sz_model_last_grad_norm(const sz_model *m) { return m ? m->last_grad_norm : 0.0f; }
+
+/* ---- the memory report ---------------------------------------------------------------------- */
+
+const char *sz_mem_category_name(sz_mem_category c)
+{
+    static const char *names[SZ_MEM_NCATEGORIES] = {
+        "full params", "param shard", "gathered units in flight", "grads", "grad shard", "grads in flight",
+        "fp32 master", "Adam m", "Adam v", "activations", "communication buffers"};
+    return c >= 0 && c < SZ_MEM_NCATEGORIES ? names[c] : "?";
+}
+
+sz_status sz_model_memory_report(const sz_model *m, sz_memory_report *r)
+{
+    if (!m || !r)
+        return SZ_ERR_INVALID;
+    memset(r, 0, sizeof *r);
+    int64_t persistent = 0;
+    for (int c = 0; c < SZ_MEM_NCATEGORIES; c++) {
+        int64_t transient = __atomic_load_n(&m->counters.peak[c], __ATOMIC_RELAXED);
+        r->bytes[c] = m->persistent[c] + transient;
+        persistent += m->persistent[c];
+    }
+    r->model_state_bytes = r->bytes[SZ_MEM_PARAMS] + r->bytes[SZ_MEM_PARAM_SHARD] + r->bytes[SZ_MEM_GRADS] +
+                           r->bytes[SZ_MEM_GRAD_SHARD] + r->bytes[SZ_MEM_MASTER] + r->bytes[SZ_MEM_ADAM_M] +
+                           r->bytes[SZ_MEM_ADAM_V];
+    r->peak_bytes = persistent + __atomic_load_n(&m->counters.peak_total, __ATOMIC_RELAXED);
+    r->comm_bytes_sent = m->step_sent;
+    r->comm_bytes_received = m->step_received;
+    r->nparams = sz_model_nparams(m);
+    for (int i = 0; i < m->nunits; i++)
+        r->nparams_padded += m->units[i]->padded;
+    r->stage = m->zero.stage;
+    r->nd = m->nd;
+    r->micro_batches = m->zero.micro_batches;
+    return SZ_OK;
+}

@@ -61,7 +61,7 @@ static sz_status submit(struct call *c, struct starpu_codelet *cl, const char *n
 sz_status sz_op_zero(sz_unit *u, sz_tensor *t)
 {
     NEED_UNIT(u);
-    return sz_submit_zero(t, u->phase);
+    return sz_submit_zero(t, u->phase, NULL, 0, 0);
 }
 
 sz_status sz_op_encoder_fwd(sz_unit *u, sz_tensor *out, sz_tensor *tok, sz_tensor *wte, sz_tensor *wpe, int B,
@@ -214,16 +214,16 @@ sz_status sz_op_softmax_xent_bwd(sz_unit *u, sz_tensor *dlogits, sz_tensor *prob
     NEED_UNIT(u);
     if (V < 1 || V > Vp || N < 1)
         return SZ_ERR_INVALID;
-    CALL(.N = N, .V = V, .Vp = Vp, .f = {1.0f / (float)N});
+    CALL(.N = N, .V = V, .Vp = Vp, .f = {u->model->dloss > 0 ? u->model->dloss : 1.0f / (float)N});
     OUT(&c, dlogits, (int64_t)N * Vp); IN(&c, probs, (int64_t)N * Vp); TOK(&c, targets, N);
     return submit(&c, &sz_cl_softmax_xent_bwd, u->phase);
 }
 
 /* ---- the step's own tasks ------------------------------------------------------------------ */
 
-sz_status sz_submit_zero(const sz_tensor *t, const char *name)
+sz_status sz_submit_zero(const sz_tensor *t, const char *name, struct sz_counters *acct, int category, int64_t bytes)
 {
-    CALL(.nt = 0);
+    CALL(.stats = acct, .category = category, .bytes = bytes);
     OUT(&c, t, 0);
     return submit(&c, &sz_cl_zero, name);
 }
@@ -236,18 +236,54 @@ sz_status sz_submit_sumsq(const sz_tensor *out, const sz_tensor *x, const char *
     return submit(&c, &sz_cl_sumsq, name);
 }
 
-sz_status sz_submit_clip_scale(const sz_tensor *scale, const sz_tensor *sums, float clip)
-{
-    CALL(.f = {0, 0, 0, 0, 0, clip});
-    OUT(&c, scale, 1);
-    IN(&c, sums, 1);
-    return submit(&c, &sz_cl_clip_scale, "clip");
-}
-
 sz_status sz_submit_adamw(const sz_tensor *p, const sz_tensor *g, const sz_tensor *m, const sz_tensor *v,
                           const sz_tensor *scale, const sz_train_config *cfg, float wd, int t, const char *name)
 {
     CALL(.f = {cfg->lr, cfg->beta1, cfg->beta2, cfg->eps, wd}, .t = t);
     ACC(&c, p, p->numel); IN(&c, g, p->numel); ACC(&c, m, p->numel); ACC(&c, v, p->numel); IN(&c, scale, 1);
     return submit(&c, &sz_cl_adamw, name);
+}
+
+/* Communication tasks all write the model's token, so each rank runs them in submission order,
+ * the same on every rank: their blocking collectives always meet. */
+#define COMM_CALL(m, ...) \
+    CALL(.comm = (m)->ctx->task_comm, .nd = (m)->nd, .rank = (m)->rank, .stats = &(m)->counters, __VA_ARGS__)
+
+sz_status sz_submit_clip(struct sz_model *m, float clip)
+{
+    COMM_CALL(m, .f = {0, 0, 0, 0, 0, clip});
+    OUT(&c, m->clip, 2);
+    IN(&c, m->sumsq, m->nunits);
+    ACC(&c, m->token, 1);
+    return submit(&c, &sz_cl_clip_scale, "comm:clip");
+}
+
+sz_status sz_submit_reduce_scatter(struct sz_model *m, struct sz_unit *u, int acc, int64_t release_bytes)
+{
+    COMM_CALL(m, .shard = u->shard, .acc = acc, .category = SZ_MEM_GRADS_IN_FLIGHT, .bytes = -release_bytes);
+    IN(&c, &u->grad.all, u->padded);
+    ACC(&c, &u->gshard, u->shard);
+    ACC(&c, m->comm_buf, m->nd > 1 ? u->padded : 1);
+    ACC(&c, m->token, 1);
+    return submit(&c, &sz_cl_reduce_scatter, u->comm_name);
+}
+
+sz_status sz_submit_all_gather(struct sz_model *m, struct sz_unit *u, int from_shard, int category, int64_t bytes)
+{
+    COMM_CALL(m, .shard = u->shard, .category = category, .bytes = bytes);
+    if (from_shard) {
+        OUT(&c, &u->param.all, u->padded);
+        IN(&c, &u->pshard, u->shard);
+    } else {
+        ACC(&c, m->zero.stage == 0 ? &u->grad.all : &u->param.all, u->padded); /* in place */
+    }
+    ACC(&c, m->token, 1);
+    return submit(&c, &sz_cl_all_gather, u->comm_name);
+}
+
+sz_status sz_submit_account(struct sz_model *m, const sz_tensor *t, int category, int64_t bytes, const char *name)
+{
+    CALL(.stats = &m->counters, .category = category, .bytes = bytes);
+    ACC(&c, t, 0);
+    return submit(&c, &sz_cl_account, name);
 }

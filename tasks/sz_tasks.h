@@ -1,12 +1,14 @@
 /* tasks/sz_tasks.h — private structures behind sz_tensor, sz_unit and sz_model: which StarPU
- * handles exist for a model (one flat buffer per unit for parameters, gradients, Adam m and v,
- * partitioned into per-tensor children) and the helpers that submit tasks on them. */
+ * handles exist for a model under its ZeRO stage (one flat buffer per unit for parameters,
+ * gradients, Adam m and v, padded to a multiple of the rank count, plus the shards this rank
+ * owns) and the helpers that submit tasks on them. */
 #ifndef SZ_TASKS_H
 #define SZ_TASKS_H
 
 #include <starpu.h>
 #include "starzero.h"
 #include "sz_runtime.h"
+#include "sz_codelets.h"
 
 /* A tensor is a view: `numel` elements at element `offset` of the vector handle `h`, which holds
  * `handle_numel` elements. A unit's parameters are views of one flat handle, and so on. */
@@ -18,8 +20,9 @@ struct sz_tensor {
     void *home;        /* the buffer this tensor registered and owns (NULL for views) */
 };
 
-/* One flat buffer (parameters, gradients, m or v of a unit): the handle, a view over all of it,
- * and one view per parameter tensor. */
+/* One flat buffer of a unit: the handle (registered on `buf`, or allocated by StarPU on demand
+ * when buf is NULL: stage 3's gathered parameters, stage 2-3's gradients in flight), a view over
+ * all of it and one view per parameter tensor. */
 struct sz_flat {
     float *buf;
     sz_tensor all;
@@ -29,42 +32,74 @@ struct sz_flat {
 struct sz_unit {
     struct sz_model *model;
     int index;
-    char name[32], fwd_name[40], bwd_name[40], opt_name[40];
+    char name[32], fwd_name[40], bwd_name[40], opt_name[40], comm_name[40];
     sz_param_spec *params;
     int nparams;
     int64_t *offset;   /* offset of each param in the flat buffer */
     int64_t numel;     /* sum of the params' sizes */
+    int64_t padded;    /* numel rounded up to a multiple of nd */
+    int64_t shard;     /* padded / nd: the slice every rank owns */
+    int *uses;         /* tied units (see sz_unit_desc) */
+    int nuses;
+    int last_grad_user;/* the unit whose backward (in backward order) is the last to touch our grads */
     sz_unit_fn forward, backward;
     void *user;
-    const char *phase;            /* task name of the ops being submitted: fwd_name or bwd_name */
-    struct sz_flat param, grad, adam_m, adam_v;
-    sz_tensor sumsq;              /* view: this unit's squared gradient norm (one float of model->sumsq) */
+    const char *phase; /* task name of the ops being submitted: fwd_name or bwd_name */
+    struct sz_flat param, grad;
+    sz_tensor pshard;  /* this rank's parameter slice: a view of param (stages 0-2) or its own buffer (3) */
+    sz_tensor gshard;  /* this rank's reduced gradient slice: a view of grad (0-1) or its own buffer (2-3) */
+    sz_tensor adam_m, adam_v;   /* full (stage 0) or shard */
+    sz_tensor sumsq;   /* view: squared norm of this rank's gradient slice (one float of model->sumsq) */
+    int gathered;      /* submission-time state: stage 3 parameters currently gathered */
+    int grads_live;    /* submission-time state: stage 2-3 gradient buffer allocated */
 };
 
 struct sz_model {
     struct sz_context *ctx;
+    sz_zero_config zero;
+    int nd, rank;
     struct sz_unit **units;
     int nunits, cap_units;
-    sz_tensor **tensors;
+    sz_tensor **tensors;         /* owned: registered tensors (activations, shards, state) */
     int ntensors, cap_tensors;
     sz_tensor *loss;
     int finalized;
-    sz_tensor *sumsq;                  /* nunits floats: the units' squared gradient norms */
-    sz_tensor *clip_scale;             /* one float: the factor every AdamW task applies to grads */
+    int micro_batch;             /* forward/backward passes since the last update */
+    float dloss;                 /* gradient of the mean loss w.r.t. one row's loss: 1/(N*M*nd) */
+    sz_tensor *sumsq;            /* nunits floats: squared norms of this rank's gradient slices */
+    sz_tensor *clip;             /* 2 floats: clip factor, global norm */
+    sz_tensor *comm_buf;         /* the reduce-scatter receive buffer (largest padded unit) */
+    sz_tensor *token;            /* one float every communication task writes: one order on all ranks */
     float last_grad_norm;
+    int64_t persistent[SZ_MEM_NCATEGORIES];
+    struct sz_counters counters; /* updated by tasks: transient memory, communication bytes */
+    int64_t step_sent, step_received;
 };
 
 /* tasks/ops.c: the step's own tasks */
-sz_status sz_submit_zero(const sz_tensor *t, const char *name);
+sz_status sz_submit_zero(const sz_tensor *t, const char *name, struct sz_counters *acct, int category, int64_t bytes);
 sz_status sz_submit_sumsq(const sz_tensor *out, const sz_tensor *x, const char *name);
-sz_status sz_submit_clip_scale(const sz_tensor *scale, const sz_tensor *sums, float clip);
+sz_status sz_submit_clip(struct sz_model *m, float clip);
 sz_status sz_submit_adamw(const sz_tensor *p, const sz_tensor *g, const sz_tensor *m, const sz_tensor *v,
                           const sz_tensor *scale, const sz_train_config *cfg, float wd, int t, const char *name);
+sz_status sz_submit_reduce_scatter(struct sz_model *m, struct sz_unit *u, int acc, int64_t release_bytes);
+sz_status sz_submit_all_gather(struct sz_model *m, struct sz_unit *u, int from_shard, int category, int64_t bytes);
+sz_status sz_submit_account(struct sz_model *m, const sz_tensor *t, int category, int64_t bytes, const char *name);
 
 /* tasks/tensor.c */
 sz_tensor *sz_tensor_register(void *home, int64_t numel, sz_dtype dtype, const char *name);
+/* A handle StarPU allocates itself when first written (home node -1); freed by invalidation. */
+sz_tensor *sz_tensor_register_lazy(int64_t numel, sz_dtype dtype, const char *name);
 /* A view of `numel` elements at `offset` of base's handle. */
 sz_tensor sz_tensor_view(const sz_tensor *base, int64_t offset, int64_t numel, const char *name);
 void sz_tensor_unregister(sz_tensor *t);
+
+/* tasks/zero.c: the ZeRO step driver */
+sz_status sz_zero_forward(struct sz_model *m);
+sz_status sz_zero_backward(struct sz_model *m);
+sz_status sz_zero_update(struct sz_model *m, const sz_train_config *cfg, int t);
+/* Host-side, collective: the full padded flat values of unit u assembled from every rank's
+ * slice `which` (0: parameters, 1: gradients) into full (u->padded floats). */
+sz_status sz_zero_assemble(struct sz_model *m, struct sz_unit *u, int which, float *full);
 
 #endif

@@ -30,6 +30,19 @@ sz_tensor *sz_tensor_register(void *home, int64_t numel, sz_dtype dtype, const c
     return t;
 }
 
+sz_tensor *sz_tensor_register_lazy(int64_t numel, sz_dtype dtype, const char *name)
+{
+    sz_tensor *t = calloc(1, sizeof *t);
+    if (!t)
+        return NULL;
+    t->numel = t->handle_numel = numel;
+    t->dtype = dtype;
+    snprintf(t->name, sizeof t->name, "%s", name ? name : "");
+    starpu_vector_data_register(&t->h, -1, 0, (uint32_t)numel, sz_dtype_size(dtype));
+    starpu_data_set_name(t->h, t->name);
+    return t;
+}
+
 sz_tensor sz_tensor_view(const sz_tensor *base, int64_t offset, int64_t numel, const char *name)
 {
     sz_tensor v = *base;

@@ -26,7 +26,7 @@ static gpt2 *make(const sz_gpt2_config *c, uint64_t seed)
 {
     gpt2 *g = NULL;
     char err[256];
-    CU_ASSERT_EQUAL_FATAL(gpt2_create(&g, ctx, c, B, T, err, sizeof err), SZ_OK);
+    CU_ASSERT_EQUAL_FATAL(gpt2_create(&g, ctx, c, B, T, NULL, err, sizeof err), SZ_OK);
     CU_ASSERT_EQUAL_FATAL(gpt2_init_random(g, seed), SZ_OK);
     int in[B * T], tg[B * T];
     sz_rng r;

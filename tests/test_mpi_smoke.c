@@ -57,7 +57,7 @@ int main(int argc, char **argv)
     for (int i = 0; i < N; i++)
         bad += result[i] != (float)(peer * 1000 + i % 997) + 1.0f;
     int bad_all = 0;
-    MPI_Allreduce(&bad, &bad_all, 1, MPI_INT, MPI_SUM, ctx->comm);
+    MPI_Allreduce(&bad, &bad_all, 1, MPI_INT, MPI_SUM, ctx->host_comm);
     printf("rank %d/%d: received rank %d's handle: %s\n", me, np, peer, bad ? "WRONG VALUES" : "ok");
     if (me == 0)
         printf("mpi_smoke: %d rank(s), %s\n", np, bad_all ? "FAILED" : "all values correct");

@@ -177,7 +177,8 @@ static sz_tensor *act(struct gpt2 *g, const char *what, int layer, sz_dtype dt, 
     return sz_model_tensor(g->model, name, dt, n);
 }
 
-sz_status gpt2_create(gpt2 **out, sz_context *ctx, const sz_gpt2_config *cfg, int B, int T, char *err, size_t errlen)
+sz_status gpt2_create(gpt2 **out, sz_context *ctx, const sz_gpt2_config *cfg, int B, int T, const sz_zero_config *zero,
+                      char *err, size_t errlen)
 {
     sz_status st = sz_gpt2_config_validate(cfg, err, errlen);
     if (st != SZ_OK)
@@ -202,6 +203,12 @@ sz_status gpt2_create(gpt2 **out, sz_context *ctx, const sz_gpt2_config *cfg, in
         gpt2_free(g);
         return SZ_ERR_NOMEM;
     }
+    if (zero && (st = sz_model_set_zero(g->model, zero)) != SZ_OK) {
+        snprintf(err, errlen, "ZeRO stage %d with %d micro-batches: invalid (stage 0..3, micro-batches >= 1)",
+                 zero->stage, zero->micro_batches);
+        gpt2_free(g);
+        return st;
+    }
     for (int i = 0; i < NELEM(EMBED_IDS); i++)
         spec_from_table(cfg, EMBED_IDS[i], &g->embed_spec[i]);
     for (int i = 0; i < NELEM(BLOCK_IDS); i++)
@@ -209,17 +216,21 @@ sz_status gpt2_create(gpt2 **out, sz_context *ctx, const sz_gpt2_config *cfg, in
     for (int i = 0; i < NELEM(HEAD_IDS); i++)
         spec_from_table(cfg, HEAD_IDS[i], &g->head_spec[i]);
 
-    sz_unit_desc d = {"embed", g->embed_spec, NELEM(EMBED_IDS), embed_fwd, embed_bwd, g};
+    sz_unit_desc d = {.name = "embed", .params = g->embed_spec, .nparams = NELEM(EMBED_IDS), .forward = embed_fwd,
+                      .backward = embed_bwd, .user = g};
     st = sz_model_add_unit(g->model, &d);
     for (int l = 0; l < L && st == SZ_OK; l++) {
         char name[32];
         snprintf(name, sizeof name, "block%d", l);
         g->blocks[l] = (struct block_unit){g, l};
-        sz_unit_desc bd = {name, g->block_spec, NELEM(BLOCK_IDS), block_fwd, block_bwd, &g->blocks[l]};
+        sz_unit_desc bd = {.name = name, .params = g->block_spec, .nparams = NELEM(BLOCK_IDS), .forward = block_fwd,
+                           .backward = block_bwd, .user = &g->blocks[l]};
         st = sz_model_add_unit(g->model, &bd);
     }
     if (st == SZ_OK) {
-        sz_unit_desc hd = {"head", g->head_spec, NELEM(HEAD_IDS), head_fwd, head_bwd, g};
+        static const int tied[] = {0}; /* the head reads the embedding's wte */
+        sz_unit_desc hd = {.name = "head", .params = g->head_spec, .nparams = NELEM(HEAD_IDS), .forward = head_fwd,
+                           .backward = head_bwd, .user = g, .uses = tied, .nuses = 1};
         st = sz_model_add_unit(g->model, &hd);
     }
 

@@ -8,9 +8,11 @@
 
 typedef struct gpt2 gpt2;
 
-/* Builds the model for micro-batch B x T (T <= cfg->max_seq) on ctx; parameters are zero until
- * gpt2_init_random or gpt2_load. err receives a message on failure. */
-sz_status gpt2_create(gpt2 **out, sz_context *ctx, const sz_gpt2_config *cfg, int B, int T, char *err, size_t errlen);
+/* Builds the model for micro-batch B x T (T <= cfg->max_seq) on ctx with the ZeRO configuration
+ * `zero` (NULL: stage 0, one micro-batch); parameters are zero until gpt2_init_random or
+ * gpt2_load. err receives a message on failure. */
+sz_status gpt2_create(gpt2 **out, sz_context *ctx, const sz_gpt2_config *cfg, int B, int T, const sz_zero_config *zero,
+                      char *err, size_t errlen);
 void gpt2_free(gpt2 *g);
 
 sz_model *gpt2_model(gpt2 *g);

@@ -1,0 +1,446 @@
+/* apps/sz-estimate.c — the ZeRO estimator on the command line: model-state bytes per rank for
+ * each stage and N_d (DESIGN §3, the paper's table), communication per step, GPT-2 activation
+ * bytes, and the smallest N_d that fits a memory budget. Text table or one JSON object.
+ * Pure arithmetic: starts no runtime. Run `sz-estimate --help` for the options. */
+#include <cjson/cJSON.h>
+#include <ctype.h>
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "starzero.h"
+/* Until its declarations move into starzero.h (apps do not have graph/ on their include path). */
+#include "starzero.h"
+
+#define MAX_ND_VALUES 64
+
+static const char *const k_stage_names[4] = {"DP", "P_os", "P_os+g", "P_os+g+p"};
+
+struct opts {
+    const char *params_str, *model, *precision, *budget_str, *extra_str;
+    double psi, budget, extra;
+    int have_model, mixed, vocab, max_seq, batch, seq, micro_batches, max_nd, decimals, json, ckpt;
+    int vocab_set, max_seq_set, batch_set, seq_set;
+    int nd[MAX_ND_VALUES], n_nd;
+    sz_gpt2_config cfg;
+};
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: sz-estimate (--params N | --model d2|d6|d12|L,H,C) [options]\n"
+            "\n"
+            "Estimates, per data-parallel rank and for each ZeRO stage (0 DP, 1 P_os, 2 P_os+g,\n"
+            "3 P_os+g+p), the persistent model-state bytes (params or their shard, grads or their\n"
+            "shard, fp32 master, Adam m and v), the bytes communicated per step, and for a GPT-2\n"
+            "model the activation bytes of one micro-batch. Nothing is run or allocated.\n"
+            "\n"
+            "model:\n"
+            "  --params N          parameter count: 7.5e9, 1.5e8, 124M, 1.5B; suffixes K=1e3,\n"
+            "                      M=1e6, B or G=1e9, T=1e12\n"
+            "  --model NAME        GPT-2: d2 (L2,H4,C128), d6 (6,6,384), d12 (12,12,768, 124M) or\n"
+            "                      L,H,C; Ψ is its parameter count with the padded vocabulary\n"
+            "  --vocab V           vocabulary for --model (default 50257; padded to 128s)\n"
+            "  --max-seq T         positions for --model (default 1024)\n"
+            "setup:\n"
+            "  --nd N[,N...]       data-parallel ranks N_d, the table's columns (default 1,2,4,8,16,64)\n"
+            "  --precision P       mixed (default; 'bf16' is a synonym): bf16 params and grads, fp32\n"
+            "                      master, Adam m and v (K = 12), bf16 communication; or fp32:\n"
+            "                      fp32 params, grads, m and v, no master, fp32 communication\n"
+            "  --micro-batches M   micro-batches per step (default 1): stages 2-3 communicate\n"
+            "                      every micro-batch, stages 0-1 once per step\n"
+            "activations (--model only):\n"
+            "  --batch B           sequences per micro-batch (default 1)\n"
+            "  --seq T             tokens per sequence (default: --max-seq)\n"
+            "                      Reported: llm.c's fp32 ActivationTensors for B x T, and the same\n"
+            "                      under block checkpointing (block inputs + one block + the head)\n"
+            "budget:\n"
+            "  --budget BYTES      memory per rank; prints each stage's smallest N_d that fits\n"
+            "                      model states + activations + --extra. Decimal suffixes K, M, G,\n"
+            "                      T (also KB, MB, GB, TB) are powers of 1000; binary suffixes KiB,\n"
+            "                      MiB, GiB, TiB are powers of 1024 (case matters). 80G = 80e9,\n"
+            "                      80GiB = 85.9e9; no suffix or B: bytes (8.5e10 works too)\n"
+            "  --extra BYTES       further bytes per rank to count in the budget (same suffixes)\n"
+            "  --ckpt              count the checkpointed activations in the budget (default: full)\n"
+            "  --max-nd N          largest N_d the budget search considers (default 65536)\n"
+            "output:\n"
+            "  --decimals D        decimals of the GB (1e9 bytes) values in the table (default 1)\n"
+            "  --json              one JSON object instead of the tables (all values in bytes)\n"
+            "  -h, --help          print this help\n"
+            "\n"
+            "Model states are the paper's exact Ψ/N_d shares; stage 3's gathered units in flight,\n"
+            "buffers and activation gradients are not included. Exit status: 0, or 2 for bad options.\n"
+            "example (the paper's check: 120, 31.4, 16.6, 1.9 GB):\n"
+            "  sz-estimate --params 7.5e9 --nd 64\n");
+}
+
+/* A number with an optional multiplier suffix taken from `units` (the whole rest of the string;
+ * matched case-insensitively when `nocase`). Returns 0 and sets *out on success. */
+struct unit {
+    const char *suffix;
+    double mult;
+};
+
+static int parse_scaled(const char *s, const struct unit *units, int nocase, double *out)
+{
+    if (!s || !*s || isspace((unsigned char)*s))
+        return -1;
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (end == s || errno == ERANGE || !isfinite(v))
+        return -1;
+    double mult = 0.0;
+    for (const struct unit *u = units; u->suffix; u++)
+        if (nocase ? !strcasecmp(end, u->suffix) : !strcmp(end, u->suffix)) {
+            mult = u->mult;
+            break;
+        }
+    if (mult == 0.0 || !isfinite(v * mult))
+        return -1;
+    *out = v * mult;
+    return 0;
+}
+
+static const struct unit k_count_units[] = {
+    {"", 1.0}, {"K", 1e3}, {"M", 1e6}, {"B", 1e9}, {"G", 1e9}, {"T", 1e12}, {NULL, 0}};
+
+/* Case-sensitive: "Gb" would read as gigabits. k and kB are the SI spellings of K and KB. */
+static const struct unit k_byte_units[] = {
+    {"", 1.0},           {"B", 1.0},           {"k", 1e3},            {"kB", 1e3},
+    {"K", 1e3},          {"KB", 1e3},           {"M", 1e6},           {"MB", 1e6},
+    {"G", 1e9},          {"GB", 1e9},           {"T", 1e12},          {"TB", 1e12},
+    {"KiB", 1024.0},     {"MiB", 1048576.0},    {"GiB", 1073741824.0}, {"TiB", 1099511627776.0},
+    {NULL, 0}};
+
+static int parse_int(const char *s, int lo, int hi, int *out)
+{
+    if (!s || !*s || isspace((unsigned char)*s))
+        return -1;
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (*end || errno == ERANGE || v < lo || v > hi)
+        return -1;
+    *out = (int)v;
+    return 0;
+}
+
+static int parse_nd_list(const char *s, struct opts *o)
+{
+    char buf[1024];
+    if (strlen(s) >= sizeof buf)
+        return -1;
+    strcpy(buf, s);
+    o->n_nd = 0;
+    char *save = NULL;
+    for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        if (o->n_nd == MAX_ND_VALUES)
+            return -1;
+        if (parse_int(tok, 1, INT_MAX, &o->nd[o->n_nd]) != 0)
+            return -1;
+        o->n_nd++;
+    }
+    /* "4,,8" or a trailing comma: strtok_r skips empty fields; refuse them explicitly */
+    if (o->n_nd == 0 || s[0] == ',' || s[strlen(s) - 1] == ',' || strstr(s, ",,"))
+        return -1;
+    return 0;
+}
+
+#define BAD(...)                                                                              \
+    do {                                                                                      \
+        fprintf(stderr, "sz-estimate: " __VA_ARGS__);                                         \
+        fprintf(stderr, " (see --help)\n");                                                   \
+        return -1;                                                                            \
+    } while (0)
+
+/* Returns 0, -1 on a bad option (message printed), 1 after --help. */
+static int parse(int argc, char **argv, struct opts *o)
+{
+    *o = (struct opts){.precision = "mixed", .mixed = 1, .vocab = 50257, .max_seq = 1024, .batch = 1,
+                       .micro_batches = 1, .max_nd = 65536, .decimals = 1,
+                       .nd = {1, 2, 4, 8, 16, 64}, .n_nd = 6};
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            usage(stdout);
+            return 1;
+        }
+        if (!strcmp(a, "--json")) { o->json = 1; continue; }
+        if (!strcmp(a, "--ckpt")) { o->ckpt = 1; continue; }
+        if (strncmp(a, "--", 2) != 0)
+            BAD("unexpected argument '%s'", a);
+        if (!v)
+            BAD("%s needs a value", a);
+        i++;
+        if (!strcmp(a, "--params")) {
+            o->params_str = v;
+            if (parse_scaled(v, k_count_units, 1, &o->psi) != 0 || !(o->psi > 0))
+                BAD("--params %s: expected a positive count such as 7.5e9, 124M or 1.5B", v);
+        } else if (!strcmp(a, "--model")) {
+            o->model = v;
+        } else if (!strcmp(a, "--vocab")) {
+            if (parse_int(v, 1, INT_MAX, &o->vocab) != 0)
+                BAD("--vocab %s: expected a positive integer", v);
+            o->vocab_set = 1;
+        } else if (!strcmp(a, "--max-seq")) {
+            if (parse_int(v, 1, INT_MAX, &o->max_seq) != 0)
+                BAD("--max-seq %s: expected a positive integer", v);
+            o->max_seq_set = 1;
+        } else if (!strcmp(a, "--nd")) {
+            if (parse_nd_list(v, o) != 0)
+                BAD("--nd %s: expected a comma-separated list of at most %d positive integers, e.g. 1,8,64",
+                    v, MAX_ND_VALUES);
+        } else if (!strcmp(a, "--precision")) {
+            if (!strcmp(v, "mixed") || !strcmp(v, "bf16"))
+                o->mixed = 1;
+            else if (!strcmp(v, "fp32"))
+                o->mixed = 0;
+            else
+                BAD("--precision %s: expected mixed (or bf16) or fp32", v);
+            o->precision = v;
+        } else if (!strcmp(a, "--batch")) {
+            if (parse_int(v, 1, INT_MAX, &o->batch) != 0)
+                BAD("--batch %s: expected a positive integer", v);
+            o->batch_set = 1;
+        } else if (!strcmp(a, "--seq")) {
+            if (parse_int(v, 1, INT_MAX, &o->seq) != 0)
+                BAD("--seq %s: expected a positive integer", v);
+            o->seq_set = 1;
+        } else if (!strcmp(a, "--micro-batches")) {
+            if (parse_int(v, 1, INT_MAX, &o->micro_batches) != 0)
+                BAD("--micro-batches %s: expected a positive integer", v);
+        } else if (!strcmp(a, "--budget")) {
+            o->budget_str = v;
+            if (parse_scaled(v, k_byte_units, 0, &o->budget) != 0 || !(o->budget > 0))
+                BAD("--budget %s: expected positive bytes such as 80G (80e9), 80GiB (80*2^30) or 8.5e10", v);
+        } else if (!strcmp(a, "--extra")) {
+            o->extra_str = v;
+            if (parse_scaled(v, k_byte_units, 0, &o->extra) != 0 || !(o->extra >= 0))
+                BAD("--extra %s: expected bytes >= 0 such as 2G or 512MiB", v);
+        } else if (!strcmp(a, "--max-nd")) {
+            if (parse_int(v, 1, INT_MAX, &o->max_nd) != 0)
+                BAD("--max-nd %s: expected a positive integer", v);
+        } else if (!strcmp(a, "--decimals")) {
+            if (parse_int(v, 0, 9, &o->decimals) != 0)
+                BAD("--decimals %s: expected an integer 0..9", v);
+        } else {
+            BAD("unknown option %s", a);
+        }
+    }
+    if (!o->params_str == !o->model)
+        BAD("give exactly one of --params N or --model NAME");
+    if (o->params_str && (o->vocab_set || o->max_seq_set || o->batch_set || o->seq_set || o->ckpt))
+        BAD("--vocab, --max-seq, --batch, --seq and --ckpt describe a GPT-2 model: use them with --model, "
+            "not --params");
+    if (o->model) {
+        char err[256] = "";
+        if (sz_gpt2_config_from_string(&o->cfg, o->model, o->vocab, o->max_seq, err, sizeof err) != SZ_OK)
+            BAD("--model %s: %s", o->model, err);
+        o->have_model = 1;
+        o->psi = (double)sz_gpt2_num_params(&o->cfg);
+        if (!o->seq_set)
+            o->seq = o->max_seq;
+        if (o->seq > o->max_seq)
+            BAD("--seq %d is longer than the model's %d positions (raise --max-seq)", o->seq, o->max_seq);
+    }
+    if (o->extra_str && !o->budget_str)
+        BAD("--extra counts bytes against --budget: give --budget too");
+    return 0;
+}
+
+/* ---- what is computed once and printed either way --------------------------------------- */
+
+struct result {
+    double act, act_ckpt; /* -1 when there is no model */
+    double extra;         /* per-rank bytes counted against the budget besides model states */
+    int min_nd[4];
+};
+
+static void compute(const struct opts *o, struct result *r)
+{
+    r->act = r->act_ckpt = -1.0;
+    if (o->have_model) {
+        r->act = sz_gpt2_activation_bytes(&o->cfg, o->batch, o->seq);
+        r->act_ckpt = sz_gpt2_activation_bytes_ckpt(&o->cfg, o->batch, o->seq);
+    }
+    r->extra = o->extra + (o->have_model ? (o->ckpt ? r->act_ckpt : r->act) : 0.0);
+    for (int s = 0; s < 4; s++)
+        r->min_nd[s] = o->budget_str ? sz_zero_min_nd(s, o->psi, o->mixed, o->budget, r->extra, o->max_nd) : -1;
+}
+
+/* ---- JSON ---------------------------------------------------------------------------------- */
+
+static int print_json(const struct opts *o, const struct result *r)
+{
+    cJSON *root = cJSON_CreateObject();
+    cJSON_AddNumberToObject(root, "params", o->psi);
+    if (o->have_model) {
+        cJSON *m = cJSON_AddObjectToObject(root, "model");
+        cJSON_AddStringToObject(m, "name", o->model);
+        cJSON_AddNumberToObject(m, "layers", o->cfg.layers);
+        cJSON_AddNumberToObject(m, "heads", o->cfg.heads);
+        cJSON_AddNumberToObject(m, "channels", o->cfg.channels);
+        cJSON_AddNumberToObject(m, "vocab", o->cfg.vocab);
+        cJSON_AddNumberToObject(m, "padded_vocab", o->cfg.padded_vocab);
+        cJSON_AddNumberToObject(m, "max_seq", o->cfg.max_seq);
+    }
+    cJSON_AddStringToObject(root, "precision", o->mixed ? "mixed" : "fp32");
+    cJSON_AddNumberToObject(root, "comm_dtype_bytes", o->mixed ? 2 : 4);
+    cJSON_AddNumberToObject(root, "micro_batches", o->micro_batches);
+    cJSON_AddItemToObject(root, "nd", cJSON_CreateIntArray(o->nd, o->n_nd));
+    cJSON *stages = cJSON_AddArrayToObject(root, "stages");
+    for (int s = 0; s < 4; s++) {
+        cJSON *st = cJSON_CreateObject();
+        cJSON_AddNumberToObject(st, "stage", s);
+        cJSON_AddStringToObject(st, "name", k_stage_names[s]);
+        cJSON *per = cJSON_AddArrayToObject(st, "per_nd");
+        for (int i = 0; i < o->n_nd; i++) {
+            int nd = o->nd[i];
+            sz_zero_breakdown b;
+            sz_zero_state_breakdown(s, o->psi, nd, o->mixed, &b);
+            cJSON *e = cJSON_CreateObject();
+            cJSON_AddNumberToObject(e, "nd", nd);
+            cJSON_AddNumberToObject(e, "model_state_bytes", sz_zero_model_state_bytes(s, o->psi, nd, o->mixed));
+            cJSON *bd = cJSON_AddObjectToObject(e, "breakdown");
+            cJSON_AddNumberToObject(bd, "params", b.params);
+            cJSON_AddNumberToObject(bd, "param_shard", b.param_shard);
+            cJSON_AddNumberToObject(bd, "grads", b.grads);
+            cJSON_AddNumberToObject(bd, "grad_shard", b.grad_shard);
+            cJSON_AddNumberToObject(bd, "master", b.master);
+            cJSON_AddNumberToObject(bd, "adam_m", b.adam_m);
+            cJSON_AddNumberToObject(bd, "adam_v", b.adam_v);
+            cJSON_AddNumberToObject(e, "comm_elems", sz_zero_comm_elems_mb(s, o->psi, nd, o->micro_batches));
+            cJSON_AddNumberToObject(e, "comm_bytes",
+                                    sz_zero_comm_bytes_mb(s, o->psi, nd, o->mixed, o->micro_batches));
+            cJSON_AddItemToArray(per, e);
+        }
+        cJSON_AddItemToArray(stages, st);
+    }
+    if (o->have_model) {
+        cJSON_AddNumberToObject(root, "batch", o->batch);
+        cJSON_AddNumberToObject(root, "seq", o->seq);
+        cJSON_AddNumberToObject(root, "activation_bytes", r->act);
+        cJSON_AddNumberToObject(root, "activation_bytes_ckpt", r->act_ckpt);
+    }
+    if (o->budget_str) {
+        cJSON *b = cJSON_AddObjectToObject(root, "budget");
+        cJSON_AddNumberToObject(b, "budget_bytes", o->budget);
+        cJSON_AddStringToObject(b, "activations", !o->have_model ? "none" : o->ckpt ? "checkpointed" : "full");
+        cJSON_AddNumberToObject(b, "extra_bytes", r->extra);
+        cJSON_AddNumberToObject(b, "max_nd", o->max_nd);
+        cJSON *mins = cJSON_AddArrayToObject(b, "min_nd");
+        for (int s = 0; s < 4; s++)
+            cJSON_AddItemToArray(mins, r->min_nd[s] > 0 ? cJSON_CreateNumber(r->min_nd[s]) : cJSON_CreateNull());
+    }
+    char *text = cJSON_Print(root);
+    cJSON_Delete(root);
+    if (!text) {
+        fprintf(stderr, "sz-estimate: out of memory while writing JSON\n");
+        return 1;
+    }
+    puts(text);
+    cJSON_free(text);
+    return 0;
+}
+
+/* ---- text ------------------------------------------------------------------------------------ */
+
+static void print_header_row(const struct opts *o)
+{
+    printf("  %-14s", "stage");
+    for (int i = 0; i < o->n_nd; i++) {
+        char h[32];
+        snprintf(h, sizeof h, "N_d=%d", o->nd[i]);
+        printf(" %10s", h);
+    }
+    printf("\n");
+}
+
+static void print_stage_label(int s)
+{
+    char l[32];
+    snprintf(l, sizeof l, "%d %s", s, k_stage_names[s]);
+    printf("  %-14s", l);
+}
+
+static int print_text(const struct opts *o, const struct result *r)
+{
+    const int d = o->decimals;
+    if (o->have_model) {
+        char desc[128];
+        sz_gpt2_config_format(&o->cfg, desc, sizeof desc);
+        printf("GPT-2 %s (%s): Ψ = %.0f parameters\n", o->model, desc, o->psi);
+    } else {
+        printf("Ψ = %.0f parameters (%.4g)\n", o->psi, o->psi);
+    }
+    printf("precision: %s\n\n",
+           o->mixed ? "mixed (bf16 params and grads; fp32 master, Adam m and v: K = 12)"
+                    : "fp32 (params, grads, Adam m and v; no master)");
+
+    printf("Model states per rank, GB (1e9 bytes):\n");
+    print_header_row(o);
+    for (int s = 0; s < 4; s++) {
+        print_stage_label(s);
+        for (int i = 0; i < o->n_nd; i++)
+            printf(" %10.*f", d, sz_zero_model_state_bytes(s, o->psi, o->nd[i], o->mixed) / 1e9);
+        printf("\n");
+    }
+
+    printf("\nCommunication sent per rank per step (%d micro-batch%s, %s), GB:\n", o->micro_batches,
+           o->micro_batches == 1 ? "" : "es", o->mixed ? "bf16" : "fp32");
+    print_header_row(o);
+    for (int s = 0; s < 4; s++) {
+        print_stage_label(s);
+        for (int i = 0; i < o->n_nd; i++)
+            printf(" %10.*f", d, sz_zero_comm_bytes_mb(s, o->psi, o->nd[i], o->mixed, o->micro_batches) / 1e9);
+        printf("\n");
+    }
+
+    if (o->have_model) {
+        printf("\nActivations per rank, one micro-batch of B=%d x T=%d (fp32, llm.c's ActivationTensors):\n",
+               o->batch, o->seq);
+        printf("  full %.*f GB (%.0f bytes); block checkpointing %.*f GB (%.0f bytes)\n", d, r->act / 1e9,
+               r->act, d, r->act_ckpt / 1e9, r->act_ckpt);
+    }
+
+    if (o->budget_str) {
+        printf("\nBudget %s = %.0f bytes per rank", o->budget_str, o->budget);
+        if (r->extra > 0) {
+            printf(", of which %.*f GB go to", d, r->extra / 1e9);
+            if (o->have_model)
+                printf(" %s activations", o->ckpt ? "checkpointed" : "full");
+            if (o->have_model && o->extra > 0)
+                printf(" and");
+            if (o->extra > 0)
+                printf(" --extra %s", o->extra_str);
+        }
+        printf(":\n  %-14s %s\n", "stage", "smallest N_d that fits");
+        for (int s = 0; s < 4; s++) {
+            print_stage_label(s);
+            if (r->min_nd[s] > 0)
+                printf(" %d (%.*f GB of model states)\n", r->min_nd[s], d,
+                       sz_zero_model_state_bytes(s, o->psi, r->min_nd[s], o->mixed) / 1e9);
+            else
+                printf(" none up to N_d=%d\n", o->max_nd);
+        }
+    }
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    struct opts o;
+    int p = parse(argc, argv, &o);
+    if (p < 0)
+        return 2;
+    if (p > 0)
+        return 0;
+    struct result r;
+    compute(&o, &r);
+    return o.json ? print_json(&o, &r) : print_text(&o, &r);
+}

@@ -1,0 +1,30 @@
+/* codelets/account.c — memory accounting as a task: when it runs, `bytes` (possibly negative) of
+ * category `category` become live, e.g. a unit's gradients allocated for its backward, or a
+ * gathered unit released. It runs in dataflow order with the tasks that touch its tensors, so
+ * the counters follow what the engine really holds. Also the counters' update function. */
+#include "sz_codelets.h"
+
+void sz_counters_add(struct sz_counters *c, int category, int64_t bytes)
+{
+    if (!c || category < 0 || category >= SZ_NCATEGORIES || !bytes)
+        return;
+    int64_t live = __atomic_add_fetch(&c->live[category], bytes, __ATOMIC_RELAXED);
+    int64_t total = __atomic_add_fetch(&c->live_total, bytes, __ATOMIC_RELAXED);
+    int64_t p;
+    while (live > (p = __atomic_load_n(&c->peak[category], __ATOMIC_RELAXED)) &&
+           !__atomic_compare_exchange_n(&c->peak[category], &p, live, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+        ;
+    while (total > (p = __atomic_load_n(&c->peak_total, __ATOMIC_RELAXED)) &&
+           !__atomic_compare_exchange_n(&c->peak_total, &p, total, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+        ;
+}
+
+static void account_cpu(void *b[], void *arg)
+{
+    (void)b;
+    SZ_UNPACK(arg, a);
+    sz_counters_add(a.stats, a.category, a.bytes);
+}
+
+SZ_PERFMODEL(account_model, "sz_account");
+SZ_CODELET(sz_cl_account, account_cpu, "account", account_model);

@@ -1,0 +1,177 @@
+/* tests/test_zero.c — ZeRO stages across MPI ranks (run under mpiexec with 1, 2, 3 and 4 ranks) on
+ * a tiny GPT-2 whose unit sizes do not divide by 3:
+ *  - one micro-batch: stages 1, 2, 3 give bitwise the same losses and parameters as stage 0;
+ *  - two micro-batches: all stages agree to float rounding;
+ *  - measured model-state bytes equal the DESIGN formula for the padded sizes (and the formula
+ *    for the real sizes up to padding); measured communication bytes equal the formula too (plus
+ *    the re-gathers of the tied embedding under stage 3, and the clip factor's tiny all-gather);
+ *  - under stage 2-3 no full-size gradient buffer is held, and stage 3 holds no full parameters.
+ * Every rank checks; the verdict is all-reduced so the exit code is the same everywhere. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include "gpt2/gpt2.h"
+#include "sz_rng.h"
+#include "sz_runtime.h"
+
+enum { B = 2, T = 4, STEPS = 3 };
+static sz_context *ctx;
+static int failures;
+
+#define CHECK(cond, ...)                                                                  \
+    do {                                                                                  \
+        if (!(cond)) {                                                                    \
+            failures++;                                                                   \
+            fprintf(stderr, "rank %d: FAIL %s:%d: ", sz_context_rank(ctx), __FILE__, __LINE__); \
+            fprintf(stderr, __VA_ARGS__);                                                 \
+            fprintf(stderr, "\n");                                                        \
+        }                                                                                 \
+    } while (0)
+
+struct run {
+    float loss[STEPS];
+    float *params, *grads; /* final parameters; gradients of the first step */
+    sz_memory_report rep;
+};
+
+/* STEPS optimizer steps of M micro-batches; rank r takes rows r*B.. of each global micro-batch. */
+static void train(const sz_gpt2_config *c, int stage, int M, struct run *out)
+{
+    int nd = sz_context_world_size(ctx), rank = sz_context_rank(ctx);
+    sz_zero_config z = {.stage = stage, .micro_batches = M};
+    gpt2 *g = NULL;
+    char err[256];
+    if (gpt2_create(&g, ctx, c, B, T, &z, err, sizeof err) != SZ_OK || gpt2_init_random(g, 77) != SZ_OK) {
+        CHECK(0, "create stage %d: %s", stage, err);
+        return;
+    }
+    /* a fixed token stream, long enough for every micro-batch of every rank */
+    size_t n = (size_t)STEPS * M * nd * B * T + 1;
+    uint16_t *stream = malloc(n * sizeof *stream);
+    sz_rng r;
+    sz_rng_seed(&r, 5, 0, 0);
+    for (size_t i = 0; i < n; i++)
+        stream[i] = (uint16_t)(sz_rng_next(&r) % (uint64_t)c->vocab);
+    int in[B * T], tg[B * T];
+    sz_train_config tc;
+    sz_train_config_defaults(&tc);
+    tc.lr = 1e-2f;
+    tc.weight_decay = 0.1f;
+    tc.grad_clip = 0.5f;
+    for (int s = 0; s < STEPS; s++) {
+        double sum = 0;
+        for (int mb = 0; mb < M; mb++) {
+            gpt2_batch_from_stream(stream, n, (long)s * M + mb, nd * B, rank * B, B, T, in, tg);
+            float l = 0;
+            CHECK(gpt2_set_batch(g, in, tg) == SZ_OK, "set batch");
+            CHECK(sz_model_forward_backward(gpt2_model(g), &l) == SZ_OK, "forward_backward stage %d", stage);
+            sum += l;
+        }
+        CHECK(sz_model_update(gpt2_model(g), &tc, s + 1) == SZ_OK, "update stage %d", stage);
+        if (s == 0) {
+            out->grads = malloc(sz_gpt2_num_params(c) * sizeof *out->grads);
+            CHECK(gpt2_get_grads(g, out->grads) == SZ_OK, "get grads");
+        }
+        out->loss[s] = (float)(sum / M);
+    }
+    out->params = malloc(sz_gpt2_num_params(c) * sizeof *out->params);
+    CHECK(gpt2_get_params(g, out->params) == SZ_OK, "get params");
+    sz_model_memory_report(gpt2_model(g), &out->rep);
+    free(stream);
+    gpt2_free(g);
+}
+
+static double model_state_formula(int stage, double psi, int nd)
+{
+    switch (stage) {
+    case 0: return 16 * psi;
+    case 1: return 8 * psi + 8 * psi / nd;
+    case 2: return 4 * psi + 12 * psi / nd;
+    default: return 16 * psi / nd;
+    }
+}
+
+int main(int argc, char **argv)
+{
+    if (sz_context_init(&ctx, NULL, &argc, &argv) != SZ_OK)
+        return 1;
+    int nd = sz_context_world_size(ctx);
+    sz_gpt2_config c;
+    char err[256];
+    sz_gpt2_config_from_string(&c, "2,2,8", 11, 8, err, sizeof err);
+    size_t np = sz_gpt2_num_params(&c);
+
+    struct run base[4], acc[4];
+    for (int s = 0; s < 4; s++)
+        train(&c, s, 1, &base[s]);
+    for (int s = 1; s < 4; s++) {
+        CHECK(!memcmp(base[s].loss, base[0].loss, sizeof base[0].loss), "stage %d losses differ from stage 0 "
+              "(%.9g vs %.9g)", s, base[s].loss[STEPS - 1], base[0].loss[STEPS - 1]);
+        CHECK(!memcmp(base[s].params, base[0].params, np * sizeof(float)), "stage %d parameters differ from stage 0", s);
+    }
+
+    for (int s = 0; s < 4; s++)
+        train(&c, s, 2, &acc[s]);
+    /* Accumulation order differs by design (0-1: accumulate then reduce; 2-3: reduce each
+     * micro-batch): the reduced gradients agree to float rounding. (Parameters after AdamW are not
+     * compared: Adam divides near-zero gradients by their own size, turning rounding into O(lr).) */
+    double gmax = 0;
+    for (size_t i = 0; i < np; i++)
+        gmax = fmax(gmax, fabs(acc[0].grads[i]));
+    for (int s = 1; s < 4; s++) {
+        double worst = 0;
+        for (size_t i = 0; i < np; i++)
+            worst = fmax(worst, fabs(acc[s].grads[i] - acc[0].grads[i]));
+        CHECK(worst <= 1e-5 * gmax, "2 micro-batches: stage %d gradients differ from stage 0 by %g (max |g| %g)", s,
+              worst, gmax);
+        CHECK(fabs(acc[s].loss[0] - acc[0].loss[0]) < 1e-6, "2 micro-batches: stage %d first loss", s);
+        CHECK(fabs(acc[s].loss[STEPS - 1] - acc[0].loss[STEPS - 1]) < 1e-3, "2 micro-batches: stage %d loss", s);
+    }
+    for (int s = 1; s < 4; s++)
+        CHECK(!memcmp(base[s].grads, base[0].grads, np * sizeof(float)), "stage %d gradients differ from stage 0", s);
+
+    /* accounting: measured against the formula */
+    for (int s = 0; s < 4; s++) {
+        sz_memory_report *r = &base[s].rep;
+        double padded = (double)r->nparams_padded, real = (double)r->nparams;
+        CHECK(r->model_state_bytes == (int64_t)model_state_formula(s, padded, nd),
+              "stage %d: model-state bytes %lld != formula(padded) %.0f", s, (long long)r->model_state_bytes,
+              model_state_formula(s, padded, nd));
+        CHECK(fabs(r->model_state_bytes - model_state_formula(s, real, nd)) <= 16.0 * (padded - real) + 1e-9,
+              "stage %d: model-state bytes beyond padding of the formula", s);
+        CHECK((s < 2) == (r->bytes[SZ_MEM_GRADS] > 0), "stage %d: full gradients held = %lld", s,
+              (long long)r->bytes[SZ_MEM_GRADS]);
+        CHECK((s < 3) == (r->bytes[SZ_MEM_PARAMS] > 0), "stage %d: full parameters held = %lld", s,
+              (long long)r->bytes[SZ_MEM_PARAMS]);
+        CHECK((s == 3) == (r->bytes[SZ_MEM_GATHERED] > 0) || nd == 1, "stage %d: gathered peak %lld", s,
+              (long long)r->bytes[SZ_MEM_GATHERED]);
+        /* communication per step (the last one): elements sent per the DESIGN formula, fp32 */
+        int64_t shard_embed = sz_zero_shard((int64_t)(sz_gpt2_tensor_numel(&c, SZ_GPT2_WTE) +
+                                                      sz_gpt2_tensor_numel(&c, SZ_GPT2_WPE)), nd);
+        double f = (s < 3 ? 2.0 : 3.0) * padded * (nd - 1) / nd * 4;
+        if (s == 3) /* the head re-gathers the tied embedding for its forward and its backward */
+            f += 2.0 * (double)shard_embed * (nd - 1) * 4;
+        f += (double)(c.layers + 2) * (nd - 1) * 4; /* the clip factor's per-unit norms */
+        CHECK(fabs((double)r->comm_bytes_sent - f) < 0.5, "stage %d: sent %lld bytes, formula %.0f", s,
+              (long long)r->comm_bytes_sent, f);
+    }
+    if (sz_context_rank(ctx) == 0)
+        printf("nd=%d: stage 0 loss %.6f -> %.6f; model-state bytes per stage: %lld %lld %lld %lld; "
+               "sent per step: %lld %lld %lld %lld\n", nd, base[0].loss[0], base[0].loss[STEPS - 1],
+               (long long)base[0].rep.model_state_bytes, (long long)base[1].rep.model_state_bytes,
+               (long long)base[2].rep.model_state_bytes, (long long)base[3].rep.model_state_bytes,
+               (long long)base[0].rep.comm_bytes_sent, (long long)base[1].rep.comm_bytes_sent,
+               (long long)base[2].rep.comm_bytes_sent, (long long)base[3].rep.comm_bytes_sent);
+    for (int s = 0; s < 4; s++) {
+        free(base[s].params);
+        free(acc[s].params);
+        free(base[s].grads);
+        free(acc[s].grads);
+    }
+    int all = 0;
+    MPI_Allreduce(&failures, &all, 1, MPI_INT, MPI_SUM, ctx->host_comm);
+    if (sz_context_rank(ctx) == 0)
+        printf("test_zero nd=%d: %s\n", nd, all ? "FAILED" : "all checks passed");
+    sz_context_free(ctx);
+    return all ? 1 : 0;
+}
