@@ -1,7 +1,10 @@
-/* apps/sz-train.c — trains GPT-2 (llm.c semantics) on llm.c token files, one line (or one JSON
- * object) per step. Start from an llm.c checkpoint (--init) or a random GPT-2 (--config).
- * Run `sz-train --help` for the options. */
+/* apps/sz-train.c — trains GPT-2 (llm.c semantics) on llm.c token files with ZeRO data
+ * parallelism across MPI ranks, one line (or one JSON object) per step. Start from an llm.c
+ * checkpoint (--init) or a random GPT-2 (--config). `sz-train --help` lists the options.
+ * --batch B is the per-rank micro-batch: micro-step k of the run reads the nd*B consecutive rows
+ * of the token stream's batch k, rank r taking rows r*B .. r*B+B-1. */
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,7 +13,7 @@
 
 struct opts {
     const char *init, *config, *train, *val, *save, *precision, *decay;
-    int vocab, max_seq, batch, seq, steps, val_every, val_batches, json;
+    int vocab, max_seq, batch, seq, steps, val_every, val_batches, json, stage, micro_batches, report;
     unsigned long long seed;
     float lr, beta1, beta2, eps, wd, grad_clip;
 };
@@ -34,19 +37,27 @@ static void usage(FILE *f)
             "                               all reproduces llm.c's CPU trainer)\n"
             "          --grad-clip X        clip the global gradient norm to X (default off)\n"
             "          --precision fp32|bf16 (bf16 is not implemented yet and is refused)\n"
+            "ZeRO:     --zero-stage 0|1|2|3 (default 0) under mpirun: 0 plain data parallelism, 1 optimizer\n"
+            "                               states, 2 + gradients, 3 + parameters partitioned across ranks\n"
+            "          --micro-batches M    forward/backward passes per optimizer step (default 1)\n"
             "output:   --save FILE          write an llm.c checkpoint (fp32) at the end\n"
-            "          --json               one JSON object per step instead of text lines\n");
+            "          --report             print measured memory per category and communication per step\n"
+            "                               beside the DESIGN formulas (rank 0; max over ranks)\n"
+            "          --json               one JSON object per step instead of text lines; the last line is\n"
+            "                               the memory/communication report\n");
 }
 
 static int parse(int argc, char **argv, struct opts *o)
 {
     *o = (struct opts){.vocab = 50257, .max_seq = 1024, .batch = 4, .seq = 64, .steps = 10, .val_batches = 4,
+                       .micro_batches = 1,
                        .seed = 1337, .lr = 3e-4f, .beta1 = 0.9f, .beta2 = 0.999f, .eps = 1e-8f,
                        .precision = "fp32", .decay = "matrices"};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) { usage(stdout); exit(0); }
         if (!strcmp(a, "--json")) { o->json = 1; continue; }
+        if (!strcmp(a, "--report")) { o->report = 1; continue; }
         if (!v) { fprintf(stderr, "sz-train: %s needs a value (see --help)\n", a); return -1; }
         i++;
         if (!strcmp(a, "--init")) o->init = v;
@@ -64,6 +75,8 @@ static int parse(int argc, char **argv, struct opts *o)
         else if (!strcmp(a, "--val-every")) o->val_every = atoi(v);
         else if (!strcmp(a, "--val-batches")) o->val_batches = atoi(v);
         else if (!strcmp(a, "--seed")) o->seed = strtoull(v, NULL, 10);
+        else if (!strcmp(a, "--zero-stage")) o->stage = atoi(v);
+        else if (!strcmp(a, "--micro-batches")) o->micro_batches = atoi(v);
         else if (!strcmp(a, "--lr")) o->lr = strtof(v, NULL);
         else if (!strcmp(a, "--beta1")) o->beta1 = strtof(v, NULL);
         else if (!strcmp(a, "--beta2")) o->beta2 = strtof(v, NULL);
@@ -76,6 +89,10 @@ static int parse(int argc, char **argv, struct opts *o)
     if (!o->train) { fprintf(stderr, "sz-train: --train FILE is required\n"); return -1; }
     if (o->batch < 1 || o->seq < 1 || o->steps < 0 || o->val_batches < 1) {
         fprintf(stderr, "sz-train: --batch, --seq, --val-batches must be >= 1 and --steps >= 0\n");
+        return -1;
+    }
+    if (o->stage < 0 || o->stage > 3 || o->micro_batches < 1) {
+        fprintf(stderr, "sz-train: --zero-stage must be 0..3 and --micro-batches >= 1\n");
         return -1;
     }
     if (strcmp(o->decay, "matrices") && strcmp(o->decay, "all")) {
@@ -98,12 +115,13 @@ static double now_ms(void)
     return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
-/* Mean loss over K batches of a token stream (forward only). */
-static sz_status evaluate(gpt2 *g, const uint16_t *tok, size_t n, int K, int B, int T, int *in, int *tg, float *out)
+/* Mean loss over K global batches of a token stream (forward only; every rank its rows). */
+static sz_status evaluate(gpt2 *g, int nd, int rank, const uint16_t *tok, size_t n, int K, int B, int T, int *in,
+                          int *tg, float *out)
 {
     double s = 0.0;
     for (int k = 0; k < K; k++) {
-        gpt2_batch_from_stream(tok, n, k, B, 0, B, T, in, tg);
+        gpt2_batch_from_stream(tok, n, k, nd * B, rank * B, B, T, in, tg);
         float l;
         sz_status st = gpt2_set_batch(g, in, tg);
         if (st == SZ_OK)
@@ -114,6 +132,79 @@ static sz_status evaluate(gpt2 *g, const uint16_t *tok, size_t n, int K, int B, 
     }
     *out = (float)(s / K);
     return SZ_OK;
+}
+
+/* Largest value over ranks of one int64 report field. */
+static int64_t max_over(const sz_memory_report *reps, int nd, size_t offset)
+{
+    int64_t m = 0;
+    for (int r = 0; r < nd; r++) {
+        int64_t v = *(const int64_t *)((const char *)&reps[r] + offset);
+        m = v > m ? v : m;
+    }
+    return m;
+}
+#define MAXR(reps, nd, field) max_over((reps), (nd), offsetof(sz_memory_report, field))
+
+/* The report: measured per category (max over ranks) beside the DESIGN §3 formula (rank 0 only). */
+static void report(const struct opts *o, const sz_gpt2_config *cfg, const sz_memory_report *reps, int nd)
+{
+    const sz_memory_report *r0 = &reps[0];
+    double psi = (double)r0->nparams;
+    sz_zero_breakdown f;
+    sz_zero_state_breakdown(o->stage, psi, nd, 0, &f);
+    double formula[SZ_MEM_NCATEGORIES] = {[SZ_MEM_PARAMS] = f.params, [SZ_MEM_PARAM_SHARD] = f.param_shard,
+                                          [SZ_MEM_GRADS] = f.grads, [SZ_MEM_GRAD_SHARD] = f.grad_shard,
+                                          [SZ_MEM_MASTER] = f.master, [SZ_MEM_ADAM_M] = f.adam_m,
+                                          [SZ_MEM_ADAM_V] = f.adam_v};
+    double ms_formula = sz_zero_model_state_bytes(o->stage, psi, nd, 0);
+    double comm_formula = sz_zero_comm_bytes_mb(o->stage, psi, nd, 0, o->micro_batches);
+    double act_llmc = sz_gpt2_activation_bytes(cfg, o->batch, o->seq);
+    int64_t ms = MAXR(reps, nd, model_state_bytes), peak = MAXR(reps, nd, peak_bytes);
+    int64_t sent = MAXR(reps, nd, comm_bytes_sent);
+    if (o->json) {
+        printf("{\"report\": true, \"stage\": %d, \"nd\": %d, \"micro_batches\": %d, \"params\": %lld, "
+               "\"params_padded\": %lld, \"model_state_bytes\": %lld, \"model_state_bytes_formula\": %.0f, "
+               "\"activation_bytes\": %lld, \"activation_bytes_llmc\": %.0f, \"comm_bytes_sent\": %lld, "
+               "\"comm_bytes_formula\": %.0f, \"peak_bytes\": %lld, \"ranks\": [",
+               o->stage, nd, o->micro_batches, (long long)r0->nparams, (long long)r0->nparams_padded, (long long)ms,
+               ms_formula, (long long)MAXR(reps, nd, bytes[SZ_MEM_ACTIVATIONS]), act_llmc, (long long)sent,
+               comm_formula, (long long)peak);
+        for (int r = 0; r < nd; r++) {
+            printf("%s{\"rank\": %d, \"model_state_bytes\": %lld, \"peak_bytes\": %lld, \"comm_bytes_sent\": %lld, "
+                   "\"comm_bytes_received\": %lld, \"bytes\": {", r ? ", " : "", r, (long long)reps[r].model_state_bytes,
+                   (long long)reps[r].peak_bytes, (long long)reps[r].comm_bytes_sent,
+                   (long long)reps[r].comm_bytes_received);
+            for (int c = 0; c < SZ_MEM_NCATEGORIES; c++)
+                printf("%s\"%s\": %lld", c ? ", " : "", sz_mem_category_name((sz_mem_category)c),
+                       (long long)reps[r].bytes[c]);
+            printf("}}");
+        }
+        printf("]}\n");
+        return;
+    }
+    printf("\nmemory per rank, ZeRO stage %d, N_d = %d, %d micro-batch(es), fp32; Ψ = %lld (%lld padded)\n",
+           o->stage, nd, o->micro_batches, (long long)r0->nparams, (long long)r0->nparams_padded);
+    printf("  %-28s %16s %16s\n", "category", "measured (max)", "formula");
+    for (int c = 0; c < SZ_MEM_NCATEGORIES; c++) {
+        int64_t v = 0;
+        for (int r = 0; r < nd; r++)
+            v = reps[r].bytes[c] > v ? reps[r].bytes[c] : v;
+        int state = c == SZ_MEM_PARAMS || c == SZ_MEM_PARAM_SHARD || c == SZ_MEM_GRADS || c == SZ_MEM_GRAD_SHARD ||
+                    c == SZ_MEM_MASTER || c == SZ_MEM_ADAM_M || c == SZ_MEM_ADAM_V;
+        if (state)
+            printf("  %-28s %16lld %16.0f\n", sz_mem_category_name((sz_mem_category)c), (long long)v, formula[c]);
+        else
+            printf("  %-28s %16lld %16s\n", sz_mem_category_name((sz_mem_category)c), (long long)v, "");
+    }
+    printf("  %-28s %16lld %16.0f\n", "model states", (long long)ms, ms_formula);
+    printf("  %-28s %16lld\n", "peak (all categories)", (long long)peak);
+    printf("  (activations include their gradients; llm.c's forward activations alone: %.0f)\n", act_llmc);
+    printf("communication per step, bytes sent per rank: measured %lld, formula %.0f\n", (long long)sent, comm_formula);
+    if (o->stage == 3 && nd > 1) /* the head re-gathers the tied embedding (wte, wpe) for forward and backward */
+        printf("  (stage 3 also re-gathers the tied embedding unit for the head: +%.0f bytes per micro-batch)\n",
+               2.0 * sz_zero_shard((int64_t)(sz_gpt2_tensor_numel(cfg, SZ_GPT2_WTE) +
+                                             sz_gpt2_tensor_numel(cfg, SZ_GPT2_WPE)), nd) * (nd - 1) * 4);
 }
 
 int main(int argc, char **argv)
@@ -146,10 +237,12 @@ int main(int argc, char **argv)
         fprintf(stderr, "sz-train: cannot start the runtime: %s\n", sz_status_string(st));
         return 1;
     }
-    int rc = 1;
+    int nd = sz_context_world_size(ctx), rank = sz_context_rank(ctx), lead = rank == 0, rc = 1;
     gpt2 *g = NULL;
     int *in = malloc((size_t)o.batch * o.seq * sizeof *in), *tg = malloc((size_t)o.batch * o.seq * sizeof *tg);
-    if ((st = gpt2_create(&g, ctx, &cfg, o.batch, o.seq, NULL, err, sizeof err)) != SZ_OK) {
+    sz_memory_report *reps = calloc((size_t)nd, sizeof *reps);
+    sz_zero_config zero = {.stage = o.stage, .micro_batches = o.micro_batches};
+    if ((st = gpt2_create(&g, ctx, &cfg, o.batch, o.seq, &zero, err, sizeof err)) != SZ_OK) {
         fprintf(stderr, "sz-train: %s\n", err);
         goto out;
     }
@@ -162,9 +255,10 @@ int main(int argc, char **argv)
     sz_gpt2_config_format(&cfg, desc, sizeof desc);
     sz_runtime_info info;
     sz_context_runtime_info(ctx, &info);
-    if (!o.json)
-        printf("GPT-2 %s, %lld parameters; batch %d x %d, %zu train tokens; StarPU policy '%s'\n", desc,
-               (long long)sz_model_nparams(gpt2_model(g)), o.batch, o.seq, ntrain, info.sched_policy);
+    if (lead && !o.json)
+        printf("GPT-2 %s, %lld parameters; %d rank(s) x batch %d x %d, %d micro-batch(es), ZeRO stage %d; "
+               "%zu train tokens; StarPU policy '%s'\n", desc, (long long)sz_model_nparams(gpt2_model(g)), nd,
+               o.batch, o.seq, o.micro_batches, o.stage, ntrain, info.sched_policy);
 
     sz_train_config tc;
     sz_train_config_defaults(&tc);
@@ -175,47 +269,70 @@ int main(int argc, char **argv)
     tc.weight_decay = o.wd;
     tc.grad_clip = o.grad_clip;
     tc.decay = strcmp(o.decay, "all") ? SZ_DECAY_MATRICES : SZ_DECAY_ALL;
-    double flops = gpt2_flops_per_step(g);
+    double flops = gpt2_flops_per_step(g) * o.micro_batches * nd; /* all ranks together */
+    int tokens = nd * o.batch * o.seq * o.micro_batches;
     for (int step = 1; step <= o.steps; step++) {
-        gpt2_batch_from_stream(train, ntrain, step - 1, o.batch, 0, o.batch, o.seq, in, tg);
-        double t0 = now_ms();
-        float loss;
-        if ((st = gpt2_set_batch(g, in, tg)) != SZ_OK || (st = sz_model_train_step(gpt2_model(g), &tc, step, &loss)) != SZ_OK) {
-            fprintf(stderr, "sz-train: step %d failed: %s\n", step, sz_status_string(st));
+        double t0 = now_ms(), sum = 0.0;
+        for (int mb = 0; mb < o.micro_batches; mb++) {
+            gpt2_batch_from_stream(train, ntrain, (long)(step - 1) * o.micro_batches + mb, nd * o.batch,
+                                   rank * o.batch, o.batch, o.seq, in, tg);
+            float l;
+            if ((st = gpt2_set_batch(g, in, tg)) != SZ_OK ||
+                (st = sz_model_forward_backward(gpt2_model(g), &l)) != SZ_OK) {
+                fprintf(stderr, "sz-train: step %d failed: %s\n", step, sz_status_string(st));
+                goto out;
+            }
+            sum += l;
+        }
+        if ((st = sz_model_update(gpt2_model(g), &tc, step)) != SZ_OK) {
+            fprintf(stderr, "sz-train: step %d update failed: %s\n", step, sz_status_string(st));
             goto out;
         }
-        double ms = now_ms() - t0, tps = o.batch * o.seq / (ms / 1e3), gf = flops / (ms / 1e3) / 1e9;
+        float loss = (float)(sum / o.micro_batches);
+        double ms = now_ms() - t0, tps = tokens / (ms / 1e3), gf = flops / (ms / 1e3) / 1e9;
         float norm = sz_model_last_grad_norm(gpt2_model(g));
-        if (o.json)
+        if (lead && o.json)
             printf("{\"step\": %d, \"loss\": %.6f, \"ms\": %.3f, \"tokens_per_s\": %.1f, \"gflops\": %.2f, "
                    "\"grad_norm\": %.6f}\n", step, loss, ms, tps, gf, norm);
-        else
+        else if (lead)
             printf("step %4d/%d: loss %.6f  %8.1f ms  %9.0f tok/s  %7.1f GFLOP/s  |g| %.4f\n", step, o.steps, loss, ms,
                    tps, gf, norm);
         int last = step == o.steps;
         if (val && ((o.val_every > 0 && step % o.val_every == 0) || last)) {
             float vl;
-            if ((st = evaluate(g, val, nval, o.val_batches, o.batch, o.seq, in, tg, &vl)) != SZ_OK) {
+            if ((st = evaluate(g, nd, rank, val, nval, o.val_batches, o.batch, o.seq, in, tg, &vl)) != SZ_OK) {
                 fprintf(stderr, "sz-train: validation failed: %s\n", sz_status_string(st));
                 goto out;
             }
-            if (o.json)
+            if (lead && o.json)
                 printf("{\"step\": %d, \"val_loss\": %.6f}\n", step, vl);
-            else
+            else if (lead)
                 printf("step %4d/%d: val loss %.6f\n", step, o.steps, vl);
         }
         fflush(stdout);
     }
-    if (o.save && (st = gpt2_save(g, o.save, err, sizeof err)) != SZ_OK) {
-        fprintf(stderr, "sz-train: %s\n", err);
-        goto out;
+    if (o.save) {
+        size_t n = sz_gpt2_num_params(&cfg);
+        float *params = malloc(n * sizeof *params);
+        st = params ? gpt2_get_params(g, params) : SZ_ERR_NOMEM; /* collective */
+        if (st == SZ_OK && lead)
+            st = sz_llmc_checkpoint_write(o.save, &cfg, params, n, err, sizeof err);
+        free(params);
+        if (st != SZ_OK) {
+            fprintf(stderr, "sz-train: %s\n", err[0] ? err : sz_status_string(st));
+            goto out;
+        }
+        if (lead && !o.json)
+            printf("saved %s\n", o.save);
     }
-    if (o.save && !o.json)
-        printf("saved %s\n", o.save);
+    if ((o.report || o.json) && sz_model_memory_report_all(gpt2_model(g), lead ? reps : NULL) == SZ_OK && lead &&
+        o.steps > 0)
+        report(&o, &cfg, reps, nd);
     rc = 0;
 out:
     free(in);
     free(tg);
+    free(reps);
     gpt2_free(g);
     sz_context_free(ctx);
     free(train);

@@ -26,6 +26,8 @@ static void rs_cpu(void *b[], void *arg)
             s += recv[r * S + i];
         shard[i] = s;
     }
+    if (a.bytes) /* the full-size gradients reduced here are freed right after */
+        sz_counters_add(a.stats, a.category, a.bytes);
 }
 
 SZ_PERFMODEL(rs_model, "sz_reduce_scatter");

@@ -286,6 +286,8 @@ typedef struct sz_memory_report {
 } sz_memory_report;
 
 sz_status sz_model_memory_report(const sz_model *m, sz_memory_report *out);
+/* Collective: every rank's report, gathered on rank 0 into ranks[0..nd-1] (other ranks may pass NULL). */
+sz_status sz_model_memory_report_all(const sz_model *m, sz_memory_report *ranks);
 
 /* ==== GPT-2's tensor table and llm.c's file formats (pure C, no runtime) ==================== */
 /* The shape of a GPT-2 model, as in llm.c's checkpoint header. */

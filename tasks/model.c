@@ -527,3 +527,17 @@ sz_status sz_model_memory_report(const sz_model *m, sz_memory_report *r)
     r->micro_batches = m->zero.micro_batches;
     return SZ_OK;
 }
+
+sz_status sz_model_memory_report_all(const sz_model *m, sz_memory_report *ranks)
+{
+    sz_memory_report mine;
+    sz_status st = sz_model_memory_report(m, &mine);
+    if (st != SZ_OK)
+        return st;
+    if (m->rank == 0 && !ranks)
+        return SZ_ERR_INVALID;
+    if (MPI_Gather(&mine, (int)sizeof mine, MPI_BYTE, ranks, (int)sizeof mine, MPI_BYTE, 0, m->ctx->host_comm) !=
+        MPI_SUCCESS)
+        return SZ_ERR_RUNTIME;
+    return SZ_OK;
+}

@@ -61,7 +61,7 @@ static sz_status submit(struct call *c, struct starpu_codelet *cl, const char *n
 sz_status sz_op_zero(sz_unit *u, sz_tensor *t)
 {
     NEED_UNIT(u);
-    return sz_submit_zero(t, u->phase, NULL, 0, 0);
+    return sz_submit_zero(t, u->phase, NULL, 0, 0, NULL);
 }
 
 sz_status sz_op_encoder_fwd(sz_unit *u, sz_tensor *out, sz_tensor *tok, sz_tensor *wte, sz_tensor *wpe, int B,
@@ -221,10 +221,15 @@ sz_status sz_op_softmax_xent_bwd(sz_unit *u, sz_tensor *dlogits, sz_tensor *prob
 
 /* ---- the step's own tasks ------------------------------------------------------------------ */
 
-sz_status sz_submit_zero(const sz_tensor *t, const char *name, struct sz_counters *acct, int category, int64_t bytes)
+/* With `token` (a model's communication token), the zeroing that allocates a unit's gradients is
+ * ordered after the earlier reduce-scatters, bounding the gradients in flight. */
+sz_status sz_submit_zero(const sz_tensor *t, const char *name, struct sz_counters *acct, int category, int64_t bytes,
+                         const sz_tensor *token)
 {
     CALL(.stats = acct, .category = category, .bytes = bytes);
     OUT(&c, t, 0);
+    if (token)
+        ACC(&c, token, 1);
     return submit(&c, &sz_cl_zero, name);
 }
 
@@ -281,9 +286,12 @@ sz_status sz_submit_all_gather(struct sz_model *m, struct sz_unit *u, int from_s
     return submit(&c, &sz_cl_all_gather, u->comm_name);
 }
 
+/* Also writes the token: a release is ordered among the communication tasks, so a later gather
+ * waits for it and the gathered units in flight stay bounded. */
 sz_status sz_submit_account(struct sz_model *m, const sz_tensor *t, int category, int64_t bytes, const char *name)
 {
     CALL(.stats = &m->counters, .category = category, .bytes = bytes);
     ACC(&c, t, 0);
+    ACC(&c, m->token, 1);
     return submit(&c, &sz_cl_account, name);
 }

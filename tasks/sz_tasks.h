@@ -77,7 +77,8 @@ struct sz_model {
 };
 
 /* tasks/ops.c: the step's own tasks */
-sz_status sz_submit_zero(const sz_tensor *t, const char *name, struct sz_counters *acct, int category, int64_t bytes);
+sz_status sz_submit_zero(const sz_tensor *t, const char *name, struct sz_counters *acct, int category, int64_t bytes,
+                         const sz_tensor *token);
 sz_status sz_submit_sumsq(const sz_tensor *out, const sz_tensor *x, const char *name);
 sz_status sz_submit_clip(struct sz_model *m, float clip);
 sz_status sz_submit_adamw(const sz_tensor *p, const sz_tensor *g, const sz_tensor *m, const sz_tensor *v,

@@ -51,7 +51,7 @@ static sz_status grads_touch(struct sz_model *m, struct sz_unit *u)
     u->grads_live = 1;
     if (m->zero.stage < 2)
         return SZ_OK; /* stages 0-1: zeroed once per step in sz_zero_backward */
-    return sz_submit_zero(&u->grad.all, u->bwd_name, &m->counters, SZ_MEM_GRADS_IN_FLIGHT, u->padded * 4);
+    return sz_submit_zero(&u->grad.all, u->bwd_name, &m->counters, SZ_MEM_GRADS_IN_FLIGHT, u->padded * 4, m->token);
 }
 
 static sz_status grads_flush(struct sz_model *m, struct sz_unit *u)
@@ -86,7 +86,7 @@ sz_status sz_zero_backward(struct sz_model *m)
     sz_status st = SZ_OK;
     if (m->zero.stage < 2 && m->micro_batch == 0) /* full gradients accumulate over micro-batches */
         for (int i = 0; i < m->nunits && st == SZ_OK; i++)
-            st = sz_submit_zero(&m->units[i]->grad.all, m->units[i]->bwd_name, NULL, 0, 0);
+            st = sz_submit_zero(&m->units[i]->grad.all, m->units[i]->bwd_name, NULL, 0, 0, NULL);
     for (int i = m->nunits - 1; i >= 0 && st == SZ_OK; i--) {
         struct sz_unit *u = m->units[i];
         if (u->backward) {
