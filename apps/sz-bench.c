@@ -1,7 +1,10 @@
-/* apps/sz-bench.c — GPT-2 training throughput on this machine, as one JSON object: tokens/s, step
- * time, achieved GFLOP/s, and in the same run the machine's own yardsticks: the fp32 FMA peak
- * (a register-only kernel on all of this rank's cores) and OpenBLAS sgemm 2048^3.
+/* apps/sz-bench.c — GPT-2 training throughput, as one JSON object: tokens/s, step time, achieved
+ * GFLOP/s, and in the same run the machine's own yardsticks: the fp32 FMA peak (a register-only
+ * kernel on each rank's cores, summed over ranks) and OpenBLAS sgemm 2048^3. Under mpirun with
+ * --zero-stage it adds ZeRO's measured memory and communication beside the formulas, and the
+ * transport's throughput (comm_gbps) beside plain MPI collectives on the same bytes (mpi_gbps).
  *   sz-bench --model d12 --batch 4 --seq 64 --precision fp32 --steps 10 --json
+ *   mpirun -np 2 sz-bench --model d6 --zero-stage 3 --json
  * Timings belong here, never in pass/fail tests. */
 #include <cblas.h>
 #include <cjson/cJSON.h>
@@ -83,7 +86,7 @@ static double sgemm_gflops(void)
 int main(int argc, char **argv)
 {
     const char *model = "d12", *precision = "fp32";
-    int B = 4, T = 64, steps = 10, warmup = 2, json = 0, vocab = 50257;
+    int B = 4, T = 64, steps = 10, warmup = 2, json = 0, vocab = 50257, stage = 0, micro = 1;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : "";
         if (!strcmp(a, "--json")) json = 1;
@@ -94,9 +97,12 @@ int main(int argc, char **argv)
         else if (!strcmp(a, "--steps")) steps = atoi(argv[++i]);
         else if (!strcmp(a, "--warmup")) warmup = atoi(argv[++i]);
         else if (!strcmp(a, "--vocab")) vocab = atoi(argv[++i]);
+        else if (!strcmp(a, "--zero-stage")) stage = atoi(argv[++i]);
+        else if (!strcmp(a, "--micro-batches")) micro = atoi(argv[++i]);
         else {
             fprintf(stderr, "usage: sz-bench [--model d2|d6|d12|L,H,C] [--batch B] [--seq T] [--steps N] [--warmup W]\n"
-                            "                [--precision fp32] [--vocab V] [--json]   (got '%s' '%s')\n", a, v);
+                            "                [--precision fp32] [--vocab V] [--zero-stage S] [--micro-batches M] [--json]\n"
+                            "                (got '%s' '%s')\n", a, v);
             return 2;
         }
         if (i >= argc) { fprintf(stderr, "sz-bench: %s needs a value\n", a); return 2; }
@@ -111,11 +117,13 @@ int main(int argc, char **argv)
         fprintf(stderr, "sz-bench: %s\n", err);
         return 2;
     }
-    /* The yardsticks run before StarPU starts: an idle StarPU keeps one CPU worker spinning. */
-    const char *isa;
-    int ncores = omp_get_num_procs();
-    double peak = fma_peak_gflops(ncores, &isa);
-    double sgemm = sgemm_gflops();
+    /* The yardsticks run before StarPU starts (an idle StarPU keeps one CPU worker spinning), on
+     * every rank at once, each on its share of the node's cores. */
+    const char *isa, *ls = getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
+    int share = omp_get_num_procs() / (ls && atoi(ls) > 0 ? atoi(ls) : 1);
+    share = share > 0 ? share : 1;
+    openblas_set_num_threads(share);
+    double yard[2] = {fma_peak_gflops(share, &isa), sgemm_gflops()};
     sz_context *ctx = NULL;
     if (sz_context_init(&ctx, NULL, &argc, &argv) != SZ_OK) {
         fprintf(stderr, "sz-bench: cannot start the runtime\n");
@@ -123,17 +131,21 @@ int main(int argc, char **argv)
     }
     sz_topology topo;
     sz_context_topology(ctx, &topo);
+    int nd = sz_context_world_size(ctx), rank = sz_context_rank(ctx);
+    sz_context_sum(ctx, yard, 2); /* the node's (or cluster's) peak and sgemm: all ranks together */
+    double peak = yard[0], sgemm = yard[1];
+    sz_zero_config zero = {.stage = stage, .micro_batches = micro};
 
     gpt2 *g = NULL;
-    if (gpt2_create(&g, ctx, &cfg, B, T, NULL, err, sizeof err) != SZ_OK || gpt2_init_random(g, 1) != SZ_OK) {
+    if (gpt2_create(&g, ctx, &cfg, B, T, &zero, err, sizeof err) != SZ_OK || gpt2_init_random(g, 1) != SZ_OK) {
         fprintf(stderr, "sz-bench: %s\n", err);
         sz_context_free(ctx);
         return 1;
     }
     int *in = malloc((size_t)B * T * sizeof *in), *tg = malloc((size_t)B * T * sizeof *tg);
     for (int i = 0; i < B * T; i++) {
-        in[i] = (i * 7919) % cfg.vocab;
-        tg[i] = (i * 104729 + 1) % cfg.vocab;
+        in[i] = (i * 7919 + rank * 31) % cfg.vocab;
+        tg[i] = (i * 104729 + 1 + rank) % cfg.vocab;
     }
     gpt2_set_batch(g, in, tg);
     sz_train_config tc;
@@ -142,16 +154,48 @@ int main(int argc, char **argv)
     double total = 0;
     for (int s = 1; s <= warmup + steps; s++) {
         double t0 = now_s();
-        if (sz_model_train_step(gpt2_model(g), &tc, s, &loss) != SZ_OK) {
-            fprintf(stderr, "sz-bench: step %d failed\n", s);
+        for (int mb = 0; mb < micro; mb++)
+            if (sz_model_forward_backward(gpt2_model(g), &loss) != SZ_OK) {
+                fprintf(stderr, "sz-bench: step %d failed\n", s);
+                return 1;
+            }
+        if (sz_model_update(gpt2_model(g), &tc, s) != SZ_OK) {
+            fprintf(stderr, "sz-bench: step %d update failed\n", s);
             return 1;
         }
         if (s > warmup)
             total += now_s() - t0;
-        if (!json)
+        if (!json && rank == 0)
             fprintf(stderr, "step %d: %.1f ms, loss %.4f\n", s, (now_s() - t0) * 1e3, loss);
     }
-    double step_s = total / (steps > 0 ? steps : 1), flops = gpt2_flops_per_step(g);
+    double step_s = total / (steps > 0 ? steps : 1), flops = gpt2_flops_per_step(g) * micro * nd;
+    /* ZeRO figures: every rank's memory report, and MPI itself on the same bytes */
+    sz_memory_report *reps = calloc((size_t)nd, sizeof *reps);
+    sz_model_memory_report_all(gpt2_model(g), rank == 0 ? reps : NULL);
+    int nunits = sz_model_nunits(gpt2_model(g));
+    int64_t *sizes = malloc((size_t)nunits * sizeof *sizes);
+    sz_model_unit_sizes(gpt2_model(g), sizes);
+    double mpi_bps = 0;
+    sz_context_mpi_baseline(ctx, sizes, nunits, 3, &mpi_bps);
+    free(sizes);
+    if (rank != 0) {
+        free(reps);
+        free(in);
+        free(tg);
+        gpt2_free(g);
+        sz_context_free(ctx);
+        return 0;
+    }
+    int64_t ms = 0, peak_b = 0, sent = 0;
+    double comm_bps = 0;
+    for (int r = 0; r < nd; r++) {
+        ms = reps[r].model_state_bytes > ms ? reps[r].model_state_bytes : ms;
+        peak_b = reps[r].peak_bytes > peak_b ? reps[r].peak_bytes : peak_b;
+        sent = reps[r].comm_bytes_sent > sent ? reps[r].comm_bytes_sent : sent;
+        double bps = reps[r].comm_seconds > 0 ? reps[r].comm_bytes_received / reps[r].comm_seconds : 0;
+        comm_bps = r == 0 || bps < comm_bps ? bps : comm_bps; /* the slowest rank's */
+    }
+    double psi = (double)reps[0].nparams;
     cJSON *o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "model", model);
     cJSON_AddStringToObject(o, "precision", precision);
@@ -169,10 +213,23 @@ int main(int argc, char **argv)
     cJSON_AddNumberToObject(o, "sgemm_gflops", sgemm);
     cJSON_AddNumberToObject(o, "gflops_over_peak", flops / step_s / 1e9 / peak);
     cJSON_AddNumberToObject(o, "last_loss", loss);
+    cJSON_AddNumberToObject(o, "nd", nd);
+    cJSON_AddNumberToObject(o, "zero_stage", stage);
+    cJSON_AddNumberToObject(o, "micro_batches", micro);
+    cJSON_AddNumberToObject(o, "model_state_bytes", (double)ms);
+    cJSON_AddNumberToObject(o, "model_state_bytes_formula", sz_zero_model_state_bytes(stage, psi, nd, 0));
+    cJSON_AddNumberToObject(o, "peak_bytes", (double)peak_b);
+    cJSON_AddNumberToObject(o, "comm_bytes_sent", (double)sent);
+    cJSON_AddNumberToObject(o, "comm_bytes_formula", sz_zero_comm_bytes_mb(stage, psi, nd, 0, micro));
+    cJSON_AddNumberToObject(o, "comm_seconds", reps[0].comm_seconds);
+    cJSON_AddNumberToObject(o, "comm_gbps", comm_bps / 1e9);
+    cJSON_AddNumberToObject(o, "mpi_gbps", mpi_bps / 1e9);
+    cJSON_AddNumberToObject(o, "comm_over_mpi", mpi_bps > 0 ? comm_bps / mpi_bps : 0);
     char *text = json ? cJSON_PrintUnformatted(o) : cJSON_Print(o);
     printf("%s\n", text);
     free(text);
     cJSON_Delete(o);
+    free(reps);
     free(in);
     free(tg);
     gpt2_free(g);

@@ -2,6 +2,7 @@
  * category `category` become live, e.g. a unit's gradients allocated for its backward, or a
  * gathered unit released. It runs in dataflow order with the tasks that touch its tensors, so
  * the counters follow what the engine really holds. Also the counters' update function. */
+#include <time.h>
 #include "sz_codelets.h"
 
 void sz_counters_add(struct sz_counters *c, int category, int64_t bytes)
@@ -17,6 +18,20 @@ void sz_counters_add(struct sz_counters *c, int category, int64_t bytes)
     while (total > (p = __atomic_load_n(&c->peak_total, __ATOMIC_RELAXED)) &&
            !__atomic_compare_exchange_n(&c->peak_total, &p, total, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
         ;
+}
+
+void sz_counters_comm(struct sz_counters *c, int64_t bytes, int64_t ns)
+{
+    __atomic_add_fetch(&c->sent, bytes, __ATOMIC_RELAXED);
+    __atomic_add_fetch(&c->received, bytes, __ATOMIC_RELAXED);
+    __atomic_add_fetch(&c->comm_ns, ns, __ATOMIC_RELAXED);
+}
+
+int64_t sz_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
 static void account_cpu(void *b[], void *arg)

@@ -11,11 +11,11 @@ static void ag_cpu(void *b[], void *arg)
     int64_t S = a.shard;
     int in_place = a.nt == 2;
     if (a.nd > 1) {
+        int64_t t0 = sz_now_ns();
         int rc = MPI_Allgather(in_place ? MPI_IN_PLACE : sz_tf(b, &a, 1), (int)S, MPI_FLOAT, full, (int)S, MPI_FLOAT,
                                a.comm);
         STARPU_ASSERT_MSG(rc == MPI_SUCCESS, "all-gather: MPI_Allgather failed (%d)", rc);
-        __atomic_add_fetch(&a.stats->sent, (a.nd - 1) * S * 4, __ATOMIC_RELAXED);
-        __atomic_add_fetch(&a.stats->received, (a.nd - 1) * S * 4, __ATOMIC_RELAXED);
+        sz_counters_comm(a.stats, (a.nd - 1) * S * 4, sz_now_ns() - t0);
     } else if (!in_place) {
         const float *shard = sz_tf(b, &a, 1);
 #pragma omp parallel for schedule(static)

@@ -16,10 +16,10 @@ static void clip_cpu(void *b[], void *arg)
     if (a.nd > 1) {
         all = malloc((size_t)n * (size_t)a.nd * sizeof *all);
         STARPU_ASSERT_MSG(all, "clip: out of memory");
+        int64_t t0 = sz_now_ns();
         int rc = MPI_Allgather(mine, n, MPI_FLOAT, all, n, MPI_FLOAT, a.comm);
         STARPU_ASSERT_MSG(rc == MPI_SUCCESS, "clip: MPI_Allgather failed (%d)", rc);
-        __atomic_add_fetch(&a.stats->sent, (int64_t)(a.nd - 1) * n * 4, __ATOMIC_RELAXED);
-        __atomic_add_fetch(&a.stats->received, (int64_t)(a.nd - 1) * n * 4, __ATOMIC_RELAXED);
+        sz_counters_comm(a.stats, (int64_t)(a.nd - 1) * n * 4, sz_now_ns() - t0);
     }
     double s = 0.0;
     for (int i = 0; i < n * a.nd; i++)

@@ -10,12 +10,10 @@ static void rs_cpu(void *b[], void *arg)
     SZ_UNPACK(arg, a);
     const float *full = sz_tf(b, &a, 0);
     float *shard = sz_tf(b, &a, 1), *recv = sz_tf(b, &a, 2);
-    int64_t S = a.shard;
+    int64_t S = a.shard, t0 = sz_now_ns();
     if (a.nd > 1) {
         int rc = MPI_Alltoall(full, (int)S, MPI_FLOAT, recv, (int)S, MPI_FLOAT, a.comm);
         STARPU_ASSERT_MSG(rc == MPI_SUCCESS, "reduce-scatter: MPI_Alltoall failed (%d)", rc);
-        __atomic_add_fetch(&a.stats->sent, (a.nd - 1) * S * 4, __ATOMIC_RELAXED);
-        __atomic_add_fetch(&a.stats->received, (a.nd - 1) * S * 4, __ATOMIC_RELAXED);
     } else {
         recv = (float *)full;
     }
@@ -26,6 +24,8 @@ static void rs_cpu(void *b[], void *arg)
             s += recv[r * S + i];
         shard[i] = s;
     }
+    if (a.nd > 1) /* the exchange and the rank-ordered sum: what MPI_Reduce_scatter_block does */
+        sz_counters_comm(a.stats, (a.nd - 1) * S * 4, sz_now_ns() - t0);
     if (a.bytes) /* the full-size gradients reduced here are freed right after */
         sz_counters_add(a.stats, a.category, a.bytes);
 }

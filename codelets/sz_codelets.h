@@ -35,11 +35,15 @@ struct sz_targs {
 #define SZ_NCATEGORIES 12   /* >= SZ_MEM_NCATEGORIES (starzero.h) */
 struct sz_counters {
     int64_t sent, received;               /* communication bytes this rank sent / received */
+    int64_t comm_ns;                      /* time spent inside the collectives */
     int64_t live[SZ_NCATEGORIES];         /* transient bytes alive now, per category */
     int64_t peak[SZ_NCATEGORIES];         /* and their peak */
     int64_t live_total, peak_total;       /* all transient categories together */
 };
 void sz_counters_add(struct sz_counters *c, int category, int64_t bytes);
+/* Account one collective that moved `bytes` each way in `ns` nanoseconds. */
+void sz_counters_comm(struct sz_counters *c, int64_t bytes, int64_t ns);
+int64_t sz_now_ns(void);
 
 /* Logical tensor k of a task as a float / int pointer, and its element count. */
 static inline float *sz_tf(void *buffers[], const struct sz_targs *a, int k)

@@ -102,6 +102,9 @@ typedef struct sz_runtime_info {
 
 sz_status sz_context_runtime_info(const sz_context *ctx, sz_runtime_info *out);
 
+/* Collective: values[i] becomes the sum over ranks (added in rank order) of every rank's values[i]. */
+sz_status sz_context_sum(sz_context *ctx, double *values, int n);
+
 /* Prints topology, workers, memory nodes (with their byte totals) and build features. */
 void sz_context_print(const sz_context *ctx, FILE *out);
 
@@ -281,11 +284,19 @@ typedef struct sz_memory_report {
     int64_t model_state_bytes;         /* params or shard + grads or shard + master + m + v */
     int64_t peak_bytes;                /* everything persistent + the peak of the transients */
     int64_t comm_bytes_sent, comm_bytes_received; /* during the last optimizer step */
+    double comm_seconds;               /* time inside the collectives during the last step */
     int64_t nparams, nparams_padded;
     int stage, nd, micro_batches;
 } sz_memory_report;
 
 sz_status sz_model_memory_report(const sz_model *m, sz_memory_report *out);
+/* Collective yardstick: plain MPI_Reduce_scatter_block + MPI_Allgather on the same element counts
+ * (one per unit), with buffers allocated once and reused, `reps` times. Returns the bytes received
+ * per rank per second (what sz-bench reports as mpi_gbps beside the engine's comm_gbps). */
+sz_status sz_context_mpi_baseline(sz_context *ctx, const int64_t *elems, int n, int reps, double *bytes_per_s);
+/* Each unit's padded element count (n = sz_model_nunits), for the yardstick above. */
+sz_status sz_model_unit_sizes(const sz_model *m, int64_t *padded);
+
 /* Collective: every rank's report, gathered on rank 0 into ranks[0..nd-1] (other ranks may pass NULL). */
 sz_status sz_model_memory_report_all(const sz_model *m, sz_memory_report *ranks);
 

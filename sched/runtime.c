@@ -145,6 +145,9 @@ sz_status sz_context_init(sz_context **out, const sz_context_config *cfg_in, int
     }
     ctx->kernel_threads = cfg.kernel_threads > 0 ? cfg.kernel_threads : ctx->topology.ncores;
 
+    /* Our StarPU build lets idle workers all sleep (deps/starpu-1.3.10-idle-sleep.patch); without
+     * it the last idle worker spins and steals a core from MPI and the application thread. */
+    setenv("STARPU_WORKERS_ALL_SLEEP", "1", 0);
     struct starpu_conf conf;
     starpu_conf_init(&conf);
     /* One CPU worker per rank by default: its compute tasks run OpenMP-parallel over the whole

@@ -107,9 +107,10 @@ build_starpu() {
     build="$SZ_DEPS_DIR/build-$key"
     rm -rf "$build"
     dpkg-source -x "$(ls "$src"/starpu_"$SZ_STARPU_VERSION"*.dsc | head -1)" "$build" >/dev/null 2>&1
-    if [ -n "$cuda_dir" ]; then
-        for p in "$SZ_ROOT"/deps/starpu-*.patch; do (cd "$build" && patch -s -p1 <"$p"); done
-    fi
+    # deps/: the CUDA 13 fixes (inert without CUDA) and the idle-workers-sleep option
+    for p in "$SZ_ROOT"/deps/starpu-"$SZ_STARPU_VERSION"-*.patch; do
+        (cd "$build" && patch -s -p1 <"$p") || sz_die "patch $p does not apply"
+    done
     # shellcheck disable=SC2086
     (cd "$build" && ./configure --prefix="$prefix" $flags >configure.log 2>&1) \
         || { tail -30 "$build/configure.log"; sz_die "StarPU configure failed (log: $build/configure.log)"; }

@@ -451,6 +451,7 @@ sz_status sz_model_forward_backward(sz_model *m, float *loss)
     if (m->micro_batch == 0) {
         m->step_sent = __atomic_load_n(&m->counters.sent, __ATOMIC_RELAXED);
         m->step_received = __atomic_load_n(&m->counters.received, __ATOMIC_RELAXED);
+        m->step_ns = __atomic_load_n(&m->counters.comm_ns, __ATOMIC_RELAXED);
     }
     /* d(mean loss over all rows of all micro-batches of all ranks) / d(one row's loss) */
     m->dloss = 1.0f / ((float)m->loss->numel * (float)m->zero.micro_batches * (float)m->nd);
@@ -481,6 +482,7 @@ sz_status sz_model_update(sz_model *m, const sz_train_config *cfg, int t)
     starpu_task_wait_for_all();
     m->step_sent = __atomic_load_n(&m->counters.sent, __ATOMIC_RELAXED) - m->step_sent;
     m->step_received = __atomic_load_n(&m->counters.received, __ATOMIC_RELAXED) - m->step_received;
+    m->step_ns = __atomic_load_n(&m->counters.comm_ns, __ATOMIC_RELAXED) - m->step_ns;
     return st;
 }
 
@@ -519,6 +521,7 @@ sz_status sz_model_memory_report(const sz_model *m, sz_memory_report *r)
     r->peak_bytes = persistent + __atomic_load_n(&m->counters.peak_total, __ATOMIC_RELAXED);
     r->comm_bytes_sent = m->step_sent;
     r->comm_bytes_received = m->step_received;
+    r->comm_seconds = m->step_ns * 1e-9;
     r->nparams = sz_model_nparams(m);
     for (int i = 0; i < m->nunits; i++)
         r->nparams_padded += m->units[i]->padded;
@@ -539,5 +542,14 @@ sz_status sz_model_memory_report_all(const sz_model *m, sz_memory_report *ranks)
     if (MPI_Gather(&mine, (int)sizeof mine, MPI_BYTE, ranks, (int)sizeof mine, MPI_BYTE, 0, m->ctx->host_comm) !=
         MPI_SUCCESS)
         return SZ_ERR_RUNTIME;
+    return SZ_OK;
+}
+
+sz_status sz_model_unit_sizes(const sz_model *m, int64_t *padded)
+{
+    if (!m || !padded || !m->finalized)
+        return SZ_ERR_INVALID;
+    for (int i = 0; i < m->nunits; i++)
+        padded[i] = m->units[i]->padded;
     return SZ_OK;
 }

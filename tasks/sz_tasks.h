@@ -73,7 +73,7 @@ struct sz_model {
     float last_grad_norm;
     int64_t persistent[SZ_MEM_NCATEGORIES];
     struct sz_counters counters; /* updated by tasks: transient memory, communication bytes */
-    int64_t step_sent, step_received;
+    int64_t step_sent, step_received, step_ns;
 };
 
 /* tasks/ops.c: the step's own tasks */

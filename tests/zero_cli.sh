@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# tests/zero_cli.sh — sz-train under mpiexec: N_d ranks with --batch B equal one rank with
+# --batch N_d*B (the same global batch) to float rounding, for every ZeRO stage: same losses and
+# same gradient norms; and --json ends with the memory/communication report.
+# Usage: zero_cli.sh BUILD_DIR MPIEXEC
+set -u
+bin=$1 mpiexec=$2
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+texts=$(ls /usr/share/common-licenses/{GPL-3,LGPL-3,Apache-2.0} 2>/dev/null)
+[ -n "$texts" ] || { echo "skipped: no text corpus"; exit 77; }
+"$bin/sz-prepare" --out-dir "$dir" --prefix lic $texts >/dev/null || fail "sz-prepare"
+
+run() { # NP BATCH STAGE MICRO -> json lines
+    timeout 120 "$mpiexec" -n "$1" "$bin/sz-train" --config 2,2,32 --vocab 256 --max-seq 32 \
+        --train "$dir/lic_train.bin" --batch "$2" --seq 16 --steps 3 --lr 1e-3 --grad-clip 1.0 \
+        --zero-stage "$3" --micro-batches "$4" --json
+}
+field() { grep "\"$1\"" | sed "s/.*\"$1\": \([-0-9.e]*\).*/\1/"; }
+close() { # A B RELTOL
+    awk -v a="$1" -v b="$2" -v t="$3" 'BEGIN { d = a - b; if (d < 0) d = -d; m = (a < 0 ? -a : a); exit !(d <= t * (m + 1e-6)) }'
+}
+
+run 1 4 0 1 >"$dir/ref.json" || fail "single-rank reference run"
+for stage in 0 1 2 3; do
+    for np in 2 4; do
+        run $np $((4 / np)) $stage 1 >"$dir/s$stage.n$np.json" || fail "stage $stage np $np exited non-zero"
+        paste <(field loss <"$dir/ref.json") <(field loss <"$dir/s$stage.n$np.json") | while read -r a b; do
+            close "$a" "$b" 1e-4 || { echo "FAIL: stage $stage np $np loss $b vs single rank $a"; exit 1; }
+        done || exit 1
+        a=$(field grad_norm <"$dir/ref.json" | head -1); b=$(field grad_norm <"$dir/s$stage.n$np.json" | head -1)
+        close "$a" "$b" 1e-5 || fail "stage $stage np $np first gradient norm $b vs single rank $a"
+        tail -1 "$dir/s$stage.n$np.json" | grep -q '"model_state_bytes_formula"' || fail "no final report line"
+    done
+    echo "stage $stage: 2 and 4 ranks match one rank with the same global batch"
+done
+# micro-batches: 2 ranks x batch 1 x 2 micro-batches = one rank with batch 4
+run 2 1 2 2 >"$dir/mb.json" || fail "micro-batch run"
+a=$(field grad_norm <"$dir/ref.json" | head -1); b=$(field grad_norm <"$dir/mb.json" | head -1)
+close "$a" "$b" 1e-5 || fail "2 ranks x 2 micro-batches: first gradient norm $b vs $a"
+echo "zero_cli: all checks passed"
