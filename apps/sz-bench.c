@@ -104,16 +104,17 @@ int main(int argc, char **argv)
         else if (!strcmp(a, "--micro-batches")) micro = atoi(argv[++i]);
         else {
             fprintf(stderr, "usage: sz-bench [--model d2|d6|d12|L,H,C] [--batch B] [--seq T] [--steps N] [--warmup W]\n"
-                            "                [--precision fp32] [--vocab V] [--zero-stage S] [--micro-batches M] [--json]\n"
+                            "                [--precision fp32|bf16] [--vocab V] [--zero-stage S] [--micro-batches M] [--json]\n"
                             "                (got '%s' '%s')\n", a, v);
             return 2;
         }
         if (i >= argc) { fprintf(stderr, "sz-bench: %s needs a value\n", a); return 2; }
     }
-    if (strcmp(precision, "fp32")) {
-        fprintf(stderr, "sz-bench: --precision %s is not implemented yet (fp32 only)\n", precision);
+    if (strcmp(precision, "fp32") && strcmp(precision, "bf16")) {
+        fprintf(stderr, "sz-bench: --precision %s: must be fp32 or bf16\n", precision);
         return 2;
     }
+    int mixed = !strcmp(precision, "bf16");
     char err[512];
     sz_gpt2_config cfg;
     if (sz_gpt2_config_from_string(&cfg, model, vocab, T > 1024 ? T : 1024, err, sizeof err) != SZ_OK) {
@@ -144,7 +145,8 @@ int main(int argc, char **argv)
     int nd = sz_context_world_size(ctx), rank = sz_context_rank(ctx);
     sz_context_sum(ctx, yard, 2); /* the node's (or cluster's) peak and sgemm: all ranks together */
     double peak = yard[0], sgemm = yard[1];
-    sz_zero_config zero = {.stage = stage, .micro_batches = micro};
+    sz_zero_config zero = {.stage = stage, .micro_batches = micro,
+                           .precision = mixed ? SZ_PRECISION_BF16 : SZ_PRECISION_FP32};
 
     gpt2 *g = NULL;
     if (gpt2_create(&g, ctx, &cfg, B, T, &zero, err, sizeof err) != SZ_OK || gpt2_init_random(g, 1) != SZ_OK) {
@@ -227,10 +229,10 @@ int main(int argc, char **argv)
     cJSON_AddNumberToObject(o, "zero_stage", stage);
     cJSON_AddNumberToObject(o, "micro_batches", micro);
     cJSON_AddNumberToObject(o, "model_state_bytes", (double)ms);
-    cJSON_AddNumberToObject(o, "model_state_bytes_formula", sz_zero_model_state_bytes(stage, psi, nd, 0));
+    cJSON_AddNumberToObject(o, "model_state_bytes_formula", sz_zero_model_state_bytes(stage, psi, nd, mixed));
     cJSON_AddNumberToObject(o, "peak_bytes", (double)peak_b);
     cJSON_AddNumberToObject(o, "comm_bytes_sent", (double)sent);
-    cJSON_AddNumberToObject(o, "comm_bytes_formula", sz_zero_comm_bytes_mb(stage, psi, nd, 0, micro));
+    cJSON_AddNumberToObject(o, "comm_bytes_formula", sz_zero_comm_bytes_mb(stage, psi, nd, mixed, micro));
     cJSON_AddNumberToObject(o, "comm_seconds", reps[0].comm_seconds);
     cJSON_AddNumberToObject(o, "comm_gbps", comm_bps / 1e9);
     cJSON_AddNumberToObject(o, "mpi_gbps", mpi_bps / 1e9);

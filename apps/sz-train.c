@@ -36,7 +36,8 @@ static void usage(FILE *f)
             "          --decay matrices|all which tensors weight decay applies to (default matrices;\n"
             "                               all reproduces llm.c's CPU trainer)\n"
             "          --grad-clip X        clip the global gradient norm to X (default off)\n"
-            "          --precision fp32|bf16 (bf16 is not implemented yet and is refused)\n"
+            "          --precision fp32|bf16 bf16: bf16 params and grads (stored, communicated), fp32 master\n"
+            "                               weights and Adam state; compute reads fp32 working copies\n"
             "ZeRO:     --zero-stage 0|1|2|3 (default 0) under mpirun: 0 plain data parallelism, 1 optimizer\n"
             "                               states, 2 + gradients, 3 + parameters partitioned across ranks\n"
             "          --micro-batches M    forward/backward passes per optimizer step (default 1)\n"
@@ -99,10 +100,8 @@ static int parse(int argc, char **argv, struct opts *o)
         fprintf(stderr, "sz-train: --decay must be 'matrices' or 'all', not '%s'\n", o->decay);
         return -1;
     }
-    if (strcmp(o->precision, "fp32")) {
-        fprintf(stderr, "sz-train: --precision %s: %s\n", o->precision,
-                strcmp(o->precision, "bf16") ? "must be fp32 or bf16"
-                                             : "bf16 mixed precision is not implemented yet; use --precision fp32");
+    if (strcmp(o->precision, "fp32") && strcmp(o->precision, "bf16")) {
+        fprintf(stderr, "sz-train: --precision %s: must be fp32 or bf16\n", o->precision);
         return -1;
     }
     return 0;
@@ -151,23 +150,25 @@ static void report(const struct opts *o, const sz_gpt2_config *cfg, const sz_mem
 {
     const sz_memory_report *r0 = &reps[0];
     double psi = (double)r0->nparams;
+    int mixed = r0->precision == SZ_PRECISION_BF16;
     sz_zero_breakdown f;
-    sz_zero_state_breakdown(o->stage, psi, nd, 0, &f);
+    sz_zero_state_breakdown(o->stage, psi, nd, mixed, &f);
     double formula[SZ_MEM_NCATEGORIES] = {[SZ_MEM_PARAMS] = f.params, [SZ_MEM_PARAM_SHARD] = f.param_shard,
                                           [SZ_MEM_GRADS] = f.grads, [SZ_MEM_GRAD_SHARD] = f.grad_shard,
                                           [SZ_MEM_MASTER] = f.master, [SZ_MEM_ADAM_M] = f.adam_m,
                                           [SZ_MEM_ADAM_V] = f.adam_v};
-    double ms_formula = sz_zero_model_state_bytes(o->stage, psi, nd, 0);
-    double comm_formula = sz_zero_comm_bytes_mb(o->stage, psi, nd, 0, o->micro_batches);
+    double ms_formula = sz_zero_model_state_bytes(o->stage, psi, nd, mixed);
+    double comm_formula = sz_zero_comm_bytes_mb(o->stage, psi, nd, mixed, o->micro_batches);
     double act_llmc = sz_gpt2_activation_bytes(cfg, o->batch, o->seq);
     int64_t ms = MAXR(reps, nd, model_state_bytes), peak = MAXR(reps, nd, peak_bytes);
     int64_t sent = MAXR(reps, nd, comm_bytes_sent);
     if (o->json) {
-        printf("{\"report\": true, \"stage\": %d, \"nd\": %d, \"micro_batches\": %d, \"params\": %lld, "
+        printf("{\"report\": true, \"precision\": \"%s\", \"stage\": %d, \"nd\": %d, \"micro_batches\": %d, \"params\": %lld, "
                "\"params_padded\": %lld, \"model_state_bytes\": %lld, \"model_state_bytes_formula\": %.0f, "
                "\"activation_bytes\": %lld, \"activation_bytes_llmc\": %.0f, \"comm_bytes_sent\": %lld, "
                "\"comm_bytes_formula\": %.0f, \"peak_bytes\": %lld, \"ranks\": [",
-               o->stage, nd, o->micro_batches, (long long)r0->nparams, (long long)r0->nparams_padded, (long long)ms,
+               mixed ? "bf16" : "fp32", o->stage, nd, o->micro_batches, (long long)r0->nparams,
+               (long long)r0->nparams_padded, (long long)ms,
                ms_formula, (long long)MAXR(reps, nd, bytes[SZ_MEM_ACTIVATIONS]), act_llmc, (long long)sent,
                comm_formula, (long long)peak);
         for (int r = 0; r < nd; r++) {
@@ -183,8 +184,9 @@ static void report(const struct opts *o, const sz_gpt2_config *cfg, const sz_mem
         printf("]}\n");
         return;
     }
-    printf("\nmemory per rank, ZeRO stage %d, N_d = %d, %d micro-batch(es), fp32; Ψ = %lld (%lld padded)\n",
-           o->stage, nd, o->micro_batches, (long long)r0->nparams, (long long)r0->nparams_padded);
+    printf("\nmemory per rank, ZeRO stage %d, N_d = %d, %d micro-batch(es), %s; Ψ = %lld (%lld padded)\n",
+           o->stage, nd, o->micro_batches, mixed ? "bf16 mixed precision" : "fp32", (long long)r0->nparams,
+           (long long)r0->nparams_padded);
     printf("  %-28s %16s %16s\n", "category", "measured (max)", "formula");
     for (int c = 0; c < SZ_MEM_NCATEGORIES; c++) {
         int64_t v = 0;
@@ -204,7 +206,7 @@ static void report(const struct opts *o, const sz_gpt2_config *cfg, const sz_mem
     if (o->stage == 3 && nd > 1) /* the head re-gathers the tied embedding (wte, wpe) for forward and backward */
         printf("  (stage 3 also re-gathers the tied embedding unit for the head: +%.0f bytes per micro-batch)\n",
                2.0 * sz_zero_shard((int64_t)(sz_gpt2_tensor_numel(cfg, SZ_GPT2_WTE) +
-                                             sz_gpt2_tensor_numel(cfg, SZ_GPT2_WPE)), nd) * (nd - 1) * 4);
+                                             sz_gpt2_tensor_numel(cfg, SZ_GPT2_WPE)), nd) * (nd - 1) * (mixed ? 2 : 4));
 }
 
 int main(int argc, char **argv)
@@ -241,7 +243,9 @@ int main(int argc, char **argv)
     gpt2 *g = NULL;
     int *in = malloc((size_t)o.batch * o.seq * sizeof *in), *tg = malloc((size_t)o.batch * o.seq * sizeof *tg);
     sz_memory_report *reps = calloc((size_t)nd, sizeof *reps);
-    sz_zero_config zero = {.stage = o.stage, .micro_batches = o.micro_batches};
+    int mixed = !strcmp(o.precision, "bf16");
+    sz_zero_config zero = {.stage = o.stage, .micro_batches = o.micro_batches,
+                           .precision = mixed ? SZ_PRECISION_BF16 : SZ_PRECISION_FP32};
     if ((st = gpt2_create(&g, ctx, &cfg, o.batch, o.seq, &zero, err, sizeof err)) != SZ_OK) {
         fprintf(stderr, "sz-train: %s\n", err);
         goto out;
@@ -256,9 +260,9 @@ int main(int argc, char **argv)
     sz_runtime_info info;
     sz_context_runtime_info(ctx, &info);
     if (lead && !o.json)
-        printf("GPT-2 %s, %lld parameters; %d rank(s) x batch %d x %d, %d micro-batch(es), ZeRO stage %d; "
+        printf("GPT-2 %s, %lld parameters; %d rank(s) x batch %d x %d, %d micro-batch(es), ZeRO stage %d, %s; "
                "%zu train tokens; StarPU policy '%s'\n", desc, (long long)sz_model_nparams(gpt2_model(g)), nd,
-               o.batch, o.seq, o.micro_batches, o.stage, ntrain, info.sched_policy);
+               o.batch, o.seq, o.micro_batches, o.stage, o.precision, ntrain, info.sched_policy);
 
     sz_train_config tc;
     sz_train_config_defaults(&tc);

@@ -1,5 +1,5 @@
 /* codelets/sumsq.c — squared L2 norm of a gradient view (tensor 0: the one-float result, tensor 1:
- * the view). OpenMP over fixed 64K-element chunks, each summed in double, the chunk sums added in
+ * the view, fp32 or bf16). OpenMP over fixed 64K-element chunks, each summed in double, the chunk sums added in
  * chunk order: the result never depends on the thread count. */
 #include <stdlib.h>
 #include "sz_codelets.h"
@@ -9,7 +9,6 @@
 static void sumsq_cpu(void *b[], void *arg)
 {
     SZ_UNPACK(arg, a);
-    const float *x = sz_tf(b, &a, 1);
     int64_t n = a.numel[1], nchunks = (n + CHUNK - 1) / CHUNK;
     double *part = malloc((size_t)(nchunks > 0 ? nchunks : 1) * sizeof *part);
     STARPU_ASSERT_MSG(part, "sumsq: out of memory");
@@ -17,8 +16,10 @@ static void sumsq_cpu(void *b[], void *arg)
     for (int64_t c = 0; c < nchunks; c++) {
         int64_t end = (c + 1) * CHUNK < n ? (c + 1) * CHUNK : n;
         double s = 0.0;
-        for (int64_t i = c * CHUNK; i < end; i++)
-            s += (double)x[i] * x[i];
+        for (int64_t i = c * CHUNK; i < end; i++) {
+            double v = sz_tget(b, &a, 1, i);
+            s += v * v;
+        }
         part[c] = s;
     }
     double s = 0.0;

@@ -18,6 +18,7 @@ struct sz_targs {
     int map[SZ_MAX_TENSORS];       /* tensor -> buffer index */
     int64_t off[SZ_MAX_TENSORS];   /* element offset inside that buffer */
     int64_t numel[SZ_MAX_TENSORS]; /* element count of the view */
+    unsigned char bf16[SZ_MAX_TENSORS]; /* 1: the view holds bf16 (uint16) elements, else fp32/int32 */
     int B, T, C, NH, N, OC, V, Vp; /* shapes (unused ones 0) */
     float f[6];                    /* scalars: AdamW lr, beta1, beta2, eps, wd; clip; scale */
     int t;                         /* AdamW step */
@@ -54,6 +55,28 @@ static inline int *sz_ti(void *buffers[], const struct sz_targs *a, int k)
 {
     return (int *)STARPU_VECTOR_GET_PTR(buffers[a->map[k]]) + a->off[k];
 }
+static inline uint16_t *sz_th(void *buffers[], const struct sz_targs *a, int k)
+{
+    return (uint16_t *)STARPU_VECTOR_GET_PTR(buffers[a->map[k]]) + a->off[k];
+}
+/* bf16 <-> fp32 of one element, round to nearest even (as codelets/kernels). */
+static inline float sz_h2f(uint16_t h)
+{
+    union { uint32_t u; float f; } v = {.u = (uint32_t)h << 16};
+    return v.f;
+}
+static inline uint16_t sz_f2h(float f)
+{
+    union { float f; uint32_t u; } v = {.f = f};
+    if ((v.u & 0x7fffffffu) > 0x7f800000u)
+        return (uint16_t)((v.u >> 16) | 0x40); /* quiet NaN */
+    return (uint16_t)((v.u + 0x7fffu + ((v.u >> 16) & 1u)) >> 16);
+}
+/* Element i of tensor k as fp32, whatever its storage. */
+static inline float sz_tget(void *buffers[], const struct sz_targs *a, int k, int64_t i)
+{
+    return a->bf16[k] ? sz_h2f(sz_th(buffers, a, k)[i]) : sz_tf(buffers, a, k)[i];
+}
 #define SZ_UNPACK(arg, a) struct sz_targs a; starpu_codelet_unpack_args((arg), &a)
 
 /* One history-based perf model per codelet, named after it. */
@@ -88,5 +111,8 @@ extern struct starpu_codelet sz_cl_adamw;           /* param, grad, m, v, scale;
 extern struct starpu_codelet sz_cl_reduce_scatter;  /* full (R, nd*shard), shard (RW), recv buffer (RW), token */
 extern struct starpu_codelet sz_cl_all_gather;      /* full (W; own slice already in place if 1 tensor + token) [, shard (R)], token */
 extern struct starpu_codelet sz_cl_account;         /* any tensors: adds `bytes` to `category` (live memory) */
+/* Mixed precision. */
+extern struct starpu_codelet sz_cl_convert;         /* dst, src: copy converting fp32 <-> bf16; acc = 1: dst += src */
+extern struct starpu_codelet sz_cl_adamw_mixed;     /* master (fp32), param (bf16), grad (bf16), m, v, scale */
 
 #endif

@@ -6,7 +6,8 @@
 static void zero_cpu(void *b[], void *arg)
 {
     SZ_UNPACK(arg, a);
-    memset(sz_tf(b, &a, 0), 0, (size_t)a.numel[0] * sizeof(float));
+    void *x = a.bf16[0] ? (void *)sz_th(b, &a, 0) : (void *)sz_tf(b, &a, 0);
+    memset(x, 0, (size_t)a.numel[0] * (a.bf16[0] ? 2 : 4));
     if (a.stats) /* a buffer allocated for this write: count it as live */
         sz_counters_add(a.stats, a.category, a.bytes);
 }

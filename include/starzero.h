@@ -159,10 +159,19 @@ typedef struct sz_unit_desc {
     int nuses;
 } sz_unit_desc;
 
-/* ZeRO: where model states live. Set before sz_model_finalize; defaults: stage 0, 1 micro-batch. */
+/* ZeRO: where model states live. Set before sz_model_finalize; defaults: stage 0, 1 micro-batch,
+ * fp32. */
+typedef enum sz_precision {
+    SZ_PRECISION_FP32 = 0, /* fp32 params, grads, Adam m and v */
+    SZ_PRECISION_BF16,     /* mixed: bf16 params and grads (stored and communicated), fp32 master
+                              weights and Adam m, v; compute tasks read an fp32 working copy of
+                              one unit at a time and write fp32 working gradients */
+} sz_precision;
+
 typedef struct sz_zero_config {
     int stage;            /* 0 plain data parallelism, 1 P_os, 2 P_os+g, 3 P_os+g+p */
     int micro_batches;    /* forward/backward passes per optimizer step (gradient accumulation) */
+    sz_precision precision;
 } sz_zero_config;
 void sz_zero_config_defaults(sz_zero_config *z);
 
@@ -265,10 +274,11 @@ float sz_model_last_grad_norm(const sz_model *m);
 typedef enum sz_mem_category {
     SZ_MEM_PARAMS = 0,      /* full parameters (stages 0-2) */
     SZ_MEM_PARAM_SHARD,     /* this rank's parameter shard (stage 3) */
-    SZ_MEM_GATHERED,        /* stage 3: gathered units in flight (peak) */
+    SZ_MEM_GATHERED,        /* gathered units (stage 3) and fp32 working copies (bf16) in flight (peak) */
     SZ_MEM_GRADS,           /* full gradients (stages 0-1) */
     SZ_MEM_GRAD_SHARD,      /* this rank's gradient shard (stages 2-3) */
-    SZ_MEM_GRADS_IN_FLIGHT, /* stages 2-3: a unit's gradients between its backward and reduce-scatter (peak) */
+    SZ_MEM_GRADS_IN_FLIGHT, /* a unit's gradients between its backward and their reduce-scatter (stages 2-3)
+                               or their conversion to bf16 (mixed precision) (peak) */
     SZ_MEM_MASTER,          /* fp32 master weights (mixed precision) */
     SZ_MEM_ADAM_M,
     SZ_MEM_ADAM_V,
@@ -287,6 +297,7 @@ typedef struct sz_memory_report {
     double comm_seconds;               /* time inside the collectives during the last step */
     int64_t nparams, nparams_padded;
     int stage, nd, micro_batches;
+    sz_precision precision;
 } sz_memory_report;
 
 sz_status sz_model_memory_report(const sz_model *m, sz_memory_report *out);

@@ -58,7 +58,10 @@ sz_status sz_model_set_zero(sz_model *m, const sz_zero_config *z)
                        "micro-batches >= 1", z->stage, z->micro_batches);
         return SZ_ERR_INVALID;
     }
+    if (z->precision != SZ_PRECISION_FP32 && z->precision != SZ_PRECISION_BF16)
+        return SZ_ERR_INVALID;
     m->zero = *z;
+    m->mixed = z->precision == SZ_PRECISION_BF16;
     return SZ_OK;
 }
 
@@ -171,12 +174,13 @@ sz_tensor *sz_model_tensor(sz_model *m, const char *name, sz_dtype dtype, int64_
 }
 
 /* A unit's flat buffer: persistent (cat >= 0, counted) or allocated by StarPU on demand. */
-static sz_status flat_init(struct sz_model *m, struct sz_unit *u, struct sz_flat *f, const char *what, int cat)
+static sz_status flat_init(struct sz_model *m, struct sz_unit *u, struct sz_flat *f, const char *what, sz_dtype dt,
+                           int cat)
 {
     char name[48];
     snprintf(name, sizeof name, "%s%s", what, u->name);
-    sz_tensor *all = cat >= 0 ? owned_buffer(m, name, SZ_DTYPE_F32, u->padded, cat)
-                              : owned(m, sz_tensor_register_lazy(u->padded, SZ_DTYPE_F32, name), -1);
+    sz_tensor *all = cat >= 0 ? owned_buffer(m, name, dt, u->padded, cat)
+                              : owned(m, sz_tensor_register_lazy(u->padded, dt, name), -1);
     f->child = calloc((size_t)u->nparams + 1, sizeof *f->child);
     if (!all || !f->child)
         return SZ_ERR_NOMEM;
@@ -190,7 +194,7 @@ static sz_status flat_init(struct sz_model *m, struct sz_unit *u, struct sz_flat
 }
 
 static sz_status slice_or_buffer(struct sz_model *m, struct sz_unit *u, sz_tensor *out, const struct sz_flat *full,
-                                 const char *what, int cat)
+                                 const char *what, sz_dtype dt, int cat)
 {
     char name[48];
     snprintf(name, sizeof name, "%s%s", what, u->name);
@@ -198,7 +202,7 @@ static sz_status slice_or_buffer(struct sz_model *m, struct sz_unit *u, sz_tenso
         *out = sz_tensor_view(&full->all, (int64_t)m->rank * u->shard, u->shard, name);
         return SZ_OK;
     }
-    sz_tensor *t = owned_buffer(m, name, SZ_DTYPE_F32, u->shard, cat);
+    sz_tensor *t = owned_buffer(m, name, dt, u->shard, cat);
     if (!t)
         return SZ_ERR_NOMEM;
     *out = *t;
@@ -213,11 +217,25 @@ static sz_status unit_storage(struct sz_model *m, struct sz_unit *u)
     if (u->padded == 0)
         u->padded = m->nd;
     u->shard = u->padded / m->nd;
-    if ((st = flat_init(m, u, &u->param, "", s < 3 ? SZ_MEM_PARAMS : -1)) != SZ_OK ||
-        (st = flat_init(m, u, &u->grad, "grad:", s < 2 ? SZ_MEM_GRADS : -1)) != SZ_OK ||
-        (st = slice_or_buffer(m, u, &u->pshard, s < 3 ? &u->param : NULL, "param_shard:", SZ_MEM_PARAM_SHARD)) ||
-        (st = slice_or_buffer(m, u, &u->gshard, s < 2 ? &u->grad : NULL, "grad_shard:", SZ_MEM_GRAD_SHARD)))
+    sz_dtype dt = m->mixed ? SZ_DTYPE_BF16 : SZ_DTYPE_F32;
+    if ((st = flat_init(m, u, &u->param, "", dt, s < 3 ? SZ_MEM_PARAMS : -1)) != SZ_OK ||
+        (st = flat_init(m, u, &u->grad, "grad:", dt, s < 2 ? SZ_MEM_GRADS : -1)) != SZ_OK ||
+        (st = slice_or_buffer(m, u, &u->pshard, s < 3 ? &u->param : NULL, "param_shard:", dt, SZ_MEM_PARAM_SHARD)) ||
+        (st = slice_or_buffer(m, u, &u->gshard, s < 2 ? &u->grad : NULL, "grad_shard:", dt, SZ_MEM_GRAD_SHARD)))
         return st;
+    u->wp = &u->param;
+    u->wg = &u->grad;
+    if (m->mixed) { /* fp32 working copies (allocated on demand, one unit at a time) and the master */
+        char mname[48];
+        snprintf(mname, sizeof mname, "master:%s", u->name);
+        sz_tensor *master = owned_buffer(m, mname, SZ_DTYPE_F32, s == 0 ? u->padded : u->shard, SZ_MEM_MASTER);
+        if (!master || (st = flat_init(m, u, &u->work, "work:", SZ_DTYPE_F32, -1)) != SZ_OK ||
+            (st = flat_init(m, u, &u->wgrad, "wgrad:", SZ_DTYPE_F32, -1)) != SZ_OK)
+            return master ? st : SZ_ERR_NOMEM;
+        u->master = *master;
+        u->wp = &u->work;
+        u->wg = &u->wgrad;
+    }
     int64_t n = s == 0 ? u->padded : u->shard;
     char name[48];
     snprintf(name, sizeof name, "adam_m:%s", u->name);
@@ -268,6 +286,8 @@ void sz_model_free(sz_model *m)
     for (int i = 0; i < m->nunits; i++) {
         free(m->units[i]->param.child);
         free(m->units[i]->grad.child);
+        free(m->units[i]->work.child);
+        free(m->units[i]->wgrad.child);
         unit_free(m->units[i]);
     }
     for (int i = 0; i < m->ntensors; i++)
@@ -297,13 +317,13 @@ static struct sz_unit *unit_of(sz_model *m, int unit, int param)
 sz_tensor *sz_model_param(sz_model *m, int unit, int i)
 {
     struct sz_unit *u = unit_of(m, unit, i);
-    return u ? &u->param.child[i] : NULL;
+    return u ? &u->wp->child[i] : NULL;
 }
 
 sz_tensor *sz_model_grad(sz_model *m, int unit, int i)
 {
     struct sz_unit *u = unit_of(m, unit, i);
-    return u ? &u->grad.child[i] : NULL;
+    return u ? &u->wg->child[i] : NULL;
 }
 
 /* Read param/grad tensor `param` of `unit` through the owners' slices (collective with nd > 1). */
@@ -332,22 +352,33 @@ sz_status sz_model_grad_read(sz_model *m, int unit, int param, float *dst)
     return read_assembled(m, unit, param, 1, dst);
 }
 
+/* The part of tensor `param` (values src) that lies in flat elements [lo, lo + n) of the unit,
+ * written into `dst`, a view whose element 0 is flat element lo. */
+static sz_status write_piece(struct sz_unit *u, int param, const float *src, const sz_tensor *dst, int64_t lo, int64_t n)
+{
+    int64_t a = u->offset[param], b = a + u->param.child[param].numel;
+    int64_t from = a > lo ? a : lo, to = b < lo + n ? b : lo + n;
+    if (from >= to)
+        return SZ_OK;
+    sz_tensor part = sz_tensor_view(dst, from - lo, to - from, NULL);
+    return sz_tensor_write_f32(&part, src + (from - a));
+}
+
 /* Every rank writes the same values: stages 0-2 into the full parameters, stage 3 into the part of
- * its shard the tensor overlaps. */
+ * its shard the tensor overlaps; under mixed precision also into the fp32 master (full at stage 0,
+ * else the owned slice), the parameters getting the values rounded to bf16. */
 sz_status sz_model_param_write(sz_model *m, int unit, int param, const float *src)
 {
     struct sz_unit *u = unit_of(m, unit, param);
     if (!u || !src)
         return SZ_ERR_INVALID;
-    if (m->zero.stage < 3)
-        return sz_tensor_write(&u->param.child[param], src);
-    int64_t lo = (int64_t)m->rank * u->shard, hi = lo + u->shard;
-    int64_t a = u->offset[param], b = a + u->param.child[param].numel;
-    int64_t from = a > lo ? a : lo, to = b < hi ? b : hi;
-    if (from >= to)
-        return SZ_OK;
-    sz_tensor part = sz_tensor_view(&u->pshard, from - lo, to - from, NULL);
-    return sz_tensor_write(&part, src + (from - a));
+    int64_t lo = (int64_t)m->rank * u->shard;
+    sz_status st = m->zero.stage < 3 ? sz_tensor_write_f32(&u->param.child[param], src)
+                                     : write_piece(u, param, src, &u->pshard, lo, u->shard);
+    if (st == SZ_OK && m->mixed)
+        st = m->zero.stage == 0 ? write_piece(u, param, src, &u->master, 0, u->padded)
+                                : write_piece(u, param, src, &u->master, lo, u->shard);
+    return st;
 }
 
 sz_status sz_model_init_params(sz_model *m, uint64_t seed)
@@ -388,8 +419,8 @@ sz_status sz_model_set_loss(sz_model *m, sz_tensor *losses)
 }
 
 /* unit accessors for callbacks */
-sz_tensor *sz_unit_param(sz_unit *u, int i) { return u && i >= 0 && i < u->nparams ? &u->param.child[i] : NULL; }
-sz_tensor *sz_unit_grad(sz_unit *u, int i) { return u && i >= 0 && i < u->nparams ? &u->grad.child[i] : NULL; }
+sz_tensor *sz_unit_param(sz_unit *u, int i) { return u && i >= 0 && i < u->nparams ? &u->wp->child[i] : NULL; }
+sz_tensor *sz_unit_grad(sz_unit *u, int i) { return u && i >= 0 && i < u->nparams ? &u->wg->child[i] : NULL; }
 int sz_unit_index(const sz_unit *u) { return u ? u->index : -1; }
 const char *sz_unit_name(const sz_unit *u) { return u ? u->name : ""; }
 sz_model *sz_unit_model(sz_unit *u) { return u ? u->model : NULL; }
@@ -528,6 +559,7 @@ sz_status sz_model_memory_report(const sz_model *m, sz_memory_report *r)
     r->stage = m->zero.stage;
     r->nd = m->nd;
     r->micro_batches = m->zero.micro_batches;
+    r->precision = m->zero.precision;
     return SZ_OK;
 }
 

@@ -40,6 +40,13 @@ static void use(struct call *c, const sz_tensor *t, enum starpu_data_access_mode
     c->a.map[k] = j;
     c->a.off[k] = t->offset;
     c->a.numel[k] = t->numel;
+    c->a.bf16[k] = t->dtype == SZ_DTYPE_BF16;
+}
+
+/* Tensors whose element type the codelet reads from the arguments (fp32 or bf16). */
+static void use_any(struct call *c, const sz_tensor *t, enum starpu_data_access_mode mode, int64_t need)
+{
+    use(c, t, mode, need, t ? t->dtype : SZ_DTYPE_F32);
 }
 #define IN(c, t, need) use((c), (t), STARPU_R, (need), SZ_DTYPE_F32)
 #define OUT(c, t, need) use((c), (t), STARPU_W, (need), SZ_DTYPE_F32)
@@ -227,7 +234,7 @@ sz_status sz_submit_zero(const sz_tensor *t, const char *name, struct sz_counter
                          const sz_tensor *token)
 {
     CALL(.stats = acct, .category = category, .bytes = bytes);
-    OUT(&c, t, 0);
+    use_any(&c, t, STARPU_W, 0);
     if (token)
         ACC(&c, token, 1);
     return submit(&c, &sz_cl_zero, name);
@@ -237,7 +244,7 @@ sz_status sz_submit_sumsq(const sz_tensor *out, const sz_tensor *x, const char *
 {
     CALL(.nt = 0);
     OUT(&c, out, 1);
-    IN(&c, x, 0);
+    use_any(&c, x, STARPU_R, 0);
     return submit(&c, &sz_cl_sumsq, name);
 }
 
@@ -266,9 +273,9 @@ sz_status sz_submit_clip(struct sz_model *m, float clip)
 sz_status sz_submit_reduce_scatter(struct sz_model *m, struct sz_unit *u, int acc, int64_t release_bytes)
 {
     COMM_CALL(m, .shard = u->shard, .acc = acc, .category = SZ_MEM_GRADS_IN_FLIGHT, .bytes = -release_bytes);
-    IN(&c, &u->grad.all, u->padded);
-    ACC(&c, &u->gshard, u->shard);
-    ACC(&c, m->comm_buf, m->nd > 1 ? u->padded : 1);
+    use_any(&c, &u->grad.all, STARPU_R, u->padded);
+    use_any(&c, &u->gshard, STARPU_RW, u->shard);
+    ACC(&c, m->comm_buf, m->nd > 1 ? u->padded : 1); /* bf16 elements need only half of it */
     ACC(&c, m->token, 1);
     return submit(&c, &sz_cl_reduce_scatter, u->comm_name);
 }
@@ -277,10 +284,10 @@ sz_status sz_submit_all_gather(struct sz_model *m, struct sz_unit *u, int from_s
 {
     COMM_CALL(m, .shard = u->shard, .category = category, .bytes = bytes);
     if (from_shard) {
-        OUT(&c, &u->param.all, u->padded);
-        IN(&c, &u->pshard, u->shard);
+        use_any(&c, &u->param.all, STARPU_W, u->padded);
+        use_any(&c, &u->pshard, STARPU_R, u->shard);
     } else {
-        ACC(&c, m->zero.stage == 0 ? &u->grad.all : &u->param.all, u->padded); /* in place */
+        use_any(&c, m->zero.stage == 0 ? &u->grad.all : &u->param.all, STARPU_RW, u->padded); /* in place */
     }
     ACC(&c, m->token, 1);
     return submit(&c, &sz_cl_all_gather, u->comm_name);
@@ -291,7 +298,31 @@ sz_status sz_submit_all_gather(struct sz_model *m, struct sz_unit *u, int from_s
 sz_status sz_submit_account(struct sz_model *m, const sz_tensor *t, int category, int64_t bytes, const char *name)
 {
     CALL(.stats = &m->counters, .category = category, .bytes = bytes);
-    ACC(&c, t, 0);
+    use_any(&c, t, STARPU_RW, 0);
     ACC(&c, m->token, 1);
     return submit(&c, &sz_cl_account, name);
+}
+
+/* dst (W, or RW when acc) <- src converting between fp32 and bf16; the write that allocates a
+ * working copy counts `bytes` of `category` as live, and writes the token so it stays in order
+ * with gathers and releases (bounding the copies in flight). */
+sz_status sz_submit_convert(struct sz_model *m, const sz_tensor *dst, const sz_tensor *src, int acc, int category,
+                            int64_t bytes, const char *name)
+{
+    CALL(.acc = acc, .stats = &m->counters, .category = category, .bytes = bytes);
+    use_any(&c, dst, acc ? STARPU_RW : STARPU_W, src->numel);
+    use_any(&c, src, STARPU_R, dst->numel);
+    ACC(&c, m->token, 1);
+    return submit(&c, &sz_cl_convert, name);
+}
+
+sz_status sz_submit_adamw_mixed(const sz_tensor *master, const sz_tensor *p, const sz_tensor *g, const sz_tensor *m,
+                                const sz_tensor *v, const sz_tensor *scale, const sz_train_config *cfg, float wd,
+                                int t, const char *name)
+{
+    CALL(.f = {cfg->lr, cfg->beta1, cfg->beta2, cfg->eps, wd}, .t = t);
+    int64_t n = master->numel;
+    ACC(&c, master, n); use(&c, p, STARPU_RW, n, SZ_DTYPE_BF16); use(&c, g, STARPU_R, n, SZ_DTYPE_BF16);
+    ACC(&c, m, n); ACC(&c, v, n); IN(&c, scale, 1);
+    return submit(&c, &sz_cl_adamw_mixed, name);
 }

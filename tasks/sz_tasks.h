@@ -45,7 +45,10 @@ struct sz_unit {
     sz_unit_fn forward, backward;
     void *user;
     const char *phase; /* task name of the ops being submitted: fwd_name or bwd_name */
-    struct sz_flat param, grad;
+    struct sz_flat param, grad;  /* fp32, or bf16 under mixed precision */
+    struct sz_flat work, wgrad;  /* mixed precision: the fp32 working copies compute tasks use */
+    struct sz_flat *wp, *wg;     /* what callbacks see: work/wgrad (mixed) or param/grad (fp32) */
+    sz_tensor master;  /* mixed precision: fp32 master weights, full (stage 0) or the owned slice */
     sz_tensor pshard;  /* this rank's parameter slice: a view of param (stages 0-2) or its own buffer (3) */
     sz_tensor gshard;  /* this rank's reduced gradient slice: a view of grad (0-1) or its own buffer (2-3) */
     sz_tensor adam_m, adam_v;   /* full (stage 0) or shard */
@@ -58,6 +61,7 @@ struct sz_model {
     struct sz_context *ctx;
     sz_zero_config zero;
     int nd, rank;
+    int mixed;                   /* zero.precision == SZ_PRECISION_BF16 */
     struct sz_unit **units;
     int nunits, cap_units;
     sz_tensor **tensors;         /* owned: registered tensors (activations, shards, state) */
@@ -86,11 +90,20 @@ sz_status sz_submit_adamw(const sz_tensor *p, const sz_tensor *g, const sz_tenso
 sz_status sz_submit_reduce_scatter(struct sz_model *m, struct sz_unit *u, int acc, int64_t release_bytes);
 sz_status sz_submit_all_gather(struct sz_model *m, struct sz_unit *u, int from_shard, int category, int64_t bytes);
 sz_status sz_submit_account(struct sz_model *m, const sz_tensor *t, int category, int64_t bytes, const char *name);
+sz_status sz_submit_convert(struct sz_model *m, const sz_tensor *dst, const sz_tensor *src, int acc, int category,
+                            int64_t bytes, const char *name);
+sz_status sz_submit_adamw_mixed(const sz_tensor *master, const sz_tensor *p, const sz_tensor *g, const sz_tensor *m,
+                                const sz_tensor *v, const sz_tensor *scale, const sz_train_config *cfg, float wd,
+                                int t, const char *name);
 
 /* tasks/tensor.c */
 sz_tensor *sz_tensor_register(void *home, int64_t numel, sz_dtype dtype, const char *name);
 /* A handle StarPU allocates itself when first written (home node -1); freed by invalidation. */
 sz_tensor *sz_tensor_register_lazy(int64_t numel, sz_dtype dtype, const char *name);
+/* Read a fp32 or bf16 view as fp32 values (blocking). */
+sz_status sz_tensor_read_f32(sz_tensor *t, float *dst);
+/* Write fp32 values into a fp32 or bf16 view (rounded to nearest even for bf16; blocking). */
+sz_status sz_tensor_write_f32(sz_tensor *t, const float *src);
 /* A view of `numel` elements at `offset` of base's handle. */
 sz_tensor sz_tensor_view(const sz_tensor *base, int64_t offset, int64_t numel, const char *name);
 void sz_tensor_unregister(sz_tensor *t);

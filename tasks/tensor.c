@@ -83,3 +83,35 @@ static sz_status copy(sz_tensor *t, void *dst, const void *src)
 
 sz_status sz_tensor_read(sz_tensor *t, void *dst) { return copy(t, dst, NULL); }
 sz_status sz_tensor_write(sz_tensor *t, const void *src) { return copy(t, NULL, src); }
+
+sz_status sz_tensor_read_f32(sz_tensor *t, float *dst)
+{
+    if (!t || !dst)
+        return SZ_ERR_INVALID;
+    if (t->dtype != SZ_DTYPE_BF16)
+        return sz_tensor_read(t, dst);
+    uint16_t *h = malloc((size_t)t->numel * sizeof *h);
+    if (!h)
+        return SZ_ERR_NOMEM;
+    sz_status st = sz_tensor_read(t, h);
+    for (int64_t i = 0; i < t->numel; i++)
+        dst[i] = sz_h2f(h[i]);
+    free(h);
+    return st;
+}
+
+sz_status sz_tensor_write_f32(sz_tensor *t, const float *src)
+{
+    if (!t || !src)
+        return SZ_ERR_INVALID;
+    if (t->dtype != SZ_DTYPE_BF16)
+        return sz_tensor_write(t, src);
+    uint16_t *h = malloc((size_t)t->numel * sizeof *h);
+    if (!h)
+        return SZ_ERR_NOMEM;
+    for (int64_t i = 0; i < t->numel; i++)
+        h[i] = sz_f2h(src[i]);
+    sz_status st = sz_tensor_write(t, h);
+    free(h);
+    return st;
+}

@@ -14,23 +14,40 @@
 #include <string.h>
 #include "sz_tasks.h"
 
-/* ---- stage 3: parameters of a unit gathered just in time, released right after use ---------- */
+/* ---- the parameters a unit's compute tasks read ---------------------------------------------
+ * Stage 3 gathers them just in time; mixed precision converts the bf16 parameters into an fp32
+ * working copy. Both are released right after use (invalidated: StarPU frees the buffer). */
+
+static int64_t elem_bytes(const struct sz_model *m) { return m->mixed ? 2 : 4; }
 
 static sz_status gather(struct sz_model *m, struct sz_unit *u)
 {
-    if (m->zero.stage < 3 || u->gathered)
+    if (u->gathered)
         return SZ_OK;
     u->gathered = 1;
-    return sz_submit_all_gather(m, u, 1, SZ_MEM_GATHERED, u->padded * 4);
+    sz_status st = SZ_OK;
+    if (m->zero.stage == 3)
+        st = sz_submit_all_gather(m, u, 1, SZ_MEM_GATHERED, u->padded * elem_bytes(m));
+    if (st == SZ_OK && m->mixed) {
+        st = sz_submit_convert(m, &u->work.all, &u->param.all, 0, SZ_MEM_GATHERED, u->padded * 4, u->comm_name);
+        if (st == SZ_OK && m->zero.stage == 3) { /* the bf16 gathered copy is not needed any more */
+            st = sz_submit_account(m, &u->param.all, SZ_MEM_GATHERED, -u->padded * 2, u->comm_name);
+            starpu_data_invalidate_submit(u->param.all.h);
+        }
+    }
+    return st;
 }
 
 static sz_status release(struct sz_model *m, struct sz_unit *u)
 {
-    if (m->zero.stage < 3 || !u->gathered)
+    if (!u->gathered)
         return SZ_OK;
     u->gathered = 0;
-    sz_status st = sz_submit_account(m, &u->param.all, SZ_MEM_GATHERED, -u->padded * 4, u->comm_name);
-    starpu_data_invalidate_submit(u->param.all.h);
+    struct sz_flat *f = m->mixed ? &u->work : (m->zero.stage == 3 ? &u->param : NULL);
+    if (!f)
+        return SZ_OK;
+    sz_status st = sz_submit_account(m, &f->all, SZ_MEM_GATHERED, -u->padded * 4, u->comm_name);
+    starpu_data_invalidate_submit(f->all.h);
     return st;
 }
 
@@ -42,25 +59,40 @@ static sz_status with_uses(struct sz_model *m, struct sz_unit *u, sz_status (*fn
     return st;
 }
 
-/* ---- stages 2-3: a unit's gradients exist only between first touch and reduce-scatter ---------- */
+/* ---- the gradients a unit's backward writes ----------------------------------------------------
+ * fp32, stages 0-1: straight into the persistent full gradients (zeroed once per step).
+ * Otherwise into a buffer allocated on first touch: stages 2-3 reduce-scatter it into the shard
+ * right after the unit's backward (every micro-batch) and free it; mixed precision first converts
+ * the fp32 working gradients to bf16 (added into the persistent bf16 gradients at stages 0-1). */
 
 static sz_status grads_touch(struct sz_model *m, struct sz_unit *u)
 {
     if (u->grads_live)
         return SZ_OK;
     u->grads_live = 1;
-    if (m->zero.stage < 2)
-        return SZ_OK; /* stages 0-1: zeroed once per step in sz_zero_backward */
-    return sz_submit_zero(&u->grad.all, u->bwd_name, &m->counters, SZ_MEM_GRADS_IN_FLIGHT, u->padded * 4, m->token);
+    if (!m->mixed && m->zero.stage < 2)
+        return SZ_OK;
+    return sz_submit_zero(&u->wg->all, u->bwd_name, &m->counters, SZ_MEM_GRADS_IN_FLIGHT, u->padded * 4, m->token);
 }
 
 static sz_status grads_flush(struct sz_model *m, struct sz_unit *u)
 {
-    if (m->zero.stage < 2 || !u->grads_live)
+    if ((!m->mixed && m->zero.stage < 2) || !u->grads_live)
         return SZ_OK;
     u->grads_live = 0;
-    sz_status st = sz_submit_reduce_scatter(m, u, m->micro_batch > 0, u->padded * 4);
-    starpu_data_invalidate_submit(u->grad.all.h);
+    sz_status st = SZ_OK;
+    int64_t release = u->padded * 4;
+    if (m->mixed) {
+        int keep = m->zero.stage >= 2; /* a bf16 copy lives on until its reduce-scatter */
+        st = sz_submit_convert(m, &u->grad.all, &u->wgrad.all, !keep, SZ_MEM_GRADS_IN_FLIGHT,
+                               (keep ? u->padded * 2 : 0) - u->padded * 4, u->bwd_name);
+        starpu_data_invalidate_submit(u->wgrad.all.h);
+        release = u->padded * 2;
+    }
+    if (st == SZ_OK && m->zero.stage >= 2) {
+        st = sz_submit_reduce_scatter(m, u, m->micro_batch > 0, release);
+        starpu_data_invalidate_submit(u->grad.all.h);
+    }
     return st;
 }
 
@@ -100,15 +132,15 @@ sz_status sz_zero_backward(struct sz_model *m)
         st = grads_flush(m, u);
     }
     for (int i = 0; i < m->nunits; i++)
-        if (m->zero.stage < 2)
+        if (!m->mixed && m->zero.stage < 2)
             m->units[i]->grads_live = 0;
     return st;
 }
 
 /* AdamW on the piece of each tensor that lies in [lo, lo + n) of the unit's flat buffer. The
- * parameter, gradient and state views start at element p0, g0, s0 for flat element lo. */
+ * parameter, gradient (and mixed precision's master) views start at flat element lo. */
 static sz_status adam_range(struct sz_model *m, struct sz_unit *u, const sz_train_config *cfg, int t, int64_t lo,
-                            int64_t n, const sz_tensor *p, int64_t p0, const sz_tensor *g, int64_t g0)
+                            int64_t n, const sz_tensor *p, const sz_tensor *g)
 {
     for (int k = 0; k < u->nparams; k++) {
         int64_t a = u->offset[k], b = a + u->params[k].rows * u->params[k].cols;
@@ -117,10 +149,12 @@ static sz_status adam_range(struct sz_model *m, struct sz_unit *u, const sz_trai
             continue;
         float wd = (cfg->decay == SZ_DECAY_ALL || u->params[k].decay) ? cfg->weight_decay : 0.0f;
         int64_t off = from - lo, len = to - from;
-        sz_tensor pv = sz_tensor_view(p, p0 + off, len, NULL), gv = sz_tensor_view(g, g0 + off, len, NULL);
+        sz_tensor pv = sz_tensor_view(p, off, len, NULL), gv = sz_tensor_view(g, off, len, NULL);
         sz_tensor mv = sz_tensor_view(&u->adam_m, off, len, NULL), vv = sz_tensor_view(&u->adam_v, off, len, NULL);
         sz_tensor scale = sz_tensor_view(m->clip, 0, 1, NULL);
-        sz_status st = sz_submit_adamw(&pv, &gv, &mv, &vv, &scale, cfg, wd, t, u->opt_name);
+        sz_tensor master = m->mixed ? sz_tensor_view(&u->master, off, len, NULL) : pv;
+        sz_status st = m->mixed ? sz_submit_adamw_mixed(&master, &pv, &gv, &mv, &vv, &scale, cfg, wd, t, u->opt_name)
+                                : sz_submit_adamw(&pv, &gv, &mv, &vv, &scale, cfg, wd, t, u->opt_name);
         if (st != SZ_OK)
             return st;
     }
@@ -145,9 +179,9 @@ sz_status sz_zero_update(struct sz_model *m, const sz_train_config *cfg, int t)
     for (int i = 0; i < m->nunits && st == SZ_OK; i++) {
         struct sz_unit *u = m->units[i];
         if (s == 0) /* every rank updates everything, identically */
-            st = adam_range(m, u, cfg, t, 0, u->padded, &u->param.all, 0, &u->grad.all, 0);
+            st = adam_range(m, u, cfg, t, 0, u->padded, &u->param.all, &u->grad.all);
         else
-            st = adam_range(m, u, cfg, t, (int64_t)m->rank * u->shard, u->shard, &u->pshard, 0, &u->gshard, 0);
+            st = adam_range(m, u, cfg, t, (int64_t)m->rank * u->shard, u->shard, &u->pshard, &u->gshard);
         if (st == SZ_OK && (s == 1 || s == 2))
             st = sz_submit_all_gather(m, u, 0, -1, 0);
     }
@@ -158,15 +192,18 @@ sz_status sz_zero_update(struct sz_model *m, const sz_train_config *cfg, int t)
 
 sz_status sz_zero_assemble(struct sz_model *m, struct sz_unit *u, int which, float *full)
 {
-    sz_tensor *slice = which ? &u->gshard : &u->pshard;
-    if (which == 0 && m->zero.stage < 3)
+    /* parameters are the fp32 master under mixed precision */
+    sz_tensor *slice = which ? &u->gshard : (m->mixed ? &u->master : &u->pshard);
+    if (which == 0 && m->zero.stage == 0 && m->mixed)
+        return sz_tensor_read(&u->master, full);
+    if (which == 0 && m->zero.stage < 3 && !m->mixed)
         return sz_tensor_read(&u->param.all, full);
     if (m->nd == 1)
-        return sz_tensor_read(slice, full);
+        return sz_tensor_read_f32(slice, full);
     float *mine = malloc((size_t)u->shard * sizeof *mine);
     if (!mine)
         return SZ_ERR_NOMEM;
-    sz_status st = sz_tensor_read(slice, mine);
+    sz_status st = sz_tensor_read_f32(slice, mine);
     if (st == SZ_OK && MPI_Allgather(mine, (int)u->shard, MPI_FLOAT, full, (int)u->shard, MPI_FLOAT,
                                      m->ctx->host_comm) != MPI_SUCCESS)
         st = SZ_ERR_RUNTIME;

@@ -27,6 +27,12 @@ echo "loss: first $first, mean of last 10 $last, val $val"
 awk -v f="$first" -v l="$last" 'BEGIN {exit !(l < f - 1.5)}' || fail "loss did not fall by 1.5 nats ($first -> $last)"
 awk -v v="$val" 'BEGIN {exit !(v > 0 && v < 4.0)}' || fail "val loss $val not below 4.0"
 
+# 1b. bf16 mixed precision trains too
+train --steps 60 --precision bf16 >"$dir/bf16.json" || fail "sz-train --precision bf16 exited non-zero"
+lastb=$(grep '"loss"' "$dir/bf16.json" | tail -10 | sed 's/.*"loss": \([0-9.]*\).*/\1/' | awk '{s+=$1} END {print s/NR}')
+echo "bf16 loss: mean of last 10 $lastb (fp32 $last)"
+awk -v l="$lastb" -v f="$last" 'BEGIN {d = l - f; if (d < 0) d = -d; exit !(d < 0.15)}' || fail "bf16 loss $lastb far from fp32 $last"
+
 # 2. deterministic across runs and STARPU_NCPU
 STARPU_NCPU=1 train --steps 6 --save "$dir/a.bin" | grep -o '"loss": [0-9.]*' >"$dir/a.txt" || fail "run a"
 STARPU_NCPU=1 train --steps 6 --save "$dir/b.bin" | grep -o '"loss": [0-9.]*' >"$dir/b.txt" || fail "run b"
