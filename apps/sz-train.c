@@ -12,7 +12,7 @@
 #include "gpt2/gpt2.h"
 
 struct opts {
-    const char *init, *config, *train, *val, *save, *precision, *decay;
+    const char *init, *config, *train, *val, *save, *precision, *decay, *trace;
     int vocab, max_seq, batch, seq, steps, val_every, val_batches, json, stage, micro_batches, report;
     unsigned long long seed;
     float lr, beta1, beta2, eps, wd, grad_clip;
@@ -42,6 +42,8 @@ static void usage(FILE *f)
             "                               states, 2 + gradients, 3 + parameters partitioned across ranks\n"
             "          --micro-batches M    forward/backward passes per optimizer step (default 1)\n"
             "output:   --save FILE          write an llm.c checkpoint (fp32) at the end\n"
+            "          --trace DIR          every rank writes its FxT trace into DIR (merge with\n"
+            "                               starpu_fxt_tool, or use scripts/trace.sh)\n"
             "          --report             print measured memory per category and communication per step\n"
             "                               beside the DESIGN formulas (rank 0; max over ranks)\n"
             "          --json               one JSON object per step instead of text lines; the last line is\n"
@@ -66,6 +68,7 @@ static int parse(int argc, char **argv, struct opts *o)
         else if (!strcmp(a, "--train")) o->train = v;
         else if (!strcmp(a, "--val")) o->val = v;
         else if (!strcmp(a, "--save")) o->save = v;
+        else if (!strcmp(a, "--trace")) o->trace = v;
         else if (!strcmp(a, "--precision")) o->precision = v;
         else if (!strcmp(a, "--decay")) o->decay = v;
         else if (!strcmp(a, "--vocab")) o->vocab = atoi(v);
@@ -235,7 +238,10 @@ int main(int argc, char **argv)
     }
 
     sz_context *ctx = NULL;
-    if ((st = sz_context_init(&ctx, NULL, &argc, &argv)) != SZ_OK) {
+    sz_context_config ccfg;
+    sz_context_config_defaults(&ccfg);
+    ccfg.trace_dir = o.trace;
+    if ((st = sz_context_init(&ctx, &ccfg, &argc, &argv)) != SZ_OK) {
         fprintf(stderr, "sz-train: cannot start the runtime: %s\n", sz_status_string(st));
         return 1;
     }

@@ -57,7 +57,10 @@ typedef struct sz_context_config {
                                   so co-located ranks never pile onto the same cores */
     int kernel_threads;        /* OpenMP threads per compute task; -1: this rank's cores. Fixed,
                                   so results are bitwise the same whatever STARPU_NCPU says. */
-    const char *sched_policy;  /* StarPU policy name; NULL: StarPU's default. STARPU_SCHED wins. */
+    const char *sched_policy;  /* StarPU policy name; NULL or "zero": StarZeRO's `zero` policy
+                                  (sched/policy.c). STARPU_SCHED in the environment wins. */
+    const char *trace_dir;     /* non-NULL: this rank writes its FxT trace (prof_file_<user>_<rank>)
+                                  there; NULL: no trace (STARPU_FXT_TRACE=0 unless the user set it) */
     sz_log_fn log_fn;          /* NULL: sz_log_stderr */
     void *log_user;
     sz_log_level log_level;    /* default SZ_LOG_WARN; SZ_LOG env var (error|warn|info|debug) wins */

@@ -8,8 +8,10 @@
 #include <starpu.h>
 #include <starpu_mpi.h>
 #include <omp.h>
+#include <sys/stat.h>
 #include "sz_runtime.h"
 #include "sz_kernels.h"
+#include "sz_sched.h"
 
 void sz_context_config_defaults(sz_context_config *cfg)
 {
@@ -148,6 +150,16 @@ sz_status sz_context_init(sz_context **out, const sz_context_config *cfg_in, int
     /* Our StarPU build lets idle workers all sleep (deps/starpu-1.3.10-idle-sleep.patch); without
      * it the last idle worker spins and steals a core from MPI and the application thread. */
     setenv("STARPU_WORKERS_ALL_SLEEP", "1", 0);
+    /* A StarPU built with FxT traces every run by default, into /tmp: trace only when asked. */
+    if (cfg.trace_dir) {
+        char prefix[4096];
+        snprintf(prefix, sizeof prefix, "%s/", cfg.trace_dir);
+        mkdir(cfg.trace_dir, 0755);
+        setenv("STARPU_FXT_PREFIX", prefix, 1);
+        setenv("STARPU_FXT_TRACE", "1", 1);
+    } else {
+        setenv("STARPU_FXT_TRACE", "0", 0);
+    }
     struct starpu_conf conf;
     starpu_conf_init(&conf);
     /* One CPU worker per rank by default: its compute tasks run OpenMP-parallel over the whole
@@ -156,7 +168,11 @@ sz_status sz_context_init(sz_context **out, const sz_context_config *cfg_in, int
     conf.ncpus = cfg.ncpus >= 0 ? cfg.ncpus : 1;
     if (cfg.ncuda >= 0) conf.ncuda = cfg.ncuda;
     conf.nopencl = 0;
-    if (cfg.sched_policy) conf.sched_policy_name = cfg.sched_policy;
+    /* The `zero` policy unless the config names another; STARPU_SCHED in the environment wins. */
+    if (cfg.sched_policy && strcmp(cfg.sched_policy, "zero"))
+        conf.sched_policy_name = cfg.sched_policy;
+    else
+        conf.sched_policy = &sz_zero_policy;
     int ret = starpu_mpi_init_conf(argc, argv, 0, ctx->comm, &conf);
     if (ret != 0) {
         sz_context_log(ctx, SZ_LOG_ERROR, "starpu_mpi_init_conf failed (%d): %s", ret,

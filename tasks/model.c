@@ -111,7 +111,10 @@ sz_status sz_model_add_unit(sz_model *m, const sz_unit_desc *d)
     snprintf(u->fwd_name, sizeof u->fwd_name, "fwd:%s", d->name);
     snprintf(u->bwd_name, sizeof u->bwd_name, "bwd:%s", d->name);
     snprintf(u->opt_name, sizeof u->opt_name, "adam:%s", d->name);
-    snprintf(u->comm_name, sizeof u->comm_name, "comm:%s", d->name);
+    snprintf(u->gather_name, sizeof u->gather_name, "gather:%s", d->name);
+    snprintf(u->release_name, sizeof u->release_name, "release:%s", d->name);
+    snprintf(u->rs_name, sizeof u->rs_name, "rs:%s", d->name);
+    snprintf(u->ag_name, sizeof u->ag_name, "ag:%s", d->name);
     u->nparams = d->nparams;
     u->params = calloc((size_t)d->nparams + 1, sizeof *u->params);
     u->offset = calloc((size_t)d->nparams + 1, sizeof *u->offset);

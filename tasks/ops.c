@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include "sz_tasks.h"
 #include "sz_codelets.h"
+#include "sz_sched.h"
 
 struct call {
     struct starpu_data_descr d[SZ_MAX_TENSORS];
@@ -53,12 +54,15 @@ static void use_any(struct call *c, const sz_tensor *t, enum starpu_data_access_
 #define ACC(c, t, need) use((c), (t), STARPU_RW, (need), SZ_DTYPE_F32)
 #define TOK(c, t, need) use((c), (t), STARPU_R, (need), SZ_DTYPE_I32)
 
-static sz_status submit(struct call *c, struct starpu_codelet *cl, const char *name)
+/* Every task carries its position in the step's plan and its unit (task->sched_data) for the
+ * `zero` policy; m may be NULL (tasks outside any model). */
+static sz_status submit(struct call *c, struct starpu_codelet *cl, const char *name, struct sz_model *m, int unit)
 {
     if (c->bad)
         return SZ_ERR_INVALID;
+    void *sd = sz_sched_data(m ? m->position++ : 0, unit);
     int ret = starpu_task_insert(cl, STARPU_DATA_MODE_ARRAY, c->d, c->nd, STARPU_VALUE, &c->a, sizeof c->a,
-                                 STARPU_NAME, name, 0);
+                                 STARPU_NAME, name, STARPU_TASK_SCHED_DATA, sd, 0);
     return ret == 0 ? SZ_OK : SZ_ERR_RUNTIME;
 }
 
@@ -68,7 +72,7 @@ static sz_status submit(struct call *c, struct starpu_codelet *cl, const char *n
 sz_status sz_op_zero(sz_unit *u, sz_tensor *t)
 {
     NEED_UNIT(u);
-    return sz_submit_zero(t, u->phase, NULL, 0, 0, NULL);
+    return sz_submit_zero(u, t, u->phase, NULL, 0, 0, NULL);
 }
 
 sz_status sz_op_encoder_fwd(sz_unit *u, sz_tensor *out, sz_tensor *tok, sz_tensor *wte, sz_tensor *wpe, int B,
@@ -78,7 +82,7 @@ sz_status sz_op_encoder_fwd(sz_unit *u, sz_tensor *out, sz_tensor *tok, sz_tenso
     int64_t N = (int64_t)B * T;
     CALL(.B = B, .T = T, .C = C);
     OUT(&c, out, N * C); TOK(&c, tok, N); IN(&c, wte, C); IN(&c, wpe, (int64_t)T * C);
-    return submit(&c, &sz_cl_encoder_fwd, u->phase);
+    return submit(&c, &sz_cl_encoder_fwd, u->phase, u->model, u->index);
 }
 
 sz_status sz_op_encoder_bwd(sz_unit *u, sz_tensor *dwte, sz_tensor *dwpe, sz_tensor *dout, sz_tensor *tok, int B,
@@ -88,7 +92,7 @@ sz_status sz_op_encoder_bwd(sz_unit *u, sz_tensor *dwte, sz_tensor *dwpe, sz_ten
     int64_t N = (int64_t)B * T;
     CALL(.B = B, .T = T, .C = C);
     ACC(&c, dwte, C); ACC(&c, dwpe, (int64_t)T * C); IN(&c, dout, N * C); TOK(&c, tok, N);
-    return submit(&c, &sz_cl_encoder_bwd, u->phase);
+    return submit(&c, &sz_cl_encoder_bwd, u->phase, u->model, u->index);
 }
 
 sz_status sz_op_layernorm_fwd(sz_unit *u, sz_tensor *out, sz_tensor *mean, sz_tensor *rstd, sz_tensor *inp,
@@ -98,7 +102,7 @@ sz_status sz_op_layernorm_fwd(sz_unit *u, sz_tensor *out, sz_tensor *mean, sz_te
     int64_t NC = (int64_t)N * C;
     CALL(.N = N, .C = C);
     OUT(&c, out, NC); OUT(&c, mean, N); OUT(&c, rstd, N); IN(&c, inp, NC); IN(&c, w, C); IN(&c, b, C);
-    return submit(&c, &sz_cl_layernorm_fwd, u->phase);
+    return submit(&c, &sz_cl_layernorm_fwd, u->phase, u->model, u->index);
 }
 
 sz_status sz_op_layernorm_bwd(sz_unit *u, sz_tensor *dinp, sz_tensor *dw, sz_tensor *db, sz_tensor *dout,
@@ -109,7 +113,7 @@ sz_status sz_op_layernorm_bwd(sz_unit *u, sz_tensor *dinp, sz_tensor *dw, sz_ten
     CALL(.N = N, .C = C);
     ACC(&c, dinp, NC); ACC(&c, dw, C); ACC(&c, db, C); IN(&c, dout, NC); IN(&c, inp, NC); IN(&c, w, C);
     IN(&c, mean, N); IN(&c, rstd, N);
-    return submit(&c, &sz_cl_layernorm_bwd, u->phase);
+    return submit(&c, &sz_cl_layernorm_bwd, u->phase, u->model, u->index);
 }
 
 sz_status sz_op_matmul_fwd(sz_unit *u, sz_tensor *out, sz_tensor *inp, sz_tensor *w, sz_tensor *b, int N, int C,
@@ -120,7 +124,7 @@ sz_status sz_op_matmul_fwd(sz_unit *u, sz_tensor *out, sz_tensor *inp, sz_tensor
     OUT(&c, out, (int64_t)N * OC); IN(&c, inp, (int64_t)N * C); IN(&c, w, (int64_t)OC * C);
     if (b)
         IN(&c, b, OC);
-    return submit(&c, &sz_cl_matmul_fwd, u->phase);
+    return submit(&c, &sz_cl_matmul_fwd, u->phase, u->model, u->index);
 }
 
 sz_status sz_op_matmul_bwd(sz_unit *u, sz_tensor *dinp, sz_tensor *dw, sz_tensor *db, sz_tensor *dout,
@@ -132,7 +136,7 @@ sz_status sz_op_matmul_bwd(sz_unit *u, sz_tensor *dinp, sz_tensor *dw, sz_tensor
     IN(&c, inp, (int64_t)N * C); IN(&c, w, (int64_t)OC * C);
     if (db)
         ACC(&c, db, OC);
-    return submit(&c, &sz_cl_matmul_bwd, u->phase);
+    return submit(&c, &sz_cl_matmul_bwd, u->phase, u->model, u->index);
 }
 
 sz_status sz_op_attention_fwd(sz_unit *u, sz_tensor *out, sz_tensor *preatt, sz_tensor *att, sz_tensor *inp, int B,
@@ -144,7 +148,7 @@ sz_status sz_op_attention_fwd(sz_unit *u, sz_tensor *out, sz_tensor *preatt, sz_
     int64_t N = (int64_t)B * T, A = (int64_t)B * NH * T * T;
     CALL(.B = B, .T = T, .C = C, .NH = NH);
     OUT(&c, out, N * C); OUT(&c, preatt, A); OUT(&c, att, A); IN(&c, inp, N * 3 * C);
-    return submit(&c, &sz_cl_attention_fwd, u->phase);
+    return submit(&c, &sz_cl_attention_fwd, u->phase, u->model, u->index);
 }
 
 sz_status sz_op_attention_bwd(sz_unit *u, sz_tensor *dinp, sz_tensor *dout, sz_tensor *inp, sz_tensor *att, int B,
@@ -156,7 +160,7 @@ sz_status sz_op_attention_bwd(sz_unit *u, sz_tensor *dinp, sz_tensor *dout, sz_t
     int64_t N = (int64_t)B * T, A = (int64_t)B * NH * T * T;
     CALL(.B = B, .T = T, .C = C, .NH = NH);
     ACC(&c, dinp, N * 3 * C); IN(&c, dout, N * C); IN(&c, inp, N * 3 * C); IN(&c, att, A);
-    return submit(&c, &sz_cl_attention_bwd, u->phase);
+    return submit(&c, &sz_cl_attention_bwd, u->phase, u->model, u->index);
 }
 
 /* Element-wise ops: every view holds exactly n elements. */
@@ -174,7 +178,7 @@ sz_status sz_op_gelu_fwd(sz_unit *u, sz_tensor *out, sz_tensor *inp, int64_t n)
     CALL(.nt = 0);
     OUT(&c, out, n); IN(&c, inp, n);
     same_size(&c, n);
-    return submit(&c, &sz_cl_gelu_fwd, u->phase);
+    return submit(&c, &sz_cl_gelu_fwd, u->phase, u->model, u->index);
 }
 
 sz_status sz_op_gelu_bwd(sz_unit *u, sz_tensor *dinp, sz_tensor *inp, sz_tensor *dout, int64_t n)
@@ -183,7 +187,7 @@ sz_status sz_op_gelu_bwd(sz_unit *u, sz_tensor *dinp, sz_tensor *inp, sz_tensor 
     CALL(.nt = 0);
     ACC(&c, dinp, n); IN(&c, inp, n); IN(&c, dout, n);
     same_size(&c, n);
-    return submit(&c, &sz_cl_gelu_bwd, u->phase);
+    return submit(&c, &sz_cl_gelu_bwd, u->phase, u->model, u->index);
 }
 
 sz_status sz_op_residual_fwd(sz_unit *u, sz_tensor *out, sz_tensor *a, sz_tensor *b, int64_t n)
@@ -192,7 +196,7 @@ sz_status sz_op_residual_fwd(sz_unit *u, sz_tensor *out, sz_tensor *a, sz_tensor
     CALL(.nt = 0);
     OUT(&c, out, n); IN(&c, a, n); IN(&c, b, n);
     same_size(&c, n);
-    return submit(&c, &sz_cl_residual_fwd, u->phase);
+    return submit(&c, &sz_cl_residual_fwd, u->phase, u->model, u->index);
 }
 
 sz_status sz_op_residual_bwd(sz_unit *u, sz_tensor *da, sz_tensor *db, sz_tensor *dout, int64_t n)
@@ -201,7 +205,7 @@ sz_status sz_op_residual_bwd(sz_unit *u, sz_tensor *da, sz_tensor *db, sz_tensor
     CALL(.nt = 0);
     ACC(&c, da, n); ACC(&c, db, n); IN(&c, dout, n);
     same_size(&c, n);
-    return submit(&c, &sz_cl_residual_bwd, u->phase);
+    return submit(&c, &sz_cl_residual_bwd, u->phase, u->model, u->index);
 }
 
 sz_status sz_op_softmax_xent_fwd(sz_unit *u, sz_tensor *losses, sz_tensor *probs, sz_tensor *logits,
@@ -212,7 +216,7 @@ sz_status sz_op_softmax_xent_fwd(sz_unit *u, sz_tensor *losses, sz_tensor *probs
         return SZ_ERR_INVALID;
     CALL(.N = N, .V = V, .Vp = Vp);
     OUT(&c, losses, N); OUT(&c, probs, (int64_t)N * Vp); IN(&c, logits, (int64_t)N * Vp); TOK(&c, targets, N);
-    return submit(&c, &sz_cl_softmax_xent_fwd, u->phase);
+    return submit(&c, &sz_cl_softmax_xent_fwd, u->phase, u->model, u->index);
 }
 
 sz_status sz_op_softmax_xent_bwd(sz_unit *u, sz_tensor *dlogits, sz_tensor *probs, sz_tensor *targets, int N, int V,
@@ -223,37 +227,37 @@ sz_status sz_op_softmax_xent_bwd(sz_unit *u, sz_tensor *dlogits, sz_tensor *prob
         return SZ_ERR_INVALID;
     CALL(.N = N, .V = V, .Vp = Vp, .f = {u->model->dloss > 0 ? u->model->dloss : 1.0f / (float)N});
     OUT(&c, dlogits, (int64_t)N * Vp); IN(&c, probs, (int64_t)N * Vp); TOK(&c, targets, N);
-    return submit(&c, &sz_cl_softmax_xent_bwd, u->phase);
+    return submit(&c, &sz_cl_softmax_xent_bwd, u->phase, u->model, u->index);
 }
 
 /* ---- the step's own tasks ------------------------------------------------------------------ */
 
 /* With `token` (a model's communication token), the zeroing that allocates a unit's gradients is
  * ordered after the earlier reduce-scatters, bounding the gradients in flight. */
-sz_status sz_submit_zero(const sz_tensor *t, const char *name, struct sz_counters *acct, int category, int64_t bytes,
+sz_status sz_submit_zero(struct sz_unit *u, const sz_tensor *t, const char *name, struct sz_counters *acct, int category, int64_t bytes,
                          const sz_tensor *token)
 {
     CALL(.stats = acct, .category = category, .bytes = bytes);
     use_any(&c, t, STARPU_W, 0);
     if (token)
         ACC(&c, token, 1);
-    return submit(&c, &sz_cl_zero, name);
+    return submit(&c, &sz_cl_zero, name, u->model, u->index);
 }
 
-sz_status sz_submit_sumsq(const sz_tensor *out, const sz_tensor *x, const char *name)
+sz_status sz_submit_sumsq(struct sz_unit *u, const sz_tensor *out, const sz_tensor *x, const char *name)
 {
     CALL(.nt = 0);
     OUT(&c, out, 1);
     use_any(&c, x, STARPU_R, 0);
-    return submit(&c, &sz_cl_sumsq, name);
+    return submit(&c, &sz_cl_sumsq, name, u->model, u->index);
 }
 
-sz_status sz_submit_adamw(const sz_tensor *p, const sz_tensor *g, const sz_tensor *m, const sz_tensor *v,
+sz_status sz_submit_adamw(struct sz_unit *u, const sz_tensor *p, const sz_tensor *g, const sz_tensor *m, const sz_tensor *v,
                           const sz_tensor *scale, const sz_train_config *cfg, float wd, int t, const char *name)
 {
     CALL(.f = {cfg->lr, cfg->beta1, cfg->beta2, cfg->eps, wd}, .t = t);
     ACC(&c, p, p->numel); IN(&c, g, p->numel); ACC(&c, m, p->numel); ACC(&c, v, p->numel); IN(&c, scale, 1);
-    return submit(&c, &sz_cl_adamw, name);
+    return submit(&c, &sz_cl_adamw, name, u->model, u->index);
 }
 
 /* Communication tasks all write the model's token, so each rank runs them in submission order,
@@ -267,7 +271,7 @@ sz_status sz_submit_clip(struct sz_model *m, float clip)
     OUT(&c, m->clip, 2);
     IN(&c, m->sumsq, m->nunits);
     ACC(&c, m->token, 1);
-    return submit(&c, &sz_cl_clip_scale, "comm:clip");
+    return submit(&c, &sz_cl_clip_scale, "clip", m, 0xffff);
 }
 
 sz_status sz_submit_reduce_scatter(struct sz_model *m, struct sz_unit *u, int acc, int64_t release_bytes)
@@ -277,7 +281,7 @@ sz_status sz_submit_reduce_scatter(struct sz_model *m, struct sz_unit *u, int ac
     use_any(&c, &u->gshard, STARPU_RW, u->shard);
     ACC(&c, m->comm_buf, m->nd > 1 ? u->padded : 1); /* bf16 elements need only half of it */
     ACC(&c, m->token, 1);
-    return submit(&c, &sz_cl_reduce_scatter, u->comm_name);
+    return submit(&c, &sz_cl_reduce_scatter, u->rs_name, m, u->index);
 }
 
 sz_status sz_submit_all_gather(struct sz_model *m, struct sz_unit *u, int from_shard, int category, int64_t bytes)
@@ -290,7 +294,7 @@ sz_status sz_submit_all_gather(struct sz_model *m, struct sz_unit *u, int from_s
         use_any(&c, m->zero.stage == 0 ? &u->grad.all : &u->param.all, STARPU_RW, u->padded); /* in place */
     }
     ACC(&c, m->token, 1);
-    return submit(&c, &sz_cl_all_gather, u->comm_name);
+    return submit(&c, &sz_cl_all_gather, from_shard ? u->gather_name : u->ag_name, m, u->index);
 }
 
 /* Also writes the token: a release is ordered among the communication tasks, so a later gather
@@ -300,7 +304,7 @@ sz_status sz_submit_account(struct sz_model *m, const sz_tensor *t, int category
     CALL(.stats = &m->counters, .category = category, .bytes = bytes);
     use_any(&c, t, STARPU_RW, 0);
     ACC(&c, m->token, 1);
-    return submit(&c, &sz_cl_account, name);
+    return submit(&c, &sz_cl_account, name, m, 0xffff);
 }
 
 /* dst (W, or RW when acc) <- src converting between fp32 and bf16; the write that allocates a
@@ -313,10 +317,10 @@ sz_status sz_submit_convert(struct sz_model *m, const sz_tensor *dst, const sz_t
     use_any(&c, dst, acc ? STARPU_RW : STARPU_W, src->numel);
     use_any(&c, src, STARPU_R, dst->numel);
     ACC(&c, m->token, 1);
-    return submit(&c, &sz_cl_convert, name);
+    return submit(&c, &sz_cl_convert, name, m, 0xffff);
 }
 
-sz_status sz_submit_adamw_mixed(const sz_tensor *master, const sz_tensor *p, const sz_tensor *g, const sz_tensor *m,
+sz_status sz_submit_adamw_mixed(struct sz_unit *u, const sz_tensor *master, const sz_tensor *p, const sz_tensor *g, const sz_tensor *m,
                                 const sz_tensor *v, const sz_tensor *scale, const sz_train_config *cfg, float wd,
                                 int t, const char *name)
 {
@@ -324,5 +328,5 @@ sz_status sz_submit_adamw_mixed(const sz_tensor *master, const sz_tensor *p, con
     int64_t n = master->numel;
     ACC(&c, master, n); use(&c, p, STARPU_RW, n, SZ_DTYPE_BF16); use(&c, g, STARPU_R, n, SZ_DTYPE_BF16);
     ACC(&c, m, n); ACC(&c, v, n); IN(&c, scale, 1);
-    return submit(&c, &sz_cl_adamw_mixed, name);
+    return submit(&c, &sz_cl_adamw_mixed, name, u->model, u->index);
 }

@@ -32,7 +32,10 @@ struct sz_flat {
 struct sz_unit {
     struct sz_model *model;
     int index;
-    char name[32], fwd_name[40], bwd_name[40], opt_name[40], comm_name[40];
+    /* task names as traces show them: fwd:block3, bwd:block3, gather:block3 (stage 3 gather or the
+     * mixed-precision working copy), release:block3, rs:block3, ag:block3, adam:block3 */
+    char name[32], fwd_name[40], bwd_name[40], opt_name[40], gather_name[40], release_name[40], rs_name[40],
+        ag_name[40];
     sz_param_spec *params;
     int nparams;
     int64_t *offset;   /* offset of each param in the flat buffer */
@@ -75,24 +78,25 @@ struct sz_model {
     sz_tensor *comm_buf;         /* the reduce-scatter receive buffer (largest padded unit) */
     sz_tensor *token;            /* one float every communication task writes: one order on all ranks */
     float last_grad_norm;
+    uint64_t position;           /* plan position of the next task submitted (task->sched_data) */
     int64_t persistent[SZ_MEM_NCATEGORIES];
     struct sz_counters counters; /* updated by tasks: transient memory, communication bytes */
     int64_t step_sent, step_received, step_ns;
 };
 
 /* tasks/ops.c: the step's own tasks */
-sz_status sz_submit_zero(const sz_tensor *t, const char *name, struct sz_counters *acct, int category, int64_t bytes,
+sz_status sz_submit_zero(struct sz_unit *u, const sz_tensor *t, const char *name, struct sz_counters *acct, int category, int64_t bytes,
                          const sz_tensor *token);
-sz_status sz_submit_sumsq(const sz_tensor *out, const sz_tensor *x, const char *name);
+sz_status sz_submit_sumsq(struct sz_unit *u, const sz_tensor *out, const sz_tensor *x, const char *name);
 sz_status sz_submit_clip(struct sz_model *m, float clip);
-sz_status sz_submit_adamw(const sz_tensor *p, const sz_tensor *g, const sz_tensor *m, const sz_tensor *v,
+sz_status sz_submit_adamw(struct sz_unit *u, const sz_tensor *p, const sz_tensor *g, const sz_tensor *m, const sz_tensor *v,
                           const sz_tensor *scale, const sz_train_config *cfg, float wd, int t, const char *name);
 sz_status sz_submit_reduce_scatter(struct sz_model *m, struct sz_unit *u, int acc, int64_t release_bytes);
 sz_status sz_submit_all_gather(struct sz_model *m, struct sz_unit *u, int from_shard, int category, int64_t bytes);
 sz_status sz_submit_account(struct sz_model *m, const sz_tensor *t, int category, int64_t bytes, const char *name);
 sz_status sz_submit_convert(struct sz_model *m, const sz_tensor *dst, const sz_tensor *src, int acc, int category,
                             int64_t bytes, const char *name);
-sz_status sz_submit_adamw_mixed(const sz_tensor *master, const sz_tensor *p, const sz_tensor *g, const sz_tensor *m,
+sz_status sz_submit_adamw_mixed(struct sz_unit *u, const sz_tensor *master, const sz_tensor *p, const sz_tensor *g, const sz_tensor *m,
                                 const sz_tensor *v, const sz_tensor *scale, const sz_train_config *cfg, float wd,
                                 int t, const char *name);
 

@@ -29,9 +29,9 @@ static sz_status gather(struct sz_model *m, struct sz_unit *u)
     if (m->zero.stage == 3)
         st = sz_submit_all_gather(m, u, 1, SZ_MEM_GATHERED, u->padded * elem_bytes(m));
     if (st == SZ_OK && m->mixed) {
-        st = sz_submit_convert(m, &u->work.all, &u->param.all, 0, SZ_MEM_GATHERED, u->padded * 4, u->comm_name);
+        st = sz_submit_convert(m, &u->work.all, &u->param.all, 0, SZ_MEM_GATHERED, u->padded * 4, u->gather_name);
         if (st == SZ_OK && m->zero.stage == 3) { /* the bf16 gathered copy is not needed any more */
-            st = sz_submit_account(m, &u->param.all, SZ_MEM_GATHERED, -u->padded * 2, u->comm_name);
+            st = sz_submit_account(m, &u->param.all, SZ_MEM_GATHERED, -u->padded * 2, u->release_name);
             starpu_data_invalidate_submit(u->param.all.h);
         }
     }
@@ -46,7 +46,7 @@ static sz_status release(struct sz_model *m, struct sz_unit *u)
     struct sz_flat *f = m->mixed ? &u->work : (m->zero.stage == 3 ? &u->param : NULL);
     if (!f)
         return SZ_OK;
-    sz_status st = sz_submit_account(m, &f->all, SZ_MEM_GATHERED, -u->padded * 4, u->comm_name);
+    sz_status st = sz_submit_account(m, &f->all, SZ_MEM_GATHERED, -u->padded * 4, u->release_name);
     starpu_data_invalidate_submit(f->all.h);
     return st;
 }
@@ -72,7 +72,7 @@ static sz_status grads_touch(struct sz_model *m, struct sz_unit *u)
     u->grads_live = 1;
     if (!m->mixed && m->zero.stage < 2)
         return SZ_OK;
-    return sz_submit_zero(&u->wg->all, u->bwd_name, &m->counters, SZ_MEM_GRADS_IN_FLIGHT, u->padded * 4, m->token);
+    return sz_submit_zero(u, &u->wg->all, u->bwd_name, &m->counters, SZ_MEM_GRADS_IN_FLIGHT, u->padded * 4, m->token);
 }
 
 static sz_status grads_flush(struct sz_model *m, struct sz_unit *u)
@@ -118,7 +118,7 @@ sz_status sz_zero_backward(struct sz_model *m)
     sz_status st = SZ_OK;
     if (m->zero.stage < 2 && m->micro_batch == 0) /* full gradients accumulate over micro-batches */
         for (int i = 0; i < m->nunits && st == SZ_OK; i++)
-            st = sz_submit_zero(&m->units[i]->grad.all, m->units[i]->bwd_name, NULL, 0, 0, NULL);
+            st = sz_submit_zero(m->units[i], &m->units[i]->grad.all, m->units[i]->bwd_name, NULL, 0, 0, NULL);
     for (int i = m->nunits - 1; i >= 0 && st == SZ_OK; i--) {
         struct sz_unit *u = m->units[i];
         if (u->backward) {
@@ -153,8 +153,8 @@ static sz_status adam_range(struct sz_model *m, struct sz_unit *u, const sz_trai
         sz_tensor mv = sz_tensor_view(&u->adam_m, off, len, NULL), vv = sz_tensor_view(&u->adam_v, off, len, NULL);
         sz_tensor scale = sz_tensor_view(m->clip, 0, 1, NULL);
         sz_tensor master = m->mixed ? sz_tensor_view(&u->master, off, len, NULL) : pv;
-        sz_status st = m->mixed ? sz_submit_adamw_mixed(&master, &pv, &gv, &mv, &vv, &scale, cfg, wd, t, u->opt_name)
-                                : sz_submit_adamw(&pv, &gv, &mv, &vv, &scale, cfg, wd, t, u->opt_name);
+        sz_status st = m->mixed ? sz_submit_adamw_mixed(u, &master, &pv, &gv, &mv, &vv, &scale, cfg, wd, t, u->opt_name)
+                                : sz_submit_adamw(u, &pv, &gv, &mv, &vv, &scale, cfg, wd, t, u->opt_name);
         if (st != SZ_OK)
             return st;
     }
@@ -172,7 +172,7 @@ sz_status sz_zero_update(struct sz_model *m, const sz_train_config *cfg, int t)
         if (st == SZ_OK && s == 0)
             st = sz_submit_all_gather(m, u, 0, -1, 0); /* the all-reduce's second half */
         if (st == SZ_OK)
-            st = sz_submit_sumsq(&u->sumsq, &u->gshard, u->opt_name);
+            st = sz_submit_sumsq(u, &u->sumsq, &u->gshard, u->opt_name);
     }
     if (st == SZ_OK)
         st = sz_submit_clip(m, cfg->grad_clip);

@@ -1,0 +1,14 @@
+/* sched/sz_sched.h — the `zero` scheduling policy (sched/policy.c) as the runtime and tasks see it. */
+#ifndef SZ_SCHED_H
+#define SZ_SCHED_H
+#include <starpu.h>
+
+extern struct starpu_sched_policy sz_zero_policy;
+/* 1 for the communication codelets (gather, reduce-scatter, all-gather, clip factor). */
+int sz_task_is_comm(const struct starpu_task *t);
+/* task->sched_data for a task at `position` of the plan, of unit `unit`. */
+static inline void *sz_sched_data(uint64_t position, int unit)
+{
+    return (void *)(uintptr_t)(position << 16 | ((uint64_t)unit & 0xffff));
+}
+#endif
