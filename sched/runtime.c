@@ -2,6 +2,7 @@
  * sit beside StarPU-MPI), hwloc, then StarPU + StarPU-MPI with this rank's share of the node's
  * cores; rank/world queries, the policy in effect, and the printed runtime summary. */
 #include <errno.h>
+#include <malloc.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -147,6 +148,24 @@ sz_status sz_context_init(sz_context **out, const sz_context_config *cfg_in, int
     }
     ctx->kernel_threads = cfg.kernel_threads > 0 ? cfg.kernel_threads : ctx->topology.ncores;
 
+    /* Unit-sized buffers are allocated and freed every step (gathered parameters, gradients in
+     * flight, working copies). Served by mmap, each would be faulted in again on every use, and
+     * under Open MPI's memory hooks each munmap costs more: keep them in the heap and reuse them. */
+    mallopt(M_MMAP_THRESHOLD, 1 << 30);
+    mallopt(M_TRIM_THRESHOLD, 1 << 30);
+    /* A CPU memory limit turns on StarPU's allocation cache: a buffer freed by invalidation (a
+     * released gathered unit, reduced gradients) is handed to the next allocation of that size
+     * instead of being faulted in afresh every step (measured: GPT-2 124M ZeRO-3 step 2.76 -> 1.98 s
+     * on one rank). The default limit is this rank's share of the node's memory. */
+    if (!getenv("STARPU_LIMIT_CPU_MEM")) {
+        hwloc_obj_t root = hwloc_get_root_obj(ctx->topo);
+        uint64_t total = root && root->total_memory ? root->total_memory : 0;
+        if (total) {
+            char mib[32];
+            snprintf(mib, sizeof mib, "%llu", (unsigned long long)(total / (uint64_t)ctx->topology.local_size >> 20));
+            setenv("STARPU_LIMIT_CPU_MEM", mib, 1);
+        }
+    }
     /* Our StarPU build lets idle workers all sleep (deps/starpu-1.3.10-idle-sleep.patch); without
      * it the last idle worker spins and steals a core from MPI and the application thread. */
     setenv("STARPU_WORKERS_ALL_SLEEP", "1", 0);
