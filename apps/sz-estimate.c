@@ -78,45 +78,6 @@ static void usage(FILE *f)
             "  sz-estimate --params 7.5e9 --nd 64\n");
 }
 
-/* A number with an optional multiplier suffix taken from `units` (the whole rest of the string;
- * matched case-insensitively when `nocase`). Returns 0 and sets *out on success. */
-struct unit {
-    const char *suffix;
-    double mult;
-};
-
-static int parse_scaled(const char *s, const struct unit *units, int nocase, double *out)
-{
-    if (!s || !*s || isspace((unsigned char)*s))
-        return -1;
-    char *end;
-    errno = 0;
-    double v = strtod(s, &end);
-    if (end == s || errno == ERANGE || !isfinite(v))
-        return -1;
-    double mult = 0.0;
-    for (const struct unit *u = units; u->suffix; u++)
-        if (nocase ? !strcasecmp(end, u->suffix) : !strcmp(end, u->suffix)) {
-            mult = u->mult;
-            break;
-        }
-    if (mult == 0.0 || !isfinite(v * mult))
-        return -1;
-    *out = v * mult;
-    return 0;
-}
-
-static const struct unit k_count_units[] = {
-    {"", 1.0}, {"K", 1e3}, {"M", 1e6}, {"B", 1e9}, {"G", 1e9}, {"T", 1e12}, {NULL, 0}};
-
-/* Case-sensitive: "Gb" would read as gigabits. k and kB are the SI spellings of K and KB. */
-static const struct unit k_byte_units[] = {
-    {"", 1.0},           {"B", 1.0},           {"k", 1e3},            {"kB", 1e3},
-    {"K", 1e3},          {"KB", 1e3},           {"M", 1e6},           {"MB", 1e6},
-    {"G", 1e9},          {"GB", 1e9},           {"T", 1e12},          {"TB", 1e12},
-    {"KiB", 1024.0},     {"MiB", 1048576.0},    {"GiB", 1073741824.0}, {"TiB", 1099511627776.0},
-    {NULL, 0}};
-
 static int parse_int(const char *s, int lo, int hi, int *out)
 {
     if (!s || !*s || isspace((unsigned char)*s))
@@ -179,7 +140,7 @@ static int parse(int argc, char **argv, struct opts *o)
         i++;
         if (!strcmp(a, "--params")) {
             o->params_str = v;
-            if (parse_scaled(v, k_count_units, 1, &o->psi) != 0 || !(o->psi > 0))
+            if (sz_parse_count(v, &o->psi) != 0 || !(o->psi > 0))
                 BAD("--params %s: expected a positive count such as 7.5e9, 124M or 1.5B", v);
         } else if (!strcmp(a, "--model")) {
             o->model = v;
@@ -216,11 +177,11 @@ static int parse(int argc, char **argv, struct opts *o)
                 BAD("--micro-batches %s: expected a positive integer", v);
         } else if (!strcmp(a, "--budget")) {
             o->budget_str = v;
-            if (parse_scaled(v, k_byte_units, 0, &o->budget) != 0 || !(o->budget > 0))
+            if (sz_parse_bytes(v, &o->budget) != 0 || !(o->budget > 0))
                 BAD("--budget %s: expected positive bytes such as 80G (80e9), 80GiB (80*2^30) or 8.5e10", v);
         } else if (!strcmp(a, "--extra")) {
             o->extra_str = v;
-            if (parse_scaled(v, k_byte_units, 0, &o->extra) != 0 || !(o->extra >= 0))
+            if (sz_parse_bytes(v, &o->extra) != 0 || !(o->extra >= 0))
                 BAD("--extra %s: expected bytes >= 0 such as 2G or 512MiB", v);
         } else if (!strcmp(a, "--max-nd")) {
             if (parse_int(v, 1, INT_MAX, &o->max_nd) != 0)

@@ -14,6 +14,7 @@
 struct opts {
     const char *init, *config, *train, *val, *save, *precision, *decay, *trace;
     int vocab, max_seq, batch, seq, steps, val_every, val_batches, json, stage, micro_batches, report;
+    double mem_budget, prefetch_bytes, max_live_bytes;
     unsigned long long seed;
     float lr, beta1, beta2, eps, wd, grad_clip;
 };
@@ -41,6 +42,10 @@ static void usage(FILE *f)
             "ZeRO:     --zero-stage 0|1|2|3 (default 0) under mpirun: 0 plain data parallelism, 1 optimizer\n"
             "                               states, 2 + gradients, 3 + parameters partitioned across ranks\n"
             "          --micro-batches M    forward/backward passes per optimizer step (default 1)\n"
+            "          --mem-budget BYTES   per rank (K, M, G = powers of 1000; KiB, MiB, GiB of 1024): a plan\n"
+            "                               predicted to exceed it is refused before it runs, saying what fits\n"
+            "          --prefetch-bytes B   stage 3: parameter bytes gathered ahead of the computing unit\n"
+            "          --max-live-bytes B   stage 3: gathered parameter bytes alive at once\n"
             "output:   --save FILE          write an llm.c checkpoint (fp32) at the end\n"
             "          --trace DIR          every rank writes its FxT trace into DIR (merge with\n"
             "                               starpu_fxt_tool, or use scripts/trace.sh)\n"
@@ -81,6 +86,13 @@ static int parse(int argc, char **argv, struct opts *o)
         else if (!strcmp(a, "--seed")) o->seed = strtoull(v, NULL, 10);
         else if (!strcmp(a, "--zero-stage")) o->stage = atoi(v);
         else if (!strcmp(a, "--micro-batches")) o->micro_batches = atoi(v);
+        else if (!strcmp(a, "--mem-budget") || !strcmp(a, "--prefetch-bytes") || !strcmp(a, "--max-live-bytes")) {
+            double *dst = a[2] == 'm' && a[3] == 'e' ? &o->mem_budget : a[2] == 'p' ? &o->prefetch_bytes : &o->max_live_bytes;
+            if (sz_parse_bytes(v, dst) != SZ_OK || *dst < 0) {
+                fprintf(stderr, "sz-train: %s %s: not a byte size (e.g. 512M, 2G, 1.5GiB)\n", a, v);
+                return -1;
+            }
+        }
         else if (!strcmp(a, "--lr")) o->lr = strtof(v, NULL);
         else if (!strcmp(a, "--beta1")) o->beta1 = strtof(v, NULL);
         else if (!strcmp(a, "--beta2")) o->beta2 = strtof(v, NULL);
@@ -169,11 +181,13 @@ static void report(const struct opts *o, const sz_gpt2_config *cfg, const sz_mem
         printf("{\"report\": true, \"precision\": \"%s\", \"stage\": %d, \"nd\": %d, \"micro_batches\": %d, \"params\": %lld, "
                "\"params_padded\": %lld, \"model_state_bytes\": %lld, \"model_state_bytes_formula\": %.0f, "
                "\"activation_bytes\": %lld, \"activation_bytes_llmc\": %.0f, \"comm_bytes_sent\": %lld, "
-               "\"comm_bytes_formula\": %.0f, \"peak_bytes\": %lld, \"ranks\": [",
+               "\"comm_bytes_formula\": %.0f, \"peak_bytes\": %lld, \"predicted_peak_bytes\": %lld, "
+               "\"mem_budget\": %lld, \"ranks\": [",
                mixed ? "bf16" : "fp32", o->stage, nd, o->micro_batches, (long long)r0->nparams,
                (long long)r0->nparams_padded, (long long)ms,
                ms_formula, (long long)MAXR(reps, nd, bytes[SZ_MEM_ACTIVATIONS]), act_llmc, (long long)sent,
-               comm_formula, (long long)peak);
+               comm_formula, (long long)peak, (long long)MAXR(reps, nd, predicted_peak_bytes),
+               (long long)r0->mem_budget);
         for (int r = 0; r < nd; r++) {
             printf("%s{\"rank\": %d, \"model_state_bytes\": %lld, \"peak_bytes\": %lld, \"comm_bytes_sent\": %lld, "
                    "\"comm_bytes_received\": %lld, \"bytes\": {", r ? ", " : "", r, (long long)reps[r].model_state_bytes,
@@ -203,7 +217,11 @@ static void report(const struct opts *o, const sz_gpt2_config *cfg, const sz_mem
             printf("  %-28s %16lld %16s\n", sz_mem_category_name((sz_mem_category)c), (long long)v, "");
     }
     printf("  %-28s %16lld %16.0f\n", "model states", (long long)ms, ms_formula);
-    printf("  %-28s %16lld\n", "peak (all categories)", (long long)peak);
+    printf("  %-28s %16lld %16lld  (predicted by the plan before the first step)\n", "peak (all categories)",
+           (long long)peak, (long long)MAXR(reps, nd, predicted_peak_bytes));
+    if (r0->mem_budget > 0)
+        printf("  %-28s %16lld  (measured peak %s the budget)\n", "memory budget", (long long)r0->mem_budget,
+               peak <= r0->mem_budget ? "within" : "OVER");
     printf("  (activations include their gradients; llm.c's forward activations alone: %.0f)\n", act_llmc);
     printf("communication per step, bytes sent per rank: measured %lld, formula %.0f\n", (long long)sent, comm_formula);
     if (o->stage == 3 && nd > 1) /* the head re-gathers the tied embedding (wte, wpe) for forward and backward */
@@ -251,7 +269,9 @@ int main(int argc, char **argv)
     sz_memory_report *reps = calloc((size_t)nd, sizeof *reps);
     int mixed = !strcmp(o.precision, "bf16");
     sz_zero_config zero = {.stage = o.stage, .micro_batches = o.micro_batches,
-                           .precision = mixed ? SZ_PRECISION_BF16 : SZ_PRECISION_FP32};
+                           .precision = mixed ? SZ_PRECISION_BF16 : SZ_PRECISION_FP32,
+                           .mem_budget = (int64_t)o.mem_budget, .prefetch_bytes = (int64_t)o.prefetch_bytes,
+                           .max_live_bytes = (int64_t)o.max_live_bytes};
     if ((st = gpt2_create(&g, ctx, &cfg, o.batch, o.seq, &zero, err, sizeof err)) != SZ_OK) {
         fprintf(stderr, "sz-train: %s\n", err);
         goto out;

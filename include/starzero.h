@@ -35,6 +35,11 @@ typedef enum sz_status {
 /* A short, static, human-readable description of a status ("invalid argument", ...). */
 const char *sz_status_string(sz_status status);
 
+/* Command-line numbers: counts with K M B G T suffixes (1e3 ...), and byte sizes with K M G T
+ * (KB ...; powers of 1000) or KiB MiB GiB TiB (powers of 1024). SZ_ERR_INVALID when malformed. */
+sz_status sz_parse_count(const char *s, double *out);
+sz_status sz_parse_bytes(const char *s, double *out);
+
 /* ---- logging ----------------------------------------------------------------------------- */
 typedef enum sz_log_level { SZ_LOG_ERROR = 0, SZ_LOG_WARN, SZ_LOG_INFO, SZ_LOG_DEBUG } sz_log_level;
 
@@ -175,6 +180,12 @@ typedef struct sz_zero_config {
     int stage;            /* 0 plain data parallelism, 1 P_os, 2 P_os+g, 3 P_os+g+p */
     int micro_batches;    /* forward/backward passes per optimizer step (gradient accumulation) */
     sz_precision precision;
+    int64_t mem_budget;     /* bytes per rank; 0: none. A plan whose predicted peak exceeds it is
+                               refused by sz_model_finalize (SZ_ERR_BUDGET, with what would fit) */
+    int64_t prefetch_bytes; /* stage 3: parameter bytes gathered ahead of the unit computing
+                               (like DeepSpeed's stage3_prefetch_bucket_size, but in bytes) */
+    int64_t max_live_bytes; /* stage 3: gathered parameter bytes alive at once; 0: no limit beyond
+                               prefetch_bytes (like stage3_max_live_parameters, in bytes) */
 } sz_zero_config;
 void sz_zero_config_defaults(sz_zero_config *z);
 
@@ -301,6 +312,8 @@ typedef struct sz_memory_report {
     int64_t nparams, nparams_padded;
     int stage, nd, micro_batches;
     sz_precision precision;
+    int64_t predicted_peak_bytes;      /* the plan's prediction, made before the first step */
+    int64_t mem_budget;
 } sz_memory_report;
 
 sz_status sz_model_memory_report(const sz_model *m, sz_memory_report *out);

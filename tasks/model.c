@@ -12,6 +12,7 @@
 #include <string.h>
 #include "sz_tasks.h"
 #include "sz_rng.h"
+#include "sz_plan.h"
 
 void sz_train_config_defaults(sz_train_config *cfg)
 {
@@ -58,7 +59,8 @@ sz_status sz_model_set_zero(sz_model *m, const sz_zero_config *z)
                        "micro-batches >= 1", z->stage, z->micro_batches);
         return SZ_ERR_INVALID;
     }
-    if (z->precision != SZ_PRECISION_FP32 && z->precision != SZ_PRECISION_BF16)
+    if ((z->precision != SZ_PRECISION_FP32 && z->precision != SZ_PRECISION_BF16) || z->mem_budget < 0 ||
+        z->prefetch_bytes < 0 || z->max_live_bytes < 0)
         return SZ_ERR_INVALID;
     m->zero = *z;
     m->mixed = z->precision == SZ_PRECISION_BF16;
@@ -252,6 +254,57 @@ static sz_status unit_storage(struct sz_model *m, struct sz_unit *u)
     return SZ_OK;
 }
 
+/* The plan's predicted peak per rank for (stage, nd, precision): model states + the transients of
+ * one step + activations and the other model tensors + the communication buffer. */
+static int64_t predict(const struct sz_model *m, int stage, int nd, int mixed)
+{
+    sz_plan_unit *pu = calloc((size_t)m->nunits, sizeof *pu);
+    if (!pu)
+        return -1;
+    int64_t maxpad = 1;
+    for (int i = 0; i < m->nunits; i++) {
+        const struct sz_unit *u = m->units[i];
+        pu[i].padded = u->numel > 0 ? (u->numel + nd - 1) / nd * nd : nd;
+        pu[i].uses = u->uses;
+        pu[i].nuses = u->nuses;
+        pu[i].has_backward = u->backward != NULL;
+        maxpad = pu[i].padded > maxpad ? pu[i].padded : maxpad;
+    }
+    int64_t peak = sz_plan_state_bytes(pu, m->nunits, stage, nd, mixed) +
+                   sz_plan_transient_peak(pu, m->nunits, stage, mixed, m->zero.prefetch_bytes) +
+                   m->persistent[SZ_MEM_ACTIVATIONS] + (nd > 1 ? maxpad * 4 : 0);
+    free(pu);
+    return peak;
+}
+
+/* Refuse a plan that cannot fit the budget, saying what would. */
+static sz_status check_budget(struct sz_model *m)
+{
+    int64_t budget = m->zero.mem_budget;
+    m->predicted_peak = predict(m, m->zero.stage, m->nd, m->mixed);
+    if (budget <= 0 || m->predicted_peak <= budget)
+        return SZ_OK;
+    char fits[512] = "";
+    size_t len = 0;
+    for (int s = 0; s < 4; s++) { /* each stage's smallest N_d >= ours that fits, by the same plan */
+        int nd_fit = -1;
+        for (int nd = m->nd; nd <= 4096 && nd_fit < 0; nd = nd < 64 ? nd + 1 : nd * 2)
+            if (predict(m, s, nd, m->mixed) <= budget)
+                nd_fit = nd;
+        if (nd_fit > 0)
+            len += (size_t)snprintf(fits + len, sizeof fits - len, "%sstage %d with N_d >= %d (%.1f MB)",
+                                    len ? ", " : "", s, nd_fit, predict(m, s, nd_fit, m->mixed) / 1e6);
+    }
+    sz_context_log(m->ctx, SZ_LOG_ERROR,
+                   "memory budget: the plan needs %.1f MB per rank (stage %d, N_d %d, %s) but the budget is %.1f MB. "
+                   "Settings that fit: %s%s; activations take %.1f MB of the %.1f (a smaller micro-batch --batch/--seq, "
+                   "more --micro-batches for the same global batch, or activation checkpointing shrink them).",
+                   m->predicted_peak / 1e6, m->zero.stage, m->nd, m->mixed ? "bf16" : "fp32", budget / 1e6,
+                   len ? fits : "none by stage and N_d alone", m->mixed ? "" : "; --precision bf16 also helps",
+                   m->persistent[SZ_MEM_ACTIVATIONS] / 1e6, m->predicted_peak / 1e6);
+    return SZ_ERR_BUDGET;
+}
+
 sz_status sz_model_finalize(sz_model *m)
 {
     if (!m)
@@ -260,6 +313,9 @@ sz_status sz_model_finalize(sz_model *m)
         return SZ_ERR_STATE;
     if (m->nunits == 0)
         return SZ_ERR_INVALID;
+    sz_status bst = check_budget(m); /* before allocating anything big */
+    if (bst != SZ_OK)
+        return bst;
     int64_t maxpad = 1;
     for (int i = 0; i < m->nunits; i++) {
         struct sz_unit *u = m->units[i];
@@ -563,6 +619,8 @@ sz_status sz_model_memory_report(const sz_model *m, sz_memory_report *r)
     r->nd = m->nd;
     r->micro_batches = m->zero.micro_batches;
     r->precision = m->zero.precision;
+    r->predicted_peak_bytes = m->predicted_peak;
+    r->mem_budget = m->zero.mem_budget;
     return SZ_OK;
 }
 

@@ -79,6 +79,7 @@ struct sz_model {
     sz_tensor *token;            /* one float every communication task writes: one order on all ranks */
     float last_grad_norm;
     uint64_t position;           /* plan position of the next task submitted (task->sched_data) */
+    int64_t predicted_peak;      /* bytes per rank the plan predicts (sz_model_finalize) */
     int64_t persistent[SZ_MEM_NCATEGORIES];
     struct sz_counters counters; /* updated by tasks: transient memory, communication bytes */
     int64_t step_sent, step_received, step_ns;
@@ -113,6 +114,8 @@ sz_tensor sz_tensor_view(const sz_tensor *base, int64_t offset, int64_t numel, c
 void sz_tensor_unregister(sz_tensor *t);
 
 /* tasks/zero.c: the ZeRO step driver */
+/* Bytes of parameters unit u's compute tasks need present (gathered and/or working copy). */
+int64_t sz_zero_params_bytes(const struct sz_model *m, const struct sz_unit *u);
 sz_status sz_zero_forward(struct sz_model *m);
 sz_status sz_zero_backward(struct sz_model *m);
 sz_status sz_zero_update(struct sz_model *m, const sz_train_config *cfg, int t);

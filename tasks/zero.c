@@ -20,6 +20,11 @@
 
 static int64_t elem_bytes(const struct sz_model *m) { return m->mixed ? 2 : 4; }
 
+int64_t sz_zero_params_bytes(const struct sz_model *m, const struct sz_unit *u)
+{
+    return (m->zero.stage == 3 ? u->padded * elem_bytes(m) : 0) + (m->mixed ? u->padded * 4 : 0);
+}
+
 static sz_status gather(struct sz_model *m, struct sz_unit *u)
 {
     if (u->gathered)
@@ -96,6 +101,34 @@ static sz_status grads_flush(struct sz_model *m, struct sz_unit *u)
     return st;
 }
 
+/* ---- the prefetch window ----------------------------------------------------------------------
+ * Stage 3: after gathering the unit about to compute, gather the next units in the pass's order
+ * while they fit in prefetch_bytes (and the gathered bytes alive stay within max_live_bytes), so
+ * their gathers can run while this unit computes. Releases stay right after each unit's use. */
+static sz_status prefetch(struct sz_model *m, int from, int step)
+{
+    if (m->zero.stage < 3 || m->zero.prefetch_bytes <= 0)
+        return SZ_OK;
+    int64_t live = 0, ahead = 0;
+    for (int i = 0; i < m->nunits; i++)
+        if (m->units[i]->gathered)
+            live += sz_zero_params_bytes(m, m->units[i]);
+    for (int i = from; i >= 0 && i < m->nunits; i += step) {
+        struct sz_unit *u = m->units[i];
+        if (step < 0 && !u->backward)
+            continue;
+        int64_t b = u->gathered ? 0 : sz_zero_params_bytes(m, u);
+        if (ahead + b > m->zero.prefetch_bytes || (m->zero.max_live_bytes > 0 && live + b > m->zero.max_live_bytes))
+            break;
+        sz_status st = gather(m, u);
+        if (st != SZ_OK)
+            return st;
+        ahead += b;
+        live += b;
+    }
+    return SZ_OK;
+}
+
 /* ---- passes ------------------------------------------------------------------------------------ */
 
 sz_status sz_zero_forward(struct sz_model *m)
@@ -103,7 +136,7 @@ sz_status sz_zero_forward(struct sz_model *m)
     sz_status st = SZ_OK;
     for (int i = 0; i < m->nunits && st == SZ_OK; i++) {
         struct sz_unit *u = m->units[i];
-        if ((st = with_uses(m, u, gather)) != SZ_OK)
+        if ((st = with_uses(m, u, gather)) != SZ_OK || (st = prefetch(m, i + 1, 1)) != SZ_OK)
             break;
         u->phase = u->fwd_name;
         if ((st = u->forward(u, u->user)) != SZ_OK)
@@ -122,7 +155,8 @@ sz_status sz_zero_backward(struct sz_model *m)
     for (int i = m->nunits - 1; i >= 0 && st == SZ_OK; i--) {
         struct sz_unit *u = m->units[i];
         if (u->backward) {
-            if ((st = with_uses(m, u, gather)) != SZ_OK || (st = with_uses(m, u, grads_touch)) != SZ_OK)
+            if ((st = with_uses(m, u, gather)) != SZ_OK || (st = prefetch(m, i - 1, -1)) != SZ_OK ||
+                (st = with_uses(m, u, grads_touch)) != SZ_OK)
                 break;
             u->phase = u->bwd_name;
             if ((st = u->backward(u, u->user)) != SZ_OK || (st = with_uses(m, u, release)) != SZ_OK)

@@ -285,7 +285,8 @@ sz_status gpt2_create(gpt2 **out, sz_context *ctx, const sz_gpt2_config *cfg, in
     if (st == SZ_OK)
         st = sz_model_finalize(g->model);
     if (st != SZ_OK) {
-        snprintf(err, errlen, "building the GPT-2 model failed: %s", sz_status_string(st));
+        snprintf(err, errlen, "building the GPT-2 model failed: %s%s", sz_status_string(st),
+                 st == SZ_ERR_BUDGET ? " (the message above says what would fit)" : "");
         gpt2_free(g);
         return st;
     }

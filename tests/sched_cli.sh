@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# tests/sched_cli.sh — the scheduler and the budget, through sz-train on 2 ranks (ZeRO stage 3):
+#  1. an impossible --mem-budget is refused before any step, with the predicted peak, the budget and
+#     settings that would fit; exit code != 0;
+#  2. a configuration that fits keeps its measured peak under the budget (and under the prediction);
+#  3. results are bitwise the same whatever the policy (zero, eager, prio, lws, dmdas) and with a
+#     prefetch window. The StarPU watchdog (set by CTest) turns any hang into a failure.
+# Usage: sched_cli.sh BUILD_DIR MPIEXEC
+set -u
+bin=$1 mpiexec=$2
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+texts=$(ls /usr/share/common-licenses/{GPL-3,Apache-2.0} 2>/dev/null)
+[ -n "$texts" ] || { echo "skipped: no text corpus"; exit 77; }
+"$bin/sz-prepare" --out-dir "$dir" --prefix lic $texts >/dev/null || fail "sz-prepare"
+train() { timeout 120 "$mpiexec" -n 2 "$bin/sz-train" --config d2 --vocab 256 --max-seq 64 \
+            --train "$dir/lic_train.bin" --batch 4 --seq 32 --steps 3 --zero-stage 3 --grad-clip 1.0 "$@"; }
+
+# 1. refused
+if train --mem-budget 5M >"$dir/refused.txt" 2>&1; then fail "an impossible budget was accepted"; fi
+grep -q "budget" "$dir/refused.txt" && grep -q "Settings that fit" "$dir/refused.txt" && grep -q "MB per rank" "$dir/refused.txt" \
+    || { cat "$dir/refused.txt"; fail "refusal message lacks the prediction or the settings that fit"; }
+grep -q '^step' "$dir/refused.txt" && fail "a step ran before the refusal"
+echo "refused: $(grep -m1 'budget' "$dir/refused.txt" | cut -c1-160)..."
+
+# 2. respected
+train --mem-budget 40M --json >"$dir/fit.json" || fail "a fitting budget was refused"
+rep=$(tail -1 "$dir/fit.json")
+peak=$(echo "$rep" | sed 's/.*"peak_bytes": \([0-9]*\).*/\1/')
+pred=$(echo "$rep" | sed 's/.*"predicted_peak_bytes": \([0-9]*\).*/\1/')
+[ "$peak" -le 40000000 ] || fail "measured peak $peak over the 40 MB budget"
+[ "$peak" -le "$pred" ] || fail "measured peak $peak above the plan's prediction $pred"
+echo "budget respected: measured peak $peak <= predicted $pred <= 40000000"
+
+# 3. the same bits under every policy and with prefetching
+train --save "$dir/ref.bin" >/dev/null || fail "reference run"
+for pol in eager prio lws dmdas; do
+    STARPU_SCHED=$pol train --save "$dir/$pol.bin" >/dev/null || fail "STARPU_SCHED=$pol run"
+    cmp -s "$dir/ref.bin" "$dir/$pol.bin" || fail "STARPU_SCHED=$pol changed the parameters"
+done
+train --prefetch-bytes 2M --max-live-bytes 4M --save "$dir/pf.bin" >/dev/null || fail "prefetch run"
+cmp -s "$dir/ref.bin" "$dir/pf.bin" || fail "prefetching changed the parameters"
+echo "bitwise identical parameters with zero, eager, prio, lws, dmdas and a prefetch window"
