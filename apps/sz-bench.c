@@ -237,6 +237,11 @@ int main(int argc, char **argv)
     cJSON_AddNumberToObject(o, "comm_gbps", comm_bps / 1e9);
     cJSON_AddNumberToObject(o, "mpi_gbps", mpi_bps / 1e9);
     cJSON_AddNumberToObject(o, "comm_over_mpi", mpi_bps > 0 ? comm_bps / mpi_bps : 0);
+    cJSON_AddNumberToObject(o, "overlap", reps[0].overlap);
+    cJSON_AddNumberToObject(o, "predicted_peak_bytes", (double)reps[0].predicted_peak_bytes);
+    sz_runtime_info info;
+    sz_context_runtime_info(ctx, &info);
+    cJSON_AddStringToObject(o, "sched_policy", info.sched_policy);
     char *text = json ? cJSON_PrintUnformatted(o) : cJSON_Print(o);
     printf("%s\n", text);
     free(text);

@@ -182,12 +182,12 @@ static void report(const struct opts *o, const sz_gpt2_config *cfg, const sz_mem
                "\"params_padded\": %lld, \"model_state_bytes\": %lld, \"model_state_bytes_formula\": %.0f, "
                "\"activation_bytes\": %lld, \"activation_bytes_llmc\": %.0f, \"comm_bytes_sent\": %lld, "
                "\"comm_bytes_formula\": %.0f, \"peak_bytes\": %lld, \"predicted_peak_bytes\": %lld, "
-               "\"mem_budget\": %lld, \"ranks\": [",
+               "\"mem_budget\": %lld, \"overlap\": %.4f, \"ranks\": [",
                mixed ? "bf16" : "fp32", o->stage, nd, o->micro_batches, (long long)r0->nparams,
                (long long)r0->nparams_padded, (long long)ms,
                ms_formula, (long long)MAXR(reps, nd, bytes[SZ_MEM_ACTIVATIONS]), act_llmc, (long long)sent,
                comm_formula, (long long)peak, (long long)MAXR(reps, nd, predicted_peak_bytes),
-               (long long)r0->mem_budget);
+               (long long)r0->mem_budget, r0->overlap);
         for (int r = 0; r < nd; r++) {
             printf("%s{\"rank\": %d, \"model_state_bytes\": %lld, \"peak_bytes\": %lld, \"comm_bytes_sent\": %lld, "
                    "\"comm_bytes_received\": %lld, \"bytes\": {", r ? ", " : "", r, (long long)reps[r].model_state_bytes,
@@ -224,6 +224,8 @@ static void report(const struct opts *o, const sz_gpt2_config *cfg, const sz_mem
                peak <= r0->mem_budget ? "within" : "OVER");
     printf("  (activations include their gradients; llm.c's forward activations alone: %.0f)\n", act_llmc);
     printf("communication per step, bytes sent per rank: measured %lld, formula %.0f\n", (long long)sent, comm_formula);
+    if (r0->overlap >= 0)
+        printf("overlap (last step, rank 0): %.2f of the communication time ran while compute ran\n", r0->overlap);
     if (o->stage == 3 && nd > 1) /* the head re-gathers the tied embedding (wte, wpe) for forward and backward */
         printf("  (stage 3 also re-gathers the tied embedding unit for the head: +%.0f bytes per micro-batch)\n",
                2.0 * sz_zero_shard((int64_t)(sz_gpt2_tensor_numel(cfg, SZ_GPT2_WTE) +

@@ -313,6 +313,8 @@ typedef struct sz_memory_report {
     int stage, nd, micro_batches;
     sz_precision precision;
     int64_t predicted_peak_bytes;      /* the plan's prediction, made before the first step */
+    double overlap;                    /* last step: fraction of communication time during which
+                                          compute ran too (measured by the zero policy; -1: other policy) */
     int64_t mem_budget;
 } sz_memory_report;
 

@@ -5,9 +5,12 @@
  *   2. then everything else in plan order: task->sched_data carries the task's position in the
  *      step's plan (bits 16..63) and its unit (bits 0..15), set by tasks/ops.c.
  * Ties keep submission order. Workers are woken on push and sleep when the queue is empty.
+ * It also records when communication and compute tasks ran, for the overlap figure (the fraction
+ * of communication time during which compute was running too).
  * (The budget and the gather window are enforced where the plan is submitted: tasks/zero.c.) */
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 #include <starpu.h>
 #include <starpu_scheduler.h>
 #include "sz_codelets.h"
@@ -19,11 +22,23 @@ struct node {
     struct node *next;
 };
 
+/* Execution intervals of the current step (see sz_sched_overlap): communication and compute. */
+struct span {
+    int64_t t0, t1;
+};
+struct spans {
+    struct span *v;
+    int n, cap;
+};
+
 struct queue {
     starpu_pthread_mutex_t lock;
     struct node *head;
     uint64_t seq;
     int n;
+    starpu_pthread_mutex_t span_lock;
+    struct spans comm, compute;
+    int64_t started[STARPU_NMAXWORKERS]; /* when each worker's current task began */
 };
 
 int sz_task_is_comm(const struct starpu_task *t)
@@ -44,6 +59,7 @@ static void zero_init(unsigned ctx)
 {
     struct queue *q = calloc(1, sizeof *q);
     STARPU_PTHREAD_MUTEX_INIT(&q->lock, NULL);
+    STARPU_PTHREAD_MUTEX_INIT(&q->span_lock, NULL);
     starpu_sched_ctx_set_policy_data(ctx, q);
 }
 
@@ -51,7 +67,85 @@ static void zero_deinit(unsigned ctx)
 {
     struct queue *q = starpu_sched_ctx_get_policy_data(ctx);
     STARPU_PTHREAD_MUTEX_DESTROY(&q->lock);
+    STARPU_PTHREAD_MUTEX_DESTROY(&q->span_lock);
+    free(q->comm.v);
+    free(q->compute.v);
     free(q);
+}
+
+/* ---- overlap: how much communication ran while compute ran --------------------------------- */
+
+static void zero_pre_exec(struct starpu_task *task, unsigned ctx)
+{
+    (void)task;
+    struct queue *q = starpu_sched_ctx_get_policy_data(ctx);
+    int w = starpu_worker_get_id();
+    if (w >= 0 && w < STARPU_NMAXWORKERS)
+        q->started[w] = sz_now_ns();
+}
+
+static void zero_post_exec(struct starpu_task *task, unsigned ctx)
+{
+    struct queue *q = starpu_sched_ctx_get_policy_data(ctx);
+    int w = starpu_worker_get_id();
+    if (w < 0 || w >= STARPU_NMAXWORKERS || !q->started[w])
+        return;
+    struct span sp = {q->started[w], sz_now_ns()};
+    struct spans *s = sz_task_is_comm(task) ? &q->comm : &q->compute;
+    STARPU_PTHREAD_MUTEX_LOCK(&q->span_lock);
+    if (s->n == s->cap) {
+        int cap = s->cap ? 2 * s->cap : 1024;
+        struct span *v = realloc(s->v, (size_t)cap * sizeof *v);
+        if (v) {
+            s->v = v;
+            s->cap = cap;
+        }
+    }
+    if (s->n < s->cap)
+        s->v[s->n++] = sp;
+    STARPU_PTHREAD_MUTEX_UNLOCK(&q->span_lock);
+}
+
+static int by_start(const void *a, const void *b)
+{
+    const struct span *x = a, *y = b;
+    return (x->t0 > y->t0) - (x->t0 < y->t0);
+}
+
+int sz_sched_overlap(double *fraction, double *comm_s, double *compute_s)
+{
+    struct starpu_sched_policy *pol = starpu_sched_ctx_get_sched_policy(0);
+    if (!pol || !pol->policy_name || strcmp(pol->policy_name, sz_zero_policy.policy_name))
+        return -1; /* measured by the zero policy only (StarPU keeps its own copy of the struct) */
+    struct queue *q = starpu_sched_ctx_get_policy_data(0);
+    STARPU_PTHREAD_MUTEX_LOCK(&q->span_lock);
+    qsort(q->compute.v, (size_t)q->compute.n, sizeof *q->compute.v, by_start);
+    int64_t comm = 0, hidden = 0, busy = 0, end = 0;
+    for (int i = 0; i < q->compute.n; i++) { /* union of the compute intervals, merged in place */
+        struct span c = q->compute.v[i];
+        busy += c.t1 > end ? c.t1 - (c.t0 > end ? c.t0 : end) : 0;
+        end = c.t1 > end ? c.t1 : end;
+    }
+    for (int k = 0; k < q->comm.n; k++) {
+        struct span c = q->comm.v[k];
+        comm += c.t1 - c.t0;
+        int64_t covered = 0, e = c.t0;
+        for (int i = 0; i < q->compute.n; i++) {
+            struct span x = q->compute.v[i];
+            int64_t a = x.t0 > e ? x.t0 : e, b = x.t1 < c.t1 ? x.t1 : c.t1;
+            if (b > a) {
+                covered += b - a;
+                e = b;
+            }
+        }
+        hidden += covered;
+    }
+    q->comm.n = q->compute.n = 0;
+    STARPU_PTHREAD_MUTEX_UNLOCK(&q->span_lock);
+    *fraction = comm > 0 ? (double)hidden / (double)comm : 0.0;
+    *comm_s = comm * 1e-9;
+    *compute_s = busy * 1e-9;
+    return 0;
 }
 
 static int zero_push(struct starpu_task *task)
@@ -109,6 +203,8 @@ struct starpu_sched_policy sz_zero_policy = {
     .deinit_sched = zero_deinit,
     .push_task = zero_push,
     .pop_task = zero_pop,
+    .pre_exec_hook = zero_pre_exec,
+    .post_exec_hook = zero_post_exec,
     .policy_name = "zero",
     .policy_description = "StarZeRO: communication first, then the step's plan order",
     .worker_type = STARPU_WORKER_LIST,

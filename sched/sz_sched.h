@@ -6,6 +6,9 @@
 extern struct starpu_sched_policy sz_zero_policy;
 /* 1 for the communication codelets (gather, reduce-scatter, all-gather, clip factor). */
 int sz_task_is_comm(const struct starpu_task *t);
+/* Since the last call: the fraction of communication time hidden behind compute, and the busy
+ * seconds of each. -1 when the policy in effect is not `zero` (which records the intervals). */
+int sz_sched_overlap(double *fraction, double *comm_s, double *compute_s);
 /* task->sched_data for a task at `position` of the plan, of unit `unit`. */
 static inline void *sz_sched_data(uint64_t position, int unit)
 {

@@ -13,6 +13,7 @@
 #include "sz_tasks.h"
 #include "sz_rng.h"
 #include "sz_plan.h"
+#include "sz_sched.h"
 
 void sz_train_config_defaults(sz_train_config *cfg)
 {
@@ -539,6 +540,8 @@ sz_status sz_model_forward_backward(sz_model *m, float *loss)
         return SZ_ERR_STATE;
     }
     if (m->micro_batch == 0) {
+        double f, c, k;
+        sz_sched_overlap(&f, &c, &k); /* start the step's intervals afresh */
         m->step_sent = __atomic_load_n(&m->counters.sent, __ATOMIC_RELAXED);
         m->step_received = __atomic_load_n(&m->counters.received, __ATOMIC_RELAXED);
         m->step_ns = __atomic_load_n(&m->counters.comm_ns, __ATOMIC_RELAXED);
@@ -573,6 +576,8 @@ sz_status sz_model_update(sz_model *m, const sz_train_config *cfg, int t)
     m->step_sent = __atomic_load_n(&m->counters.sent, __ATOMIC_RELAXED) - m->step_sent;
     m->step_received = __atomic_load_n(&m->counters.received, __ATOMIC_RELAXED) - m->step_received;
     m->step_ns = __atomic_load_n(&m->counters.comm_ns, __ATOMIC_RELAXED) - m->step_ns;
+    if (sz_sched_overlap(&m->overlap, &m->comm_busy_s, &m->compute_busy_s) != 0)
+        m->overlap = -1;
     return st;
 }
 
@@ -620,6 +625,7 @@ sz_status sz_model_memory_report(const sz_model *m, sz_memory_report *r)
     r->micro_batches = m->zero.micro_batches;
     r->precision = m->zero.precision;
     r->predicted_peak_bytes = m->predicted_peak;
+    r->overlap = m->overlap;
     r->mem_budget = m->zero.mem_budget;
     return SZ_OK;
 }

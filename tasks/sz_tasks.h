@@ -80,6 +80,7 @@ struct sz_model {
     float last_grad_norm;
     uint64_t position;           /* plan position of the next task submitted (task->sched_data) */
     int64_t predicted_peak;      /* bytes per rank the plan predicts (sz_model_finalize) */
+    double overlap, comm_busy_s, compute_busy_s; /* the last step's, from the zero policy (-1: n/a) */
     int64_t persistent[SZ_MEM_NCATEGORIES];
     struct sz_counters counters; /* updated by tasks: transient memory, communication bytes */
     int64_t step_sent, step_received, step_ns;
