@@ -190,62 +190,56 @@ int main(int argc, char **argv)
     double mpi_bps = 0;
     sz_context_mpi_baseline(ctx, sizes, nunits, 3, &mpi_bps);
     free(sizes);
-    if (rank != 0) {
-        free(reps);
-        free(in);
-        free(tg);
-        gpt2_free(g);
-        sz_context_free(ctx);
-        return 0;
+    if (rank == 0) { /* one JSON object, printed by rank 0 */
+        int64_t ms = 0, peak_b = 0, sent = 0;
+        double comm_bps = 0;
+        for (int r = 0; r < nd; r++) {
+            ms = reps[r].model_state_bytes > ms ? reps[r].model_state_bytes : ms;
+            peak_b = reps[r].peak_bytes > peak_b ? reps[r].peak_bytes : peak_b;
+            sent = reps[r].comm_bytes_sent > sent ? reps[r].comm_bytes_sent : sent;
+            double bps = reps[r].comm_seconds > 0 ? reps[r].comm_bytes_received / reps[r].comm_seconds : 0;
+            comm_bps = r == 0 || bps < comm_bps ? bps : comm_bps; /* the slowest rank's */
+        }
+        double psi = (double)reps[0].nparams;
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "model", model);
+        cJSON_AddStringToObject(o, "precision", precision);
+        cJSON_AddNumberToObject(o, "batch", B);
+        cJSON_AddNumberToObject(o, "seq", T);
+        cJSON_AddNumberToObject(o, "steps", steps);
+        cJSON_AddNumberToObject(o, "params", (double)sz_model_nparams(gpt2_model(g)));
+        cJSON_AddNumberToObject(o, "cores", topo.ncores);
+        cJSON_AddNumberToObject(o, "step_ms", step_s * 1e3);
+        cJSON_AddNumberToObject(o, "tokens_per_s", (double)nd * micro * B * T / step_s); /* all ranks */
+        cJSON_AddNumberToObject(o, "gflops", flops / step_s / 1e9);
+        cJSON_AddNumberToObject(o, "flops_per_step", flops);
+        cJSON_AddNumberToObject(o, "fma_peak_gflops", peak);
+        cJSON_AddStringToObject(o, "fma_isa", isa);
+        cJSON_AddNumberToObject(o, "sgemm_gflops", sgemm);
+        cJSON_AddNumberToObject(o, "gflops_over_peak", flops / step_s / 1e9 / peak);
+        cJSON_AddNumberToObject(o, "last_loss", loss);
+        cJSON_AddNumberToObject(o, "nd", nd);
+        cJSON_AddNumberToObject(o, "zero_stage", stage);
+        cJSON_AddNumberToObject(o, "micro_batches", micro);
+        cJSON_AddNumberToObject(o, "model_state_bytes", (double)ms);
+        cJSON_AddNumberToObject(o, "model_state_bytes_formula", sz_zero_model_state_bytes(stage, psi, nd, mixed));
+        cJSON_AddNumberToObject(o, "peak_bytes", (double)peak_b);
+        cJSON_AddNumberToObject(o, "comm_bytes_sent", (double)sent);
+        cJSON_AddNumberToObject(o, "comm_bytes_formula", sz_zero_comm_bytes_mb(stage, psi, nd, mixed, micro));
+        cJSON_AddNumberToObject(o, "comm_seconds", reps[0].comm_seconds);
+        cJSON_AddNumberToObject(o, "comm_gbps", comm_bps / 1e9);
+        cJSON_AddNumberToObject(o, "mpi_gbps", mpi_bps / 1e9);
+        cJSON_AddNumberToObject(o, "comm_over_mpi", mpi_bps > 0 ? comm_bps / mpi_bps : 0);
+        cJSON_AddNumberToObject(o, "overlap", reps[0].overlap);
+        cJSON_AddNumberToObject(o, "predicted_peak_bytes", (double)reps[0].predicted_peak_bytes);
+        sz_runtime_info info;
+        sz_context_runtime_info(ctx, &info);
+        cJSON_AddStringToObject(o, "sched_policy", info.sched_policy);
+        char *text = json ? cJSON_PrintUnformatted(o) : cJSON_Print(o);
+        printf("%s\n", text);
+        free(text);
+        cJSON_Delete(o);
     }
-    int64_t ms = 0, peak_b = 0, sent = 0;
-    double comm_bps = 0;
-    for (int r = 0; r < nd; r++) {
-        ms = reps[r].model_state_bytes > ms ? reps[r].model_state_bytes : ms;
-        peak_b = reps[r].peak_bytes > peak_b ? reps[r].peak_bytes : peak_b;
-        sent = reps[r].comm_bytes_sent > sent ? reps[r].comm_bytes_sent : sent;
-        double bps = reps[r].comm_seconds > 0 ? reps[r].comm_bytes_received / reps[r].comm_seconds : 0;
-        comm_bps = r == 0 || bps < comm_bps ? bps : comm_bps; /* the slowest rank's */
-    }
-    double psi = (double)reps[0].nparams;
-    cJSON *o = cJSON_CreateObject();
-    cJSON_AddStringToObject(o, "model", model);
-    cJSON_AddStringToObject(o, "precision", precision);
-    cJSON_AddNumberToObject(o, "batch", B);
-    cJSON_AddNumberToObject(o, "seq", T);
-    cJSON_AddNumberToObject(o, "steps", steps);
-    cJSON_AddNumberToObject(o, "params", (double)sz_model_nparams(gpt2_model(g)));
-    cJSON_AddNumberToObject(o, "cores", topo.ncores);
-    cJSON_AddNumberToObject(o, "step_ms", step_s * 1e3);
-    cJSON_AddNumberToObject(o, "tokens_per_s", (double)nd * micro * B * T / step_s); /* all ranks */
-    cJSON_AddNumberToObject(o, "gflops", flops / step_s / 1e9);
-    cJSON_AddNumberToObject(o, "flops_per_step", flops);
-    cJSON_AddNumberToObject(o, "fma_peak_gflops", peak);
-    cJSON_AddStringToObject(o, "fma_isa", isa);
-    cJSON_AddNumberToObject(o, "sgemm_gflops", sgemm);
-    cJSON_AddNumberToObject(o, "gflops_over_peak", flops / step_s / 1e9 / peak);
-    cJSON_AddNumberToObject(o, "last_loss", loss);
-    cJSON_AddNumberToObject(o, "nd", nd);
-    cJSON_AddNumberToObject(o, "zero_stage", stage);
-    cJSON_AddNumberToObject(o, "micro_batches", micro);
-    cJSON_AddNumberToObject(o, "model_state_bytes", (double)ms);
-    cJSON_AddNumberToObject(o, "model_state_bytes_formula", sz_zero_model_state_bytes(stage, psi, nd, mixed));
-    cJSON_AddNumberToObject(o, "peak_bytes", (double)peak_b);
-    cJSON_AddNumberToObject(o, "comm_bytes_sent", (double)sent);
-    cJSON_AddNumberToObject(o, "comm_bytes_formula", sz_zero_comm_bytes_mb(stage, psi, nd, mixed, micro));
-    cJSON_AddNumberToObject(o, "comm_seconds", reps[0].comm_seconds);
-    cJSON_AddNumberToObject(o, "comm_gbps", comm_bps / 1e9);
-    cJSON_AddNumberToObject(o, "mpi_gbps", mpi_bps / 1e9);
-    cJSON_AddNumberToObject(o, "comm_over_mpi", mpi_bps > 0 ? comm_bps / mpi_bps : 0);
-    cJSON_AddNumberToObject(o, "overlap", reps[0].overlap);
-    cJSON_AddNumberToObject(o, "predicted_peak_bytes", (double)reps[0].predicted_peak_bytes);
-    sz_runtime_info info;
-    sz_context_runtime_info(ctx, &info);
-    cJSON_AddStringToObject(o, "sched_policy", info.sched_policy);
-    char *text = json ? cJSON_PrintUnformatted(o) : cJSON_Print(o);
-    printf("%s\n", text);
-    free(text);
-    cJSON_Delete(o);
     free(reps);
     free(in);
     free(tg);

@@ -1,6 +1,8 @@
-/* graph/status.c — status strings and the default log sink (pure C, no runtime).
+/* graph/status.c — status strings, the default log sink and error-message buffers (pure C).
  * Every library message goes through a sz_log_fn so apps decide where it lands. */
+#include <stdarg.h>
 #include "starzero.h"
+#include "sz_err.h"
 
 const char *sz_status_string(sz_status status)
 {
@@ -36,4 +38,14 @@ void sz_log_stderr(sz_log_level level, const char *msg, void *user)
         fprintf(stderr, "[starzero r%d] %s: %s\n", *rank, level_name(level), msg);
     else
         fprintf(stderr, "[starzero] %s: %s\n", level_name(level), msg);
+}
+
+void sz_set_err(char *err, size_t errlen, const char *fmt, ...)
+{
+    if (!err || errlen == 0)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
 }
