@@ -182,12 +182,17 @@ static void report(const struct opts *o, const sz_gpt2_config *cfg, const sz_mem
                "\"params_padded\": %lld, \"model_state_bytes\": %lld, \"model_state_bytes_formula\": %.0f, "
                "\"activation_bytes\": %lld, \"activation_bytes_llmc\": %.0f, \"comm_bytes_sent\": %lld, "
                "\"comm_bytes_formula\": %.0f, \"peak_bytes\": %lld, \"predicted_peak_bytes\": %lld, "
-               "\"mem_budget\": %lld, \"overlap\": %.4f, \"ranks\": [",
+               "\"mem_budget\": %lld, \"overlap\": %.4f, ",
                mixed ? "bf16" : "fp32", o->stage, nd, o->micro_batches, (long long)r0->nparams,
                (long long)r0->nparams_padded, (long long)ms,
                ms_formula, (long long)MAXR(reps, nd, bytes[SZ_MEM_ACTIVATIONS]), act_llmc, (long long)sent,
                comm_formula, (long long)peak, (long long)MAXR(reps, nd, predicted_peak_bytes),
                (long long)r0->mem_budget, r0->overlap);
+        printf("\"timeline\": [");
+        for (int i = 0; i < r0->ntimeline; i++)
+            printf("%s[%.3f, %lld]", i ? ", " : "", r0->timeline_ms[i], (long long)r0->timeline_bytes[i]);
+        printf("], ");
+        printf("\"ranks\": [");
         for (int r = 0; r < nd; r++) {
             printf("%s{\"rank\": %d, \"model_state_bytes\": %lld, \"peak_bytes\": %lld, \"comm_bytes_sent\": %lld, "
                    "\"comm_bytes_received\": %lld, \"bytes\": {", r ? ", " : "", r, (long long)reps[r].model_state_bytes,
@@ -226,6 +231,12 @@ static void report(const struct opts *o, const sz_gpt2_config *cfg, const sz_mem
     printf("communication per step, bytes sent per rank: measured %lld, formula %.0f\n", (long long)sent, comm_formula);
     if (r0->overlap >= 0)
         printf("overlap (last step, rank 0): %.2f of the communication time ran while compute ran\n", r0->overlap);
+    if (r0->ntimeline > 0) {
+        printf("live transient bytes during the last step (rank 0; ms: MB):");
+        for (int i = 0; i < r0->ntimeline; i += r0->ntimeline > 16 ? r0->ntimeline / 16 : 1)
+            printf(" %.0f:%.1f", r0->timeline_ms[i], r0->timeline_bytes[i] / 1e6);
+        printf("\n");
+    }
     if (o->stage == 3 && nd > 1) /* the head re-gathers the tied embedding (wte, wpe) for forward and backward */
         printf("  (stage 3 also re-gathers the tied embedding unit for the head: +%.0f bytes per micro-batch)\n",
                2.0 * sz_zero_shard((int64_t)(sz_gpt2_tensor_numel(cfg, SZ_GPT2_WTE) +

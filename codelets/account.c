@@ -18,6 +18,11 @@ void sz_counters_add(struct sz_counters *c, int category, int64_t bytes)
     while (total > (p = __atomic_load_n(&c->peak_total, __ATOMIC_RELAXED)) &&
            !__atomic_compare_exchange_n(&c->peak_total, &p, total, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
         ;
+    int k = __atomic_fetch_add(&c->ntimeline, 1, __ATOMIC_RELAXED);
+    if (k < SZ_TIMELINE) {
+        c->timeline[k][0] = sz_now_ns() - c->t0_ns;
+        c->timeline[k][1] = total;
+    }
 }
 
 void sz_counters_comm(struct sz_counters *c, int64_t bytes, int64_t ns)

@@ -40,6 +40,11 @@ struct sz_counters {
     int64_t live[SZ_NCATEGORIES];         /* transient bytes alive now, per category */
     int64_t peak[SZ_NCATEGORIES];         /* and their peak */
     int64_t live_total, peak_total;       /* all transient categories together */
+    /* timeline of live_total during the current step: (ns since the step began, bytes) */
+#define SZ_TIMELINE 4096
+    int64_t t0_ns;
+    int ntimeline;
+    int64_t timeline[SZ_TIMELINE][2];
 };
 void sz_counters_add(struct sz_counters *c, int category, int64_t bytes);
 /* Account one collective that moved `bytes` each way in `ns` nanoseconds. */

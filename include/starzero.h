@@ -315,6 +315,9 @@ typedef struct sz_memory_report {
     int64_t predicted_peak_bytes;      /* the plan's prediction, made before the first step */
     double overlap;                    /* last step: fraction of communication time during which
                                           compute ran too (measured by the zero policy; -1: other policy) */
+    int ntimeline;                     /* last step: live transient bytes over time, at most 64 points */
+    double timeline_ms[64];            /*   ms since the step began */
+    int64_t timeline_bytes[64];        /*   transient bytes alive then (persistent ones come on top) */
     int64_t mem_budget;
 } sz_memory_report;
 

@@ -542,6 +542,8 @@ sz_status sz_model_forward_backward(sz_model *m, float *loss)
     if (m->micro_batch == 0) {
         double f, c, k;
         sz_sched_overlap(&f, &c, &k); /* start the step's intervals afresh */
+        m->counters.t0_ns = sz_now_ns();
+        __atomic_store_n(&m->counters.ntimeline, 0, __ATOMIC_RELAXED);
         m->step_sent = __atomic_load_n(&m->counters.sent, __ATOMIC_RELAXED);
         m->step_received = __atomic_load_n(&m->counters.received, __ATOMIC_RELAXED);
         m->step_ns = __atomic_load_n(&m->counters.comm_ns, __ATOMIC_RELAXED);
@@ -578,6 +580,20 @@ sz_status sz_model_update(sz_model *m, const sz_train_config *cfg, int t)
     m->step_ns = __atomic_load_n(&m->counters.comm_ns, __ATOMIC_RELAXED) - m->step_ns;
     if (sz_sched_overlap(&m->overlap, &m->comm_busy_s, &m->compute_busy_s) != 0)
         m->overlap = -1;
+    /* keep 64 samples of the step's live-bytes timeline, each the maximum of its stretch */
+    int n = m->counters.ntimeline < SZ_TIMELINE ? m->counters.ntimeline : SZ_TIMELINE;
+    m->ntimeline = n < 64 ? n : 64;
+    for (int i = 0; i < m->ntimeline; i++) {
+        int a = (int)((int64_t)i * n / m->ntimeline), b = (int)((int64_t)(i + 1) * n / m->ntimeline);
+        int64_t best = -1, at = 0;
+        for (int k = a; k < b; k++)
+            if (m->counters.timeline[k][1] > best) {
+                best = m->counters.timeline[k][1];
+                at = m->counters.timeline[k][0];
+            }
+        m->timeline_ms[i] = at * 1e-6;
+        m->timeline_bytes[i] = best;
+    }
     return st;
 }
 
@@ -626,6 +642,9 @@ sz_status sz_model_memory_report(const sz_model *m, sz_memory_report *r)
     r->precision = m->zero.precision;
     r->predicted_peak_bytes = m->predicted_peak;
     r->overlap = m->overlap;
+    r->ntimeline = m->ntimeline;
+    memcpy(r->timeline_ms, m->timeline_ms, sizeof r->timeline_ms);
+    memcpy(r->timeline_bytes, m->timeline_bytes, sizeof r->timeline_bytes);
     r->mem_budget = m->zero.mem_budget;
     return SZ_OK;
 }

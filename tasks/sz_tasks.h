@@ -81,6 +81,9 @@ struct sz_model {
     uint64_t position;           /* plan position of the next task submitted (task->sched_data) */
     int64_t predicted_peak;      /* bytes per rank the plan predicts (sz_model_finalize) */
     double overlap, comm_busy_s, compute_busy_s; /* the last step's, from the zero policy (-1: n/a) */
+    int ntimeline;                               /* the last step's live-bytes timeline, downsampled */
+    double timeline_ms[64];
+    int64_t timeline_bytes[64];
     int64_t persistent[SZ_MEM_NCATEGORIES];
     struct sz_counters counters; /* updated by tasks: transient memory, communication bytes */
     int64_t step_sent, step_received, step_ns;
