@@ -89,10 +89,11 @@ static double sgemm_gflops(void)
 int main(int argc, char **argv)
 {
     const char *model = "d12", *precision = "fp32";
-    int B = 4, T = 64, steps = 10, warmup = 2, json = 0, vocab = 50257, stage = 0, micro = 1;
+    int B = 4, T = 64, steps = 10, warmup = 2, json = 0, vocab = 50257, stage = 0, micro = 1, ckpt = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : "";
         if (!strcmp(a, "--json")) json = 1;
+        else if (!strcmp(a, "--checkpoint")) ckpt = 1;
         else if (!strcmp(a, "--model")) model = argv[++i];
         else if (!strcmp(a, "--precision")) precision = argv[++i];
         else if (!strcmp(a, "--batch")) B = atoi(argv[++i]);
@@ -104,7 +105,8 @@ int main(int argc, char **argv)
         else if (!strcmp(a, "--micro-batches")) micro = atoi(argv[++i]);
         else {
             fprintf(stderr, "usage: sz-bench [--model d2|d6|d12|L,H,C] [--batch B] [--seq T] [--steps N] [--warmup W]\n"
-                            "                [--precision fp32|bf16] [--vocab V] [--zero-stage S] [--micro-batches M] [--json]\n"
+                            "                [--precision fp32|bf16] [--vocab V] [--zero-stage S] [--micro-batches M]\n"
+                            "                [--checkpoint] [--json]\n"
                             "                (got '%s' '%s')\n", a, v);
             return 2;
         }
@@ -145,7 +147,7 @@ int main(int argc, char **argv)
     int nd = sz_context_world_size(ctx), rank = sz_context_rank(ctx);
     sz_context_sum(ctx, yard, 2); /* the node's (or cluster's) peak and sgemm: all ranks together */
     double peak = yard[0], sgemm = yard[1];
-    sz_zero_config zero = {.stage = stage, .micro_batches = micro,
+    sz_zero_config zero = {.stage = stage, .micro_batches = micro, .checkpoint = ckpt,
                            .precision = mixed ? SZ_PRECISION_BF16 : SZ_PRECISION_FP32};
 
     gpt2 *g = NULL;
@@ -221,6 +223,8 @@ int main(int argc, char **argv)
         cJSON_AddNumberToObject(o, "nd", nd);
         cJSON_AddNumberToObject(o, "zero_stage", stage);
         cJSON_AddNumberToObject(o, "micro_batches", micro);
+        cJSON_AddNumberToObject(o, "checkpoint", ckpt);
+        cJSON_AddNumberToObject(o, "activation_bytes", (double)reps[0].bytes[SZ_MEM_ACTIVATIONS]);
         cJSON_AddNumberToObject(o, "model_state_bytes", (double)ms);
         cJSON_AddNumberToObject(o, "model_state_bytes_formula", sz_zero_model_state_bytes(stage, psi, nd, mixed));
         cJSON_AddNumberToObject(o, "peak_bytes", (double)peak_b);

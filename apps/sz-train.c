@@ -13,7 +13,7 @@
 
 struct opts {
     const char *init, *config, *train, *val, *save, *precision, *decay, *trace;
-    int vocab, max_seq, batch, seq, steps, val_every, val_batches, json, stage, micro_batches, report;
+    int vocab, max_seq, batch, seq, steps, val_every, val_batches, json, stage, micro_batches, report, checkpoint;
     double mem_budget, prefetch_bytes, max_live_bytes;
     unsigned long long seed;
     float lr, beta1, beta2, eps, wd, grad_clip;
@@ -46,6 +46,9 @@ static void usage(FILE *f)
             "                               predicted to exceed it is refused before it runs, saying what fits\n"
             "          --prefetch-bytes B   stage 3: parameter bytes gathered ahead of the computing unit\n"
             "          --max-live-bytes B   stage 3: gathered parameter bytes alive at once\n"
+            "ZeRO-R:   --checkpoint         activation checkpointing: keep each transformer block's input only,\n"
+            "                               recompute the block's forward before its backward (same results)\n"
+            "          --partition-activations  refused: needs model parallelism, which StarZeRO lacks yet\n"
             "output:   --save FILE          write an llm.c checkpoint (fp32) at the end\n"
             "          --trace DIR          every rank writes its FxT trace into DIR (merge with\n"
             "                               starpu_fxt_tool, or use scripts/trace.sh)\n"
@@ -66,6 +69,13 @@ static int parse(int argc, char **argv, struct opts *o)
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) { usage(stdout); exit(0); }
         if (!strcmp(a, "--json")) { o->json = 1; continue; }
         if (!strcmp(a, "--report")) { o->report = 1; continue; }
+        if (!strcmp(a, "--checkpoint")) { o->checkpoint = 1; continue; }
+        if (!strcmp(a, "--partition-activations")) {
+            fprintf(stderr, "sz-train: --partition-activations (ZeRO-R's P_a) partitions activation checkpoints across "
+                            "model-parallel ranks, and StarZeRO has no model parallelism yet: there is nothing to "
+                            "partition. Use --checkpoint to keep only each block's input.\n");
+            return -1;
+        }
         if (!v) { fprintf(stderr, "sz-train: %s needs a value (see --help)\n", a); return -1; }
         i++;
         if (!strcmp(a, "--init")) o->init = v;
@@ -284,7 +294,7 @@ int main(int argc, char **argv)
     sz_zero_config zero = {.stage = o.stage, .micro_batches = o.micro_batches,
                            .precision = mixed ? SZ_PRECISION_BF16 : SZ_PRECISION_FP32,
                            .mem_budget = (int64_t)o.mem_budget, .prefetch_bytes = (int64_t)o.prefetch_bytes,
-                           .max_live_bytes = (int64_t)o.max_live_bytes};
+                           .max_live_bytes = (int64_t)o.max_live_bytes, .checkpoint = o.checkpoint};
     if ((st = gpt2_create(&g, ctx, &cfg, o.batch, o.seq, &zero, err, sizeof err)) != SZ_OK) {
         fprintf(stderr, "sz-train: %s\n", err);
         goto out;

@@ -161,6 +161,8 @@ typedef struct sz_unit_desc {
     int nparams;
     sz_unit_fn forward, backward;  /* backward may be NULL for a unit without gradients */
     void *user;
+    int checkpointable;            /* under sz_zero_config.checkpoint: its activations (sz_model_activation)
+                                      are shared with the other checkpointable units and recomputed */
     const int *uses;               /* other (earlier) units whose parameters this unit reads and whose
                                       gradients it accumulates into: tied weights (GPT-2's head uses
                                       the embedding's wte). ZeRO-3 gathers them with this unit. */
@@ -186,6 +188,8 @@ typedef struct sz_zero_config {
                                (like DeepSpeed's stage3_prefetch_bucket_size, but in bytes) */
     int64_t max_live_bytes; /* stage 3: gathered parameter bytes alive at once; 0: no limit beyond
                                prefetch_bytes (like stage3_max_live_parameters, in bytes) */
+    int checkpoint;         /* activation checkpointing (ZeRO-R): checkpointable units keep only
+                               their inputs; their backward first recomputes their forward */
 } sz_zero_config;
 void sz_zero_config_defaults(sz_zero_config *z);
 
@@ -195,6 +199,11 @@ void sz_model_free(sz_model *m);
 sz_status sz_model_add_unit(sz_model *m, const sz_unit_desc *desc);
 /* A model-owned working tensor (activations, tokens, losses); zero-filled at creation. */
 sz_tensor *sz_model_tensor(sz_model *m, const char *name, sz_dtype dtype, int64_t numel);
+/* An activation unit `unit`'s forward writes and its backward reads. Without checkpointing each
+ * unit gets its own; with checkpointing, checkpointable units share one tensor per name (each
+ * backward recomputes it first), so one unit's activations exist instead of all of them. The
+ * unit's inputs must be sz_model_tensor()s: they are the checkpoints. Before sz_model_finalize. */
+sz_tensor *sz_model_activation(sz_model *m, int unit, const char *name, sz_dtype dtype, int64_t numel);
 sz_status sz_model_set_zero(sz_model *m, const sz_zero_config *z);
 /* After the last unit is added: allocates and registers parameters, gradients, optimizer state
  * (each unit's parameters one flat buffer padded to a multiple of the rank count; rank r owns

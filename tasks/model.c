@@ -118,6 +118,8 @@ sz_status sz_model_add_unit(sz_model *m, const sz_unit_desc *d)
     snprintf(u->release_name, sizeof u->release_name, "release:%s", d->name);
     snprintf(u->rs_name, sizeof u->rs_name, "rs:%s", d->name);
     snprintf(u->ag_name, sizeof u->ag_name, "ag:%s", d->name);
+    snprintf(u->recompute_name, sizeof u->recompute_name, "recompute:%s", d->name);
+    u->checkpointable = d->checkpointable;
     u->nparams = d->nparams;
     u->params = calloc((size_t)d->nparams + 1, sizeof *u->params);
     u->offset = calloc((size_t)d->nparams + 1, sizeof *u->offset);
@@ -177,6 +179,28 @@ static sz_tensor *owned_buffer(struct sz_model *m, const char *name, sz_dtype dt
 sz_tensor *sz_model_tensor(sz_model *m, const char *name, sz_dtype dtype, int64_t numel)
 {
     return m ? owned_buffer(m, name, dtype, numel, SZ_MEM_ACTIVATIONS) : NULL;
+}
+
+sz_tensor *sz_model_activation(sz_model *m, int unit, const char *name, sz_dtype dtype, int64_t numel)
+{
+    if (!m || !name || unit < 0 || unit >= m->nunits || m->finalized)
+        return NULL;
+    char full[48];
+    if (!(m->zero.checkpoint && m->units[unit]->checkpointable)) {
+        snprintf(full, sizeof full, "%s.%s", name, m->units[unit]->name);
+        return sz_model_tensor(m, full, dtype, numel);
+    }
+    for (int i = 0; i < m->nshared; i++) /* one tensor per name for all checkpointable units */
+        if (!strcmp(sz_tensor_name(m->shared_acts[i]), name))
+            return m->shared_acts[i]->numel == numel && m->shared_acts[i]->dtype == dtype ? m->shared_acts[i] : NULL;
+    void *p = grow(m->shared_acts, &m->cap_shared, m->nshared + 1, sizeof *m->shared_acts);
+    if (!p)
+        return NULL;
+    m->shared_acts = p;
+    sz_tensor *t = sz_model_tensor(m, name, dtype, numel);
+    if (t)
+        m->shared_acts[m->nshared++] = t;
+    return t;
 }
 
 /* A unit's flat buffer: persistent (cat >= 0, counted) or allocated by StarPU on demand. */
@@ -353,6 +377,7 @@ void sz_model_free(sz_model *m)
     for (int i = 0; i < m->ntensors; i++)
         sz_tensor_unregister(m->tensors[i]);
     free(m->tensors);
+    free(m->shared_acts);
     free(m->units);
     free(m);
 }

@@ -35,7 +35,8 @@ struct sz_unit {
     /* task names as traces show them: fwd:block3, bwd:block3, gather:block3 (stage 3 gather or the
      * mixed-precision working copy), release:block3, rs:block3, ag:block3, adam:block3 */
     char name[32], fwd_name[40], bwd_name[40], opt_name[40], gather_name[40], release_name[40], rs_name[40],
-        ag_name[40];
+        ag_name[40], recompute_name[40];
+    int checkpointable;
     sz_param_spec *params;
     int nparams;
     int64_t *offset;   /* offset of each param in the flat buffer */
@@ -68,6 +69,8 @@ struct sz_model {
     struct sz_unit **units;
     int nunits, cap_units;
     sz_tensor **tensors;         /* owned: registered tensors (activations, shards, state) */
+    sz_tensor **shared_acts;     /* checkpointing: the activations checkpointable units share */
+    int nshared, cap_shared;
     int ntensors, cap_tensors;
     sz_tensor *loss;
     int finalized;

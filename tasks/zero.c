@@ -1,7 +1,8 @@
 /* tasks/zero.c — one ZeRO step as tasks, rank r of nd (DESIGN.md §2 data flow, §3 semantics):
  *
  *   forward:  for u in order:    [3: gather u (+ tied units)] fwd(u) [3: release them]
- *   backward: for u in reverse:  [3: gather] [2-3: allocate grads on first touch] bwd(u) [3: release]
+ *   backward: for u in reverse:  [3: gather] [2-3: allocate grads on first touch] [checkpointing:
+ *                                recompute fwd(u)] bwd(u) [3: release]
  *                                [2-3: reduce-scatter u's grads into the shard (every micro-batch), free them]
  *   update:   [0-1: reduce-scatter every unit's grads into its own slice] [0: all-gather them]
  *             squared norms of the owned slices -> all-gathered -> clip factor
@@ -158,6 +159,11 @@ sz_status sz_zero_backward(struct sz_model *m)
             if ((st = with_uses(m, u, gather)) != SZ_OK || (st = prefetch(m, i - 1, -1)) != SZ_OK ||
                 (st = with_uses(m, u, grads_touch)) != SZ_OK)
                 break;
+            if (m->zero.checkpoint && u->checkpointable) { /* the forward's activations, again */
+                u->phase = u->recompute_name;
+                if ((st = u->forward(u, u->user)) != SZ_OK)
+                    break;
+            }
             u->phase = u->bwd_name;
             if ((st = u->backward(u, u->user)) != SZ_OK || (st = with_uses(m, u, release)) != SZ_OK)
                 break;

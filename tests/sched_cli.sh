@@ -3,8 +3,9 @@
 #  1. an impossible --mem-budget is refused before any step, with the predicted peak, the budget and
 #     settings that would fit; exit code != 0;
 #  2. a configuration that fits keeps its measured peak under the budget (and under the prediction);
-#  3. results are bitwise the same whatever the policy (zero, eager, prio, lws, dmdas) and with a
-#     prefetch window. The StarPU watchdog (set by CTest) turns any hang into a failure.
+#  3. results are bitwise the same whatever the policy (zero, eager, prio, lws, dmdas), with a
+#     prefetch window and with activation checkpointing; --partition-activations is refused (no
+#     model parallelism). The StarPU watchdog (set by CTest) turns any hang into a failure.
 # Usage: sched_cli.sh BUILD_DIR MPIEXEC
 set -u
 bin=$1 mpiexec=$2
@@ -41,4 +42,8 @@ for pol in eager prio lws dmdas; do
 done
 train --prefetch-bytes 2M --max-live-bytes 4M --save "$dir/pf.bin" >/dev/null || fail "prefetch run"
 cmp -s "$dir/ref.bin" "$dir/pf.bin" || fail "prefetching changed the parameters"
-echo "bitwise identical parameters with zero, eager, prio, lws, dmdas and a prefetch window"
+train --checkpoint --save "$dir/ck.bin" >/dev/null || fail "checkpointing run"
+cmp -s "$dir/ref.bin" "$dir/ck.bin" || fail "activation checkpointing changed the parameters"
+echo "bitwise identical parameters with zero, eager, prio, lws, dmdas, a prefetch window and checkpointing"
+if train --partition-activations >"$dir/pa.txt" 2>&1; then fail "--partition-activations accepted"; fi
+grep -q "model parallelism" "$dir/pa.txt" || { cat "$dir/pa.txt"; fail "--partition-activations refusal does not say why"; }

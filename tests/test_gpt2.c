@@ -22,11 +22,11 @@ static sz_gpt2_config tiny(void)
     return c;
 }
 
-static gpt2 *make(const sz_gpt2_config *c, uint64_t seed)
+static gpt2 *make_z(const sz_gpt2_config *c, uint64_t seed, const sz_zero_config *z)
 {
     gpt2 *g = NULL;
     char err[256];
-    CU_ASSERT_EQUAL_FATAL(gpt2_create(&g, ctx, c, B, T, NULL, err, sizeof err), SZ_OK);
+    CU_ASSERT_EQUAL_FATAL(gpt2_create(&g, ctx, c, B, T, z, err, sizeof err), SZ_OK);
     CU_ASSERT_EQUAL_FATAL(gpt2_init_random(g, seed), SZ_OK);
     int in[B * T], tg[B * T];
     sz_rng r;
@@ -38,6 +38,8 @@ static gpt2 *make(const sz_gpt2_config *c, uint64_t seed)
     CU_ASSERT_EQUAL_FATAL(gpt2_set_batch(g, in, tg), SZ_OK);
     return g;
 }
+
+static gpt2 *make(const sz_gpt2_config *c, uint64_t seed) { return make_z(c, seed, NULL); }
 
 static double eval_loss(gpt2 *g)
 {
@@ -161,6 +163,42 @@ static void test_checkpoint_roundtrip(void)
     rmdir(dir);
 }
 
+/* Activation checkpointing: bitwise the same losses and parameters, fewer activation bytes. */
+static void test_checkpointing(void)
+{
+    sz_gpt2_config c;
+    char err[256];
+    CU_ASSERT_EQUAL_FATAL(sz_gpt2_config_from_string(&c, "3,2,8", 11, 8, err, sizeof err), SZ_OK);
+    size_t n = sz_gpt2_num_params(&c);
+    float loss[2][4], *p[2] = {malloc(n * sizeof(float)), malloc(n * sizeof(float))};
+    int64_t acts[2];
+    for (int ck = 0; ck < 2; ck++) {
+        sz_zero_config z;
+        sz_zero_config_defaults(&z);
+        z.checkpoint = ck;
+        gpt2 *g = make_z(&c, 21, &z);
+        sz_train_config tc;
+        sz_train_config_defaults(&tc);
+        tc.lr = 1e-2f;
+        for (int s = 1; s <= 4; s++)
+            CU_ASSERT_EQUAL(sz_model_train_step(gpt2_model(g), &tc, s, &loss[ck][s - 1]), SZ_OK);
+        gpt2_get_params(g, p[ck]);
+        sz_memory_report r;
+        sz_model_memory_report(gpt2_model(g), &r);
+        acts[ck] = r.bytes[SZ_MEM_ACTIVATIONS];
+        gpt2_free(g);
+    }
+    CU_ASSERT(memcmp(loss[0], loss[1], sizeof loss[0]) == 0);
+    CU_ASSERT(memcmp(p[0], p[1], n * sizeof(float)) == 0);
+    /* 3 blocks' activations become 1: two blocks' worth less (per block: ln1, qkv, atty, attproj, res2, ln2,
+     * fch, fch_gelu, fcproj = 17*N*C; four means/rstds 4*N; preatt, att 2*B*NH*T*T floats; the block's
+     * output is the next block's input: a checkpoint, kept) */
+    int64_t N = B * T, per_block = (17 * N * c.channels + 4 * N + 2 * (int64_t)B * c.heads * T * T) * 4;
+    CU_ASSERT_EQUAL(acts[0] - acts[1], 2 * per_block);
+    free(p[0]);
+    free(p[1]);
+}
+
 int main(int argc, char **argv)
 {
     if (sz_context_init(&ctx, NULL, &argc, &argv) != SZ_OK)
@@ -168,7 +206,7 @@ int main(int argc, char **argv)
     if (CU_initialize_registry() != CUE_SUCCESS)
         return 1;
     SZ_SUITE("gpt2", {"whole-model gradient check", test_gradcheck}, {"deterministic", test_deterministic},
-             {"checkpoint round trip", test_checkpoint_roundtrip});
+             {"checkpoint round trip", test_checkpoint_roundtrip}, {"activation checkpointing", test_checkpointing});
     int rc = sz_test_run();
     sz_context_free(ctx);
     return rc;

@@ -167,6 +167,12 @@ static sz_status head_bwd(sz_unit *u, void *user)
 
 /* ---- construction -------------------------------------------------------------------------- */
 
+/* A block's activation: its own, or shared by all blocks under activation checkpointing. */
+static sz_tensor *block_act(struct gpt2 *g, const char *what, int layer, int64_t n)
+{
+    return sz_model_activation(g->model, 1 + layer, what, SZ_DTYPE_F32, n);
+}
+
 static sz_tensor *act(struct gpt2 *g, const char *what, int layer, sz_dtype dt, int64_t n)
 {
     char name[48];
@@ -224,7 +230,7 @@ sz_status gpt2_create(gpt2 **out, sz_context *ctx, const sz_gpt2_config *cfg, in
         snprintf(name, sizeof name, "block%d", l);
         g->blocks[l] = (struct block_unit){g, l};
         sz_unit_desc bd = {.name = name, .params = g->block_spec, .nparams = NELEM(BLOCK_IDS), .forward = block_fwd,
-                           .backward = block_bwd, .user = &g->blocks[l]};
+                           .backward = block_bwd, .user = &g->blocks[l], .checkpointable = 1};
         st = sz_model_add_unit(g->model, &bd);
     }
     if (st == SZ_OK) {
@@ -244,21 +250,21 @@ sz_status gpt2_create(gpt2 **out, sz_context *ctx, const sz_gpt2_config *cfg, in
     }
     for (int l = 0; l < L; l++) {
         struct block_acts *a = &g->acts[l];
-        a->ln1 = act(g, "ln1", l, SZ_DTYPE_F32, NC);
-        a->ln1_mean = act(g, "ln1_mean", l, SZ_DTYPE_F32, N);
-        a->ln1_rstd = act(g, "ln1_rstd", l, SZ_DTYPE_F32, N);
-        a->qkv = act(g, "qkv", l, SZ_DTYPE_F32, 3 * NC);
-        a->atty = act(g, "atty", l, SZ_DTYPE_F32, NC);
-        a->preatt = act(g, "preatt", l, SZ_DTYPE_F32, A);
-        a->att = act(g, "att", l, SZ_DTYPE_F32, A);
-        a->attproj = act(g, "attproj", l, SZ_DTYPE_F32, NC);
-        a->res2 = act(g, "res2", l, SZ_DTYPE_F32, NC);
-        a->ln2 = act(g, "ln2", l, SZ_DTYPE_F32, NC);
-        a->ln2_mean = act(g, "ln2_mean", l, SZ_DTYPE_F32, N);
-        a->ln2_rstd = act(g, "ln2_rstd", l, SZ_DTYPE_F32, N);
-        a->fch = act(g, "fch", l, SZ_DTYPE_F32, 4 * NC);
-        a->fch_gelu = act(g, "fch_gelu", l, SZ_DTYPE_F32, 4 * NC);
-        a->fcproj = act(g, "fcproj", l, SZ_DTYPE_F32, NC);
+        a->ln1 = block_act(g, "ln1", l, NC);
+        a->ln1_mean = block_act(g, "ln1_mean", l, N);
+        a->ln1_rstd = block_act(g, "ln1_rstd", l, N);
+        a->qkv = block_act(g, "qkv", l, 3 * NC);
+        a->atty = block_act(g, "atty", l, NC);
+        a->preatt = block_act(g, "preatt", l, A);
+        a->att = block_act(g, "att", l, A);
+        a->attproj = block_act(g, "attproj", l, NC);
+        a->res2 = block_act(g, "res2", l, NC);
+        a->ln2 = block_act(g, "ln2", l, NC);
+        a->ln2_mean = block_act(g, "ln2_mean", l, N);
+        a->ln2_rstd = block_act(g, "ln2_rstd", l, N);
+        a->fch = block_act(g, "fch", l, 4 * NC);
+        a->fch_gelu = block_act(g, "fch_gelu", l, 4 * NC);
+        a->fcproj = block_act(g, "fcproj", l, NC);
     }
     struct block_grads *gd = &g->grads;
     gd->dln1 = act(g, "dln1", -1, SZ_DTYPE_F32, NC);
