@@ -14,7 +14,7 @@
 struct opts {
     const char *init, *config, *train, *val, *save, *precision, *decay, *trace;
     int vocab, max_seq, batch, seq, steps, val_every, val_batches, json, stage, micro_batches, report, checkpoint;
-    double mem_budget, prefetch_bytes, max_live_bytes;
+    double mem_budget, prefetch_bytes, max_live_bytes, bucket_bytes;
     unsigned long long seed;
     float lr, beta1, beta2, eps, wd, grad_clip;
 };
@@ -49,6 +49,7 @@ static void usage(FILE *f)
             "ZeRO-R:   --checkpoint         activation checkpointing: keep each transformer block's input only,\n"
             "                               recompute the block's forward before its backward (same results)\n"
             "          --partition-activations  refused: needs model parallelism, which StarZeRO lacks yet\n"
+            "          --bucket-bytes B     reduce-scatters run through a constant B-byte buffer (default 32MiB)\n"
             "output:   --save FILE          write an llm.c checkpoint (fp32) at the end\n"
             "          --trace DIR          every rank writes its FxT trace into DIR (merge with\n"
             "                               starpu_fxt_tool, or use scripts/trace.sh)\n"
@@ -96,8 +97,10 @@ static int parse(int argc, char **argv, struct opts *o)
         else if (!strcmp(a, "--seed")) o->seed = strtoull(v, NULL, 10);
         else if (!strcmp(a, "--zero-stage")) o->stage = atoi(v);
         else if (!strcmp(a, "--micro-batches")) o->micro_batches = atoi(v);
-        else if (!strcmp(a, "--mem-budget") || !strcmp(a, "--prefetch-bytes") || !strcmp(a, "--max-live-bytes")) {
-            double *dst = a[2] == 'm' && a[3] == 'e' ? &o->mem_budget : a[2] == 'p' ? &o->prefetch_bytes : &o->max_live_bytes;
+        else if (!strcmp(a, "--mem-budget") || !strcmp(a, "--prefetch-bytes") || !strcmp(a, "--max-live-bytes") ||
+                 !strcmp(a, "--bucket-bytes")) {
+            double *dst = a[2] == 'm' && a[3] == 'e' ? &o->mem_budget : a[2] == 'p' ? &o->prefetch_bytes
+                          : a[2] == 'b' ? &o->bucket_bytes : &o->max_live_bytes;
             if (sz_parse_bytes(v, dst) != SZ_OK || *dst < 0) {
                 fprintf(stderr, "sz-train: %s %s: not a byte size (e.g. 512M, 2G, 1.5GiB)\n", a, v);
                 return -1;
@@ -294,7 +297,8 @@ int main(int argc, char **argv)
     sz_zero_config zero = {.stage = o.stage, .micro_batches = o.micro_batches,
                            .precision = mixed ? SZ_PRECISION_BF16 : SZ_PRECISION_FP32,
                            .mem_budget = (int64_t)o.mem_budget, .prefetch_bytes = (int64_t)o.prefetch_bytes,
-                           .max_live_bytes = (int64_t)o.max_live_bytes, .checkpoint = o.checkpoint};
+                           .max_live_bytes = (int64_t)o.max_live_bytes, .checkpoint = o.checkpoint,
+                           .bucket_bytes = (int64_t)o.bucket_bytes};
     if ((st = gpt2_create(&g, ctx, &cfg, o.batch, o.seq, &zero, err, sizeof err)) != SZ_OK) {
         fprintf(stderr, "sz-train: %s\n", err);
         goto out;

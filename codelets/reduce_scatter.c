@@ -2,48 +2,72 @@
  * data-parallel ranks: an all-to-all moves chunk r of every rank's buffer to rank r, which adds
  * the nd chunks in rank order (0, 1, ..., nd-1) into its shard. Stage 0's all-reduce is this plus
  * an all-gather, so every stage sums the same numbers in the same order: bitwise equal results.
- * Tensors: full (R, nd*shard elements), shard (RW), recv buffer (RW, >= nd*shard), token (RW). */
+ * Tensors: full (R, nd*shard elements), shard (RW), communication buffer (RW, nd*bucket elements),
+ * token (RW); `bucket` elements per rank and round; `bytes` (negative) released after. */
 #include "sz_codelets.h"
 
-/* bf16 buffers (mixed precision) travel as 2-byte elements and are summed in fp32, rounded once. */
+/* Reduce the shard range [o, o + len) of every rank: recv holds nd chunks of len elements, chunk r
+ * from rank r; they are added in rank order (onto the shard when acc). bf16 is summed in fp32 and
+ * rounded once. */
+static void reduce_chunk(const struct sz_targs *a, void *shard_v, const void *recv, int64_t o, int64_t len, int acc)
+{
+    if (a->bf16[0]) {
+        const uint16_t *rv = recv;
+        uint16_t *shard = (uint16_t *)shard_v + o;
+#pragma omp parallel for schedule(static)
+        for (int64_t i = 0; i < len; i++) {
+            float s = acc ? sz_h2f(shard[i]) + sz_h2f(rv[i]) : sz_h2f(rv[i]);
+            for (int r = 1; r < a->nd; r++)
+                s += sz_h2f(rv[r * len + i]);
+            shard[i] = sz_f2h(s);
+        }
+    } else {
+        const float *rv = recv;
+        float *shard = (float *)shard_v + o;
+#pragma omp parallel for schedule(static)
+        for (int64_t i = 0; i < len; i++) {
+            float s = acc ? shard[i] + rv[i] : rv[i];
+            for (int r = 1; r < a->nd; r++)
+                s += rv[r * len + i];
+            shard[i] = s;
+        }
+    }
+}
+
+/* Constant-size buckets (ZeRO-R's C_B): the shard is reduced `bucket` elements at a time; each
+ * round sends every rank its piece straight from the gradients (a datatype of `len` elements
+ * whose extent is a shard, so nothing is packed), receives the nd pieces of ours into the
+ * communication buffer, and reduces them. The buffer is nd * bucket elements whatever the model's
+ * size, and the sums are the same as with one round. */
 static void rs_cpu(void *b[], void *arg)
 {
     SZ_UNPACK(arg, a);
     int h = a.bf16[0];
     size_t es = h ? 2 : 4;
-    void *full = h ? (void *)sz_th(b, &a, 0) : (void *)sz_tf(b, &a, 0);
-    void *recv = h ? (void *)sz_th(b, &a, 2) : (void *)sz_tf(b, &a, 2);
+    char *full = h ? (char *)sz_th(b, &a, 0) : (char *)sz_tf(b, &a, 0);
+    void *shard = h ? (void *)sz_th(b, &a, 1) : (void *)sz_tf(b, &a, 1);
+    char *buf = (char *)sz_tf(b, &a, 2);
     int64_t S = a.shard, t0 = sz_now_ns();
-    if (a.nd > 1) {
+    if (a.nd == 1) {
+        reduce_chunk(&a, shard, full, 0, S, a.acc);
+    } else {
+        int64_t bucket = a.bucket > 0 ? a.bucket : S; /* elements per rank and round */
         MPI_Datatype dt = h ? MPI_UINT16_T : MPI_FLOAT;
-        int rc = MPI_Alltoall(full, (int)S, dt, recv, (int)S, dt, a.comm);
-        STARPU_ASSERT_MSG(rc == MPI_SUCCESS, "reduce-scatter: MPI_Alltoall failed (%d)", rc);
-    } else {
-        recv = full;
-    }
-    if (h) {
-        const uint16_t *rv = recv;
-        uint16_t *shard = sz_th(b, &a, 1);
-#pragma omp parallel for schedule(static)
-        for (int64_t i = 0; i < S; i++) {
-            float s = a.acc ? sz_h2f(shard[i]) + sz_h2f(rv[i]) : sz_h2f(rv[i]);
-            for (int r = 1; r < a.nd; r++)
-                s += sz_h2f(rv[r * S + i]);
-            shard[i] = sz_f2h(s);
+        for (int64_t o = 0; o < S; o += bucket) {
+            int64_t len = S - o < bucket ? S - o : bucket;
+            MPI_Datatype piece, strided; /* len elements, then the next rank's piece one shard further */
+            MPI_Type_contiguous((int)len, dt, &piece);
+            MPI_Type_create_resized(piece, 0, (MPI_Aint)(S * (int64_t)es), &strided);
+            MPI_Type_commit(&strided);
+            int rc = MPI_Alltoall(full + (size_t)o * es, 1, strided, buf, (int)len, dt, a.comm);
+            MPI_Type_free(&strided);
+            MPI_Type_free(&piece);
+            STARPU_ASSERT_MSG(rc == MPI_SUCCESS, "reduce-scatter: MPI_Alltoall failed (%d)", rc);
+            reduce_chunk(&a, shard, buf, o, len, a.acc);
         }
-    } else {
-        const float *rv = recv;
-        float *shard = sz_tf(b, &a, 1);
-#pragma omp parallel for schedule(static)
-        for (int64_t i = 0; i < S; i++) {
-            float s = a.acc ? shard[i] + rv[i] : rv[i];
-            for (int r = 1; r < a.nd; r++)
-                s += rv[r * S + i];
-            shard[i] = s;
-        }
-    }
-    if (a.nd > 1) /* the exchange and the rank-ordered sum: what MPI_Reduce_scatter_block does */
+        /* the exchange and the rank-ordered sum: what MPI_Reduce_scatter_block does */
         sz_counters_comm(a.stats, (a.nd - 1) * S * (int64_t)es, sz_now_ns() - t0);
+    }
     if (a.bytes) /* the full-size gradients reduced here are freed right after */
         sz_counters_add(a.stats, a.category, a.bytes);
 }

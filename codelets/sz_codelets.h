@@ -27,6 +27,7 @@ struct sz_targs {
     int nd, rank;                  /* data-parallel ranks, this rank */
     int64_t shard;                 /* elements per rank of the unit's padded flat buffer */
     int acc;                       /* reduce-scatter: 1 = add into the shard, 0 = overwrite */
+    int64_t bucket;                /* reduce-scatter: elements per rank and round (C_B); 0 = all */
     struct sz_counters *stats;     /* where the task adds its bytes (model-owned, atomic) */
     int64_t bytes;                 /* gather/release/account: the bytes that become live (or not) */
     int category;                  /* account: which sz_mem category */

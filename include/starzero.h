@@ -188,10 +188,14 @@ typedef struct sz_zero_config {
                                (like DeepSpeed's stage3_prefetch_bucket_size, but in bytes) */
     int64_t max_live_bytes; /* stage 3: gathered parameter bytes alive at once; 0: no limit beyond
                                prefetch_bytes (like stage3_max_live_parameters, in bytes) */
+    int64_t bucket_bytes;   /* C_B: reduce-scatters run through a receive buffer of this many bytes,
+                               whatever the model's size;
+                               0: SZ_DEFAULT_BUCKET_BYTES */
     int checkpoint;         /* activation checkpointing (ZeRO-R): checkpointable units keep only
                                their inputs; their backward first recomputes their forward */
 } sz_zero_config;
 void sz_zero_config_defaults(sz_zero_config *z);
+#define SZ_DEFAULT_BUCKET_BYTES ((int64_t)32 << 20)
 
 sz_status sz_model_init(sz_model **out, sz_context *ctx);
 void sz_model_free(sz_model *m);

@@ -32,6 +32,7 @@ void sz_zero_config_defaults(sz_zero_config *z)
     memset(z, 0, sizeof *z);
     z->stage = 0;
     z->micro_batches = 1;
+    z->bucket_bytes = SZ_DEFAULT_BUCKET_BYTES;
 }
 
 sz_status sz_model_init(sz_model **out, sz_context *ctx)
@@ -279,6 +280,16 @@ static sz_status unit_storage(struct sz_model *m, struct sz_unit *u)
     return SZ_OK;
 }
 
+/* C_B: elements per rank and round of a reduce-scatter, so that the receive buffer (nd * bucket
+ * fp32-sized elements; bf16 fits) is bucket_bytes, never more than the largest unit (maxpad
+ * elements) needs. */
+static int64_t bucket_elems(const struct sz_model *m, int nd, int64_t maxpad)
+{
+    int64_t bucket_bytes = m->zero.bucket_bytes > 0 ? m->zero.bucket_bytes : SZ_DEFAULT_BUCKET_BYTES;
+    int64_t b = bucket_bytes / (4 * (int64_t)nd);
+    return b < 1 ? 1 : (b > maxpad / nd ? maxpad / nd : b);
+}
+
 /* The plan's predicted peak per rank for (stage, nd, precision): model states + the transients of
  * one step + activations and the other model tensors + the communication buffer. */
 static int64_t predict(const struct sz_model *m, int stage, int nd, int mixed)
@@ -297,7 +308,7 @@ static int64_t predict(const struct sz_model *m, int stage, int nd, int mixed)
     }
     int64_t peak = sz_plan_state_bytes(pu, m->nunits, stage, nd, mixed) +
                    sz_plan_transient_peak(pu, m->nunits, stage, mixed, m->zero.prefetch_bytes) +
-                   m->persistent[SZ_MEM_ACTIVATIONS] + (nd > 1 ? maxpad * 4 : 0);
+                   m->persistent[SZ_MEM_ACTIVATIONS] + (nd > 1 ? nd * bucket_elems(m, nd, maxpad) * 4 : 0);
     free(pu);
     return peak;
 }
@@ -353,7 +364,9 @@ sz_status sz_model_finalize(sz_model *m)
     m->sumsq = owned_buffer(m, "grad_sumsq", SZ_DTYPE_F32, m->nunits, -1);
     m->clip = owned_buffer(m, "clip", SZ_DTYPE_F32, 2, -1);
     m->token = owned_buffer(m, "comm_token", SZ_DTYPE_F32, 1, -1);
-    m->comm_buf = m->nd > 1 ? owned_buffer(m, "comm_buffer", SZ_DTYPE_F32, maxpad, SZ_MEM_COMM) : m->token;
+    m->bucket = bucket_elems(m, m->nd, maxpad);
+    m->comm_buf = m->nd > 1 ? owned_buffer(m, "comm_buffer", SZ_DTYPE_F32, m->nd * m->bucket, SZ_MEM_COMM)
+                            : m->token;
     if (!m->sumsq || !m->clip || !m->token || !m->comm_buf)
         return SZ_ERR_NOMEM;
     for (int i = 0; i < m->nunits; i++)

@@ -276,10 +276,11 @@ sz_status sz_submit_clip(struct sz_model *m, float clip)
 
 sz_status sz_submit_reduce_scatter(struct sz_model *m, struct sz_unit *u, int acc, int64_t release_bytes)
 {
-    COMM_CALL(m, .shard = u->shard, .acc = acc, .category = SZ_MEM_GRADS_IN_FLIGHT, .bytes = -release_bytes);
+    COMM_CALL(m, .shard = u->shard, .acc = acc, .bucket = m->bucket, .category = SZ_MEM_GRADS_IN_FLIGHT,
+              .bytes = -release_bytes);
     use_any(&c, &u->grad.all, STARPU_R, u->padded);
     use_any(&c, &u->gshard, STARPU_RW, u->shard);
-    ACC(&c, m->comm_buf, m->nd > 1 ? u->padded : 1); /* bf16 elements need only half of it */
+    ACC(&c, m->comm_buf, 1);
     ACC(&c, m->token, 1);
     return submit(&c, &sz_cl_reduce_scatter, u->rs_name, m, u->index);
 }

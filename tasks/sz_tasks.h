@@ -78,7 +78,8 @@ struct sz_model {
     float dloss;                 /* gradient of the mean loss w.r.t. one row's loss: 1/(N*M*nd) */
     sz_tensor *sumsq;            /* nunits floats: squared norms of this rank's gradient slices */
     sz_tensor *clip;             /* 2 floats: clip factor, global norm */
-    sz_tensor *comm_buf;         /* the reduce-scatter receive buffer (largest padded unit) */
+    sz_tensor *comm_buf;         /* the reduce-scatter buffer: send and receive halves of nd * bucket */
+    int64_t bucket;              /* elements per rank and round of a reduce-scatter */
     sz_tensor *token;            /* one float every communication task writes: one order on all ranks */
     float last_grad_norm;
     uint64_t position;           /* plan position of the next task submitted (task->sched_data) */

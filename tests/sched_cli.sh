@@ -44,6 +44,8 @@ train --prefetch-bytes 2M --max-live-bytes 4M --save "$dir/pf.bin" >/dev/null ||
 cmp -s "$dir/ref.bin" "$dir/pf.bin" || fail "prefetching changed the parameters"
 train --checkpoint --save "$dir/ck.bin" >/dev/null || fail "checkpointing run"
 cmp -s "$dir/ref.bin" "$dir/ck.bin" || fail "activation checkpointing changed the parameters"
-echo "bitwise identical parameters with zero, eager, prio, lws, dmdas, a prefetch window and checkpointing"
+train --bucket-bytes 64K --save "$dir/bk.bin" >/dev/null || fail "small-bucket run"
+cmp -s "$dir/ref.bin" "$dir/bk.bin" || fail "64 KB buckets changed the parameters"
+echo "bitwise identical parameters with zero, eager, prio, lws, dmdas, a prefetch window, checkpointing, 64 KB buckets"
 if train --partition-activations >"$dir/pa.txt" 2>&1; then fail "--partition-activations accepted"; fi
 grep -q "model parallelism" "$dir/pa.txt" || { cat "$dir/pa.txt"; fail "--partition-activations refusal does not say why"; }
