@@ -13,7 +13,8 @@
 
 struct opts {
     const char *init, *config, *train, *val, *save, *precision, *decay, *trace;
-    int vocab, max_seq, batch, seq, steps, val_every, val_batches, json, stage, micro_batches, report, checkpoint;
+    int vocab, max_seq, batch, seq, steps, val_every, val_batches, json, stage, micro_batches, report, checkpoint,
+        offload;
     double mem_budget, prefetch_bytes, max_live_bytes, bucket_bytes;
     unsigned long long seed;
     float lr, beta1, beta2, eps, wd, grad_clip;
@@ -48,6 +49,8 @@ static void usage(FILE *f)
             "          --max-live-bytes B   stage 3: gathered parameter bytes alive at once\n"
             "ZeRO-R:   --checkpoint         activation checkpointing: keep each transformer block's input only,\n"
             "                               recompute the block's forward before its backward (same results)\n"
+            "          --offload-checkpoints  P_a+cpu (with --checkpoint): checkpoints wait in a host pool\n"
+            "                               between their forward and their recompute\n"
             "          --partition-activations  refused: needs model parallelism, which StarZeRO lacks yet\n"
             "          --bucket-bytes B     reduce-scatters run through a constant B-byte buffer (default 32MiB)\n"
             "output:   --save FILE          write an llm.c checkpoint (fp32) at the end\n"
@@ -71,6 +74,7 @@ static int parse(int argc, char **argv, struct opts *o)
         if (!strcmp(a, "--json")) { o->json = 1; continue; }
         if (!strcmp(a, "--report")) { o->report = 1; continue; }
         if (!strcmp(a, "--checkpoint")) { o->checkpoint = 1; continue; }
+        if (!strcmp(a, "--offload-checkpoints")) { o->offload = 1; continue; }
         if (!strcmp(a, "--partition-activations")) {
             fprintf(stderr, "sz-train: --partition-activations (ZeRO-R's P_a) partitions activation checkpoints across "
                             "model-parallel ranks, and StarZeRO has no model parallelism yet: there is nothing to "
@@ -194,12 +198,13 @@ static void report(const struct opts *o, const sz_gpt2_config *cfg, const sz_mem
         printf("{\"report\": true, \"precision\": \"%s\", \"stage\": %d, \"nd\": %d, \"micro_batches\": %d, \"params\": %lld, "
                "\"params_padded\": %lld, \"model_state_bytes\": %lld, \"model_state_bytes_formula\": %.0f, "
                "\"activation_bytes\": %lld, \"activation_bytes_llmc\": %.0f, \"comm_bytes_sent\": %lld, "
-               "\"comm_bytes_formula\": %.0f, \"peak_bytes\": %lld, \"predicted_peak_bytes\": %lld, "
+               "\"comm_bytes_formula\": %.0f, \"peak_bytes\": %lld, \"device_peak_bytes\": %lld, \"predicted_peak_bytes\": %lld, "
                "\"mem_budget\": %lld, \"overlap\": %.4f, ",
                mixed ? "bf16" : "fp32", o->stage, nd, o->micro_batches, (long long)r0->nparams,
                (long long)r0->nparams_padded, (long long)ms,
                ms_formula, (long long)MAXR(reps, nd, bytes[SZ_MEM_ACTIVATIONS]), act_llmc, (long long)sent,
-               comm_formula, (long long)peak, (long long)MAXR(reps, nd, predicted_peak_bytes),
+               comm_formula, (long long)peak, (long long)MAXR(reps, nd, device_peak_bytes),
+               (long long)MAXR(reps, nd, predicted_peak_bytes),
                (long long)r0->mem_budget, r0->overlap);
         printf("\"timeline\": [");
         for (int i = 0; i < r0->ntimeline; i++)
@@ -237,6 +242,7 @@ static void report(const struct opts *o, const sz_gpt2_config *cfg, const sz_mem
     printf("  %-28s %16lld %16.0f\n", "model states", (long long)ms, ms_formula);
     printf("  %-28s %16lld %16lld  (predicted by the plan before the first step)\n", "peak (all categories)",
            (long long)peak, (long long)MAXR(reps, nd, predicted_peak_bytes));
+    printf("  %-28s %16lld\n", "device pool peak", (long long)MAXR(reps, nd, device_peak_bytes));
     if (r0->mem_budget > 0)
         printf("  %-28s %16lld  (measured peak %s the budget)\n", "memory budget", (long long)r0->mem_budget,
                peak <= r0->mem_budget ? "within" : "OVER");
@@ -298,7 +304,7 @@ int main(int argc, char **argv)
                            .precision = mixed ? SZ_PRECISION_BF16 : SZ_PRECISION_FP32,
                            .mem_budget = (int64_t)o.mem_budget, .prefetch_bytes = (int64_t)o.prefetch_bytes,
                            .max_live_bytes = (int64_t)o.max_live_bytes, .checkpoint = o.checkpoint,
-                           .bucket_bytes = (int64_t)o.bucket_bytes};
+                           .bucket_bytes = (int64_t)o.bucket_bytes, .offload_checkpoints = o.offload};
     if ((st = gpt2_create(&g, ctx, &cfg, o.batch, o.seq, &zero, err, sizeof err)) != SZ_OK) {
         fprintf(stderr, "sz-train: %s\n", err);
         goto out;

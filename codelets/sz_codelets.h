@@ -34,7 +34,7 @@ struct sz_targs {
 };
 
 /* Byte counters the communication and accounting tasks update from worker threads. */
-#define SZ_NCATEGORIES 12   /* >= SZ_MEM_NCATEGORIES (starzero.h) */
+#define SZ_NCATEGORIES 16   /* >= SZ_MEM_NCATEGORIES (starzero.h) */
 struct sz_counters {
     int64_t sent, received;               /* communication bytes this rank sent / received */
     int64_t comm_ns;                      /* time spent inside the collectives */

@@ -193,6 +193,8 @@ typedef struct sz_zero_config {
                                0: SZ_DEFAULT_BUCKET_BYTES */
     int checkpoint;         /* activation checkpointing (ZeRO-R): checkpointable units keep only
                                their inputs; their backward first recomputes their forward */
+    int offload_checkpoints;/* P_a+cpu (needs checkpoint): after a unit's forward its checkpoint
+                               moves to a host pool by a task, and comes back before its recompute */
 } sz_zero_config;
 void sz_zero_config_defaults(sz_zero_config *z);
 #define SZ_DEFAULT_BUCKET_BYTES ((int64_t)32 << 20)
@@ -203,6 +205,10 @@ void sz_model_free(sz_model *m);
 sz_status sz_model_add_unit(sz_model *m, const sz_unit_desc *desc);
 /* A model-owned working tensor (activations, tokens, losses); zero-filled at creation. */
 sz_tensor *sz_model_tensor(sz_model *m, const char *name, sz_dtype dtype, int64_t numel);
+/* The checkpoint of checkpointable unit `unit`: its input, written by unit `unit`-1's forward.
+ * A plain model tensor unless checkpoints are offloaded (then it lives on the device pool only
+ * between its producer's forward and its consumer's forward, and again around its recompute). */
+sz_tensor *sz_model_checkpoint(sz_model *m, int unit, const char *name, sz_dtype dtype, int64_t numel);
 /* An activation unit `unit`'s forward writes and its backward reads. Without checkpointing each
  * unit gets its own; with checkpointing, checkpointable units share one tensor per name (each
  * backward recomputes it first), so one unit's activations exist instead of all of them. The
@@ -311,6 +317,8 @@ typedef enum sz_mem_category {
     SZ_MEM_ADAM_V,
     SZ_MEM_ACTIVATIONS,     /* model tensors: activations, their gradients, inputs */
     SZ_MEM_COMM,            /* communication buffers */
+    SZ_MEM_CHECKPOINTS,     /* offloaded activation checkpoints while on the device pool (peak) */
+    SZ_MEM_HOST,            /* the host pool: offloaded checkpoints (not part of the device peak) */
     SZ_MEM_NCATEGORIES
 } sz_mem_category;
 
@@ -320,6 +328,7 @@ typedef struct sz_memory_report {
     int64_t bytes[SZ_MEM_NCATEGORIES]; /* persistent categories: bytes held; transient ones: peak */
     int64_t model_state_bytes;         /* params or shard + grads or shard + master + m + v */
     int64_t peak_bytes;                /* everything persistent + the peak of the transients */
+    int64_t device_peak_bytes;         /* the same without the host pool (SZ_MEM_HOST) */
     int64_t comm_bytes_sent, comm_bytes_received; /* during the last optimizer step */
     double comm_seconds;               /* time inside the collectives during the last step */
     int64_t nparams, nparams_padded;

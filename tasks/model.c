@@ -64,6 +64,11 @@ sz_status sz_model_set_zero(sz_model *m, const sz_zero_config *z)
     if ((z->precision != SZ_PRECISION_FP32 && z->precision != SZ_PRECISION_BF16) || z->mem_budget < 0 ||
         z->prefetch_bytes < 0 || z->max_live_bytes < 0)
         return SZ_ERR_INVALID;
+    if (z->offload_checkpoints && !z->checkpoint) {
+        sz_context_log(m->ctx, SZ_LOG_ERROR, "offloading checkpoints needs activation checkpointing: "
+                       "enable checkpoint too");
+        return SZ_ERR_INVALID;
+    }
     m->zero = *z;
     m->mixed = z->precision == SZ_PRECISION_BF16;
     return SZ_OK;
@@ -120,6 +125,8 @@ sz_status sz_model_add_unit(sz_model *m, const sz_unit_desc *d)
     snprintf(u->rs_name, sizeof u->rs_name, "rs:%s", d->name);
     snprintf(u->ag_name, sizeof u->ag_name, "ag:%s", d->name);
     snprintf(u->recompute_name, sizeof u->recompute_name, "recompute:%s", d->name);
+    snprintf(u->offload_name, sizeof u->offload_name, "offload:%s", d->name);
+    snprintf(u->fetch_name, sizeof u->fetch_name, "fetch:%s", d->name);
     u->checkpointable = d->checkpointable;
     u->nparams = d->nparams;
     u->params = calloc((size_t)d->nparams + 1, sizeof *u->params);
@@ -180,6 +187,25 @@ static sz_tensor *owned_buffer(struct sz_model *m, const char *name, sz_dtype dt
 sz_tensor *sz_model_tensor(sz_model *m, const char *name, sz_dtype dtype, int64_t numel)
 {
     return m ? owned_buffer(m, name, dtype, numel, SZ_MEM_ACTIVATIONS) : NULL;
+}
+
+sz_tensor *sz_model_checkpoint(sz_model *m, int unit, const char *name, sz_dtype dtype, int64_t numel)
+{
+    if (!m || !name || unit < 0 || unit >= m->nunits || m->finalized)
+        return NULL;
+    struct sz_unit *u = m->units[unit];
+    char full[48];
+    snprintf(full, sizeof full, "%s.%s", name, u->name);
+    if (!(m->zero.checkpoint && m->zero.offload_checkpoints && u->checkpointable) || unit == 0 || u->ckpt)
+        return sz_model_tensor(m, full, dtype, numel);
+    sz_tensor *dev = owned(m, sz_tensor_register_lazy(numel, dtype, full), -1);
+    snprintf(full, sizeof full, "host:%s.%s", name, u->name);
+    sz_tensor *host = owned_buffer(m, full, dtype, numel, SZ_MEM_HOST);
+    if (!dev || !host)
+        return NULL;
+    u->ckpt = dev;
+    u->ckpt_host = host;
+    return dev;
 }
 
 sz_tensor *sz_model_activation(sz_model *m, int unit, const char *name, sz_dtype dtype, int64_t numel)
@@ -290,6 +316,19 @@ static int64_t bucket_elems(const struct sz_model *m, int nd, int64_t maxpad)
     return b < 1 ? 1 : (b > maxpad / nd ? maxpad / nd : b);
 }
 
+/* Offloaded checkpoints: at most three are on the device pool at once (the one being written, the
+ * one read, the one fetched ahead). */
+static int64_t max_ckpt_bytes(const struct sz_model *m)
+{
+    int64_t b = 0;
+    for (int i = 0; i < m->nunits; i++)
+        if (m->units[i]->ckpt) {
+            int64_t x = m->units[i]->ckpt->numel * (int64_t)sz_dtype_size(m->units[i]->ckpt->dtype);
+            b = x > b ? x : b;
+        }
+    return b;
+}
+
 /* The plan's predicted peak per rank for (stage, nd, precision): model states + the transients of
  * one step + activations and the other model tensors + the communication buffer. */
 static int64_t predict(const struct sz_model *m, int stage, int nd, int mixed)
@@ -308,7 +347,8 @@ static int64_t predict(const struct sz_model *m, int stage, int nd, int mixed)
     }
     int64_t peak = sz_plan_state_bytes(pu, m->nunits, stage, nd, mixed) +
                    sz_plan_transient_peak(pu, m->nunits, stage, mixed, m->zero.prefetch_bytes) +
-                   m->persistent[SZ_MEM_ACTIVATIONS] + (nd > 1 ? nd * bucket_elems(m, nd, maxpad) * 4 : 0);
+                   m->persistent[SZ_MEM_ACTIVATIONS] + m->persistent[SZ_MEM_HOST] + 3 * max_ckpt_bytes(m) +
+                   (nd > 1 ? nd * bucket_elems(m, nd, maxpad) * 4 : 0);
     free(pu);
     return peak;
 }
@@ -649,7 +689,8 @@ const char *sz_mem_category_name(sz_mem_category c)
 {
     static const char *names[SZ_MEM_NCATEGORIES] = {
         "full params", "param shard", "gathered units in flight", "grads", "grad shard", "grads in flight",
-        "fp32 master", "Adam m", "Adam v", "activations", "communication buffers"};
+        "fp32 master", "Adam m", "Adam v", "activations", "communication buffers", "checkpoints on device",
+        "host pool (checkpoints)"};
     return c >= 0 && c < SZ_MEM_NCATEGORIES ? names[c] : "?";
 }
 
@@ -668,6 +709,7 @@ sz_status sz_model_memory_report(const sz_model *m, sz_memory_report *r)
                            r->bytes[SZ_MEM_GRAD_SHARD] + r->bytes[SZ_MEM_MASTER] + r->bytes[SZ_MEM_ADAM_M] +
                            r->bytes[SZ_MEM_ADAM_V];
     r->peak_bytes = persistent + __atomic_load_n(&m->counters.peak_total, __ATOMIC_RELAXED);
+    r->device_peak_bytes = r->peak_bytes - m->persistent[SZ_MEM_HOST];
     r->comm_bytes_sent = m->step_sent;
     r->comm_bytes_received = m->step_received;
     r->comm_seconds = m->step_ns * 1e-9;

@@ -35,8 +35,10 @@ struct sz_unit {
     /* task names as traces show them: fwd:block3, bwd:block3, gather:block3 (stage 3 gather or the
      * mixed-precision working copy), release:block3, rs:block3, ag:block3, adam:block3 */
     char name[32], fwd_name[40], bwd_name[40], opt_name[40], gather_name[40], release_name[40], rs_name[40],
-        ag_name[40], recompute_name[40];
+        ag_name[40], recompute_name[40], offload_name[40], fetch_name[40];
     int checkpointable;
+    sz_tensor *ckpt, *ckpt_host; /* offloaded checkpoint: device tensor (lazy) and its host pool copy */
+    int ckpt_on_device;          /* submission-time state */
     sz_param_spec *params;
     int nparams;
     int64_t *offset;   /* offset of each param in the flat buffer */

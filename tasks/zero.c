@@ -102,6 +102,49 @@ static sz_status grads_flush(struct sz_model *m, struct sz_unit *u)
     return st;
 }
 
+/* ---- P_a+cpu: offloaded activation checkpoints ---------------------------------------------
+ * A checkpointable unit's input lives on the device pool from its producer's forward to its own
+ * forward, then moves to the host pool (a copy task) and is freed; it comes back before the unit's
+ * recompute (fetched one unit ahead) and is freed after the unit's backward. The checkpoint the
+ * recompute writes again (the next unit's input) is allocated for it and freed right after. */
+static int64_t ckpt_bytes(const struct sz_unit *v) { return v->ckpt->numel * (int64_t)sz_dtype_size(v->ckpt->dtype); }
+
+static sz_status ckpt_alloc(struct sz_model *m, struct sz_unit *v)
+{
+    if (!v || !v->ckpt || v->ckpt_on_device)
+        return SZ_OK;
+    v->ckpt_on_device = 1;
+    return sz_submit_zero(v, v->ckpt, v->fetch_name, &m->counters, SZ_MEM_CHECKPOINTS, ckpt_bytes(v), NULL);
+}
+
+static sz_status ckpt_offload(struct sz_model *m, struct sz_unit *v)
+{
+    if (!v->ckpt || !v->ckpt_on_device)
+        return SZ_OK;
+    v->ckpt_on_device = 0;
+    sz_status st = sz_submit_convert(m, v->ckpt_host, v->ckpt, 0, SZ_MEM_CHECKPOINTS, -ckpt_bytes(v), v->offload_name);
+    starpu_data_invalidate_submit(v->ckpt->h);
+    return st;
+}
+
+static sz_status ckpt_fetch(struct sz_model *m, struct sz_unit *v)
+{
+    if (!v || !v->ckpt || v->ckpt_on_device)
+        return SZ_OK;
+    v->ckpt_on_device = 1;
+    return sz_submit_convert(m, v->ckpt, v->ckpt_host, 0, SZ_MEM_CHECKPOINTS, ckpt_bytes(v), v->fetch_name);
+}
+
+static sz_status ckpt_drop(struct sz_model *m, struct sz_unit *v)
+{
+    if (!v || !v->ckpt || !v->ckpt_on_device)
+        return SZ_OK;
+    v->ckpt_on_device = 0;
+    sz_status st = sz_submit_account(m, v->ckpt, SZ_MEM_CHECKPOINTS, -ckpt_bytes(v), v->release_name);
+    starpu_data_invalidate_submit(v->ckpt->h);
+    return st;
+}
+
 /* ---- the prefetch window ----------------------------------------------------------------------
  * Stage 3: after gathering the unit about to compute, gather the next units in the pass's order
  * while they fit in prefetch_bytes (and the gathered bytes alive stay within max_live_bytes), so
@@ -139,10 +182,15 @@ sz_status sz_zero_forward(struct sz_model *m)
         struct sz_unit *u = m->units[i];
         if ((st = with_uses(m, u, gather)) != SZ_OK || (st = prefetch(m, i + 1, 1)) != SZ_OK)
             break;
+        struct sz_unit *next = i + 1 < m->nunits ? m->units[i + 1] : NULL;
+        if ((st = ckpt_alloc(m, next)) != SZ_OK) /* this forward writes the next unit's checkpoint */
+            break;
         u->phase = u->fwd_name;
         if ((st = u->forward(u, u->user)) != SZ_OK)
             break;
-        st = with_uses(m, u, release);
+        if ((st = with_uses(m, u, release)) != SZ_OK)
+            break;
+        st = ckpt_offload(m, u); /* our input waits on the host pool until our recompute */
     }
     return st;
 }
@@ -159,13 +207,20 @@ sz_status sz_zero_backward(struct sz_model *m)
             if ((st = with_uses(m, u, gather)) != SZ_OK || (st = prefetch(m, i - 1, -1)) != SZ_OK ||
                 (st = with_uses(m, u, grads_touch)) != SZ_OK)
                 break;
-            if (m->zero.checkpoint && u->checkpointable) { /* the forward's activations, again */
+            struct sz_unit *next = i + 1 < m->nunits ? m->units[i + 1] : NULL;
+            int recompute = m->zero.checkpoint && u->checkpointable;
+            if (recompute) { /* the forward's activations, again */
+                if ((st = ckpt_fetch(m, u)) != SZ_OK || (st = ckpt_fetch(m, i > 0 ? m->units[i - 1] : NULL)) != SZ_OK ||
+                    (st = ckpt_alloc(m, next)) != SZ_OK)
+                    break;
                 u->phase = u->recompute_name;
                 if ((st = u->forward(u, u->user)) != SZ_OK)
                     break;
             }
             u->phase = u->bwd_name;
             if ((st = u->backward(u, u->user)) != SZ_OK || (st = with_uses(m, u, release)) != SZ_OK)
+                break;
+            if (recompute && ((st = ckpt_drop(m, next)) != SZ_OK || (st = ckpt_drop(m, u)) != SZ_OK))
                 break;
         }
         /* units only touch their own and earlier units' gradients: ours are complete now */

@@ -4,8 +4,8 @@
 #     settings that would fit; exit code != 0;
 #  2. a configuration that fits keeps its measured peak under the budget (and under the prediction);
 #  3. results are bitwise the same whatever the policy (zero, eager, prio, lws, dmdas), with a
-#     prefetch window and with activation checkpointing; --partition-activations is refused (no
-#     model parallelism). The StarPU watchdog (set by CTest) turns any hang into a failure.
+#     prefetch window, and at stages 0-3 with activation checkpointing, offloaded checkpoints and
+#     small buckets; --partition-activations is refused (no model parallelism). The StarPU watchdog (set by CTest) turns any hang into a failure.
 # Usage: sched_cli.sh BUILD_DIR MPIEXEC
 set -u
 bin=$1 mpiexec=$2
@@ -17,6 +17,7 @@ texts=$(ls /usr/share/common-licenses/{GPL-3,Apache-2.0} 2>/dev/null)
 "$bin/sz-prepare" --out-dir "$dir" --prefix lic $texts >/dev/null || fail "sz-prepare"
 train() { timeout 120 "$mpiexec" -n 2 "$bin/sz-train" --config d2 --vocab 256 --max-seq 64 \
             --train "$dir/lic_train.bin" --batch 4 --seq 32 --steps 3 --zero-stage 3 --grad-clip 1.0 "$@"; }
+# (a later --zero-stage overrides the 3 above)
 
 # 1. refused
 if train --mem-budget 5M >"$dir/refused.txt" 2>&1; then fail "an impossible budget was accepted"; fi
@@ -42,10 +43,16 @@ for pol in eager prio lws dmdas; do
 done
 train --prefetch-bytes 2M --max-live-bytes 4M --save "$dir/pf.bin" >/dev/null || fail "prefetch run"
 cmp -s "$dir/ref.bin" "$dir/pf.bin" || fail "prefetching changed the parameters"
-train --checkpoint --save "$dir/ck.bin" >/dev/null || fail "checkpointing run"
-cmp -s "$dir/ref.bin" "$dir/ck.bin" || fail "activation checkpointing changed the parameters"
-train --bucket-bytes 64K --save "$dir/bk.bin" >/dev/null || fail "small-bucket run"
-cmp -s "$dir/ref.bin" "$dir/bk.bin" || fail "64 KB buckets changed the parameters"
-echo "bitwise identical parameters with zero, eager, prio, lws, dmdas, a prefetch window, checkpointing, 64 KB buckets"
+echo "bitwise identical parameters with zero, eager, prio, lws, dmdas and a prefetch window"
+# ZeRO-R at every stage: checkpointing, offloaded checkpoints, 64 KB buckets change nothing
+for stage in 0 1 2 3; do
+    train --zero-stage $stage --save "$dir/r$stage.bin" >/dev/null || fail "stage $stage reference"
+    for variant in "--checkpoint" "--checkpoint --offload-checkpoints" "--bucket-bytes 64K"; do
+        # shellcheck disable=SC2086
+        train --zero-stage $stage $variant --save "$dir/v.bin" >/dev/null || fail "stage $stage $variant run"
+        cmp -s "$dir/r$stage.bin" "$dir/v.bin" || fail "stage $stage: $variant changed the parameters"
+    done
+done
+echo "stages 0-3: bitwise identical with checkpointing, offloaded checkpoints and 64 KB buckets"
 if train --partition-activations >"$dir/pa.txt" 2>&1; then fail "--partition-activations accepted"; fi
 grep -q "model parallelism" "$dir/pa.txt" || { cat "$dir/pa.txt"; fail "--partition-activations refusal does not say why"; }

@@ -163,38 +163,47 @@ static void test_checkpoint_roundtrip(void)
     rmdir(dir);
 }
 
-/* Activation checkpointing: bitwise the same losses and parameters, fewer activation bytes. */
+/* Activation checkpointing (and offloaded checkpoints): bitwise the same losses and parameters,
+ * fewer activation bytes, a lower device-pool peak. */
 static void test_checkpointing(void)
 {
     sz_gpt2_config c;
     char err[256];
-    CU_ASSERT_EQUAL_FATAL(sz_gpt2_config_from_string(&c, "3,2,8", 11, 8, err, sizeof err), SZ_OK);
+    CU_ASSERT_EQUAL_FATAL(sz_gpt2_config_from_string(&c, "6,2,8", 11, 8, err, sizeof err), SZ_OK);
     size_t n = sz_gpt2_num_params(&c);
-    float loss[2][4], *p[2] = {malloc(n * sizeof(float)), malloc(n * sizeof(float))};
-    int64_t acts[2];
-    for (int ck = 0; ck < 2; ck++) {
+    float loss[3][4], *p[2] = {malloc(n * sizeof(float)), malloc(n * sizeof(float))};
+    int64_t acts[3], device_peak[3];
+    float *p2 = malloc(n * sizeof(float));
+    for (int ck = 0; ck < 3; ck++) { /* none, checkpointing, checkpointing + offload */
         sz_zero_config z;
         sz_zero_config_defaults(&z);
-        z.checkpoint = ck;
+        z.checkpoint = ck > 0;
+        z.offload_checkpoints = ck > 1;
         gpt2 *g = make_z(&c, 21, &z);
         sz_train_config tc;
         sz_train_config_defaults(&tc);
         tc.lr = 1e-2f;
         for (int s = 1; s <= 4; s++)
             CU_ASSERT_EQUAL(sz_model_train_step(gpt2_model(g), &tc, s, &loss[ck][s - 1]), SZ_OK);
-        gpt2_get_params(g, p[ck]);
+        gpt2_get_params(g, ck < 2 ? p[ck] : p2);
         sz_memory_report r;
         sz_model_memory_report(gpt2_model(g), &r);
         acts[ck] = r.bytes[SZ_MEM_ACTIVATIONS];
+        device_peak[ck] = r.device_peak_bytes;
         gpt2_free(g);
     }
     CU_ASSERT(memcmp(loss[0], loss[1], sizeof loss[0]) == 0);
+    CU_ASSERT(memcmp(loss[0], loss[2], sizeof loss[0]) == 0);
     CU_ASSERT(memcmp(p[0], p[1], n * sizeof(float)) == 0);
-    /* 3 blocks' activations become 1: two blocks' worth less (per block: ln1, qkv, atty, attproj, res2, ln2,
+    CU_ASSERT(memcmp(p[0], p2, n * sizeof(float)) == 0);
+    CU_ASSERT(device_peak[1] < device_peak[0]);
+    CU_ASSERT(device_peak[2] < device_peak[1]); /* offload: the device pool's peak falls further */
+    free(p2);
+    /* 6 blocks' activations become 1: five blocks' worth less (per block: ln1, qkv, atty, attproj, res2, ln2,
      * fch, fch_gelu, fcproj = 17*N*C; four means/rstds 4*N; preatt, att 2*B*NH*T*T floats; the block's
      * output is the next block's input: a checkpoint, kept) */
     int64_t N = B * T, per_block = (17 * N * c.channels + 4 * N + 2 * (int64_t)B * c.heads * T * T) * 4;
-    CU_ASSERT_EQUAL(acts[0] - acts[1], 2 * per_block);
+    CU_ASSERT_EQUAL(acts[0] - acts[1], 5 * per_block);
     free(p[0]);
     free(p[1]);
 }

@@ -244,8 +244,9 @@ sz_status gpt2_create(gpt2 **out, sz_context *ctx, const sz_gpt2_config *cfg, in
     int64_t NV = N * cfg->padded_vocab;
     g->tokens = act(g, "tokens", -1, SZ_DTYPE_I32, N);
     g->targets = act(g, "targets", -1, SZ_DTYPE_I32, N);
-    for (int l = 0; l <= L; l++) {
-        g->res[l] = act(g, "res", l, SZ_DTYPE_F32, NC);
+    for (int l = 0; l <= L; l++) { /* block l's input res[l] is its checkpoint */
+        g->res[l] = l < L ? sz_model_checkpoint(g->model, 1 + l, "res", SZ_DTYPE_F32, NC)
+                          : act(g, "res", l, SZ_DTYPE_F32, NC);
         g->dres[l] = act(g, "dres", l, SZ_DTYPE_F32, NC);
     }
     for (int l = 0; l < L; l++) {
