@@ -1,8 +1,8 @@
-/* codelets/clip_scale.c — the global gradient-norm clip factor. Tensors: scale (one float, W),
+/* codelets/clip_scale.c — the global gradient-norm clip factor. Tensors: out (two floats, W),
  * this rank's per-unit squared norms of its owned gradient shard (R), token (RW). With several
  * ranks the per-unit sums of all ranks are all-gathered and added in rank-major order, so the
  * factor is bitwise the same on every rank and in every ZeRO stage. scale = clip / norm when the
- * norm exceeds clip = f[5] > 0, else 1; the norm itself is stored in f-less form in out[1]. */
+ * norm exceeds clip = f[5] > 0, else 1, in out[0]; the norm in out[1]. */
 #include <math.h>
 #include <stdlib.h>
 #include "sz_codelets.h"

@@ -109,7 +109,7 @@ extern struct starpu_codelet sz_cl_residual_bwd;    /* da, db, dout */
 extern struct starpu_codelet sz_cl_softmax_xent_fwd;/* losses, probs, logits, targets */
 extern struct starpu_codelet sz_cl_softmax_xent_bwd;/* dlogits, probs, targets */
 extern struct starpu_codelet sz_cl_sumsq;           /* out (one float), x */
-extern struct starpu_codelet sz_cl_clip_scale;      /* scale (one float), this rank's per-unit sums, token; f[5] = clip;
+extern struct starpu_codelet sz_cl_clip_scale;      /* out (scale, norm), this rank's per-unit sums, token; f[5] = clip;
                                                        with nd > 1 the sums of all ranks are all-gathered first */
 extern struct starpu_codelet sz_cl_adamw;           /* param, grad, m, v, scale; f[0..4], t */
 /* Communication (blocking MPI collectives on `comm`, serialised in submission order by a token

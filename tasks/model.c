@@ -242,7 +242,6 @@ static sz_status flat_init(struct sz_model *m, struct sz_unit *u, struct sz_flat
     if (!all || !f->child)
         return SZ_ERR_NOMEM;
     f->all = *all;
-    f->buf = all->home;
     for (int i = 0; i < u->nparams; i++) {
         snprintf(name, sizeof name, "%s%s.%s", what, u->name, u->params[i].name);
         f->child[i] = sz_tensor_view(&f->all, u->offset[i], u->params[i].rows * u->params[i].cols, name);
@@ -399,7 +398,6 @@ sz_status sz_model_finalize(sz_model *m)
         if (st != SZ_OK)
             return st;
         maxpad = u->padded > maxpad ? u->padded : maxpad;
-        u->last_grad_user = u->index; /* backward runs in reverse: the smallest index touching us is last */
     }
     m->sumsq = owned_buffer(m, "grad_sumsq", SZ_DTYPE_F32, m->nunits, -1);
     m->clip = owned_buffer(m, "clip", SZ_DTYPE_F32, 2, -1);

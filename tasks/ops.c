@@ -163,49 +163,41 @@ sz_status sz_op_attention_bwd(sz_unit *u, sz_tensor *dinp, sz_tensor *dout, sz_t
     return submit(&c, &sz_cl_attention_bwd, u->phase, u->model, u->index);
 }
 
-/* Element-wise ops: every view holds exactly n elements. */
-static sz_status same_size(struct call *c, int64_t n)
+/* Element-wise ops: two or three views (c may be NULL) of exactly n elements each. */
+static sz_status elementwise(sz_unit *u, struct starpu_codelet *cl, int64_t n, sz_tensor *a,
+                             enum starpu_data_access_mode ma, sz_tensor *b, enum starpu_data_access_mode mb,
+                             sz_tensor *t, enum starpu_data_access_mode mt)
 {
-    for (int k = 0; k < c->a.nt; k++)
-        if (c->a.numel[k] != n)
-            c->bad = 1;
-    return SZ_OK;
+    NEED_UNIT(u);
+    CALL(.nt = 0);
+    use(&c, a, ma, n, SZ_DTYPE_F32);
+    use(&c, b, mb, n, SZ_DTYPE_F32);
+    if (t)
+        use(&c, t, mt, n, SZ_DTYPE_F32);
+    for (int k = 0; k < c.a.nt; k++)
+        if (c.a.numel[k] != n)
+            c.bad = 1;
+    return submit(&c, cl, u->phase, u->model, u->index);
 }
 
 sz_status sz_op_gelu_fwd(sz_unit *u, sz_tensor *out, sz_tensor *inp, int64_t n)
 {
-    NEED_UNIT(u);
-    CALL(.nt = 0);
-    OUT(&c, out, n); IN(&c, inp, n);
-    same_size(&c, n);
-    return submit(&c, &sz_cl_gelu_fwd, u->phase, u->model, u->index);
+    return elementwise(u, &sz_cl_gelu_fwd, n, out, STARPU_W, inp, STARPU_R, NULL, STARPU_R);
 }
 
 sz_status sz_op_gelu_bwd(sz_unit *u, sz_tensor *dinp, sz_tensor *inp, sz_tensor *dout, int64_t n)
 {
-    NEED_UNIT(u);
-    CALL(.nt = 0);
-    ACC(&c, dinp, n); IN(&c, inp, n); IN(&c, dout, n);
-    same_size(&c, n);
-    return submit(&c, &sz_cl_gelu_bwd, u->phase, u->model, u->index);
+    return elementwise(u, &sz_cl_gelu_bwd, n, dinp, STARPU_RW, inp, STARPU_R, dout, STARPU_R);
 }
 
 sz_status sz_op_residual_fwd(sz_unit *u, sz_tensor *out, sz_tensor *a, sz_tensor *b, int64_t n)
 {
-    NEED_UNIT(u);
-    CALL(.nt = 0);
-    OUT(&c, out, n); IN(&c, a, n); IN(&c, b, n);
-    same_size(&c, n);
-    return submit(&c, &sz_cl_residual_fwd, u->phase, u->model, u->index);
+    return elementwise(u, &sz_cl_residual_fwd, n, out, STARPU_W, a, STARPU_R, b, STARPU_R);
 }
 
 sz_status sz_op_residual_bwd(sz_unit *u, sz_tensor *da, sz_tensor *db, sz_tensor *dout, int64_t n)
 {
-    NEED_UNIT(u);
-    CALL(.nt = 0);
-    ACC(&c, da, n); ACC(&c, db, n); IN(&c, dout, n);
-    same_size(&c, n);
-    return submit(&c, &sz_cl_residual_bwd, u->phase, u->model, u->index);
+    return elementwise(u, &sz_cl_residual_bwd, n, da, STARPU_RW, db, STARPU_RW, dout, STARPU_R);
 }
 
 sz_status sz_op_softmax_xent_fwd(sz_unit *u, sz_tensor *losses, sz_tensor *probs, sz_tensor *logits,

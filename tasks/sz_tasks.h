@@ -20,11 +20,10 @@ struct sz_tensor {
     void *home;        /* the buffer this tensor registered and owns (NULL for views) */
 };
 
-/* One flat buffer of a unit: the handle (registered on `buf`, or allocated by StarPU on demand
- * when buf is NULL: stage 3's gathered parameters, stage 2-3's gradients in flight), a view over
- * all of it and one view per parameter tensor. */
+/* One flat buffer of a unit: a view over all of its handle (registered on a model-owned buffer, or
+ * allocated by StarPU on demand: stage 3's gathered parameters, stage 2-3's gradients in flight,
+ * mixed precision's working copies) and one view per parameter tensor. */
 struct sz_flat {
-    float *buf;
     sz_tensor all;
     sz_tensor *child;  /* nparams views */
 };
@@ -47,7 +46,6 @@ struct sz_unit {
     int64_t shard;     /* padded / nd: the slice every rank owns */
     int *uses;         /* tied units (see sz_unit_desc) */
     int nuses;
-    int last_grad_user;/* the unit whose backward (in backward order) is the last to touch our grads */
     sz_unit_fn forward, backward;
     void *user;
     const char *phase; /* task name of the ops being submitted: fwd_name or bwd_name */

@@ -340,12 +340,10 @@ static sz_status transfer(gpt2 *g, float *flat, int dir /* 0: flat -> model, 1: 
 {
     for (int id = 0; id < SZ_GPT2_NUM_TENSORS; id++) {
         int layers = sz_gpt2_tensor(id)->per_layer ? g->cfg.layers : 1;
-        size_t per = sz_gpt2_tensor_layer_numel(&g->cfg, id);
         for (int l = 0; l < layers; l++) {
             int unit, param;
             locate(g, id, l, &unit, &param);
             float *p = flat + sz_gpt2_tensor_layer_offset(&g->cfg, id, l);
-            (void)per;
             sz_status st = dir == 0   ? sz_model_param_write(g->model, unit, param, p)
                            : dir == 1 ? sz_model_param_read(g->model, unit, param, p)
                                       : sz_model_grad_read(g->model, unit, param, p);
