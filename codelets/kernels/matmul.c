@@ -21,8 +21,11 @@
  * Primitive cache: one engine plus up to SZ_MM_CACHE_MAX primitives keyed by the
  * tile's sz_mm_shape (dims, strides, dtypes, accumulate, threads), guarded by a
  * mutex, created once, freed by sz_k_shutdown(). Unsupported shapes are cached
- * as NULL (then the plain loops run). Scratchpads are oneDNN's default
- * (library-managed, per thread), so concurrent calls from StarPU workers are safe. */
+ * as NULL (then the plain loops run). Scratchpads are user-managed: each
+ * calling thread passes its own (a thread-local buffer grown on demand). oneDNN's
+ * default library-managed scratchpad gave wrong products on an AVX-512 machine
+ * (brgemm, tiles of different primitives run concurrently by our threads): the
+ * same tile recomputed right after was correct. */
 #include <omp.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -37,7 +40,7 @@
 #endif
 #define SZ_MM_CACHE_MAX 256
 
-typedef struct { sz_mm_shape key; dnnl_primitive_t prim; } sz_mm_entry;
+typedef struct { sz_mm_shape key; dnnl_primitive_t prim; size_t scratch; } sz_mm_entry;
 
 static struct {
     pthread_mutex_t lock;
@@ -69,7 +72,7 @@ static int sz_mm_mds(const sz_mm_shape *s, dnnl_memory_desc_t *a, dnnl_memory_de
 
 /* Creates the primitive for one tile shape; NULL if oneDNN cannot (or, for bf16,
  * only has its slow reference implementation). */
-static dnnl_primitive_t sz_mm_create(dnnl_engine_t eng, const sz_mm_shape *s)
+static dnnl_primitive_t sz_mm_create(dnnl_engine_t eng, const sz_mm_shape *s, size_t *scratch)
 {
     dnnl_memory_desc_t a, b, d, bias;
     dnnl_matmul_desc_t md;
@@ -83,6 +86,8 @@ static dnnl_primitive_t sz_mm_create(dnnl_engine_t eng, const sz_mm_shape *s)
         dnnl_matmul_desc_init(&md, &a, &b, s->bias_dt >= 0 ? &bias : NULL, &d) != dnnl_success ||
         dnnl_primitive_attr_create(&attr) != dnnl_success)
         return NULL;
+    if (dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user) != dnnl_success)
+        goto done;
     if (s->accumulate) {
         if (dnnl_post_ops_create(&po) != dnnl_success ||
             dnnl_post_ops_append_sum(po, 1.0f) != dnnl_success ||
@@ -94,6 +99,8 @@ static dnnl_primitive_t sz_mm_create(dnnl_engine_t eng, const sz_mm_shape *s)
     dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl);
     if ((s->a_dt == SZ_K_BF16 || s->b_dt == SZ_K_BF16) && strncmp(impl, "ref", 3) == 0)
         goto done;
+    const dnnl_memory_desc_t *smd = dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
+    *scratch = smd ? dnnl_memory_desc_get_size(smd) : 0;
     if (dnnl_primitive_create(&prim, pd) != dnnl_success)
         prim = NULL;
 done:
@@ -105,14 +112,17 @@ done:
 
 /* Cached primitive for s (NULL = unsupported). *owned = 1 when the cache was
  * full and the caller must destroy it after use. */
-static dnnl_primitive_t sz_mm_get(const sz_mm_shape *s, dnnl_engine_t *eng, int *owned)
+static dnnl_primitive_t sz_mm_get(const sz_mm_shape *s, dnnl_engine_t *eng, int *owned,
+                                  size_t *scratch)
 {
     dnnl_primitive_t prim = NULL;
     *owned = 0;
+    *scratch = 0;
     pthread_mutex_lock(&sz_mm_cache.lock);
     for (int i = 0; i < sz_mm_cache.n; i++)
         if (memcmp(&sz_mm_cache.e[i].key, s, sizeof *s) == 0) {
             prim = sz_mm_cache.e[i].prim;
+            *scratch = sz_mm_cache.e[i].scratch;
             *eng = sz_mm_cache.engine;
             pthread_mutex_unlock(&sz_mm_cache.lock);
             return prim;
@@ -120,10 +130,11 @@ static dnnl_primitive_t sz_mm_get(const sz_mm_shape *s, dnnl_engine_t *eng, int 
     if (!sz_mm_cache.engine && dnnl_engine_create(&sz_mm_cache.engine, dnnl_cpu, 0) != dnnl_success)
         sz_mm_cache.engine = NULL;
     if (sz_mm_cache.engine)
-        prim = sz_mm_create(sz_mm_cache.engine, s);
+        prim = sz_mm_create(sz_mm_cache.engine, s, scratch);
     if (sz_mm_cache.n < SZ_MM_CACHE_MAX) {
         sz_mm_cache.e[sz_mm_cache.n].key = *s;
         sz_mm_cache.e[sz_mm_cache.n].prim = prim;
+        sz_mm_cache.e[sz_mm_cache.n].scratch = *scratch;
         sz_mm_cache.n++;
     } else {
         *owned = 1;
@@ -144,28 +155,61 @@ void sz_k_shutdown(void)
     pthread_mutex_unlock(&sz_mm_cache.lock);
 }
 
-static int sz_mm_exec(dnnl_engine_t eng, dnnl_primitive_t prim, const sz_mm_shape *s,
-                      void *d, const void *a, const void *b, const void *bias)
+/* This thread's scratchpad, grown on demand, freed when the thread ends. */
+static pthread_key_t sz_mm_scratch_key;
+static pthread_once_t sz_mm_scratch_once = PTHREAD_ONCE_INIT;
+typedef struct { void *p; size_t n; } sz_mm_scratch_buf;
+static void sz_mm_scratch_free(void *v) { sz_mm_scratch_buf *b = v; free(b->p); free(b); }
+static void sz_mm_scratch_init(void) { pthread_key_create(&sz_mm_scratch_key, sz_mm_scratch_free); }
+
+static void *sz_mm_scratch(size_t n)
 {
-    dnnl_memory_desc_t ad, bd, dd, biasd;
-    dnnl_memory_t m[4] = { NULL, NULL, NULL, NULL };
+    pthread_once(&sz_mm_scratch_once, sz_mm_scratch_init);
+    sz_mm_scratch_buf *b = pthread_getspecific(sz_mm_scratch_key);
+    if (!b) {
+        if (!(b = calloc(1, sizeof *b))) return NULL;
+        pthread_setspecific(sz_mm_scratch_key, b);
+    }
+    if (b->n < n) {
+        free(b->p);
+        b->n = 0;
+        if (!(b->p = aligned_alloc(64, (n + 63) & ~(size_t)63))) return NULL;
+        b->n = n;
+    }
+    return b->p;
+}
+
+static int sz_mm_exec(dnnl_engine_t eng, dnnl_primitive_t prim, size_t scratch,
+                      const sz_mm_shape *s, void *d, const void *a, const void *b, const void *bias)
+{
+    dnnl_memory_desc_t md[5];
+    dnnl_memory_t m[5] = { NULL, NULL, NULL, NULL, NULL };
+    void *ptr[5] = { (void *)a, (void *)b, d, (void *)bias, NULL };
+    int arg[5] = { DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DST, DNNL_ARG_BIAS, DNNL_ARG_SCRATCHPAD };
+    dnnl_exec_arg_t args[5];
     dnnl_stream_t st = NULL;
-    int nargs = s->bias_dt >= 0 ? 4 : 3, rc = -1;
-    if (sz_mm_mds(s, &ad, &bd, &dd, &biasd) ||
-        dnnl_memory_create(&m[0], &ad, eng, (void *)a) != dnnl_success ||
-        dnnl_memory_create(&m[1], &bd, eng, (void *)b) != dnnl_success ||
-        dnnl_memory_create(&m[2], &dd, eng, d) != dnnl_success ||
-        (nargs == 4 && dnnl_memory_create(&m[3], &biasd, eng, (void *)bias) != dnnl_success) ||
-        dnnl_stream_create(&st, eng, dnnl_stream_default_flags) != dnnl_success)
-        goto done;
-    dnnl_exec_arg_t args[4] = { { DNNL_ARG_SRC, m[0] }, { DNNL_ARG_WEIGHTS, m[1] },
-                                { DNNL_ARG_DST, m[2] }, { DNNL_ARG_BIAS, m[3] } };
-    if (dnnl_primitive_execute(prim, st, nargs, args) == dnnl_success &&
+    int nargs = 0, rc = -1;
+    if (sz_mm_mds(s, &md[0], &md[1], &md[2], &md[3]))
+        return -1;
+    if (scratch) {
+        dnnl_dims_t sd = { (dnnl_dim_t)scratch };
+        if (!(ptr[4] = sz_mm_scratch(scratch)) ||
+            dnnl_memory_desc_init_by_tag(&md[4], 1, sd, dnnl_u8, dnnl_a) != dnnl_success)
+            return -1;
+    }
+    for (int i = 0; i < 5; i++) {
+        if ((i == 3 && s->bias_dt < 0) || (i == 4 && !scratch)) continue;
+        if (dnnl_memory_create(&m[i], &md[i], eng, ptr[i]) != dnnl_success) goto done;
+        args[nargs].arg = arg[i];
+        args[nargs++].memory = m[i];
+    }
+    if (dnnl_stream_create(&st, eng, dnnl_stream_default_flags) == dnnl_success &&
+        dnnl_primitive_execute(prim, st, nargs, args) == dnnl_success &&
         dnnl_stream_wait(st) == dnnl_success)
         rc = 0;
 done:
     if (st) dnnl_stream_destroy(st);
-    for (int i = 0; i < 4; i++)
+    for (int i = 0; i < 5; i++)
         if (m[i]) dnnl_memory_destroy(m[i]);
     return rc;
 }
@@ -198,8 +242,9 @@ static int sz_mm_tile(const sz_mm_shape *s, void *d, const void *a, const void *
 {
     dnnl_engine_t eng = NULL;
     int owned, rc = 1;
-    dnnl_primitive_t prim = sz_mm_get(s, &eng, &owned);
-    if (prim && sz_mm_exec(eng, prim, s, d, a, b, bias) == 0) rc = 0;
+    size_t scratch;
+    dnnl_primitive_t prim = sz_mm_get(s, &eng, &owned, &scratch);
+    if (prim && sz_mm_exec(eng, prim, scratch, s, d, a, b, bias) == 0) rc = 0;
     if (prim && owned) dnnl_primitive_destroy(prim);
     if (rc) sz_mm_plain(s, d, a, b, bias);
     return rc;
@@ -306,8 +351,9 @@ int sz_mm_supported(const sz_mm_shape *s)
         sz_mm_shape sub;
         dnnl_engine_t eng;
         int owned;
+        size_t scratch;
         sz_mm_sub(s, 0, 0, &sub);
-        dnnl_primitive_t prim = sz_mm_get(&sub, &eng, &owned);
+        dnnl_primitive_t prim = sz_mm_get(&sub, &eng, &owned, &scratch);
         ok = prim != NULL;
         if (prim && owned) dnnl_primitive_destroy(prim);
     }
