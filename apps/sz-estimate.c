@@ -1,6 +1,8 @@
 /* apps/sz-estimate.c — the ZeRO estimator on the command line: model-state bytes per rank for
  * each stage and N_d (DESIGN §3, the paper's table), communication per step, GPT-2 activation
- * bytes, and the smallest N_d that fits a memory budget. Text table or one JSON object.
+ * bytes (full, checkpointed, checkpoints offloaded to a host pool), the communication buffer of
+ * constant-size buckets, and the smallest N_d that fits a memory budget. Text table or one JSON
+ * object.
  * Pure arithmetic: starts no runtime. Run `sz-estimate --help` for the options. */
 #include <cjson/cJSON.h>
 #include <ctype.h>
@@ -13,17 +15,17 @@
 #include <strings.h>
 
 #include "starzero.h"
-/* Until its declarations move into starzero.h (apps do not have graph/ on their include path). */
-#include "starzero.h"
 
 #define MAX_ND_VALUES 64
 
 static const char *const k_stage_names[4] = {"DP", "P_os", "P_os+g", "P_os+g+p"};
 
 struct opts {
-    const char *params_str, *model, *precision, *budget_str, *extra_str;
+    const char *params_str, *model, *precision, *budget_str, *extra_str, *bucket_str;
     double psi, budget, extra;
     int have_model, mixed, vocab, max_seq, batch, seq, micro_batches, max_nd, decimals, json, ckpt;
+    int offload;          /* --offload-checkpoints: P_a+cpu, needs --ckpt */
+    int64_t bucket_bytes; /* --bucket-bytes: C_B bucket size (SZ_DEFAULT_BUCKET_BYTES unless given) */
     int vocab_set, max_seq_set, batch_set, seq_set;
     int nd[MAX_ND_VALUES], n_nd;
     sz_gpt2_config cfg;
@@ -37,7 +39,9 @@ static void usage(FILE *f)
             "Estimates, per data-parallel rank and for each ZeRO stage (0 DP, 1 P_os, 2 P_os+g,\n"
             "3 P_os+g+p), the persistent model-state bytes (params or their shard, grads or their\n"
             "shard, fp32 master, Adam m and v), the bytes communicated per step, and for a GPT-2\n"
-            "model the activation bytes of one micro-batch. Nothing is run or allocated.\n"
+            "model the activation bytes of one micro-batch (full, checkpointed, checkpoints\n"
+            "offloaded), and the reduce-scatter buffer of constant-size buckets. Nothing is run or\n"
+            "allocated.\n"
             "\n"
             "model:\n"
             "  --params N          parameter count: 7.5e9, 1.5e8, 124M, 1.5B; suffixes K=1e3,\n"
@@ -58,6 +62,18 @@ static void usage(FILE *f)
             "  --seq T             tokens per sequence (default: --max-seq)\n"
             "                      Reported: llm.c's fp32 ActivationTensors for B x T, and the same\n"
             "                      under block checkpointing (block inputs + one block + the head)\n"
+            "ZeRO-R (sz-train's options of the same names):\n"
+            "  --ckpt, --checkpoint  block checkpointing: count the checkpointed activations in the\n"
+            "                      budget (default: the full ones)\n"
+            "  --offload-checkpoints  P_a+cpu (needs --ckpt, --model): the block checkpoints wait in a\n"
+            "                      host pool between their forward and their recompute. Reports the\n"
+            "                      device-pool activations (at most 3 checkpoints on the device at\n"
+            "                      once) and the host pool apart; the budget counts the device pool\n"
+            "  --bucket-bytes B    C_B: every reduce-scatter runs in rounds through one buffer of B\n"
+            "                      bytes per rank (default 32MiB, as sz-train; suffixes as --budget).\n"
+            "                      Reports that buffer for each N_d: 0 at N_d=1, at most B for any\n"
+            "                      model (with --model, capped by the largest unit's shard). Not\n"
+            "                      counted in the budget: add it with --extra\n"
             "budget:\n"
             "  --budget BYTES      memory per rank; prints each stage's smallest N_d that fits\n"
             "                      model states + activations + --extra. Decimal suffixes K, M, G,\n"
@@ -65,7 +81,6 @@ static void usage(FILE *f)
             "                      MiB, GiB, TiB are powers of 1024 (case matters). 80G = 80e9,\n"
             "                      80GiB = 85.9e9; no suffix or B: bytes (8.5e10 works too)\n"
             "  --extra BYTES       further bytes per rank to count in the budget (same suffixes)\n"
-            "  --ckpt              count the checkpointed activations in the budget (default: full)\n"
             "  --max-nd N          largest N_d the budget search considers (default 65536)\n"
             "output:\n"
             "  --decimals D        decimals of the GB (1e9 bytes) values in the table (default 1)\n"
@@ -74,8 +89,11 @@ static void usage(FILE *f)
             "\n"
             "Model states are the paper's exact Ψ/N_d shares; stage 3's gathered units in flight,\n"
             "buffers and activation gradients are not included. Exit status: 0, or 2 for bad options.\n"
-            "example (the paper's check: 120, 31.4, 16.6, 1.9 GB):\n"
-            "  sz-estimate --params 7.5e9 --nd 64\n");
+            "examples (the paper's check: 120, 31.4, 16.6, 1.9 GB; then ZeRO-R's options as sz-train\n"
+            "takes them):\n"
+            "  sz-estimate --params 7.5e9 --nd 64\n"
+            "  sz-estimate --model d12 --vocab 256 --batch 4 --seq 256 --nd 1,2 --ckpt \\\n"
+            "              --offload-checkpoints --bucket-bytes 1M\n");
 }
 
 static int parse_int(const char *s, int lo, int hi, int *out)
@@ -123,7 +141,7 @@ static int parse_nd_list(const char *s, struct opts *o)
 static int parse(int argc, char **argv, struct opts *o)
 {
     *o = (struct opts){.precision = "mixed", .mixed = 1, .vocab = 50257, .max_seq = 1024, .batch = 1,
-                       .micro_batches = 1, .max_nd = 65536, .decimals = 1,
+                       .micro_batches = 1, .max_nd = 65536, .decimals = 1, .bucket_bytes = SZ_DEFAULT_BUCKET_BYTES,
                        .nd = {1, 2, 4, 8, 16, 64}, .n_nd = 6};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -132,7 +150,8 @@ static int parse(int argc, char **argv, struct opts *o)
             return 1;
         }
         if (!strcmp(a, "--json")) { o->json = 1; continue; }
-        if (!strcmp(a, "--ckpt")) { o->ckpt = 1; continue; }
+        if (!strcmp(a, "--ckpt") || !strcmp(a, "--checkpoint")) { o->ckpt = 1; continue; }
+        if (!strcmp(a, "--offload-checkpoints")) { o->offload = 1; continue; }
         if (strncmp(a, "--", 2) != 0)
             BAD("unexpected argument '%s'", a);
         if (!v)
@@ -183,6 +202,12 @@ static int parse(int argc, char **argv, struct opts *o)
             o->extra_str = v;
             if (sz_parse_bytes(v, &o->extra) != 0 || !(o->extra >= 0))
                 BAD("--extra %s: expected bytes >= 0 such as 2G or 512MiB", v);
+        } else if (!strcmp(a, "--bucket-bytes")) {
+            double b;
+            o->bucket_str = v;
+            if (sz_parse_bytes(v, &b) != 0 || !(b >= 1) || !(b < 9e18))
+                BAD("--bucket-bytes %s: expected a positive byte size such as 1M (1e6), 32MiB or 64K", v);
+            o->bucket_bytes = (int64_t)b;
         } else if (!strcmp(a, "--max-nd")) {
             if (parse_int(v, 1, INT_MAX, &o->max_nd) != 0)
                 BAD("--max-nd %s: expected a positive integer", v);
@@ -195,9 +220,12 @@ static int parse(int argc, char **argv, struct opts *o)
     }
     if (!o->params_str == !o->model)
         BAD("give exactly one of --params N or --model NAME");
-    if (o->params_str && (o->vocab_set || o->max_seq_set || o->batch_set || o->seq_set || o->ckpt))
-        BAD("--vocab, --max-seq, --batch, --seq and --ckpt describe a GPT-2 model: use them with --model, "
-            "not --params");
+    if (o->params_str && (o->vocab_set || o->max_seq_set || o->batch_set || o->seq_set || o->ckpt || o->offload))
+        BAD("--vocab, --max-seq, --batch, --seq, --ckpt and --offload-checkpoints describe a GPT-2 model: use them "
+            "with --model, not --params");
+    if (o->offload && !o->ckpt) /* as sz-train's --offload-checkpoints without --checkpoint */
+        BAD("--offload-checkpoints needs --ckpt: offloading moves the block checkpoints to a host pool, and "
+            "without activation checkpointing there are none");
     if (o->model) {
         char err[256] = "";
         if (sz_gpt2_config_from_string(&o->cfg, o->model, o->vocab, o->max_seq, err, sizeof err) != SZ_OK)
@@ -217,24 +245,56 @@ static int parse(int argc, char **argv, struct opts *o)
 /* ---- what is computed once and printed either way --------------------------------------- */
 
 struct result {
-    double act, act_ckpt; /* -1 when there is no model */
-    double extra;         /* per-rank bytes counted against the budget besides model states */
+    double act, act_ckpt;  /* -1 when there is no model */
+    double act_offload;    /* device-pool activations with offloaded checkpoints (-1: no model) */
+    double host_pool;      /* the host pool: every block checkpoint */
+    double ckpt_device;    /* block checkpoints on the device pool at once (at most) */
+    int64_t largest_unit;  /* elements of the model's largest unit; -1 without a model (no cap) */
+    int64_t comm_buf[MAX_ND_VALUES]; /* C_B buffer bytes per rank, for each --nd value */
+    double extra;          /* per-rank bytes counted against the budget besides model states */
     int min_nd[4];
 };
 
 static void compute(const struct opts *o, struct result *r)
 {
-    r->act = r->act_ckpt = -1.0;
+    r->act = r->act_ckpt = r->act_offload = r->host_pool = r->ckpt_device = -1.0;
+    r->largest_unit = -1;
     if (o->have_model) {
         r->act = sz_gpt2_activation_bytes(&o->cfg, o->batch, o->seq);
         r->act_ckpt = sz_gpt2_activation_bytes_ckpt(&o->cfg, o->batch, o->seq);
+        r->act_offload = sz_gpt2_activation_bytes_offload(&o->cfg, o->batch, o->seq);
+        r->host_pool = sz_gpt2_checkpoint_host_bytes(&o->cfg, o->batch, o->seq);
+        r->ckpt_device = sz_gpt2_checkpoint_device_bytes(&o->cfg, o->batch, o->seq);
+        r->largest_unit = sz_gpt2_largest_unit_numel(&o->cfg);
     }
-    r->extra = o->extra + (o->have_model ? (o->ckpt ? r->act_ckpt : r->act) : 0.0);
+    for (int i = 0; i < o->n_nd; i++)
+        r->comm_buf[i] = sz_zero_comm_buffer_bytes(o->bucket_bytes, o->nd[i], r->largest_unit);
+    r->extra = o->extra + (o->have_model ? sz_gpt2_activation_bytes_device(&o->cfg, o->batch, o->seq, o->ckpt,
+                                                                           o->offload) : 0.0);
     for (int s = 0; s < 4; s++)
         r->min_nd[s] = o->budget_str ? sz_zero_min_nd(s, o->psi, o->mixed, o->budget, r->extra, o->max_nd) : -1;
 }
 
+/* Which activations the budget counts: none (no model), full, checkpointed, or offloaded (the
+ * device pool of checkpointed activations whose checkpoints wait in the host pool). */
+static const char *activations_counted(const struct opts *o)
+{
+    return !o->have_model ? "none" : o->offload ? "offloaded" : o->ckpt ? "checkpointed" : "full";
+}
+
 /* ---- JSON ---------------------------------------------------------------------------------- */
+
+/* C_B: the bucket size in effect, the largest unit capping the buffer (with a model), and the
+ * buffer bytes per rank for each N_d, in the order of "nd". */
+static void add_comm_buffer_json(cJSON *root, const struct opts *o, const struct result *r)
+{
+    cJSON_AddNumberToObject(root, "bucket_bytes", (double)o->bucket_bytes);
+    if (r->largest_unit > 0)
+        cJSON_AddNumberToObject(root, "largest_unit_elems", (double)r->largest_unit);
+    cJSON *bufs = cJSON_AddArrayToObject(root, "comm_buffer_bytes");
+    for (int i = 0; i < o->n_nd; i++)
+        cJSON_AddItemToArray(bufs, cJSON_CreateNumber((double)r->comm_buf[i]));
+}
 
 static int print_json(const struct opts *o, const struct result *r)
 {
@@ -254,6 +314,7 @@ static int print_json(const struct opts *o, const struct result *r)
     cJSON_AddNumberToObject(root, "comm_dtype_bytes", o->mixed ? 2 : 4);
     cJSON_AddNumberToObject(root, "micro_batches", o->micro_batches);
     cJSON_AddItemToObject(root, "nd", cJSON_CreateIntArray(o->nd, o->n_nd));
+    add_comm_buffer_json(root, o, r);
     cJSON *stages = cJSON_AddArrayToObject(root, "stages");
     for (int s = 0; s < 4; s++) {
         cJSON *st = cJSON_CreateObject();
@@ -287,11 +348,18 @@ static int print_json(const struct opts *o, const struct result *r)
         cJSON_AddNumberToObject(root, "seq", o->seq);
         cJSON_AddNumberToObject(root, "activation_bytes", r->act);
         cJSON_AddNumberToObject(root, "activation_bytes_ckpt", r->act_ckpt);
+        cJSON_AddBoolToObject(root, "checkpoint", o->ckpt);
+        cJSON_AddBoolToObject(root, "offload_checkpoints", o->offload);
+        if (o->offload) {
+            cJSON_AddNumberToObject(root, "activation_bytes_offload", r->act_offload);
+            cJSON_AddNumberToObject(root, "checkpoints_on_device_bytes", r->ckpt_device);
+            cJSON_AddNumberToObject(root, "host_pool_bytes", r->host_pool);
+        }
     }
     if (o->budget_str) {
         cJSON *b = cJSON_AddObjectToObject(root, "budget");
         cJSON_AddNumberToObject(b, "budget_bytes", o->budget);
-        cJSON_AddStringToObject(b, "activations", !o->have_model ? "none" : o->ckpt ? "checkpointed" : "full");
+        cJSON_AddStringToObject(b, "activations", activations_counted(o));
         cJSON_AddNumberToObject(b, "extra_bytes", r->extra);
         cJSON_AddNumberToObject(b, "max_nd", o->max_nd);
         cJSON *mins = cJSON_AddArrayToObject(b, "min_nd");
@@ -327,6 +395,34 @@ static void print_stage_label(int s)
     char l[32];
     snprintf(l, sizeof l, "%d %s", s, k_stage_names[s]);
     printf("  %-14s", l);
+}
+
+/* P_a+cpu: the device pool and the host pool, apart. */
+static void print_offload(const struct opts *o, const struct result *r)
+{
+    const int d = o->decimals, L = o->cfg.layers, on_device = L < 3 ? L : 3;
+    printf("  checkpoints offloaded (P_a+cpu): device pool %.*f GB (%.0f bytes), %.0f bytes less than\n"
+           "    checkpointing alone, with at most %d of the %d block checkpoints there at once (%.0f bytes);\n"
+           "    host pool %.*f GB (%.0f bytes: all %d checkpoints, not part of the device peak)\n",
+           d, r->act_offload / 1e9, r->act_offload, r->act_ckpt - r->act_offload, on_device, L, r->ckpt_device, d,
+           r->host_pool / 1e9, r->host_pool, L);
+}
+
+/* C_B: the reduce-scatter buffer per rank for each N_d, in bytes (exact; often under 0.1 GB). */
+static void print_comm_buffer(const struct opts *o, const struct result *r)
+{
+    printf("\nCommunication buffer per rank (C_B: reduce-scatter rounds through one buffer; --bucket-bytes %s = "
+           "%lld bytes), bytes:\n", o->bucket_str ? o->bucket_str : "32MiB (default)", (long long)o->bucket_bytes);
+    print_header_row(o);
+    printf("  %-14s", "any stage");
+    for (int i = 0; i < o->n_nd; i++)
+        printf(" %10lld", (long long)r->comm_buf[i]);
+    printf("\n");
+    if (r->largest_unit > 0)
+        printf("  (never more than the largest unit needs: 4 bytes x its %lld elements, padded to a multiple\n"
+               "  of N_d; no buffer at N_d=1)\n", (long long)r->largest_unit);
+    else
+        printf("  (at most the bucket for any model; a model's largest unit can cap it: give --model)\n");
 }
 
 static int print_text(const struct opts *o, const struct result *r)
@@ -367,14 +463,18 @@ static int print_text(const struct opts *o, const struct result *r)
                o->batch, o->seq);
         printf("  full %.*f GB (%.0f bytes); block checkpointing %.*f GB (%.0f bytes)\n", d, r->act / 1e9,
                r->act, d, r->act_ckpt / 1e9, r->act_ckpt);
+        if (o->offload)
+            print_offload(o, r);
     }
+
+    print_comm_buffer(o, r);
 
     if (o->budget_str) {
         printf("\nBudget %s = %.0f bytes per rank", o->budget_str, o->budget);
         if (r->extra > 0) {
             printf(", of which %.*f GB go to", d, r->extra / 1e9);
             if (o->have_model)
-                printf(" %s activations", o->ckpt ? "checkpointed" : "full");
+                printf(" %s activations", o->offload ? "device-pool (checkpoints offloaded)" : activations_counted(o));
             if (o->have_model && o->extra > 0)
                 printf(" and");
             if (o->extra > 0)

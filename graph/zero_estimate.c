@@ -1,6 +1,7 @@
 /* graph/zero_estimate.c — the ZeRO estimator (DESIGN §3): model-state bytes and their breakdown,
- * communication volume, shard padding, and GPT-2 activation bytes from one table of llm.c's
- * ActivationTensors. Pure C: no runtime, never prints, never allocates. */
+ * communication volume, shard padding, GPT-2 activation bytes from one table of llm.c's
+ * ActivationTensors, and ZeRO-R's offloaded checkpoints (P_a+cpu) and communication buffer (C_B)
+ * exactly as the engine allocates them. Pure C: no runtime, never prints, never allocates. */
 #include "zero_estimate.h"
 
 #include <math.h>
@@ -195,6 +196,101 @@ double sz_gpt2_activation_bytes_ckpt(const sz_gpt2_config *cfg, int B, int T)
     double floats = inputs + act_place_floats(cfg, ACT_BLOCK, B, T) /* one block recomputed */
                     + act_place_floats(cfg, ACT_HEAD, B, T);
     return floats * 4.0;
+}
+
+/* ---- ZeRO-R: offloaded checkpoints (P_a+cpu) -------------------------------------------------- */
+
+/* Bytes of one block checkpoint: the block's input, N·C fp32. */
+static double ckpt_bytes(const sz_gpt2_config *cfg, int B, int T)
+{
+    return act_numel(cfg, ACT_NC, B, T) * 4.0;
+}
+
+/* Checkpoints tasks/zero.c holds on the device pool at once with L blocks: the recompute of
+ * block l needs its own input, fetches block l-1's one unit ahead and writes block l+1's again,
+ * so three from L = 3 on (block l+1 and l-1 both exist only for 1 <= l <= L-2). */
+static int ckpts_on_device(int layers)
+{
+    return layers < 3 ? layers : 3;
+}
+
+double sz_gpt2_checkpoint_host_bytes(const sz_gpt2_config *cfg, int B, int T)
+{
+    if (!act_args_ok(cfg, B, T))
+        return -1.0;
+    return (double)cfg->layers * ckpt_bytes(cfg, B, T);
+}
+
+double sz_gpt2_checkpoint_device_bytes(const sz_gpt2_config *cfg, int B, int T)
+{
+    if (!act_args_ok(cfg, B, T))
+        return -1.0;
+    return (double)ckpts_on_device(cfg->layers) * ckpt_bytes(cfg, B, T);
+}
+
+double sz_gpt2_activation_bytes_offload(const sz_gpt2_config *cfg, int B, int T)
+{
+    if (!act_args_ok(cfg, B, T))
+        return -1.0;
+    return sz_gpt2_activation_bytes_ckpt(cfg, B, T) - sz_gpt2_checkpoint_host_bytes(cfg, B, T) +
+           sz_gpt2_checkpoint_device_bytes(cfg, B, T);
+}
+
+double sz_gpt2_activation_bytes_device(const sz_gpt2_config *cfg, int B, int T, int checkpoint, int offload)
+{
+    if (offload && !checkpoint) /* no checkpoints to offload */
+        return -1.0;
+    if (offload)
+        return sz_gpt2_activation_bytes_offload(cfg, B, T);
+    return checkpoint ? sz_gpt2_activation_bytes_ckpt(cfg, B, T) : sz_gpt2_activation_bytes(cfg, B, T);
+}
+
+/* ---- ZeRO-R: communication buckets (C_B) ---------------------------------------------------- */
+
+int64_t sz_zero_comm_buffer_bytes(int64_t bucket_bytes, int nd, int64_t largest_unit)
+{
+    if (bucket_bytes < 0 || nd < 1)
+        return -1;
+    if (nd == 1)
+        return 0;
+    if (bucket_bytes == 0)
+        bucket_bytes = SZ_DEFAULT_BUCKET_BYTES;
+    /* elements per rank and round, as tasks/model.c's bucket_elems */
+    int64_t e = bucket_bytes / (4 * (int64_t)nd);
+    if (e < 1)
+        e = 1;
+    if (largest_unit > 0) {
+        int64_t shard = sz_zero_shard(largest_unit, nd);
+        if (shard > 0 && e > shard)
+            e = shard;
+    }
+    return 4 * (int64_t)nd * e;
+}
+
+/* Elements of GPT-2's tensors `ids` (one layer's block of a per-layer tensor). */
+static int64_t tensors_numel(const sz_gpt2_config *cfg, const int *ids, int n)
+{
+    int64_t sum = 0;
+    for (int i = 0; i < n; i++)
+        sum += (int64_t)sz_gpt2_tensor_layer_numel(cfg, ids[i]);
+    return sum;
+}
+
+int64_t sz_gpt2_largest_unit_numel(const sz_gpt2_config *cfg)
+{
+    if (!cfg || sz_gpt2_config_validate(cfg, NULL, 0) != SZ_OK)
+        return -1;
+    /* the units of apps/gpt2: embed, block0 .. block(L-1), head */
+    static const int embed[] = {SZ_GPT2_WTE, SZ_GPT2_WPE};
+    static const int block[] = {SZ_GPT2_LN1W, SZ_GPT2_LN1B, SZ_GPT2_QKVW, SZ_GPT2_QKVB,
+                                SZ_GPT2_ATTPROJW, SZ_GPT2_ATTPROJB, SZ_GPT2_LN2W, SZ_GPT2_LN2B,
+                                SZ_GPT2_FCW, SZ_GPT2_FCB, SZ_GPT2_FCPROJW, SZ_GPT2_FCPROJB};
+    static const int head[] = {SZ_GPT2_LNFW, SZ_GPT2_LNFB};
+    int64_t e = tensors_numel(cfg, embed, (int)(sizeof embed / sizeof embed[0]));
+    int64_t b = tensors_numel(cfg, block, (int)(sizeof block / sizeof block[0]));
+    int64_t h = tensors_numel(cfg, head, (int)(sizeof head / sizeof head[0]));
+    int64_t m = e > b ? e : b;
+    return m > h ? m : h;
 }
 
 /* ---- fitting a budget -------------------------------------------------------------------- */

@@ -620,6 +620,49 @@ double sz_gpt2_activation_bytes(const sz_gpt2_config *cfg, int B, int T);
  * above. -1.0 on the same errors. */
 double sz_gpt2_activation_bytes_ckpt(const sz_gpt2_config *cfg, int B, int T);
 
+/* ---- ZeRO-R: offloaded checkpoints (P_a+cpu) --------------------------------------------- */
+
+/* With the checkpoints offloaded (sz_zero_config.offload_checkpoints, which needs checkpoint),
+ * every block's input (its checkpoint, N·C fp32) moves to a host pool after the block's forward
+ * and comes back before its recompute, as tasks/zero.c does it:
+ *   - the host pool holds all L checkpoints: L·N·C·4 bytes (sz_gpt2_checkpoint_host_bytes);
+ *   - the device pool holds at most min(L, 3) of them at once (sz_gpt2_checkpoint_device_bytes):
+ *     in backward, block l's own input, block l-1's fetched one unit ahead, and block l+1's that
+ *     the recompute writes again (in forward two: the one read, the one written);
+ *   - device-pool activations (sz_gpt2_activation_bytes_offload): those of
+ *     sz_gpt2_activation_bytes_ckpt with the L kept inputs replaced by the min(L, 3) on the
+ *     device: it is lower by (L - min(L, 3))·N·C·4 bytes (d12, B=4, T=256: 28,311,552).
+ * Host-pool bytes are not part of the device peak (the engine's device_peak_bytes excludes them).
+ * -1.0 on the errors of sz_gpt2_activation_bytes. */
+double sz_gpt2_checkpoint_host_bytes(const sz_gpt2_config *cfg, int B, int T);
+double sz_gpt2_checkpoint_device_bytes(const sz_gpt2_config *cfg, int B, int T);
+double sz_gpt2_activation_bytes_offload(const sz_gpt2_config *cfg, int B, int T);
+
+/* The device-pool activation bytes of one ZeRO-R setting: full (checkpoint = 0), block
+ * checkpointing (checkpoint = 1) or offloaded checkpoints (checkpoint = 1, offload = 1).
+ * offload without checkpoint is refused with -1.0, as sz_model_set_zero refuses it: there are no
+ * checkpoints to offload. */
+double sz_gpt2_activation_bytes_device(const sz_gpt2_config *cfg, int B, int T, int checkpoint, int offload);
+
+/* ---- ZeRO-R: communication buckets (C_B) -------------------------------------------------- */
+
+/* Bytes of the communication buffer each rank allocates (the engine's "communication buffers"
+ * category): every reduce-scatter runs in rounds of e elements per rank through one receive
+ * buffer of nd·e fp32-sized elements (bf16 fits); all-gathers need none (in place, or into the
+ * gathered unit). e = floor(bucket_bytes / (4·nd)), at least 1 and at most the largest unit's
+ * shard ceil(largest_unit / nd):
+ *   bytes = 4·nd·min(max(floor(bucket_bytes / (4·nd)), 1), ceil(largest_unit / nd)),
+ * and 0 when nd = 1 (nothing is exchanged, no buffer). So at most bucket_bytes whatever Ψ, the
+ * stage or the precision: --bucket-bytes 1M gives 1,000,000 at N_d = 2 for d2 and d12 alike.
+ * bucket_bytes = 0 means SZ_DEFAULT_BUCKET_BYTES (as in sz_zero_config); largest_unit <= 0 means
+ * unknown (no cap). -1 when bucket_bytes < 0 or nd < 1. */
+int64_t sz_zero_comm_buffer_bytes(int64_t bucket_bytes, int nd, int64_t largest_unit);
+
+/* Elements of GPT-2's largest unit as the engine builds the model (apps/gpt2: the embedding,
+ * wte + wpe = (Vp + maxT)·C; each block, 12C² + 13C; the head's final layernorm, 2C): the cap
+ * of sz_zero_comm_buffer_bytes. -1 when cfg is NULL or invalid. */
+int64_t sz_gpt2_largest_unit_numel(const sz_gpt2_config *cfg);
+
 /* ---- fitting a budget -------------------------------------------------------------------- */
 
 /* The smallest N_d in 1..max_nd whose model-state bytes per rank plus extra_bytes (activations,

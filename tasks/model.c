@@ -62,8 +62,11 @@ sz_status sz_model_set_zero(sz_model *m, const sz_zero_config *z)
         return SZ_ERR_INVALID;
     }
     if ((z->precision != SZ_PRECISION_FP32 && z->precision != SZ_PRECISION_BF16) || z->mem_budget < 0 ||
-        z->prefetch_bytes < 0 || z->max_live_bytes < 0)
+        z->prefetch_bytes < 0 || z->max_live_bytes < 0) {
+        sz_context_log(m->ctx, SZ_LOG_ERROR, "ZeRO config: unknown precision %d or a negative byte limit",
+                       (int)z->precision);
         return SZ_ERR_INVALID;
+    }
     if (z->offload_checkpoints && !z->checkpoint) {
         sz_context_log(m->ctx, SZ_LOG_ERROR, "offloading checkpoints needs activation checkpointing: "
                        "enable checkpoint too");

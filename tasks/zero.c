@@ -262,9 +262,10 @@ sz_status sz_zero_update(struct sz_model *m, const sz_train_config *cfg, int t)
     int s = m->zero.stage;
     for (int i = 0; i < m->nunits && st == SZ_OK; i++) {
         struct sz_unit *u = m->units[i];
-        if (s < 2)
+        /* stages 0-1 on one rank: the shard is the whole gradient, already reduced */
+        if (s < 2 && m->nd > 1)
             st = sz_submit_reduce_scatter(m, u, 0, 0);
-        if (st == SZ_OK && s == 0)
+        if (st == SZ_OK && s == 0 && m->nd > 1)
             st = sz_submit_all_gather(m, u, 0, -1, 0); /* the all-reduce's second half */
         if (st == SZ_OK)
             st = sz_submit_sumsq(u, &u->sumsq, &u->gshard, u->opt_name);

@@ -1,9 +1,18 @@
 /* tests/test_estimate.c — the ZeRO estimator (graph/zero_estimate.c): the paper's check values,
  * the fp32 table, breakdowns summing to totals, communication volumes, shard padding, fitting a
- * budget, and GPT-2 d12 activation bytes against a count done by hand. Pure C, no runtime:
+ * budget, GPT-2 d12 activation bytes against a count done by hand, and ZeRO-R: offloaded
+ * checkpoints (P_a+cpu) and the communication buffer of constant-size buckets (C_B) against hand
+ * counts and against what sz-train measured. Pure C, no runtime:
  *   gcc -O2 -Wall -Wextra -Iinclude -Igraph tests/test_estimate.c graph/zero_estimate.c \
- *       graph/gpt2_spec.c graph/status.c -lcunit -lm */
+ *       graph/gpt2_spec.c graph/status.c -lcunit -lm
+ * The last test runs the sz-estimate binary when it finds it ($SZ_ESTIMATE, or ../sz-estimate
+ * from CTest's working directory build/tests). */
 #include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "sz_test.h"
 #include "zero_estimate.h"
@@ -224,6 +233,215 @@ static void test_gpt2_activations(void)
     CU_ASSERT(sz_gpt2_activation_bytes_ckpt(&c, 4, 1025) < 0);
 }
 
+/* ---- ZeRO-R: offloaded checkpoints (P_a+cpu) ---------------------------------------------- */
+
+static sz_gpt2_config gpt2(const char *spec, int vocab)
+{
+    sz_gpt2_config c = {0};
+    char err[256];
+    CU_ASSERT_EQUAL(sz_gpt2_config_from_string(&c, spec, vocab, 1024, err, sizeof err), SZ_OK);
+    return c;
+}
+
+static void test_offload_hand(void)
+{
+    /* d6 (L = 6, C = 384, NH = 6), V = Vp = 256, B = 2, T = 64: N = 128, N·C = 49,152 floats, so one
+     * block checkpoint is 196,608 bytes.
+     *   host pool: all 6 checkpoints                         = 1,179,648
+     *   on the device at once: 3 (own, fetched ahead, rewritten) = 589,824
+     *   checkpointed activations: 6 NC + (18 NC + 4 N + 2 B NH T²) + NC + 3 N + 2 N Vp
+     *     = 294,912 + (884,736 + 512 + 98,304) + 49,152 + 384 + 65,536 = 1,393,536 floats = 5,574,144
+     *   device pool with offload: 5,574,144 - 1,179,648 + 589,824 = 4,984,320 */
+    sz_gpt2_config c = gpt2("d6", 256);
+    CU_ASSERT_EQUAL(sz_gpt2_checkpoint_host_bytes(&c, 2, 64), 1179648.0);
+    CU_ASSERT_EQUAL(sz_gpt2_checkpoint_device_bytes(&c, 2, 64), 589824.0);
+    CU_ASSERT_EQUAL(sz_gpt2_activation_bytes_ckpt(&c, 2, 64), 5574144.0);
+    CU_ASSERT_EQUAL(sz_gpt2_activation_bytes_offload(&c, 2, 64), 4984320.0);
+    /* offload lowers the device pool by (L - 3) checkpoints */
+    CU_ASSERT_EQUAL(sz_gpt2_activation_bytes_ckpt(&c, 2, 64) - sz_gpt2_activation_bytes_offload(&c, 2, 64),
+                    3 * 196608.0);
+    /* d2 (L = 2, C = 128), B = 2, T = 64: N·C = 16,384 floats = 65,536 bytes per checkpoint; both fit on
+     * the device at once (there is no block l-1 and l+1 around a block), so nothing is saved there:
+     * 1,904,128 = (2 NC + 18 NC + 4 N + 2 B NH T² + NC + 3 N + 2 N Vp) x 4 either way */
+    sz_gpt2_config d2 = gpt2("d2", 256);
+    CU_ASSERT_EQUAL(sz_gpt2_checkpoint_host_bytes(&d2, 2, 64), 131072.0);
+    CU_ASSERT_EQUAL(sz_gpt2_checkpoint_device_bytes(&d2, 2, 64), 131072.0);
+    CU_ASSERT_EQUAL(sz_gpt2_activation_bytes_ckpt(&d2, 2, 64), 1904128.0);
+    CU_ASSERT_EQUAL(sz_gpt2_activation_bytes_offload(&d2, 2, 64), 1904128.0);
+    /* one layer: its checkpoint is on the device whenever it is needed */
+    sz_gpt2_config one = gpt2("1,4,64", 256);
+    CU_ASSERT_EQUAL(sz_gpt2_checkpoint_device_bytes(&one, 2, 16), sz_gpt2_checkpoint_host_bytes(&one, 2, 16));
+    CU_ASSERT_EQUAL(sz_gpt2_activation_bytes_offload(&one, 2, 16), sz_gpt2_activation_bytes_ckpt(&one, 2, 16));
+    /* the setting switch, and its refusal: offload needs checkpointing (as sz_model_set_zero) */
+    CU_ASSERT_EQUAL(sz_gpt2_activation_bytes_device(&c, 2, 64, 0, 0), sz_gpt2_activation_bytes(&c, 2, 64));
+    CU_ASSERT_EQUAL(sz_gpt2_activation_bytes_device(&c, 2, 64, 1, 0), 5574144.0);
+    CU_ASSERT_EQUAL(sz_gpt2_activation_bytes_device(&c, 2, 64, 1, 1), 4984320.0);
+    CU_ASSERT(sz_gpt2_activation_bytes_device(&c, 2, 64, 0, 1) < 0);
+    /* bad arguments */
+    CU_ASSERT(sz_gpt2_checkpoint_host_bytes(NULL, 2, 64) < 0);
+    CU_ASSERT(sz_gpt2_checkpoint_device_bytes(&c, 0, 64) < 0);
+    CU_ASSERT(sz_gpt2_activation_bytes_offload(&c, 2, 1025) < 0);
+}
+
+static void test_offload_measured(void)
+{
+    /* sz-train --config d6 --vocab 256 --batch 2 --seq 64 --checkpoint [--offload-checkpoints]
+     * --bucket-bytes 1M --steps 1 --json, one rank, measured: "checkpoints on device" 589,824,
+     * "host pool (checkpoints)" 1,179,648, device_peak_bytes 188,846,592 -> 188,256,768 (589,824
+     * less). The d2 run: 131,072 and 131,072, device peak 12,382,720 either way. Bytes, exact. */
+    sz_gpt2_config d6 = gpt2("d6", 256), d2 = gpt2("d2", 256);
+    CU_ASSERT_EQUAL(sz_gpt2_checkpoint_device_bytes(&d6, 2, 64), 589824.0);
+    CU_ASSERT_EQUAL(sz_gpt2_checkpoint_host_bytes(&d6, 2, 64), 1179648.0);
+    CU_ASSERT_EQUAL(sz_gpt2_activation_bytes_ckpt(&d6, 2, 64) - sz_gpt2_activation_bytes_offload(&d6, 2, 64),
+                    188846592.0 - 188256768.0);
+    CU_ASSERT_EQUAL(sz_gpt2_checkpoint_device_bytes(&d2, 2, 64), 131072.0);
+    CU_ASSERT_EQUAL(sz_gpt2_checkpoint_host_bytes(&d2, 2, 64), 131072.0);
+    CU_ASSERT_EQUAL(sz_gpt2_activation_bytes_ckpt(&d2, 2, 64), sz_gpt2_activation_bytes_offload(&d2, 2, 64));
+    /* README (d12, --vocab 256, B = 4, T = 256): device-pool peak 1590.6 -> 1562.3 MB, 37.7 MB in the
+     * host pool, at most 9.4 MB of it on the device; equal to the prediction within the 0.05 MB the
+     * figures are rounded to (the prediction: 28,311,552, 37,748,736 and 9,437,184 bytes) */
+    sz_gpt2_config d12 = gpt2("d12", 256);
+    double saved = sz_gpt2_activation_bytes_ckpt(&d12, 4, 256) - sz_gpt2_activation_bytes_offload(&d12, 4, 256);
+    CU_ASSERT_EQUAL(saved, 28311552.0);
+    CU_ASSERT_EQUAL(sz_gpt2_checkpoint_host_bytes(&d12, 4, 256), 37748736.0);
+    CU_ASSERT_EQUAL(sz_gpt2_checkpoint_device_bytes(&d12, 4, 256), 9437184.0);
+    CU_ASSERT(fabs(saved / 1e6 - (1590.6 - 1562.3)) <= 0.1); /* two roundings */
+    CU_ASSERT(fabs(sz_gpt2_checkpoint_host_bytes(&d12, 4, 256) / 1e6 - 37.7) <= 0.05);
+    CU_ASSERT(fabs(sz_gpt2_checkpoint_device_bytes(&d12, 4, 256) / 1e6 - 9.4) <= 0.05);
+}
+
+/* ---- ZeRO-R: communication buckets (C_B) ------------------------------------------------------ */
+
+static void test_comm_buffer(void)
+{
+    /* one rank exchanges nothing: no buffer */
+    CU_ASSERT_EQUAL(sz_zero_comm_buffer_bytes(1000000, 1, -1), 0);
+    CU_ASSERT_EQUAL(sz_zero_comm_buffer_bytes(0, 1, 7087872), 0);
+    /* 1M = 1e6 bytes: N_d = 2 -> 125,000 elements per rank and round, 2 x 125,000 x 4 = 1,000,000;
+     * N_d = 3 -> floor(1e6 / 12) = 83,333 -> 999,996; N_d = 64 -> 3,906 -> 999,936 */
+    CU_ASSERT_EQUAL(sz_zero_comm_buffer_bytes(1000000, 2, -1), 1000000);
+    CU_ASSERT_EQUAL(sz_zero_comm_buffer_bytes(1000000, 3, -1), 999996);
+    CU_ASSERT_EQUAL(sz_zero_comm_buffer_bytes(1000000, 64, -1), 999936);
+    /* 0 is the default, 32 MiB, as in sz_zero_config */
+    CU_ASSERT_EQUAL(sz_zero_comm_buffer_bytes(0, 2, -1), 33554432);
+    CU_ASSERT_EQUAL(sz_zero_comm_buffer_bytes(SZ_DEFAULT_BUCKET_BYTES, 4, -1), 33554432);
+    /* never under one element per rank and round */
+    CU_ASSERT_EQUAL(sz_zero_comm_buffer_bytes(1, 2, -1), 8);
+    /* never more than the largest unit's shard: 10 elements over 3 ranks pad to 12, 4 each */
+    CU_ASSERT_EQUAL(sz_zero_comm_buffer_bytes(1000000, 3, 10), 3 * 4 * 4);
+    /* invalid */
+    CU_ASSERT_EQUAL(sz_zero_comm_buffer_bytes(-1, 2, -1), -1);
+    CU_ASSERT_EQUAL(sz_zero_comm_buffer_bytes(1000000, 0, -1), -1);
+}
+
+static void test_comm_buffer_gpt2(void)
+{
+    /* the largest unit: d2 with V = 256, maxT = 1024 is a block (12 C² + 13 C = 198,272 > the
+     * embedding's (256 + 1024) 128 = 163,840); with V = 50257 (Vp = 50304) the embedding,
+     * (50304 + 1024) 128 = 6,569,984; d12 with V = 50257: (50304 + 1024) 768 = 39,419,904; with
+     * V = 256 a block, 12 768² + 13 768 = 7,087,872 */
+    sz_gpt2_config d2s = gpt2("d2", 256), d2 = gpt2("d2", 50257), d12 = gpt2("d12", 50257), d12s = gpt2("d12", 256);
+    CU_ASSERT_EQUAL(sz_gpt2_largest_unit_numel(&d2s), 198272);
+    CU_ASSERT_EQUAL(sz_gpt2_largest_unit_numel(&d2), 6569984);
+    CU_ASSERT_EQUAL(sz_gpt2_largest_unit_numel(&d12), 39419904);
+    CU_ASSERT_EQUAL(sz_gpt2_largest_unit_numel(&d12s), 7087872);
+    CU_ASSERT_EQUAL(sz_gpt2_largest_unit_numel(NULL), -1);
+    /* independent of the model's size: 1M buckets give the same buffer for d2 and d12 at every
+     * N_d, and the same as with no model at all */
+    static const int nds[] = {2, 3, 4, 8, 64};
+    for (int i = 0; i < 5; i++) {
+        int64_t a = sz_zero_comm_buffer_bytes(1000000, nds[i], sz_gpt2_largest_unit_numel(&d2));
+        int64_t b = sz_zero_comm_buffer_bytes(1000000, nds[i], sz_gpt2_largest_unit_numel(&d12));
+        CU_ASSERT_EQUAL(a, b);
+        CU_ASSERT_EQUAL(a, sz_zero_comm_buffer_bytes(1000000, nds[i], -1));
+        CU_ASSERT(a <= 1000000 && a > 1000000 - 4 * nds[i]);
+    }
+    CU_ASSERT_EQUAL(sz_zero_comm_buffer_bytes(1000000, 2, sz_gpt2_largest_unit_numel(&d12)), 1000000);
+    /* the default 32 MiB: d12 (V = 50257) fills it; d2 is capped by its embedding's shard:
+     * 2 x 3,284,992 x 4 = 26,279,936; a byte-level d2 by a block's: 2 x 99,136 x 4 = 793,088, which
+     * caps 1M buckets too; d12 with V = 256 by a block's: 2 x 3,543,936 x 4 = 28,351,488 */
+    CU_ASSERT_EQUAL(sz_zero_comm_buffer_bytes(0, 2, sz_gpt2_largest_unit_numel(&d12)), 33554432);
+    CU_ASSERT_EQUAL(sz_zero_comm_buffer_bytes(0, 2, sz_gpt2_largest_unit_numel(&d2)), 26279936);
+    CU_ASSERT_EQUAL(sz_zero_comm_buffer_bytes(0, 2, sz_gpt2_largest_unit_numel(&d2s)), 793088);
+    CU_ASSERT_EQUAL(sz_zero_comm_buffer_bytes(1000000, 2, sz_gpt2_largest_unit_numel(&d2s)), 793088);
+    CU_ASSERT_EQUAL(sz_zero_comm_buffer_bytes(0, 2, sz_gpt2_largest_unit_numel(&d12s)), 28351488);
+}
+
+/* ---- the command line ---------------------------------------------------------------------- */
+
+/* The sz-estimate binary: $SZ_ESTIMATE, or ../sz-estimate (CTest runs this from build/tests). */
+static const char *estimate_bin(void)
+{
+    const char *env = getenv("SZ_ESTIMATE");
+    if (env && access(env, X_OK) == 0)
+        return env;
+    return access("../sz-estimate", X_OK) == 0 ? "../sz-estimate" : NULL;
+}
+
+/* Runs sz-estimate with `args` (stderr too) into out; returns its exit status, -1 if it did not run. */
+static int run_estimate(const char *bin, const char *args, char *out, size_t cap)
+{
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "%s %s 2>&1", bin, args);
+    FILE *p = popen(cmd, "r");
+    if (!p)
+        return -1;
+    size_t n = fread(out, 1, cap - 1, p);
+    out[n] = '\0';
+    int st = pclose(p);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* The number after "key": in cJSON's output (the index-th element when it is an array); NAN if absent. */
+static double json_number(const char *text, const char *key, int index)
+{
+    char k[64];
+    snprintf(k, sizeof k, "\"%s\":", key);
+    const char *p = strstr(text, k);
+    if (!p)
+        return NAN;
+    p += strlen(k);
+    p += strspn(p, " \t[");
+    for (int i = 0; i < index; i++) {
+        p = strchr(p, ',');
+        if (!p)
+            return NAN;
+        p += strspn(p, ", \t");
+    }
+    return strtod(p, NULL);
+}
+
+static void test_cli(void)
+{
+    const char *bin = estimate_bin();
+    if (!bin) {
+        printf("(sz-estimate not found: command-line checks skipped) ");
+        return;
+    }
+    static char out[1 << 16];
+    /* the refusal: offload without checkpointing, exit status 2 and the reason */
+    CU_ASSERT_EQUAL(run_estimate(bin, "--model d2 --offload-checkpoints", out, sizeof out), 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "--offload-checkpoints needs --ckpt"));
+    CU_ASSERT_EQUAL(run_estimate(bin, "--params 1e9 --ckpt --offload-checkpoints", out, sizeof out), 2);
+    CU_ASSERT_EQUAL(run_estimate(bin, "--params 1e9 --bucket-bytes 1Gb", out, sizeof out), 2);
+    /* the new JSON keys, with the numbers of the tests above */
+    CU_ASSERT_EQUAL_FATAL(run_estimate(bin, "--model d6 --vocab 256 --batch 2 --seq 64 --nd 1,2 --checkpoint "
+                                            "--offload-checkpoints --bucket-bytes 1M --json", out, sizeof out), 0);
+    CU_ASSERT_EQUAL(json_number(out, "activation_bytes_ckpt", 0), 5574144.0);
+    CU_ASSERT_EQUAL(json_number(out, "activation_bytes_offload", 0), 4984320.0);
+    CU_ASSERT_EQUAL(json_number(out, "checkpoints_on_device_bytes", 0), 589824.0);
+    CU_ASSERT_EQUAL(json_number(out, "host_pool_bytes", 0), 1179648.0);
+    CU_ASSERT_EQUAL(json_number(out, "bucket_bytes", 0), 1000000.0);
+    CU_ASSERT_EQUAL(json_number(out, "largest_unit_elems", 0), 1774464.0);
+    CU_ASSERT_EQUAL(json_number(out, "comm_buffer_bytes", 0), 0.0);
+    CU_ASSERT_EQUAL(json_number(out, "comm_buffer_bytes", 1), 1000000.0);
+    /* without the option the offload keys are absent and the default bucket is reported */
+    CU_ASSERT_EQUAL_FATAL(run_estimate(bin, "--model d12 --nd 2 --json", out, sizeof out), 0);
+    CU_ASSERT_PTR_NULL(strstr(out, "host_pool_bytes"));
+    CU_ASSERT_EQUAL(json_number(out, "bucket_bytes", 0), 33554432.0);
+    CU_ASSERT_EQUAL(json_number(out, "comm_buffer_bytes", 0), 33554432.0);
+}
+
 int main(void)
 {
     if (CU_initialize_registry() != CUE_SUCCESS)
@@ -237,6 +455,11 @@ int main(void)
              {"communication volume", test_comm},
              {"shard padding", test_shard},
              {"smallest N_d within a budget", test_min_nd},
-             {"GPT-2 d12 activation bytes", test_gpt2_activations});
+             {"GPT-2 d12 activation bytes", test_gpt2_activations},
+             {"offloaded checkpoints: hand counts", test_offload_hand},
+             {"offloaded checkpoints: against sz-train's measurements", test_offload_measured},
+             {"communication buffer (C_B)", test_comm_buffer},
+             {"communication buffer of GPT-2 models", test_comm_buffer_gpt2},
+             {"sz-estimate: refusal and JSON keys", test_cli});
     return sz_test_run();
 }

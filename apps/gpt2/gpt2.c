@@ -210,8 +210,7 @@ sz_status gpt2_create(gpt2 **out, sz_context *ctx, const sz_gpt2_config *cfg, in
         return SZ_ERR_NOMEM;
     }
     if (zero && (st = sz_model_set_zero(g->model, zero)) != SZ_OK) {
-        snprintf(err, errlen, "ZeRO stage %d with %d micro-batches: invalid (stage 0..3, micro-batches >= 1)",
-                 zero->stage, zero->micro_batches);
+        snprintf(err, errlen, "invalid ZeRO configuration (the library's error above says why)");
         gpt2_free(g);
         return st;
     }

@@ -297,8 +297,10 @@ int sz_mm_tiled(const sz_mm_shape *s, void *d, const void *a, const void *b,
     /* Measured (AVX2 gemm:jit): an A read transposed (dweight = dout^T . inp) and
      * a row-major B whose row stride is a multiple of 2 KiB (C = 1024, 3072, ...)
      * run at half speed (cache-set conflicts); a contiguous copy of the tile's
-     * rows of A / columns of B (rows padded to TN+16) restores full speed. */
-    int pack_a = s->a_sm == 1 && s->a_sk != 1 && s->K > 1;
+     * rows of A / columns of B (rows padded to TN+16) restores full speed. On AVX-512
+     * (brgemm, which copies A itself) packing A costs more than it saves: d12 dweight products
+     * went from 210-235 to 260-310 GFLOP/s without it; packing B there is neutral. */
+    int pack_a = s->a_sm == 1 && s->a_sk != 1 && s->K > 1 && !__builtin_cpu_supports("avx512f");
     int pack_b = s->b_sn == 1 && s->K > 1 && (s->b_sk * eb) % 2048 == 0;
     int64_t ldpb = SZ_MM_TN + 16;
     size_t abytes = pack_a ? (size_t)SZ_MM_TM * s->K * ea : 0;
