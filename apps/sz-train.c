@@ -14,7 +14,7 @@
 struct opts {
     const char *init, *config, *train, *val, *save, *precision, *decay, *trace;
     int vocab, max_seq, batch, seq, steps, val_every, val_batches, json, stage, micro_batches, report, checkpoint,
-        offload;
+        offload, no_arenas;
     double mem_budget, prefetch_bytes, max_live_bytes, bucket_bytes;
     unsigned long long seed;
     float lr, beta1, beta2, eps, wd, grad_clip;
@@ -53,6 +53,9 @@ static void usage(FILE *f)
             "                               between their forward and their recompute\n"
             "          --partition-activations  refused: needs model parallelism, which StarZeRO lacks yet\n"
             "          --bucket-bytes B     reduce-scatters run through a constant B-byte buffer (default 32MiB)\n"
+            "          --no-arenas          M_D off: long-lived tensors are placed one by one among the\n"
+            "                               temporaries instead of in one contiguous arena (--report shows\n"
+            "                               the device pool's fragmentation either way)\n"
             "output:   --save FILE          write an llm.c checkpoint (fp32) at the end\n"
             "          --trace DIR          every rank writes its FxT trace into DIR (merge with\n"
             "                               starpu_fxt_tool, or use scripts/trace.sh)\n"
@@ -75,6 +78,7 @@ static int parse(int argc, char **argv, struct opts *o)
         if (!strcmp(a, "--report")) { o->report = 1; continue; }
         if (!strcmp(a, "--checkpoint")) { o->checkpoint = 1; continue; }
         if (!strcmp(a, "--offload-checkpoints")) { o->offload = 1; continue; }
+        if (!strcmp(a, "--no-arenas")) { o->no_arenas = 1; continue; }
         if (!strcmp(a, "--partition-activations")) {
             fprintf(stderr, "sz-train: --partition-activations (ZeRO-R's P_a) partitions activation checkpoints across "
                             "model-parallel ranks, and StarZeRO has no model parallelism yet: there is nothing to "
@@ -199,13 +203,21 @@ static void report(const struct opts *o, const sz_gpt2_config *cfg, const sz_mem
                "\"params_padded\": %lld, \"model_state_bytes\": %lld, \"model_state_bytes_formula\": %.0f, "
                "\"activation_bytes\": %lld, \"activation_bytes_llmc\": %.0f, \"comm_bytes_sent\": %lld, "
                "\"comm_bytes_formula\": %.0f, \"peak_bytes\": %lld, \"device_peak_bytes\": %lld, \"predicted_peak_bytes\": %lld, "
-               "\"mem_budget\": %lld, \"overlap\": %.4f, ",
+               "\"mem_budget\": %lld, \"overlap\": %.4f, \"arenas\": %d, ",
                mixed ? "bf16" : "fp32", o->stage, nd, o->micro_batches, (long long)r0->nparams,
                (long long)r0->nparams_padded, (long long)ms,
                ms_formula, (long long)MAXR(reps, nd, bytes[SZ_MEM_ACTIVATIONS]), act_llmc, (long long)sent,
                comm_formula, (long long)peak, (long long)MAXR(reps, nd, device_peak_bytes),
                (long long)MAXR(reps, nd, predicted_peak_bytes),
-               (long long)r0->mem_budget, r0->overlap);
+               (long long)r0->mem_budget, r0->overlap, r0->arenas);
+        if (r0->pool_active)
+            printf("\"pool\": {\"footprint\": %lld, \"peak_used\": %lld, \"arena_at_peak\": %lld, "
+                   "\"free_at_peak\": %lld, \"largest_free_at_peak\": %lld, \"worst_free\": %lld, "
+                   "\"worst_largest_free\": %lld, \"frag_growth\": %lld, \"failures\": %lld}, ",
+                   (long long)r0->pool.footprint, (long long)r0->pool.peak_used, (long long)r0->pool.arena_at_peak,
+                   (long long)r0->pool.free_at_peak, (long long)r0->pool.largest_free_at_peak,
+                   (long long)r0->pool.worst_free, (long long)r0->pool.worst_largest_free,
+                   (long long)r0->pool.frag_growth, (long long)r0->pool.failures);
         printf("\"timeline\": [");
         for (int i = 0; i < r0->ntimeline; i++)
             printf("%s[%.3f, %lld]", i ? ", " : "", r0->timeline_ms[i], (long long)r0->timeline_bytes[i]);
@@ -243,6 +255,18 @@ static void report(const struct opts *o, const sz_gpt2_config *cfg, const sz_mem
     printf("  %-28s %16lld %16lld  (predicted by the plan before the first step)\n", "peak (all categories)",
            (long long)peak, (long long)MAXR(reps, nd, predicted_peak_bytes));
     printf("  %-28s %16lld\n", "device pool peak", (long long)MAXR(reps, nd, device_peak_bytes));
+    if (r0->pool_active) {
+        const sz_pool_stats *p = &r0->pool;
+        printf("device pool (rank 0, arenas %s): footprint %.1f MB, peak in use %.1f MB (arena %.1f MB); "
+               "at the peak %.1f MB free inside the footprint, largest free block %.1f MB",
+               r0->arenas ? "on" : "off", p->footprint / 1e6, p->peak_used / 1e6, p->arena_at_peak / 1e6,
+               p->free_at_peak / 1e6, p->largest_free_at_peak / 1e6);
+        printf("; worst moment %.1f MB free, largest block %.1f MB; footprint growth from fragmentation %.1f MB",
+               p->worst_free / 1e6, p->worst_largest_free / 1e6, p->frag_growth / 1e6);
+        if (p->failures)
+            printf("; %lld requests found no free block", (long long)p->failures);
+        printf("\n");
+    }
     if (r0->mem_budget > 0)
         printf("  %-28s %16lld  (measured peak %s the budget)\n", "memory budget", (long long)r0->mem_budget,
                peak <= r0->mem_budget ? "within" : "OVER");
@@ -304,7 +328,8 @@ int main(int argc, char **argv)
                            .precision = mixed ? SZ_PRECISION_BF16 : SZ_PRECISION_FP32,
                            .mem_budget = (int64_t)o.mem_budget, .prefetch_bytes = (int64_t)o.prefetch_bytes,
                            .max_live_bytes = (int64_t)o.max_live_bytes, .checkpoint = o.checkpoint,
-                           .bucket_bytes = (int64_t)o.bucket_bytes, .offload_checkpoints = o.offload};
+                           .bucket_bytes = (int64_t)o.bucket_bytes, .offload_checkpoints = o.offload,
+                           .arenas = !o.no_arenas};
     if ((st = gpt2_create(&g, ctx, &cfg, o.batch, o.seq, &zero, err, sizeof err)) != SZ_OK) {
         fprintf(stderr, "sz-train: %s\n", err);
         goto out;

@@ -195,6 +195,9 @@ typedef struct sz_zero_config {
                                their inputs; their backward first recomputes their forward */
     int offload_checkpoints;/* P_a+cpu (needs checkpoint): after a unit's forward its checkpoint
                                moves to a host pool by a task, and comes back before its recompute */
+    int arenas;             /* M_D (default 1): long-lived tensors (parameters or shards, gradient
+                               shards, optimizer state, checkpoints, activations) in one contiguous
+                               arena of the device pool; 0: each placed among the temporaries */
 } sz_zero_config;
 void sz_zero_config_defaults(sz_zero_config *z);
 #define SZ_DEFAULT_BUCKET_BYTES ((int64_t)32 << 20)
@@ -324,6 +327,26 @@ typedef enum sz_mem_category {
 
 const char *sz_mem_category_name(sz_mem_category c);
 
+/* The device pool (CPU-only nodes): one reserved region that StarPU's allocations for this rank's
+ * data (temporaries: gathered units, gradients in flight, working copies) and the model's
+ * long-lived tensors share. With arenas (M_D) the long-lived ones are one contiguous block at the
+ * top; without, each is placed first-fit among the temporaries. The footprint is the bottom's
+ * high-water mark plus the arena: the memory a device would need. */
+typedef struct sz_pool_stats {
+    int64_t capacity;             /* bytes reserved (the rank's share of RAM; pages commit on use) */
+    int64_t used;                 /* bytes in blocks now */
+    int64_t peak_used;            /* the most bytes in blocks at once */
+    int64_t footprint;            /* the largest extent ever used (high-water mark + arena) */
+    int64_t arena_at_peak;        /* the arena's bytes at the peak */
+    int64_t free_at_peak;         /* fragmentation at the peak: free bytes inside the footprint ... */
+    int64_t largest_free_at_peak; /* ... and the largest free block among them */
+    int64_t worst_free, worst_largest_free; /* the moment the most free bytes were unusable in one
+                                               piece: free bytes inside the footprint, largest block */
+    int64_t worst_unusable;       /* that moment's free bytes minus its largest free block */
+    int64_t frag_growth;          /* bytes the footprint grew by although enough was free in pieces */
+    int64_t failures;             /* requests no free block could hold (served outside the pool) */
+} sz_pool_stats;
+
 typedef struct sz_memory_report {
     int64_t bytes[SZ_MEM_NCATEGORIES]; /* persistent categories: bytes held; transient ones: peak */
     int64_t model_state_bytes;         /* params or shard + grads or shard + master + m + v */
@@ -341,6 +364,9 @@ typedef struct sz_memory_report {
     double timeline_ms[64];            /*   ms since the step began */
     int64_t timeline_bytes[64];        /*   transient bytes alive then (persistent ones come on top) */
     int64_t mem_budget;
+    int arenas;                        /* M_D on (sz_zero_config.arenas) */
+    int pool_active;                   /* the device pool below is in use (CPU-only nodes) */
+    sz_pool_stats pool;
 } sz_memory_report;
 
 sz_status sz_model_memory_report(const sz_model *m, sz_memory_report *out);

@@ -156,13 +156,15 @@ sz_status sz_context_init(sz_context **out, const sz_context_config *cfg_in, int
     /* A CPU memory limit turns on StarPU's allocation cache: a buffer freed by invalidation (a
      * released gathered unit, reduced gradients) is handed to the next allocation of that size
      * instead of being faulted in afresh every step (measured: GPT-2 124M ZeRO-3 step 2.76 -> 1.98 s
-     * on one rank). The default limit is this rank's share of the node's memory. */
-    if (!getenv("STARPU_LIMIT_CPU_MEM")) {
-        hwloc_obj_t root = hwloc_get_root_obj(ctx->topo);
-        uint64_t total = root && root->total_memory ? root->total_memory : 0;
-        if (total) {
+     * on one rank). The default limit is this rank's share of the node's memory; SZ_ALLOC_CACHE=0
+     * leaves StarPU without one (every temporary freed at once, as an allocator without a cache). */
+    hwloc_obj_t root = hwloc_get_root_obj(ctx->topo);
+    ctx->ram_share = root && root->total_memory ? root->total_memory / (uint64_t)ctx->topology.local_size : 0;
+    const char *cache = getenv("SZ_ALLOC_CACHE");
+    if (!getenv("STARPU_LIMIT_CPU_MEM") && !(cache && !strcmp(cache, "0"))) {
+        if (ctx->ram_share) {
             char mib[32];
-            snprintf(mib, sizeof mib, "%llu", (unsigned long long)(total / (uint64_t)ctx->topology.local_size >> 20));
+            snprintf(mib, sizeof mib, "%llu", (unsigned long long)(ctx->ram_share >> 20));
             setenv("STARPU_LIMIT_CPU_MEM", mib, 1);
         }
     }
@@ -200,6 +202,7 @@ sz_status sz_context_init(sz_context **out, const sz_context_config *cfg_in, int
         goto fail_topo;
     }
     starpu_execute_on_each_worker(widen_worker, ctx, STARPU_CPU);
+    sz_devpool_start(ctx, ctx->ram_share);
     sz_runtime_info info;
     sz_context_runtime_info(ctx, &info);
     sz_context_log(ctx, SZ_LOG_INFO, "StarPU %s, policy '%s', %d CPU + %d CUDA workers, cores %d..%d of %d",
@@ -228,6 +231,7 @@ void sz_context_free(sz_context *ctx)
         return;
     starpu_task_wait_for_all();
     starpu_mpi_shutdown();
+    sz_devpool_stop();
     sz_k_shutdown();
     if (ctx->share_set)
         hwloc_bitmap_free(ctx->share_set);

@@ -17,6 +17,7 @@ struct sz_context {
     sz_topology topology;
     hwloc_bitmap_t share_set;    /* PUs of this rank's cores (NULL when not binding) */
     int kernel_threads;          /* OpenMP threads every compute task uses */
+    uint64_t ram_share;          /* this rank's share of the node's RAM (bytes; 0: unknown) */
     sz_log_fn log_fn;
     void *log_user;
     sz_log_level log_level;
@@ -24,6 +25,19 @@ struct sz_context {
 
 /* sched/topology.c: fill ctx->topology (needs ctx->topo loaded and MPI up). */
 sz_status sz_topology_discover(struct sz_context *ctx);
+
+/* sched/devpool.c: the device pool (CPU-only ranks). start reserves `bytes` and routes StarPU's
+ * main-RAM allocations into it (no-op with CUDA workers or SZ_DEVICE_POOL=0); stop after
+ * starpu_shutdown. alloc: a block (arena: the contiguous long-lived part), NULL when there is no
+ * pool or no room; release: 1 if p was the pool's (arena blocks stay), 0 if the caller must free it.
+ * stats: 1 and fills out when the pool is active. */
+sz_status sz_devpool_start(struct sz_context *ctx, size_t bytes);
+void sz_devpool_stop(void);
+void *sz_devpool_alloc(size_t bytes, int arena);
+int sz_devpool_release(void *p);
+int64_t sz_devpool_arena_mark(void);
+void sz_devpool_arena_reset(int64_t mark);
+int sz_devpool_stats(sz_pool_stats *out);
 
 /* Log with the context's sink; ctx may be NULL (then stderr). */
 void sz_logv(const struct sz_context *ctx, sz_log_level level, const char *fmt, va_list ap);

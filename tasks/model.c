@@ -33,6 +33,7 @@ void sz_zero_config_defaults(sz_zero_config *z)
     z->stage = 0;
     z->micro_batches = 1;
     z->bucket_bytes = SZ_DEFAULT_BUCKET_BYTES;
+    z->arenas = 1;
 }
 
 sz_status sz_model_init(sz_model **out, sz_context *ctx)
@@ -45,6 +46,7 @@ sz_status sz_model_init(sz_model **out, sz_context *ctx)
     m->ctx = ctx;
     m->nd = ctx->world_size;
     m->rank = ctx->rank;
+    m->arena_mark = -1;
     sz_zero_config_defaults(&m->zero);
     *out = m;
     return SZ_OK;
@@ -178,8 +180,15 @@ static sz_tensor *owned_buffer(struct sz_model *m, const char *name, sz_dtype dt
 {
     if (numel < 1 || numel > UINT32_MAX)
         return NULL;
-    void *home = calloc((size_t)numel, sz_dtype_size(dtype));
-    if (!home)
+    /* on the device pool (the host pool stays apart): in the M_D arena, or among the temporaries */
+    size_t bytes = (size_t)numel * sz_dtype_size(dtype);
+    int arena = m->zero.arenas;
+    if (arena && m->arena_mark < 0)
+        m->arena_mark = sz_devpool_arena_mark();
+    void *home = cat == SZ_MEM_HOST ? NULL : sz_devpool_alloc(bytes, arena);
+    if (home)
+        memset(home, 0, bytes);
+    else if (!(home = calloc(1, bytes)))
         return NULL;
     sz_tensor *t = sz_tensor_register(home, numel, dtype, name);
     if (!t)
@@ -297,10 +306,16 @@ static sz_status unit_storage(struct sz_model *m, struct sz_unit *u)
     }
     int64_t n = s == 0 ? u->padded : u->shard;
     char name[48];
+    /* Without arenas on the device pool the optimizer state is allocated when the first step first
+     * needs it, as PyTorch's optimizers do, so it lands among that step's temporaries. */
+    int late = !m->zero.arenas && sz_devpool_stats(&(sz_pool_stats){0});
     snprintf(name, sizeof name, "adam_m:%s", u->name);
-    sz_tensor *am = owned_buffer(m, name, SZ_DTYPE_F32, n, SZ_MEM_ADAM_M);
+    sz_tensor *am = late ? owned(m, sz_tensor_register_lazy(n, SZ_DTYPE_F32, name), SZ_MEM_ADAM_M)
+                         : owned_buffer(m, name, SZ_DTYPE_F32, n, SZ_MEM_ADAM_M);
     snprintf(name, sizeof name, "adam_v:%s", u->name);
-    sz_tensor *av = owned_buffer(m, name, SZ_DTYPE_F32, n, SZ_MEM_ADAM_V);
+    sz_tensor *av = late ? owned(m, sz_tensor_register_lazy(n, SZ_DTYPE_F32, name), SZ_MEM_ADAM_V)
+                         : owned_buffer(m, name, SZ_DTYPE_F32, n, SZ_MEM_ADAM_V);
+    u->state_unset = late;
     if (!am || !av)
         return SZ_ERR_NOMEM;
     u->adam_m = *am;
@@ -430,6 +445,7 @@ void sz_model_free(sz_model *m)
     }
     for (int i = 0; i < m->ntensors; i++)
         sz_tensor_unregister(m->tensors[i]);
+    sz_devpool_arena_reset(m->arena_mark); /* models are freed last-made first */
     free(m->tensors);
     free(m->shared_acts);
     free(m->units);
@@ -727,6 +743,8 @@ sz_status sz_model_memory_report(const sz_model *m, sz_memory_report *r)
     memcpy(r->timeline_ms, m->timeline_ms, sizeof r->timeline_ms);
     memcpy(r->timeline_bytes, m->timeline_bytes, sizeof r->timeline_bytes);
     r->mem_budget = m->zero.mem_budget;
+    r->arenas = m->zero.arenas;
+    r->pool_active = sz_devpool_stats(&r->pool);
     return SZ_OK;
 }
 

@@ -31,6 +31,7 @@ struct sz_flat {
 struct sz_unit {
     struct sz_model *model;
     int index;
+    int state_unset;             /* Adam m, v not allocated yet: zeroed (so allocated) by the first update */
     /* task names as traces show them: fwd:block3, bwd:block3, gather:block3 (stage 3 gather or the
      * mixed-precision working copy), release:block3, rs:block3, ag:block3, adam:block3 */
     char name[32], fwd_name[40], bwd_name[40], opt_name[40], gather_name[40], release_name[40], rs_name[40],
@@ -66,6 +67,7 @@ struct sz_model {
     sz_zero_config zero;
     int nd, rank;
     int mixed;                   /* zero.precision == SZ_PRECISION_BF16 */
+    int64_t arena_mark;          /* the device pool's arena before our first tensor (-1: none) */
     struct sz_unit **units;
     int nunits, cap_units;
     sz_tensor **tensors;         /* owned: registered tensors (activations, shards, state) */

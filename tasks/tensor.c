@@ -59,7 +59,8 @@ void sz_tensor_unregister(sz_tensor *t)
         return;
     if (t->h)
         starpu_data_unregister(t->h);
-    free(t->home);
+    if (!sz_devpool_release(t->home))
+        free(t->home);
     free(t);
 }
 

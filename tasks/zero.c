@@ -274,6 +274,12 @@ sz_status sz_zero_update(struct sz_model *m, const sz_train_config *cfg, int t)
         st = sz_submit_clip(m, cfg->grad_clip);
     for (int i = 0; i < m->nunits && st == SZ_OK; i++) {
         struct sz_unit *u = m->units[i];
+        if (u->state_unset) { /* --no-arenas: the optimizer state appears now */
+            if ((st = sz_submit_zero(u, &u->adam_m, u->opt_name, NULL, 0, 0, NULL)) != SZ_OK ||
+                (st = sz_submit_zero(u, &u->adam_v, u->opt_name, NULL, 0, 0, NULL)) != SZ_OK)
+                break;
+            u->state_unset = 0;
+        }
         if (s == 0) /* every rank updates everything, identically */
             st = adam_range(m, u, cfg, t, 0, u->padded, &u->param.all, &u->grad.all);
         else

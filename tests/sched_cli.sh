@@ -44,15 +44,22 @@ done
 train --prefetch-bytes 2M --max-live-bytes 4M --save "$dir/pf.bin" >/dev/null || fail "prefetch run"
 cmp -s "$dir/ref.bin" "$dir/pf.bin" || fail "prefetching changed the parameters"
 echo "bitwise identical parameters with zero, eager, prio, lws, dmdas and a prefetch window"
-# ZeRO-R at every stage: checkpointing, offloaded checkpoints, 64 KB buckets change nothing
+# ZeRO-R at every stage: checkpointing, offloaded checkpoints, 64 KB buckets, no arenas change nothing
 for stage in 0 1 2 3; do
     train --zero-stage $stage --save "$dir/r$stage.bin" >/dev/null || fail "stage $stage reference"
-    for variant in "--checkpoint" "--checkpoint --offload-checkpoints" "--bucket-bytes 64K"; do
+    for variant in "--checkpoint" "--checkpoint --offload-checkpoints" "--bucket-bytes 64K" "--no-arenas"; do
         # shellcheck disable=SC2086
         train --zero-stage $stage $variant --save "$dir/v.bin" >/dev/null || fail "stage $stage $variant run"
         cmp -s "$dir/r$stage.bin" "$dir/v.bin" || fail "stage $stage: $variant changed the parameters"
     done
 done
-echo "stages 0-3: bitwise identical with checkpointing, offloaded checkpoints and 64 KB buckets"
+echo "stages 0-3: bitwise identical with checkpointing, offloaded checkpoints, 64 KB buckets and no arenas"
+# M_D: the device pool reports its fragmentation, with and without arenas (StarPU's cache off, so
+# temporaries really come and go)
+for a in "" "--no-arenas"; do
+    # shellcheck disable=SC2086
+    SZ_ALLOC_CACHE=0 train --zero-stage 3 --checkpoint $a --report >"$dir/md.txt" 2>&1 || fail "M_D run $a"
+    grep -q "^device pool (rank 0, arenas o[nf]*): footprint" "$dir/md.txt" || { cat "$dir/md.txt"; fail "no device pool report $a"; }
+done
 if train --partition-activations >"$dir/pa.txt" 2>&1; then fail "--partition-activations accepted"; fi
 grep -q "model parallelism" "$dir/pa.txt" || { cat "$dir/pa.txt"; fail "--partition-activations refusal does not say why"; }
