@@ -90,11 +90,17 @@ int main(int argc, char **argv)
 {
     const char *model = "d12", *precision = "fp32";
     int B = 4, T = 64, steps = 10, warmup = 2, json = 0, vocab = 50257, stage = 0, micro = 1, ckpt = 0, arenas = 1;
+    int64_t prefetch = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : "";
         if (!strcmp(a, "--json")) json = 1;
         else if (!strcmp(a, "--checkpoint")) ckpt = 1;
         else if (!strcmp(a, "--no-arenas")) arenas = 0;
+        else if (!strcmp(a, "--prefetch-bytes") && i + 1 < argc) {
+            double b;
+            if (sz_parse_bytes(argv[++i], &b) != SZ_OK) { fprintf(stderr, "sz-bench: bad --prefetch-bytes '%s'\n", argv[i]); return 2; }
+            prefetch = (int64_t)b;
+        }
         else if (!strcmp(a, "--model")) model = argv[++i];
         else if (!strcmp(a, "--precision")) precision = argv[++i];
         else if (!strcmp(a, "--batch")) B = atoi(argv[++i]);
@@ -107,7 +113,7 @@ int main(int argc, char **argv)
         else {
             fprintf(stderr, "usage: sz-bench [--model d2|d6|d12|L,H,C] [--batch B] [--seq T] [--steps N] [--warmup W]\n"
                             "                [--precision fp32|bf16] [--vocab V] [--zero-stage S] [--micro-batches M]\n"
-                            "                [--checkpoint] [--no-arenas] [--json]\n"
+                            "                [--checkpoint] [--no-arenas] [--prefetch-bytes B] [--json]\n"
                             "                (got '%s' '%s')\n", a, v);
             return 2;
         }
@@ -149,6 +155,7 @@ int main(int argc, char **argv)
     sz_context_sum(ctx, yard, 2); /* the node's (or cluster's) peak and sgemm: all ranks together */
     double peak = yard[0], sgemm = yard[1];
     sz_zero_config zero = {.stage = stage, .micro_batches = micro, .checkpoint = ckpt, .arenas = arenas,
+                           .prefetch_bytes = prefetch,
                            .precision = mixed ? SZ_PRECISION_BF16 : SZ_PRECISION_FP32};
 
     gpt2 *g = NULL;
@@ -236,6 +243,8 @@ int main(int argc, char **argv)
         cJSON_AddNumberToObject(o, "mpi_gbps", mpi_bps / 1e9);
         cJSON_AddNumberToObject(o, "comm_over_mpi", mpi_bps > 0 ? comm_bps / mpi_bps : 0);
         cJSON_AddNumberToObject(o, "overlap", reps[0].overlap);
+        cJSON_AddNumberToObject(o, "comm_task_s", reps[0].comm_task_s);
+        cJSON_AddNumberToObject(o, "compute_task_s", reps[0].compute_task_s);
         cJSON_AddNumberToObject(o, "predicted_peak_bytes", (double)reps[0].predicted_peak_bytes);
         cJSON_AddNumberToObject(o, "arenas", arenas);
         if (reps[0].pool_active) { /* M_D: the device pool's fragmentation at its peak (rank 0) */

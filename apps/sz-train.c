@@ -203,13 +203,14 @@ static void report(const struct opts *o, const sz_gpt2_config *cfg, const sz_mem
                "\"params_padded\": %lld, \"model_state_bytes\": %lld, \"model_state_bytes_formula\": %.0f, "
                "\"activation_bytes\": %lld, \"activation_bytes_llmc\": %.0f, \"comm_bytes_sent\": %lld, "
                "\"comm_bytes_formula\": %.0f, \"peak_bytes\": %lld, \"device_peak_bytes\": %lld, \"predicted_peak_bytes\": %lld, "
-               "\"mem_budget\": %lld, \"overlap\": %.4f, \"arenas\": %d, ",
+               "\"mem_budget\": %lld, \"overlap\": %.4f, \"comm_task_s\": %.4f, \"compute_task_s\": %.4f, "
+               "\"arenas\": %d, ",
                mixed ? "bf16" : "fp32", o->stage, nd, o->micro_batches, (long long)r0->nparams,
                (long long)r0->nparams_padded, (long long)ms,
                ms_formula, (long long)MAXR(reps, nd, bytes[SZ_MEM_ACTIVATIONS]), act_llmc, (long long)sent,
                comm_formula, (long long)peak, (long long)MAXR(reps, nd, device_peak_bytes),
                (long long)MAXR(reps, nd, predicted_peak_bytes),
-               (long long)r0->mem_budget, r0->overlap, r0->arenas);
+               (long long)r0->mem_budget, r0->overlap, r0->comm_task_s, r0->compute_task_s, r0->arenas);
         if (r0->pool_active)
             printf("\"pool\": {\"footprint\": %lld, \"peak_used\": %lld, \"arena_at_peak\": %lld, "
                    "\"free_at_peak\": %lld, \"largest_free_at_peak\": %lld, \"worst_free\": %lld, "
@@ -273,16 +274,17 @@ static void report(const struct opts *o, const sz_gpt2_config *cfg, const sz_mem
     printf("  (activations include their gradients; llm.c's forward activations alone: %.0f)\n", act_llmc);
     printf("communication per step, bytes sent per rank: measured %lld, formula %.0f\n", (long long)sent, comm_formula);
     if (r0->overlap >= 0)
-        printf("overlap (last step, rank 0): %.2f of the communication time ran while compute ran\n", r0->overlap);
+        printf("overlap (last step, rank 0): %.2f of the communication time ran while compute ran "
+               "(communication tasks %.3f s, compute %.3f s)\n", r0->overlap, r0->comm_task_s, r0->compute_task_s);
     if (r0->ntimeline > 0) {
         printf("live transient bytes during the last step (rank 0; ms: MB):");
         for (int i = 0; i < r0->ntimeline; i += r0->ntimeline > 16 ? r0->ntimeline / 16 : 1)
             printf(" %.0f:%.1f", r0->timeline_ms[i], r0->timeline_bytes[i] / 1e6);
         printf("\n");
     }
-    if (o->stage == 3 && nd > 1) /* the head re-gathers the tied embedding (wte, wpe) for forward and backward */
+    if (o->stage == 3 && nd > 1) /* the head re-gathers the tied embedding (wte, wpe), kept through its backward */
         printf("  (stage 3 also re-gathers the tied embedding unit for the head: +%.0f bytes per micro-batch)\n",
-               2.0 * sz_zero_shard((int64_t)(sz_gpt2_tensor_numel(cfg, SZ_GPT2_WTE) +
+               (double)sz_zero_shard((int64_t)(sz_gpt2_tensor_numel(cfg, SZ_GPT2_WTE) +
                                              sz_gpt2_tensor_numel(cfg, SZ_GPT2_WPE)), nd) * (nd - 1) * (mixed ? 2 : 4));
 }
 

@@ -44,13 +44,17 @@ int64_t sz_plan_transient_peak(const sz_plan_unit *units, int n, int stage, int 
     }
     /* backward, last unit first */
     for (int i = n - 1; i >= 0; i--) {
-        if (units[i].has_backward && per_unit_grads) {
-            if (!live[i]) {
-                live[i] = 1;
-                grads += units[i].padded * 4;
+        /* unit i's gradients, and the next unit's (i - 1), touched before i's reduce-scatter so
+         * that backward(i - 1) need not wait for it */
+        for (int j = i; j >= i - 1 && j >= 0 && per_unit_grads; j--) {
+            if (!units[j].has_backward)
+                continue;
+            if (!live[j]) {
+                live[j] = 1;
+                grads += units[j].padded * 4;
             }
-            for (int k = 0; k < units[i].nuses; k++) {
-                int v = units[i].uses[k];
+            for (int k = 0; k < units[j].nuses; k++) {
+                int v = units[j].uses[k];
                 if (!live[v]) {
                     live[v] = 1;
                     grads += units[v].padded * 4;

@@ -60,6 +60,10 @@ typedef struct sz_context_config {
     int ncuda;                 /* CUDA workers; -1: StarPU's default. STARPU_NCUDA wins. */
     int bind_share;            /* 1: bind this rank's workers to its own share of the node's cores,
                                   so co-located ranks never pile onto the same cores */
+    int comm_worker;           /* 1: one more CPU worker that runs only the communication tasks
+                                  (under the zero policy), so collectives run while compute does;
+                                  0: none; -1: on when there are several ranks. SZ_COMM_WORKER=0|1
+                                  wins. */
     int kernel_threads;        /* OpenMP threads per compute task; -1: this rank's cores. Fixed,
                                   so results are bitwise the same whatever STARPU_NCPU says. */
     const char *sched_policy;  /* StarPU policy name; NULL or "zero": StarZeRO's `zero` policy
@@ -102,6 +106,7 @@ sz_status sz_context_topology(const sz_context *ctx, sz_topology *out);
 typedef struct sz_runtime_info {
     char starpu_version[32];
     int cpu_workers, cuda_workers, opencl_workers, workers;
+    int comm_worker;           /* the worker id that runs only communication tasks; -1: none */
     int memory_nodes;
     int has_fxt, has_cuda, has_mpi, has_blocking_drivers;
     int max_cpus;                          /* STARPU_MAXCPUS of the build */
@@ -360,6 +365,8 @@ typedef struct sz_memory_report {
     int64_t predicted_peak_bytes;      /* the plan's prediction, made before the first step */
     double overlap;                    /* last step: fraction of communication time during which
                                           compute ran too (measured by the zero policy; -1: other policy) */
+    double comm_task_s, compute_task_s; /* last step: seconds communication tasks ran, and the
+                                          seconds any compute task ran (the union) */
     int ntimeline;                     /* last step: live transient bytes over time, at most 64 points */
     double timeline_ms[64];            /*   ms since the step began */
     int64_t timeline_bytes[64];        /*   transient bytes alive then (persistent ones come on top) */

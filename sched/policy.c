@@ -4,7 +4,9 @@
  *      they are ready is what lets them overlap the compute that follows;
  *   2. then everything else in plan order: task->sched_data carries the task's position in the
  *      step's plan (bits 16..63) and its unit (bits 0..15), set by tasks/ops.c.
- * Ties keep submission order. Workers are woken on push and sleep when the queue is empty.
+ * Ties keep submission order. Workers are woken on push and sleep when the queue is empty. With a
+ * communication worker (sz_comm_worker) it alone takes the communication tasks, so a gather or a
+ * reduce-scatter runs while the other workers compute.
  * It also records when communication and compute tasks ran, for the overlap figure (the fraction
  * of communication time during which compute was running too).
  * (The budget and the gather window are enforced where the plan is submitted: tasks/zero.c.) */
@@ -40,6 +42,8 @@ struct queue {
     struct spans comm, compute;
     int64_t started[STARPU_NMAXWORKERS]; /* when each worker's current task began */
 };
+
+int sz_comm_worker = -1;
 
 int sz_task_is_comm(const struct starpu_task *t)
 {
@@ -182,8 +186,11 @@ static struct starpu_task *zero_pop(unsigned ctx)
     int worker = starpu_worker_get_id_check();
     struct starpu_task *task = NULL;
     STARPU_PTHREAD_MUTEX_LOCK(&q->lock);
+    int split = sz_comm_worker >= 0, comm_only = worker == sz_comm_worker;
     for (struct node **p = &q->head; *p; p = &(*p)->next) {
         unsigned nimpl;
+        if (split && sz_task_is_comm((*p)->task) != comm_only)
+            continue; /* the communication worker takes only communication, the others none */
         if (starpu_worker_can_execute_task_first_impl(worker, (*p)->task, &nimpl)) {
             struct node *n = *p;
             task = n->task;

@@ -21,6 +21,7 @@ void sz_context_config_defaults(sz_context_config *cfg)
     cfg->ncuda = -1;
     cfg->bind_share = 1;
     cfg->kernel_threads = -1;
+    cfg->comm_worker = -1;
     cfg->sched_policy = NULL;
     cfg->log_fn = NULL;
     cfg->log_level = SZ_LOG_WARN;
@@ -80,7 +81,16 @@ static void widen_worker(void *arg)
     struct sz_context *ctx = arg;
     if (ctx->share_set)
         hwloc_set_cpubind(ctx->topo, ctx->share_set, HWLOC_CPUBIND_THREAD);
-    omp_set_num_threads(ctx->kernel_threads);
+    omp_set_num_threads(starpu_worker_get_id() == sz_comm_worker ? 1 : ctx->kernel_threads);
+}
+
+/* The communication worker: on with several ranks unless the config or SZ_COMM_WORKER says. */
+static int want_comm_worker(const sz_context_config *cfg, int world_size)
+{
+    const char *env = getenv("SZ_COMM_WORKER");
+    if (env && *env)
+        return atoi(env) != 0;
+    return cfg->comm_worker >= 0 ? cfg->comm_worker : world_size > 1;
 }
 
 static void make_share_set(struct sz_context *ctx)
@@ -186,7 +196,8 @@ sz_status sz_context_init(sz_context **out, const sz_context_config *cfg_in, int
     /* One CPU worker per rank by default: its compute tasks run OpenMP-parallel over the whole
      * core share (see widen_worker). Several workers, each with its own OpenMP team, would pile
      * threads onto the same cores. conf.ncpus set => StarPU-MPI reserves no core; STARPU_NCPU wins. */
-    conf.ncpus = cfg.ncpus >= 0 ? cfg.ncpus : 1;
+    int comm = want_comm_worker(&cfg, ctx->world_size);
+    conf.ncpus = cfg.ncpus >= 0 ? cfg.ncpus : 1 + comm;
     if (cfg.ncuda >= 0) conf.ncuda = cfg.ncuda;
     conf.nopencl = 0;
     /* The `zero` policy unless the config names another; STARPU_SCHED in the environment wins. */
@@ -200,6 +211,14 @@ sz_status sz_context_init(sz_context **out, const sz_context_config *cfg_in, int
                        ret == -ENODEV ? "no worker available (check STARPU_NCPU/STARPU_NCUDA)" : strerror(-ret));
         st = SZ_ERR_RUNTIME;
         goto fail_topo;
+    }
+    /* the last CPU worker communicates, when there is one more than the compute needs */
+    int ncpu = (int)starpu_worker_get_count_by_type(STARPU_CPU_WORKER);
+    sz_comm_worker = -1;
+    if (comm && ncpu >= 2) {
+        int ids[STARPU_NMAXWORKERS];
+        int n = starpu_worker_get_ids_by_type(STARPU_CPU_WORKER, ids, STARPU_NMAXWORKERS);
+        sz_comm_worker = n > 0 ? ids[n - 1] : -1;
     }
     starpu_execute_on_each_worker(widen_worker, ctx, STARPU_CPU);
     sz_devpool_start(ctx, ctx->ram_share);
@@ -231,6 +250,7 @@ void sz_context_free(sz_context *ctx)
         return;
     starpu_task_wait_for_all();
     starpu_mpi_shutdown();
+    sz_comm_worker = -1;
     sz_devpool_stop();
     sz_k_shutdown();
     if (ctx->share_set)
@@ -267,6 +287,7 @@ sz_status sz_context_runtime_info(const sz_context *ctx, sz_runtime_info *out)
     out->cuda_workers = starpu_worker_get_count_by_type(STARPU_CUDA_WORKER);
     out->opencl_workers = starpu_worker_get_count_by_type(STARPU_OPENCL_WORKER);
     out->workers = (int)starpu_worker_get_count();
+    out->comm_worker = sz_comm_worker;
     out->memory_nodes = (int)starpu_memory_nodes_get_count();
 #ifdef STARPU_USE_FXT
     out->has_fxt = 1;

@@ -4,6 +4,9 @@
 #include <starpu.h>
 
 extern struct starpu_sched_policy sz_zero_policy;
+/* The CPU worker that takes only communication tasks under the zero policy (the others then take
+ * none); -1: every worker takes everything. Set by the runtime after starpu_init. */
+extern int sz_comm_worker;
 /* 1 for the communication codelets (gather, reduce-scatter, all-gather, clip factor). */
 int sz_task_is_comm(const struct starpu_task *t);
 /* Since the last call: the fraction of communication time hidden behind compute, and the busy

@@ -419,11 +419,14 @@ sz_status sz_model_finalize(sz_model *m)
     }
     m->sumsq = owned_buffer(m, "grad_sumsq", SZ_DTYPE_F32, m->nunits, -1);
     m->clip = owned_buffer(m, "clip", SZ_DTYPE_F32, 2, -1);
+    m->one = owned_buffer(m, "one", SZ_DTYPE_F32, 1, -1);
+    if (m->one && sz_tensor_write_f32(m->one, &(float){1.0f}) != SZ_OK)
+        m->one = NULL;
     m->token = owned_buffer(m, "comm_token", SZ_DTYPE_F32, 1, -1);
     m->bucket = bucket_elems(m, m->nd, maxpad);
     m->comm_buf = m->nd > 1 ? owned_buffer(m, "comm_buffer", SZ_DTYPE_F32, m->nd * m->bucket, SZ_MEM_COMM)
                             : m->token;
-    if (!m->sumsq || !m->clip || !m->token || !m->comm_buf)
+    if (!m->sumsq || !m->clip || !m->one || !m->token || !m->comm_buf)
         return SZ_ERR_NOMEM;
     for (int i = 0; i < m->nunits; i++)
         m->units[i]->sumsq = sz_tensor_view(m->sumsq, i, 1, NULL);
@@ -619,7 +622,7 @@ sz_status sz_model_eval(sz_model *m, float *loss)
 {
     if (!m || !m->finalized)
         return SZ_ERR_STATE;
-    sz_status st = sz_zero_forward(m);
+    sz_status st = sz_zero_forward(m, 0);
     return st != SZ_OK ? st : global_mean_loss(m, loss);
 }
 
@@ -645,7 +648,7 @@ sz_status sz_model_forward_backward(sz_model *m, float *loss)
     }
     /* d(mean loss over all rows of all micro-batches of all ranks) / d(one row's loss) */
     m->dloss = 1.0f / ((float)m->loss->numel * (float)m->zero.micro_batches * (float)m->nd);
-    sz_status st = sz_zero_forward(m);
+    sz_status st = sz_zero_forward(m, 1);
     if (st == SZ_OK)
         st = sz_zero_backward(m);
     if (st == SZ_OK)
@@ -744,6 +747,8 @@ sz_status sz_model_memory_report(const sz_model *m, sz_memory_report *r)
     memcpy(r->timeline_bytes, m->timeline_bytes, sizeof r->timeline_bytes);
     r->mem_budget = m->zero.mem_budget;
     r->arenas = m->zero.arenas;
+    r->comm_task_s = m->comm_busy_s;
+    r->compute_task_s = m->compute_busy_s;
     r->pool_active = sz_devpool_stats(&r->pool);
     return SZ_OK;
 }

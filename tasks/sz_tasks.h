@@ -80,6 +80,7 @@ struct sz_model {
     float dloss;                 /* gradient of the mean loss w.r.t. one row's loss: 1/(N*M*nd) */
     sz_tensor *sumsq;            /* nunits floats: squared norms of this rank's gradient slices */
     sz_tensor *clip;             /* 2 floats: clip factor, global norm */
+    sz_tensor *one;              /* 1.0f: the factor when clipping is off */
     sz_tensor *comm_buf;         /* the reduce-scatter buffer: send and receive halves of nd * bucket */
     int64_t bucket;              /* elements per rank and round of a reduce-scatter */
     sz_tensor *token;            /* one float every communication task writes: one order on all ranks */
@@ -126,7 +127,8 @@ void sz_tensor_unregister(sz_tensor *t);
 /* tasks/zero.c: the ZeRO step driver */
 /* Bytes of parameters unit u's compute tasks need present (gathered and/or working copy). */
 int64_t sz_zero_params_bytes(const struct sz_model *m, const struct sz_unit *u);
-sz_status sz_zero_forward(struct sz_model *m);
+/* then_backward: the backward follows at once, so the last unit keeps what it gathered for it. */
+sz_status sz_zero_forward(struct sz_model *m, int then_backward);
 sz_status sz_zero_backward(struct sz_model *m);
 sz_status sz_zero_update(struct sz_model *m, const sz_train_config *cfg, int t);
 /* Host-side, collective: the full padded flat values of unit u assembled from every rank's

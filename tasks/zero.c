@@ -1,12 +1,14 @@
 /* tasks/zero.c — one ZeRO step as tasks, rank r of nd (DESIGN.md §2 data flow, §3 semantics):
  *
- *   forward:  for u in order:    [3: gather u (+ tied units)] fwd(u) [3: release them]
+ *   forward:  for u in order:    [3: gather u (+ tied units)] fwd(u) [3: release them, except
+ *                                for the last unit, whose backward follows]
  *   backward: for u in reverse:  [3: gather] [2-3: allocate grads on first touch] [checkpointing:
  *                                recompute fwd(u)] bwd(u) [3: release]
  *                                [2-3: reduce-scatter u's grads into the shard (every micro-batch), free them]
  *   update:   [0-1: reduce-scatter every unit's grads into its own slice] [0: all-gather them]
- *             squared norms of the owned slices -> all-gathered -> clip factor
- *             AdamW on the owned slice (stage 0: on everything), one task per tensor piece
+ *             squared norms of the owned slices -> all-gathered -> clip factor (and the norm)
+ *             AdamW on the owned slice (stage 0: on everything), one task per tensor piece; it
+ *             waits for the clip factor only when clipping is on
  *             [1-2: all-gather the updated parameters]
  *
  * Every reduction sums the ranks' contributions in rank order (codelets/reduce_scatter.c), so at
@@ -161,21 +163,28 @@ static sz_status prefetch(struct sz_model *m, int from, int step)
         struct sz_unit *u = m->units[i];
         if (step < 0 && !u->backward)
             continue;
-        int64_t b = u->gathered ? 0 : sz_zero_params_bytes(m, u);
-        if (ahead + b > m->zero.prefetch_bytes || (m->zero.max_live_bytes > 0 && live + b > m->zero.max_live_bytes))
+        /* the unit and the units it uses (the head: the tied embedding); those gathered by an
+         * earlier call count too: the window is bytes ahead, not new bytes */
+        int64_t b = 0, add = 0;
+        for (int k = -1; k < u->nuses; k++) {
+            struct sz_unit *v = k < 0 ? u : m->units[u->uses[k]];
+            b += sz_zero_params_bytes(m, v);
+            add += v->gathered ? 0 : sz_zero_params_bytes(m, v);
+        }
+        if (ahead + b > m->zero.prefetch_bytes || (m->zero.max_live_bytes > 0 && live + add > m->zero.max_live_bytes))
             break;
-        sz_status st = gather(m, u);
+        sz_status st = with_uses(m, u, gather);
         if (st != SZ_OK)
             return st;
         ahead += b;
-        live += b;
+        live += add;
     }
     return SZ_OK;
 }
 
 /* ---- passes ------------------------------------------------------------------------------------ */
 
-sz_status sz_zero_forward(struct sz_model *m)
+sz_status sz_zero_forward(struct sz_model *m, int then_backward)
 {
     sz_status st = SZ_OK;
     for (int i = 0; i < m->nunits && st == SZ_OK; i++) {
@@ -188,7 +197,9 @@ sz_status sz_zero_forward(struct sz_model *m)
         u->phase = u->fwd_name;
         if ((st = u->forward(u, u->user)) != SZ_OK)
             break;
-        if ((st = with_uses(m, u, release)) != SZ_OK)
+        /* the last unit's backward comes next and needs the same parameters: keep them */
+        int keep = then_backward && i == m->nunits - 1 && u->backward;
+        if (!keep && (st = with_uses(m, u, release)) != SZ_OK)
             break;
         st = ckpt_offload(m, u); /* our input waits on the host pool until our recompute */
     }
@@ -220,6 +231,10 @@ sz_status sz_zero_backward(struct sz_model *m)
             u->phase = u->bwd_name;
             if ((st = u->backward(u, u->user)) != SZ_OK || (st = with_uses(m, u, release)) != SZ_OK)
                 break;
+            /* the next unit's gradients before our reduce-scatter: both take the token, and its
+             * backward must not wait for our communication */
+            if (i > 0 && m->units[i - 1]->backward && (st = with_uses(m, m->units[i - 1], grads_touch)) != SZ_OK)
+                break;
             if (recompute && ((st = ckpt_drop(m, next)) != SZ_OK || (st = ckpt_drop(m, u)) != SZ_OK))
                 break;
         }
@@ -246,7 +261,9 @@ static sz_status adam_range(struct sz_model *m, struct sz_unit *u, const sz_trai
         int64_t off = from - lo, len = to - from;
         sz_tensor pv = sz_tensor_view(p, off, len, NULL), gv = sz_tensor_view(g, off, len, NULL);
         sz_tensor mv = sz_tensor_view(&u->adam_m, off, len, NULL), vv = sz_tensor_view(&u->adam_v, off, len, NULL);
-        sz_tensor scale = sz_tensor_view(m->clip, 0, 1, NULL);
+        /* without clipping the factor is a constant 1: the update of a shard then waits only for
+         * its own reduced gradients, not for every unit's norm */
+        sz_tensor scale = sz_tensor_view(cfg->grad_clip > 0 ? m->clip : m->one, 0, 1, NULL);
         sz_tensor master = m->mixed ? sz_tensor_view(&u->master, off, len, NULL) : pv;
         sz_status st = m->mixed ? sz_submit_adamw_mixed(u, &master, &pv, &gv, &mv, &vv, &scale, cfg, wd, t, u->opt_name)
                                 : sz_submit_adamw(u, &pv, &gv, &mv, &vv, &scale, cfg, wd, t, u->opt_name);

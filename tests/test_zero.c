@@ -149,8 +149,9 @@ int main(int argc, char **argv)
         int64_t shard_embed = sz_zero_shard((int64_t)(sz_gpt2_tensor_numel(&c, SZ_GPT2_WTE) +
                                                       sz_gpt2_tensor_numel(&c, SZ_GPT2_WPE)), nd);
         double f = (s < 3 ? 2.0 : 3.0) * padded * (nd - 1) / nd * es;
-        if (s == 3) /* the head re-gathers the tied embedding for its forward and its backward */
-            f += 2.0 * (double)shard_embed * (nd - 1) * es;
+        if (s == 3) /* the head re-gathers the tied embedding; the head (the last unit) keeps its
+                       parameters and the embedding from its forward to its backward */
+            f += (double)(shard_embed - sz_zero_shard(2 * (int64_t)c.channels, nd)) * (nd - 1) * es;
         f += (double)(c.layers + 2) * (nd - 1) * 4; /* the clip factor's per-unit norms */
         CHECK(fabs((double)r->comm_bytes_sent - f) < 0.5, "stage %d: sent %lld bytes, formula %.0f", s,
               (long long)r->comm_bytes_sent, f);
