@@ -62,8 +62,8 @@ typedef struct sz_context_config {
                                   so co-located ranks never pile onto the same cores */
     int comm_worker;           /* 1: one more CPU worker that runs only the communication tasks
                                   (under the zero policy), so collectives run while compute does;
-                                  0: none; -1: on when there are several ranks. SZ_COMM_WORKER=0|1
-                                  wins. */
+                                  0: none; -1: on with several ranks of two cores or more each.
+                                  SZ_COMM_WORKER=0|1 wins. */
     int kernel_threads;        /* OpenMP threads per compute task; -1: this rank's cores. Fixed,
                                   so results are bitwise the same whatever STARPU_NCPU says. */
     const char *sched_policy;  /* StarPU policy name; NULL or "zero": StarZeRO's `zero` policy

@@ -43,7 +43,15 @@ for pol in eager prio lws dmdas; do
 done
 train --prefetch-bytes 2M --max-live-bytes 4M --save "$dir/pf.bin" >/dev/null || fail "prefetch run"
 cmp -s "$dir/ref.bin" "$dir/pf.bin" || fail "prefetching changed the parameters"
-echo "bitwise identical parameters with zero, eager, prio, lws, dmdas and a prefetch window"
+# a communication worker per rank: the same parameters, and collectives that ran during compute
+SZ_COMM_WORKER=1 train --prefetch-bytes 2M --save "$dir/cw.bin" >/dev/null 2>&1 || fail "comm worker run"
+cmp -s "$dir/ref.bin" "$dir/cw.bin" || fail "the communication worker changed the parameters"
+# (a model big enough that collectives take longer than a task switch)
+SZ_COMM_WORKER=1 train --config 4,4,256 --seq 64 --grad-clip 0 --prefetch-bytes 16M --report >"$dir/cw.txt" 2>&1 ||
+    fail "comm worker run (4,4,256)"
+awk '/^overlap/ { found = 1; if ($6 + 0 > 0) ok = 1 } END { exit !(found && ok) }' "$dir/cw.txt" ||
+    { cat "$dir/cw.txt"; fail "no overlap with a communication worker"; }
+echo "bitwise identical parameters with zero, eager, prio, lws, dmdas, a prefetch window and a communication worker"
 # ZeRO-R at every stage: checkpointing, offloaded checkpoints, 64 KB buckets, no arenas change nothing
 for stage in 0 1 2 3; do
     train --zero-stage $stage --save "$dir/r$stage.bin" >/dev/null || fail "stage $stage reference"
