@@ -12,8 +12,11 @@ typedef struct sz_plan_unit {
 } sz_plan_unit;
 
 /* Peak bytes of the transients (gathered / working parameters, gradients in flight) over one
- * step's plan for this stage and precision, with `prefetch_bytes` of parameters gathered ahead. */
-int64_t sz_plan_transient_peak(const sz_plan_unit *units, int n, int stage, int mixed, int64_t prefetch_bytes);
+ * step's plan for this stage and precision, with `prefetch_bytes` of parameters gathered ahead;
+ * early_grads: the next unit's gradients are allocated before a unit's reduce-scatter (what the
+ * engine does with a communication worker). */
+int64_t sz_plan_transient_peak(const sz_plan_unit *units, int n, int stage, int mixed, int64_t prefetch_bytes,
+                               int early_grads);
 /* Persistent model-state bytes per rank the engine allocates for these units (padded sizes). */
 int64_t sz_plan_state_bytes(const sz_plan_unit *units, int n, int stage, int nd, int mixed);
 #endif

@@ -28,7 +28,8 @@ static int64_t with_uses(const sz_plan_unit *units, int i, int stage, int mixed)
     return b;
 }
 
-int64_t sz_plan_transient_peak(const sz_plan_unit *units, int n, int stage, int mixed, int64_t prefetch_bytes)
+int64_t sz_plan_transient_peak(const sz_plan_unit *units, int n, int stage, int mixed, int64_t prefetch_bytes,
+                               int early_grads)
 {
     if (!units || n < 1)
         return 0;
@@ -44,9 +45,9 @@ int64_t sz_plan_transient_peak(const sz_plan_unit *units, int n, int stage, int 
     }
     /* backward, last unit first */
     for (int i = n - 1; i >= 0; i--) {
-        /* unit i's gradients, and the next unit's (i - 1), touched before i's reduce-scatter so
-         * that backward(i - 1) need not wait for it */
-        for (int j = i; j >= i - 1 && j >= 0 && per_unit_grads; j--) {
+        /* unit i's gradients, and with early_grads the next unit's (i - 1), touched before i's
+         * reduce-scatter so that backward(i - 1) need not wait for it */
+        for (int j = i; j >= (early_grads ? i - 1 : i) && j >= 0 && per_unit_grads; j--) {
             if (!units[j].has_backward)
                 continue;
             if (!live[j]) {

@@ -363,7 +363,7 @@ static int64_t predict(const struct sz_model *m, int stage, int nd, int mixed)
         maxpad = pu[i].padded > maxpad ? pu[i].padded : maxpad;
     }
     int64_t peak = sz_plan_state_bytes(pu, m->nunits, stage, nd, mixed) +
-                   sz_plan_transient_peak(pu, m->nunits, stage, mixed, m->zero.prefetch_bytes) +
+                   sz_plan_transient_peak(pu, m->nunits, stage, mixed, m->zero.prefetch_bytes, sz_comm_worker >= 0) +
                    m->persistent[SZ_MEM_ACTIVATIONS] + m->persistent[SZ_MEM_HOST] + 3 * max_ckpt_bytes(m) +
                    (nd > 1 ? nd * bucket_elems(m, nd, maxpad) * 4 : 0);
     free(pu);

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "sz_tasks.h"
+#include "sz_sched.h"
 
 /* ---- the parameters a unit's compute tasks read ---------------------------------------------
  * Stage 3 gathers them just in time; mixed precision converts the bf16 parameters into an fp32
@@ -231,9 +232,11 @@ sz_status sz_zero_backward(struct sz_model *m)
             u->phase = u->bwd_name;
             if ((st = u->backward(u, u->user)) != SZ_OK || (st = with_uses(m, u, release)) != SZ_OK)
                 break;
-            /* the next unit's gradients before our reduce-scatter: both take the token, and its
-             * backward must not wait for our communication */
-            if (i > 0 && m->units[i - 1]->backward && (st = with_uses(m, m->units[i - 1], grads_touch)) != SZ_OK)
+            /* with a communication worker, the next unit's gradients before our reduce-scatter:
+             * both take the token, and its backward must not wait for our communication (one
+             * unit's gradients more in flight; the plan counts them) */
+            if (sz_comm_worker >= 0 && i > 0 && m->units[i - 1]->backward &&
+                (st = with_uses(m, m->units[i - 1], grads_touch)) != SZ_OK)
                 break;
             if (recompute && ((st = ckpt_drop(m, next)) != SZ_OK || (st = ckpt_drop(m, u)) != SZ_OK))
                 break;
