@@ -196,9 +196,10 @@ sz_status sz_context_init(sz_context **out, const sz_context_config *cfg_in, int
     }
     struct starpu_conf conf;
     starpu_conf_init(&conf);
-    /* One CPU worker per rank by default: its compute tasks run OpenMP-parallel over the whole
-     * core share (see widen_worker). Several workers, each with its own OpenMP team, would pile
-     * threads onto the same cores. conf.ncpus set => StarPU-MPI reserves no core; STARPU_NCPU wins. */
+    /* One compute worker per rank by default: its tasks run OpenMP-parallel over the whole core
+     * share (see widen_worker). Several, each with its own OpenMP team, would pile threads onto the
+     * same cores. Plus the communication worker where wanted (one OpenMP thread; it mostly waits in
+     * MPI). conf.ncpus set => StarPU-MPI reserves no core; STARPU_NCPU wins. */
     int comm = want_comm_worker(&cfg, ctx->world_size, ctx->topology.ncores);
     conf.ncpus = cfg.ncpus >= 0 ? cfg.ncpus : 1 + comm;
     if (cfg.ncuda >= 0) conf.ncuda = cfg.ncuda;
