@@ -69,7 +69,7 @@ int sz_devpool_stats(sz_pool_stats *out)
 {
     pthread_mutex_lock(&devpool.lock);
     int on = devpool.pool != NULL;
-    if (on)
+    if (on && out)
         sz_pool_get_stats(devpool.pool, out);
     pthread_mutex_unlock(&devpool.lock);
     return on;

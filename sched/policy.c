@@ -1,11 +1,7 @@
 /* sched/policy.c — the `zero` StarPU scheduling policy, StarZeRO's default (a user's STARPU_SCHED
- * still wins, as StarPU users expect). One central queue of ready tasks, taken in this order:
- *   1. with a communication worker, communication (gather, reduce-scatter, all-gather, clip
- *      factor): starting them as soon as they are ready lets them overlap the compute that follows;
- *   2. then everything (without one: everything) in plan order: task->sched_data carries the
- *      task's position in the step's plan (bits 16..63) and its unit (bits 0..15), set by
- *      tasks/ops.c.
- * Ties keep submission order. Workers are woken on push and sleep when the queue is empty. With a
+ * still wins, as StarPU users expect). One central queue of ready tasks, taken in plan order:
+ * task->sched_data carries the task's position in the step's plan (bits 16..63) and its unit
+ * (bits 0..15), set by tasks/ops.c. Ties keep submission order. Workers are woken on push and sleep when the queue is empty. With a
  * communication worker (sz_comm_worker) it alone takes the communication tasks, so a gather or a
  * reduce-scatter runs while the other workers compute.
  * It also records when communication and compute tasks ran, for the overlap figure (the fraction
@@ -52,15 +48,13 @@ int sz_task_is_comm(const struct starpu_task *t)
     return cl == &sz_cl_reduce_scatter || cl == &sz_cl_all_gather || cl == &sz_cl_clip_scale;
 }
 
-/* Smaller keys first: class (communication 0, rest 1: only with a communication worker, which
- * takes them as soon as they are ready), then plan position, then arrival. Without one, a rank's
- * worker taking a ready collective ahead of its turn would sit in it waiting for slower peers
- * while compute it could do waits. */
+/* Smaller keys first: plan position, then arrival. (A rank's only worker taking a ready collective
+ * ahead of its turn would sit in it waiting for slower peers while compute it could do waits; with
+ * a communication worker, that worker sees only the collectives, so plan order serves it too.) */
 static uint64_t key_of(struct starpu_task *t, uint64_t seq)
 {
     uint64_t pos = (uint64_t)(uintptr_t)t->sched_data >> 16;
-    uint64_t cls = sz_comm_worker >= 0 && sz_task_is_comm(t) ? 0 : 1;
-    return cls << 62 | (pos & ((1ULL << 40) - 1)) << 20 | (seq & ((1ULL << 20) - 1));
+    return (pos & ((1ULL << 40) - 1)) << 20 | (seq & ((1ULL << 20) - 1));
 }
 
 static void zero_init(unsigned ctx)
@@ -217,6 +211,6 @@ struct starpu_sched_policy sz_zero_policy = {
     .pre_exec_hook = zero_pre_exec,
     .post_exec_hook = zero_post_exec,
     .policy_name = "zero",
-    .policy_description = "StarZeRO: the step's plan order (communication first on its own worker)",
+    .policy_description = "StarZeRO: the step's plan order (communication on its own worker if there is one)",
     .worker_type = STARPU_WORKER_LIST,
 };

@@ -30,7 +30,7 @@ sz_status sz_topology_discover(struct sz_context *ctx);
  * main-RAM allocations into it (no-op with CUDA workers or SZ_DEVICE_POOL=0); stop after
  * starpu_shutdown. alloc: a block (arena: the contiguous long-lived part), NULL when there is no
  * pool or no room; release: 1 if p was the pool's (arena blocks stay), 0 if the caller must free it.
- * stats: 1 and fills out when the pool is active. */
+ * stats: 1 when the pool is active, and then fills out (unless NULL). */
 sz_status sz_devpool_start(struct sz_context *ctx, size_t bytes);
 void sz_devpool_stop(void);
 void *sz_devpool_alloc(size_t bytes, int arena);

@@ -277,6 +277,13 @@ static sz_status slice_or_buffer(struct sz_model *m, struct sz_unit *u, sz_tenso
     return SZ_OK;
 }
 
+/* fp32 optimizer state: a zeroed buffer now, or (late) one StarPU allocates when first written. */
+static sz_tensor *state_tensor(struct sz_model *m, const char *name, int64_t n, int cat, int late)
+{
+    return late ? owned(m, sz_tensor_register_lazy(n, SZ_DTYPE_F32, name), cat)
+                : owned_buffer(m, name, SZ_DTYPE_F32, n, cat);
+}
+
 static sz_status unit_storage(struct sz_model *m, struct sz_unit *u)
 {
     int s = m->zero.stage;
@@ -308,13 +315,11 @@ static sz_status unit_storage(struct sz_model *m, struct sz_unit *u)
     char name[48];
     /* Without arenas on the device pool the optimizer state is allocated when the first step first
      * needs it, as PyTorch's optimizers do, so it lands among that step's temporaries. */
-    int late = !m->zero.arenas && sz_devpool_stats(&(sz_pool_stats){0});
+    int late = !m->zero.arenas && sz_devpool_stats(NULL);
     snprintf(name, sizeof name, "adam_m:%s", u->name);
-    sz_tensor *am = late ? owned(m, sz_tensor_register_lazy(n, SZ_DTYPE_F32, name), SZ_MEM_ADAM_M)
-                         : owned_buffer(m, name, SZ_DTYPE_F32, n, SZ_MEM_ADAM_M);
+    sz_tensor *am = state_tensor(m, name, n, SZ_MEM_ADAM_M, late);
     snprintf(name, sizeof name, "adam_v:%s", u->name);
-    sz_tensor *av = late ? owned(m, sz_tensor_register_lazy(n, SZ_DTYPE_F32, name), SZ_MEM_ADAM_V)
-                         : owned_buffer(m, name, SZ_DTYPE_F32, n, SZ_MEM_ADAM_V);
+    sz_tensor *av = state_tensor(m, name, n, SZ_MEM_ADAM_V, late);
     u->state_unset = late;
     if (!am || !av)
         return SZ_ERR_NOMEM;
@@ -325,12 +330,11 @@ static sz_status unit_storage(struct sz_model *m, struct sz_unit *u)
 
 /* C_B: elements per rank and round of a reduce-scatter, so that the receive buffer (nd * bucket
  * fp32-sized elements; bf16 fits) is bucket_bytes, never more than the largest unit (maxpad
- * elements) needs. */
+ * elements) needs: the estimator's formula (graph/zero_estimate.c). One rank exchanges nothing. */
 static int64_t bucket_elems(const struct sz_model *m, int nd, int64_t maxpad)
 {
-    int64_t bucket_bytes = m->zero.bucket_bytes > 0 ? m->zero.bucket_bytes : SZ_DEFAULT_BUCKET_BYTES;
-    int64_t b = bucket_bytes / (4 * (int64_t)nd);
-    return b < 1 ? 1 : (b > maxpad / nd ? maxpad / nd : b);
+    int64_t bucket_bytes = m->zero.bucket_bytes > 0 ? m->zero.bucket_bytes : 0; /* 0: the default */
+    return nd > 1 ? sz_zero_comm_buffer_bytes(bucket_bytes, nd, maxpad) / (4 * (int64_t)nd) : maxpad;
 }
 
 /* Offloaded checkpoints: at most three are on the device pool at once (the one being written, the
