@@ -33,7 +33,8 @@ rows = load(sys.argv[1]) if "stages" in sys.argv[3] else []
 pol = load(sys.argv[2]) if "policies" in sys.argv[3] else []
 r0 = (rows or pol)[0]
 print(f"model {r0['model']} ({r0['params']:,} params), batch 4 x 64 per rank, fp32; "
-      f"machine: FMA peak {r0['fma_peak_gflops']:.0f} GFLOP/s ({r0['fma_isa']}), OpenBLAS sgemm {r0['sgemm_gflops']:.0f}\n")
+      f"machine: FMA peak {r0['fma_peak_gflops']:.0f} GFLOP/s ({r0['fma_isa']}), bf16 dot-product peak "
+      f"{r0.get('bf16_dot_peak_gflops', 0):.0f}, OpenBLAS sgemm {r0['sgemm_gflops']:.0f}\n")
 if rows:
     print("| N_d | stage | tokens/s | step ms | GFLOP/s | / peak | model states MB (formula) | peak MB | comm MB/step (formula) | comm GB/s | MPI GB/s |")
     print("|---|---|---|---|---|---|---|---|---|---|---|")

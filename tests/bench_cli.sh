@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# tests/bench_cli.sh — sz-bench runs a step on a tiny model and prints one JSON object with its
+# figures and the machine's yardsticks (not their values: timings are never pass/fail here).
+# Usage: bench_cli.sh BUILD_DIR
+set -u
+bin=$1
+fail() { echo "FAIL: $*"; exit 1; }
+out=$(timeout 120 "$bin/sz-bench" --model 2,2,32 --vocab 256 --batch 2 --seq 16 --steps 2 --warmup 1 --json) ||
+    fail "sz-bench exited non-zero"
+[ "$(echo "$out" | wc -l)" -eq 1 ] || fail "expected exactly one JSON line, got: $out"
+num() { echo "$out" | sed -n "s/.*\"$1\":\([-0-9.e+]*\).*/\1/p"; }
+for k in step_ms step_ms_min tokens_per_s gflops fma_peak_gflops sgemm_gflops; do
+    v=$(num "$k")
+    [ -n "$v" ] || fail "no \"$k\" in $out"
+    awk -v v="$v" 'BEGIN { exit !(v > 0) }' || fail "$k = $v, expected > 0"
+done
+v=$(num bf16_dot_peak_gflops)
+[ -n "$v" ] || fail "no bf16_dot_peak_gflops in $out"
+if grep -q avx512_bf16 /proc/cpuinfo; then
+    awk -v v="$v" 'BEGIN { exit !(v > 0) }' || fail "the CPU has AVX512_BF16 but bf16_dot_peak_gflops = $v"
+else
+    [ "$v" = 0 ] || fail "no AVX512_BF16 here but bf16_dot_peak_gflops = $v"
+fi
+awk -v a="$(num step_ms_min)" -v b="$(num step_ms)" 'BEGIN { exit !(a <= b) }' || fail "step_ms_min above the mean step"
+[ "$(num model_state_bytes)" = "$(num model_state_bytes_formula)" ] || fail "model-state bytes differ from the formula"
+echo "sz-bench: one JSON object with its figures and yardsticks"
