@@ -533,17 +533,25 @@ static void test_adamw(void)
             }
             want_p[i] = x; want_m[i] = mm; want_v[i] = vv;
         }
-        sz_k_adamw_step(p, g1, m, v, P, 1, lr, b1, b2, eps, wd);
-        sz_k_adamw_step(p, g2, m, v, P, 2, lr, b1, b2, eps, wd);
+        sz_k_adamw_step(p, g1, m, v, P, 1, lr, b1, b2, eps, wd, 1.0f);
+        sz_k_adamw_step(p, g2, m, v, P, 2, lr, b1, b2, eps, wd, 1.0f);
         CU_ASSERT(check_arr("adamw param", p, want_p, P, 1e-6, 1e-7));
         CU_ASSERT(check_arr("adamw m", m, want_m, P, 1e-6, 1e-9));
         CU_ASSERT(check_arr("adamw v", v, want_v, P, 1e-6, 1e-12));
-        sz_k_adamw_step_bf16(p16, pb, h1, m16, v16, P, 1, lr, b1, b2, eps, wd);
+        sz_k_adamw_step_bf16(p16, pb, h1, m16, v16, P, 1, lr, b1, b2, eps, wd, 1.0f);
         int copy_ok = 1;   /* the bf16 copy of the step-1 params */
         for (int i = 0; i < P; i++) copy_ok &= pb[i] == sz_f32_to_bf16_1(p16[i]);
         CU_ASSERT(copy_ok);
-        sz_k_adamw_step_bf16(p16, NULL, h2, m16, v16, P, 2, lr, b1, b2, eps, wd);
+        sz_k_adamw_step_bf16(p16, NULL, h2, m16, v16, P, 2, lr, b1, b2, eps, wd, 1.0f);
         CU_ASSERT(memcmp(p16, p, sizeof(float) * P) == 0);   /* same math, bf16 grads */
+        /* the clip scale: the same as scaling the gradients beforehand, bitwise */
+        float *q1 = calloc(P, sizeof(float)), *q2 = calloc(P, sizeof(float)), *gs = malloc(P * sizeof(float));
+        float *qm = calloc(4 * (size_t)P, sizeof(float));
+        for (int i = 0; i < P; i++) { q1[i] = q2[i] = (float)i * 0.01f; gs[i] = g1[i] * 0.37f; }
+        sz_k_adamw_step(q1, g1, qm, qm + P, P, 1, lr, b1, b2, eps, wd, 0.37f);
+        sz_k_adamw_step(q2, gs, qm + 2 * P, qm + 3 * P, P, 1, lr, b1, b2, eps, wd, 1.0f);
+        CU_ASSERT(memcmp(q1, q2, sizeof(float) * P) == 0 && memcmp(qm, qm + 2 * P, 2 * sizeof(float) * P) == 0);
+        free(q1); free(q2); free(gs); free(qm);
         free(p); free(g1); free(g2); free(p16); free(h1); free(h2);
     }
 }
@@ -619,7 +627,7 @@ static void det_run(det_buf *o, int no, const int *tok, float *const *in)
     sz_k_matmul_bwd_bf16(o[26].buf, SZ_K_F32, o[27].buf, o[28].buf, SZ_K_BF16, hdo, hi, hw,
                          MN, MC, MOC);
     sz_k_adamw_step(o[29].buf, x, o[30].buf, o[31].buf, (size_t)DN * DC, 3, 1e-3f, 0.9f,
-                    0.999f, 1e-8f, 0.1f);
+                    0.999f, 1e-8f, 0.1f, 1.0f);
     sz_k_f32_to_bf16(o[32].buf, x, (size_t)DN * DC);
 }
 

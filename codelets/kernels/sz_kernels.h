@@ -87,14 +87,15 @@ void sz_k_softmax_xent_bwd(float *dlogits, const float *probs, const int *target
 /* ---- AdamW (llm.c gpt2_update), step t >= 1, on n elements:
  *      m = b1 m + (1-b1) g;  v = b2 v + (1-b2) g^2;
  *      p -= lr * (m/(1-b1^t) / (sqrt(v/(1-b2^t)) + eps) + wd * p)
+ *      with g = scale * grad (the clip factor; 1 leaves g bitwise as it is).
  *      Pass wd = 0 for tensors that are not decayed. ---- */
 void sz_k_adamw_step(float *param, const float *grad, float *m, float *v, size_t n,
-                     int t, float lr, float beta1, float beta2, float eps, float wd);
+                     int t, float lr, float beta1, float beta2, float eps, float wd, float scale);
 /* Mixed precision: grad is bf16, param the fp32 master; if param_bf16 is not NULL
  * the updated param is also written there rounded to bf16. */
 void sz_k_adamw_step_bf16(float *param, uint16_t *param_bf16, const uint16_t *grad,
                           float *m, float *v, size_t n, int t, float lr,
-                          float beta1, float beta2, float eps, float wd);
+                          float beta1, float beta2, float eps, float wd, float scale);
 
 /* ---- bf16 <-> fp32, round-to-nearest-even (NaN stays NaN), [n] ---- */
 void sz_k_f32_to_bf16(uint16_t *dst, const float *src, size_t n);
