@@ -111,7 +111,7 @@ extern struct starpu_codelet sz_cl_softmax_xent_bwd;/* dlogits, probs, targets *
 extern struct starpu_codelet sz_cl_sumsq;           /* out (one float), x */
 extern struct starpu_codelet sz_cl_clip_scale;      /* out (scale, norm), this rank's per-unit sums, token; f[5] = clip;
                                                        with nd > 1 the sums of all ranks are all-gathered first */
-extern struct starpu_codelet sz_cl_adamw;           /* param, grad, m, v, scale; f[0..4], t */
+extern struct starpu_codelet sz_cl_adamw;           /* param, grad, m, v, scale [, norm]; f[0..4], t */
 /* Communication (blocking MPI collectives on `comm`, serialised in submission order by a token
  * handle so every rank issues them in the same order). Sums are taken in rank order. */
 extern struct starpu_codelet sz_cl_reduce_scatter;  /* full (R, nd*shard), shard (RW), recv buffer (RW), token */
@@ -119,6 +119,8 @@ extern struct starpu_codelet sz_cl_all_gather;      /* full (W; own slice alread
 extern struct starpu_codelet sz_cl_account;         /* any tensors: adds `bytes` to `category` (live memory) */
 /* Mixed precision. */
 extern struct starpu_codelet sz_cl_convert;         /* dst, src: copy converting fp32 <-> bf16; acc = 1: dst += src */
-extern struct starpu_codelet sz_cl_adamw_mixed;     /* master (fp32), param (bf16), grad (bf16), m, v, scale */
+extern struct starpu_codelet sz_cl_adamw_mixed;     /* master (fp32), param (bf16), grad (bf16), m, v, scale [, norm] */
+/* AdamW's fused gradient norm into tensor k (acc: add to it); s = -1: out of memory. */
+void sz_adamw_put_sumsq(void *buffers[], const struct sz_targs *a, int k, double s);
 
 #endif

@@ -244,11 +244,22 @@ sz_status sz_submit_sumsq(struct sz_unit *u, const sz_tensor *out, const sz_tens
     return submit(&c, &sz_cl_sumsq, name, u->model, u->index);
 }
 
+/* AdamW's optional fused gradient norm: written (acc 0) or added to (acc 1). */
+static void adam_norm(struct call *c, const sz_tensor *norm, int acc)
+{
+    if (!norm)
+        return;
+    c->a.acc = acc;
+    ACC(c, norm, 1);
+}
+
 sz_status sz_submit_adamw(struct sz_unit *u, const sz_tensor *p, const sz_tensor *g, const sz_tensor *m, const sz_tensor *v,
-                          const sz_tensor *scale, const sz_train_config *cfg, float wd, int t, const char *name)
+                          const sz_tensor *scale, const sz_tensor *norm, int acc, const sz_train_config *cfg, float wd,
+                          int t, const char *name)
 {
     CALL(.f = {cfg->lr, cfg->beta1, cfg->beta2, cfg->eps, wd}, .t = t);
     ACC(&c, p, p->numel); IN(&c, g, p->numel); ACC(&c, m, p->numel); ACC(&c, v, p->numel); IN(&c, scale, 1);
+    adam_norm(&c, norm, acc);
     return submit(&c, &sz_cl_adamw, name, u->model, u->index);
 }
 
@@ -314,12 +325,13 @@ sz_status sz_submit_convert(struct sz_model *m, const sz_tensor *dst, const sz_t
 }
 
 sz_status sz_submit_adamw_mixed(struct sz_unit *u, const sz_tensor *master, const sz_tensor *p, const sz_tensor *g, const sz_tensor *m,
-                                const sz_tensor *v, const sz_tensor *scale, const sz_train_config *cfg, float wd,
-                                int t, const char *name)
+                                const sz_tensor *v, const sz_tensor *scale, const sz_tensor *norm, int acc,
+                                const sz_train_config *cfg, float wd, int t, const char *name)
 {
     CALL(.f = {cfg->lr, cfg->beta1, cfg->beta2, cfg->eps, wd}, .t = t);
     int64_t n = master->numel;
     ACC(&c, master, n); use(&c, p, STARPU_RW, n, SZ_DTYPE_BF16); use(&c, g, STARPU_R, n, SZ_DTYPE_BF16);
     ACC(&c, m, n); ACC(&c, v, n); IN(&c, scale, 1);
+    adam_norm(&c, norm, acc);
     return submit(&c, &sz_cl_adamw_mixed, name, u->model, u->index);
 }

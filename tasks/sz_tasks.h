@@ -101,16 +101,19 @@ sz_status sz_submit_zero(struct sz_unit *u, const sz_tensor *t, const char *name
                          const sz_tensor *token);
 sz_status sz_submit_sumsq(struct sz_unit *u, const sz_tensor *out, const sz_tensor *x, const char *name);
 sz_status sz_submit_clip(struct sz_model *m, float clip);
+/* AdamW on a view; norm (one float, or NULL): the gradient's squared norm taken in the same pass,
+ * written there (acc 0) or added to it (acc 1). */
 sz_status sz_submit_adamw(struct sz_unit *u, const sz_tensor *p, const sz_tensor *g, const sz_tensor *m, const sz_tensor *v,
-                          const sz_tensor *scale, const sz_train_config *cfg, float wd, int t, const char *name);
+                          const sz_tensor *scale, const sz_tensor *norm, int acc, const sz_train_config *cfg, float wd,
+                          int t, const char *name);
 sz_status sz_submit_reduce_scatter(struct sz_model *m, struct sz_unit *u, int acc, int64_t release_bytes);
 sz_status sz_submit_all_gather(struct sz_model *m, struct sz_unit *u, int from_shard, int category, int64_t bytes);
 sz_status sz_submit_account(struct sz_model *m, const sz_tensor *t, int category, int64_t bytes, const char *name);
 sz_status sz_submit_convert(struct sz_model *m, const sz_tensor *dst, const sz_tensor *src, int acc, int category,
                             int64_t bytes, const char *name);
 sz_status sz_submit_adamw_mixed(struct sz_unit *u, const sz_tensor *master, const sz_tensor *p, const sz_tensor *g, const sz_tensor *m,
-                                const sz_tensor *v, const sz_tensor *scale, const sz_train_config *cfg, float wd,
-                                int t, const char *name);
+                                const sz_tensor *v, const sz_tensor *scale, const sz_tensor *norm, int acc,
+                                const sz_train_config *cfg, float wd, int t, const char *name);
 
 /* tasks/tensor.c */
 sz_tensor *sz_tensor_register(void *home, int64_t numel, sz_dtype dtype, const char *name);

@@ -251,10 +251,12 @@ sz_status sz_zero_backward(struct sz_model *m)
 }
 
 /* AdamW on the piece of each tensor that lies in [lo, lo + n) of the unit's flat buffer. The
- * parameter, gradient (and mixed precision's master) views start at flat element lo. */
+ * parameter, gradient (and mixed precision's master) views start at flat element lo. With norm,
+ * the tasks also leave the range's squared gradient norm there (0 for a range of padding only). */
 static sz_status adam_range(struct sz_model *m, struct sz_unit *u, const sz_train_config *cfg, int t, int64_t lo,
-                            int64_t n, const sz_tensor *p, const sz_tensor *g)
+                            int64_t n, const sz_tensor *p, const sz_tensor *g, const sz_tensor *norm)
 {
+    int acc = 0;
     for (int k = 0; k < u->nparams; k++) {
         int64_t a = u->offset[k], b = a + u->params[k].rows * u->params[k].cols;
         int64_t from = a > lo ? a : lo, to = b < lo + n ? b : lo + n;
@@ -268,18 +270,24 @@ static sz_status adam_range(struct sz_model *m, struct sz_unit *u, const sz_trai
          * its own reduced gradients, not for every unit's norm */
         sz_tensor scale = sz_tensor_view(cfg->grad_clip > 0 ? m->clip : m->one, 0, 1, NULL);
         sz_tensor master = m->mixed ? sz_tensor_view(&u->master, off, len, NULL) : pv;
-        sz_status st = m->mixed ? sz_submit_adamw_mixed(u, &master, &pv, &gv, &mv, &vv, &scale, cfg, wd, t, u->opt_name)
-                                : sz_submit_adamw(u, &pv, &gv, &mv, &vv, &scale, cfg, wd, t, u->opt_name);
+        sz_status st = m->mixed ? sz_submit_adamw_mixed(u, &master, &pv, &gv, &mv, &vv, &scale, norm, acc, cfg, wd, t,
+                                                        u->opt_name)
+                                : sz_submit_adamw(u, &pv, &gv, &mv, &vv, &scale, norm, acc, cfg, wd, t, u->opt_name);
         if (st != SZ_OK)
             return st;
+        acc = 1;
     }
-    return SZ_OK;
+    return norm && !acc ? sz_submit_zero(u, norm, u->opt_name, NULL, 0, 0, NULL) : SZ_OK;
 }
 
 sz_status sz_zero_update(struct sz_model *m, const sz_train_config *cfg, int t)
 {
     sz_status st = SZ_OK;
     int s = m->zero.stage;
+    /* Without clipping nothing waits for the norm: where each rank updates exactly its own shard,
+     * AdamW takes the shard's norm in its own pass over the gradients (one read of them less), and
+     * the units go last to first, the order their gradients become final in. */
+    int fused = cfg->grad_clip <= 0 && (s > 0 || m->nd == 1);
     for (int i = 0; i < m->nunits && st == SZ_OK; i++) {
         struct sz_unit *u = m->units[i];
         /* stages 0-1 on one rank: the shard is the whole gradient, already reduced */
@@ -287,26 +295,29 @@ sz_status sz_zero_update(struct sz_model *m, const sz_train_config *cfg, int t)
             st = sz_submit_reduce_scatter(m, u, 0, 0);
         if (st == SZ_OK && s == 0 && m->nd > 1)
             st = sz_submit_all_gather(m, u, 0, -1, 0); /* the all-reduce's second half */
-        if (st == SZ_OK)
+        if (st == SZ_OK && !fused)
             st = sz_submit_sumsq(u, &u->sumsq, &u->gshard, u->opt_name);
     }
-    if (st == SZ_OK)
+    if (st == SZ_OK && !fused)
         st = sz_submit_clip(m, cfg->grad_clip);
-    for (int i = 0; i < m->nunits && st == SZ_OK; i++) {
-        struct sz_unit *u = m->units[i];
+    for (int j = 0; j < m->nunits && st == SZ_OK; j++) {
+        struct sz_unit *u = m->units[fused ? m->nunits - 1 - j : j];
         if (u->state_unset) { /* --no-arenas: the optimizer state appears now */
             if ((st = sz_submit_zero(u, &u->adam_m, u->opt_name, NULL, 0, 0, NULL)) != SZ_OK ||
                 (st = sz_submit_zero(u, &u->adam_v, u->opt_name, NULL, 0, 0, NULL)) != SZ_OK)
                 break;
             u->state_unset = 0;
         }
+        const sz_tensor *norm = fused ? &u->sumsq : NULL;
         if (s == 0) /* every rank updates everything, identically */
-            st = adam_range(m, u, cfg, t, 0, u->padded, &u->param.all, &u->grad.all);
+            st = adam_range(m, u, cfg, t, 0, u->padded, &u->param.all, &u->grad.all, norm);
         else
-            st = adam_range(m, u, cfg, t, (int64_t)m->rank * u->shard, u->shard, &u->pshard, &u->gshard);
+            st = adam_range(m, u, cfg, t, (int64_t)m->rank * u->shard, u->shard, &u->pshard, &u->gshard, norm);
         if (st == SZ_OK && (s == 1 || s == 2))
             st = sz_submit_all_gather(m, u, 0, -1, 0);
     }
+    if (st == SZ_OK && fused) /* the norm, for the report (its factor is 1) */
+        st = sz_submit_clip(m, 0.0f);
     return st;
 }
 

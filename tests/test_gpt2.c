@@ -96,19 +96,48 @@ static void test_gradcheck(void)
     gpt2_free(g);
 }
 
-/* n steps from a seed; returns the losses and final parameters. */
-static void run(const sz_gpt2_config *c, int steps, float *losses, float *params)
+/* n steps from a seed with gradient clipping at `clip` (0: off); returns the losses, the
+ * gradient norms (norms may be NULL) and the final parameters. */
+static void run_clip(const sz_gpt2_config *c, int steps, float clip, float *losses, float *norms, float *params)
 {
     gpt2 *g = make(c, 1234);
     sz_train_config tc;
     sz_train_config_defaults(&tc);
     tc.lr = 1e-2f;
     tc.weight_decay = 0.1f;
-    tc.grad_clip = 1.0f;
-    for (int s = 1; s <= steps; s++)
+    tc.grad_clip = clip;
+    for (int s = 1; s <= steps; s++) {
         CU_ASSERT_EQUAL(sz_model_train_step(gpt2_model(g), &tc, s, &losses[s - 1]), SZ_OK);
+        if (norms)
+            norms[s - 1] = sz_model_last_grad_norm(gpt2_model(g));
+    }
     CU_ASSERT_EQUAL(gpt2_get_params(g, params), SZ_OK);
     gpt2_free(g);
+}
+
+static void run(const sz_gpt2_config *c, int steps, float *losses, float *params)
+{
+    run_clip(c, steps, 1.0f, losses, NULL, params);
+}
+
+/* Without clipping AdamW takes the gradient norm in its own pass; with a clip never reached the
+ * norm comes from its own tasks first. Same parameters bitwise, same norms to rounding. */
+static void test_norm_without_clipping(void)
+{
+    sz_gpt2_config c = tiny();
+    size_t n = sz_gpt2_num_params(&c);
+    float l1[3], l2[3], n1[3], n2[3], *p1 = malloc(n * sizeof *p1), *p2 = malloc(n * sizeof *p2);
+    run_clip(&c, 3, 0.0f, l1, n1, p1);
+    run_clip(&c, 3, 1e30f, l2, n2, p2);
+    CU_ASSERT(memcmp(l1, l2, sizeof l1) == 0);
+    CU_ASSERT(memcmp(p1, p2, n * sizeof *p1) == 0);
+    for (int s = 0; s < 3; s++) {
+        CU_ASSERT(n1[s] > 0.0f && fabsf(n1[s] - n2[s]) <= 1e-6f * n2[s]);
+        if (!(n1[s] > 0.0f && fabsf(n1[s] - n2[s]) <= 1e-6f * n2[s]))
+            fprintf(stderr, "step %d: gradient norm %.9g without clipping, %.9g with\n", s + 1, n1[s], n2[s]);
+    }
+    free(p1);
+    free(p2);
 }
 
 static void test_deterministic(void)
@@ -215,6 +244,7 @@ int main(int argc, char **argv)
     if (CU_initialize_registry() != CUE_SUCCESS)
         return 1;
     SZ_SUITE("gpt2", {"whole-model gradient check", test_gradcheck}, {"deterministic", test_deterministic},
+             {"gradient norm without clipping", test_norm_without_clipping},
              {"checkpoint round trip", test_checkpoint_roundtrip}, {"activation checkpointing", test_checkpointing});
     int rc = sz_test_run();
     sz_context_free(ctx);

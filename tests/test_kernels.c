@@ -510,6 +510,40 @@ static void test_softmax_xent(void)
 
 /* ---------------------------------------------------------------- AdamW */
 
+/* AdamW's fused gradient norm: the same bits as sz_k_sumsq (several chunks and a tail), with 1 or
+ * 3 threads, and the same update as without it; sz_k_sumsq itself against a double reference. */
+static void test_adamw_norm(void)
+{
+    const size_t n = 3 * SZ_SUMSQ_CHUNK + 1000 + 7;
+    float *g = rnd(n, 1), *p0 = rnd(n, 1);
+    round_bf16(g, n);
+    uint16_t *h = to_bf16(g, n);
+    double ref = 0.0;
+    for (size_t i = 0; i < n; i++)
+        ref += (double)g[i] * g[i];
+    double want32 = sz_k_sumsq(g, 0, (int64_t)n), want16 = sz_k_sumsq(h, 1, (int64_t)n);
+    CU_ASSERT(fabs(want32 - ref) <= 1e-12 * ref && want16 == want32);
+    int saved = omp_get_max_threads();
+    for (int nt = 1; nt <= 3; nt += 2) {
+        omp_set_num_threads(nt);
+        float *p = dup_f(p0, n), *q = dup_f(p0, n), *mv = calloc(4 * n, sizeof(float));
+        uint16_t *pb = malloc(n * sizeof *pb);
+        double s32 = -2.0, s16 = -2.0;
+        CU_ASSERT(sz_k_adamw_step(p, g, mv, mv + n, n, 1, 1e-2f, 0.9f, 0.999f, 1e-8f, 0.1f, 1.0f, &s32) == 0);
+        CU_ASSERT(sz_k_adamw_step_bf16(q, pb, h, mv + 2 * n, mv + 3 * n, n, 1, 1e-2f, 0.9f, 0.999f, 1e-8f, 0.1f, 1.0f,
+                                       &s16) == 0);
+        CU_ASSERT(s32 == want32 && s16 == want16);
+        CU_ASSERT(memcmp(p, q, n * sizeof *p) == 0);   /* the same update from the same (bf16) values */
+        float *r = dup_f(p0, n);
+        memset(mv, 0, 2 * n * sizeof(float));
+        sz_k_adamw_step(r, g, mv, mv + n, n, 1, 1e-2f, 0.9f, 0.999f, 1e-8f, 0.1f, 1.0f, NULL);
+        CU_ASSERT(memcmp(p, r, n * sizeof *p) == 0);   /* taking the norm changes nothing else */
+        free(p); free(q); free(r); free(mv); free(pb);
+    }
+    omp_set_num_threads(saved);
+    free(g); free(p0); free(h);
+}
+
 static void test_adamw(void)
 {
     enum { P = 9 };
@@ -533,23 +567,23 @@ static void test_adamw(void)
             }
             want_p[i] = x; want_m[i] = mm; want_v[i] = vv;
         }
-        sz_k_adamw_step(p, g1, m, v, P, 1, lr, b1, b2, eps, wd, 1.0f);
-        sz_k_adamw_step(p, g2, m, v, P, 2, lr, b1, b2, eps, wd, 1.0f);
+        sz_k_adamw_step(p, g1, m, v, P, 1, lr, b1, b2, eps, wd, 1.0f, NULL);
+        sz_k_adamw_step(p, g2, m, v, P, 2, lr, b1, b2, eps, wd, 1.0f, NULL);
         CU_ASSERT(check_arr("adamw param", p, want_p, P, 1e-6, 1e-7));
         CU_ASSERT(check_arr("adamw m", m, want_m, P, 1e-6, 1e-9));
         CU_ASSERT(check_arr("adamw v", v, want_v, P, 1e-6, 1e-12));
-        sz_k_adamw_step_bf16(p16, pb, h1, m16, v16, P, 1, lr, b1, b2, eps, wd, 1.0f);
+        sz_k_adamw_step_bf16(p16, pb, h1, m16, v16, P, 1, lr, b1, b2, eps, wd, 1.0f, NULL);
         int copy_ok = 1;   /* the bf16 copy of the step-1 params */
         for (int i = 0; i < P; i++) copy_ok &= pb[i] == sz_f32_to_bf16_1(p16[i]);
         CU_ASSERT(copy_ok);
-        sz_k_adamw_step_bf16(p16, NULL, h2, m16, v16, P, 2, lr, b1, b2, eps, wd, 1.0f);
+        sz_k_adamw_step_bf16(p16, NULL, h2, m16, v16, P, 2, lr, b1, b2, eps, wd, 1.0f, NULL);
         CU_ASSERT(memcmp(p16, p, sizeof(float) * P) == 0);   /* same math, bf16 grads */
         /* the clip scale: the same as scaling the gradients beforehand, bitwise */
         float *q1 = calloc(P, sizeof(float)), *q2 = calloc(P, sizeof(float)), *gs = malloc(P * sizeof(float));
         float *qm = calloc(4 * (size_t)P, sizeof(float));
         for (int i = 0; i < P; i++) { q1[i] = q2[i] = (float)i * 0.01f; gs[i] = g1[i] * 0.37f; }
-        sz_k_adamw_step(q1, g1, qm, qm + P, P, 1, lr, b1, b2, eps, wd, 0.37f);
-        sz_k_adamw_step(q2, gs, qm + 2 * P, qm + 3 * P, P, 1, lr, b1, b2, eps, wd, 1.0f);
+        sz_k_adamw_step(q1, g1, qm, qm + P, P, 1, lr, b1, b2, eps, wd, 0.37f, NULL);
+        sz_k_adamw_step(q2, gs, qm + 2 * P, qm + 3 * P, P, 1, lr, b1, b2, eps, wd, 1.0f, NULL);
         CU_ASSERT(memcmp(q1, q2, sizeof(float) * P) == 0 && memcmp(qm, qm + 2 * P, 2 * sizeof(float) * P) == 0);
         free(q1); free(q2); free(gs); free(qm);
         free(p); free(g1); free(g2); free(p16); free(h1); free(h2);
@@ -627,7 +661,7 @@ static void det_run(det_buf *o, int no, const int *tok, float *const *in)
     sz_k_matmul_bwd_bf16(o[26].buf, SZ_K_F32, o[27].buf, o[28].buf, SZ_K_BF16, hdo, hi, hw,
                          MN, MC, MOC);
     sz_k_adamw_step(o[29].buf, x, o[30].buf, o[31].buf, (size_t)DN * DC, 3, 1e-3f, 0.9f,
-                    0.999f, 1e-8f, 0.1f, 1.0f);
+                    0.999f, 1e-8f, 0.1f, 1.0f, NULL);
     sz_k_f32_to_bf16(o[32].buf, x, (size_t)DN * DC);
 }
 
@@ -719,7 +753,7 @@ int main(void)
         { "matmul fp32", test_matmul }, { "matmul plain fallback", test_matmul_plain },
         { "matmul bf16", test_matmul_bf16 }, { "attention", test_attention },
         { "gelu", test_gelu }, { "residual", test_residual },
-        { "softmax cross-entropy", test_softmax_xent }, { "adamw", test_adamw },
+        { "softmax cross-entropy", test_softmax_xent }, { "adamw", test_adamw }, { "adamw fused norm", test_adamw_norm },
         { "bf16 conversion", test_bf16 }, { "thread-count determinism", test_determinism },
     };
     for (size_t i = 0; s && i < sizeof tests / sizeof tests[0]; i++)

@@ -12,9 +12,9 @@ texts=$(ls /usr/share/common-licenses/{GPL-3,LGPL-3,Apache-2.0} 2>/dev/null)
 [ -n "$texts" ] || { echo "skipped: no text corpus"; exit 77; }
 "$bin/sz-prepare" --out-dir "$dir" --prefix lic $texts >/dev/null || fail "sz-prepare"
 
-run() { # NP BATCH STAGE MICRO -> json lines
+run() { # NP BATCH STAGE MICRO [CLIP] -> json lines
     timeout 120 "$mpiexec" -n "$1" "$bin/sz-train" --config 2,2,32 --vocab 256 --max-seq 32 \
-        --train "$dir/lic_train.bin" --batch "$2" --seq 16 --steps 3 --lr 1e-3 --grad-clip 1.0 \
+        --train "$dir/lic_train.bin" --batch "$2" --seq 16 --steps 3 --lr 1e-3 --grad-clip "${5:-1.0}" \
         --zero-stage "$3" --micro-batches "$4" --json
 }
 field() { grep "\"$1\"" | sed "s/.*\"$1\": \([-0-9.e]*\).*/\1/"; }
@@ -39,4 +39,13 @@ done
 run 2 1 2 2 >"$dir/mb.json" || fail "micro-batch run"
 a=$(field grad_norm <"$dir/ref.json" | head -1); b=$(field grad_norm <"$dir/mb.json" | head -1)
 close "$a" "$b" 1e-5 || fail "2 ranks x 2 micro-batches: first gradient norm $b vs $a"
+# without clipping AdamW takes each rank's shard norm in its own pass: the same global norms
+run 1 4 0 1 0 >"$dir/ref0.json" || fail "single-rank run without clipping"
+for stage in 1 3; do
+    run 2 2 $stage 1 0 >"$dir/nc$stage.json" || fail "stage $stage np 2 without clipping"
+    paste <(field grad_norm <"$dir/ref0.json") <(field grad_norm <"$dir/nc$stage.json") | while read -r a b; do
+        close "$a" "$b" 1e-4 || { echo "FAIL: no clipping, stage $stage np 2: gradient norm $b vs single rank $a"; exit 1; }
+    done || exit 1
+done
+echo "without clipping: the gradient norms of 2 ranks at stages 1 and 3 match one rank's"
 echo "zero_cli: all checks passed"

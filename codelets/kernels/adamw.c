@@ -2,6 +2,7 @@
  * decoupled weight decay, on a flat range of n parameters (e.g. one shard):
  *   p -= lr * (m_hat / (sqrt(v_hat) + eps) + wd * p). Elementwise. */
 #include <math.h>
+#include <stdlib.h>
 #include "sz_kernels_impl.h"
 
 /* These loops vectorize only when built with -fno-math-errno (sqrtf's errno
@@ -21,25 +22,68 @@ static inline float sz_adamw_1(float p, float g, float *m, float *v, float lr, f
     return p - lr * (m_hat / (sqrtf(v_hat) + eps) + wd * p);
 }
 
-void sz_k_adamw_step(float *param, const float *grad, float *m, float *v, size_t n,
-                     int t, float lr, float beta1, float beta2, float eps, float wd, float scale)
+/* Elements [lo, hi): fp32 or bf16 gradients; the bf16 copy of the result when asked. */
+static void sz_adamw_range(float *param, uint16_t *param_bf16, const void *grad, int bf16, float *m,
+                           float *v, size_t lo, size_t hi, float lr, float b1, float b2, float eps,
+                           float wd, float c1, float c2, float scale)
 {
-    float c1 = 1.0f - powf(beta1, (float)t), c2 = 1.0f - powf(beta2, (float)t);
-#pragma omp parallel for simd schedule(static) if (n >= SZ_PAR_MIN)
-    for (size_t i = 0; i < n; i++)
-        param[i] = sz_adamw_1(param[i], grad[i], &m[i], &v[i], lr, beta1, beta2, eps, wd, c1, c2, scale);
-}
-
-void sz_k_adamw_step_bf16(float *param, uint16_t *param_bf16, const uint16_t *grad,
-                          float *m, float *v, size_t n, int t, float lr,
-                          float beta1, float beta2, float eps, float wd, float scale)
-{
-    float c1 = 1.0f - powf(beta1, (float)t), c2 = 1.0f - powf(beta2, (float)t);
-#pragma omp parallel for simd schedule(static) if (n >= SZ_PAR_MIN)
-    for (size_t i = 0; i < n; i++) {
-        float p = sz_adamw_1(param[i], sz_bf16_to_f32_1(grad[i]), &m[i], &v[i], lr, beta1,
-                             beta2, eps, wd, c1, c2, scale);
+    const float *gf = grad;
+    const uint16_t *gh = grad;
+    if (!bf16) {
+#pragma omp simd
+        for (size_t i = lo; i < hi; i++)
+            param[i] = sz_adamw_1(param[i], gf[i], &m[i], &v[i], lr, b1, b2, eps, wd, c1, c2, scale);
+        return;
+    }
+#pragma omp simd
+    for (size_t i = lo; i < hi; i++) {
+        float p = sz_adamw_1(param[i], sz_bf16_to_f32_1(gh[i]), &m[i], &v[i], lr, b1, b2, eps, wd, c1,
+                             c2, scale);
         param[i] = p;
         if (param_bf16) param_bf16[i] = sz_f32_to_bf16_1(p);
     }
+}
+
+/* Fixed chunks (those of sz_k_sumsq), each updated and then, while in cache, its squared norm
+ * taken: the norm has the same bits whatever the thread count. */
+static int sz_adamw(float *param, uint16_t *param_bf16, const void *grad, int bf16, float *m,
+                    float *v, size_t n, int t, float lr, float b1, float b2, float eps, float wd,
+                    float scale, double *sumsq)
+{
+    float c1 = 1.0f - powf(b1, (float)t), c2 = 1.0f - powf(b2, (float)t);
+    int64_t nchunks = ((int64_t)n + SZ_SUMSQ_CHUNK - 1) / SZ_SUMSQ_CHUNK;
+    double one, *part = !sumsq ? NULL : nchunks > 1 ? malloc((size_t)nchunks * sizeof *part) : &one;
+    if (sumsq && !part)
+        return -1;
+#pragma omp parallel for schedule(static) if (n >= SZ_PAR_MIN)
+    for (int64_t c = 0; c < nchunks; c++) {
+        size_t lo = (size_t)c * SZ_SUMSQ_CHUNK, hi = lo + SZ_SUMSQ_CHUNK < n ? lo + SZ_SUMSQ_CHUNK : n;
+        sz_adamw_range(param, param_bf16, grad, bf16, m, v, lo, hi, lr, b1, b2, eps, wd, c1, c2, scale);
+        if (part)
+            part[c] = sz_k_sumsq_chunk((const char *)grad + lo * (bf16 ? 2 : 4), bf16, (int64_t)(hi - lo));
+    }
+    if (sumsq) {
+        double s = 0.0;
+        for (int64_t c = 0; c < nchunks; c++)
+            s += part[c];
+        *sumsq = s;
+    }
+    if (part != &one)
+        free(part);
+    return 0;
+}
+
+int sz_k_adamw_step(float *param, const float *grad, float *m, float *v, size_t n,
+                    int t, float lr, float beta1, float beta2, float eps, float wd, float scale,
+                    double *sumsq)
+{
+    return sz_adamw(param, NULL, grad, 0, m, v, n, t, lr, beta1, beta2, eps, wd, scale, sumsq);
+}
+
+int sz_k_adamw_step_bf16(float *param, uint16_t *param_bf16, const uint16_t *grad,
+                         float *m, float *v, size_t n, int t, float lr,
+                         float beta1, float beta2, float eps, float wd, float scale,
+                         double *sumsq)
+{
+    return sz_adamw(param, param_bf16, grad, 1, m, v, n, t, lr, beta1, beta2, eps, wd, scale, sumsq);
 }

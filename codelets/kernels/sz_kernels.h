@@ -88,14 +88,24 @@ void sz_k_softmax_xent_bwd(float *dlogits, const float *probs, const int *target
  *      m = b1 m + (1-b1) g;  v = b2 v + (1-b2) g^2;
  *      p -= lr * (m/(1-b1^t) / (sqrt(v/(1-b2^t)) + eps) + wd * p)
  *      with g = scale * grad (the clip factor; 1 leaves g bitwise as it is).
- *      Pass wd = 0 for tensors that are not decayed. ---- */
-void sz_k_adamw_step(float *param, const float *grad, float *m, float *v, size_t n,
-                     int t, float lr, float beta1, float beta2, float eps, float wd, float scale);
+ *      Pass wd = 0 for tensors that are not decayed. With sumsq not NULL, *sumsq is the squared
+ *      norm of grad (unscaled) as sz_k_sumsq gives it, computed in the same pass. Returns -1 when
+ *      out of memory (nothing updated), else 0. ---- */
+int sz_k_adamw_step(float *param, const float *grad, float *m, float *v, size_t n,
+                    int t, float lr, float beta1, float beta2, float eps, float wd, float scale,
+                    double *sumsq);
 /* Mixed precision: grad is bf16, param the fp32 master; if param_bf16 is not NULL
  * the updated param is also written there rounded to bf16. */
-void sz_k_adamw_step_bf16(float *param, uint16_t *param_bf16, const uint16_t *grad,
-                          float *m, float *v, size_t n, int t, float lr,
-                          float beta1, float beta2, float eps, float wd, float scale);
+int sz_k_adamw_step_bf16(float *param, uint16_t *param_bf16, const uint16_t *grad,
+                         float *m, float *v, size_t n, int t, float lr,
+                         float beta1, float beta2, float eps, float wd, float scale,
+                         double *sumsq);
+
+/* ---- squared L2 norm of n fp32 (bf16 = 0) or bf16 values, in double; the same bits whatever the
+ *      thread count (fixed chunks of SZ_SUMSQ_CHUNK, 16 fixed lanes each); -1 if out of memory ---- */
+#define SZ_SUMSQ_CHUNK 65536
+double sz_k_sumsq(const void *x, int bf16, int64_t n);
+double sz_k_sumsq_chunk(const void *x, int bf16, int64_t n);
 
 /* ---- bf16 <-> fp32, round-to-nearest-even (NaN stays NaN), [n] ---- */
 void sz_k_f32_to_bf16(uint16_t *dst, const float *src, size_t n);

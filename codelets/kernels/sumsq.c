@@ -1,0 +1,52 @@
+/* sumsq.c — the squared L2 norm of n fp32 or bf16 values, in double: fixed 64K-element chunks, each
+ * summed over 16 fixed lanes, the chunk sums added in chunk order, so the result never depends on
+ * the thread count. Used by the sumsq codelet and, fused, by AdamW. */
+#include <stdlib.h>
+#include "sz_kernels_impl.h"
+
+#define LANES 16 /* independent double partial sums, added in lane order: vectorizes, stays fixed */
+
+double sz_k_sumsq_chunk(const void *x, int bf16, int64_t n)
+{
+    double l[LANES] = {0}, s = 0.0;
+    int64_t i = 0, m = n - n % LANES;
+    const uint16_t *h = x;
+    const float *f = x;
+    if (bf16)
+        for (; i < m; i += LANES)
+            for (int k = 0; k < LANES; k++) {
+                double v = sz_bf16_to_f32_1(h[i + k]);
+                l[k] += v * v;
+            }
+    else
+        for (; i < m; i += LANES)
+            for (int k = 0; k < LANES; k++)
+                l[k] += (double)f[i + k] * f[i + k];
+    for (int k = 0; k < LANES; k++)
+        s += l[k];
+    for (; i < n; i++) {
+        double v = bf16 ? sz_bf16_to_f32_1(h[i]) : f[i];
+        s += v * v;
+    }
+    return s;
+}
+
+double sz_k_sumsq(const void *x, int bf16, int64_t n)
+{
+    int64_t nchunks = (n + SZ_SUMSQ_CHUNK - 1) / SZ_SUMSQ_CHUNK;
+    double one, *part = nchunks > 1 ? malloc((size_t)nchunks * sizeof *part) : &one;
+    if (!part)
+        return -1.0;
+    size_t es = bf16 ? 2 : 4;
+#pragma omp parallel for schedule(static) if (nchunks > 1)
+    for (int64_t c = 0; c < nchunks; c++) {
+        int64_t len = (c + 1) * SZ_SUMSQ_CHUNK < n ? SZ_SUMSQ_CHUNK : n - c * SZ_SUMSQ_CHUNK;
+        part[c] = sz_k_sumsq_chunk((const char *)x + (size_t)c * SZ_SUMSQ_CHUNK * es, bf16, len);
+    }
+    double s = 0.0;
+    for (int64_t c = 0; c < nchunks; c++)
+        s += part[c];
+    if (part != &one)
+        free(part);
+    return s;
+}
