@@ -209,10 +209,12 @@ sz_status sz_context_init(sz_context **out, const sz_context_config *cfg_in, int
     const char *env_sched = getenv("STARPU_SCHED");
     if (env_sched && !strcmp(env_sched, "zero"))
         unsetenv("STARPU_SCHED");
-    if (cfg.sched_policy && strcmp(cfg.sched_policy, "zero"))
+    if (cfg.sched_policy && strcmp(cfg.sched_policy, "zero")) {
         conf.sched_policy_name = cfg.sched_policy;
-    else
+    } else { /* starpu_conf_init copied STARPU_SCHED=zero in as a name StarPU would look up and warn */
+        conf.sched_policy_name = NULL;
         conf.sched_policy = &sz_zero_policy;
+    }
     int ret = starpu_mpi_init_conf(argc, argv, 0, ctx->comm, &conf);
     if (ret != 0) {
         sz_context_log(ctx, SZ_LOG_ERROR, "starpu_mpi_init_conf failed (%d): %s", ret,

@@ -4,7 +4,8 @@
 # policy and StarPU's prio, dmdas, lws and eager. Writes JSON lines to OUT (default
 # build/bench.jsonl) and prints markdown tables. Knobs: SZ_BENCH_MODEL (d12), SZ_BENCH_STEPS (3),
 # SZ_BENCH_PARTS ("stages policies"), SZ_BENCH_PREFETCH (the policies' stage-3 prefetch window,
-# default 200M). Policy rows go to OUT with -policies before .jsonl.
+# default 200M), SZ_BENCH_ROUNDS (1: the policies run that many times, in turn, and the table gives
+# each one's median step and every run's). Policy rows go to OUT with -policies before .jsonl.
 # OPENBLAS_CORETYPE/OPENBLAS_L2_SIZE are left as the environment sets them.
 set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/common.sh"
@@ -24,8 +25,9 @@ bench() { # FILE NP STAGE [POLICY [ARGS...]]
         --batch 4 --seq 64 --steps "$steps" --warmup 1 --zero-stage "$stage" "$@" --json | tail -1 >>"$file"
 }
 case "$parts" in *stages*) : >"$out"; for nd in 1 2 4; do for stage in 0 1 2 3; do bench "$out" $nd $stage; done; done ;; esac
-case "$parts" in *policies*) : >"$pout"; for nd in 2 4; do for pol in zero prio dmdas lws eager; do
-    bench "$pout" $nd 3 $pol --prefetch-bytes "${SZ_BENCH_PREFETCH:-200M}"; done; done ;; esac
+case "$parts" in *policies*) : >"$pout"; for nd in 2 4; do for _ in $(seq "${SZ_BENCH_ROUNDS:-1}"); do
+    for pol in zero prio dmdas lws eager; do
+        bench "$pout" $nd 3 $pol --prefetch-bytes "${SZ_BENCH_PREFETCH:-200M}"; done; done; done ;; esac
 python3 - "$out" "$pout" "$parts" <<'PY'
 import json, os, sys
 load = lambda f: [json.loads(l) for l in open(f) if l.strip()] if os.path.exists(f) else []
@@ -46,10 +48,17 @@ for r in rows:
           f"{r['comm_gbps']:.2f} | {r['mpi_gbps']:.2f} |")
 if pol:
     print("\nstage 3, policies (STARPU_SCHED; `zero` is the default):\n")
-    print("| N_d | policy | step ms | tokens/s | peak MB | overlap | comm tasks s | compute s |")
+    print("| N_d | policy | step ms (median) | every run's step ms | peak MB | overlap | comm tasks s | compute s |")
     print("|---|---|---|---|---|---|---|---|")
+    groups = {}
     for r in pol:
+        groups.setdefault((r['nd'], r['sched_policy']), []).append(r)
+    for (nd, name), rs in groups.items():
+        steps = sorted(x['step_ms'] for x in rs)
+        med = steps[len(steps) // 2] if len(steps) % 2 else (steps[len(steps) // 2 - 1] + steps[len(steps) // 2]) / 2
+        r = rs[0]
         ov = f"{r['overlap']:.2f}" if r['overlap'] >= 0 else "n/a"
         cs = f"{r['comm_task_s']:.2f} | {r['compute_task_s']:.2f}" if r['overlap'] >= 0 else "n/a | n/a"
-        print(f"| {r['nd']} | {r['sched_policy']} | {r['step_ms']:.0f} | {r['tokens_per_s']:.0f} | {r['peak_bytes']/1e6:.0f} | {ov} | {cs} |")
+        every = " / ".join(f"{x['step_ms']:.0f}" for x in rs)
+        print(f"| {nd} | {name} | {med:.0f} | {every} | {max(x['peak_bytes'] for x in rs)/1e6:.0f} | {ov} | {cs} |")
 PY

@@ -23,4 +23,10 @@ else
 fi
 awk -v a="$(num step_ms_min)" -v b="$(num step_ms)" 'BEGIN { exit !(a <= b) }' || fail "step_ms_min above the mean step"
 [ "$(num model_state_bytes)" = "$(num model_state_bytes_formula)" ] || fail "model-state bytes differ from the formula"
-echo "sz-bench: one JSON object with its figures and yardsticks"
+# STARPU_SCHED=zero names our policy: StarPU must not look it up in its own table (and warn)
+err=$(env -u STARPU_SILENT STARPU_SCHED=zero timeout 120 "$bin/sz-bench" --model 2,2,32 --vocab 256 --batch 2 \
+    --seq 16 --steps 1 --warmup 0 --json 2>&1 >"$bin/bench_cli.json") || fail "sz-bench with STARPU_SCHED=zero"
+grep -q '"sched_policy":"zero"' "$bin/bench_cli.json" || fail "STARPU_SCHED=zero did not select the zero policy"
+! echo "$err" | grep -q "not found" || fail "StarPU warned about STARPU_SCHED=zero: $err"
+rm -f "$bin/bench_cli.json"
+echo "sz-bench: one JSON object with its figures and yardsticks; STARPU_SCHED=zero selects ours quietly"
