@@ -285,9 +285,12 @@ sz_status sz_zero_update(struct sz_model *m, const sz_train_config *cfg, int t)
     sz_status st = SZ_OK;
     int s = m->zero.stage;
     /* Without clipping nothing waits for the norm: where each rank updates exactly its own shard,
-     * AdamW takes the shard's norm in its own pass over the gradients (one read of them less), and
-     * the units go last to first, the order their gradients become final in. */
+     * AdamW takes the shard's norm in its own pass over the gradients (one read of them less). Its
+     * tasks then chain through the norms' buffer, so they go in the order the gradients become
+     * final in: last unit first when backward left them final (stages 2-3, or one rank), unit
+     * order when the reduce-scatters below do (stages 0-1 across ranks). */
     int fused = cfg->grad_clip <= 0 && (s > 0 || m->nd == 1);
+    int last_first = fused && (s >= 2 || m->nd == 1);
     for (int i = 0; i < m->nunits && st == SZ_OK; i++) {
         struct sz_unit *u = m->units[i];
         /* stages 0-1 on one rank: the shard is the whole gradient, already reduced */
@@ -301,7 +304,7 @@ sz_status sz_zero_update(struct sz_model *m, const sz_train_config *cfg, int t)
     if (st == SZ_OK && !fused)
         st = sz_submit_clip(m, cfg->grad_clip);
     for (int j = 0; j < m->nunits && st == SZ_OK; j++) {
-        struct sz_unit *u = m->units[fused ? m->nunits - 1 - j : j];
+        struct sz_unit *u = m->units[last_first ? m->nunits - 1 - j : j];
         if (u->state_unset) { /* --no-arenas: the optimizer state appears now */
             if ((st = sz_submit_zero(u, &u->adam_m, u->opt_name, NULL, 0, 0, NULL)) != SZ_OK ||
                 (st = sz_submit_zero(u, &u->adam_v, u->opt_name, NULL, 0, 0, NULL)) != SZ_OK)
