@@ -35,7 +35,7 @@
 /* Tile sizes, tuning only. Measured on the AVX-512 machine (oneDNN 2.6 brgemm, the 15 d12 products
  * at N = 256 rows, 8 alternating runs each): 256 x 384 took a median 253 ms for all 15, against
  * 283 ms for 128 x 256 and 304 ms for 256 x 512. There the bits were the same for every tile size
- * up to 384 columns (not for 1152); nothing guarantees that elsewhere. */
+ * up to 576 columns (not for 768 or 1152); nothing guarantees that elsewhere. */
 #ifndef SZ_MM_TM
 #define SZ_MM_TM 256          /* tile rows of d */
 #endif
