@@ -400,7 +400,8 @@ static void print_stage_label(int s)
 /* P_a+cpu: the device pool and the host pool, apart. */
 static void print_offload(const struct opts *o, const struct result *r)
 {
-    const int d = o->decimals, L = o->cfg.layers, on_device = L < 3 ? L : 3;
+    /* how many checkpoints the device holds at once, as the estimator counted them */
+    const int d = o->decimals, L = o->cfg.layers, on_device = (int)llround(r->ckpt_device * L / r->host_pool);
     printf("  checkpoints offloaded (P_a+cpu): device pool %.*f GB (%.0f bytes), %.0f bytes less than\n"
            "    checkpointing alone, with at most %d of the %d block checkpoints there at once (%.0f bytes);\n"
            "    host pool %.*f GB (%.0f bytes: all %d checkpoints, not part of the device peak)\n",

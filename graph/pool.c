@@ -41,6 +41,9 @@ void sz_pool_destroy(sz_pool *p)
 
 static int64_t round_up(const sz_pool *p, int64_t bytes) { return (bytes + p->align - 1) / p->align * p->align; }
 
+/* The end of the highest temporary block (0 when there is none). */
+static int64_t bottom_end(const sz_pool *p) { return p->n ? p->off[p->n - 1] + p->len[p->n - 1] : 0; }
+
 /* The largest free gap below `limit`. */
 static int64_t largest_gap(const sz_pool *p, int64_t limit)
 {
@@ -58,8 +61,8 @@ static int64_t largest_gap(const sz_pool *p, int64_t limit)
 /* After every change: the peak and the shape of the free space at the peak. */
 static void note(sz_pool *p)
 {
-    if (p->n && p->off[p->n - 1] + p->len[p->n - 1] > p->hw)
-        p->hw = p->off[p->n - 1] + p->len[p->n - 1];
+    if (bottom_end(p) > p->hw)
+        p->hw = bottom_end(p);
     int64_t arena = p->capacity - p->top, largest = largest_gap(p, p->hw), free_in = p->hw + arena - p->used;
     if (p->hw + arena > p->st.footprint)
         p->st.footprint = p->hw + arena;
@@ -71,7 +74,7 @@ static void note(sz_pool *p)
     if (p->used >= p->st.peak_used) {
         p->st.peak_used = p->used;
         p->st.arena_at_peak = arena;
-        p->st.free_at_peak = p->hw + arena - p->used;
+        p->st.free_at_peak = free_in;
         p->st.largest_free_at_peak = largest;
     }
 }
@@ -122,8 +125,8 @@ int64_t sz_pool_alloc_arena(sz_pool *p, int64_t bytes)
 {
     if (!p || bytes <= 0)
         return -1;
-    int64_t need = round_up(p, bytes), floor = p->n ? p->off[p->n - 1] + p->len[p->n - 1] : 0;
-    if (p->top - floor < need) {
+    int64_t need = round_up(p, bytes);
+    if (p->top - bottom_end(p) < need) {
         p->st.failures++;
         return -1;
     }

@@ -255,7 +255,7 @@ int64_t sz_zero_comm_buffer_bytes(int64_t bucket_bytes, int nd, int64_t largest_
         return 0;
     if (bucket_bytes == 0)
         bucket_bytes = SZ_DEFAULT_BUCKET_BYTES;
-    /* elements per rank and round, as tasks/model.c's bucket_elems */
+    /* elements per rank and round (tasks/model.c's bucket_elems derives its rounds from this) */
     int64_t e = bucket_bytes / (4 * (int64_t)nd);
     if (e < 1)
         e = 1;

@@ -8,7 +8,9 @@
  *   update:   [0-1: reduce-scatter every unit's grads into its own slice] [0: all-gather them]
  *             squared norms of the owned slices -> all-gathered -> clip factor (and the norm)
  *             AdamW on the owned slice (stage 0: on everything), one task per tensor piece; it
- *             waits for the clip factor only when clipping is on
+ *             waits for the clip factor only when clipping is on. Without clipping (except stage 0
+ *             across ranks) AdamW takes the squared norms in its own pass instead, and the
+ *             all-gather of them, for the reported norm, comes after it
  *             [1-2: all-gather the updated parameters]
  *
  * Every reduction sums the ranks' contributions in rank order (codelets/reduce_scatter.c), so at
