@@ -294,6 +294,7 @@ int main(int argc, char **argv)
         sz_runtime_info info;
         sz_context_runtime_info(ctx, &info);
         cJSON_AddStringToObject(o, "sched_policy", info.sched_policy);
+        cJSON_AddStringToObject(o, "collectives", info.shared_collectives ? "shm" : "mpi");
         char *text = json ? cJSON_PrintUnformatted(o) : cJSON_Print(o);
         printf("%s\n", text);
         free(text);

@@ -347,8 +347,9 @@ int main(int argc, char **argv)
     sz_context_runtime_info(ctx, &info);
     if (lead && !o.json)
         printf("GPT-2 %s, %lld parameters; %d rank(s) x batch %d x %d, %d micro-batch(es), ZeRO stage %d, %s; "
-               "%zu train tokens; StarPU policy '%s'\n", desc, (long long)sz_model_nparams(gpt2_model(g)), nd,
-               o.batch, o.seq, o.micro_batches, o.stage, o.precision, ntrain, info.sched_policy);
+               "%zu train tokens; StarPU policy '%s'%s\n", desc, (long long)sz_model_nparams(gpt2_model(g)), nd,
+               o.batch, o.seq, o.micro_batches, o.stage, o.precision, ntrain, info.sched_policy,
+               nd > 1 ? (info.shared_collectives ? "; collectives through shared memory" : "; collectives through MPI") : "");
 
     sz_train_config tc;
     sz_train_config_defaults(&tc);

@@ -2,7 +2,8 @@
  * and receives the others'. Two forms: in place (tensors: full (RW), token; the own slice already
  * holds the updated shard — stages 1 and 2 after the optimizer) and from a separate shard
  * (tensors: full (W), shard (R), token — stage 3's just-in-time gather of a unit). fp32 or bf16
- * elements (mixed precision), as the views say. */
+ * elements (mixed precision), as the views say. Ranks on one node read each other's shards in
+ * place (codelets/exchange.c); otherwise MPI_Allgather. */
 #include <string.h>
 #include "sz_codelets.h"
 
@@ -18,8 +19,10 @@ static void ag_cpu(void *b[], void *arg)
     if (a.nd > 1) {
         int64_t t0 = sz_now_ns();
         MPI_Datatype dt = h ? MPI_UINT16_T : MPI_FLOAT;
-        int rc = MPI_Allgather(in_place ? MPI_IN_PLACE : shard, (int)S, dt, full, (int)S, dt, a.comm);
-        STARPU_ASSERT_MSG(rc == MPI_SUCCESS, "all-gather: MPI_Allgather failed (%d)", rc);
+        if (!sz_shm_all_gather(&a, es, full, shard, S)) {
+            int rc = MPI_Allgather(in_place ? MPI_IN_PLACE : shard, (int)S, dt, full, (int)S, dt, a.comm);
+            STARPU_ASSERT_MSG(rc == MPI_SUCCESS, "all-gather: MPI_Allgather failed (%d)", rc);
+        }
         sz_counters_comm(a.stats, (a.nd - 1) * S * (int64_t)es, sz_now_ns() - t0);
     } else if (!in_place) {
         memcpy(full, shard, (size_t)S * es);

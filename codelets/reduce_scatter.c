@@ -2,33 +2,32 @@
  * data-parallel ranks: an all-to-all moves chunk r of every rank's buffer to rank r, which adds
  * the nd chunks in rank order (0, 1, ..., nd-1) into its shard. Stage 0's all-reduce is this plus
  * an all-gather, so every stage sums the same numbers in the same order: bitwise equal results.
+ * Ranks on one node read each other's gradients in place (codelets/exchange.c); otherwise MPI.
  * Tensors: full (R, nd*shard elements), shard (RW), communication buffer (RW, nd*bucket elements),
  * token (RW); `bucket` elements per rank and round; `bytes` (negative) released after. */
+#include <stdlib.h>
 #include "sz_codelets.h"
 
-/* Reduce the shard range [o, o + len) of every rank: recv holds nd chunks of len elements, chunk r
- * from rank r; they are added in rank order (onto the shard when acc). bf16 is summed in fp32 and
- * rounded once. */
-static void reduce_chunk(const struct sz_targs *a, void *shard_v, const void *recv, int64_t o, int64_t len, int acc)
+void sz_reduce_pieces(const struct sz_targs *a, void *shard_v, const void *const *src, int64_t o, int64_t len, int acc)
 {
     if (a->bf16[0]) {
-        const uint16_t *rv = recv;
+        const uint16_t *const *rv = (const uint16_t *const *)src;
         uint16_t *shard = (uint16_t *)shard_v + o;
 #pragma omp parallel for schedule(static)
         for (int64_t i = 0; i < len; i++) {
-            float s = acc ? sz_h2f(shard[i]) + sz_h2f(rv[i]) : sz_h2f(rv[i]);
+            float s = acc ? sz_h2f(shard[i]) + sz_h2f(rv[0][i]) : sz_h2f(rv[0][i]);
             for (int r = 1; r < a->nd; r++)
-                s += sz_h2f(rv[r * len + i]);
+                s += sz_h2f(rv[r][i]);
             shard[i] = sz_f2h(s);
         }
     } else {
-        const float *rv = recv;
+        const float *const *rv = (const float *const *)src;
         float *shard = (float *)shard_v + o;
 #pragma omp parallel for schedule(static)
         for (int64_t i = 0; i < len; i++) {
-            float s = acc ? shard[i] + rv[i] : rv[i];
+            float s = acc ? shard[i] + rv[0][i] : rv[0][i];
             for (int r = 1; r < a->nd; r++)
-                s += rv[r * len + i];
+                s += rv[r][i];
             shard[i] = s;
         }
     }
@@ -49,10 +48,13 @@ static void rs_cpu(void *b[], void *arg)
     char *buf = (char *)sz_tf(b, &a, 2);
     int64_t S = a.shard, t0 = sz_now_ns();
     if (a.nd == 1) {
-        reduce_chunk(&a, shard, full, 0, S, a.acc);
-    } else {
+        const void *src[1] = {full};
+        sz_reduce_pieces(&a, shard, src, 0, S, a.acc);
+    } else if (!sz_shm_reduce_scatter(&a, es, full, shard, S)) {
         int64_t bucket = a.bucket > 0 ? a.bucket : S; /* elements per rank and round */
         MPI_Datatype dt = h ? MPI_UINT16_T : MPI_FLOAT;
+        const void **src = malloc(sizeof *src * (size_t)a.nd);
+        STARPU_ASSERT_MSG(src, "reduce-scatter: out of memory");
         for (int64_t o = 0; o < S; o += bucket) {
             int64_t len = S - o < bucket ? S - o : bucket;
             MPI_Datatype piece, strided; /* len elements, then the next rank's piece one shard further */
@@ -63,11 +65,14 @@ static void rs_cpu(void *b[], void *arg)
             MPI_Type_free(&strided);
             MPI_Type_free(&piece);
             STARPU_ASSERT_MSG(rc == MPI_SUCCESS, "reduce-scatter: MPI_Alltoall failed (%d)", rc);
-            reduce_chunk(&a, shard, buf, o, len, a.acc);
+            for (int r = 0; r < a.nd; r++)
+                src[r] = buf + (size_t)r * (size_t)len * es;
+            sz_reduce_pieces(&a, shard, src, o, len, a.acc);
         }
-        /* the exchange and the rank-ordered sum: what MPI_Reduce_scatter_block does */
-        sz_counters_comm(a.stats, (a.nd - 1) * S * (int64_t)es, sz_now_ns() - t0);
+        free(src);
     }
+    if (a.nd > 1) /* the exchange and the rank-ordered sum: what MPI_Reduce_scatter_block does */
+        sz_counters_comm(a.stats, (a.nd - 1) * S * (int64_t)es, sz_now_ns() - t0);
     if (a.bytes) /* the full-size gradients reduced here are freed right after */
         sz_counters_add(a.stats, a.category, a.bytes);
 }

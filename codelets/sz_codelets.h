@@ -112,10 +112,25 @@ extern struct starpu_codelet sz_cl_sumsq;           /* out (one float), x */
 extern struct starpu_codelet sz_cl_clip_scale;      /* out (scale, norm), this rank's per-unit sums, token; f[5] = clip;
                                                        with nd > 1 the sums of all ranks are all-gathered first */
 extern struct starpu_codelet sz_cl_adamw;           /* param, grad, m, v, scale [, norm]; f[0..4], t */
-/* Communication (blocking MPI collectives on `comm`, serialised in submission order by a token
- * handle so every rank issues them in the same order). Sums are taken in rank order. */
+/* Communication (blocking collectives on `comm`, serialised in submission order by a token
+ * handle so every rank issues them in the same order: through shared memory when every rank is on
+ * this node, else MPI's). Sums are taken in rank order. */
 extern struct starpu_codelet sz_cl_reduce_scatter;  /* full (R, nd*shard), shard (RW), recv buffer (RW), token */
 extern struct starpu_codelet sz_cl_all_gather;      /* full (W; own slice already in place if 1 tensor + token) [, shard (R)], token */
+/* codelets/exchange.c: with every rank's device pool mapped here (sched/devpool.c), the
+ * collectives read their peers' buffers in place. Each returns 1 when done that way, 0 when some
+ * rank's buffer is outside its pool (the caller then uses MPI); the same answer on every rank.
+ * All-gather of S elements per rank (shard NULL: in place); reduce-scatter of a shard (sums in
+ * rank order, onto the shard when acc). */
+int sz_shm_all_gather(const struct sz_targs *a, size_t es, void *full, const void *shard, int64_t S);
+int sz_shm_reduce_scatter(const struct sz_targs *a, size_t es, const void *full, void *shard, int64_t S);
+/* sched/devpool.c: the byte offset of [p, p + len) in this rank's shared pool (-1: not inside, or
+ * the pools are not shared), and where rank `rank`'s pool holds that offset in this process. */
+int64_t sz_shared_offset(const void *p, size_t len);
+const void *sz_shared_peer(int rank, int64_t off);
+/* codelets/reduce_scatter.c: sum nd pieces of len elements, src[r] from rank r, in rank order into
+ * shard[o, o + len) (onto it when acc); bf16 is summed in fp32 and rounded once. */
+void sz_reduce_pieces(const struct sz_targs *a, void *shard, const void *const *src, int64_t o, int64_t len, int acc);
 extern struct starpu_codelet sz_cl_account;         /* any tensors: adds `bytes` to `category` (live memory) */
 /* Mixed precision. */
 extern struct starpu_codelet sz_cl_convert;         /* dst, src: copy converting fp32 <-> bf16; acc = 1: dst += src */

@@ -111,6 +111,8 @@ typedef struct sz_runtime_info {
     int has_fxt, has_cuda, has_mpi, has_blocking_drivers;
     int max_cpus;                          /* STARPU_MAXCPUS of the build */
     char sched_policy[32];                 /* the policy in effect */
+    int shared_collectives;    /* 1: the ranks (all on this node) read each other's device pools
+                                  in our collectives; 0: the collectives go through MPI */
 } sz_runtime_info;
 
 sz_status sz_context_runtime_info(const sz_context *ctx, sz_runtime_info *out);

@@ -314,6 +314,7 @@ sz_status sz_context_runtime_info(const sz_context *ctx, sz_runtime_info *out)
     out->max_cpus = STARPU_MAXCPUS;
     struct starpu_sched_policy *pol = starpu_sched_ctx_get_sched_policy(0);
     snprintf(out->sched_policy, sizeof out->sched_policy, "%s", pol && pol->policy_name ? pol->policy_name : "?");
+    out->shared_collectives = sz_devpool_shared();
     return SZ_OK;
 }
 
@@ -335,7 +336,7 @@ void sz_context_print(const sz_context *ctx, FILE *f)
             info.cuda_workers, info.opencl_workers);
     if (info.comm_worker >= 0)
         fprintf(f, "; worker %d runs only communication", info.comm_worker);
-    fprintf(f, "\n");
+    fprintf(f, "\n  collectives: %s\n", info.shared_collectives ? "shared memory (every rank's device pool mapped here)" : "MPI");
     for (int w = 0; w < info.workers; w++) {
         char name[64];
         starpu_worker_get_name(w, name, sizeof name);

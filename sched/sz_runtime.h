@@ -38,6 +38,8 @@ int sz_devpool_release(void *p);
 int64_t sz_devpool_arena_mark(void);
 void sz_devpool_arena_reset(int64_t mark);
 int sz_devpool_stats(sz_pool_stats *out);
+/* 1 when every rank's pool is mapped here (the collectives read peers in place) */
+int sz_devpool_shared(void);
 
 /* Log with the context's sink; ctx may be NULL (then stderr). */
 void sz_logv(const struct sz_context *ctx, sz_log_level level, const char *fmt, va_list ap);

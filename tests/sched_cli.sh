@@ -5,7 +5,7 @@
 #  2. a configuration that fits keeps its measured peak under the budget (and under the prediction);
 #  3. results are bitwise the same whatever the policy (zero, eager, prio, lws, dmdas), with a
 #     prefetch window, and at stages 0-3 with activation checkpointing, offloaded checkpoints and
-#     small buckets; --partition-activations is refused (no model parallelism). The StarPU watchdog (set by CTest) turns any hang into a failure.
+#     small buckets, and through MPI's collectives or shared memory; --partition-activations is refused (no model parallelism). The StarPU watchdog (set by CTest) turns any hang into a failure.
 # Usage: sched_cli.sh BUILD_DIR MPIEXEC
 set -u
 bin=$1 mpiexec=$2
@@ -62,6 +62,25 @@ for stage in 0 1 2 3; do
     done
 done
 echo "stages 0-3: bitwise identical with checkpointing, offloaded checkpoints, 64 KB buckets and no arenas"
+# Transport: ranks on one node read each other's device pools in place (the default), or go
+# through MPI's collectives (SZ_COLLECTIVES=mpi): the same bits at every stage, fp32 and bf16, 2 and 4 ranks.
+train --zero-stage 3 --steps 1 >"$dir/shm.txt" 2>&1 || fail "shared-memory run"
+grep -q "collectives through shared memory" "$dir/shm.txt" || { cat "$dir/shm.txt"; fail "2 ranks on one node do not use shared memory"; }
+SZ_COLLECTIVES=mpi train --zero-stage 3 --steps 1 >"$dir/mpi.txt" 2>&1 || fail "MPI collectives run"
+grep -q "collectives through MPI" "$dir/mpi.txt" || { cat "$dir/mpi.txt"; fail "SZ_COLLECTIVES=mpi not honoured"; }
+for stage in 0 1 2 3; do
+    SZ_COLLECTIVES=mpi train --zero-stage $stage --save "$dir/v.bin" >/dev/null || fail "stage $stage over MPI"
+    cmp -s "$dir/r$stage.bin" "$dir/v.bin" || fail "stage $stage: MPI's collectives and shared memory differ"
+done
+for np in 2 4; do
+    for c in shm mpi; do
+        SZ_COLLECTIVES=$c timeout 120 "$mpiexec" -n $np "$bin/sz-train" --config d2 --vocab 256 --max-seq 64 \
+            --train "$dir/lic_train.bin" --batch 2 --seq 32 --steps 2 --zero-stage 3 --precision bf16 \
+            --save "$dir/bf16-$c.bin" >/dev/null || fail "bf16 np $np over $c"
+    done
+    cmp -s "$dir/bf16-shm.bin" "$dir/bf16-mpi.bin" || fail "bf16, $np ranks: MPI's collectives and shared memory differ"
+done
+echo "collectives: shared memory by default on one node, bitwise the same as MPI's (stages 0-3; bf16 on 2 and 4 ranks)"
 # M_D: the device pool reports its fragmentation, with and without arenas (StarPU's cache off, so
 # temporaries really come and go)
 for a in "" "--no-arenas"; do

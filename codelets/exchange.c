@@ -1,0 +1,70 @@
+/* codelets/exchange.c — collectives between ranks of one node through shared memory. Every rank's
+ * device pool is mapped in every rank (sched/devpool.c), so a collective on pool buffers needs
+ * only their offsets: one small MPI_Allgather (which is also where the ranks meet), the copies or
+ * sums read straight from the peers' pools, then an MPI_Barrier, after which the peers may
+ * overwrite or free what was read. Each byte crosses memory once, at memcpy speed; through MPI
+ * on this node the same collectives ran at a fraction of that (README, "Transport on one node").
+ * The sums are the MPI path's, in rank order: the same bits. */
+#include <stdlib.h>
+#include <string.h>
+#include "sz_codelets.h"
+
+/* Every rank's offset of its buffer in its pool; 0 when some rank's is not in it. */
+static int offsets(const struct sz_targs *a, const void *p, size_t len, int64_t *all)
+{
+    int64_t off = sz_shared_offset(p, len);
+    int rc = MPI_Allgather(&off, 1, MPI_INT64_T, all, 1, MPI_INT64_T, a->comm);
+    STARPU_ASSERT_MSG(rc == MPI_SUCCESS, "collective: MPI_Allgather of offsets failed (%d)", rc);
+    for (int p = 0; p < a->nd; p++)
+        if (all[p] < 0)
+            return 0;
+    return 1;
+}
+
+static void done(const struct sz_targs *a)
+{
+    int rc = MPI_Barrier(a->comm);
+    STARPU_ASSERT_MSG(rc == MPI_SUCCESS, "collective: MPI_Barrier failed (%d)", rc);
+}
+
+int sz_shm_all_gather(const struct sz_targs *a, size_t es, void *full, const void *shard, int64_t S)
+{
+    size_t block = (size_t)S * es;
+    const char *mine = shard ? shard : (char *)full + (size_t)a->rank * block;
+    int64_t *off = malloc(sizeof *off * (size_t)a->nd);
+    STARPU_ASSERT_MSG(off, "all-gather: out of memory");
+    int ok = offsets(a, mine, block, off);
+    if (ok) {
+        /* blocks of 1 MiB over the worker's OpenMP threads; our own block from the shard */
+        const int64_t chunk = 1 << 20, per = (int64_t)((block + chunk - 1) / chunk);
+#pragma omp parallel for schedule(static)
+        for (int64_t k = 0; k < per * a->nd; k++) {
+            int p = (int)(k / per);
+            size_t o = (size_t)(k % per) * chunk, len = block - o < (size_t)chunk ? block - o : (size_t)chunk;
+            const char *src = p == a->rank ? mine : (const char *)sz_shared_peer(p, off[p]);
+            char *dst = (char *)full + (size_t)p * block;
+            if (dst + o != src + o)
+                memcpy(dst + o, src + o, len);
+        }
+        done(a);
+    }
+    free(off);
+    return ok;
+}
+
+int sz_shm_reduce_scatter(const struct sz_targs *a, size_t es, const void *full, void *shard, int64_t S)
+{
+    int64_t *off = malloc(sizeof *off * (size_t)a->nd);
+    const void **src = malloc(sizeof *src * (size_t)a->nd);
+    STARPU_ASSERT_MSG(off && src, "reduce-scatter: out of memory");
+    int ok = offsets(a, full, (size_t)a->nd * (size_t)S * es, off);
+    if (ok) {
+        for (int p = 0; p < a->nd; p++) /* rank p's gradients for our shard */
+            src[p] = (const char *)sz_shared_peer(p, off[p]) + (size_t)a->rank * (size_t)S * es;
+        sz_reduce_pieces(a, shard, src, 0, S, a->acc);
+        done(a);
+    }
+    free(src);
+    free(off);
+    return ok;
+}
