@@ -35,7 +35,7 @@ int sz_shm_all_gather(const struct sz_targs *a, size_t es, void *full, const voi
     STARPU_ASSERT_MSG(off, "all-gather: out of memory");
     int ok = offsets(a, mine, block, off);
     if (ok) {
-        /* blocks of 1 MiB over the worker's OpenMP threads; our own block from the shard */
+        /* 1 MiB pieces over the worker's OpenMP threads; our own block from the shard */
         const int64_t chunk = 1 << 20, per = (int64_t)((block + chunk - 1) / chunk);
 #pragma omp parallel for schedule(static)
         for (int64_t k = 0; k < per * a->nd; k++) {
@@ -43,7 +43,7 @@ int sz_shm_all_gather(const struct sz_targs *a, size_t es, void *full, const voi
             size_t o = (size_t)(k % per) * chunk, len = block - o < (size_t)chunk ? block - o : (size_t)chunk;
             const char *src = p == a->rank ? mine : (const char *)sz_shared_peer(p, off[p]);
             char *dst = (char *)full + (size_t)p * block;
-            if (dst + o != src + o)
+            if (dst != src) /* an in-place gather leaves our own block as it is */
                 memcpy(dst + o, src + o, len);
         }
         done(a);
