@@ -282,10 +282,10 @@ static void report(const struct opts *o, const sz_gpt2_config *cfg, const sz_mem
             printf(" %.0f:%.1f", r0->timeline_ms[i], r0->timeline_bytes[i] / 1e6);
         printf("\n");
     }
-    if (o->stage == 3 && nd > 1) /* the head re-gathers the tied embedding (wte, wpe), kept through its backward */
-        printf("  (stage 3 also re-gathers the tied embedding unit for the head: +%.0f bytes per micro-batch)\n",
-               (double)sz_zero_shard((int64_t)(sz_gpt2_tensor_numel(cfg, SZ_GPT2_WTE) +
-                                             sz_gpt2_tensor_numel(cfg, SZ_GPT2_WPE)), nd) * (nd - 1) * (mixed ? 2 : 4));
+    if (o->stage == 3 && nd > 1) /* the head's one gather serves its forward and backward */
+        printf("  (stage 3: the head gathers the tied embedding, whose own backward needs no gather, and keeps\n"
+               "   its gather from its forward through its backward: %.0f bytes per micro-batch under the formula)\n",
+               (double)sz_zero_shard(2 * (int64_t)cfg->channels, nd) * (nd - 1) * (mixed ? 2 : 4));
 }
 
 int main(int argc, char **argv)

@@ -9,6 +9,7 @@ typedef struct sz_plan_unit {
     const int *uses;     /* tied units it reads and accumulates gradients into */
     int nuses;
     int has_backward;
+    int backward_params; /* its backward needs its parameters (and its tied units') present */
 } sz_plan_unit;
 
 /* Peak bytes of the transients (gathered / working parameters, gradients in flight) over one

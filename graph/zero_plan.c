@@ -62,7 +62,9 @@ int64_t sz_plan_transient_peak(const sz_plan_unit *units, int n, int stage, int 
                 }
             }
         }
-        int64_t b = (units[i].has_backward ? with_uses(units, i, stage, mixed) + (stage == 3 ? prefetch_bytes : 0) : 0)
+        int64_t b = (units[i].has_backward ? (units[i].backward_params ? with_uses(units, i, stage, mixed) : 0) +
+                                                 (stage == 3 ? prefetch_bytes : 0)
+                                           : 0)
                     + grads + (mixed && stage >= 2 ? units[i].padded * 2 : 0); /* the bf16 copy being reduced */
         peak = b > peak ? b : peak;
         if (live[i]) {

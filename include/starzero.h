@@ -174,6 +174,10 @@ typedef struct sz_unit_desc {
                                       gradients it accumulates into: tied weights (GPT-2's head uses
                                       the embedding's wte). ZeRO-3 gathers them with this unit. */
     int nuses;
+    int backward_skips_params;     /* 1: backward reads none of the unit's parameters (an embedding
+                                      lookup's backward only scatters gradients), so ZeRO-3 does
+                                      not gather them for it (nor mixed precision convert them),
+                                      unless the unit is recomputed under checkpointing */
 } sz_unit_desc;
 
 /* ZeRO: where model states live. Set before sz_model_finalize; defaults: stage 0, 1 micro-batch,

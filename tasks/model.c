@@ -133,6 +133,7 @@ sz_status sz_model_add_unit(sz_model *m, const sz_unit_desc *d)
     snprintf(u->offload_name, sizeof u->offload_name, "offload:%s", d->name);
     snprintf(u->fetch_name, sizeof u->fetch_name, "fetch:%s", d->name);
     u->checkpointable = d->checkpointable;
+    u->backward_skips_params = d->backward_skips_params;
     u->nparams = d->nparams;
     u->params = calloc((size_t)d->nparams + 1, sizeof *u->params);
     u->offset = calloc((size_t)d->nparams + 1, sizeof *u->offset);
@@ -364,6 +365,7 @@ static int64_t predict(const struct sz_model *m, int stage, int nd, int mixed)
         pu[i].uses = u->uses;
         pu[i].nuses = u->nuses;
         pu[i].has_backward = u->backward != NULL;
+        pu[i].backward_params = sz_zero_backward_gathers(m, u);
         maxpad = pu[i].padded > maxpad ? pu[i].padded : maxpad;
     }
     int64_t peak = sz_plan_state_bytes(pu, m->nunits, stage, nd, mixed) +

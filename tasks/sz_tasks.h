@@ -37,6 +37,7 @@ struct sz_unit {
     char name[32], fwd_name[40], bwd_name[40], opt_name[40], gather_name[40], release_name[40], rs_name[40],
         ag_name[40], recompute_name[40], offload_name[40], fetch_name[40];
     int checkpointable;
+    int backward_skips_params;   /* see sz_unit_desc */
     sz_tensor *ckpt, *ckpt_host; /* offloaded checkpoint: device tensor (lazy) and its host pool copy */
     int ckpt_on_device;          /* submission-time state */
     sz_param_spec *params;
@@ -130,6 +131,8 @@ void sz_tensor_unregister(sz_tensor *t);
 /* tasks/zero.c: the ZeRO step driver */
 /* Bytes of parameters unit u's compute tasks need present (gathered and/or working copy). */
 int64_t sz_zero_params_bytes(const struct sz_model *m, const struct sz_unit *u);
+/* 1 when the unit's backward needs its parameters (and its tied units') gathered or converted. */
+int sz_zero_backward_gathers(const struct sz_model *m, const struct sz_unit *u);
 /* then_backward: the backward follows at once, so the last unit keeps what it gathered for it. */
 sz_status sz_zero_forward(struct sz_model *m, int then_backward);
 sz_status sz_zero_backward(struct sz_model *m);

@@ -150,6 +150,13 @@ static sz_status ckpt_drop(struct sz_model *m, struct sz_unit *v)
     return st;
 }
 
+/* Whether the unit's backward needs its parameters (and its tied units') gathered: not for a
+ * backward that reads none, unless the unit's forward is recomputed before it. */
+int sz_zero_backward_gathers(const struct sz_model *m, const struct sz_unit *u)
+{
+    return u->backward && !(u->backward_skips_params && !(m->zero.checkpoint && u->checkpointable));
+}
+
 /* ---- the prefetch window ----------------------------------------------------------------------
  * Stage 3: after gathering the unit about to compute, gather the next units in the pass's order
  * while they fit in prefetch_bytes (and the gathered bytes alive stay within max_live_bytes), so
@@ -164,7 +171,7 @@ static sz_status prefetch(struct sz_model *m, int from, int step)
             live += sz_zero_params_bytes(m, m->units[i]);
     for (int i = from; i >= 0 && i < m->nunits; i += step) {
         struct sz_unit *u = m->units[i];
-        if (step < 0 && !u->backward)
+        if (step < 0 && !sz_zero_backward_gathers(m, u))
             continue;
         /* the unit and the units it uses (the head: the tied embedding); those gathered by an
          * earlier call count too: the window is bytes ahead, not new bytes */
@@ -218,8 +225,8 @@ sz_status sz_zero_backward(struct sz_model *m)
     for (int i = m->nunits - 1; i >= 0 && st == SZ_OK; i--) {
         struct sz_unit *u = m->units[i];
         if (u->backward) {
-            if ((st = with_uses(m, u, gather)) != SZ_OK || (st = prefetch(m, i - 1, -1)) != SZ_OK ||
-                (st = with_uses(m, u, grads_touch)) != SZ_OK)
+            if ((sz_zero_backward_gathers(m, u) && (st = with_uses(m, u, gather)) != SZ_OK) ||
+                (st = prefetch(m, i - 1, -1)) != SZ_OK || (st = with_uses(m, u, grads_touch)) != SZ_OK)
                 break;
             struct sz_unit *next = i + 1 < m->nunits ? m->units[i + 1] : NULL;
             int recompute = m->zero.checkpoint && u->checkpointable;

@@ -3,8 +3,9 @@
  *  - one micro-batch: stages 1, 2, 3 give bitwise the same losses and parameters as stage 0;
  *  - two micro-batches: all stages agree to float rounding;
  *  - measured model-state bytes equal the DESIGN formula for the padded sizes (and the formula
- *    for the real sizes up to padding); measured communication bytes equal the formula too (plus
- *    the re-gathers of the tied embedding under stage 3, and the clip factor's tiny all-gather);
+ *    for the real sizes up to padding); measured communication bytes equal the formula too (less,
+ *    under stage 3, the head's own parameters, which one gather serves for its forward and
+ *    backward; plus the clip factor's tiny all-gather);
  *  - under stage 2-3 no full-size gradient buffer is held, and stage 3 holds no full parameters.
  * Every rank checks; the verdict is all-reduced so the exit code is the same everywhere. */
 #include <math.h>
@@ -146,12 +147,11 @@ int main(int argc, char **argv)
         CHECK((s == 3 || precision == SZ_PRECISION_BF16) == (r->bytes[SZ_MEM_GATHERED] > 0), "stage %d: gathered peak %lld",
               s, (long long)r->bytes[SZ_MEM_GATHERED]);
         /* communication per step (the last one): elements sent per the DESIGN formula, fp32 */
-        int64_t shard_embed = sz_zero_shard((int64_t)(sz_gpt2_tensor_numel(&c, SZ_GPT2_WTE) +
-                                                      sz_gpt2_tensor_numel(&c, SZ_GPT2_WPE)), nd);
         double f = (s < 3 ? 2.0 : 3.0) * padded * (nd - 1) / nd * es;
-        if (s == 3) /* the head re-gathers the tied embedding; the head (the last unit) keeps its
-                       parameters and the embedding from its forward to its backward */
-            f += (double)(shard_embed - sz_zero_shard(2 * (int64_t)c.channels, nd)) * (nd - 1) * es;
+        if (s == 3) /* the head gathers the tied embedding, whose own backward reads no parameter and
+                       gathers nothing; the head (the last unit) keeps its parameters and the
+                       embedding from its forward to its backward */
+            f -= (double)sz_zero_shard(2 * (int64_t)c.channels, nd) * (nd - 1) * es;
         f += (double)(c.layers + 2) * (nd - 1) * 4; /* the clip factor's per-unit norms */
         CHECK(fabs((double)r->comm_bytes_sent - f) < 0.5, "stage %d: sent %lld bytes, formula %.0f", s,
               (long long)r->comm_bytes_sent, f);

@@ -222,7 +222,7 @@ sz_status gpt2_create(gpt2 **out, sz_context *ctx, const sz_gpt2_config *cfg, in
         spec_from_table(cfg, HEAD_IDS[i], &g->head_spec[i]);
 
     sz_unit_desc d = {.name = "embed", .params = g->embed_spec, .nparams = NELEM(EMBED_IDS), .forward = embed_fwd,
-                      .backward = embed_bwd, .user = g};
+                      .backward = embed_bwd, .user = g, .backward_skips_params = 1};
     st = sz_model_add_unit(g->model, &d);
     for (int l = 0; l < L && st == SZ_OK; l++) {
         char name[32];
