@@ -26,7 +26,7 @@ static struct {
     char *base;
     size_t bytes;
     sz_pool *pool;
-    int fd;             /* the memfd behind base, -1 when private */
+    int fd;             /* the memfd behind base until the peers have mapped it; -1 otherwise */
     int nranks;         /* > 0: peer[p] maps rank p's pool (peer[rank] == base) */
     char **peer;
     size_t *peer_bytes;
@@ -188,12 +188,12 @@ sz_status sz_devpool_start(struct sz_context *ctx, size_t bytes)
         devpool.pool = pool;
         pthread_mutex_unlock(&devpool.lock);
         starpu_malloc_set_hooks(hook_malloc, hook_free);
-    } else if (devpool.fd >= 0) {
-        close(devpool.fd);
-        devpool.fd = -1;
     }
     if (ctx->world_size > 1) /* every rank takes part, whatever it has */
         share(ctx, shared && pool);
+    if (devpool.fd >= 0) /* the mappings keep the memory */
+        close(devpool.fd);
+    devpool.fd = -1;
     return SZ_OK;
 }
 
@@ -224,9 +224,6 @@ void sz_devpool_stop(void)
         sz_pool_destroy(devpool.pool);
         munmap(devpool.base, devpool.bytes);
     }
-    if (devpool.fd >= 0)
-        close(devpool.fd);
-    devpool.fd = -1;
     devpool.pool = NULL;
     devpool.base = NULL;
     devpool.bytes = 0;
