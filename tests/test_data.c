@@ -11,6 +11,7 @@
 #include <unistd.h>
 #include <CUnit/Basic.h>
 #include "starzero.h"
+#include "starzero_gpt2.h"
 #include "data.h"
 #include "sz_test.h"
 

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "starzero.h"
+#include "starzero_gpt2.h"
 #include "data.h"
 
 int sz_tokens_open(sz_tokens *d, const char *path, int vocab, int nd, int B, int T, char *err, size_t errlen)

@@ -212,8 +212,8 @@ sz_status sz_llmc_checkpoint_read_header(const char *path, sz_gpt2_config *cfg_o
 
 /* A checkpoint holding NaN or infinity is refused, naming the tensor, its layer and the element:
  * training from it would only produce NaN losses. */
-static sz_status check_finite(const char *path, const sz_gpt2_config *cfg, const float *params, char *err,
-                              size_t errlen)
+sz_status sz_llmc_check_finite(const char *path, const sz_gpt2_config *cfg, const float *params, char *err,
+                               size_t errlen)
 {
     for (int id = 0; id < SZ_GPT2_NUM_TENSORS; id++) {
         const sz_gpt2_tensor_spec *t = sz_gpt2_tensor(id);
@@ -225,10 +225,10 @@ static sz_status check_finite(const char *path, const sz_gpt2_config *cfg, const
             for (size_t i = 0; i < rows * cols; i++)
                 if (!isfinite(p[i])) {
                     if (t->per_layer)
-                        sz_set_err(err, errlen, "%s: tensor %s of layer %d holds %f at element %zu: a checkpoint "
+                        gpt2_set_err(err, errlen, "%s: tensor %s of layer %d holds %f at element %zu: a checkpoint "
                                    "with non-finite values is refused", path, t->name, l, p[i], i);
                     else
-                        sz_set_err(err, errlen, "%s: tensor %s holds %f at element %zu: a checkpoint with "
+                        gpt2_set_err(err, errlen, "%s: tensor %s holds %f at element %zu: a checkpoint with "
                                    "non-finite values is refused", path, t->name, p[i], i);
                     return SZ_ERR_FORMAT;
                 }
@@ -260,8 +260,6 @@ sz_status sz_llmc_checkpoint_read(const char *path, sz_gpt2_config *cfg_out, flo
     }
     st = read_exact(fp, params, n * sizeof(float), path, err, errlen);
     fclose(fp);
-    if (st == SZ_OK)
-        st = check_finite(path, &cfg, params, err, errlen);
     if (st != SZ_OK) {
         free(params);
         return st;
