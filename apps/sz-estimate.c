@@ -14,7 +14,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "starzero.h"
+#include "starzero_gpt2.h"
 
 #define MAX_ND_VALUES 64
 

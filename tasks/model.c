@@ -680,7 +680,10 @@ sz_status sz_model_eval(sz_model *m, float *loss)
     if (!m || !m->finalized)
         return SZ_ERR_STATE;
     sz_status st = sz_zero_forward(m, 0);
-    return st != SZ_OK ? st : global_mean_loss(m, loss);
+    if (st == SZ_OK)
+        st = global_mean_loss(m, loss);
+    sz_status fail = sz_model_take_failure(m);
+    return st != SZ_OK ? st : fail;
 }
 
 sz_status sz_model_forward_backward(sz_model *m, float *loss)
@@ -711,7 +714,10 @@ sz_status sz_model_forward_backward(sz_model *m, float *loss)
         st = sz_zero_backward(m);
     if (st == SZ_OK)
         m->micro_batch++;
-    return st == SZ_OK ? global_mean_loss(m, loss) : st;
+    if (st == SZ_OK)
+        st = global_mean_loss(m, loss);
+    sz_status fail = sz_model_take_failure(m);
+    return st != SZ_OK ? st : fail;
 }
 
 sz_status sz_model_update(sz_model *m, const sz_train_config *cfg, int t)
@@ -731,6 +737,8 @@ sz_status sz_model_update(sz_model *m, const sz_train_config *cfg, int t)
     st = sz_tensor_read(m->clip, clip);
     m->last_grad_norm = clip[1];
     starpu_task_wait_for_all();
+    if (st == SZ_OK)
+        st = sz_model_take_failure(m);
     m->step_sent = __atomic_load_n(&m->counters.sent, __ATOMIC_RELAXED) - m->step_sent;
     m->step_received = __atomic_load_n(&m->counters.received, __ATOMIC_RELAXED) - m->step_received;
     m->step_ns = __atomic_load_n(&m->counters.comm_ns, __ATOMIC_RELAXED) - m->step_ns;
