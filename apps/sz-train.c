@@ -1,8 +1,10 @@
 /* apps/sz-train.c — trains GPT-2 (llm.c semantics) on llm.c token files with ZeRO data
  * parallelism across MPI ranks, one line (or one JSON object) per step. Start from an llm.c
  * checkpoint (--init) or a random GPT-2 (--config). `sz-train --help` lists the options.
- * --batch B is the per-rank micro-batch: micro-step k of the run reads the nd*B consecutive rows
- * of the token stream's batch k, rank r taking rows r*B .. r*B+B-1. */
+ * --batch B is the per-rank micro-batch. The data order is llm.c's (apps/common/data.h): micro-batch
+ * i of the run reads batch (i mod the batches the file holds) whole, nd*B rows of T tokens, rank r
+ * taking rows r*B .. r*B+B-1; validation reads the first --val-steps batches of the val file. */
+#include <limits.h>
 #include <math.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -10,14 +12,16 @@
 #include <string.h>
 #include <time.h>
 #include "gpt2/gpt2.h"
+#include "data.h"
+#include "opts.h"
 
 struct opts {
     const char *init, *config, *train, *val, *save, *precision, *decay, *trace;
-    int vocab, max_seq, batch, seq, steps, val_every, val_batches, json, stage, micro_batches, report, checkpoint,
-        offload, no_arenas;
-    double mem_budget, prefetch_bytes, max_live_bytes, bucket_bytes, timeout;
+    int vocab, max_seq, batch, seq, steps, val_every, val_steps, json, stage, micro_batches, report, checkpoint,
+        offload, no_arenas, allow_nonfinite;
+    double mem_budget, prefetch_bytes, max_live_bytes, bucket_bytes;
     unsigned long long seed;
-    float lr, beta1, beta2, eps, wd, grad_clip;
+    float lr, beta1, beta2, eps, wd, grad_clip, timeout;
 };
 
 static void usage(FILE *f)
@@ -32,7 +36,8 @@ static void usage(FILE *f)
             "data:     --train FILE         llm.c token file (required)\n"
             "          --val FILE           llm.c token file for validation\n"
             "          --val-every N        validate every N steps and at the end (default 0: only at the end)\n"
-            "          --val-batches K      batches per validation (default 4)\n"
+            "          --val-steps N        validation reads the val file's first N batches (default 20;\n"
+            "                               fewer if the file holds fewer), as llm.c does\n"
             "step:     --batch B --seq T --steps N   (defaults 4, 64, 10)\n"
             "optim:    --lr (3e-4) --beta1 (0.9) --beta2 (0.999) --eps (1e-8) --wd (0)\n"
             "          --decay matrices|all which tensors weight decay applies to (default matrices;\n"
@@ -58,19 +63,51 @@ static void usage(FILE *f)
             "                               the device pool's fragmentation either way)\n"
             "failures: --timeout SECONDS    a collective that waits longer than max(SECONDS, 5x the slowest step)\n"
             "                               ends the job on every rank, saying which rank it waited for and where\n"
-            "                               (default 600; 0: wait forever)\n"
+            "                               (default 600; 0: wait forever; exit status 4)\n"
             "output:   --save FILE          write an llm.c checkpoint (fp32) at the end\n"
             "          --trace DIR          every rank writes its FxT trace into DIR (merge with\n"
             "                               starpu_fxt_tool, or use scripts/trace.sh)\n"
             "          --report             print measured memory per category and communication per step\n"
             "                               beside the DESIGN formulas (rank 0; max over ranks)\n"
+            "          --allow-nonfinite    keep training after a step whose loss or gradient norm is not\n"
+            "                               finite (by default the run stops there, exit status 3)\n"
             "          --json               one JSON object per step instead of text lines; the last line is\n"
             "                               the memory/communication report\n");
 }
 
+/* One option with a value: numbers parse completely and lie in their range (apps/common/opts.c),
+ * or the option is refused naming it, the value and the range. 1: not an option of this kind. */
+static int parse_value(struct opts *o, const char *a, const char *v)
+{
+    const double inf = INFINITY;
+    if (!strcmp(a, "--vocab")) return sz_opt_int(a, v, 1, 65536, &o->vocab);
+    if (!strcmp(a, "--max-seq")) return sz_opt_int(a, v, 1, 1 << 20, &o->max_seq);
+    if (!strcmp(a, "--batch")) return sz_opt_int(a, v, 1, 1 << 20, &o->batch);
+    if (!strcmp(a, "--seq")) return sz_opt_int(a, v, 1, 1 << 20, &o->seq);
+    if (!strcmp(a, "--steps")) return sz_opt_int(a, v, 0, INT_MAX, &o->steps);
+    if (!strcmp(a, "--val-every")) return sz_opt_int(a, v, 0, INT_MAX, &o->val_every);
+    if (!strcmp(a, "--val-steps") || !strcmp(a, "--val-batches")) return sz_opt_int(a, v, 1, INT_MAX, &o->val_steps);
+    if (!strcmp(a, "--seed")) return sz_opt_u64(a, v, &o->seed);
+    if (!strcmp(a, "--zero-stage")) return sz_opt_int(a, v, 0, 3, &o->stage);
+    if (!strcmp(a, "--micro-batches")) return sz_opt_int(a, v, 1, 1 << 20, &o->micro_batches);
+    if (!strcmp(a, "--mem-budget")) return sz_opt_bytes(a, v, &o->mem_budget);
+    if (!strcmp(a, "--prefetch-bytes")) return sz_opt_bytes(a, v, &o->prefetch_bytes);
+    if (!strcmp(a, "--max-live-bytes")) return sz_opt_bytes(a, v, &o->max_live_bytes);
+    if (!strcmp(a, "--bucket-bytes")) return sz_opt_bytes(a, v, &o->bucket_bytes);
+    if (!strcmp(a, "--timeout")) return sz_opt_real(a, v, 0, 0, inf, 0, &o->timeout);
+    if (!strcmp(a, "--lr")) return sz_opt_real(a, v, 0, 0, inf, 0, &o->lr);
+    if (!strcmp(a, "--beta1")) return sz_opt_real(a, v, 0, 0, 1, 1, &o->beta1);
+    if (!strcmp(a, "--beta2")) return sz_opt_real(a, v, 0, 0, 1, 1, &o->beta2);
+    if (!strcmp(a, "--eps")) return sz_opt_real(a, v, 0, 1, inf, 0, &o->eps);
+    if (!strcmp(a, "--wd")) return sz_opt_real(a, v, 0, 0, inf, 0, &o->wd);
+    if (!strcmp(a, "--grad-clip")) return sz_opt_real(a, v, 0, 0, inf, 0, &o->grad_clip);
+    fprintf(stderr, "sz-train: unknown option %s (see --help)\n", a);
+    return -1;
+}
+
 static int parse(int argc, char **argv, struct opts *o)
 {
-    *o = (struct opts){.vocab = 50257, .max_seq = 1024, .batch = 4, .seq = 64, .steps = 10, .val_batches = 4,
+    *o = (struct opts){.vocab = 50257, .max_seq = 1024, .batch = 4, .seq = 64, .steps = 10, .val_steps = 20,
                        .micro_batches = 1,
                        .seed = 1337, .lr = 3e-4f, .beta1 = 0.9f, .beta2 = 0.999f, .eps = 1e-8f,
                        .precision = "fp32", .decay = "matrices", .timeout = 600};
@@ -82,6 +119,7 @@ static int parse(int argc, char **argv, struct opts *o)
         if (!strcmp(a, "--checkpoint")) { o->checkpoint = 1; continue; }
         if (!strcmp(a, "--offload-checkpoints")) { o->offload = 1; continue; }
         if (!strcmp(a, "--no-arenas")) { o->no_arenas = 1; continue; }
+        if (!strcmp(a, "--allow-nonfinite")) { o->allow_nonfinite = 1; continue; }
         if (!strcmp(a, "--partition-activations")) {
             fprintf(stderr, "sz-train: --partition-activations (ZeRO-R's P_a) partitions activation checkpoints across "
                             "model-parallel ranks, and StarZeRO has no model parallelism yet: there is nothing to "
@@ -98,45 +136,12 @@ static int parse(int argc, char **argv, struct opts *o)
         else if (!strcmp(a, "--trace")) o->trace = v;
         else if (!strcmp(a, "--precision")) o->precision = v;
         else if (!strcmp(a, "--decay")) o->decay = v;
-        else if (!strcmp(a, "--vocab")) o->vocab = atoi(v);
-        else if (!strcmp(a, "--max-seq")) o->max_seq = atoi(v);
-        else if (!strcmp(a, "--batch")) o->batch = atoi(v);
-        else if (!strcmp(a, "--seq")) o->seq = atoi(v);
-        else if (!strcmp(a, "--steps")) o->steps = atoi(v);
-        else if (!strcmp(a, "--val-every")) o->val_every = atoi(v);
-        else if (!strcmp(a, "--val-batches")) o->val_batches = atoi(v);
-        else if (!strcmp(a, "--seed")) o->seed = strtoull(v, NULL, 10);
-        else if (!strcmp(a, "--zero-stage")) o->stage = atoi(v);
-        else if (!strcmp(a, "--micro-batches")) o->micro_batches = atoi(v);
-        else if (!strcmp(a, "--mem-budget") || !strcmp(a, "--prefetch-bytes") || !strcmp(a, "--max-live-bytes") ||
-                 !strcmp(a, "--bucket-bytes")) {
-            double *dst = a[2] == 'm' && a[3] == 'e' ? &o->mem_budget : a[2] == 'p' ? &o->prefetch_bytes
-                          : a[2] == 'b' ? &o->bucket_bytes : &o->max_live_bytes;
-            if (sz_parse_bytes(v, dst) != SZ_OK || *dst < 0) {
-                fprintf(stderr, "sz-train: %s %s: not a byte size (e.g. 512M, 2G, 1.5GiB)\n", a, v);
-                return -1;
-            }
-        }
-        else if (!strcmp(a, "--timeout")) {
-            char *end;
-            o->timeout = strtod(v, &end);
-            if (*end || o->timeout < 0) {
-                fprintf(stderr, "sz-train: --timeout %s: seconds >= 0 (0: no deadline)\n", v);
-                return -1;
-            }
-        }
-        else if (!strcmp(a, "--lr")) o->lr = strtof(v, NULL);
-        else if (!strcmp(a, "--beta1")) o->beta1 = strtof(v, NULL);
-        else if (!strcmp(a, "--beta2")) o->beta2 = strtof(v, NULL);
-        else if (!strcmp(a, "--eps")) o->eps = strtof(v, NULL);
-        else if (!strcmp(a, "--wd")) o->wd = strtof(v, NULL);
-        else if (!strcmp(a, "--grad-clip")) o->grad_clip = strtof(v, NULL);
-        else { fprintf(stderr, "sz-train: unknown option %s (see --help)\n", a); return -1; }
+        else if (parse_value(o, a, v) != 0) return -1;
     }
     if (!o->init == !o->config) { fprintf(stderr, "sz-train: give exactly one of --init FILE or --config NAME\n"); return -1; }
     if (!o->train) { fprintf(stderr, "sz-train: --train FILE is required\n"); return -1; }
-    if (o->batch < 1 || o->seq < 1 || o->steps < 0 || o->val_batches < 1) {
-        fprintf(stderr, "sz-train: --batch, --seq, --val-batches must be >= 1 and --steps >= 0\n");
+    if (o->batch < 1 || o->seq < 1 || o->steps < 0 || o->val_steps < 1) {
+        fprintf(stderr, "sz-train: --batch, --seq, --val-steps must be >= 1 and --steps >= 0\n");
         return -1;
     }
     if (o->stage < 0 || o->stage > 3 || o->micro_batches < 1) {
@@ -154,11 +159,17 @@ static int parse(int argc, char **argv, struct opts *o)
     return 0;
 }
 
-static double now_ms(void)
+/* Every path the run will write, checked before any work on every rank that writes it (--trace:
+ * every rank, before the runtime starts; --save: rank 0), so that a typo costs seconds, not the
+ * run. Collective: every rank learns whether any failed. */
+static int check_trace_dir(const struct opts *o)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+    char err[600];
+    if (o->trace && sz_check_writable_dir(o->trace, err, sizeof err) != 0) {
+        fprintf(stderr, "sz-train: --trace %s\n", err);
+        return -1;
+    }
+    return 0;
 }
 
 /* A data or model file as the ranks compare it: its size and a hash of its 1 KiB header. */
@@ -212,7 +223,8 @@ static sz_status agree(sz_context *ctx, const struct opts *o, const sz_gpt2_conf
     sz_settings_add(s, "--seq", "%d", o->seq);
     sz_settings_add(s, "--steps", "%d", o->steps);
     sz_settings_add(s, "--val-every", "%d", o->val_every);
-    sz_settings_add(s, "--val-batches", "%d", o->val_batches);
+    sz_settings_add(s, "--val-steps", "%d", o->val_steps);
+    sz_settings_add(s, "--allow-nonfinite", "%s", o->allow_nonfinite ? "given" : "not given");
     sz_settings_add(s, "the optimizer", "AdamW");
     sz_settings_add(s, "--lr", "%.9g", o->lr);
     sz_settings_add(s, "--beta1", "%.9g", o->beta1);
@@ -231,13 +243,44 @@ static sz_status agree(sz_context *ctx, const struct opts *o, const sz_gpt2_conf
     return st;
 }
 
-/* Mean loss over K global batches of a token stream (forward only; every rank its rows). */
-static sz_status evaluate(gpt2 *g, int nd, int rank, const uint16_t *tok, size_t n, int K, int B, int T, int *in,
-                          int *tg, float *out)
+static int check_outputs(const struct opts *o, sz_context *ctx, int rank)
+{
+    char err[600];
+    double bad = 0;
+    if (rank == 0 && o->save && sz_check_writable_file(o->save, err, sizeof err) != 0) {
+        fprintf(stderr, "sz-train: --save %s\n", err);
+        bad = 1;
+    }
+    if (sz_context_sum(ctx, &bad, 1) != SZ_OK)
+        return -1;
+    return bad > 0 ? -1 : 0;
+}
+
+/* A step whose loss or gradient norm is not finite stops the run (unless --allow-nonfinite). */
+static int step_is_finite(const struct opts *o, int step, float loss, float norm, int lead)
+{
+    if (o->allow_nonfinite || (isfinite(loss) && isfinite(norm)))
+        return 1;
+    fflush(stdout);
+    if (lead)
+        fprintf(stderr, "sz-train: step %d: the loss is %g and the gradient norm %g: not finite, stopping "
+                        "(the parameters after it are not saved; --allow-nonfinite trains on)\n", step, loss, norm);
+    return 0;
+}
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+/* Mean loss over the first K batches of the val file (forward only; every rank its rows). */
+static sz_status evaluate(gpt2 *g, int rank, const sz_tokens *val, long K, int *in, int *tg, float *out)
 {
     double s = 0.0;
-    for (int k = 0; k < K; k++) {
-        gpt2_batch_from_stream(tok, n, k, nd * B, rank * B, B, T, in, tg);
+    for (long k = 0; k < K; k++) {
+        sz_tokens_batch(val, k, rank, in, tg);
         float l;
         sz_status st = gpt2_set_batch(g, in, tg);
         if (st == SZ_OK)
@@ -372,6 +415,7 @@ static void report(const struct opts *o, const sz_gpt2_config *cfg, const sz_mem
 int main(int argc, char **argv)
 {
     struct opts o;
+    sz_opt_prog("sz-train");
     if (parse(argc, argv, &o) != 0)
         return 2;
     char err[512] = "";
@@ -382,18 +426,9 @@ int main(int argc, char **argv)
         fprintf(stderr, "sz-train: %s\n", err);
         return 1;
     }
-    uint16_t *train = NULL, *val = NULL;
-    size_t ntrain = 0, nval = 0;
-    if (sz_llmc_tokens_read(o.train, cfg.vocab, &train, &ntrain, err, sizeof err) != SZ_OK ||
-        (o.val && sz_llmc_tokens_read(o.val, cfg.vocab, &val, &nval, err, sizeof err) != SZ_OK)) {
-        fprintf(stderr, "sz-train: %s\n", err);
-        return 1;
-    }
-    if (ntrain < 2 || (o.val && nval < 2)) {
-        fprintf(stderr, "sz-train: %s has fewer than 2 tokens\n", ntrain < 2 ? o.train : o.val);
-        return 1;
-    }
 
+    if (check_trace_dir(&o) != 0)
+        return 1;
     sz_context *ctx = NULL;
     sz_context_config ccfg;
     sz_context_config_defaults(&ccfg);
@@ -411,13 +446,20 @@ int main(int argc, char **argv)
         else
             fprintf(stderr, "sz-train: the ranks could not compare their settings: %s\n", sz_status_string(st));
         sz_context_free(ctx);
-        free(train);
-        free(val);
         return 1;
     }
     gpt2 *g = NULL;
     int *in = malloc((size_t)o.batch * o.seq * sizeof *in), *tg = malloc((size_t)o.batch * o.seq * sizeof *tg);
     sz_memory_report *reps = calloc((size_t)nd, sizeof *reps);
+    sz_tokens train = {0}, val = {0};
+    if (check_outputs(&o, ctx, rank) != 0)
+        goto out;
+    if (sz_tokens_open(&train, o.train, cfg.vocab, nd, o.batch, o.seq, err, sizeof err) != 0 ||
+        (o.val && sz_tokens_open(&val, o.val, cfg.vocab, nd, o.batch, o.seq, err, sizeof err) != 0)) {
+        fprintf(stderr, "sz-train: %s\n", err);
+        goto out;
+    }
+    long val_batches = o.val ? sz_tokens_val_batches(&val, o.val_steps) : 0;
     int mixed = !strcmp(o.precision, "bf16");
     sz_zero_config zero = {.stage = o.stage, .micro_batches = o.micro_batches,
                            .precision = mixed ? SZ_PRECISION_BF16 : SZ_PRECISION_FP32,
@@ -440,8 +482,8 @@ int main(int argc, char **argv)
     sz_context_runtime_info(ctx, &info);
     if (lead && !o.json)
         printf("GPT-2 %s, %lld parameters; %d rank(s) x batch %d x %d, %d micro-batch(es), ZeRO stage %d, %s; "
-               "%zu train tokens; StarPU policy '%s'%s\n", desc, (long long)sz_model_nparams(gpt2_model(g)), nd,
-               o.batch, o.seq, o.micro_batches, o.stage, o.precision, ntrain, info.sched_policy,
+               "%zu train tokens (%ld batches); StarPU policy '%s'%s\n", desc, (long long)sz_model_nparams(gpt2_model(g)), nd,
+               o.batch, o.seq, o.micro_batches, o.stage, o.precision, train.ntokens, train.nbatches, info.sched_policy,
                nd > 1 ? (info.shared_collectives ? "; collectives through shared memory" : "; collectives through MPI") : "");
 
     sz_train_config tc;
@@ -458,8 +500,7 @@ int main(int argc, char **argv)
     for (int step = 1; step <= o.steps; step++) {
         double t0 = now_ms(), sum = 0.0;
         for (int mb = 0; mb < o.micro_batches; mb++) {
-            gpt2_batch_from_stream(train, ntrain, (long)(step - 1) * o.micro_batches + mb, nd * o.batch,
-                                   rank * o.batch, o.batch, o.seq, in, tg);
+            sz_tokens_batch(&train, (long)(step - 1) * o.micro_batches + mb, rank, in, tg);
             float l;
             if ((st = gpt2_set_batch(g, in, tg)) != SZ_OK ||
                 (st = sz_model_forward_backward(gpt2_model(g), &l)) != SZ_OK) {
@@ -481,17 +522,21 @@ int main(int argc, char **argv)
         else if (lead)
             printf("step %4d/%d: loss %.6f  %8.1f ms  %9.0f tok/s  %7.1f GFLOP/s  |g| %.4f\n", step, o.steps, loss, ms,
                    tps, gf, norm);
+        if (!step_is_finite(&o, step, loss, norm, lead)) {
+            rc = 3;
+            goto out;
+        }
         int last = step == o.steps;
-        if (val && ((o.val_every > 0 && step % o.val_every == 0) || last)) {
+        if (o.val && ((o.val_every > 0 && step % o.val_every == 0) || last)) {
             float vl;
-            if ((st = evaluate(g, nd, rank, val, nval, o.val_batches, o.batch, o.seq, in, tg, &vl)) != SZ_OK) {
+            if ((st = evaluate(g, rank, &val, val_batches, in, tg, &vl)) != SZ_OK) {
                 fprintf(stderr, "sz-train: validation failed: %s\n", sz_status_string(st));
                 goto out;
             }
             if (lead && o.json)
-                printf("{\"step\": %d, \"val_loss\": %.6f}\n", step, vl);
+                printf("{\"step\": %d, \"val_loss\": %.6f, \"val_batches\": %ld}\n", step, vl, val_batches);
             else if (lead)
-                printf("step %4d/%d: val loss %.6f\n", step, o.steps, vl);
+                printf("step %4d/%d: val loss %.6f (%ld batches)\n", step, o.steps, vl, val_batches);
         }
         fflush(stdout);
     }
@@ -519,7 +564,7 @@ out:
     free(reps);
     gpt2_free(g);
     sz_context_free(ctx);
-    free(train);
-    free(val);
+    sz_tokens_close(&train);
+    sz_tokens_close(&val);
     return rc;
 }

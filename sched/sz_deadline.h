@@ -19,7 +19,7 @@
 struct sz_context;
 
 /* The exit code of a job ended by a deadline (MPI_Abort's errorcode; mpirun returns it). */
-#define SZ_DEADLINE_EXIT 3
+#define SZ_DEADLINE_EXIT 4
 
 /* Collective over ctx->comm: the node's side channel and the heartbeat thread. timeout_s <= 0: no
  * deadline (waits still sleep instead of spinning). Also installs the StarPU watchdog hook
