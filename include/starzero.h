@@ -73,6 +73,11 @@ typedef struct sz_context_config {
     sz_log_fn log_fn;          /* NULL: sz_log_stderr */
     void *log_user;
     sz_log_level log_level;    /* default SZ_LOG_WARN; SZ_LOG env var (error|warn|info|debug) wins */
+    double timeout_s;          /* no collective waits forever: a wait longer than max(timeout_s, 5 x the
+                                  slowest step so far) makes the rank say whom it waited for (in which
+                                  collective, task and step) and end the job with MPI_Abort (exit code 4);
+                                  StarPU's watchdog is armed at 2 x timeout_s unless STARPU_WATCHDOG_TIMEOUT
+                                  is set. Default 600; 0: no deadline. */
 } sz_context_config;
 
 void sz_context_config_defaults(sz_context_config *cfg);
@@ -125,6 +130,24 @@ void sz_context_print(const sz_context *ctx, FILE *out);
 
 /* Collective: every rank's sz_context_print text, written by rank 0 in rank order. */
 sz_status sz_context_print_all(const sz_context *ctx, FILE *out);
+
+/* ---- agreement: what every rank must share ----------------------------------------------
+ * A list of settings (name, value as text) that must be equal on every rank: model shape, ZeRO
+ * configuration, batch, optimizer, seed, data files, version... Every rank adds the same names in
+ * the same order. sz_model_finalize checks the model's units and ZeRO configuration this way. */
+typedef struct sz_settings sz_settings;
+sz_status sz_settings_init(sz_settings **out);
+void sz_settings_free(sz_settings *s);
+/* Appends one setting; the value is printf-formatted (print floats exactly, e.g. "%.9g"). */
+sz_status sz_settings_add(sz_settings *s, const char *name, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+int sz_settings_count(const sz_settings *s);
+/* Collective (all ranks): SZ_OK when every rank's list equals this one. Otherwise SZ_ERR_INVALID on
+ * every rank, and the same message everywhere, logged as an error and copied into msg (may be
+ * NULL), naming the first setting that differs and each rank's value, e.g. "sz-train: the ranks
+ * disagree on --zero-stage: 0 on rank 0; 1 on rank 1". `what` starts the message. Waits under
+ * the context's deadline (timeout_s). */
+sz_status sz_context_agree(sz_context *ctx, const sz_settings *s, const char *what, char *msg, size_t msglen);
 
 
 /* ---- tensors ------------------------------------------------------------------------------
