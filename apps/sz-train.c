@@ -22,7 +22,7 @@ struct opts {
         offload, no_arenas, allow_nonfinite, save_every, keep;
     double mem_budget, prefetch_bytes, max_live_bytes, bucket_bytes;
     unsigned long long seed;
-    float lr, beta1, beta2, eps, wd, grad_clip;
+    float lr, beta1, beta2, eps, wd, grad_clip, timeout;
 };
 
 static void usage(FILE *f)
@@ -62,6 +62,9 @@ static void usage(FILE *f)
             "          --no-arenas          M_D off: long-lived tensors are placed one by one among the\n"
             "                               temporaries instead of in one contiguous arena (--report shows\n"
             "                               the device pool's fragmentation either way)\n"
+            "failures: --timeout SECONDS    a collective that waits longer than max(SECONDS, 5x the slowest step)\n"
+            "                               ends the job on every rank, saying which rank it waited for and where\n"
+            "                               (default 600; 0: wait forever; exit status 4)\n"
             "output:   --save FILE          write an llm.c checkpoint (fp32) at the end\n"
             "          --save-state DIR     write the whole training state (parameters, fp32 master, Adam\n"
             "                               state, step, data position), each rank its shard, into\n"
@@ -102,6 +105,7 @@ static int parse_value(struct opts *o, const char *a, const char *v)
     if (!strcmp(a, "--prefetch-bytes")) return sz_opt_bytes(a, v, &o->prefetch_bytes);
     if (!strcmp(a, "--max-live-bytes")) return sz_opt_bytes(a, v, &o->max_live_bytes);
     if (!strcmp(a, "--bucket-bytes")) return sz_opt_bytes(a, v, &o->bucket_bytes);
+    if (!strcmp(a, "--timeout")) return sz_opt_real(a, v, 0, 0, inf, 0, &o->timeout);
     if (!strcmp(a, "--lr")) return sz_opt_real(a, v, 0, 0, inf, 0, &o->lr);
     if (!strcmp(a, "--beta1")) return sz_opt_real(a, v, 0, 0, 1, 1, &o->beta1);
     if (!strcmp(a, "--beta2")) return sz_opt_real(a, v, 0, 0, 1, 1, &o->beta2);
@@ -117,7 +121,7 @@ static int parse(int argc, char **argv, struct opts *o)
     *o = (struct opts){.vocab = 50257, .max_seq = 1024, .batch = 4, .seq = 64, .steps = 10, .val_steps = 20,
                        .micro_batches = 1,
                        .seed = 1337, .lr = 3e-4f, .beta1 = 0.9f, .beta2 = 0.999f, .eps = 1e-8f,
-                       .precision = "fp32", .decay = "matrices"};
+                       .precision = "fp32", .decay = "matrices", .timeout = 600};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) { usage(stdout); exit(0); }
@@ -182,6 +186,77 @@ static int check_trace_dir(const struct opts *o)
         return -1;
     }
     return 0;
+}
+
+/* A data or model file as the ranks compare it: its size and a hash of its 1 KiB header. */
+static void file_setting(sz_settings *s, const char *name, const char *path)
+{
+    if (!path)
+        return;
+    FILE *f = fopen(path, "rb");
+    unsigned char head[1024];
+    size_t n = f ? fread(head, 1, sizeof head, f) : 0;
+    long long size = -1;
+    if (f && fseek(f, 0, SEEK_END) == 0)
+        size = ftell(f);
+    if (f)
+        fclose(f);
+    uint64_t h = 14695981039346656037ull;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ head[i]) * 1099511628211ull;
+    int32_t count = n >= 12 ? (int32_t)(head[8] | head[9] << 8 | head[10] << 16 | (uint32_t)head[11] << 24) : -1;
+    sz_settings_add(s, name, "%lld bytes, header %016llx (count field %d)", size, (unsigned long long)h, count);
+}
+
+/* Everything that must be equal on every rank, checked before anything is allocated. */
+static sz_status agree(sz_context *ctx, const struct opts *o, const sz_gpt2_config *cfg)
+{
+    sz_settings *s = NULL;
+    sz_status st = sz_settings_init(&s);
+    if (st != SZ_OK)
+        return st;
+    sz_runtime_info info;
+    sz_context_runtime_info(ctx, &info);
+    sz_settings_add(s, "the StarZeRO version", "%d.%d (StarPU %s)", SZ_VERSION_MAJOR, SZ_VERSION_MINOR,
+                    info.starpu_version);
+    sz_settings_add(s, "the architecture", "gpt2");
+    char desc[128];
+    sz_gpt2_config_format(cfg, desc, sizeof desc);
+    sz_settings_add(s, "the model (--config/--init, --vocab, --max-seq)", "%s", desc);
+    sz_settings_add(s, "--init", "%s", o->init ? "given" : "not given");
+    file_setting(s, "the --init file", o->init);
+    sz_settings_add(s, "--zero-stage", "%d", o->stage);
+    sz_settings_add(s, "--micro-batches", "%d", o->micro_batches);
+    sz_settings_add(s, "--precision", "%s", o->precision);
+    sz_settings_add(s, "--bucket-bytes", "%.0f", o->bucket_bytes);
+    sz_settings_add(s, "--prefetch-bytes", "%.0f", o->prefetch_bytes);
+    sz_settings_add(s, "--max-live-bytes", "%.0f", o->max_live_bytes);
+    sz_settings_add(s, "--checkpoint", "%s", o->checkpoint ? "on" : "off");
+    sz_settings_add(s, "--offload-checkpoints", "%s", o->offload ? "on" : "off");
+    sz_settings_add(s, "--no-arenas", "%s", o->no_arenas ? "given" : "not given");
+    sz_settings_add(s, "--mem-budget", o->mem_budget > 0 ? "%.0f bytes" : "not given (the machine's)", o->mem_budget);
+    sz_settings_add(s, "--batch", "%d", o->batch);
+    sz_settings_add(s, "--seq", "%d", o->seq);
+    sz_settings_add(s, "--steps", "%d", o->steps);
+    sz_settings_add(s, "--val-every", "%d", o->val_every);
+    sz_settings_add(s, "--val-steps", "%d", o->val_steps);
+    sz_settings_add(s, "--allow-nonfinite", "%s", o->allow_nonfinite ? "given" : "not given");
+    sz_settings_add(s, "the optimizer", "AdamW");
+    sz_settings_add(s, "--lr", "%.9g", o->lr);
+    sz_settings_add(s, "--beta1", "%.9g", o->beta1);
+    sz_settings_add(s, "--beta2", "%.9g", o->beta2);
+    sz_settings_add(s, "--eps", "%.9g", o->eps);
+    sz_settings_add(s, "--wd", "%.9g", o->wd);
+    sz_settings_add(s, "--decay", "%s", o->decay);
+    sz_settings_add(s, "--grad-clip", "%.9g", o->grad_clip);
+    sz_settings_add(s, "--seed", "%llu", o->seed);
+    file_setting(s, "the --train file", o->train);
+    sz_settings_add(s, "--val", "%s", o->val ? "given" : "not given");
+    file_setting(s, "the --val file", o->val);
+    sz_settings_add(s, "--save", "%s", o->save ? "given" : "not given");
+    st = sz_settings_count(s) > 0 ? sz_context_agree(ctx, s, "sz-train", NULL, 0) : SZ_ERR_NOMEM;
+    sz_settings_free(s);
+    return st;
 }
 
 static int check_outputs(const struct opts *o, sz_context *ctx, int rank)
@@ -505,11 +580,21 @@ int main(int argc, char **argv)
     sz_context_config ccfg;
     sz_context_config_defaults(&ccfg);
     ccfg.trace_dir = o.trace;
+    ccfg.timeout_s = o.timeout;
     if ((st = sz_context_init(&ctx, &ccfg, &argc, &argv)) != SZ_OK) {
         fprintf(stderr, "sz-train: cannot start the runtime: %s\n", sz_status_string(st));
         return 1;
     }
     int nd = sz_context_world_size(ctx), rank = sz_context_rank(ctx), lead = rank == 0, rc = 1;
+    if ((st = agree(ctx, &o, &cfg)) != SZ_OK) { /* every rank the same run, before anything is allocated */
+        if (st == SZ_ERR_INVALID)
+            fprintf(stderr, "sz-train: rank %d stops: every rank must be started with the same options and the same "
+                    "files (the message above names the first difference)\n", rank);
+        else
+            fprintf(stderr, "sz-train: the ranks could not compare their settings: %s\n", sz_status_string(st));
+        sz_context_free(ctx);
+        return 1;
+    }
     gpt2 *g = NULL;
     int *in = malloc((size_t)o.batch * o.seq * sizeof *in), *tg = malloc((size_t)o.batch * o.seq * sizeof *tg);
     sz_memory_report *reps = calloc((size_t)nd, sizeof *reps);
