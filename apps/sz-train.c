@@ -77,7 +77,7 @@ static void usage(FILE *f)
             "          --trace DIR          every rank writes its FxT trace into DIR (merge with\n"
             "                               starpu_fxt_tool, or use scripts/trace.sh)\n"
             "          --report             print measured memory per category and communication per step\n"
-            "                               beside the DESIGN formulas (rank 0; max over ranks)\n"
+            "                               beside the ZeRO formulas (rank 0; max over ranks)\n"
             "          --allow-nonfinite    keep training after a step whose loss or gradient norm is not\n"
             "                               finite (by default the run stops there, exit status 3)\n"
             "          --json               one JSON object per step instead of text lines; the last line is\n"
@@ -440,7 +440,7 @@ static int64_t max_over(const sz_memory_report *reps, int nd, size_t offset)
 }
 #define MAXR(reps, nd, field) max_over((reps), (nd), offsetof(sz_memory_report, field))
 
-/* The report: measured per category (max over ranks) beside the DESIGN §3 formula (rank 0 only). */
+/* The report: measured per category (max over ranks) beside the ZeRO formula (docs/ARCHITECTURE.md; rank 0 only). */
 static void report(const struct opts *o, const sz_gpt2_config *cfg, const sz_memory_report *reps, int nd)
 {
     const sz_memory_report *r0 = &reps[0];
