@@ -453,6 +453,40 @@ sz_status sz_model_unit_sizes(const sz_model *m, int64_t *padded);
 /* Collective: every rank's report, gathered on rank 0 into ranks[0..nd-1] (other ranks may pass NULL). */
 sz_status sz_model_memory_report_all(const sz_model *m, sz_memory_report *ranks);
 
+/* ---- persistent training state: saving and resuming (tasks/state.c) ----------------------
+ * A unit's persistent state is up to four flat arrays over its padded elements (parameters at
+ * the model's precision, the fp32 master under mixed precision, Adam's m and v). Whatever the
+ * stage, rank r "owns" elements [r*shard, (r+1)*shard) of each: that is what it saves, so N_d
+ * ranks write N_d disjoint shards in parallel. When loading, a rank is given every element it
+ * holds (all of them where it keeps the full array: stage 0, and the parameters at stages 0-2),
+ * possibly in pieces cut from shards saved at another N_d: a state saved at one layout loads at
+ * any other. None of these calls is collective; reads and writes wait for the tasks using the
+ * data (call them between steps). Values travel as fp32; bf16 parameters widen exactly and round
+ * back to the same bits. */
+typedef enum sz_state_kind {
+    SZ_STATE_PARAMS = 0, SZ_STATE_MASTER, SZ_STATE_ADAM_M, SZ_STATE_ADAM_V, SZ_STATE_NKINDS
+} sz_state_kind;
+
+const char *sz_state_kind_name(sz_state_kind kind);     /* "params", "master", "adam_m", "adam_v" */
+/* 1 when the model keeps state `kind` (the master only under mixed precision), else 0. */
+int sz_model_state_has(const sz_model *m, sz_state_kind kind);
+/* Unit `unit` (after sz_model_finalize): its name, real and padded element counts, and the slice
+ * this rank owns, [*lo, *lo + *n). Any output pointer may be NULL. */
+sz_status sz_model_state_shard(const sz_model *m, int unit, const char **name, int64_t *numel, int64_t *padded,
+                               int64_t *lo, int64_t *n);
+/* Parameter `param` of `unit`: its name, offset in the unit's flat buffer and element count. */
+int sz_model_unit_nparams(const sz_model *m, int unit);
+sz_status sz_model_unit_param_info(const sz_model *m, int unit, int param, const char **name, int64_t *offset,
+                                   int64_t *numel);
+/* This rank's owned slice of `kind` for `unit` as fp32 (n floats, n from sz_model_state_shard).
+ * Adam's state before the first update reads as zeros. */
+sz_status sz_model_state_shard_read(sz_model *m, int unit, sz_state_kind kind, float *dst);
+/* The elements of `kind` this rank holds for `unit` and must be given when loading: [*lo, *lo + *n). */
+sz_status sz_model_state_need(const sz_model *m, int unit, sz_state_kind kind, int64_t *lo, int64_t *n);
+/* Values of elements [lo, lo + n) of `kind` (src: n floats) go into what this rank holds of
+ * them; the part outside its holding is ignored. */
+sz_status sz_model_state_write(sz_model *m, int unit, sz_state_kind kind, int64_t lo, int64_t n, const float *src);
+
 /* ==== the ZeRO estimator: model-state bytes, communication, shards, buffers (pure C) ======== */
 /* (A model's activation bytes are the model's business: GPT-2's are in starzero_gpt2.h.) */
 /* Conventions for every function below:

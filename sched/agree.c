@@ -1,4 +1,4 @@
-/* sched/agree.c — the ranks agree before anything is allocated (DESIGN.md §4, failures). Every
+/* sched/agree.c — the ranks agree before anything is allocated (docs/ARCHITECTURE.md, failures). Every
  * rank lists the settings that must be equal everywhere (name, value as text); one all-reduce of
  * a 64-bit hash per setting (its minimum and maximum over ranks) finds the first that differs,
  * then the ranks' texts of that one setting are gathered so that every rank prints the same

@@ -61,7 +61,7 @@ static sz_log_level level_from_env(sz_log_level dflt)
 }
 
 /* Pin this rank's StarPU workers to its own cores unless the user already chose a binding.
- * The StarPU-MPI progress thread is left unbound (notes §7: binding it onto a worker's core
+ * The StarPU-MPI progress thread is left unbound (docs/ARCHITECTURE.md, runtime facts: binding it onto a worker's core
  * halved throughput on a 2-core node). Environment variables the user set always win. */
 static void apply_core_share(struct sz_context *ctx)
 {

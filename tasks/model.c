@@ -1,5 +1,5 @@
 /* tasks/model.c — sz_model: units and their tensor tables, model-owned working tensors, and the
- * storage each ZeRO stage keeps per rank (DESIGN.md §3):
+ * storage each ZeRO stage keeps per rank (docs/ARCHITECTURE.md, ZeRO semantics):
  *   stage 0: full params, full grads, full Adam m and v
  *   stage 1: full params, full grads, m and v for the owned slice
  *   stage 2: full params, a gradient shard (+ one unit's gradients in flight), m, v shards

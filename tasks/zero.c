@@ -1,4 +1,4 @@
-/* tasks/zero.c — one ZeRO step as tasks, rank r of nd (DESIGN.md §2 data flow, §3 semantics):
+/* tasks/zero.c — one ZeRO step as tasks, rank r of nd (docs/ARCHITECTURE.md: plan -> submit, ZeRO semantics):
  *
  *   forward:  for u in order:    [3: gather u (+ tied units)] fwd(u) [3: release them, except
  *                                for the last unit, whose backward follows]
