@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # tests/deadline_cli.sh — no collective waits forever (sched/deadline.c), through sz-train on 2 ranks:
-#  1. one rank frozen (SIGSTOP) with --timeout 5: every rank is gone within 30 s, exit status non-zero,
+#  1. one rank frozen (SIGSTOP) with --timeout 5 (5 s, or 5x the slowest step if a loaded machine made
+#     one slower than 1 s): every rank is gone within 30 s, exit status non-zero,
 #     and the survivor said which rank it waited for, in which collective, task and step; while it
 #     waited it used little CPU (printed, not judged: the machine is shared). In both transports.
 #  2. one rank killed (SIGKILL): the job is gone within 10 s, non-zero.
@@ -71,12 +72,12 @@ for coll in shm mpi; do
     c1=$(cpu_ticks "$r0" 2>/dev/null || echo "$c0")
     gone_within 30
     [ $rc -ne 0 ] || fail "$coll: a frozen rank, and the job exited 0"
-    grep -q "deadline: rank 0 waited 5.0 s" "$dir/out.txt" || { cat "$dir/out.txt"; fail "$coll: no deadline message"; }
+    grep -q "deadline: rank 0 waited [0-9.]* s (the limit)" "$dir/out.txt" || { cat "$dir/out.txt"; fail "$coll: no deadline message"; }
     grep -q "at step [0-9]* (collective #[0-9]* on the [a-z-]* stream)" "$dir/out.txt" ||
         { cat "$dir/out.txt"; fail "$coll: the message lacks the collective's step"; }
     # inside a task, the task names the unit (e.g. "rs:block1"); on the application thread, the loss
     if grep -q "on the task stream" "$dir/out.txt"; then
-        grep -q "waited 5.0 s (the limit) in [a-z -]* (task [a-z]*:[a-z0-9]*)" "$dir/out.txt" ||
+        grep -q "waited [0-9.]* s (the limit) in [a-z -]* (task [a-z0-9:_]*)" "$dir/out.txt" ||
             { cat "$dir/out.txt"; fail "$coll: the message lacks the task (unit)"; }
     fi
     grep -q "rank 1 (pid $r1): .*NO sign of life" "$dir/out.txt" ||
