@@ -3,7 +3,7 @@
  * only their offsets: one small MPI_Allgather (which is also where the ranks meet), the copies or
  * sums read straight from the peers' pools, then an MPI_Barrier, after which the peers may
  * overwrite or free what was read. Each byte crosses memory once, at memcpy speed; through MPI
- * on this node the same collectives ran at a fraction of that (README, "Transport on one node").
+ * on this node the same collectives ran at a fraction of that (docs/BENCHMARKS.md, the transport on one node).
  * The sums are the MPI path's, in rank order: the same bits. */
 #include <stdlib.h>
 #include <string.h>

@@ -24,7 +24,7 @@ int64_t sz_plan_padded(int64_t numel, int nd);
 void sz_plan_shard_range(int64_t padded, int nd, int rank, int64_t *lo, int64_t *n);
 
 /* What a unit keeps for good at a stage: bytes per element of each model-state category (0: not
- * held) and whether over the whole padded buffer (0) or only the owned shard (1). DESIGN §3:
+ * held) and whether over the whole padded buffer (0) or only the owned shard (1). ZeRO's formula (sz_zero_model_state_bytes):
  * stage 0 everything full; 1 shards the optimizer state (master, m, v); 2 also the gradients;
  * 3 also the parameters. Parameters and gradients are 2 bytes under mixed precision, else 4. */
 typedef struct sz_plan_storage {

@@ -13,6 +13,7 @@
 #include "sz_runtime.h"
 #include "sz_kernels.h"
 #include "sz_sched.h"
+#include "sz_deadline.h"
 
 void sz_context_config_defaults(sz_context_config *cfg)
 {
@@ -25,6 +26,7 @@ void sz_context_config_defaults(sz_context_config *cfg)
     cfg->sched_policy = NULL;
     cfg->log_fn = NULL;
     cfg->log_level = SZ_LOG_WARN;
+    cfg->timeout_s = 600;
 }
 
 void sz_logv(const struct sz_context *ctx, sz_log_level level, const char *fmt, va_list ap)
@@ -59,7 +61,7 @@ static sz_log_level level_from_env(sz_log_level dflt)
 }
 
 /* Pin this rank's StarPU workers to its own cores unless the user already chose a binding.
- * The StarPU-MPI progress thread is left unbound (notes §7: binding it onto a worker's core
+ * The StarPU-MPI progress thread is left unbound (docs/ARCHITECTURE.md, runtime facts: binding it onto a worker's core
  * halved throughput on a 2-core node). Environment variables the user set always win. */
 static void apply_core_share(struct sz_context *ctx)
 {
@@ -194,6 +196,14 @@ sz_status sz_context_init(sz_context **out, const sz_context_config *cfg_in, int
     } else {
         setenv("STARPU_FXT_TRACE", "0", 0);
     }
+    /* StarPU's watchdog as the backstop for a task that never ends (a stuck device or kernel): at
+     * twice the collectives' deadline, so theirs, which says more, comes first. The user's wins. */
+    if (cfg.timeout_s > 0 && !getenv("STARPU_WATCHDOG_TIMEOUT")) {
+        char us[32];
+        snprintf(us, sizeof us, "%.0f", 2e6 * cfg.timeout_s);
+        setenv("STARPU_WATCHDOG_TIMEOUT", us, 1);
+        setenv("STARPU_WATCHDOG_CRASH", "1", 0);
+    }
     struct starpu_conf conf;
     starpu_conf_init(&conf);
     /* One compute worker per rank by default: its tasks run OpenMP-parallel over the whole core
@@ -230,6 +240,7 @@ sz_status sz_context_init(sz_context **out, const sz_context_config *cfg_in, int
         int n = starpu_worker_get_ids_by_type(STARPU_CPU_WORKER, ids, STARPU_NMAXWORKERS);
         sz_comm_worker = n > 0 ? ids[n - 1] : -1;
     }
+    sz_deadline_start(ctx, cfg.timeout_s);
     starpu_execute_on_each_worker(widen_worker, ctx, STARPU_CPU);
     sz_devpool_start(ctx, ctx->ram_share);
     sz_runtime_info info;
@@ -260,6 +271,7 @@ void sz_context_free(sz_context *ctx)
         return;
     starpu_task_wait_for_all();
     starpu_mpi_shutdown();
+    sz_deadline_stop();
     sz_comm_worker = -1;
     sz_devpool_stop();
     sz_k_shutdown();

@@ -84,6 +84,7 @@ struct sz_model {
     sz_tensor *loss;
     int finalized;
     int micro_batch;             /* forward/backward passes since the last update */
+    int steps_done;              /* optimizer steps taken (for the deadline's messages) */
     float dloss;                 /* gradient of the mean loss w.r.t. one row's loss: 1/(N*M*nd) */
     sz_tensor *sumsq;            /* nunits floats: squared norms of this rank's gradient slices */
     sz_tensor *clip;             /* 2 floats: clip factor, global norm */
@@ -132,6 +133,9 @@ struct sz_task_tensor;
 sz_status sz_task_submit_named(struct sz_model *m, int unit, const char *name, const char *op,
                                struct starpu_codelet *cl, const struct sz_task_tensor *tensors, int ntensors,
                                const void *params, size_t params_size);
+/* An op's wrapper refusing its arguments (a shape, not a tensor: sz_task_submit names those): logs
+ * "<op> (<task name>): <message>" and returns SZ_ERR_INVALID. u may be NULL. */
+sz_status sz_op_invalid(struct sz_unit *u, const char *op, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* SZ_ERR_INVALID (logging the message) when a kernel reported an unusable input since the last call. */
 sz_status sz_model_take_failure(struct sz_model *m);
 

@@ -1,4 +1,4 @@
-/* tasks/zero.c — one ZeRO step as tasks: the step plan (graph/plan.c, DESIGN.md §2) submitted
+/* tasks/zero.c — one ZeRO step as tasks: the step plan (graph/plan.c; docs/ARCHITECTURE.md: plan -> submit) submitted
  * action by action. The plan says what to gather, convert, allocate, compute, release,
  * reduce-scatter, all-gather and update, in order, with the bytes each action makes live or frees;
  * here one loop walks it and one submit function per action kind turns it into tasks, the byte
@@ -14,6 +14,7 @@
 #include <string.h>
 #include "sz_tasks.h"
 #include "sz_sched.h"
+#include "sz_deadline.h"
 
 /* ---- the plan of this model ------------------------------------------------------------------ */
 
@@ -379,8 +380,8 @@ sz_status sz_zero_assemble(struct sz_model *m, struct sz_unit *u, int which, flo
     if (!mine)
         return SZ_ERR_NOMEM;
     sz_status st = sz_tensor_read_f32(slice, mine);
-    if (st == SZ_OK && MPI_Allgather(mine, (int)u->shard, MPI_FLOAT, full, (int)u->shard, MPI_FLOAT,
-                                     m->ctx->host_comm) != MPI_SUCCESS)
+    if (st == SZ_OK && sz_allgather(mine, (int)u->shard, MPI_FLOAT, full, (int)u->shard, MPI_FLOAT,
+                                    m->ctx->host_comm, "assembly all-gather") != MPI_SUCCESS)
         st = SZ_ERR_RUNTIME;
     free(mine);
     return st;

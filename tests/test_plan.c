@@ -5,7 +5,7 @@
  *    no parameter (unless recomputed) and the last unit, which keeps its forward's gather; every
  *    compute action runs with its unit and tied units present, and every pass ends with nothing
  *    gathered, no gradients and no checkpoints in flight;
- *  - the fold's model states equal DESIGN §3's formulas (sz_zero_model_state_bytes) for the padded
+ *  - the fold's model states equal the ZeRO formulas (sz_zero_model_state_bytes) for the padded
  *    sizes, category by category (sz_zero_state_breakdown);
  *  - the fold's transient peak equals the prediction the engine used before the plan existed
  *    (copied below) where that one was exact, and never exceeds it elsewhere;
@@ -412,7 +412,7 @@ int main(void)
         return 1;
     SZ_SUITE("plan",
              {"stage 3: gathered for forward and backward, except where the plan says", test_stage3_gathers},
-             {"fold: model states equal the DESIGN formulas (padded)", test_state_formula},
+             {"fold: model states equal the ZeRO formulas (padded)", test_state_formula},
              {"fold: transient peak against the old prediction", test_old_prediction},
              {"prefetch window and max live bytes", test_prefetch_window},
              {"update and eval plans", test_update},
