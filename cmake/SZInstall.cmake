@@ -5,7 +5,7 @@
 #                        gives StarZeRO::starzero (static), StarZeRO::starzero_shared, StarZeRO::gpt2,
 #                        StarZeRO::gpt2_shared, and finds their dependencies itself
 #   lib/pkgconfig/       starzero.pc, starzero_gpt2.pc (relocatable: paths relative to ${pcfiledir})
-#   bin/                 the commands (sz-train, sz-estimate, sz-prepare, sz-info, sz-bench)
+#   bin/                 the commands (sz-train, sz-estimate, sz-prepare, sz-info, sz-bench, sz-state, ...)
 # Included by the top CMakeLists.txt after the targets exist.
 include(CMakePackageConfigHelpers)
 set(SZ_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/StarZeRO)
@@ -18,10 +18,11 @@ install(TARGETS starzero starzero_shared sz_gpt2 sz_gpt2_shared EXPORT StarZeROT
 file(GLOB SZ_PUBLIC_HEADERS ${PROJECT_SOURCE_DIR}/include/*.h)
 install(FILES ${SZ_PUBLIC_HEADERS} ${PROJECT_SOURCE_DIR}/apps/gpt2/starzero_gpt2.h
         DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
-if(SZ_BUILD_APPS)
+if(SZ_BUILD_APPS)   # every command in apps/*.c; the custom-model example is a source to read, not a command
   set(SZ_INSTALLED_APPS)
-  foreach(app sz-train sz-estimate sz-prepare sz-info sz-bench)
-    if(TARGET ${app})
+  foreach(src ${SZ_APPS})
+    get_filename_component(app ${src} NAME_WE)
+    if(NOT app STREQUAL "sz-mlp-example")
       list(APPEND SZ_INSTALLED_APPS ${app})
     endif()
   endforeach()

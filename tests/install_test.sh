@@ -5,7 +5,8 @@
 #     PKG_CONFIG_PATH unset (the package finds StarPU & co. itself), and builds the custom-model
 #     example on the static and on the shared library, and a GPT-2 header/library check;
 #  3. the same example and check built with the C compiler and `pkg-config starzero[_gpt2]` alone;
-#  4. every program runs: the example must learn (final loss < 0.1 after 200 steps).
+#  4. every program runs: the example must learn (final loss < 0.1 after 200 steps), and an
+#     installed command runs without LD_LIBRARY_PATH.
 # Usage: install_test.sh BUILD_DIR SOURCE_DIR C_COMPILER STARPU_PKGCONFIG_DIR [EXTRA_LDFLAGS]
 set -u
 build=$1 src=$2 cc=$3 starpu_pc=$4 ldflags=${5:-}
@@ -21,6 +22,11 @@ for f in include/starzero.h include/starzero_starpu.h include/starzero_gpt2.h li
          lib/cmake/StarZeRO/StarZeROConfigVersion.cmake lib/pkgconfig/starzero.pc lib/pkgconfig/starzero_gpt2.pc bin/sz-train; do
     [ -e "$prefix/$f" ] || fail "not installed: $f"
 done
+
+# the installed commands run without the environment (their RPATH finds StarPU & co.)
+est=$(env -u LD_LIBRARY_PATH "$prefix/bin/sz-estimate" --params 7.5e9 --nd 64 2>&1) || fail "installed sz-estimate: $est"
+echo "$est" | grep -q "120" || fail "installed sz-estimate printed: $est"
+echo "ok: installed sz-estimate runs"
 
 # learns RUN...: the example's last line is "step 200 loss X"; it must reach < 0.1
 learns() {
