@@ -364,7 +364,8 @@ void sz_context_print(const sz_context *ctx, FILE *f)
     }
 }
 
-/* Every rank's summary, printed in rank order by rank 0 (the texts travel over our own comm). */
+/* Every rank's summary, printed in rank order by rank 0 (the texts travel over our own comm,
+ * gathered under the deadline). */
 sz_status sz_context_print_all(const sz_context *ctx, FILE *f)
 {
     if (!ctx || !f)
@@ -376,22 +377,28 @@ sz_status sz_context_print_all(const sz_context *ctx, FILE *f)
         return SZ_ERR_NOMEM;
     sz_context_print(ctx, mem);
     fclose(mem);
-    int n = (int)len;
-    if (ctx->rank == 0) {
-        fwrite(text, 1, len, f);
-        for (int r = 1; r < ctx->world_size; r++) {
-            int m = 0;
-            MPI_Recv(&m, 1, MPI_INT, r, 0, ctx->host_comm, MPI_STATUS_IGNORE);
-            char *buf = malloc((size_t)m + 1);
-            MPI_Recv(buf, m, MPI_CHAR, r, 1, ctx->host_comm, MPI_STATUS_IGNORE);
-            fwrite(buf, 1, (size_t)m, f);
-            free(buf);
-        }
+    int n = (int)len, nd = ctx->world_size, lead = ctx->rank == 0;
+    int *lens = lead ? calloc((size_t)nd, sizeof *lens) : NULL, *offs = lead ? calloc((size_t)nd, sizeof *offs) : NULL;
+    sz_status st = lead && (!lens || !offs) ? SZ_ERR_NOMEM : SZ_OK;
+    if (sz_gather(&n, 1, MPI_INT, lens, 1, MPI_INT, 0, ctx->host_comm, "summary lengths") != MPI_SUCCESS)
+        st = SZ_ERR_RUNTIME;
+    char *all = NULL;
+    int total = 0;
+    for (int r = 0; lead && st == SZ_OK && r < nd; r++)
+        offs[r] = total, total += lens[r];
+    if (lead && st == SZ_OK && !(all = malloc((size_t)total + 1)))
+        st = SZ_ERR_NOMEM;
+    MPI_Request rq; /* (a lead without the memory stays out: the others then meet the deadline) */
+    if ((lead && !all) || MPI_Igatherv(text, n, MPI_CHAR, all, lens, offs, MPI_CHAR, 0, ctx->host_comm, &rq) != MPI_SUCCESS ||
+        sz_mpi_wait(&rq, ctx->host_comm, "summary texts") != MPI_SUCCESS)
+        st = SZ_ERR_RUNTIME;
+    if (lead && st == SZ_OK) {
+        fwrite(all, 1, (size_t)total, f);
         fflush(f);
-    } else {
-        MPI_Send(&n, 1, MPI_INT, 0, 0, ctx->host_comm);
-        MPI_Send(text, n, MPI_CHAR, 0, 1, ctx->host_comm);
     }
+    free(all);
+    free(lens);
+    free(offs);
     free(text);
-    return SZ_OK;
+    return st;
 }
