@@ -10,7 +10,7 @@
 #include "sz_codelets.h"
 
 /* Every rank's offset of its buffer in its pool; 0 when some rank's is not in it. */
-static int offsets(const struct sz_targs *a, const void *p, size_t len, int64_t *all)
+static int offsets(const struct sz_comm *a, const void *p, size_t len, int64_t *all)
 {
     int64_t off = sz_shared_offset(p, len);
     int rc = MPI_Allgather(&off, 1, MPI_INT64_T, all, 1, MPI_INT64_T, a->comm);
@@ -21,13 +21,13 @@ static int offsets(const struct sz_targs *a, const void *p, size_t len, int64_t 
     return 1;
 }
 
-static void done(const struct sz_targs *a)
+static void done(const struct sz_comm *a)
 {
     int rc = MPI_Barrier(a->comm);
     STARPU_ASSERT_MSG(rc == MPI_SUCCESS, "collective: MPI_Barrier failed (%d)", rc);
 }
 
-int sz_shm_all_gather(const struct sz_targs *a, size_t es, void *full, const void *shard, int64_t S)
+int sz_shm_all_gather(const struct sz_comm *a, size_t es, void *full, const void *shard, int64_t S)
 {
     size_t block = (size_t)S * es;
     const char *mine = shard ? shard : (char *)full + (size_t)a->rank * block;
@@ -52,7 +52,7 @@ int sz_shm_all_gather(const struct sz_targs *a, size_t es, void *full, const voi
     return ok;
 }
 
-int sz_shm_reduce_scatter(const struct sz_targs *a, size_t es, const void *full, void *shard, int64_t S)
+int sz_shm_reduce_scatter(const struct sz_comm *a, size_t es, const void *full, void *shard, int64_t S, int acc)
 {
     int64_t *off = malloc(sizeof *off * (size_t)a->nd);
     const void **src = malloc(sizeof *src * (size_t)a->nd);
@@ -61,7 +61,7 @@ int sz_shm_reduce_scatter(const struct sz_targs *a, size_t es, const void *full,
     if (ok) {
         for (int p = 0; p < a->nd; p++) /* rank p's gradients for our shard */
             src[p] = (const char *)sz_shared_peer(p, off[p]) + (size_t)a->rank * (size_t)S * es;
-        sz_reduce_pieces(a, shard, src, 0, S, a->acc);
+        sz_reduce_pieces(a, es, shard, src, 0, S, acc);
         done(a);
     }
     free(src);

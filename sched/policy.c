@@ -1,7 +1,7 @@
 /* sched/policy.c — the `zero` StarPU scheduling policy, StarZeRO's default (a user's STARPU_SCHED
  * still wins, as StarPU users expect). One central queue of ready tasks, taken in plan order:
  * task->sched_data carries the task's position in the step's plan (bits 16..63) and its unit
- * (bits 0..15), set by tasks/ops.c. Ties keep submission order. Workers are woken on push and sleep when the queue is empty. With a
+ * (bits 0..15), set by tasks/task.c. Ties keep submission order. Workers are woken on push and sleep when the queue is empty. With a
  * communication worker (sz_comm_worker) it alone takes the communication tasks, so a gather or a
  * reduce-scatter runs while the other workers compute.
  * It also records when communication and compute tasks ran, for the overlap figure (the fraction
