@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include "sz_tasks.h"
 #include "starzero_starpu.h"
+#include "sz_deadline.h"
 
 struct reduce_scatter_args {
     MPI_Comm comm;             /* as struct sz_comm */
@@ -75,7 +76,10 @@ static void rs_cpu(void *b[], void *arg)
             MPI_Type_contiguous((int)len, dt, &piece);
             MPI_Type_create_resized(piece, 0, (MPI_Aint)(S * (int64_t)es), &strided);
             MPI_Type_commit(&strided);
-            int rc = MPI_Alltoall(full + (size_t)o * es, 1, strided, buf, (int)len, dt, a.comm);
+            MPI_Request rq;
+            int rc = MPI_Ialltoall(full + (size_t)o * es, 1, strided, buf, (int)len, dt, a.comm, &rq);
+            if (rc == MPI_SUCCESS)
+                rc = sz_mpi_wait(&rq, a.comm, "reduce-scatter all-to-all");
             MPI_Type_free(&strided);
             MPI_Type_free(&piece);
             STARPU_ASSERT_MSG(rc == MPI_SUCCESS, "reduce-scatter: MPI_Alltoall failed (%d)", rc);

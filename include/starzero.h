@@ -73,6 +73,11 @@ typedef struct sz_context_config {
     sz_log_fn log_fn;          /* NULL: sz_log_stderr */
     void *log_user;
     sz_log_level log_level;    /* default SZ_LOG_WARN; SZ_LOG env var (error|warn|info|debug) wins */
+    double timeout_s;          /* no collective waits forever: a wait longer than max(timeout_s, 5 x the
+                                  slowest step so far) makes the rank say whom it waited for (in which
+                                  collective, task and step) and end the job with MPI_Abort (exit code 4);
+                                  StarPU's watchdog is armed at 2 x timeout_s unless STARPU_WATCHDOG_TIMEOUT
+                                  is set. Default 600; 0: no deadline. */
 } sz_context_config;
 
 void sz_context_config_defaults(sz_context_config *cfg);
@@ -125,6 +130,24 @@ void sz_context_print(const sz_context *ctx, FILE *out);
 
 /* Collective: every rank's sz_context_print text, written by rank 0 in rank order. */
 sz_status sz_context_print_all(const sz_context *ctx, FILE *out);
+
+/* ---- agreement: what every rank must share ----------------------------------------------
+ * A list of settings (name, value as text) that must be equal on every rank: model shape, ZeRO
+ * configuration, batch, optimizer, seed, data files, version... Every rank adds the same names in
+ * the same order. sz_model_finalize checks the model's units and ZeRO configuration this way. */
+typedef struct sz_settings sz_settings;
+sz_status sz_settings_init(sz_settings **out);
+void sz_settings_free(sz_settings *s);
+/* Appends one setting; the value is printf-formatted (print floats exactly, e.g. "%.9g"). */
+sz_status sz_settings_add(sz_settings *s, const char *name, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+int sz_settings_count(const sz_settings *s);
+/* Collective (all ranks): SZ_OK when every rank's list equals this one. Otherwise SZ_ERR_INVALID on
+ * every rank, and the same message everywhere, logged as an error and copied into msg (may be
+ * NULL), naming the first setting that differs and each rank's value, e.g. "sz-train: the ranks
+ * disagree on --zero-stage: 0 on rank 0; 1 on rank 1". `what` starts the message. Waits under
+ * the context's deadline (timeout_s). */
+sz_status sz_context_agree(sz_context *ctx, const sz_settings *s, const char *what, char *msg, size_t msglen);
 
 
 /* ---- tensors ------------------------------------------------------------------------------
@@ -323,6 +346,43 @@ sz_status sz_op_softmax_xent_fwd(sz_unit *u, sz_tensor *losses, sz_tensor *probs
 sz_status sz_op_softmax_xent_bwd(sz_unit *u, sz_tensor *dlogits, sz_tensor *probs, sz_tensor *targets,
                                  int N, int V, int Vp);
 
+/* ---- operations of LLaMA-style models (codelets/<op>.c; fp32, the same bits at any thread count).
+ * N rows of C channels. Each says whether it OVERWRITES or ACCUMULATES (+=) into its outputs. */
+/* RMSNorm: out[N,C] = inp · rstd · w, rstd[N] = 1/sqrt(mean over C of inp² + eps) (LLaMA: eps
+ * 1e-5 or 1e-6). Overwrites out and rstd (saved for the backward). */
+sz_status sz_op_rmsnorm_fwd(sz_unit *u, sz_tensor *out, sz_tensor *rstd, sz_tensor *inp, sz_tensor *w, int N, int C,
+                            float eps);
+/* Accumulates into dinp[N,C] and dw[C] (either may be NULL). */
+sz_status sz_op_rmsnorm_bwd(sz_unit *u, sz_tensor *dinp, sz_tensor *dw, sz_tensor *dout, sz_tensor *inp, sz_tensor *w,
+                            sz_tensor *rstd, int N, int C);
+/* SiLU: out = inp · sigmoid(inp) over n elements, overwrites out; the backward accumulates into dinp. */
+sz_status sz_op_silu_fwd(sz_unit *u, sz_tensor *out, sz_tensor *inp, int64_t n);
+sz_status sz_op_silu_bwd(sz_unit *u, sz_tensor *dinp, sz_tensor *inp, sz_tensor *dout, int64_t n);
+/* Elementwise product: out = a · b over n elements, overwrites out (SwiGLU = mul(silu(gate), up));
+ * the backward accumulates da += dout · b and db += dout · a (either may be NULL). */
+sz_status sz_op_mul_fwd(sz_unit *u, sz_tensor *out, sz_tensor *a, sz_tensor *b, int64_t n);
+sz_status sz_op_mul_bwd(sz_unit *u, sz_tensor *da, sz_tensor *db, sz_tensor *dout, sz_tensor *a, sz_tensor *b,
+                        int64_t n);
+/* Rotary position embedding on a fused qkv [B,T,3C] (q | k | v, as sz_op_attention_fwd reads it),
+ * NH heads of hs = C/NH channels (hs even): in q and k each head's pair (2i, 2i+1) at position t
+ * is rotated by the angle t · theta^(-2i/hs) (LLaMA: theta 10000); v is copied. Overwrites out
+ * (out may be inp itself); the backward accumulates into dinp [B,T,3C]. */
+sz_status sz_op_rope_fwd(sz_unit *u, sz_tensor *out, sz_tensor *inp, int B, int T, int C, int NH, float theta);
+sz_status sz_op_rope_bwd(sz_unit *u, sz_tensor *dinp, sz_tensor *dout, int B, int T, int C, int NH, float theta);
+/* Token embedding without a position table: out[N,C] = wte[tokens[n], :], tokens int32 [N],
+ * wte [V,C]. Overwrites out; the backward accumulates into dwte the dout rows at their tokens.
+ * A token outside [0, V) is not a crash: the task records "embedding: token <value> at row <r> is
+ * outside the vocabulary [0, V)" and the model's next sz_model_forward_backward / eval / update
+ * returns SZ_ERR_INVALID with that message logged. */
+sz_status sz_op_embedding_fwd(sz_unit *u, sz_tensor *out, sz_tensor *tokens, sz_tensor *wte, int N, int C, int V);
+sz_status sz_op_embedding_bwd(sz_unit *u, sz_tensor *dwte, sz_tensor *dout, sz_tensor *tokens, int N, int C, int V);
+/* Mean-squared error per row: losses[r] = mean over C of (pred - target)², overwrites losses[N]
+ * (hand it to sz_model_set_loss). The backward OVERWRITES dpred[N,C] = 2 (pred - target) / C ·
+ * the loss scale 1/(N·M·N_d) (rows per rank, micro-batches, ranks): the gradient of the step's
+ * mean loss, which the reduction over ranks then sums. */
+sz_status sz_op_mse_fwd(sz_unit *u, sz_tensor *losses, sz_tensor *pred, sz_tensor *target, int N, int C);
+sz_status sz_op_mse_bwd(sz_unit *u, sz_tensor *dpred, sz_tensor *pred, sz_tensor *target, int N, int C);
+
 /* ---- the codelets the engine registers (what sz-info --codelets lists) -------------------- */
 typedef struct sz_codelet_desc {
     const char *name;      /* the codelet's name, e.g. "matmul_fwd" */
@@ -435,6 +495,40 @@ sz_status sz_model_unit_sizes(const sz_model *m, int64_t *padded);
 
 /* Collective: every rank's report, gathered on rank 0 into ranks[0..nd-1] (other ranks may pass NULL). */
 sz_status sz_model_memory_report_all(const sz_model *m, sz_memory_report *ranks);
+
+/* ---- persistent training state: saving and resuming (tasks/state.c) ----------------------
+ * A unit's persistent state is up to four flat arrays over its padded elements (parameters at
+ * the model's precision, the fp32 master under mixed precision, Adam's m and v). Whatever the
+ * stage, rank r "owns" elements [r*shard, (r+1)*shard) of each: that is what it saves, so N_d
+ * ranks write N_d disjoint shards in parallel. When loading, a rank is given every element it
+ * holds (all of them where it keeps the full array: stage 0, and the parameters at stages 0-2),
+ * possibly in pieces cut from shards saved at another N_d: a state saved at one layout loads at
+ * any other. None of these calls is collective; reads and writes wait for the tasks using the
+ * data (call them between steps). Values travel as fp32; bf16 parameters widen exactly and round
+ * back to the same bits. */
+typedef enum sz_state_kind {
+    SZ_STATE_PARAMS = 0, SZ_STATE_MASTER, SZ_STATE_ADAM_M, SZ_STATE_ADAM_V, SZ_STATE_NKINDS
+} sz_state_kind;
+
+const char *sz_state_kind_name(sz_state_kind kind);     /* "params", "master", "adam_m", "adam_v" */
+/* 1 when the model keeps state `kind` (the master only under mixed precision), else 0. */
+int sz_model_state_has(const sz_model *m, sz_state_kind kind);
+/* Unit `unit` (after sz_model_finalize): its name, real and padded element counts, and the slice
+ * this rank owns, [*lo, *lo + *n). Any output pointer may be NULL. */
+sz_status sz_model_state_shard(const sz_model *m, int unit, const char **name, int64_t *numel, int64_t *padded,
+                               int64_t *lo, int64_t *n);
+/* Parameter `param` of `unit`: its name, offset in the unit's flat buffer and element count. */
+int sz_model_unit_nparams(const sz_model *m, int unit);
+sz_status sz_model_unit_param_info(const sz_model *m, int unit, int param, const char **name, int64_t *offset,
+                                   int64_t *numel);
+/* This rank's owned slice of `kind` for `unit` as fp32 (n floats, n from sz_model_state_shard).
+ * Adam's state before the first update reads as zeros. */
+sz_status sz_model_state_shard_read(sz_model *m, int unit, sz_state_kind kind, float *dst);
+/* The elements of `kind` this rank holds for `unit` and must be given when loading: [*lo, *lo + *n). */
+sz_status sz_model_state_need(const sz_model *m, int unit, sz_state_kind kind, int64_t *lo, int64_t *n);
+/* Values of elements [lo, lo + n) of `kind` (src: n floats) go into what this rank holds of
+ * them; the part outside its holding is ignored. */
+sz_status sz_model_state_write(sz_model *m, int unit, sz_state_kind kind, int64_t lo, int64_t n, const float *src);
 
 /* ==== the ZeRO estimator: model-state bytes, communication, shards, buffers (pure C) ======== */
 /* (A model's activation bytes are the model's business: GPT-2's are in starzero_gpt2.h.) */

@@ -196,3 +196,15 @@ sz_status sz_model_take_failure(struct sz_model *m)
     __atomic_store_n(&m->failure.claimed, 0, __ATOMIC_RELEASE);
     return SZ_ERR_INVALID;
 }
+
+sz_status sz_op_invalid(sz_unit *u, const char *op, const char *fmt, ...)
+{
+    char msg[320];
+    va_list ap;
+    va_start(ap, fmt);
+    int len = snprintf(msg, sizeof msg, "%s (%s): ", op ? op : "?", u && u->phase ? u->phase : "no unit");
+    vsnprintf(msg + len, sizeof msg - (size_t)len, fmt, ap);
+    va_end(ap);
+    log_err(u ? u->model : NULL, "%s", msg);
+    return SZ_ERR_INVALID;
+}

@@ -10,6 +10,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -206,6 +207,33 @@ sz_status sz_llmc_checkpoint_read_header(const char *path, sz_gpt2_config *cfg_o
         return st;
     fclose(fp);
     *cfg_out = cfg;
+    return SZ_OK;
+}
+
+/* A checkpoint holding NaN or infinity is refused, naming the tensor, its layer and the element:
+ * training from it would only produce NaN losses. */
+sz_status sz_llmc_check_finite(const char *path, const sz_gpt2_config *cfg, const float *params, char *err,
+                               size_t errlen)
+{
+    for (int id = 0; id < SZ_GPT2_NUM_TENSORS; id++) {
+        const sz_gpt2_tensor_spec *t = sz_gpt2_tensor(id);
+        int layers = t->per_layer ? cfg->layers : 1;
+        size_t rows, cols;
+        sz_gpt2_tensor_shape(cfg, id, &rows, &cols);
+        for (int l = 0; l < layers; l++) {
+            const float *p = params + sz_gpt2_tensor_layer_offset(cfg, id, l);
+            for (size_t i = 0; i < rows * cols; i++)
+                if (!isfinite(p[i])) {
+                    if (t->per_layer)
+                        gpt2_set_err(err, errlen, "%s: tensor %s of layer %d holds %f at element %zu: a checkpoint "
+                                   "with non-finite values is refused", path, t->name, l, p[i], i);
+                    else
+                        gpt2_set_err(err, errlen, "%s: tensor %s holds %f at element %zu: a checkpoint with "
+                                   "non-finite values is refused", path, t->name, p[i], i);
+                    return SZ_ERR_FORMAT;
+                }
+        }
+    }
     return SZ_OK;
 }
 

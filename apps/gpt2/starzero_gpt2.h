@@ -167,6 +167,11 @@ sz_status sz_llmc_checkpoint_write(const char *path, const sz_gpt2_config *cfg, 
  * for each field that differs, both values, e.g.
  * "model.bin: checkpoint does not match the requested model: vocab V=50257 in the file but 256
  * expected; ... (file: L=12 H=12 C=768 V=50257 Vp=50304 maxT=1024; expected: ...)". */
+/* SZ_ERR_FORMAT, naming the tensor, its layer and the element, when parameters read from `path`
+ * (llm.c's flat order for cfg) hold a NaN or an infinity: training from them only gives NaN. The
+ * reader above keeps every bit pattern; loaders for training call this. */
+sz_status sz_llmc_check_finite(const char *path, const sz_gpt2_config *cfg, const float *params, char *err,
+                               size_t errlen);
 sz_status sz_llmc_check_config(const char *path, const sz_gpt2_config *got,
                                const sz_gpt2_config *expected, char *err, size_t errlen);
 
