@@ -381,6 +381,14 @@ static int64_t predict(const struct sz_model *m, int stage, int nd, int mixed)
 static sz_status check_budget(struct sz_model *m)
 {
     int64_t budget = m->zero.mem_budget;
+    int machine = 0;
+    if (budget <= 0) { /* none given: this rank's share of what the machine has (collective) */
+        if (sz_context_memory_budget(m->ctx, &budget) != SZ_OK)
+            return SZ_ERR_RUNTIME;
+        machine = budget > 0;
+    }
+    m->budget = budget;
+    m->budget_from_machine = machine;
     m->predicted_peak = predict(m, m->zero.stage, m->nd, m->mixed);
     if (budget <= 0 || m->predicted_peak <= budget)
         return SZ_OK;
@@ -396,10 +404,13 @@ static sz_status check_budget(struct sz_model *m)
                                     len ? ", " : "", s, nd_fit, predict(m, s, nd_fit, m->mixed) / 1e6);
     }
     sz_context_log(m->ctx, SZ_LOG_ERROR,
-                   "memory budget: the plan needs %.1f MB per rank (stage %d, N_d %d, %s) but the budget is %.1f MB. "
+                   "memory budget: the plan needs %.1f MB per rank (stage %d, N_d %d, %s) but the budget is %.1f MB%s. "
                    "Settings that fit: %s%s; activations take %.1f MB of the %.1f (a smaller micro-batch --batch/--seq, "
                    "more --micro-batches for the same global batch, or activation checkpointing shrink them).",
                    m->predicted_peak / 1e6, m->zero.stage, m->nd, m->mixed ? "bf16" : "fp32", budget / 1e6,
+                   machine ? " (no budget given: this rank's share of the memory this node has available now, "
+                             "less the runtime's allowance; more ranks on this node would share it, so a larger N_d "
+                             "below means more nodes)" : "",
                    len ? fits : "none by stage and N_d alone", m->mixed ? "" : "; --precision bf16 also helps",
                    m->persistent[SZ_MEM_ACTIVATIONS] / 1e6, m->predicted_peak / 1e6);
     return SZ_ERR_BUDGET;
@@ -813,7 +824,9 @@ sz_status sz_model_memory_report(const sz_model *m, sz_memory_report *r)
     r->ntimeline = m->ntimeline;
     memcpy(r->timeline_ms, m->timeline_ms, sizeof r->timeline_ms);
     memcpy(r->timeline_bytes, m->timeline_bytes, sizeof r->timeline_bytes);
-    r->mem_budget = m->zero.mem_budget;
+    r->mem_budget = m->budget;
+    r->budget_from_machine = m->budget_from_machine;
+    r->rss_peak_bytes = sz_memory_rss_peak_bytes();
     r->arenas = m->zero.arenas;
     r->comm_task_s = m->comm_busy_s;
     r->compute_task_s = m->compute_busy_s;
