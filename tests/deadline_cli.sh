@@ -29,6 +29,7 @@ texts=$(ls /usr/share/common-licenses/{GPL-3,Apache-2.0} 2>/dev/null)
 # start STEPS [ARGS]: a 2-rank run in the background; sets mp (mpirun's pid), r0, r1 (the ranks' pids)
 start() {
     local steps=$1; shift
+    rm -f "$dir/out.txt" # (not the last run's steps)
     "$mpiexec" -n 2 "$bin/sz-train" --config d2 --vocab 256 --max-seq 64 --train "$dir/lic_train.bin" --batch 4 \
         --seq 32 --steps "$steps" "$@" >"$dir/out.txt" 2>&1 &
     mp=$!
