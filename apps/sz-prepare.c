@@ -1,7 +1,7 @@
 /* sz-prepare.c — turns text files into llm.c token files for a byte-level GPT-2 (vocab 256:
  * token = byte value). Concatenates the inputs, puts the last --val-fraction of the stream in
- * NAME_val.bin and the rest in NAME_train.bin. Standalone: links only the graph/ sources.
- *   gcc -O2 -Wall -Wextra -Iinclude -Igraph apps/sz-prepare.c graph/llmc_format.c graph/gpt2_spec.c -lm -o sz-prepare
+ * NAME_val.bin and the rest in NAME_train.bin. Standalone: links only the llm.c format sources of apps/gpt2.
+ *   gcc -O2 -Wall -Wextra -Iinclude -Iapps/gpt2 apps/sz-prepare.c apps/gpt2/llmc_format.c apps/gpt2/gpt2_spec.c -lm -o sz-prepare
  */
 #define _POSIX_C_SOURCE 200809L
 
@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "starzero.h"
+#include "starzero_gpt2.h"
 
 #define BYTE_VOCAB 256
 

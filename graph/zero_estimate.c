@@ -1,7 +1,7 @@
-/* graph/zero_estimate.c — the ZeRO estimator (DESIGN §3): model-state bytes and their breakdown,
- * communication volume, shard padding, GPT-2 activation bytes from one table of llm.c's
- * ActivationTensors, and ZeRO-R's offloaded checkpoints (P_a+cpu) and communication buffer (C_B)
- * exactly as the engine allocates them. Pure C: no runtime, never prints, never allocates. */
+/* graph/zero_estimate.c — the generic ZeRO estimator: model-state bytes and their breakdown,
+ * communication volume, shard padding, ZeRO-R's communication buffer (C_B) exactly as the engine
+ * allocates it, and the smallest N_d that fits a budget. A model's activation bytes belong to the
+ * model (GPT-2's: apps/gpt2/gpt2_estimate.c). Pure C: no runtime, never prints, never allocates. */
 #include "zero_estimate.h"
 
 #include <math.h>
@@ -100,151 +100,6 @@ int64_t sz_zero_shard(int64_t numel, int nd)
     return p < 0 ? -1 : p / nd;
 }
 
-/* ---- GPT-2 activations: llm.c's ActivationTensors, one row per tensor ----------------------- */
-
-/* The shape of one activation tensor for one micro-batch (N = B*T rows). */
-typedef enum act_size {
-    ACT_N,      /* B*T */
-    ACT_NC,     /* B*T*C */
-    ACT_N3C,    /* B*T*3C */
-    ACT_N4C,    /* B*T*4C */
-    ACT_BNHTT,  /* B*NH*T*T */
-    ACT_NVP,    /* B*T*Vp */
-} act_size;
-
-/* Where a tensor lives: before the blocks, once per block, or in the head. */
-typedef enum act_place { ACT_EMBED, ACT_BLOCK, ACT_HEAD } act_place;
-
-typedef struct act_spec {
-    const char *name;
-    act_place place;
-    act_size size;
-} act_spec;
-
-/* llm.c's ActivationTensors, in its order. */
-static const act_spec k_gpt2_acts[] = {
-    {"encoded", ACT_EMBED, ACT_NC},
-    {"ln1", ACT_BLOCK, ACT_NC},
-    {"ln1_mean", ACT_BLOCK, ACT_N},
-    {"ln1_rstd", ACT_BLOCK, ACT_N},
-    {"qkv", ACT_BLOCK, ACT_N3C},
-    {"atty", ACT_BLOCK, ACT_NC},
-    {"preatt", ACT_BLOCK, ACT_BNHTT},
-    {"att", ACT_BLOCK, ACT_BNHTT},
-    {"attproj", ACT_BLOCK, ACT_NC},
-    {"residual2", ACT_BLOCK, ACT_NC},
-    {"ln2", ACT_BLOCK, ACT_NC},
-    {"ln2_mean", ACT_BLOCK, ACT_N},
-    {"ln2_rstd", ACT_BLOCK, ACT_N},
-    {"fch", ACT_BLOCK, ACT_N4C},
-    {"fch_gelu", ACT_BLOCK, ACT_N4C},
-    {"fcproj", ACT_BLOCK, ACT_NC},
-    {"residual3", ACT_BLOCK, ACT_NC},
-    {"lnf", ACT_HEAD, ACT_NC},
-    {"lnf_mean", ACT_HEAD, ACT_N},
-    {"lnf_rstd", ACT_HEAD, ACT_N},
-    {"logits", ACT_HEAD, ACT_NVP},
-    {"probs", ACT_HEAD, ACT_NVP},
-    {"losses", ACT_HEAD, ACT_N},
-};
-enum { N_GPT2_ACTS = sizeof k_gpt2_acts / sizeof k_gpt2_acts[0] };
-
-static double act_numel(const sz_gpt2_config *cfg, act_size s, int B, int T)
-{
-    const double n = (double)B * (double)T, c = (double)cfg->channels;
-    switch (s) {
-    case ACT_N: return n;
-    case ACT_NC: return n * c;
-    case ACT_N3C: return n * 3.0 * c;
-    case ACT_N4C: return n * 4.0 * c;
-    case ACT_BNHTT: return (double)B * (double)cfg->heads * (double)T * (double)T;
-    case ACT_NVP: return n * (double)cfg->padded_vocab;
-    }
-    return 0.0;
-}
-
-/* Floats of the tensors placed at `place`, for one layer in the case of ACT_BLOCK. */
-static double act_place_floats(const sz_gpt2_config *cfg, act_place place, int B, int T)
-{
-    double sum = 0.0;
-    for (int i = 0; i < N_GPT2_ACTS; i++)
-        if (k_gpt2_acts[i].place == place)
-            sum += act_numel(cfg, k_gpt2_acts[i].size, B, T);
-    return sum;
-}
-
-static int act_args_ok(const sz_gpt2_config *cfg, int B, int T)
-{
-    return cfg && sz_gpt2_config_validate(cfg, NULL, 0) == SZ_OK && B >= 1 && T >= 1 && T <= cfg->max_seq;
-}
-
-double sz_gpt2_activation_bytes(const sz_gpt2_config *cfg, int B, int T)
-{
-    if (!act_args_ok(cfg, B, T))
-        return -1.0;
-    double floats = act_place_floats(cfg, ACT_EMBED, B, T) +
-                    (double)cfg->layers * act_place_floats(cfg, ACT_BLOCK, B, T) +
-                    act_place_floats(cfg, ACT_HEAD, B, T);
-    return floats * 4.0;
-}
-
-double sz_gpt2_activation_bytes_ckpt(const sz_gpt2_config *cfg, int B, int T)
-{
-    if (!act_args_ok(cfg, B, T))
-        return -1.0;
-    double inputs = (double)cfg->layers * act_numel(cfg, ACT_NC, B, T); /* each block's input */
-    double floats = inputs + act_place_floats(cfg, ACT_BLOCK, B, T) /* one block recomputed */
-                    + act_place_floats(cfg, ACT_HEAD, B, T);
-    return floats * 4.0;
-}
-
-/* ---- ZeRO-R: offloaded checkpoints (P_a+cpu) -------------------------------------------------- */
-
-/* Bytes of one block checkpoint: the block's input, N·C fp32. */
-static double ckpt_bytes(const sz_gpt2_config *cfg, int B, int T)
-{
-    return act_numel(cfg, ACT_NC, B, T) * 4.0;
-}
-
-/* Checkpoints tasks/zero.c holds on the device pool at once with L blocks: the recompute of
- * block l needs its own input, fetches block l-1's one unit ahead and writes block l+1's again,
- * so three from L = 3 on (block l+1 and l-1 both exist only for 1 <= l <= L-2). */
-static int ckpts_on_device(int layers)
-{
-    return layers < 3 ? layers : 3;
-}
-
-double sz_gpt2_checkpoint_host_bytes(const sz_gpt2_config *cfg, int B, int T)
-{
-    if (!act_args_ok(cfg, B, T))
-        return -1.0;
-    return (double)cfg->layers * ckpt_bytes(cfg, B, T);
-}
-
-double sz_gpt2_checkpoint_device_bytes(const sz_gpt2_config *cfg, int B, int T)
-{
-    if (!act_args_ok(cfg, B, T))
-        return -1.0;
-    return (double)ckpts_on_device(cfg->layers) * ckpt_bytes(cfg, B, T);
-}
-
-double sz_gpt2_activation_bytes_offload(const sz_gpt2_config *cfg, int B, int T)
-{
-    if (!act_args_ok(cfg, B, T))
-        return -1.0;
-    return sz_gpt2_activation_bytes_ckpt(cfg, B, T) - sz_gpt2_checkpoint_host_bytes(cfg, B, T) +
-           sz_gpt2_checkpoint_device_bytes(cfg, B, T);
-}
-
-double sz_gpt2_activation_bytes_device(const sz_gpt2_config *cfg, int B, int T, int checkpoint, int offload)
-{
-    if (offload && !checkpoint) /* no checkpoints to offload */
-        return -1.0;
-    if (offload)
-        return sz_gpt2_activation_bytes_offload(cfg, B, T);
-    return checkpoint ? sz_gpt2_activation_bytes_ckpt(cfg, B, T) : sz_gpt2_activation_bytes(cfg, B, T);
-}
-
 /* ---- ZeRO-R: communication buckets (C_B) ---------------------------------------------------- */
 
 int64_t sz_zero_comm_buffer_bytes(int64_t bucket_bytes, int nd, int64_t largest_unit)
@@ -265,32 +120,6 @@ int64_t sz_zero_comm_buffer_bytes(int64_t bucket_bytes, int nd, int64_t largest_
             e = shard;
     }
     return 4 * (int64_t)nd * e;
-}
-
-/* Elements of GPT-2's tensors `ids` (one layer's block of a per-layer tensor). */
-static int64_t tensors_numel(const sz_gpt2_config *cfg, const int *ids, int n)
-{
-    int64_t sum = 0;
-    for (int i = 0; i < n; i++)
-        sum += (int64_t)sz_gpt2_tensor_layer_numel(cfg, ids[i]);
-    return sum;
-}
-
-int64_t sz_gpt2_largest_unit_numel(const sz_gpt2_config *cfg)
-{
-    if (!cfg || sz_gpt2_config_validate(cfg, NULL, 0) != SZ_OK)
-        return -1;
-    /* the units of apps/gpt2: embed, block0 .. block(L-1), head */
-    static const int embed[] = {SZ_GPT2_WTE, SZ_GPT2_WPE};
-    static const int block[] = {SZ_GPT2_LN1W, SZ_GPT2_LN1B, SZ_GPT2_QKVW, SZ_GPT2_QKVB,
-                                SZ_GPT2_ATTPROJW, SZ_GPT2_ATTPROJB, SZ_GPT2_LN2W, SZ_GPT2_LN2B,
-                                SZ_GPT2_FCW, SZ_GPT2_FCB, SZ_GPT2_FCPROJW, SZ_GPT2_FCPROJB};
-    static const int head[] = {SZ_GPT2_LNFW, SZ_GPT2_LNFB};
-    int64_t e = tensors_numel(cfg, embed, (int)(sizeof embed / sizeof embed[0]));
-    int64_t b = tensors_numel(cfg, block, (int)(sizeof block / sizeof block[0]));
-    int64_t h = tensors_numel(cfg, head, (int)(sizeof head / sizeof head[0]));
-    int64_t m = e > b ? e : b;
-    return m > h ? m : h;
 }
 
 /* ---- fitting a budget -------------------------------------------------------------------- */

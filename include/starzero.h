@@ -1,4 +1,4 @@
-/* starzero.h — the one public header of StarZeRO (ZeRO data parallelism as a StarPU task graph).
+/* starzero.h — the core public header of StarZeRO (ZeRO data parallelism as a StarPU task graph).
  *
  * Conventions: opaque handles, `sz_<noun>_<verb>` names, every fallible call returns an
  * `sz_status`; `*_init` / `*_free` pairs, and every `*_free` accepts NULL. Configuration
@@ -73,6 +73,11 @@ typedef struct sz_context_config {
     sz_log_fn log_fn;          /* NULL: sz_log_stderr */
     void *log_user;
     sz_log_level log_level;    /* default SZ_LOG_WARN; SZ_LOG env var (error|warn|info|debug) wins */
+    double timeout_s;          /* no collective waits forever: a wait longer than max(timeout_s, 5 x the
+                                  slowest step so far) makes the rank say whom it waited for (in which
+                                  collective, task and step) and end the job with MPI_Abort (exit code 4);
+                                  StarPU's watchdog is armed at 2 x timeout_s unless STARPU_WATCHDOG_TIMEOUT
+                                  is set. Default 600; 0: no deadline. */
 } sz_context_config;
 
 void sz_context_config_defaults(sz_context_config *cfg);
@@ -125,6 +130,24 @@ void sz_context_print(const sz_context *ctx, FILE *out);
 
 /* Collective: every rank's sz_context_print text, written by rank 0 in rank order. */
 sz_status sz_context_print_all(const sz_context *ctx, FILE *out);
+
+/* ---- agreement: what every rank must share ----------------------------------------------
+ * A list of settings (name, value as text) that must be equal on every rank: model shape, ZeRO
+ * configuration, batch, optimizer, seed, data files, version... Every rank adds the same names in
+ * the same order. sz_model_finalize checks the model's units and ZeRO configuration this way. */
+typedef struct sz_settings sz_settings;
+sz_status sz_settings_init(sz_settings **out);
+void sz_settings_free(sz_settings *s);
+/* Appends one setting; the value is printf-formatted (print floats exactly, e.g. "%.9g"). */
+sz_status sz_settings_add(sz_settings *s, const char *name, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+int sz_settings_count(const sz_settings *s);
+/* Collective (all ranks): SZ_OK when every rank's list equals this one. Otherwise SZ_ERR_INVALID on
+ * every rank, and the same message everywhere, logged as an error and copied into msg (may be
+ * NULL), naming the first setting that differs and each rank's value, e.g. "sz-train: the ranks
+ * disagree on --zero-stage: 0 on rank 0; 1 on rank 1". `what` starts the message. Waits under
+ * the context's deadline (timeout_s). */
+sz_status sz_context_agree(sz_context *ctx, const sz_settings *s, const char *what, char *msg, size_t msglen);
 
 
 /* ---- tensors ------------------------------------------------------------------------------
@@ -291,6 +314,43 @@ sz_status sz_op_softmax_xent_fwd(sz_unit *u, sz_tensor *losses, sz_tensor *probs
 sz_status sz_op_softmax_xent_bwd(sz_unit *u, sz_tensor *dlogits, sz_tensor *probs, sz_tensor *targets,
                                  int N, int V, int Vp);
 
+/* ---- operations of LLaMA-style models (codelets/<op>.c; fp32, the same bits at any thread count).
+ * N rows of C channels. Each says whether it OVERWRITES or ACCUMULATES (+=) into its outputs. */
+/* RMSNorm: out[N,C] = inp · rstd · w, rstd[N] = 1/sqrt(mean over C of inp² + eps) (LLaMA: eps
+ * 1e-5 or 1e-6). Overwrites out and rstd (saved for the backward). */
+sz_status sz_op_rmsnorm_fwd(sz_unit *u, sz_tensor *out, sz_tensor *rstd, sz_tensor *inp, sz_tensor *w, int N, int C,
+                            float eps);
+/* Accumulates into dinp[N,C] and dw[C] (either may be NULL). */
+sz_status sz_op_rmsnorm_bwd(sz_unit *u, sz_tensor *dinp, sz_tensor *dw, sz_tensor *dout, sz_tensor *inp, sz_tensor *w,
+                            sz_tensor *rstd, int N, int C);
+/* SiLU: out = inp · sigmoid(inp) over n elements, overwrites out; the backward accumulates into dinp. */
+sz_status sz_op_silu_fwd(sz_unit *u, sz_tensor *out, sz_tensor *inp, int64_t n);
+sz_status sz_op_silu_bwd(sz_unit *u, sz_tensor *dinp, sz_tensor *inp, sz_tensor *dout, int64_t n);
+/* Elementwise product: out = a · b over n elements, overwrites out (SwiGLU = mul(silu(gate), up));
+ * the backward accumulates da += dout · b and db += dout · a (either may be NULL). */
+sz_status sz_op_mul_fwd(sz_unit *u, sz_tensor *out, sz_tensor *a, sz_tensor *b, int64_t n);
+sz_status sz_op_mul_bwd(sz_unit *u, sz_tensor *da, sz_tensor *db, sz_tensor *dout, sz_tensor *a, sz_tensor *b,
+                        int64_t n);
+/* Rotary position embedding on a fused qkv [B,T,3C] (q | k | v, as sz_op_attention_fwd reads it),
+ * NH heads of hs = C/NH channels (hs even): in q and k each head's pair (2i, 2i+1) at position t
+ * is rotated by the angle t · theta^(-2i/hs) (LLaMA: theta 10000); v is copied. Overwrites out
+ * (out may be inp itself); the backward accumulates into dinp [B,T,3C]. */
+sz_status sz_op_rope_fwd(sz_unit *u, sz_tensor *out, sz_tensor *inp, int B, int T, int C, int NH, float theta);
+sz_status sz_op_rope_bwd(sz_unit *u, sz_tensor *dinp, sz_tensor *dout, int B, int T, int C, int NH, float theta);
+/* Token embedding without a position table: out[N,C] = wte[tokens[n], :], tokens int32 [N],
+ * wte [V,C]. Overwrites out; the backward accumulates into dwte the dout rows at their tokens.
+ * A token outside [0, V) is not a crash: the task records "embedding: token <value> at row <r> is
+ * outside the vocabulary [0, V)" and the model's next sz_model_forward_backward / eval / update
+ * returns SZ_ERR_INVALID with that message logged. */
+sz_status sz_op_embedding_fwd(sz_unit *u, sz_tensor *out, sz_tensor *tokens, sz_tensor *wte, int N, int C, int V);
+sz_status sz_op_embedding_bwd(sz_unit *u, sz_tensor *dwte, sz_tensor *dout, sz_tensor *tokens, int N, int C, int V);
+/* Mean-squared error per row: losses[r] = mean over C of (pred - target)², overwrites losses[N]
+ * (hand it to sz_model_set_loss). The backward OVERWRITES dpred[N,C] = 2 (pred - target) / C ·
+ * the loss scale 1/(N·M·N_d) (rows per rank, micro-batches, ranks): the gradient of the step's
+ * mean loss, which the reduction over ranks then sums. */
+sz_status sz_op_mse_fwd(sz_unit *u, sz_tensor *losses, sz_tensor *pred, sz_tensor *target, int N, int C);
+sz_status sz_op_mse_bwd(sz_unit *u, sz_tensor *dpred, sz_tensor *pred, sz_tensor *target, int N, int C);
+
 /* ---- training ---------------------------------------------------------------------------- */
 typedef enum sz_decay { SZ_DECAY_MATRICES = 0, SZ_DECAY_ALL } sz_decay;
 
@@ -393,176 +453,42 @@ sz_status sz_model_unit_sizes(const sz_model *m, int64_t *padded);
 /* Collective: every rank's report, gathered on rank 0 into ranks[0..nd-1] (other ranks may pass NULL). */
 sz_status sz_model_memory_report_all(const sz_model *m, sz_memory_report *ranks);
 
-/* ==== GPT-2's tensor table and llm.c's file formats (pure C, no runtime) ==================== */
-/* The shape of a GPT-2 model, as in llm.c's checkpoint header. */
-typedef struct sz_gpt2_config {
-    int max_seq;      /* maxT: positions in wpe */
-    int vocab;        /* V: real vocabulary size (50257 for GPT-2's tokenizer, 256 byte-level) */
-    int padded_vocab; /* Vp >= V: rows of wte (llm.c pads to a multiple of 128 for speed) */
-    int layers;       /* L: transformer blocks */
-    int heads;        /* NH: attention heads; channels % heads == 0 */
-    int channels;     /* C: model width */
-} sz_gpt2_config;
+/* ---- persistent training state: saving and resuming (tasks/state.c) ----------------------
+ * A unit's persistent state is up to four flat arrays over its padded elements (parameters at
+ * the model's precision, the fp32 master under mixed precision, Adam's m and v). Whatever the
+ * stage, rank r "owns" elements [r*shard, (r+1)*shard) of each: that is what it saves, so N_d
+ * ranks write N_d disjoint shards in parallel. When loading, a rank is given every element it
+ * holds (all of them where it keeps the full array: stage 0, and the parameters at stages 0-2),
+ * possibly in pieces cut from shards saved at another N_d: a state saved at one layout loads at
+ * any other. None of these calls is collective; reads and writes wait for the tasks using the
+ * data (call them between steps). Values travel as fp32; bf16 parameters widen exactly and round
+ * back to the same bits. */
+typedef enum sz_state_kind {
+    SZ_STATE_PARAMS = 0, SZ_STATE_MASTER, SZ_STATE_ADAM_M, SZ_STATE_ADAM_V, SZ_STATE_NKINDS
+} sz_state_kind;
 
-/* Symbolic sizes a table row's shape is made of; resolved against a config. */
-typedef enum sz_gpt2_dim {
-    SZ_GPT2_DIM_ONE = 0, /* 1 (the "cols" of a vector) */
-    SZ_GPT2_DIM_C,       /* channels */
-    SZ_GPT2_DIM_3C,      /* 3 * channels (fused q, k, v) */
-    SZ_GPT2_DIM_4C,      /* 4 * channels (MLP hidden) */
-    SZ_GPT2_DIM_VP,      /* padded_vocab */
-    SZ_GPT2_DIM_MAXT,    /* max_seq */
-} sz_gpt2_dim;
+const char *sz_state_kind_name(sz_state_kind kind);     /* "params", "master", "adam_m", "adam_v" */
+/* 1 when the model keeps state `kind` (the master only under mixed precision), else 0. */
+int sz_model_state_has(const sz_model *m, sz_state_kind kind);
+/* Unit `unit` (after sz_model_finalize): its name, real and padded element counts, and the slice
+ * this rank owns, [*lo, *lo + *n). Any output pointer may be NULL. */
+sz_status sz_model_state_shard(const sz_model *m, int unit, const char **name, int64_t *numel, int64_t *padded,
+                               int64_t *lo, int64_t *n);
+/* Parameter `param` of `unit`: its name, offset in the unit's flat buffer and element count. */
+int sz_model_unit_nparams(const sz_model *m, int unit);
+sz_status sz_model_unit_param_info(const sz_model *m, int unit, int param, const char **name, int64_t *offset,
+                                   int64_t *numel);
+/* This rank's owned slice of `kind` for `unit` as fp32 (n floats, n from sz_model_state_shard).
+ * Adam's state before the first update reads as zeros. */
+sz_status sz_model_state_shard_read(sz_model *m, int unit, sz_state_kind kind, float *dst);
+/* The elements of `kind` this rank holds for `unit` and must be given when loading: [*lo, *lo + *n). */
+sz_status sz_model_state_need(const sz_model *m, int unit, sz_state_kind kind, int64_t *lo, int64_t *n);
+/* Values of elements [lo, lo + n) of `kind` (src: n floats) go into what this rank holds of
+ * them; the part outside its holding is ignored. */
+sz_status sz_model_state_write(sz_model *m, int unit, sz_state_kind kind, int64_t lo, int64_t n, const float *src);
 
-/* How a tensor is initialized for training from scratch (llm.c / GPT-2 convention). */
-typedef enum sz_gpt2_init {
-    SZ_GPT2_INIT_NORMAL = 0,       /* N(0, 0.02^2) */
-    SZ_GPT2_INIT_NORMAL_RESIDUAL,  /* N(0, (0.02/sqrt(2L))^2): projections into the residual */
-    SZ_GPT2_INIT_ZEROS,            /* biases and layernorm biases */
-    SZ_GPT2_INIT_ONES,             /* layernorm weights */
-} sz_gpt2_init;
-
-/* Names for the rows of the table, in llm.c's checkpoint order. The table is keyed by these
- * (designated initializers), so an index always means the same tensor. */
-typedef enum sz_gpt2_tensor_id {
-    SZ_GPT2_WTE = 0,  /* (Vp, C)            token embedding, tied with the LM head */
-    SZ_GPT2_WPE,      /* (maxT, C)          position embedding */
-    SZ_GPT2_LN1W,     /* L x (C)            */
-    SZ_GPT2_LN1B,     /* L x (C)            */
-    SZ_GPT2_QKVW,     /* L x (3C, C)        */
-    SZ_GPT2_QKVB,     /* L x (3C)           */
-    SZ_GPT2_ATTPROJW, /* L x (C, C)         */
-    SZ_GPT2_ATTPROJB, /* L x (C)            */
-    SZ_GPT2_LN2W,     /* L x (C)            */
-    SZ_GPT2_LN2B,     /* L x (C)            */
-    SZ_GPT2_FCW,      /* L x (4C, C)        */
-    SZ_GPT2_FCB,      /* L x (4C)           */
-    SZ_GPT2_FCPROJW,  /* L x (C, 4C)        */
-    SZ_GPT2_FCPROJB,  /* L x (C)            */
-    SZ_GPT2_LNFW,     /* (C)                */
-    SZ_GPT2_LNFB,     /* (C)                */
-    SZ_GPT2_NUM_TENSORS
-} sz_gpt2_tensor_id;
-
-/* One row of the table. Weights are stored (out, in) row-major: y = x . W^T + b, so for a
- * matrix rows = out features and cols = in features. A vector has cols = SZ_GPT2_DIM_ONE.
- * A per-layer tensor is L copies of (rows x cols), layer-major and contiguous.
- * Note: llm.c initializes only the first V rows of wte; rows V..Vp-1 stay zero. */
-typedef struct sz_gpt2_tensor_spec {
-    const char *name;    /* llm.c's name: "wte", "qkvw", ... */
-    int per_layer;       /* 1: one (rows x cols) block per transformer layer */
-    sz_gpt2_dim rows;
-    sz_gpt2_dim cols;
-    int is_matrix;       /* 1: a 2-D weight matrix; weight decay applies under `--decay matrices`
-                            (wte, wpe, qkvw, attprojw, fcw, fcprojw — exactly llm.c's choice) */
-    sz_gpt2_init init;
-} sz_gpt2_tensor_spec;
-
-/* The table row of tensor `id`; NULL when id is out of range. */
-const sz_gpt2_tensor_spec *sz_gpt2_tensor(int id);
-
-/* The id of the tensor called `name`, or -1. */
-int sz_gpt2_tensor_find(const char *name);
-
-/* The value of a symbolic size under `cfg`. */
-size_t sz_gpt2_dim_value(const sz_gpt2_config *cfg, sz_gpt2_dim dim);
-
-/* Rows and columns of one layer's block of tensor `id` (of the whole tensor if not per-layer).
- * Returns 0 (and zeros) for a bad id. */
-int sz_gpt2_tensor_shape(const sz_gpt2_config *cfg, int id, size_t *rows, size_t *cols);
-
-/* Elements of one layer's block (rows * cols); the whole tensor if it is not per-layer. */
-size_t sz_gpt2_tensor_layer_numel(const sz_gpt2_config *cfg, int id);
-
-/* Elements of the whole tensor (layer_numel * L for a per-layer tensor). */
-size_t sz_gpt2_tensor_numel(const sz_gpt2_config *cfg, int id);
-
-/* Offset (in elements) of tensor `id` in llm.c's flat parameter order. */
-size_t sz_gpt2_tensor_offset(const sz_gpt2_config *cfg, int id);
-
-/* Offset (in elements) of layer `layer`'s block of tensor `id` in the flat order; for a tensor
- * that is not per-layer, `layer` is ignored. */
-size_t sz_gpt2_tensor_layer_offset(const sz_gpt2_config *cfg, int id, int layer);
-
-/* Total parameter count (sum of every tensor's numel, padded vocab rows included). */
-size_t sz_gpt2_num_params(const sz_gpt2_config *cfg);
-
-/* Standard deviation for a normal init of tensor `id` (0.02 or 0.02/sqrt(2L)); 0 for the
- * zeros/ones kinds. */
-float sz_gpt2_tensor_init_std(const sz_gpt2_config *cfg, int id);
-
-/* `vocab` rounded up to a multiple of 128, like llm.c (50257 -> 50304, 256 -> 256). */
-int sz_gpt2_padded_vocab(int vocab);
-
-/* Checks a config: every field > 0, channels % heads == 0, padded_vocab >= vocab, and a total
- * size that fits in memory arithmetic. SZ_ERR_INVALID with a message in `err` otherwise.
- * `err` may be NULL. */
-sz_status sz_gpt2_config_validate(const sz_gpt2_config *cfg, char *err, size_t errlen);
-
-/* Fills *out from a preset name — "d2" (L2,H4,C128), "d6" (6,6,384), "d12" (12,12,768) — or an
- * "L,H,C" string such as "4,4,256"; vocab and max_seq are given separately and padded_vocab is
- * sz_gpt2_padded_vocab(vocab). The result is validated. *out is untouched on failure. */
-sz_status sz_gpt2_config_from_string(sz_gpt2_config *out, const char *spec, int vocab, int max_seq,
-                                     char *err, size_t errlen);
-
-/* Writes "L=12 H=12 C=768 V=50257 Vp=50304 maxT=1024" into buf (snprintf semantics). */
-int sz_gpt2_config_format(const sz_gpt2_config *cfg, char *buf, size_t buflen);
-
-/* Both formats start with 256 little-endian int32s. */
-#define SZ_LLMC_HEADER_INTS 256
-#define SZ_LLMC_HEADER_BYTES (SZ_LLMC_HEADER_INTS * 4)
-
-/* Checkpoint header: [0] magic, [1] version, [2] maxT, [3] V, [4] L, [5] NH, [6] C, [7] Vp;
- * then sz_gpt2_num_params() fp32 values in gpt2_spec.h's table order. */
-#define SZ_LLMC_MODEL_MAGIC 20240326
-#define SZ_LLMC_MODEL_VERSION_FP32 3 /* llm.c's version 5 (bf16) is refused with a clear message */
-
-/* Token file header: [0] magic, [1] version, [2] token count; then count uint16 tokens. */
-#define SZ_LLMC_TOKENS_MAGIC 20240520
-#define SZ_LLMC_TOKENS_VERSION 1
-
-/* Every function below: `err` may be NULL; otherwise a message of the form
- * "<path>: <what is wrong>" is written there on failure (truncated to errlen).
- * Statuses: SZ_ERR_IO (cannot open/read/write), SZ_ERR_FORMAT (contents wrong),
- * SZ_ERR_INVALID (bad arguments), SZ_ERR_NOMEM. On failure no output is modified. */
-
-/* Reads and validates a checkpoint's header, and checks that the file's size is exactly the
- * header plus the parameters it announces. Reads no parameters. */
-sz_status sz_llmc_checkpoint_read_header(const char *path, sz_gpt2_config *cfg_out, char *err,
-                                         size_t errlen);
-
-/* Reads a whole checkpoint. On success *params_out is a malloc'd array of
- * *nparams_out == sz_gpt2_num_params(cfg_out) floats in llm.c's flat order; release it with
- * free(). nparams_out may be NULL. */
-sz_status sz_llmc_checkpoint_read(const char *path, sz_gpt2_config *cfg_out, float **params_out,
-                                  size_t *nparams_out, char *err, size_t errlen);
-
-/* Writes a checkpoint (version 3, fp32). `nparams` must equal sz_gpt2_num_params(cfg) and cfg
- * must be valid (SZ_ERR_INVALID otherwise, nothing written). Writes `path`.tmp, flushes it to
- * disk, then renames it over `path`; on failure the temporary is removed and `path` untouched. */
-sz_status sz_llmc_checkpoint_write(const char *path, const sz_gpt2_config *cfg, const float *params,
-                                   size_t nparams, char *err, size_t errlen);
-
-/* Compares the config read from checkpoint `path` (`got`) with the one the run expects.
- * SZ_OK when all six fields agree; otherwise SZ_ERR_FORMAT with a message naming the file and,
- * for each field that differs, both values, e.g.
- * "model.bin: checkpoint does not match the requested model: vocab V=50257 in the file but 256
- * expected; ... (file: L=12 H=12 C=768 V=50257 Vp=50304 maxT=1024; expected: ...)". */
-sz_status sz_llmc_check_config(const char *path, const sz_gpt2_config *got,
-                               const sz_gpt2_config *expected, char *err, size_t errlen);
-
-/* Reads a whole token file into memory. When vocab > 0 every token must be < vocab
- * (SZ_ERR_FORMAT naming the first offending position otherwise); vocab <= 0 skips that check.
- * On success *tokens_out is a malloc'd array of *count_out tokens (release with free()); a file
- * announcing 0 tokens is valid and gives a NULL array and a count of 0. */
-sz_status sz_llmc_tokens_read(const char *path, int vocab, uint16_t **tokens_out, size_t *count_out,
-                              char *err, size_t errlen);
-
-/* Writes a token file (at most INT32_MAX tokens) through `path`.tmp + rename. */
-sz_status sz_llmc_tokens_write(const char *path, const uint16_t *tokens, size_t count, char *err,
-                               size_t errlen);
-
-/* ==== the ZeRO estimator: model-state bytes, communication, shards, activations (pure C) ==== */
+/* ==== the ZeRO estimator: model-state bytes, communication, shards, buffers (pure C) ======== */
+/* (A model's activation bytes are the model's business: GPT-2's are in starzero_gpt2.h.) */
 /* Conventions for every function below:
  *  - stage is the ZeRO stage: 0 plain data parallelism, 1 P_os, 2 P_os+g, 3 P_os+g+p;
  *  - psi (Ψ) is the parameter count, a double so 7.5e9 needs no integer type; the per-rank
@@ -631,58 +557,6 @@ int64_t sz_zero_padded(int64_t numel, int nd);
 /* Elements of each rank's slice: sz_zero_padded(numel, nd) / nd; (10, 3) -> 4. -1 as above. */
 int64_t sz_zero_shard(int64_t numel, int nd);
 
-/* ---- GPT-2 activations ------------------------------------------------------------------- */
-
-/* Bytes of llm.c's ActivationTensors (fp32) for one micro-batch of B sequences of T tokens,
- * counted tensor by tensor (N = B·T, L layers, C channels, NH heads, Vp padded vocab):
- *   encoded N·C; per layer: ln1 N·C, ln1_mean N, ln1_rstd N, qkv 3N·C, atty N·C,
- *   preatt B·NH·T·T, att B·NH·T·T, attproj N·C, residual2 N·C, ln2 N·C, ln2_mean N, ln2_rstd N,
- *   fch 4N·C, fch_gelu 4N·C, fcproj N·C, residual3 N·C; head: lnf N·C, lnf_mean N, lnf_rstd N,
- *   logits N·Vp, probs N·Vp, losses N.
- * Total floats: 2NC + L(18NC + 4N + 2·B·NH·T²) + 3N + 2N·Vp (d12, B=4, T=64: 73,347,840, the
- * num_activations llm.c prints). Not included: the activation gradients of backward (llm.c
- * allocates a second set of the same size), inputs/targets, and any temporaries.
- * -1.0 when cfg is NULL or invalid, B < 1, T < 1 or T > cfg->max_seq. */
-double sz_gpt2_activation_bytes(const sz_gpt2_config *cfg, int B, int T);
-
-/* The same under activation checkpointing at transformer-block granularity: what is resident
- * at the peak of backward, in fp32 bytes:
- *   - each block's input, kept from forward: L·N·C (block 0's input is `encoded`, block l's is
- *     block l-1's residual3), and
- *   - one block's full activations, recomputed from its input before its backward (all the
- *     per-layer tensors above for one layer: 18NC + 4N + 2·B·NH·T² floats), and
- *   - the head's tensors, kept from forward for its backward: lnf N·C, lnf_mean N, lnf_rstd N,
- *     logits N·Vp, probs N·Vp, losses N.
- * Total floats: L·NC + (18NC + 4N + 2·B·NH·T²) + NC + 3N + 2N·Vp. The recomputed block's own
- * residual3 equals the next block's kept input; it is counted in both places (an upper bound:
- * an implementation that aliases them saves N·C). Gradients and temporaries are excluded as
- * above. -1.0 on the same errors. */
-double sz_gpt2_activation_bytes_ckpt(const sz_gpt2_config *cfg, int B, int T);
-
-/* ---- ZeRO-R: offloaded checkpoints (P_a+cpu) --------------------------------------------- */
-
-/* With the checkpoints offloaded (sz_zero_config.offload_checkpoints, which needs checkpoint),
- * every block's input (its checkpoint, N·C fp32) moves to a host pool after the block's forward
- * and comes back before its recompute, as tasks/zero.c does it:
- *   - the host pool holds all L checkpoints: L·N·C·4 bytes (sz_gpt2_checkpoint_host_bytes);
- *   - the device pool holds at most min(L, 3) of them at once (sz_gpt2_checkpoint_device_bytes):
- *     in backward, block l's own input, block l-1's fetched one unit ahead, and block l+1's that
- *     the recompute writes again (in forward two: the one read, the one written);
- *   - device-pool activations (sz_gpt2_activation_bytes_offload): those of
- *     sz_gpt2_activation_bytes_ckpt with the L kept inputs replaced by the min(L, 3) on the
- *     device: it is lower by (L - min(L, 3))·N·C·4 bytes (d12, B=4, T=256: 28,311,552).
- * Host-pool bytes are not part of the device peak (the engine's device_peak_bytes excludes them).
- * -1.0 on the errors of sz_gpt2_activation_bytes. */
-double sz_gpt2_checkpoint_host_bytes(const sz_gpt2_config *cfg, int B, int T);
-double sz_gpt2_checkpoint_device_bytes(const sz_gpt2_config *cfg, int B, int T);
-double sz_gpt2_activation_bytes_offload(const sz_gpt2_config *cfg, int B, int T);
-
-/* The device-pool activation bytes of one ZeRO-R setting: full (checkpoint = 0), block
- * checkpointing (checkpoint = 1) or offloaded checkpoints (checkpoint = 1, offload = 1).
- * offload without checkpoint is refused with -1.0, as sz_model_set_zero refuses it: there are no
- * checkpoints to offload. */
-double sz_gpt2_activation_bytes_device(const sz_gpt2_config *cfg, int B, int T, int checkpoint, int offload);
-
 /* ---- ZeRO-R: communication buckets (C_B) -------------------------------------------------- */
 
 /* Bytes of the communication buffer each rank allocates (the engine's "communication buffers"
@@ -696,11 +570,6 @@ double sz_gpt2_activation_bytes_device(const sz_gpt2_config *cfg, int B, int T, 
  * bucket_bytes = 0 means SZ_DEFAULT_BUCKET_BYTES (as in sz_zero_config); largest_unit <= 0 means
  * unknown (no cap). -1 when bucket_bytes < 0 or nd < 1. */
 int64_t sz_zero_comm_buffer_bytes(int64_t bucket_bytes, int nd, int64_t largest_unit);
-
-/* Elements of GPT-2's largest unit as the engine builds the model (apps/gpt2: the embedding,
- * wte + wpe = (Vp + maxT)·C; each block, 12C² + 13C; the head's final layernorm, 2C): the cap
- * of sz_zero_comm_buffer_bytes. -1 when cfg is NULL or invalid. */
-int64_t sz_gpt2_largest_unit_numel(const sz_gpt2_config *cfg);
 
 /* ---- fitting a budget -------------------------------------------------------------------- */
 

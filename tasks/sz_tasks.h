@@ -63,6 +63,12 @@ struct sz_unit {
     int grads_live;    /* submission-time state: stage 2-3 gradient buffer allocated */
 };
 
+/* The first unusable input a kernel met this step (sz_task_fail, include/starzero_starpu.h). */
+struct sz_task_failure {
+    int claimed, failed;
+    char msg[320];
+};
+
 struct sz_model {
     struct sz_context *ctx;
     sz_zero_config zero;
@@ -78,6 +84,7 @@ struct sz_model {
     sz_tensor *loss;
     int finalized;
     int micro_batch;             /* forward/backward passes since the last update */
+    int steps_done;              /* optimizer steps taken (for the deadline's messages) */
     float dloss;                 /* gradient of the mean loss w.r.t. one row's loss: 1/(N*M*nd) */
     sz_tensor *sumsq;            /* nunits floats: squared norms of this rank's gradient slices */
     sz_tensor *clip;             /* 2 floats: clip factor, global norm */
@@ -95,6 +102,7 @@ struct sz_model {
     int64_t persistent[SZ_MEM_NCATEGORIES];
     struct sz_counters counters; /* updated by tasks: transient memory, communication bytes */
     int64_t step_sent, step_received, step_ns;
+    struct sz_task_failure failure;
 };
 
 /* tasks/ops.c: the step's own tasks */
@@ -115,6 +123,18 @@ sz_status sz_submit_convert(struct sz_model *m, const sz_tensor *dst, const sz_t
 sz_status sz_submit_adamw_mixed(struct sz_unit *u, const sz_tensor *master, const sz_tensor *p, const sz_tensor *g, const sz_tensor *m,
                                 const sz_tensor *v, const sz_tensor *scale, const sz_tensor *norm, int acc,
                                 const sz_train_config *cfg, float wd, int t, const char *name);
+
+/* tasks/task.c: the task builder behind sz_task_submit (include/starzero_starpu.h) for the library's
+ * own tasks: `name` is the task's full name, `op` the operation's (for messages); m may be NULL. */
+struct sz_task_tensor;
+sz_status sz_task_submit_named(struct sz_model *m, int unit, const char *name, const char *op,
+                               struct starpu_codelet *cl, const struct sz_task_tensor *tensors, int ntensors,
+                               const void *params, size_t params_size);
+/* An op's wrapper refusing its arguments (a shape, not a tensor: sz_task_submit names those): logs
+ * "<op> (<task name>): <message>" and returns SZ_ERR_INVALID. u may be NULL. */
+sz_status sz_op_invalid(struct sz_unit *u, const char *op, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* SZ_ERR_INVALID (logging the message) when a kernel reported an unusable input since the last call. */
+sz_status sz_model_take_failure(struct sz_model *m);
 
 /* tasks/tensor.c */
 sz_tensor *sz_tensor_register(void *home, int64_t numel, sz_dtype dtype, const char *name);

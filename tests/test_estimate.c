@@ -1,10 +1,11 @@
-/* tests/test_estimate.c — the ZeRO estimator (graph/zero_estimate.c): the paper's check values,
+/* tests/test_estimate.c — the ZeRO estimator (graph/zero_estimate.c, and GPT-2's parts in
+ * apps/gpt2/gpt2_estimate.c): the paper's check values,
  * the fp32 table, breakdowns summing to totals, communication volumes, shard padding, fitting a
  * budget, GPT-2 d12 activation bytes against a count done by hand, and ZeRO-R: offloaded
  * checkpoints (P_a+cpu) and the communication buffer of constant-size buckets (C_B) against hand
  * counts and against what sz-train measured. Pure C, no runtime:
- *   gcc -O2 -Wall -Wextra -Iinclude -Igraph tests/test_estimate.c graph/zero_estimate.c \
- *       graph/gpt2_spec.c graph/status.c -lcunit -lm
+ *   gcc -O2 -Wall -Wextra -Iinclude -Iapps/gpt2 -Igraph tests/test_estimate.c graph/zero_estimate.c \
+ *       apps/gpt2/gpt2_estimate.c apps/gpt2/gpt2_spec.c graph/status.c -lcunit -lm
  * The last test runs the sz-estimate binary when it finds it ($SZ_ESTIMATE, or ../sz-estimate
  * from CTest's working directory build/tests). */
 #include <math.h>
@@ -15,7 +16,7 @@
 #include <unistd.h>
 
 #include "sz_test.h"
-#include "zero_estimate.h"
+#include "starzero_gpt2.h"
 
 /* Relative comparison: the estimator works in doubles; values here are exact or nearly so. */
 static int close_to(double got, double want)
@@ -297,7 +298,7 @@ static void test_offload_measured(void)
     CU_ASSERT_EQUAL(sz_gpt2_checkpoint_device_bytes(&d2, 2, 64), 131072.0);
     CU_ASSERT_EQUAL(sz_gpt2_checkpoint_host_bytes(&d2, 2, 64), 131072.0);
     CU_ASSERT_EQUAL(sz_gpt2_activation_bytes_ckpt(&d2, 2, 64), sz_gpt2_activation_bytes_offload(&d2, 2, 64));
-    /* README (d12, --vocab 256, B = 4, T = 256): device-pool peak 1590.6 -> 1562.3 MB, 37.7 MB in the
+    /* docs/BENCHMARKS.md (d12, --vocab 256, B = 4, T = 256): device-pool peak 1590.6 -> 1562.3 MB, 37.7 MB in the
      * host pool, at most 9.4 MB of it on the device; equal to the prediction within the 0.05 MB the
      * figures are rounded to (the prediction: 28,311,552, 37,748,736 and 9,437,184 bytes) */
     sz_gpt2_config d12 = gpt2("d12", 256);

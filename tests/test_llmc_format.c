@@ -1,7 +1,7 @@
-/* test_llmc_format.c — CUnit suite for graph/gpt2_spec (the GPT-2 tensor table, sizes, offsets,
- * presets) and graph/llmc_format (llm.c checkpoint and token files: round trips and every kind of
+/* test_llmc_format.c — CUnit suite for apps/gpt2/gpt2_spec (the GPT-2 tensor table, sizes, offsets,
+ * presets) and apps/gpt2/llmc_format (llm.c checkpoint and token files: round trips and every kind of
  * bad file). Files live in a mkdtemp directory that is removed at the end. Exits non-zero on failure.
- *   gcc -O2 -Wall -Wextra -Iinclude -Igraph tests/test_llmc_format.c graph/gpt2_spec.c graph/llmc_format.c -lcunit -lm
+ *   gcc -O2 -Wall -Wextra -Iinclude -Iapps/gpt2 tests/test_llmc_format.c apps/gpt2/gpt2_spec.c apps/gpt2/llmc_format.c -lcunit -lm
  */
 #define _POSIX_C_SOURCE 200809L
 
@@ -17,8 +17,7 @@
 #include <CUnit/Basic.h>
 #include <CUnit/CUnit.h>
 
-#include "gpt2_spec.h"
-#include "llmc_format.h"
+#include "starzero_gpt2.h"
 
 /* ---- fixtures ----------------------------------------------------------------------------- */
 

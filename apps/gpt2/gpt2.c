@@ -367,6 +367,8 @@ sz_status gpt2_load(gpt2 *g, const char *path, char *err, size_t errlen)
         return st;
     st = sz_llmc_check_config(path, &got, &g->cfg, err, errlen);
     if (st == SZ_OK)
+        st = sz_llmc_check_finite(path, &got, params, err, errlen);
+    if (st == SZ_OK)
         st = gpt2_set_params(g, params);
     free(params);
     return st;

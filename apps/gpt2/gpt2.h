@@ -4,7 +4,7 @@
 #ifndef SZ_APP_GPT2_H
 #define SZ_APP_GPT2_H
 
-#include "starzero.h"
+#include "starzero_gpt2.h"
 
 typedef struct gpt2 gpt2;
 

@@ -118,6 +118,42 @@ double sz_k_sumsq_chunk(const void *x, int bf16, int64_t n);
 void sz_k_f32_to_bf16(uint16_t *dst, const float *src, size_t n);
 void sz_k_bf16_to_f32(float *dst, const uint16_t *src, size_t n);
 
+/* ==== operations of LLaMA-style models (rmsnorm.c, silu.c, mul.c, rope.c, embedding.c, mse.c) ==== */
+
+/* ---- RMSNorm over the last dim: out[N,C] = inp · rstd · w, rstd[N] = 1/sqrt(mean(inp²) + eps)
+ *      (written); backward: dinp [N,C], dweight [C] accumulate (either may be NULL) ---- */
+void sz_k_rmsnorm_fwd(float *out, float *rstd, const float *inp, const float *weight, int N, int C, float eps);
+void sz_k_rmsnorm_bwd(float *dinp, float *dweight, const float *dout, const float *inp, const float *weight,
+                      const float *rstd, int N, int C);
+
+/* ---- SiLU: out = x σ(x), [n]; dinp += dout · σ(x)(1 + x(1 - σ(x))) ---- */
+void sz_k_silu_fwd(float *out, const float *inp, size_t n);
+void sz_k_silu_bwd(float *dinp, const float *inp, const float *dout, size_t n);
+
+/* ---- elementwise product: out = a · b, [n]; da += dout · b, db += dout · a (either may be NULL) ---- */
+void sz_k_mul_fwd(float *out, const float *a, const float *b, size_t n);
+void sz_k_mul_bwd(float *da, float *db, const float *dout, const float *a, const float *b, size_t n);
+
+/* ---- rotary position embedding on fused qkv [B,T,3C], NH heads of hs = C/NH (hs even): q and k
+ *      pairs (2i, 2i+1) at position t rotated by t · theta^(-2i/hs), v copied. out WRITTEN; the
+ *      backward dinp [B,T,3C] accumulates. Return 0, or -1 when the cos/sin table could not be
+ *      allocated (nothing written). ---- */
+int sz_k_rope_fwd(float *out, const float *inp, int B, int T, int C, int NH, float theta);
+int sz_k_rope_bwd(float *dinp, const float *dout, int B, int T, int C, int NH, float theta);
+
+/* ---- token embedding: out[N,C] = wte[tok[n], :] (written), tok int32 [N] in [0, V);
+ *      backward: dwte[V,C] += dout rows at their tokens. Each checks the tokens first: it
+ *      returns -1 when all are in [0, V), else the first row whose token is not (and touches
+ *      nothing). sz_k_embedding_check is that check alone. ---- */
+int64_t sz_k_embedding_check(const int *tok, int64_t N, int V);
+int64_t sz_k_embedding_fwd(float *out, const int *tok, const float *wte, int N, int C, int V);
+int64_t sz_k_embedding_bwd(float *dwte, const float *dout, const int *tok, int N, int C, int V);
+
+/* ---- mean-squared error: losses[n] = mean_c (pred - target)² (written), [N,C] rows;
+ *      backward WRITES dpred = 2 (pred - target) / C · scale ---- */
+void sz_k_mse_fwd(float *losses, const float *pred, const float *target, int N, int C);
+void sz_k_mse_bwd(float *dpred, const float *pred, const float *target, float scale, int N, int C);
+
 /* Frees the cached oneDNN primitives and engine. Call once, when no kernel is
  * running; kernels called afterwards rebuild the cache. */
 void sz_k_shutdown(void);

@@ -1,15 +1,16 @@
-/* llmc_format.c — readers and writers for llm.c's GPT-2 checkpoint (fp32, version 3) and token
+/* apps/gpt2/llmc_format.c — readers and writers for llm.c's GPT-2 checkpoint (fp32, version 3) and token
  * (uint16, version 1) files. Reads validate the header and the exact file size before
  * allocating, load into a temporary and hand it over only on success; writes go to `path`.tmp,
  * are flushed and fsync'ed, then renamed over `path`.
  */
 #define _POSIX_C_SOURCE 200809L
 
-#include "llmc_format.h"
-#include "sz_err.h"
+#include "starzero_gpt2.h"
+#include "gpt2_err.h"
 
 #include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,22 +40,22 @@ static sz_status open_for_read(const char *path, FILE **fp_out, uint64_t *size_o
                                size_t errlen)
 {
     if (!path) {
-        sz_set_err(err, errlen, "no file name given");
+        gpt2_set_err(err, errlen, "no file name given");
         return SZ_ERR_INVALID;
     }
     FILE *fp = fopen(path, "rb");
     if (!fp) {
-        sz_set_err(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+        gpt2_set_err(err, errlen, "%s: cannot open: %s", path, strerror(errno));
         return SZ_ERR_IO;
     }
     struct stat st;
     if (fstat(fileno(fp), &st) != 0) {
-        sz_set_err(err, errlen, "%s: cannot stat: %s", path, strerror(errno));
+        gpt2_set_err(err, errlen, "%s: cannot stat: %s", path, strerror(errno));
         fclose(fp);
         return SZ_ERR_IO;
     }
     if (!S_ISREG(st.st_mode)) {
-        sz_set_err(err, errlen, "%s: not a regular file", path);
+        gpt2_set_err(err, errlen, "%s: not a regular file", path);
         fclose(fp);
         return SZ_ERR_IO;
     }
@@ -72,9 +73,9 @@ static sz_status read_exact(FILE *fp, void *buf, size_t n, const char *path, cha
         size_t got = fread(p, 1, want, fp);
         if (got != want) {
             if (ferror(fp))
-                sz_set_err(err, errlen, "%s: read error: %s", path, strerror(errno));
+                gpt2_set_err(err, errlen, "%s: read error: %s", path, strerror(errno));
             else
-                sz_set_err(err, errlen, "%s: read error: the file ended early (changed while reading?)",
+                gpt2_set_err(err, errlen, "%s: read error: the file ended early (changed while reading?)",
                         path);
             return SZ_ERR_IO;
         }
@@ -102,23 +103,23 @@ static sz_status read_header(FILE *fp, uint64_t size, int32_t hdr[SZ_LLMC_HEADER
             hint = other_kind;
         else if (bswap32((uint32_t)hdr[0]) == (uint32_t)magic)
             hint = " (the file is byte-swapped: written on a big-endian machine?)";
-        sz_set_err(err, errlen, "%s: bad magic %" PRId32 " (expected %d): not an llm.c %s%s", path,
+        gpt2_set_err(err, errlen, "%s: bad magic %" PRId32 " (expected %d): not an llm.c %s%s", path,
                 hdr[0], magic, kind, hint);
         return SZ_ERR_FORMAT;
     }
     if (have >= 8 && hdr[1] != version) {
         if (magic == SZ_LLMC_MODEL_MAGIC && hdr[1] == 5)
-            sz_set_err(err, errlen,
+            gpt2_set_err(err, errlen,
                     "%s: unsupported version 5 (a bf16 checkpoint): only version %d (fp32) "
                     "checkpoints can be read",
                     path, version);
         else
-            sz_set_err(err, errlen, "%s: unsupported version %" PRId32 " (expected %d) of the llm.c %s",
+            gpt2_set_err(err, errlen, "%s: unsupported version %" PRId32 " (expected %d) of the llm.c %s",
                     path, hdr[1], version, kind);
         return SZ_ERR_FORMAT;
     }
     if (have < SZ_LLMC_HEADER_BYTES) {
-        sz_set_err(err, errlen,
+        gpt2_set_err(err, errlen,
                 "%s: truncated header: the file has %zu bytes but an llm.c %s header is %d bytes",
                 path, have, kind, SZ_LLMC_HEADER_BYTES);
         return SZ_ERR_FORMAT;
@@ -133,14 +134,14 @@ static sz_status check_body_size(uint64_t size, uint64_t need, const char *what,
 {
     uint64_t body = size - SZ_LLMC_HEADER_BYTES;
     if (body < need) {
-        sz_set_err(err, errlen,
+        gpt2_set_err(err, errlen,
                 "%s: truncated: header says %s (%" PRIu64 " bytes) but %" PRIu64
                 " bytes follow the header",
                 path, what, need, body);
         return SZ_ERR_FORMAT;
     }
     if (body > need) {
-        sz_set_err(err, errlen,
+        gpt2_set_err(err, errlen,
                 "%s: trailing bytes: header says %s (%" PRIu64 " bytes) but %" PRIu64
                 " bytes follow the header (%" PRIu64 " extra)",
                 path, what, need, body, body - need);
@@ -173,7 +174,7 @@ static sz_status open_checkpoint(const char *path, FILE **fp_out, sz_gpt2_config
     };
     char why[256];
     if (sz_gpt2_config_validate(&cfg, why, sizeof why) != SZ_OK) {
-        sz_set_err(err, errlen, "%s: bad header: %s", path, why);
+        gpt2_set_err(err, errlen, "%s: bad header: %s", path, why);
         fclose(fp);
         return SZ_ERR_FORMAT;
     }
@@ -195,7 +196,7 @@ sz_status sz_llmc_checkpoint_read_header(const char *path, sz_gpt2_config *cfg_o
                                          size_t errlen)
 {
     if (!cfg_out) {
-        sz_set_err(err, errlen, "%s: no output config given", path ? path : "(null)");
+        gpt2_set_err(err, errlen, "%s: no output config given", path ? path : "(null)");
         return SZ_ERR_INVALID;
     }
     FILE *fp = NULL;
@@ -209,11 +210,38 @@ sz_status sz_llmc_checkpoint_read_header(const char *path, sz_gpt2_config *cfg_o
     return SZ_OK;
 }
 
+/* A checkpoint holding NaN or infinity is refused, naming the tensor, its layer and the element:
+ * training from it would only produce NaN losses. */
+sz_status sz_llmc_check_finite(const char *path, const sz_gpt2_config *cfg, const float *params, char *err,
+                               size_t errlen)
+{
+    for (int id = 0; id < SZ_GPT2_NUM_TENSORS; id++) {
+        const sz_gpt2_tensor_spec *t = sz_gpt2_tensor(id);
+        int layers = t->per_layer ? cfg->layers : 1;
+        size_t rows, cols;
+        sz_gpt2_tensor_shape(cfg, id, &rows, &cols);
+        for (int l = 0; l < layers; l++) {
+            const float *p = params + sz_gpt2_tensor_layer_offset(cfg, id, l);
+            for (size_t i = 0; i < rows * cols; i++)
+                if (!isfinite(p[i])) {
+                    if (t->per_layer)
+                        gpt2_set_err(err, errlen, "%s: tensor %s of layer %d holds %f at element %zu: a checkpoint "
+                                   "with non-finite values is refused", path, t->name, l, p[i], i);
+                    else
+                        gpt2_set_err(err, errlen, "%s: tensor %s holds %f at element %zu: a checkpoint with "
+                                   "non-finite values is refused", path, t->name, p[i], i);
+                    return SZ_ERR_FORMAT;
+                }
+        }
+    }
+    return SZ_OK;
+}
+
 sz_status sz_llmc_checkpoint_read(const char *path, sz_gpt2_config *cfg_out, float **params_out,
                                   size_t *nparams_out, char *err, size_t errlen)
 {
     if (!cfg_out || !params_out) {
-        sz_set_err(err, errlen, "%s: no output config or parameter pointer given",
+        gpt2_set_err(err, errlen, "%s: no output config or parameter pointer given",
                 path ? path : "(null)");
         return SZ_ERR_INVALID;
     }
@@ -225,7 +253,7 @@ sz_status sz_llmc_checkpoint_read(const char *path, sz_gpt2_config *cfg_out, flo
         return st;
     float *params = malloc(n * sizeof(float));
     if (!params) {
-        sz_set_err(err, errlen, "%s: out of memory allocating %zu parameters (%zu bytes)", path, n,
+        gpt2_set_err(err, errlen, "%s: out of memory allocating %zu parameters (%zu bytes)", path, n,
                 n * sizeof(float));
         fclose(fp);
         return SZ_ERR_NOMEM;
@@ -247,7 +275,7 @@ sz_status sz_llmc_check_config(const char *path, const sz_gpt2_config *got,
                                const sz_gpt2_config *expected, char *err, size_t errlen)
 {
     if (!got || !expected) {
-        sz_set_err(err, errlen, "%s: no config to compare", path ? path : "(null)");
+        gpt2_set_err(err, errlen, "%s: no config to compare", path ? path : "(null)");
         return SZ_ERR_INVALID;
     }
     const struct { const char *name; int file, want; } fields[] = {
@@ -274,7 +302,7 @@ sz_status sz_llmc_check_config(const char *path, const sz_gpt2_config *got,
     char a[128], b[128];
     sz_gpt2_config_format(got, a, sizeof a);
     sz_gpt2_config_format(expected, b, sizeof b);
-    sz_set_err(err, errlen,
+    gpt2_set_err(err, errlen,
             "%s: config mismatch: the checkpoint does not match the requested model: %s "
             "(file: %s; expected: %s)",
             path ? path : "(checkpoint)", diffs, a, b);
@@ -285,7 +313,7 @@ sz_status sz_llmc_tokens_read(const char *path, int vocab, uint16_t **tokens_out
                               char *err, size_t errlen)
 {
     if (!tokens_out || !count_out) {
-        sz_set_err(err, errlen, "%s: no output token pointer or count given", path ? path : "(null)");
+        gpt2_set_err(err, errlen, "%s: no output token pointer or count given", path ? path : "(null)");
         return SZ_ERR_INVALID;
     }
     FILE *fp = NULL;
@@ -301,7 +329,7 @@ sz_status sz_llmc_tokens_read(const char *path, int vocab, uint16_t **tokens_out
         return st;
     }
     if (hdr[2] < 0) {
-        sz_set_err(err, errlen, "%s: bad header: negative token count %" PRId32, path, hdr[2]);
+        gpt2_set_err(err, errlen, "%s: bad header: negative token count %" PRId32, path, hdr[2]);
         fclose(fp);
         return SZ_ERR_FORMAT;
     }
@@ -317,7 +345,7 @@ sz_status sz_llmc_tokens_read(const char *path, int vocab, uint16_t **tokens_out
     if (count > 0) {
         tokens = malloc(count * sizeof(uint16_t));
         if (!tokens) {
-            sz_set_err(err, errlen, "%s: out of memory allocating %zu tokens", path, count);
+            gpt2_set_err(err, errlen, "%s: out of memory allocating %zu tokens", path, count);
             fclose(fp);
             return SZ_ERR_NOMEM;
         }
@@ -331,7 +359,7 @@ sz_status sz_llmc_tokens_read(const char *path, int vocab, uint16_t **tokens_out
     if (vocab > 0) {
         for (size_t i = 0; i < count; i++) {
             if (tokens[i] >= vocab) {
-                sz_set_err(err, errlen,
+                gpt2_set_err(err, errlen,
                         "%s: token %u at position %zu is out of range: must be < vocab %d", path,
                         (unsigned)tokens[i], i, vocab);
                 free(tokens);
@@ -367,7 +395,7 @@ static sz_status write_atomic(const char *path, const int32_t hdr[SZ_LLMC_HEADER
     size_t len = strlen(path);
     char *tmp = malloc(len + 5);
     if (!tmp) {
-        sz_set_err(err, errlen, "%s: out of memory", path);
+        gpt2_set_err(err, errlen, "%s: out of memory", path);
         return SZ_ERR_NOMEM;
     }
     memcpy(tmp, path, len);
@@ -375,7 +403,7 @@ static sz_status write_atomic(const char *path, const int32_t hdr[SZ_LLMC_HEADER
 
     FILE *fp = fopen(tmp, "wb");
     if (!fp) {
-        sz_set_err(err, errlen, "%s: cannot create the temporary file %s: %s", path, tmp,
+        gpt2_set_err(err, errlen, "%s: cannot create the temporary file %s: %s", path, tmp,
                 strerror(errno));
         free(tmp);
         return SZ_ERR_IO;
@@ -399,7 +427,7 @@ static sz_status write_atomic(const char *path, const int32_t hdr[SZ_LLMC_HEADER
         saved_errno = errno;
     }
     if (failed) {
-        sz_set_err(err, errlen, "%s: %s of the temporary file %s failed: %s (the existing %s, if any, "
+        gpt2_set_err(err, errlen, "%s: %s of the temporary file %s failed: %s (the existing %s, if any, "
                 "is unchanged)", path, failed, tmp, strerror(saved_errno), path);
         remove(tmp);
         free(tmp);
@@ -413,17 +441,17 @@ sz_status sz_llmc_checkpoint_write(const char *path, const sz_gpt2_config *cfg, 
                                    size_t nparams, char *err, size_t errlen)
 {
     if (!path || !cfg || !params) {
-        sz_set_err(err, errlen, "%s: no config or parameters to write", path ? path : "(null)");
+        gpt2_set_err(err, errlen, "%s: no config or parameters to write", path ? path : "(null)");
         return SZ_ERR_INVALID;
     }
     char why[256];
     if (sz_gpt2_config_validate(cfg, why, sizeof why) != SZ_OK) {
-        sz_set_err(err, errlen, "%s: not written: %s", path, why);
+        gpt2_set_err(err, errlen, "%s: not written: %s", path, why);
         return SZ_ERR_INVALID;
     }
     size_t need = sz_gpt2_num_params(cfg);
     if (nparams != need) {
-        sz_set_err(err, errlen, "%s: not written: %zu parameters given but the config needs %zu", path,
+        gpt2_set_err(err, errlen, "%s: not written: %zu parameters given but the config needs %zu", path,
                 nparams, need);
         return SZ_ERR_INVALID;
     }
@@ -443,11 +471,11 @@ sz_status sz_llmc_tokens_write(const char *path, const uint16_t *tokens, size_t 
                                size_t errlen)
 {
     if (!path || (count > 0 && !tokens)) {
-        sz_set_err(err, errlen, "%s: no tokens to write", path ? path : "(null)");
+        gpt2_set_err(err, errlen, "%s: no tokens to write", path ? path : "(null)");
         return SZ_ERR_INVALID;
     }
     if (count > (size_t)INT32_MAX) {
-        sz_set_err(err, errlen, "%s: not written: %zu tokens is more than an llm.c token file holds (%d)",
+        gpt2_set_err(err, errlen, "%s: not written: %zu tokens is more than an llm.c token file holds (%d)",
                 path, count, INT32_MAX);
         return SZ_ERR_INVALID;
     }

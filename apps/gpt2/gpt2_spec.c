@@ -1,9 +1,9 @@
-/* gpt2_spec.c — GPT-2's parameter table (llm.c checkpoint order) and everything derived from it:
+/* apps/gpt2/gpt2_spec.c — GPT-2's parameter table (llm.c checkpoint order) and everything derived from it:
  * shapes, element counts, flat offsets, init scales, config presets and validation.
  * Pure C; every size below is computed by walking the one table `k_gpt2_tensors`.
  */
-#include "gpt2_spec.h"
-#include "sz_err.h"
+#include "starzero_gpt2.h"
+#include "gpt2_err.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -147,7 +147,7 @@ int sz_gpt2_config_format(const sz_gpt2_config *cfg, char *buf, size_t buflen)
 sz_status sz_gpt2_config_validate(const sz_gpt2_config *cfg, char *err, size_t errlen)
 {
     if (!cfg) {
-        sz_set_err(err, errlen, "no GPT-2 config given");
+        gpt2_set_err(err, errlen, "no GPT-2 config given");
         return SZ_ERR_INVALID;
     }
     const struct { const char *name; int value; } fields[] = {
@@ -157,20 +157,20 @@ sz_status sz_gpt2_config_validate(const sz_gpt2_config *cfg, char *err, size_t e
     };
     for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++) {
         if (fields[i].value <= 0) {
-            sz_set_err(err, errlen, "invalid GPT-2 config: %s is %d, must be positive", fields[i].name,
+            gpt2_set_err(err, errlen, "invalid GPT-2 config: %s is %d, must be positive", fields[i].name,
                     fields[i].value);
             return SZ_ERR_INVALID;
         }
     }
     if (cfg->channels % cfg->heads != 0) {
-        sz_set_err(err, errlen,
+        gpt2_set_err(err, errlen,
                 "invalid GPT-2 config: channels C=%d is not divisible by heads NH=%d "
                 "(the head size C/NH must be a whole number)",
                 cfg->channels, cfg->heads);
         return SZ_ERR_INVALID;
     }
     if (cfg->padded_vocab < cfg->vocab) {
-        sz_set_err(err, errlen, "invalid GPT-2 config: padded vocab Vp=%d is smaller than vocab V=%d",
+        gpt2_set_err(err, errlen, "invalid GPT-2 config: padded vocab Vp=%d is smaller than vocab V=%d",
                 cfg->padded_vocab, cfg->vocab);
         return SZ_ERR_INVALID;
     }
@@ -183,7 +183,7 @@ sz_status sz_gpt2_config_validate(const sz_gpt2_config *cfg, char *err, size_t e
         total += t->per_layer ? n * cfg->layers : n;
     }
     if (total * 4.0 > 9.0e18) {
-        sz_set_err(err, errlen, "invalid GPT-2 config: %.3g parameters is too large", total);
+        gpt2_set_err(err, errlen, "invalid GPT-2 config: %.3g parameters is too large", total);
         return SZ_ERR_INVALID;
     }
     return SZ_OK;
@@ -219,7 +219,7 @@ sz_status sz_gpt2_config_from_string(sz_gpt2_config *out, const char *spec, int 
         {"d12", 12, 12, 768},
     };
     if (!out || !spec) {
-        sz_set_err(err, errlen, "no model spec given");
+        gpt2_set_err(err, errlen, "no model spec given");
         return SZ_ERR_INVALID;
     }
     sz_gpt2_config cfg = {.max_seq = max_seq, .vocab = vocab, .padded_vocab = sz_gpt2_padded_vocab(vocab)};
@@ -238,7 +238,7 @@ sz_status sz_gpt2_config_from_string(sz_gpt2_config *out, const char *spec, int 
         const char *end = spec + strlen(spec);
         if (!c1 || !c2 || strchr(c2 + 1, ',') || !parse_int_field(spec, c1, &cfg.layers) ||
             !parse_int_field(c1 + 1, c2, &cfg.heads) || !parse_int_field(c2 + 1, end, &cfg.channels)) {
-            sz_set_err(err, errlen,
+            gpt2_set_err(err, errlen,
                     "unknown model spec \"%s\": expected a preset (d2, d6, d12) or \"L,H,C\" "
                     "such as \"4,4,256\"",
                     spec);

@@ -1,0 +1,60 @@
+/* codelets/embedding.c — a token embedding without a position table: the typed wrappers
+ * sz_op_embedding_fwd/bwd, their argument struct, codelets and perf models; the math is
+ * codelets/kernels/embedding.c. A token outside [0, V) fails the task (sz_task_fail) with the op,
+ * the value and the row; the model's next call returns SZ_ERR_INVALID. */
+#include "starzero_starpu.h"
+#include "sz_kernels.h"
+#include "sz_tasks.h"
+
+struct embedding_args {
+    int N, C, V;
+};
+
+static void fwd_cpu(void *b[], void *arg)
+{
+    const struct embedding_args *a = sz_task_params(arg);
+    const int *tok = sz_task_ptr(b, arg, 1);
+    int64_t bad = sz_k_embedding_fwd(sz_task_ptr(b, arg, 0), tok, sz_task_ptr(b, arg, 2), a->N, a->C, a->V);
+    if (bad >= 0)
+        sz_task_fail(arg, "embedding: token %d at row %lld is outside the vocabulary [0, %d)", tok[bad],
+                     (long long)bad, a->V);
+}
+
+static void bwd_cpu(void *b[], void *arg)
+{
+    const struct embedding_args *a = sz_task_params(arg);
+    const int *tok = sz_task_ptr(b, arg, 2);
+    int64_t bad = sz_k_embedding_bwd(sz_task_ptr(b, arg, 0), sz_task_ptr(b, arg, 1), tok, a->N, a->C, a->V);
+    if (bad >= 0)
+        sz_task_fail(arg, "embedding_bwd: token %d at row %lld is outside the vocabulary [0, %d)", tok[bad],
+                     (long long)bad, a->V);
+}
+
+static struct starpu_perfmodel fwd_model = {.type = STARPU_HISTORY_BASED, .symbol = "sz_embedding_fwd"};
+static struct starpu_perfmodel bwd_model = {.type = STARPU_HISTORY_BASED, .symbol = "sz_embedding_bwd"};
+static struct starpu_codelet fwd_cl = {.cpu_funcs = {fwd_cpu}, .nbuffers = STARPU_VARIABLE_NBUFFERS,
+                                       .name = "embedding_fwd", .model = &fwd_model};
+static struct starpu_codelet bwd_cl = {.cpu_funcs = {bwd_cpu}, .nbuffers = STARPU_VARIABLE_NBUFFERS,
+                                       .name = "embedding_bwd", .model = &bwd_model};
+
+sz_status sz_op_embedding_fwd(sz_unit *u, sz_tensor *out, sz_tensor *tokens, sz_tensor *wte, int N, int C, int V)
+{
+    if (N < 1 || C < 1 || V < 1)
+        return sz_op_invalid(u, "embedding", "N = %d, C = %d, V = %d: need all >= 1", N, C, V);
+    struct embedding_args a = {N, C, V};
+    sz_task_tensor t[] = {{out, SZ_WRITE, SZ_DTYPE_F32, (int64_t)N * C, "out", 0},
+                          {tokens, SZ_READ, SZ_DTYPE_I32, N, "tokens", 0},
+                          {wte, SZ_READ, SZ_DTYPE_F32, (int64_t)V * C, "wte", 0}};
+    return sz_task_submit(u, &fwd_cl, "embedding", t, 3, &a, sizeof a);
+}
+
+sz_status sz_op_embedding_bwd(sz_unit *u, sz_tensor *dwte, sz_tensor *dout, sz_tensor *tokens, int N, int C, int V)
+{
+    if (N < 1 || C < 1 || V < 1)
+        return sz_op_invalid(u, "embedding_bwd", "N = %d, C = %d, V = %d: need all >= 1", N, C, V);
+    struct embedding_args a = {N, C, V};
+    sz_task_tensor t[] = {{dwte, SZ_ACCUMULATE, SZ_DTYPE_F32, (int64_t)V * C, "dwte", 0},
+                          {dout, SZ_READ, SZ_DTYPE_F32, (int64_t)N * C, "dout", 0},
+                          {tokens, SZ_READ, SZ_DTYPE_I32, N, "tokens", 0}};
+    return sz_task_submit(u, &bwd_cl, "embedding_bwd", t, 3, &a, sizeof a);
+}

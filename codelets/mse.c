@@ -1,0 +1,57 @@
+/* codelets/mse.c — mean-squared-error loss per row: the typed wrappers sz_op_mse_fwd/bwd, their
+ * argument struct, codelets and perf models; the math is codelets/kernels/mse.c. The backward is
+ * the first gradient of a step: it writes dpred scaled by the loss scale (d(the step's mean loss
+ * over every row of every micro-batch of every rank)/d(one row's loss) = 1/(N·M·N_d)). */
+#include "starzero_starpu.h"
+#include "sz_kernels.h"
+#include "sz_tasks.h"
+
+struct mse_args {
+    int N, C;
+    float scale;
+};
+
+static void fwd_cpu(void *b[], void *arg)
+{
+    const struct mse_args *a = sz_task_params(arg);
+    sz_k_mse_fwd(sz_task_ptr(b, arg, 0), sz_task_ptr(b, arg, 1), sz_task_ptr(b, arg, 2), a->N, a->C);
+}
+
+static void bwd_cpu(void *b[], void *arg)
+{
+    const struct mse_args *a = sz_task_params(arg);
+    sz_k_mse_bwd(sz_task_ptr(b, arg, 0), sz_task_ptr(b, arg, 1), sz_task_ptr(b, arg, 2), a->scale, a->N, a->C);
+}
+
+static struct starpu_perfmodel fwd_model = {.type = STARPU_HISTORY_BASED, .symbol = "sz_mse_fwd"};
+static struct starpu_perfmodel bwd_model = {.type = STARPU_HISTORY_BASED, .symbol = "sz_mse_bwd"};
+static struct starpu_codelet fwd_cl = {.cpu_funcs = {fwd_cpu}, .nbuffers = STARPU_VARIABLE_NBUFFERS,
+                                       .name = "mse_fwd", .model = &fwd_model};
+static struct starpu_codelet bwd_cl = {.cpu_funcs = {bwd_cpu}, .nbuffers = STARPU_VARIABLE_NBUFFERS,
+                                       .name = "mse_bwd", .model = &bwd_model};
+
+sz_status sz_op_mse_fwd(sz_unit *u, sz_tensor *losses, sz_tensor *pred, sz_tensor *target, int N, int C)
+{
+    if (N < 1 || C < 1)
+        return sz_op_invalid(u, "mse", "N = %d, C = %d: need N, C >= 1", N, C);
+    struct mse_args a = {N, C, 0.0f};
+    int64_t NC = (int64_t)N * C;
+    sz_task_tensor t[] = {{losses, SZ_WRITE, SZ_DTYPE_F32, N, "losses", 0},
+                          {pred, SZ_READ, SZ_DTYPE_F32, NC, "pred", 0},
+                          {target, SZ_READ, SZ_DTYPE_F32, NC, "target", 0}};
+    return sz_task_submit(u, &fwd_cl, "mse", t, 3, &a, sizeof a);
+}
+
+sz_status sz_op_mse_bwd(sz_unit *u, sz_tensor *dpred, sz_tensor *pred, sz_tensor *target, int N, int C)
+{
+    if (N < 1 || C < 1)
+        return sz_op_invalid(u, "mse_bwd", "N = %d, C = %d: need N, C >= 1", N, C);
+    /* the loss scale the model set for this micro-batch (as softmax_xent_bwd reads it) */
+    float scale = u && u->model->dloss > 0 ? u->model->dloss : 1.0f / (float)N;
+    struct mse_args a = {N, C, scale};
+    int64_t NC = (int64_t)N * C;
+    sz_task_tensor t[] = {{dpred, SZ_WRITE, SZ_DTYPE_F32, NC, "dpred", 0},
+                          {pred, SZ_READ, SZ_DTYPE_F32, NC, "pred", 0},
+                          {target, SZ_READ, SZ_DTYPE_F32, NC, "target", 0}};
+    return sz_task_submit(u, &bwd_cl, "mse_bwd", t, 3, &a, sizeof a);
+}

@@ -1,0 +1,61 @@
+/* codelets/rmsnorm.c — RMSNorm (LLaMA's norm, no bias): the typed wrappers sz_op_rmsnorm_fwd/bwd,
+ * their argument struct, codelets and perf models; the math is codelets/kernels/rmsnorm.c. */
+#include "starzero_starpu.h"
+#include "sz_kernels.h"
+#include "sz_tasks.h"
+
+struct rmsnorm_args {
+    int N, C;
+    float eps;
+};
+
+static void fwd_cpu(void *b[], void *arg)
+{
+    const struct rmsnorm_args *a = sz_task_params(arg);
+    sz_k_rmsnorm_fwd(sz_task_ptr(b, arg, 0), sz_task_ptr(b, arg, 1), sz_task_ptr(b, arg, 2), sz_task_ptr(b, arg, 3),
+                     a->N, a->C, a->eps);
+}
+
+static void bwd_cpu(void *b[], void *arg)
+{
+    const struct rmsnorm_args *a = sz_task_params(arg);
+    sz_k_rmsnorm_bwd(sz_task_ptr(b, arg, 0), sz_task_ptr(b, arg, 1), sz_task_ptr(b, arg, 2), sz_task_ptr(b, arg, 3),
+                     sz_task_ptr(b, arg, 4), sz_task_ptr(b, arg, 5), a->N, a->C);
+}
+
+static struct starpu_perfmodel fwd_model = {.type = STARPU_HISTORY_BASED, .symbol = "sz_rmsnorm_fwd"};
+static struct starpu_perfmodel bwd_model = {.type = STARPU_HISTORY_BASED, .symbol = "sz_rmsnorm_bwd"};
+static struct starpu_codelet fwd_cl = {.cpu_funcs = {fwd_cpu}, .nbuffers = STARPU_VARIABLE_NBUFFERS,
+                                       .name = "rmsnorm_fwd", .model = &fwd_model};
+static struct starpu_codelet bwd_cl = {.cpu_funcs = {bwd_cpu}, .nbuffers = STARPU_VARIABLE_NBUFFERS,
+                                       .name = "rmsnorm_bwd", .model = &bwd_model};
+
+sz_status sz_op_rmsnorm_fwd(sz_unit *u, sz_tensor *out, sz_tensor *rstd, sz_tensor *inp, sz_tensor *w, int N, int C,
+                            float eps)
+{
+    if (N < 1 || C < 1 || !(eps >= 0.0f))
+        return sz_op_invalid(u, "rmsnorm", "N = %d, C = %d, eps = %g: need N, C >= 1 and eps >= 0", N, C, eps);
+    struct rmsnorm_args a = {N, C, eps};
+    int64_t NC = (int64_t)N * C;
+    sz_task_tensor t[] = {{out, SZ_WRITE, SZ_DTYPE_F32, NC, "out", 0},
+                          {rstd, SZ_WRITE, SZ_DTYPE_F32, N, "rstd", 0},
+                          {inp, SZ_READ, SZ_DTYPE_F32, NC, "inp", 0},
+                          {w, SZ_READ, SZ_DTYPE_F32, C, "w", 0}};
+    return sz_task_submit(u, &fwd_cl, "rmsnorm", t, 4, &a, sizeof a);
+}
+
+sz_status sz_op_rmsnorm_bwd(sz_unit *u, sz_tensor *dinp, sz_tensor *dw, sz_tensor *dout, sz_tensor *inp, sz_tensor *w,
+                            sz_tensor *rstd, int N, int C)
+{
+    if (N < 1 || C < 1)
+        return sz_op_invalid(u, "rmsnorm_bwd", "N = %d, C = %d: need N, C >= 1", N, C);
+    struct rmsnorm_args a = {N, C, 0.0f};
+    int64_t NC = (int64_t)N * C;
+    sz_task_tensor t[] = {{dinp, SZ_ACCUMULATE, SZ_DTYPE_F32, NC, "dinp", 1},
+                          {dw, SZ_ACCUMULATE, SZ_DTYPE_F32, C, "dw", 1},
+                          {dout, SZ_READ, SZ_DTYPE_F32, NC, "dout", 0},
+                          {inp, SZ_READ, SZ_DTYPE_F32, NC, "inp", 0},
+                          {w, SZ_READ, SZ_DTYPE_F32, C, "w", 0},
+                          {rstd, SZ_READ, SZ_DTYPE_F32, N, "rstd", 0}};
+    return sz_task_submit(u, &bwd_cl, "rmsnorm_bwd", t, 6, &a, sizeof a);
+}

@@ -1,0 +1,63 @@
+/* codelets/rope.c — rotary position embedding on a fused qkv [B,T,3C]: the typed wrappers
+ * sz_op_rope_fwd/bwd, their argument struct, codelets and perf models; the math is
+ * codelets/kernels/rope.c. */
+#include "starzero_starpu.h"
+#include "sz_kernels.h"
+#include "sz_tasks.h"
+
+struct rope_args {
+    int B, T, C, NH;
+    float theta;
+};
+
+static void fwd_cpu(void *b[], void *arg)
+{
+    const struct rope_args *a = sz_task_params(arg);
+    if (sz_k_rope_fwd(sz_task_ptr(b, arg, 0), sz_task_ptr(b, arg, 1), a->B, a->T, a->C, a->NH, a->theta) != 0)
+        sz_task_fail(arg, "rope: out of memory for the cos/sin table (T = %d)", a->T);
+}
+
+static void bwd_cpu(void *b[], void *arg)
+{
+    const struct rope_args *a = sz_task_params(arg);
+    if (sz_k_rope_bwd(sz_task_ptr(b, arg, 0), sz_task_ptr(b, arg, 1), a->B, a->T, a->C, a->NH, a->theta) != 0)
+        sz_task_fail(arg, "rope_bwd: out of memory for the cos/sin table (T = %d)", a->T);
+}
+
+static struct starpu_perfmodel fwd_model = {.type = STARPU_HISTORY_BASED, .symbol = "sz_rope_fwd"};
+static struct starpu_perfmodel bwd_model = {.type = STARPU_HISTORY_BASED, .symbol = "sz_rope_bwd"};
+static struct starpu_codelet fwd_cl = {.cpu_funcs = {fwd_cpu}, .nbuffers = STARPU_VARIABLE_NBUFFERS,
+                                       .name = "rope_fwd", .model = &fwd_model};
+static struct starpu_codelet bwd_cl = {.cpu_funcs = {bwd_cpu}, .nbuffers = STARPU_VARIABLE_NBUFFERS,
+                                       .name = "rope_bwd", .model = &bwd_model};
+
+static sz_status check(sz_unit *u, const char *op, int B, int T, int C, int NH, float theta)
+{
+    if (B < 1 || T < 1 || C < 1 || NH < 1 || C % NH || (C / NH) % 2 || !(theta > 0.0f))
+        return sz_op_invalid(u, op, "B = %d, T = %d, C = %d, NH = %d, theta = %g: need B, T >= 1, C a multiple "
+                             "of NH with an even head size C/NH, theta > 0", B, T, C, NH, theta);
+    return SZ_OK;
+}
+
+sz_status sz_op_rope_fwd(sz_unit *u, sz_tensor *out, sz_tensor *inp, int B, int T, int C, int NH, float theta)
+{
+    sz_status st = check(u, "rope", B, T, C, NH, theta);
+    if (st != SZ_OK)
+        return st;
+    struct rope_args a = {B, T, C, NH, theta};
+    int64_t n = (int64_t)B * T * 3 * C;
+    sz_task_tensor t[] = {{out, SZ_WRITE, SZ_DTYPE_F32, n, "out", 0}, {inp, SZ_READ, SZ_DTYPE_F32, n, "inp", 0}};
+    return sz_task_submit(u, &fwd_cl, "rope", t, 2, &a, sizeof a);
+}
+
+sz_status sz_op_rope_bwd(sz_unit *u, sz_tensor *dinp, sz_tensor *dout, int B, int T, int C, int NH, float theta)
+{
+    sz_status st = check(u, "rope_bwd", B, T, C, NH, theta);
+    if (st != SZ_OK)
+        return st;
+    struct rope_args a = {B, T, C, NH, theta};
+    int64_t n = (int64_t)B * T * 3 * C;
+    sz_task_tensor t[] = {{dinp, SZ_ACCUMULATE, SZ_DTYPE_F32, n, "dinp", 0},
+                          {dout, SZ_READ, SZ_DTYPE_F32, n, "dout", 0}};
+    return sz_task_submit(u, &bwd_cl, "rope_bwd", t, 2, &a, sizeof a);
+}

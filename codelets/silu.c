@@ -1,0 +1,48 @@
+/* codelets/silu.c — SiLU (x · σ(x)): the typed wrappers sz_op_silu_fwd/bwd, their argument
+ * struct, codelets and perf models; the math is codelets/kernels/silu.c. */
+#include "starzero_starpu.h"
+#include "sz_kernels.h"
+#include "sz_tasks.h"
+
+struct silu_args {
+    int64_t n;
+};
+
+static void fwd_cpu(void *b[], void *arg)
+{
+    const struct silu_args *a = sz_task_params(arg);
+    sz_k_silu_fwd(sz_task_ptr(b, arg, 0), sz_task_ptr(b, arg, 1), (size_t)a->n);
+}
+
+static void bwd_cpu(void *b[], void *arg)
+{
+    const struct silu_args *a = sz_task_params(arg);
+    sz_k_silu_bwd(sz_task_ptr(b, arg, 0), sz_task_ptr(b, arg, 1), sz_task_ptr(b, arg, 2), (size_t)a->n);
+}
+
+static struct starpu_perfmodel fwd_model = {.type = STARPU_HISTORY_BASED, .symbol = "sz_silu_fwd"};
+static struct starpu_perfmodel bwd_model = {.type = STARPU_HISTORY_BASED, .symbol = "sz_silu_bwd"};
+static struct starpu_codelet fwd_cl = {.cpu_funcs = {fwd_cpu}, .nbuffers = STARPU_VARIABLE_NBUFFERS,
+                                       .name = "silu_fwd", .model = &fwd_model};
+static struct starpu_codelet bwd_cl = {.cpu_funcs = {bwd_cpu}, .nbuffers = STARPU_VARIABLE_NBUFFERS,
+                                       .name = "silu_bwd", .model = &bwd_model};
+
+sz_status sz_op_silu_fwd(sz_unit *u, sz_tensor *out, sz_tensor *inp, int64_t n)
+{
+    if (n < 1)
+        return sz_op_invalid(u, "silu", "n = %lld: need n >= 1", (long long)n);
+    struct silu_args a = {n};
+    sz_task_tensor t[] = {{out, SZ_WRITE, SZ_DTYPE_F32, n, "out", 0}, {inp, SZ_READ, SZ_DTYPE_F32, n, "inp", 0}};
+    return sz_task_submit(u, &fwd_cl, "silu", t, 2, &a, sizeof a);
+}
+
+sz_status sz_op_silu_bwd(sz_unit *u, sz_tensor *dinp, sz_tensor *inp, sz_tensor *dout, int64_t n)
+{
+    if (n < 1)
+        return sz_op_invalid(u, "silu_bwd", "n = %lld: need n >= 1", (long long)n);
+    struct silu_args a = {n};
+    sz_task_tensor t[] = {{dinp, SZ_ACCUMULATE, SZ_DTYPE_F32, n, "dinp", 0},
+                          {inp, SZ_READ, SZ_DTYPE_F32, n, "inp", 0},
+                          {dout, SZ_READ, SZ_DTYPE_F32, n, "dout", 0}};
+    return sz_task_submit(u, &bwd_cl, "silu_bwd", t, 3, &a, sizeof a);
+}

@@ -1,0 +1,120 @@
+/* starzero_starpu.h — operations of your own: define an operation as a StarPU codelet (a CPU
+ * function, optionally a CUDA one, a perf model) with a typed argument struct, and submit it from
+ * inside a unit's forward or backward callback on sz_tensors, exactly as StarZeRO's built-in
+ * operations are written (codelets/<op>.c). This header includes StarPU; starzero.h does not.
+ *
+ * A task's tensors are views (a unit's parameters are views of one flat buffer), so several
+ * tensors of one task may live in the same StarPU handle. The library passes each handle once
+ * and puts a layout (sz_task_layout) at the start of the task's cl_arg, followed by your
+ * argument struct; inside the kernel, sz_task_ptr() gives tensor k's first element.
+ *
+ *   struct my_args { int N, C; float eps; };
+ *   static void my_cpu(void *buffers[], void *cl_arg) {
+ *       const struct my_args *a = sz_task_params(cl_arg);
+ *       float *out = sz_task_ptr(buffers, cl_arg, 0);
+ *       const float *inp = sz_task_ptr(buffers, cl_arg, 1);
+ *       ...
+ *   }
+ *   static struct starpu_perfmodel my_model = {.type = STARPU_HISTORY_BASED, .symbol = "my_op"};
+ *   static struct starpu_codelet my_cl = {.cpu_funcs = {my_cpu}, .nbuffers = STARPU_VARIABLE_NBUFFERS,
+ *                                         .name = "my_op", .model = &my_model};
+ *   sz_status my_op(sz_unit *u, sz_tensor *out, sz_tensor *inp, int N, int C) {
+ *       struct my_args a = {N, C, 1e-5f};
+ *       sz_task_tensor t[] = {{out, SZ_WRITE, SZ_DTYPE_F32, (int64_t)N * C, "out"},
+ *                             {inp, SZ_READ, SZ_DTYPE_F32, (int64_t)N * C, "inp"}};
+ *       return sz_task_submit(u, &my_cl, "my_op", t, 2, &a, sizeof a);
+ *   }
+ *
+ * The task is named "<phase>:<unit>:<op>" (e.g. "fwd:block3:my_op", "recompute:block3:my_op",
+ * "bwd:block3:my_op"), carries its plan position for the `zero` scheduler, and is ordered by
+ * StarPU after the tasks that write its inputs, like every built-in op. A kernel must not block,
+ * call MPI, or touch tensors other than its own; it may run on any worker of the kind it has an
+ * implementation for (its own thread). */
+#ifndef STARZERO_STARPU_H
+#define STARZERO_STARPU_H
+
+#include <starpu.h>
+#include "starzero.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define SZ_TASK_MAX_TENSORS 12
+
+/* How a task uses a tensor. */
+typedef enum sz_access {
+    SZ_READ = 0,    /* read only */
+    SZ_WRITE,       /* every element of the view is overwritten, previous values unread */
+    SZ_READ_WRITE,  /* updated in place */
+    SZ_ACCUMULATE,  /* added into (+=); the op's documentation says "accumulates" */
+} sz_access;
+
+/* For sz_task_tensor.dtype: the op takes any element type (it reads the layout's dtype). */
+#define SZ_DTYPE_ANY ((sz_dtype)-1)
+
+/* One tensor argument of a task. */
+typedef struct sz_task_tensor {
+    const sz_tensor *tensor; /* NULL only when `optional`: the kernel's sz_task_ptr() gives NULL */
+    sz_access access;
+    sz_dtype dtype;          /* the element type required, or SZ_DTYPE_ANY */
+    int64_t numel;           /* elements the op touches (from the view's start); -1: the whole view.
+                                A smaller view is refused, naming the op and this tensor */
+    const char *role;        /* its name in messages: "out", "inp", "w", ... */
+    int optional;            /* 1: tensor may be NULL */
+} sz_task_tensor;
+
+/* What the kernel finds at the start of its cl_arg; the op's own argument struct follows at
+ * SZ_TASK_PARAMS_OFFSET. */
+typedef struct sz_task_layout {
+    int ntensors;
+    int buffer[SZ_TASK_MAX_TENSORS];     /* tensor k -> index in buffers[]; -1: absent */
+    int64_t offset[SZ_TASK_MAX_TENSORS]; /* elements from the start of that buffer */
+    int64_t numel[SZ_TASK_MAX_TENSORS];  /* elements of the view */
+    int dtype[SZ_TASK_MAX_TENSORS];      /* sz_dtype of the view */
+    void *fail;                          /* where sz_task_fail() records an error (the model's) */
+    char name[64];                       /* the task's name, for messages */
+    int64_t params_size;
+} sz_task_layout;
+
+#define SZ_TASK_PARAMS_OFFSET ((sizeof(sz_task_layout) + 15) & ~(size_t)15)
+
+/* Submits one task of codelet `cl` (nbuffers = STARPU_VARIABLE_NBUFFERS) on `tensors` from
+ * inside a unit's callback; `params` (params_size bytes, may be 0) is copied. Checks every
+ * tensor's presence, element type and size; on a mismatch it logs "<op> (<task name>): tensor
+ * '<role>' (<tensor name>) ..." and returns SZ_ERR_INVALID without submitting anything. */
+sz_status sz_task_submit(sz_unit *u, struct starpu_codelet *cl, const char *op, const sz_task_tensor *tensors,
+                         int ntensors, const void *params, size_t params_size);
+
+/* The StarPU handle behind a tensor (views share their base's handle), its element offset in it. */
+starpu_data_handle_t sz_tensor_handle(const sz_tensor *t);
+int64_t sz_tensor_offset(const sz_tensor *t);
+
+/* Inside a kernel: the layout, the op's argument struct, tensor k's first element (NULL when
+ * absent) and its element count. */
+static inline const sz_task_layout *sz_task_layout_of(const void *cl_arg) { return (const sz_task_layout *)cl_arg; }
+static inline const void *sz_task_params(const void *cl_arg) { return (const char *)cl_arg + SZ_TASK_PARAMS_OFFSET; }
+static inline void *sz_task_ptr(void *buffers[], const void *cl_arg, int k)
+{
+    const sz_task_layout *l = sz_task_layout_of(cl_arg);
+    if (k < 0 || k >= l->ntensors || l->buffer[k] < 0)
+        return NULL;
+    size_t es = l->dtype[k] == SZ_DTYPE_BF16 ? 2 : 4;
+    return (char *)STARPU_VECTOR_GET_PTR(buffers[l->buffer[k]]) + (size_t)l->offset[k] * es;
+}
+static inline int64_t sz_task_numel(const void *cl_arg, int k)
+{
+    const sz_task_layout *l = sz_task_layout_of(cl_arg);
+    return k >= 0 && k < l->ntensors && l->buffer[k] >= 0 ? l->numel[k] : 0;
+}
+
+/* Inside a kernel: the input is unusable (e.g. a token outside the vocabulary). Records the first
+ * such message of the step (prefixed with the task's name); the kernel then returns without
+ * crashing (leaving its outputs as it can), and the model's next sz_model_forward_backward /
+ * sz_model_eval / sz_model_update returns SZ_ERR_INVALID and logs the message. */
+void sz_task_fail(const void *cl_arg, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* STARZERO_STARPU_H */

@@ -1,0 +1,166 @@
+/* tasks/task.c — the one task builder every operation goes through, built-in or an app's own
+ * (include/starzero_starpu.h): checks each tensor's presence, element type and size (naming the op
+ * and the tensor when one is wrong), folds the tensors onto distinct StarPU handles (each handle
+ * passed once with the union of its modes; a write to part of a handle becomes a read-write, since
+ * the rest of the handle must survive), and packs the layout the kernel reads followed by the op's
+ * typed argument struct. Also the failure slot kernels report unusable inputs through. */
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include "sz_tasks.h"
+#include "sz_sched.h"
+#include "starzero_starpu.h"
+
+starpu_data_handle_t sz_tensor_handle(const sz_tensor *t) { return t ? t->h : NULL; }
+int64_t sz_tensor_offset(const sz_tensor *t) { return t ? t->offset : 0; }
+
+static const char *dtype_name(int dt)
+{
+    switch (dt) {
+    case SZ_DTYPE_F32: return "f32";
+    case SZ_DTYPE_BF16: return "bf16";
+    case SZ_DTYPE_I32: return "i32";
+    }
+    return "any";
+}
+
+static void log_err(struct sz_model *m, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void log_err(struct sz_model *m, const char *fmt, ...)
+{
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    if (m)
+        sz_context_log(m->ctx, SZ_LOG_ERROR, "%s", msg);
+    else
+        sz_log_stderr(SZ_LOG_ERROR, msg, NULL);
+}
+
+sz_status sz_task_submit_named(struct sz_model *m, int unit, const char *name, const char *op,
+                               struct starpu_codelet *cl, const sz_task_tensor *tt, int n, const void *params,
+                               size_t params_size)
+{
+    if (!cl || n < 0 || n > SZ_TASK_MAX_TENSORS || (n && !tt) || (params_size && !params)) {
+        log_err(m, "%s (%s): bad task description (%d tensors, codelet %p)", op ? op : "?", name ? name : "?", n,
+                (void *)cl);
+        return SZ_ERR_INVALID;
+    }
+    size_t total = SZ_TASK_PARAMS_OFFSET + params_size;
+    char *buf = calloc(1, total);
+    if (!buf)
+        return SZ_ERR_NOMEM;
+    sz_task_layout *l = (sz_task_layout *)buf;
+    snprintf(l->name, sizeof l->name, "%s", name ? name : (op ? op : ""));
+    l->ntensors = n;
+    l->fail = m ? (void *)&m->failure : NULL;
+    l->params_size = (int64_t)params_size;
+    if (params_size)
+        memcpy(buf + SZ_TASK_PARAMS_OFFSET, params, params_size);
+    struct starpu_data_descr d[SZ_TASK_MAX_TENSORS];
+    int nb = 0;
+    for (int k = 0; k < n; k++) {
+        const sz_tensor *t = tt[k].tensor;
+        const char *role = tt[k].role ? tt[k].role : "?";
+        l->buffer[k] = -1;
+        if (!t) {
+            if (tt[k].optional)
+                continue;
+            log_err(m, "%s (%s): tensor '%s' is missing (NULL)", op, l->name, role);
+            free(buf);
+            return SZ_ERR_INVALID;
+        }
+        int64_t need = tt[k].numel < 0 ? t->numel : tt[k].numel;
+        if ((tt[k].dtype != SZ_DTYPE_ANY && t->dtype != tt[k].dtype) || t->numel < need) {
+            log_err(m, "%s (%s): tensor '%s' (%s) has %lld elements of %s, the op needs %lld of %s", op, l->name,
+                    role, t->name, (long long)t->numel, dtype_name(t->dtype), (long long)need,
+                    dtype_name(tt[k].dtype));
+            free(buf);
+            return SZ_ERR_INVALID;
+        }
+        enum starpu_data_access_mode mode = tt[k].access == SZ_READ ? STARPU_R
+                                            : tt[k].access == SZ_WRITE ? STARPU_W
+                                                                       : STARPU_RW;
+        if (mode == STARPU_W && (t->offset != 0 || t->numel != t->handle_numel))
+            mode = STARPU_RW;
+        int j = 0;
+        while (j < nb && d[j].handle != t->h)
+            j++;
+        if (j == nb) {
+            d[j].handle = t->h;
+            d[j].mode = mode;
+            nb++;
+        } else if (d[j].mode != mode) {
+            d[j].mode = STARPU_RW;
+        }
+        l->buffer[k] = j;
+        l->offset[k] = t->offset;
+        l->numel[k] = t->numel;
+        l->dtype[k] = t->dtype;
+    }
+    void *sd = sz_sched_data(m ? m->position++ : 0, unit);
+    int ret = starpu_task_insert(cl, STARPU_DATA_MODE_ARRAY, d, nb, STARPU_CL_ARGS, buf, total, STARPU_NAME,
+                                 l->name, STARPU_TASK_SCHED_DATA, sd, 0);
+    if (ret != 0) {
+        log_err(m, "%s (%s): StarPU refused the task (%d)", op, l->name, ret);
+        return SZ_ERR_RUNTIME;
+    }
+    return SZ_OK;
+}
+
+sz_status sz_task_submit(sz_unit *u, struct starpu_codelet *cl, const char *op, const sz_task_tensor *tensors,
+                         int ntensors, const void *params, size_t params_size)
+{
+    if (!u) {
+        log_err(NULL, "%s: called outside a unit's callback (unit is NULL)", op ? op : "?");
+        return SZ_ERR_INVALID;
+    }
+    char name[64];
+    snprintf(name, sizeof name, "%s:%s", u->phase ? u->phase : u->name, op ? op : (cl ? cl->name : "op"));
+    return sz_task_submit_named(u->model, u->index, name, op ? op : name, cl, tensors, ntensors, params,
+                                params_size);
+}
+
+void sz_task_fail(const void *cl_arg, const char *fmt, ...)
+{
+    const sz_task_layout *l = sz_task_layout_of(cl_arg);
+    struct sz_task_failure *f = l->fail;
+    char msg[sizeof f->msg];
+    va_list ap;
+    va_start(ap, fmt);
+    int len = snprintf(msg, sizeof msg, "%s: ", l->name);
+    vsnprintf(msg + len, sizeof msg - (size_t)len, fmt, ap);
+    va_end(ap);
+    if (!f) {
+        sz_log_stderr(SZ_LOG_ERROR, msg, NULL);
+        return;
+    }
+    int expected = 0;
+    if (__atomic_compare_exchange_n(&f->claimed, &expected, 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) {
+        memcpy(f->msg, msg, sizeof msg);
+        __atomic_store_n(&f->failed, 1, __ATOMIC_RELEASE);
+    }
+}
+
+sz_status sz_model_take_failure(struct sz_model *m)
+{
+    if (!m || !__atomic_load_n(&m->failure.failed, __ATOMIC_ACQUIRE))
+        return SZ_OK;
+    sz_context_log(m->ctx, SZ_LOG_ERROR, "%s", m->failure.msg);
+    __atomic_store_n(&m->failure.failed, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&m->failure.claimed, 0, __ATOMIC_RELEASE);
+    return SZ_ERR_INVALID;
+}
+
+sz_status sz_op_invalid(sz_unit *u, const char *op, const char *fmt, ...)
+{
+    char msg[320];
+    va_list ap;
+    va_start(ap, fmt);
+    int len = snprintf(msg, sizeof msg, "%s (%s): ", op ? op : "?", u && u->phase ? u->phase : "no unit");
+    vsnprintf(msg + len, sizeof msg - (size_t)len, fmt, ap);
+    va_end(ap);
+    log_err(u ? u->model : NULL, "%s", msg);
+    return SZ_ERR_INVALID;
+}

@@ -1,0 +1,133 @@
+#!/usr/bin/env bash
+# tests/longrun_cli.sh — what long training runs need from sz-train, end to end on tiny models:
+#  1. the data order is llm.c's: files shorter than one batch are refused with the numbers, and
+#     validation reads at most the batches the val file holds;
+#  2. strict options: malformed numbers and out-of-range values are refused naming the option, the
+#     value and the range; a checkpoint holding NaN is refused naming the tensor; a step whose loss
+#     is not finite stops the run naming the step (exit 3) unless --allow-nonfinite;
+#  3. the paths the run will write are checked before training starts;
+#  4. resumable training state: 3 steps + --save-state, then --resume to 6, gives bitwise the
+#     losses and --save parameters of 6 straight steps (1 rank; 2 ranks at stage 3 with
+#     micro-batches; bf16 at stage 2); a state saved at N_d 2 stage 3 resumes at N_d 1 stage 1
+#     within 1e-5 of 6 straight steps there; --keep, DIR/latest; sz-state verifies the checksums
+#     (and finds a damaged file) and exports the parameters as --save writes them; a model or
+#     precision mismatch is refused naming the field.
+# Usage: longrun_cli.sh BUILD_DIR MPIEXEC
+set -u
+bin=$1 mpiexec=$2
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+texts=$(ls /usr/share/common-licenses/{GPL-3,Apache-2.0} 2>/dev/null)
+[ -n "$texts" ] || { echo "skipped: no text corpus in /usr/share/common-licenses"; exit 77; }
+"$bin/sz-prepare" --out-dir "$dir" --prefix lic $texts >/dev/null || fail "sz-prepare"
+tr=$dir/lic_train.bin
+base=(--config d2 --vocab 256 --max-seq 64 --train "$tr" --batch 2 --seq 32)
+sztrain() { timeout 120 "$bin/sz-train" "$@"; }
+
+expect() { # RC WORDS... -- ARGS...   the run exits with RC and its output holds every WORD
+    local want=$1; shift
+    local words=()
+    while [ "$1" != "--" ]; do words+=("$1"); shift; done
+    shift
+    sztrain "$@" >"$dir/out.txt" 2>&1
+    local rc=$?
+    [ "$rc" = "$want" ] || { cat "$dir/out.txt"; fail "exit $rc, not $want: $*"; }
+    for w in "${words[@]}"; do
+        grep -qF -- "$w" "$dir/out.txt" || { cat "$dir/out.txt"; fail "message lacks '$w': $*"; }
+    done
+    echo "ok ($rc): $(grep -v '^\[starzero' "$dir/out.txt" | grep -m1 'sz-train:' || head -1 "$dir/out.txt")"
+}
+
+# 1. token files shorter than one batch (N_d*B*T + 1 = 65 tokens here), the val protocol
+for n in 2 40 64; do
+    head -c $((1024 + 2 * n)) "$tr" >"$dir/short$n.bin"
+    printf "$(printf '\\x%02x\\x%02x\\x%02x\\x%02x' $((n & 255)) $((n >> 8 & 255)) 0 0)" |
+        dd of="$dir/short$n.bin" bs=1 seek=8 conv=notrunc 2>/dev/null   # header word 2: the count
+    expect 1 "short$n.bin holds $n tokens" "= 65 tokens" -- --config d2 --vocab 256 --max-seq 64 \
+        --train "$dir/short$n.bin" --batch 1 --seq 64 --steps 1
+    expect 1 "short$n.bin holds $n tokens" -- "${base[@]}" --seq 64 --batch 1 --val "$dir/short$n.bin" --steps 1
+done
+head -c $((1024 + 2 * 200)) "$tr" >"$dir/v200.bin"   # 200 tokens: 3 batches of 64 (+1)
+printf '\xc8\x00\x00\x00' | dd of="$dir/v200.bin" bs=1 seek=8 conv=notrunc 2>/dev/null
+expect 0 "val loss" "(3 batches)" -- "${base[@]}" --steps 1 --val "$dir/v200.bin" --val-steps 20
+
+# 2. strict options
+expect 2 "--batch 2x" "not an integer" -- "${base[@]}" --batch 2x
+expect 2 "--steps 2.9" "not an integer" -- "${base[@]}" --steps 2.9
+expect 2 "--seed xyz" "not an unsigned integer" -- "${base[@]}" --seed xyz
+expect 2 "--lr abc" "not a number" -- "${base[@]}" --lr abc
+for v in nan inf -1; do expect 2 "--lr $v" "out of range" "finite, >= 0" -- "${base[@]}" --lr $v; done
+expect 2 "--beta1 2" "0 <= x < 1" -- "${base[@]}" --beta1 2
+expect 2 "--beta2 1" "0 <= x < 1" -- "${base[@]}" --beta2 1
+expect 2 "--eps 0" "> 0" -- "${base[@]}" --eps 0
+expect 2 "--wd -0.1" ">= 0" -- "${base[@]}" --wd -0.1
+expect 2 "--grad-clip nan" "out of range" -- "${base[@]}" --grad-clip nan
+expect 2 "--mem-budget 5Q" "not a byte size" -- "${base[@]}" --mem-budget 5Q
+expect 2 "--zero-stage 4" "0 .. 3" -- "${base[@]}" --zero-stage 4
+# a checkpoint with a NaN in layer 1's fcw (its element 60384)
+sztrain "${base[@]}" --steps 1 --save "$dir/m.bin" >/dev/null 2>&1 || fail "saving a checkpoint"
+printf '\x00\x00\xc0\x7f' | dd of="$dir/m.bin" bs=1 seek=$((1024 + 4 * 300000)) conv=notrunc 2>/dev/null
+expect 1 "m.bin: tensor fcw of layer 1 holds nan at element 60384" -- --init "$dir/m.bin" --train "$tr" --steps 1
+# a diverging run (lr 1e30) stops at its first non-finite step, or trains on when allowed
+expect 3 "step 2: the loss is nan" -- "${base[@]}" --steps 3 --lr 1e30 --save "$dir/never.bin"
+[ ! -e "$dir/never.bin" ] || fail "a run stopped by a non-finite step saved its parameters"
+expect 0 "step    3/3: loss nan" -- "${base[@]}" --steps 3 --lr 1e30 --allow-nonfinite
+
+# 3. outputs checked before training (no step line may appear)
+expect 1 "--save $dir/nodir/m.bin: cannot be written: $dir/nodir does not exist" -- "${base[@]}" --steps 1 --save "$dir/nodir/m.bin"
+expect 1 "--save $dir: cannot be written: it is a directory" -- "${base[@]}" --steps 1 --save "$dir"
+expect 1 "--trace /proc/sz-trace: cannot create the directory" -- "${base[@]}" --steps 1 --trace /proc/sz-trace
+grep -q "step " "$dir/out.txt" && fail "a run with an unwritable output trained first"
+
+# 4. resumable training state
+losses() { grep -o '"step": [0-9]*, "loss": [-0-9.e]*' "$1"; }
+mpi() { timeout 120 "$mpiexec" -n "$@"; }
+run6() { # NAME NP ARGS...: 6 straight steps, then 3 + state + resume to 6; compare bitwise
+    local name=$1 np=$2; shift 2
+    mpi "$np" "$bin/sz-train" "$@" --json --steps 6 --save "$dir/$name.full.bin" >"$dir/$name.full.json" || fail "$name: 6 steps"
+    mpi "$np" "$bin/sz-train" "$@" --json --steps 3 --save-state "$dir/$name.st" >/dev/null || fail "$name: 3 steps + state"
+    mpi "$np" "$bin/sz-train" "$@" --json --steps 6 --resume "$dir/$name.st" --save "$dir/$name.res.bin" \
+        >"$dir/$name.res.json" || fail "$name: resume"
+    losses "$dir/$name.res.json" | head -1 | grep -q '"step": 4,' || fail "$name: the resumed run did not start at step 4"
+    cmp -s <(losses "$dir/$name.full.json" | tail -3) <(losses "$dir/$name.res.json") \
+        || { paste <(losses "$dir/$name.full.json" | tail -3) <(losses "$dir/$name.res.json"); fail "$name: resumed losses differ"; }
+    cmp -s "$dir/$name.full.bin" "$dir/$name.res.bin" || fail "$name: resumed parameters differ from 6 straight steps"
+    echo "ok: $name: 3 steps + resume = 6 straight steps, bitwise (losses and parameters)"
+}
+small=(--config 2,2,32 --vocab 256 --max-seq 32 --train "$tr" --seq 16 --lr 1e-3 --grad-clip 1.0)
+run6 np1 1 "${small[@]}" --batch 2
+run6 np2s3 2 "${small[@]}" --batch 1 --zero-stage 3 --micro-batches 2
+run6 np2s2bf16 2 "${small[@]}" --batch 1 --zero-stage 2 --precision bf16
+
+# across layouts: the N_d 2 stage 3 state resumed at N_d 1 stage 1 (same global batch)
+mpi 1 "$bin/sz-train" "${small[@]}" --batch 2 --micro-batches 2 --zero-stage 1 --json --steps 6 >"$dir/x.full.json" || fail "x: 6 steps"
+mpi 1 "$bin/sz-train" "${small[@]}" --batch 2 --micro-batches 2 --zero-stage 1 --json --steps 6 \
+    --resume "$dir/np2s3.st" >"$dir/x.res.json" || fail "x: resume at N_d 1 stage 1"
+paste <(losses "$dir/x.full.json" | tail -3 | sed 's/.*: //') <(losses "$dir/x.res.json" | sed 's/.*: //') >"$dir/x.txt"
+[ "$(wc -l <"$dir/x.txt")" = 3 ] || fail "x: not 3 resumed steps"
+awk '{ d = $1 - $2; if (d < 0) d = -d; if (d > 1e-5 * ($1 < 0 ? -$1 : $1)) { print "step", NR + 3, $1, $2; exit 1 } }' "$dir/x.txt" \
+    || fail "a state saved at N_d 2 stage 3 resumed at N_d 1 stage 1 differs by more than 1e-5"
+echo "ok: saved at N_d 2 stage 3, resumed at N_d 1 stage 1: within 1e-5 of 6 straight steps there"
+
+# --save-every, --keep, latest; sz-state verifies and exports what --save writes
+mpi 2 "$bin/sz-train" "${small[@]}" --batch 1 --zero-stage 3 --steps 4 --save-every 1 --keep 2 \
+    --save-state "$dir/k.st" --save "$dir/k.bin" >/dev/null || fail "save-every/keep run"
+[ "$(ls "$dir/k.st" | grep -c '^step-')" = 2 ] && [ -d "$dir/k.st/step-00000003" ] && [ -d "$dir/k.st/step-00000004" ] \
+    || { ls "$dir/k.st"; fail "--keep 2 did not keep exactly steps 3 and 4"; }
+[ "$(cat "$dir/k.st/latest")" = step-00000004 ] || fail "latest does not name step 4"
+"$bin/sz-state" "$dir/k.st" --export "$dir/k.export.bin" >"$dir/sz-state.txt" || { cat "$dir/sz-state.txt"; fail "sz-state"; }
+grep -q '"format":[[:space:]]*"starzero-training-state"' "$dir/sz-state.txt" && grep -q "all 6 files verified (step 4, N_d 2)" "$dir/sz-state.txt" \
+    || { cat "$dir/sz-state.txt"; fail "sz-state did not print the manifest and verify 6 files"; }
+cmp -s "$dir/k.bin" "$dir/k.export.bin" || fail "sz-state --export differs from sz-train --save"
+echo "ok: --save-every 1 --keep 2 kept steps 3-4, latest = step 4; sz-state verified and exported = --save"
+printf 'XXXX' | dd of="$dir/k.st/step-00000004/adam_v-r00001.bin" bs=1 seek=100 conv=notrunc 2>/dev/null
+if "$bin/sz-state" "$dir/k.st" >"$dir/sz-state.txt" 2>&1; then fail "sz-state accepted a damaged file"; fi
+grep -q "adam_v-r00001.bin: checksum crc32 .* the file is damaged" "$dir/sz-state.txt" || { cat "$dir/sz-state.txt"; fail "no damage message"; }
+expect 1 "adam_v-r00001.bin: checksum" "damaged" -- --train "$tr" --seq 16 --batch 2 --steps 6 --resume "$dir/k.st"
+expect 1 "field model.vocab" -- --config 2,2,32 --vocab 128 --max-seq 32 --train "$tr" --seq 16 --batch 2 --steps 6 --resume "$dir/np1.st"
+expect 1 "field precision" "--precision fp32" -- --train "$tr" --seq 16 --batch 2 --steps 6 --precision bf16 --resume "$dir/np1.st"
+expect 1 "no complete training state" -- --train "$tr" --seq 16 --batch 2 --steps 6 --resume "$dir/nothing"
+expect 1 "--save-state /proc/sz-state: cannot create the directory" -- "${base[@]}" --steps 1 --save-state /proc/sz-state
+grep -q "step " "$dir/out.txt" && fail "a run with an unwritable --save-state trained first"
+echo "longrun_cli: all checks passed"
