@@ -100,8 +100,6 @@ extern struct starpu_codelet sz_cl_layernorm_fwd;   /* out, mean, rstd, inp, w, 
 extern struct starpu_codelet sz_cl_layernorm_bwd;   /* dinp, dw, db, dout, inp, w, mean, rstd */
 extern struct starpu_codelet sz_cl_matmul_fwd;      /* out, inp, w [, b] */
 extern struct starpu_codelet sz_cl_matmul_bwd;      /* dinp, dw, dout, inp, w [, db] */
-extern struct starpu_codelet sz_cl_attention_fwd;   /* out, preatt, att, inp */
-extern struct starpu_codelet sz_cl_attention_bwd;   /* dinp, dout, inp, att */
 extern struct starpu_codelet sz_cl_gelu_fwd;        /* out, inp */
 extern struct starpu_codelet sz_cl_gelu_bwd;        /* dinp, inp, dout */
 extern struct starpu_codelet sz_cl_residual_fwd;    /* out, a, b */

@@ -139,30 +139,6 @@ sz_status sz_op_matmul_bwd(sz_unit *u, sz_tensor *dinp, sz_tensor *dw, sz_tensor
     return submit(&c, &sz_cl_matmul_bwd, u->phase, u->model, u->index);
 }
 
-sz_status sz_op_attention_fwd(sz_unit *u, sz_tensor *out, sz_tensor *preatt, sz_tensor *att, sz_tensor *inp, int B,
-                              int T, int C, int NH)
-{
-    NEED_UNIT(u);
-    if (NH < 1 || C % NH)
-        return SZ_ERR_INVALID;
-    int64_t N = (int64_t)B * T, A = (int64_t)B * NH * T * T;
-    CALL(.B = B, .T = T, .C = C, .NH = NH);
-    OUT(&c, out, N * C); OUT(&c, preatt, A); OUT(&c, att, A); IN(&c, inp, N * 3 * C);
-    return submit(&c, &sz_cl_attention_fwd, u->phase, u->model, u->index);
-}
-
-sz_status sz_op_attention_bwd(sz_unit *u, sz_tensor *dinp, sz_tensor *dout, sz_tensor *inp, sz_tensor *att, int B,
-                              int T, int C, int NH)
-{
-    NEED_UNIT(u);
-    if (NH < 1 || C % NH)
-        return SZ_ERR_INVALID;
-    int64_t N = (int64_t)B * T, A = (int64_t)B * NH * T * T;
-    CALL(.B = B, .T = T, .C = C, .NH = NH);
-    ACC(&c, dinp, N * 3 * C); IN(&c, dout, N * C); IN(&c, inp, N * 3 * C); IN(&c, att, A);
-    return submit(&c, &sz_cl_attention_bwd, u->phase, u->model, u->index);
-}
-
 /* Element-wise ops: two or three views (c may be NULL) of exactly n elements each. */
 static sz_status elementwise(sz_unit *u, struct starpu_codelet *cl, int64_t n, sz_tensor *a,
                              enum starpu_data_access_mode ma, sz_tensor *b, enum starpu_data_access_mode mb,
