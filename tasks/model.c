@@ -638,6 +638,16 @@ int sz_unit_index(const sz_unit *u) { return u ? u->index : -1; }
 const char *sz_unit_name(const sz_unit *u) { return u ? u->name : ""; }
 sz_model *sz_unit_model(sz_unit *u) { return u ? u->model : NULL; }
 
+/* 1/(N·M·N_d): the gradient of the mean loss over every row, micro-batch and rank (the engine
+ * sums gradients over micro-batches and ranks). */
+static float loss_scale(const struct sz_model *m)
+{
+    if (!m || !m->loss || m->loss->numel < 1)
+        return 0.0f;
+    return 1.0f / ((float)m->loss->numel * (float)m->zero.micro_batches * (float)m->nd);
+}
+float sz_unit_loss_scale(const sz_unit *u) { return u ? loss_scale(u->model) : 0.0f; }
+
 /* ---- losses and the step entry points ----------------------------------------------------- */
 
 /* The mean over all ranks of the loss tensor's mean (ranks added in rank order). */
@@ -707,7 +717,7 @@ sz_status sz_model_forward_backward(sz_model *m, float *loss)
         m->step_ns = __atomic_load_n(&m->counters.comm_ns, __ATOMIC_RELAXED);
     }
     /* d(mean loss over all rows of all micro-batches of all ranks) / d(one row's loss) */
-    m->dloss = 1.0f / ((float)m->loss->numel * (float)m->zero.micro_batches * (float)m->nd);
+    m->dloss = loss_scale(m);
     sz_status st = sz_zero_forward_backward(m);
     if (st == SZ_OK)
         m->micro_batch++;
