@@ -131,6 +131,23 @@ void sz_context_print(const sz_context *ctx, FILE *out);
 /* Collective: every rank's sz_context_print text, written by rank 0 in rank order. */
 sz_status sz_context_print_all(const sz_context *ctx, FILE *out);
 
+/* ---- memory of the machine ---------------------------------------------------------------
+ * With no sz_zero_config.mem_budget, sz_model_finalize takes the budget from the machine: each
+ * rank's share of the node's available memory (MemAvailable, or a cgroup's limit if smaller,
+ * divided by the ranks on the node) plus what the rank already holds, less this allowance for the
+ * runtime (StarPU, MPI, oneDNN, the code, the app's small buffers), which the plan does not
+ * predict: the measured peak resident set stays within the budget plus the allowance (measured on
+ * GPT-2 d2 to 6,6,384 on one rank: README, "When something goes wrong"). */
+#define SZ_RUNTIME_ALLOWANCE_BYTES ((int64_t)256 << 20)
+/* Bytes the node has available now (MemAvailable, or less under a cgroup limit); -1 unknown. */
+int64_t sz_memory_available_bytes(void);
+/* This process's resident set now, and its peak so far (bytes; -1 unknown). */
+int64_t sz_memory_rss_bytes(void);
+int64_t sz_memory_rss_peak_bytes(void);
+/* Collective: the budget each rank gets from the machine (see above; the minimum over ranks, so
+ * every rank decides alike); 0 when the machine cannot tell. */
+sz_status sz_context_memory_budget(sz_context *ctx, int64_t *bytes);
+
 /* ---- agreement: what every rank must share ----------------------------------------------
  * A list of settings (name, value as text) that must be equal on every rank: model shape, ZeRO
  * configuration, batch, optimizer, seed, data files, version... Every rank adds the same names in
@@ -332,12 +349,13 @@ sz_status sz_op_matmul_fwd(sz_unit *u, sz_tensor *out, sz_tensor *inp, sz_tensor
 /* Accumulates into dinp[N,C], dw[OC,C] and db[OC] (db may be NULL). */
 sz_status sz_op_matmul_bwd(sz_unit *u, sz_tensor *dinp, sz_tensor *dw, sz_tensor *db, sz_tensor *dout,
                            sz_tensor *inp, sz_tensor *w, int N, int C, int OC);
-/* inp[B,T,3C] (q,k,v) -> out[B,T,C]; preatt, att [B,NH,T,T] saved for backward (all three
- * overwritten); C must be a multiple of NH */
-sz_status sz_op_attention_fwd(sz_unit *u, sz_tensor *out, sz_tensor *preatt, sz_tensor *att, sz_tensor *inp,
-                              int B, int T, int C, int NH);
-/* Accumulates into dinp[B,T,3C]. */
-sz_status sz_op_attention_bwd(sz_unit *u, sz_tensor *dinp, sz_tensor *dout, sz_tensor *inp, sz_tensor *att,
+/* Causal self-attention, NH heads, llm.c semantics: inp[B,T,3C] (q,k,v) -> out[B,T,C] (overwritten).
+ * Memory linear in T: stats [B,NH,T,2] floats (per query row: softmax max, 1/sum; overwritten) are
+ * all the forward saves; the backward recomputes the probabilities from inp and stats and
+ * accumulates into dinp[B,T,3C]. */
+sz_status sz_op_attention_fwd(sz_unit *u, sz_tensor *out, sz_tensor *stats, sz_tensor *inp, int B, int T, int C,
+                              int NH);
+sz_status sz_op_attention_bwd(sz_unit *u, sz_tensor *dinp, sz_tensor *dout, sz_tensor *inp, sz_tensor *stats,
                               int B, int T, int C, int NH);
 /* out = gelu(inp) on n elements (overwrites); backward accumulates dinp += gelu'(inp) * dout. */
 sz_status sz_op_gelu_fwd(sz_unit *u, sz_tensor *out, sz_tensor *inp, int64_t n);
@@ -493,6 +511,12 @@ typedef struct sz_memory_report {
     int arenas;                        /* M_D on (sz_zero_config.arenas) */
     int pool_active;                   /* the device pool below is in use (CPU-only nodes) */
     sz_pool_stats pool;
+    int64_t rss_peak_bytes;            /* the process's peak resident set so far (getrusage): the engine's
+                                          bytes plus the runtime (StarPU, MPI, code, the app's own
+                                          buffers); with shared-memory collectives it also counts the
+                                          peers' pool pages this rank has read */
+    int budget_from_machine;           /* 1: mem_budget is the machine's (sz_context_memory_budget), no
+                                          budget having been given */
 } sz_memory_report;
 
 sz_status sz_model_memory_report(const sz_model *m, sz_memory_report *out);

@@ -426,10 +426,14 @@ sz_status sz_model_check_budget(struct sz_model *m, int64_t budget)
         }
     }
     sz_context_log(m->ctx, SZ_LOG_ERROR,
-                   "memory budget: the plan needs %.1f MB per rank (stage %d, N_d %d, %s) but the budget is %.1f MB. "
+                   "memory budget: the plan needs %.1f MB per rank (stage %d, N_d %d, %s) but the budget is %.1f MB%s. "
                    "Settings that fit: %s; activations take %.1f MB of the %.1f (a smaller micro-batch --batch/--seq, "
                    "more --micro-batches for the same global batch, or activation checkpointing shrink them).",
                    mb_up(peak), m->zero.stage, m->nd, m->mixed ? "bf16" : "fp32", mb_down(budget),
+                   m->budget_from_machine && budget == m->budget
+                       ? " (no budget given: this rank's share of the memory this node has available now, less the "
+                         "runtime's allowance; more ranks on this node would share it, so a larger N_d below means "
+                         "more nodes)" : "",
                    len ? fits : "none by stage, N_d and precision alone", m->persistent[SZ_MEM_ACTIVATIONS] / 1e6,
                    mb_up(peak));
     return SZ_ERR_BUDGET;
@@ -492,7 +496,14 @@ sz_status sz_model_finalize(sz_model *m)
     sz_status ast = agree_model(m); /* every rank the same model, or none goes on */
     if (ast != SZ_OK)
         return ast;
-    sz_status bst = sz_model_check_budget(m, m->zero.mem_budget); /* before allocating anything big */
+    int64_t budget = m->zero.mem_budget;
+    if (budget <= 0) { /* none given: this rank's share of what the machine has (collective) */
+        if (sz_context_memory_budget(m->ctx, &budget) != SZ_OK)
+            return SZ_ERR_RUNTIME;
+        m->budget_from_machine = budget > 0;
+    }
+    m->budget = budget;
+    sz_status bst = sz_model_check_budget(m, budget); /* before allocating anything big */
     if (bst != SZ_OK)
         return bst;
     for (int i = 0; i < m->nunits; i++) {
@@ -853,7 +864,9 @@ sz_status sz_model_memory_report(const sz_model *m, sz_memory_report *r)
     r->ntimeline = m->ntimeline;
     memcpy(r->timeline_ms, m->timeline_ms, sizeof r->timeline_ms);
     memcpy(r->timeline_bytes, m->timeline_bytes, sizeof r->timeline_bytes);
-    r->mem_budget = m->zero.mem_budget;
+    r->mem_budget = m->budget;
+    r->budget_from_machine = m->budget_from_machine;
+    r->rss_peak_bytes = sz_memory_rss_peak_bytes();
     r->arenas = m->zero.arenas;
     r->comm_task_s = m->comm_busy_s;
     r->compute_task_s = m->compute_busy_s;

@@ -100,6 +100,8 @@ struct sz_model {
     int64_t current_action;      /* index in the plan of the action being submitted (tasks/zero.c) */
     sz_plan step_plan, eval_plan;/* the plans tasks/zero.c submits (built on first use) */
     int64_t predicted_peak;      /* bytes per rank the plan predicts (sz_model_finalize) */
+    int64_t budget;              /* the budget checked: zero.mem_budget, or the machine's (0: none) */
+    int budget_from_machine;
     double overlap, comm_busy_s, compute_busy_s; /* the last step's, from the zero policy (-1: n/a) */
     int ntimeline;                               /* the last step's live-bytes timeline, downsampled */
     double timeline_ms[64];
