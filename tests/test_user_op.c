@@ -253,7 +253,7 @@ static void test_bad_token(void)
 static sz_status att_fwd(sz_unit *u, void *user)
 {
     sz_tensor **t = user;
-    return sz_op_attention_fwd(u, t[0], t[1], t[2], t[3], 1, 2, 6, 4); /* C = 6 is no multiple of NH = 4 */
+    return sz_op_attention_fwd(u, t[0], t[1], t[3], 1, 2, 6, 4); /* C = 6 is no multiple of NH = 4 */
 }
 
 static void test_wrapper_shape_check(void)
