@@ -55,8 +55,8 @@ static void bwd_cuda(void *b[], void *arg)
 
 static struct starpu_perfmodel fwd_model = {.type = STARPU_HISTORY_BASED, .symbol = "sz_embedding_fwd"};
 static struct starpu_perfmodel bwd_model = {.type = STARPU_HISTORY_BASED, .symbol = "sz_embedding_bwd"};
-SZ_STATIC_CODELET_CUDA(fwd_cl, fwd_cpu, fwd_cuda, "embedding_fwd", fwd_model);
-SZ_STATIC_CODELET_CUDA(bwd_cl, bwd_cpu, bwd_cuda, "embedding_bwd", bwd_model);
+SZ_CODELET_CUDA(sz_cl_embedding_fwd, fwd_cpu, fwd_cuda, "embedding_fwd", fwd_model);
+SZ_CODELET_CUDA(sz_cl_embedding_bwd, bwd_cpu, bwd_cuda, "embedding_bwd", bwd_model);
 
 sz_status sz_op_embedding_fwd(sz_unit *u, sz_tensor *out, sz_tensor *tokens, sz_tensor *wte, int N, int C, int V)
 {
@@ -66,7 +66,7 @@ sz_status sz_op_embedding_fwd(sz_unit *u, sz_tensor *out, sz_tensor *tokens, sz_
     sz_task_tensor t[] = {{out, SZ_WRITE, SZ_DTYPE_F32, (int64_t)N * C, "out", 0},
                           {tokens, SZ_READ, SZ_DTYPE_I32, N, "tokens", 0},
                           {wte, SZ_READ, SZ_DTYPE_F32, (int64_t)V * C, "wte", 0}};
-    return sz_task_submit(u, &fwd_cl, "embedding", t, 3, &a, sizeof a);
+    return sz_task_submit(u, &sz_cl_embedding_fwd, "embedding", t, 3, &a, sizeof a);
 }
 
 sz_status sz_op_embedding_bwd(sz_unit *u, sz_tensor *dwte, sz_tensor *dout, sz_tensor *tokens, int N, int C, int V)
@@ -77,5 +77,5 @@ sz_status sz_op_embedding_bwd(sz_unit *u, sz_tensor *dwte, sz_tensor *dout, sz_t
     sz_task_tensor t[] = {{dwte, SZ_ACCUMULATE, SZ_DTYPE_F32, (int64_t)V * C, "dwte", 0},
                           {dout, SZ_READ, SZ_DTYPE_F32, (int64_t)N * C, "dout", 0},
                           {tokens, SZ_READ, SZ_DTYPE_I32, N, "tokens", 0}};
-    return sz_task_submit(u, &bwd_cl, "embedding_bwd", t, 3, &a, sizeof a);
+    return sz_task_submit(u, &sz_cl_embedding_bwd, "embedding_bwd", t, 3, &a, sizeof a);
 }

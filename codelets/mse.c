@@ -42,8 +42,8 @@ static void bwd_cuda(void *b[], void *arg)
 
 static struct starpu_perfmodel fwd_model = {.type = STARPU_HISTORY_BASED, .symbol = "sz_mse_fwd"};
 static struct starpu_perfmodel bwd_model = {.type = STARPU_HISTORY_BASED, .symbol = "sz_mse_bwd"};
-SZ_STATIC_CODELET_CUDA(fwd_cl, fwd_cpu, fwd_cuda, "mse_fwd", fwd_model);
-SZ_STATIC_CODELET_CUDA(bwd_cl, bwd_cpu, bwd_cuda, "mse_bwd", bwd_model);
+SZ_CODELET_CUDA(sz_cl_mse_fwd, fwd_cpu, fwd_cuda, "mse_fwd", fwd_model);
+SZ_CODELET_CUDA(sz_cl_mse_bwd, bwd_cpu, bwd_cuda, "mse_bwd", bwd_model);
 
 sz_status sz_op_mse_fwd(sz_unit *u, sz_tensor *losses, sz_tensor *pred, sz_tensor *target, int N, int C)
 {
@@ -54,19 +54,19 @@ sz_status sz_op_mse_fwd(sz_unit *u, sz_tensor *losses, sz_tensor *pred, sz_tenso
     sz_task_tensor t[] = {{losses, SZ_WRITE, SZ_DTYPE_F32, N, "losses", 0},
                           {pred, SZ_READ, SZ_DTYPE_F32, NC, "pred", 0},
                           {target, SZ_READ, SZ_DTYPE_F32, NC, "target", 0}};
-    return sz_task_submit(u, &fwd_cl, "mse", t, 3, &a, sizeof a);
+    return sz_task_submit(u, &sz_cl_mse_fwd, "mse", t, 3, &a, sizeof a);
 }
 
 sz_status sz_op_mse_bwd(sz_unit *u, sz_tensor *dpred, sz_tensor *pred, sz_tensor *target, int N, int C)
 {
     if (N < 1 || C < 1)
         return sz_op_invalid(u, "mse_bwd", "N = %d, C = %d: need N, C >= 1", N, C);
-    /* the loss scale the model set for this micro-batch (as softmax_xent_bwd reads it) */
-    float scale = u && u->model->dloss > 0 ? u->model->dloss : 1.0f / (float)N;
-    struct mse_args a = {N, C, scale};
+    /* the loss scale (as softmax_xent_bwd reads it); 1/N outside a model with a loss tensor */
+    float scale = u ? sz_unit_loss_scale(u) : 0.0f;
+    struct mse_args a = {N, C, scale > 0 ? scale : 1.0f / (float)N};
     int64_t NC = (int64_t)N * C;
     sz_task_tensor t[] = {{dpred, SZ_WRITE, SZ_DTYPE_F32, NC, "dpred", 0},
                           {pred, SZ_READ, SZ_DTYPE_F32, NC, "pred", 0},
                           {target, SZ_READ, SZ_DTYPE_F32, NC, "target", 0}};
-    return sz_task_submit(u, &bwd_cl, "mse_bwd", t, 3, &a, sizeof a);
+    return sz_task_submit(u, &sz_cl_mse_bwd, "mse_bwd", t, 3, &a, sizeof a);
 }

@@ -41,8 +41,8 @@ static void bwd_cuda(void *b[], void *arg)
 
 static struct starpu_perfmodel fwd_model = {.type = STARPU_HISTORY_BASED, .symbol = "sz_mul_fwd"};
 static struct starpu_perfmodel bwd_model = {.type = STARPU_HISTORY_BASED, .symbol = "sz_mul_bwd"};
-SZ_STATIC_CODELET_CUDA(fwd_cl, fwd_cpu, fwd_cuda, "mul_fwd", fwd_model);
-SZ_STATIC_CODELET_CUDA(bwd_cl, bwd_cpu, bwd_cuda, "mul_bwd", bwd_model);
+SZ_CODELET_CUDA(sz_cl_mul_fwd, fwd_cpu, fwd_cuda, "mul_fwd", fwd_model);
+SZ_CODELET_CUDA(sz_cl_mul_bwd, bwd_cpu, bwd_cuda, "mul_bwd", bwd_model);
 
 sz_status sz_op_mul_fwd(sz_unit *u, sz_tensor *out, sz_tensor *a, sz_tensor *b, int64_t n)
 {
@@ -52,7 +52,7 @@ sz_status sz_op_mul_fwd(sz_unit *u, sz_tensor *out, sz_tensor *a, sz_tensor *b, 
     sz_task_tensor t[] = {{out, SZ_WRITE, SZ_DTYPE_F32, n, "out", 0},
                           {a, SZ_READ, SZ_DTYPE_F32, n, "a", 0},
                           {b, SZ_READ, SZ_DTYPE_F32, n, "b", 0}};
-    return sz_task_submit(u, &fwd_cl, "mul", t, 3, &p, sizeof p);
+    return sz_task_submit(u, &sz_cl_mul_fwd, "mul", t, 3, &p, sizeof p);
 }
 
 sz_status sz_op_mul_bwd(sz_unit *u, sz_tensor *da, sz_tensor *db, sz_tensor *dout, sz_tensor *a, sz_tensor *b,
@@ -68,5 +68,5 @@ sz_status sz_op_mul_bwd(sz_unit *u, sz_tensor *da, sz_tensor *db, sz_tensor *dou
                           {dout, SZ_READ, SZ_DTYPE_F32, n, "dout", 0},
                           {a, SZ_READ, SZ_DTYPE_F32, n, "a", 0},
                           {b, SZ_READ, SZ_DTYPE_F32, n, "b", 0}};
-    return sz_task_submit(u, &bwd_cl, "mul_bwd", t, 5, &p, sizeof p);
+    return sz_task_submit(u, &sz_cl_mul_bwd, "mul_bwd", t, 5, &p, sizeof p);
 }

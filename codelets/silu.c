@@ -38,8 +38,8 @@ static void bwd_cuda(void *b[], void *arg)
 
 static struct starpu_perfmodel fwd_model = {.type = STARPU_HISTORY_BASED, .symbol = "sz_silu_fwd"};
 static struct starpu_perfmodel bwd_model = {.type = STARPU_HISTORY_BASED, .symbol = "sz_silu_bwd"};
-SZ_STATIC_CODELET_CUDA(fwd_cl, fwd_cpu, fwd_cuda, "silu_fwd", fwd_model);
-SZ_STATIC_CODELET_CUDA(bwd_cl, bwd_cpu, bwd_cuda, "silu_bwd", bwd_model);
+SZ_CODELET_CUDA(sz_cl_silu_fwd, fwd_cpu, fwd_cuda, "silu_fwd", fwd_model);
+SZ_CODELET_CUDA(sz_cl_silu_bwd, bwd_cpu, bwd_cuda, "silu_bwd", bwd_model);
 
 sz_status sz_op_silu_fwd(sz_unit *u, sz_tensor *out, sz_tensor *inp, int64_t n)
 {
@@ -47,7 +47,7 @@ sz_status sz_op_silu_fwd(sz_unit *u, sz_tensor *out, sz_tensor *inp, int64_t n)
         return sz_op_invalid(u, "silu", "n = %lld: need n >= 1", (long long)n);
     struct silu_args a = {n};
     sz_task_tensor t[] = {{out, SZ_WRITE, SZ_DTYPE_F32, n, "out", 0}, {inp, SZ_READ, SZ_DTYPE_F32, n, "inp", 0}};
-    return sz_task_submit(u, &fwd_cl, "silu", t, 2, &a, sizeof a);
+    return sz_task_submit(u, &sz_cl_silu_fwd, "silu", t, 2, &a, sizeof a);
 }
 
 sz_status sz_op_silu_bwd(sz_unit *u, sz_tensor *dinp, sz_tensor *inp, sz_tensor *dout, int64_t n)
@@ -58,5 +58,5 @@ sz_status sz_op_silu_bwd(sz_unit *u, sz_tensor *dinp, sz_tensor *inp, sz_tensor 
     sz_task_tensor t[] = {{dinp, SZ_ACCUMULATE, SZ_DTYPE_F32, n, "dinp", 0},
                           {inp, SZ_READ, SZ_DTYPE_F32, n, "inp", 0},
                           {dout, SZ_READ, SZ_DTYPE_F32, n, "dout", 0}};
-    return sz_task_submit(u, &bwd_cl, "silu_bwd", t, 3, &a, sizeof a);
+    return sz_task_submit(u, &sz_cl_silu_bwd, "silu_bwd", t, 3, &a, sizeof a);
 }

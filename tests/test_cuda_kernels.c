@@ -377,31 +377,30 @@ static void test_matmul_bf16(void)
 static void attention_case(int B, int T, int NH, int hs)
 {
     int C = NH * hs;
-    size_t ni = (size_t)B * T * 3 * C, no = (size_t)B * T * C, na = (size_t)B * NH * T * T;
+    size_t ni = (size_t)B * T * 3 * C, no = (size_t)B * T * C, ns = (size_t)B * NH * T * 2;
     float *inp = rnd(ni, 1), *dout = rnd(no, 1), *di0 = rnd(ni, 1);
-    float *out = malloc(no * 4), *pre = malloc(na * 4), *att = malloc(na * 4), *di = copyf(di0, ni);
-    sz_k_attention_fwd(out, pre, att, inp, B, T, C, NH);
-    CU_ASSERT(sz_k_attention_bwd(di, dout, inp, att, B, T, C, NH) == 0);
-    float *g[2][4];
+    float *out = malloc(no * 4), *st = malloc(ns * 4), *di = copyf(di0, ni);
+    CU_ASSERT(sz_k_attention_fwd(out, st, inp, B, T, C, NH) == 0);
+    CU_ASSERT(sz_k_attention_bwd(di, dout, inp, st, B, T, C, NH) == 0);
+    float *g[2][3];
     for (int r = 0; r < 2; r++) {
         float *gi = dput(inp, ni * 4), *gd = dput(dout, no * 4), *gdi = dput(di0, ni * 4);
-        float *go = dput(NULL, no * 4), *gp = dput(NULL, na * 4), *ga = dput(NULL, na * 4);
-        CUOK(sz_cuda_attention_fwd(S, go, gp, ga, gi, B, T, C, NH));
-        CUOK(sz_cuda_attention_bwd(S, gdi, gd, gi, ga, B, T, C, NH));
-        g[r][0] = malloc(no * 4), g[r][1] = malloc(na * 4), g[r][2] = malloc(na * 4), g[r][3] = malloc(ni * 4);
-        dget(g[r][0], go, no * 4), dget(g[r][1], gp, na * 4), dget(g[r][2], ga, na * 4), dget(g[r][3], gdi, ni * 4);
-        dfree(gi), dfree(gd), dfree(gdi), dfree(go), dfree(gp), dfree(ga);
+        float *go = dput(NULL, no * 4), *gs = dput(NULL, ns * 4);
+        CUOK(sz_cuda_attention_fwd(S, go, gs, gi, B, T, C, NH));
+        CUOK(sz_cuda_attention_bwd(S, gdi, gd, gi, gs, B, T, C, NH));
+        g[r][0] = malloc(no * 4), g[r][1] = malloc(ns * 4), g[r][2] = malloc(ni * 4);
+        dget(g[r][0], go, no * 4), dget(g[r][1], gs, ns * 4), dget(g[r][2], gdi, ni * 4);
+        dfree(gi), dfree(gd), dfree(gdi), dfree(go), dfree(gs);
     }
     CU_ASSERT(close_f("attention out", g[0][0], out, no, 1e-5, 1e-4));
-    CU_ASSERT(close_f("attention preatt", g[0][1], pre, na, 1e-5, 1e-5));
-    CU_ASSERT(close_f("attention att", g[0][2], att, na, 1e-6, 1e-4));
-    CU_ASSERT(close_f("attention dinp", g[0][3], di, ni, 1e-5 * T, 1e-4));
-    size_t n[4] = {no, na, na, ni};
-    for (int k = 0; k < 4; k++) {
+    CU_ASSERT(close_f("attention stats (max, 1/sum)", g[0][1], st, ns, 1e-6, 1e-5));
+    CU_ASSERT(close_f("attention dinp", g[0][2], di, ni, 1e-5 * T, 1e-4));
+    size_t n[3] = {no, ns, ni};
+    for (int k = 0; k < 3; k++) {
         CU_ASSERT(same_bits("attention run to run", g[0][k], g[1][k], n[k] * 4));
         free(g[0][k]), free(g[1][k]);
     }
-    free(inp), free(dout), free(di0), free(out), free(pre), free(att), free(di);
+    free(inp), free(dout), free(di0), free(out), free(st), free(di);
 }
 
 static void test_attention(void)

@@ -81,16 +81,15 @@ int sz_cuda_matmul_bwd_bf16(cublasHandle_t h, cudaStream_t s, void *dinp, int di
                             void *dbias, int dparam_dt, const uint16_t *dout, const uint16_t *inp,
                             const uint16_t *weight, int N, int C, int OC);
 
-/* ---- causal self-attention, as sz_k_attention_fwd/bwd (inp [B,T,3C] = q|k|v, preatt and att
- *      [B,NH,T,T] with zeros above the diagonal, out [B,T,C]; the backward adds into dinp).
- *      Head size hs = C/NH at most 256; T at most 8192 (the backward keeps a row in shared
- *      memory). The backward takes B*NH*T floats of scratch. ---- */
+/* ---- causal self-attention, as sz_k_attention_fwd/bwd (inp [B,T,3C] = q|k|v, out [B,T,C], stats
+ *      [B,NH,T,2] = per query row the softmax max and 1/sum; the backward recomputes the
+ *      probabilities from them and adds into dinp). Head size hs = C/NH at most 256; T at most
+ *      4096 (a row's scores stay in shared memory). The backward takes B*NH*T floats of scratch. ---- */
 #define SZ_CUDA_ATT_MAX_HS 256
-#define SZ_CUDA_ATT_MAX_T 8192
-int sz_cuda_attention_fwd(cudaStream_t s, float *out, float *preatt, float *att, const float *inp,
+#define SZ_CUDA_ATT_MAX_T 4096
+int sz_cuda_attention_fwd(cudaStream_t s, float *out, float *stats, const float *inp, int B, int T, int C, int NH);
+int sz_cuda_attention_bwd(cudaStream_t s, float *dinp, const float *dout, const float *inp, const float *stats,
                           int B, int T, int C, int NH);
-int sz_cuda_attention_bwd(cudaStream_t s, float *dinp, const float *dout, const float *inp,
-                          const float *att, int B, int T, int C, int NH);
 
 /* ---- rotary position embedding, as sz_k_rope_fwd/bwd, on a fused [B,T,3C] q|k|v: in q and k each
  *      head's (hs even) pair (2i, 2i+1) at position t rotated by t * theta^(-2i/hs) (angle in
