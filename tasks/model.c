@@ -535,11 +535,16 @@ sz_status sz_model_check_budget(struct sz_model *m, int64_t budget)
         say(&a, "%s%s: stage %d with N_d >= %d (%.1f MB)", a.len ? "; " : "", what[i], best_s, best_nd, mb_up(best_at));
     }
     sz_context_log(m->ctx, SZ_LOG_ERROR,
-                   "memory budget: the plan needs %.1f MB per rank (stage %d, N_d %d, %s%s%s) but the budget is %.1f MB. "
+                   "memory budget: the plan needs %.1f MB per rank (stage %d, N_d %d, %s%s%s) but the budget is %.1f MB%s. "
                    "Settings that fit, each predicted by the same plan: %s. Activations take %.1f MB of the %.1f.",
                    mb_up(peak), m->zero.stage, m->nd, m->mixed ? "bf16" : "fp32",
                    m->zero.checkpoint ? ", checkpointing" : "", m->zero.offload_checkpoints ? ", offloaded checkpoints" : "",
-                   mb_down(budget), a.len ? a.text : "none up to N_d 4096 by stage, precision, checkpointing or micro-batch",
+                   mb_down(budget),
+                   m->budget_from_machine && budget == m->budget
+                       ? " (no budget given: this rank's share of the memory this node has available now, less the "
+                         "runtime's allowance; more ranks on this node would share it, so a larger N_d below means "
+                         "more nodes)" : "",
+                   a.len ? a.text : "none up to N_d 4096 by stage, precision, checkpointing or micro-batch",
                    m->persistent[SZ_MEM_ACTIVATIONS] / 1e6, mb_up(peak));
     return SZ_ERR_BUDGET;
 }
@@ -601,7 +606,14 @@ sz_status sz_model_finalize(sz_model *m)
     sz_status ast = agree_model(m); /* every rank the same model, or none goes on */
     if (ast != SZ_OK)
         return ast;
-    sz_status bst = sz_model_check_budget(m, m->zero.mem_budget); /* before allocating anything big */
+    int64_t budget = m->zero.mem_budget;
+    if (budget <= 0) { /* none given: this rank's share of what the machine has (collective) */
+        if (sz_context_memory_budget(m->ctx, &budget) != SZ_OK)
+            return SZ_ERR_RUNTIME;
+        m->budget_from_machine = budget > 0;
+    }
+    m->budget = budget;
+    sz_status bst = sz_model_check_budget(m, budget); /* before allocating anything big */
     if (bst != SZ_OK)
         return bst;
     for (int i = 0; i < m->nunits; i++) {
@@ -778,6 +790,16 @@ int sz_unit_index(const sz_unit *u) { return u ? u->index : -1; }
 const char *sz_unit_name(const sz_unit *u) { return u ? u->name : ""; }
 sz_model *sz_unit_model(sz_unit *u) { return u ? u->model : NULL; }
 
+/* 1/(N·M·N_d): the gradient of the mean loss over every row, micro-batch and rank (the engine
+ * sums gradients over micro-batches and ranks). */
+static float loss_scale(const struct sz_model *m)
+{
+    if (!m || !m->loss || m->loss->numel < 1)
+        return 0.0f;
+    return 1.0f / ((float)m->loss->numel * (float)m->zero.micro_batches * (float)m->nd);
+}
+float sz_unit_loss_scale(const sz_unit *u) { return u ? loss_scale(u->model) : 0.0f; }
+
 /* ---- losses and the step entry points ----------------------------------------------------- */
 
 /* The mean over all ranks of the loss tensor's mean (ranks added in rank order). */
@@ -847,7 +869,7 @@ sz_status sz_model_forward_backward(sz_model *m, float *loss)
         m->step_ns = __atomic_load_n(&m->counters.comm_ns, __ATOMIC_RELAXED);
     }
     /* d(mean loss over all rows of all micro-batches of all ranks) / d(one row's loss) */
-    m->dloss = 1.0f / ((float)m->loss->numel * (float)m->zero.micro_batches * (float)m->nd);
+    m->dloss = loss_scale(m);
     sz_status st = sz_zero_forward_backward(m);
     if (st == SZ_OK)
         m->micro_batch++;
@@ -950,7 +972,9 @@ sz_status sz_model_memory_report(const sz_model *m, sz_memory_report *r)
     r->ntimeline = m->ntimeline;
     memcpy(r->timeline_ms, m->timeline_ms, sizeof r->timeline_ms);
     memcpy(r->timeline_bytes, m->timeline_bytes, sizeof r->timeline_bytes);
-    r->mem_budget = m->zero.mem_budget;
+    r->mem_budget = m->budget;
+    r->budget_from_machine = m->budget_from_machine;
+    r->rss_peak_bytes = sz_memory_rss_peak_bytes();
     r->arenas = m->zero.arenas;
     r->comm_task_s = m->comm_busy_s;
     r->compute_task_s = m->compute_busy_s;

@@ -104,6 +104,8 @@ struct sz_model {
     int64_t current_action;      /* index in the plan of the action being submitted (tasks/zero.c) */
     sz_plan step_plan, eval_plan;/* the plans tasks/zero.c submits (built on first use) */
     int64_t predicted_peak;      /* bytes per rank the plan predicts (sz_model_finalize) */
+    int64_t budget;              /* the budget checked: zero.mem_budget, or the machine's (0: none) */
+    int budget_from_machine;
     double overlap, comm_busy_s, compute_busy_s; /* the last step's, from the zero policy (-1: n/a) */
     int ntimeline;                               /* the last step's live-bytes timeline, downsampled */
     double timeline_ms[64];
@@ -114,7 +116,7 @@ struct sz_model {
     struct sz_task_failure failure;
 };
 
-/* tasks/ops.c: the step's own tasks */
+/* The step's own tasks, each submitted by its codelet's file (codelets/<op>.c). */
 sz_status sz_submit_zero(struct sz_unit *u, const sz_tensor *t, const char *name, struct sz_counters *acct, int category, int64_t bytes,
                          const sz_tensor *token);
 sz_status sz_submit_sumsq(struct sz_unit *u, const sz_tensor *out, const sz_tensor *x, const char *name);
@@ -133,12 +135,20 @@ sz_status sz_submit_adamw_mixed(struct sz_unit *u, const sz_tensor *master, cons
                                 const sz_tensor *v, const sz_tensor *scale, const sz_tensor *norm, int acc,
                                 const sz_train_config *cfg, float wd, int t, const char *name);
 
+/* codelets/scale.c: x *= alpha (tests of the runtime and of CUDA); where: 0 any worker, else
+ * STARPU_CPU / STARPU_CUDA. */
+sz_status sz_submit_scale(const sz_tensor *x, float alpha, const char *name, uint32_t where);
+
 /* tasks/task.c: the task builder behind sz_task_submit (include/starzero_starpu.h) for the library's
- * own tasks: `name` is the task's full name, `op` the operation's (for messages); m may be NULL. */
+ * own tasks: `name` is the task's full name, `op` the operation's (for messages); m may be NULL
+ * (then unit is 0xffff). The _where form restricts the workers (STARPU_CPU, STARPU_CUDA; 0: any). */
 struct sz_task_tensor;
 sz_status sz_task_submit_named(struct sz_model *m, int unit, const char *name, const char *op,
                                struct starpu_codelet *cl, const struct sz_task_tensor *tensors, int ntensors,
                                const void *params, size_t params_size);
+sz_status sz_task_submit_where(struct sz_model *m, int unit, const char *name, const char *op,
+                               struct starpu_codelet *cl, const struct sz_task_tensor *tensors, int ntensors,
+                               const void *params, size_t params_size, uint32_t where);
 /* An op's wrapper refusing its arguments (a shape, not a tensor: sz_task_submit names those): logs
  * "<op> (<task name>): <message>" and returns SZ_ERR_INVALID. u may be NULL. */
 sz_status sz_op_invalid(struct sz_unit *u, const char *op, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
