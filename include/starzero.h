@@ -254,11 +254,18 @@ typedef struct sz_zero_config {
 void sz_zero_config_defaults(sz_zero_config *z);
 #define SZ_DEFAULT_BUCKET_BYTES ((int64_t)32 << 20)
 
+/* Call order: sz_model_init, sz_model_set_zero (optional: the defaults otherwise), units
+ * (sz_model_add_unit) and tensors (sz_model_tensor / _checkpoint / _activation; a tensor naming a
+ * unit after that unit), sz_model_set_loss, sz_model_finalize, then training. Out of order:
+ * sz_model_set_zero after a tensor was created (its placement used the configuration) or after
+ * finalize, and sz_model_add_unit after finalize, return SZ_ERR_STATE; a tensor after finalize is
+ * NULL; each logs why. */
 sz_status sz_model_init(sz_model **out, sz_context *ctx);
 void sz_model_free(sz_model *m);
 /* Adds a unit (the table is copied). Units run forward in the order they are added. */
 sz_status sz_model_add_unit(sz_model *m, const sz_unit_desc *desc);
-/* A model-owned working tensor (activations, tokens, losses); zero-filled at creation. */
+/* A model-owned working tensor (activations, tokens, losses); zero-filled at creation. Before
+ * sz_model_finalize (NULL after, logged). */
 sz_tensor *sz_model_tensor(sz_model *m, const char *name, sz_dtype dtype, int64_t numel);
 /* The checkpoint of checkpointable unit `unit`: its input, written by unit `unit`-1's forward.
  * A plain model tensor unless checkpoints are offloaded (then it lives on the device pool only
@@ -269,6 +276,9 @@ sz_tensor *sz_model_checkpoint(sz_model *m, int unit, const char *name, sz_dtype
  * backward recomputes it first), so one unit's activations exist instead of all of them. The
  * unit's inputs must be sz_model_tensor()s: they are the checkpoints. Before sz_model_finalize. */
 sz_tensor *sz_model_activation(sz_model *m, int unit, const char *name, sz_dtype dtype, int64_t numel);
+/* The ZeRO configuration; before any tensor is created (checkpointing decides which activations
+ * are shared, offloading where checkpoints live, arenas where tensors go): SZ_ERR_STATE after a
+ * sz_model_tensor / _checkpoint / _activation call or after finalize. */
 sz_status sz_model_set_zero(sz_model *m, const sz_zero_config *z);
 /* After the last unit is added: allocates and registers parameters, gradients, optimizer state
  * (each unit's parameters one flat buffer padded to a multiple of the rank count; rank r owns

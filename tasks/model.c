@@ -57,8 +57,17 @@ sz_status sz_model_set_zero(sz_model *m, const sz_zero_config *z)
 {
     if (!m || !z)
         return SZ_ERR_INVALID;
-    if (m->finalized)
+    if (m->finalized) {
+        sz_context_log(m->ctx, SZ_LOG_ERROR, "sz_model_set_zero after sz_model_finalize: the ZeRO configuration "
+                       "is fixed once the model is finalized");
         return SZ_ERR_STATE;
+    }
+    if (m->tensor_call) {
+        sz_context_log(m->ctx, SZ_LOG_ERROR, "sz_model_set_zero after %s: tensors were already placed under the "
+                       "previous configuration (checkpointing's shared activations, offloaded checkpoints, the "
+                       "arena); call sz_model_set_zero first", m->tensor_call);
+        return SZ_ERR_STATE;
+    }
     if (z->stage < 0 || z->stage > 3 || z->micro_batches < 1) {
         sz_context_log(m->ctx, SZ_LOG_ERROR, "ZeRO stage %d / %d micro-batches: the stage must be 0..3 and "
                        "micro-batches >= 1", z->stage, z->micro_batches);
@@ -108,8 +117,11 @@ sz_status sz_model_add_unit(sz_model *m, const sz_unit_desc *d)
     if (!m || !d || !d->name || !d->forward || d->nparams < 0 || (d->nparams && !d->params) || d->nuses < 0 ||
         (d->nuses && !d->uses))
         return SZ_ERR_INVALID;
-    if (m->finalized)
+    if (m->finalized) {
+        sz_context_log(m->ctx, SZ_LOG_ERROR, "sz_model_add_unit(\"%s\") after sz_model_finalize: add every unit "
+                       "before finalizing", d->name);
         return SZ_ERR_STATE;
+    }
     for (int i = 0; i < d->nuses; i++)
         if (d->uses[i] < 0 || d->uses[i] >= m->nunits)
             return SZ_ERR_INVALID; /* only earlier units can be shared */
@@ -198,6 +210,22 @@ static sz_tensor *owned_buffer(struct sz_model *m, const char *name, sz_dtype dt
     return owned(m, t, cat);
 }
 
+/* A model tensor is created before sz_model_finalize, after sz_model_set_zero (its placement
+ * depends on the configuration); logs and refuses otherwise. */
+static int tensor_call_ok(struct sz_model *m, const char *call, const char *name)
+{
+    if (!m)
+        return 0;
+    if (m->finalized) {
+        sz_context_log(m->ctx, SZ_LOG_ERROR, "%s(\"%s\") after sz_model_finalize: create every tensor before "
+                       "finalizing (returns NULL)", call, name ? name : "");
+        return 0;
+    }
+    if (!m->tensor_call)
+        m->tensor_call = call;
+    return 1;
+}
+
 static sz_tensor *model_tensor(sz_model *m, const char *name, sz_dtype dtype, int64_t numel)
 {
     return m ? owned_buffer(m, name, dtype, numel, SZ_MEM_ACTIVATIONS) : NULL;
@@ -214,12 +242,14 @@ static sz_tensor *fixed_tensor(sz_model *m, const char *name, sz_dtype dtype, in
 
 sz_tensor *sz_model_tensor(sz_model *m, const char *name, sz_dtype dtype, int64_t numel)
 {
+    if (!tensor_call_ok(m, "sz_model_tensor", name))
+        return NULL;
     return fixed_tensor(m, name, dtype, numel);
 }
 
 sz_tensor *sz_model_checkpoint(sz_model *m, int unit, const char *name, sz_dtype dtype, int64_t numel)
 {
-    if (!m || !name || unit < 0 || unit >= m->nunits || m->finalized)
+    if (!tensor_call_ok(m, "sz_model_checkpoint", name) || !name || unit < 0 || unit >= m->nunits)
         return NULL;
     struct sz_unit *u = m->units[unit];
     char full[48];
@@ -241,7 +271,7 @@ sz_tensor *sz_model_checkpoint(sz_model *m, int unit, const char *name, sz_dtype
 
 sz_tensor *sz_model_activation(sz_model *m, int unit, const char *name, sz_dtype dtype, int64_t numel)
 {
-    if (!m || !name || unit < 0 || unit >= m->nunits || m->finalized)
+    if (!tensor_call_ok(m, "sz_model_activation", name) || !name || unit < 0 || unit >= m->nunits)
         return NULL;
     char full[48];
     int64_t bytes = numel * (int64_t)sz_dtype_size(dtype);
@@ -843,6 +873,9 @@ sz_status sz_model_eval(sz_model *m, float *loss)
     sz_status st = sz_zero_eval(m);
     if (st == SZ_OK)
         st = global_mean_loss(m, loss);
+    /* every forward task has run, also those the loss does not depend on: a kernel's failure is
+     * this call's (a forward_backward's backward tasks may still run: theirs can be the next call's) */
+    starpu_task_wait_for_all();
     sz_status fail = sz_model_take_failure(m);
     return st != SZ_OK ? st : fail;
 }
