@@ -204,9 +204,9 @@ int64_t sz_gpt2_engine_activation_bytes(const sz_gpt2_config *cfg, int B, int T,
 {
     if (!act_args_ok(cfg, B, T) || (offload && !checkpoint))
         return -1;
-    int64_t N = (int64_t)B * T, C = cfg->channels, NC = N * C, A = (int64_t)B * cfg->heads * T * T;
+    int64_t N = (int64_t)B * T, C = cfg->channels, NC = N * C, A = 2 * (int64_t)B * cfg->heads * T;
     int64_t NV = N * cfg->padded_vocab, L = cfg->layers;
-    int64_t block = 17 * NC + 4 * N + 2 * A;           /* ln1 .. fcproj */
+    int64_t block = 17 * NC + 4 * N + A;               /* ln1 .. fcproj; A: attention's row statistics */
     int64_t floats = (L + 1) * NC                        /* dres[0..L] */
                      + NC                                /* res[L], the head's input */
                      + (checkpoint ? 1 : L) * block      /* the blocks' activations */
