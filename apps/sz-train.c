@@ -17,14 +17,16 @@
 #include "data.h"
 #include "opts.h"
 #include "state_io.h"
+#include "lr_schedule.h"
 
 struct opts {
-    const char *init, *config, *train, *val, *save, *precision, *decay, *trace, *save_state, *resume;
+    const char *init, *config, *train, *val, *save, *precision, *decay, *trace, *save_state, *resume, *lr_schedule;
     int vocab, max_seq, batch, seq, steps, val_every, val_steps, json, stage, micro_batches, report, checkpoint,
-        offload, no_arenas, allow_nonfinite, save_every, keep;
+        offload, no_arenas, allow_nonfinite, save_every, keep, warmup;
     double mem_budget, prefetch_bytes, max_live_bytes, bucket_bytes;
     unsigned long long seed;
-    float lr, beta1, beta2, eps, wd, grad_clip, timeout;
+    float lr, beta1, beta2, eps, wd, grad_clip, min_lr;
+    float timeout;
 };
 
 static void usage(FILE *f)
@@ -46,6 +48,9 @@ static void usage(FILE *f)
             "          --decay matrices|all which tensors weight decay applies to (default matrices;\n"
             "                               all reproduces llm.c's CPU trainer)\n"
             "          --grad-clip X        clip the global gradient norm to X (default off)\n"
+            "          --warmup N           linear warmup over the first N steps (lr x step / N; default 0)\n"
+            "          --lr-schedule constant|cosine  after the warmup: constant (default) or llm.c's cosine\n"
+            "                               decay from --lr to --min-lr (default 0) at step --steps\n"
             "          --precision fp32|bf16 bf16: bf16 params and grads (stored, communicated), fp32 master\n"
             "                               weights and Adam state; compute reads fp32 working copies\n"
             "ZeRO:     --zero-stage 0|1|2|3 (default 0) under mpirun: 0 plain data parallelism, 1 optimizer\n"
@@ -112,6 +117,8 @@ static int parse_value(struct opts *o, const char *a, const char *v)
     if (!strcmp(a, "--bucket-bytes")) return sz_opt_bytes(a, v, &o->bucket_bytes);
     if (!strcmp(a, "--timeout")) return sz_opt_real(a, v, 0, 0, inf, 0, &o->timeout);
     if (!strcmp(a, "--lr")) return sz_opt_real(a, v, 0, 0, inf, 0, &o->lr);
+    if (!strcmp(a, "--min-lr")) return sz_opt_real(a, v, 0, 0, inf, 0, &o->min_lr);
+    if (!strcmp(a, "--warmup")) return sz_opt_int(a, v, 0, INT_MAX, &o->warmup);
     if (!strcmp(a, "--beta1")) return sz_opt_real(a, v, 0, 0, 1, 1, &o->beta1);
     if (!strcmp(a, "--beta2")) return sz_opt_real(a, v, 0, 0, 1, 1, &o->beta2);
     if (!strcmp(a, "--eps")) return sz_opt_real(a, v, 0, 1, inf, 0, &o->eps);
@@ -126,7 +133,7 @@ static int parse(int argc, char **argv, struct opts *o)
     *o = (struct opts){.vocab = 50257, .max_seq = 1024, .batch = 4, .seq = 64, .steps = 10, .val_steps = 20,
                        .micro_batches = 1,
                        .seed = 1337, .lr = 3e-4f, .beta1 = 0.9f, .beta2 = 0.999f, .eps = 1e-8f,
-                       .precision = "fp32", .decay = "matrices", .timeout = 600};
+                       .precision = "fp32", .decay = "matrices", .lr_schedule = "constant", .timeout = 600};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) { usage(stdout); exit(0); }
@@ -154,6 +161,7 @@ static int parse(int argc, char **argv, struct opts *o)
         else if (!strcmp(a, "--resume")) o->resume = v;
         else if (!strcmp(a, "--precision")) o->precision = v;
         else if (!strcmp(a, "--decay")) o->decay = v;
+        else if (!strcmp(a, "--lr-schedule")) o->lr_schedule = v;
         else if (parse_value(o, a, v) != 0) return -1;
     }
     if ((o->init && o->config) || (!o->init && !o->config && !o->resume)) {
@@ -167,6 +175,14 @@ static int parse(int argc, char **argv, struct opts *o)
     }
     if (o->stage < 0 || o->stage > 3 || o->micro_batches < 1) {
         fprintf(stderr, "sz-train: --zero-stage must be 0..3 and --micro-batches >= 1\n");
+        return -1;
+    }
+    if (sz_lr_kind_parse(o->lr_schedule) < 0) {
+        fprintf(stderr, "sz-train: --lr-schedule %s: must be constant or cosine\n", o->lr_schedule);
+        return -1;
+    }
+    if (o->min_lr > o->lr) {
+        fprintf(stderr, "sz-train: --min-lr %g: out of range (allowed: 0 <= x <= --lr %g)\n", o->min_lr, o->lr);
         return -1;
     }
     if (strcmp(o->decay, "matrices") && strcmp(o->decay, "all")) {
@@ -330,6 +346,9 @@ static cJSON *state_info(const struct opts *o, const sz_gpt2_config *cfg, const 
     cJSON_AddNumberToObject(op, "weight_decay", o->wd);
     cJSON_AddNumberToObject(op, "grad_clip", o->grad_clip);
     cJSON_AddStringToObject(op, "decay", o->decay);
+    cJSON_AddStringToObject(op, "lr_schedule", o->lr_schedule);
+    cJSON_AddNumberToObject(op, "warmup", o->warmup);
+    cJSON_AddNumberToObject(op, "min_lr", o->min_lr);
     cJSON_AddItemToObject(a, "optimizer", op);
     cJSON_AddStringToObject(d, "train", o->train);
     cJSON_AddNumberToObject(d, "train_tokens", (double)train->ntokens);
@@ -505,14 +524,17 @@ static void report(const struct opts *o, const sz_gpt2_config *cfg, const sz_mem
         printf("{\"report\": true, \"precision\": \"%s\", \"stage\": %d, \"nd\": %d, \"micro_batches\": %d, \"params\": %lld, "
                "\"params_padded\": %lld, \"model_state_bytes\": %lld, \"model_state_bytes_formula\": %.0f, "
                "\"activation_bytes\": %lld, \"activation_bytes_llmc\": %.0f, \"comm_bytes_sent\": %lld, "
-               "\"comm_bytes_formula\": %.0f, \"peak_bytes\": %lld, \"device_peak_bytes\": %lld, \"predicted_peak_bytes\": %lld, "
+               "\"comm_bytes_formula\": %.0f, \"peak_bytes\": %lld, \"rss_peak_bytes\": %lld, "
+               "\"runtime_allowance_bytes\": %lld, \"device_peak_bytes\": %lld, \"predicted_peak_bytes\": %lld, "
+               "\"budget_from_machine\": %d, "
                "\"mem_budget\": %lld, \"overlap\": %.4f, \"comm_task_s\": %.4f, \"compute_task_s\": %.4f, "
                "\"arenas\": %d, ",
                mixed ? "bf16" : "fp32", o->stage, nd, o->micro_batches, (long long)r0->nparams,
                (long long)r0->nparams_padded, (long long)ms,
                ms_formula, (long long)MAXR(reps, nd, bytes[SZ_MEM_ACTIVATIONS]), act_llmc, (long long)sent,
-               comm_formula, (long long)peak, (long long)MAXR(reps, nd, device_peak_bytes),
-               (long long)MAXR(reps, nd, predicted_peak_bytes),
+               comm_formula, (long long)peak, (long long)MAXR(reps, nd, rss_peak_bytes),
+               (long long)SZ_RUNTIME_ALLOWANCE_BYTES, (long long)MAXR(reps, nd, device_peak_bytes),
+               (long long)MAXR(reps, nd, predicted_peak_bytes), r0->budget_from_machine,
                (long long)r0->mem_budget, r0->overlap, r0->comm_task_s, r0->compute_task_s, r0->arenas);
         if (r0->pool_active)
             printf("\"pool\": {\"footprint\": %lld, \"peak_used\": %lld, \"arena_at_peak\": %lld, "
@@ -528,9 +550,10 @@ static void report(const struct opts *o, const sz_gpt2_config *cfg, const sz_mem
         printf("], ");
         printf("\"ranks\": [");
         for (int r = 0; r < nd; r++) {
-            printf("%s{\"rank\": %d, \"model_state_bytes\": %lld, \"peak_bytes\": %lld, \"comm_bytes_sent\": %lld, "
+            printf("%s{\"rank\": %d, \"model_state_bytes\": %lld, \"peak_bytes\": %lld, \"rss_peak_bytes\": %lld, "
+                   "\"comm_bytes_sent\": %lld, "
                    "\"comm_bytes_received\": %lld, \"bytes\": {", r ? ", " : "", r, (long long)reps[r].model_state_bytes,
-                   (long long)reps[r].peak_bytes, (long long)reps[r].comm_bytes_sent,
+                   (long long)reps[r].peak_bytes, (long long)reps[r].rss_peak_bytes, (long long)reps[r].comm_bytes_sent,
                    (long long)reps[r].comm_bytes_received);
             for (int c = 0; c < SZ_MEM_NCATEGORIES; c++)
                 printf("%s\"%s\": %lld", c ? ", " : "", sz_mem_category_name((sz_mem_category)c),
@@ -559,6 +582,8 @@ static void report(const struct opts *o, const sz_gpt2_config *cfg, const sz_mem
     printf("  %-28s %16lld %16lld  (predicted by the plan before the first step)\n", "peak (all categories)",
            (long long)peak, (long long)MAXR(reps, nd, predicted_peak_bytes));
     printf("  %-28s %16lld\n", "device pool peak", (long long)MAXR(reps, nd, device_peak_bytes));
+    printf("  %-28s %16lld  (the process: the engine's bytes + the runtime, allowed %lld more than the budget)\n",
+           "peak resident set (RSS)", (long long)MAXR(reps, nd, rss_peak_bytes), (long long)SZ_RUNTIME_ALLOWANCE_BYTES);
     if (r0->pool_active) {
         const sz_pool_stats *p = &r0->pool;
         printf("device pool (rank 0, arenas %s): footprint %.1f MB, peak in use %.1f MB (arena %.1f MB); "
@@ -572,8 +597,8 @@ static void report(const struct opts *o, const sz_gpt2_config *cfg, const sz_mem
         printf("\n");
     }
     if (r0->mem_budget > 0)
-        printf("  %-28s %16lld  (measured peak %s the budget)\n", "memory budget", (long long)r0->mem_budget,
-               peak <= r0->mem_budget ? "within" : "OVER");
+        printf("  %-28s %16lld  (measured peak %s the budget%s)\n", "memory budget", (long long)r0->mem_budget,
+               peak <= r0->mem_budget ? "within" : "OVER", r0->budget_from_machine ? "; the machine's share" : "");
     printf("  (activations include their gradients; llm.c's forward activations alone: %.0f)\n", act_llmc);
     printf("communication per step, bytes sent per rank: measured %lld, formula %.0f\n", (long long)sent, comm_formula);
     if (r0->overlap >= 0)
@@ -707,8 +732,10 @@ int main(int argc, char **argv)
     tc.decay = strcmp(o.decay, "all") ? SZ_DECAY_MATRICES : SZ_DECAY_ALL;
     double flops = gpt2_flops_per_step(g) * o.micro_batches * nd; /* all ranks together */
     int tokens = nd * o.batch * o.seq * o.micro_batches;
+    sz_lr_schedule sched = {(sz_lr_kind)sz_lr_kind_parse(o.lr_schedule), o.lr, o.min_lr, o.warmup, o.steps};
     for (int step = first; step <= o.steps; step++) {
         double t0 = now_ms(), sum = 0.0;
+        tc.lr = (float)sz_lr_at(&sched, step);
         for (int mb = 0; mb < o.micro_batches; mb++) {
             sz_tokens_batch(&train, next_mb++, rank, in, tg);
             float l;
@@ -728,10 +755,10 @@ int main(int argc, char **argv)
         float norm = sz_model_last_grad_norm(gpt2_model(g));
         if (lead && o.json)
             printf("{\"step\": %d, \"loss\": %.6f, \"ms\": %.3f, \"tokens_per_s\": %.1f, \"gflops\": %.2f, "
-                   "\"grad_norm\": %.6f}\n", step, loss, ms, tps, gf, norm);
+                   "\"grad_norm\": %.6f, \"lr\": %g}\n", step, loss, ms, tps, gf, norm, tc.lr);
         else if (lead)
-            printf("step %4d/%d: loss %.6f  %8.1f ms  %9.0f tok/s  %7.1f GFLOP/s  |g| %.4f\n", step, o.steps, loss, ms,
-                   tps, gf, norm);
+            printf("step %4d/%d: loss %.6f  %8.1f ms  %9.0f tok/s  %7.1f GFLOP/s  |g| %.4f  lr %.3g\n", step, o.steps,
+                   loss, ms, tps, gf, norm, tc.lr);
         if (!step_is_finite(&o, step, loss, norm, lead)) {
             rc = 3;
             goto out;
