@@ -1,5 +1,5 @@
 /* apps/sz-estimate.c — the ZeRO estimator on the command line: model-state bytes per rank for
- * each stage and N_d (DESIGN §3, the paper's table), communication per step, GPT-2 activation
+ * each stage and N_d (the paper's table; docs/ARCHITECTURE.md), communication per step, GPT-2 activation
  * bytes (full, checkpointed, checkpoints offloaded to a host pool), the communication buffer of
  * constant-size buckets, and the smallest N_d that fits a memory budget. Text table or one JSON
  * object.

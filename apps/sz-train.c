@@ -14,14 +14,15 @@
 #include "gpt2/gpt2.h"
 #include "data.h"
 #include "opts.h"
+#include "state_io.h"
 
 struct opts {
-    const char *init, *config, *train, *val, *save, *precision, *decay, *trace;
+    const char *init, *config, *train, *val, *save, *precision, *decay, *trace, *save_state, *resume;
     int vocab, max_seq, batch, seq, steps, val_every, val_steps, json, stage, micro_batches, report, checkpoint,
-        offload, no_arenas, allow_nonfinite;
+        offload, no_arenas, allow_nonfinite, save_every, keep;
     double mem_budget, prefetch_bytes, max_live_bytes, bucket_bytes;
     unsigned long long seed;
-    float lr, beta1, beta2, eps, wd, grad_clip;
+    float lr, beta1, beta2, eps, wd, grad_clip, timeout;
 };
 
 static void usage(FILE *f)
@@ -61,11 +62,22 @@ static void usage(FILE *f)
             "          --no-arenas          M_D off: long-lived tensors are placed one by one among the\n"
             "                               temporaries instead of in one contiguous arena (--report shows\n"
             "                               the device pool's fragmentation either way)\n"
+            "failures: --timeout SECONDS    a collective that waits longer than max(SECONDS, 5x the slowest step)\n"
+            "                               ends the job on every rank, saying which rank it waited for and where\n"
+            "                               (default 600; 0: wait forever; exit status 4)\n"
             "output:   --save FILE          write an llm.c checkpoint (fp32) at the end\n"
+            "          --save-state DIR     write the whole training state (parameters, fp32 master, Adam\n"
+            "                               state, step, data position), each rank its shard, into\n"
+            "                               DIR/step-NNNNNNNN after the last step and every --save-every N\n"
+            "          --save-every N       also every N steps (default 0: only after the last step)\n"
+            "          --keep N             keep only the newest N saved steps (default 0: all)\n"
+            "          --resume DIR         continue from DIR's newest complete state (at any N_d and ZeRO\n"
+            "                               stage; --steps counts from the start of training; the model\n"
+            "                               comes from the state: --config/--init, if given, must match)\n"
             "          --trace DIR          every rank writes its FxT trace into DIR (merge with\n"
             "                               starpu_fxt_tool, or use scripts/trace.sh)\n"
             "          --report             print measured memory per category and communication per step\n"
-            "                               beside the DESIGN formulas (rank 0; max over ranks)\n"
+            "                               beside the ZeRO formulas (rank 0; max over ranks)\n"
             "          --allow-nonfinite    keep training after a step whose loss or gradient norm is not\n"
             "                               finite (by default the run stops there, exit status 3)\n"
             "          --json               one JSON object per step instead of text lines; the last line is\n"
@@ -85,12 +97,15 @@ static int parse_value(struct opts *o, const char *a, const char *v)
     if (!strcmp(a, "--val-every")) return sz_opt_int(a, v, 0, INT_MAX, &o->val_every);
     if (!strcmp(a, "--val-steps") || !strcmp(a, "--val-batches")) return sz_opt_int(a, v, 1, INT_MAX, &o->val_steps);
     if (!strcmp(a, "--seed")) return sz_opt_u64(a, v, &o->seed);
+    if (!strcmp(a, "--save-every")) return sz_opt_int(a, v, 0, INT_MAX, &o->save_every);
+    if (!strcmp(a, "--keep")) return sz_opt_int(a, v, 0, INT_MAX, &o->keep);
     if (!strcmp(a, "--zero-stage")) return sz_opt_int(a, v, 0, 3, &o->stage);
     if (!strcmp(a, "--micro-batches")) return sz_opt_int(a, v, 1, 1 << 20, &o->micro_batches);
     if (!strcmp(a, "--mem-budget")) return sz_opt_bytes(a, v, &o->mem_budget);
     if (!strcmp(a, "--prefetch-bytes")) return sz_opt_bytes(a, v, &o->prefetch_bytes);
     if (!strcmp(a, "--max-live-bytes")) return sz_opt_bytes(a, v, &o->max_live_bytes);
     if (!strcmp(a, "--bucket-bytes")) return sz_opt_bytes(a, v, &o->bucket_bytes);
+    if (!strcmp(a, "--timeout")) return sz_opt_real(a, v, 0, 0, inf, 0, &o->timeout);
     if (!strcmp(a, "--lr")) return sz_opt_real(a, v, 0, 0, inf, 0, &o->lr);
     if (!strcmp(a, "--beta1")) return sz_opt_real(a, v, 0, 0, 1, 1, &o->beta1);
     if (!strcmp(a, "--beta2")) return sz_opt_real(a, v, 0, 0, 1, 1, &o->beta2);
@@ -106,7 +121,7 @@ static int parse(int argc, char **argv, struct opts *o)
     *o = (struct opts){.vocab = 50257, .max_seq = 1024, .batch = 4, .seq = 64, .steps = 10, .val_steps = 20,
                        .micro_batches = 1,
                        .seed = 1337, .lr = 3e-4f, .beta1 = 0.9f, .beta2 = 0.999f, .eps = 1e-8f,
-                       .precision = "fp32", .decay = "matrices"};
+                       .precision = "fp32", .decay = "matrices", .timeout = 600};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) { usage(stdout); exit(0); }
@@ -130,11 +145,16 @@ static int parse(int argc, char **argv, struct opts *o)
         else if (!strcmp(a, "--val")) o->val = v;
         else if (!strcmp(a, "--save")) o->save = v;
         else if (!strcmp(a, "--trace")) o->trace = v;
+        else if (!strcmp(a, "--save-state")) o->save_state = v;
+        else if (!strcmp(a, "--resume")) o->resume = v;
         else if (!strcmp(a, "--precision")) o->precision = v;
         else if (!strcmp(a, "--decay")) o->decay = v;
         else if (parse_value(o, a, v) != 0) return -1;
     }
-    if (!o->init == !o->config) { fprintf(stderr, "sz-train: give exactly one of --init FILE or --config NAME\n"); return -1; }
+    if ((o->init && o->config) || (!o->init && !o->config && !o->resume)) {
+        fprintf(stderr, "sz-train: give exactly one of --init FILE or --config NAME (or --resume DIR)\n");
+        return -1;
+    }
     if (!o->train) { fprintf(stderr, "sz-train: --train FILE is required\n"); return -1; }
     if (o->batch < 1 || o->seq < 1 || o->steps < 0 || o->val_steps < 1) {
         fprintf(stderr, "sz-train: --batch, --seq, --val-steps must be >= 1 and --steps >= 0\n");
@@ -168,12 +188,87 @@ static int check_trace_dir(const struct opts *o)
     return 0;
 }
 
+/* A data or model file as the ranks compare it: its size and a hash of its 1 KiB header. */
+static void file_setting(sz_settings *s, const char *name, const char *path)
+{
+    if (!path)
+        return;
+    FILE *f = fopen(path, "rb");
+    unsigned char head[1024];
+    size_t n = f ? fread(head, 1, sizeof head, f) : 0;
+    long long size = -1;
+    if (f && fseek(f, 0, SEEK_END) == 0)
+        size = ftell(f);
+    if (f)
+        fclose(f);
+    uint64_t h = 14695981039346656037ull;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ head[i]) * 1099511628211ull;
+    int32_t count = n >= 12 ? (int32_t)(head[8] | head[9] << 8 | head[10] << 16 | (uint32_t)head[11] << 24) : -1;
+    sz_settings_add(s, name, "%lld bytes, header %016llx (count field %d)", size, (unsigned long long)h, count);
+}
+
+/* Everything that must be equal on every rank, checked before anything is allocated. */
+static sz_status agree(sz_context *ctx, const struct opts *o, const sz_gpt2_config *cfg)
+{
+    sz_settings *s = NULL;
+    sz_status st = sz_settings_init(&s);
+    if (st != SZ_OK)
+        return st;
+    sz_runtime_info info;
+    sz_context_runtime_info(ctx, &info);
+    sz_settings_add(s, "the StarZeRO version", "%d.%d (StarPU %s)", SZ_VERSION_MAJOR, SZ_VERSION_MINOR,
+                    info.starpu_version);
+    sz_settings_add(s, "the architecture", "gpt2");
+    char desc[128];
+    sz_gpt2_config_format(cfg, desc, sizeof desc);
+    sz_settings_add(s, "the model (--config/--init, --vocab, --max-seq)", "%s", desc);
+    sz_settings_add(s, "--init", "%s", o->init ? "given" : "not given");
+    file_setting(s, "the --init file", o->init);
+    sz_settings_add(s, "--zero-stage", "%d", o->stage);
+    sz_settings_add(s, "--micro-batches", "%d", o->micro_batches);
+    sz_settings_add(s, "--precision", "%s", o->precision);
+    sz_settings_add(s, "--bucket-bytes", "%.0f", o->bucket_bytes);
+    sz_settings_add(s, "--prefetch-bytes", "%.0f", o->prefetch_bytes);
+    sz_settings_add(s, "--max-live-bytes", "%.0f", o->max_live_bytes);
+    sz_settings_add(s, "--checkpoint", "%s", o->checkpoint ? "on" : "off");
+    sz_settings_add(s, "--offload-checkpoints", "%s", o->offload ? "on" : "off");
+    sz_settings_add(s, "--no-arenas", "%s", o->no_arenas ? "given" : "not given");
+    sz_settings_add(s, "--mem-budget", o->mem_budget > 0 ? "%.0f bytes" : "not given (the machine's)", o->mem_budget);
+    sz_settings_add(s, "--batch", "%d", o->batch);
+    sz_settings_add(s, "--seq", "%d", o->seq);
+    sz_settings_add(s, "--steps", "%d", o->steps);
+    sz_settings_add(s, "--val-every", "%d", o->val_every);
+    sz_settings_add(s, "--val-steps", "%d", o->val_steps);
+    sz_settings_add(s, "--allow-nonfinite", "%s", o->allow_nonfinite ? "given" : "not given");
+    sz_settings_add(s, "the optimizer", "AdamW");
+    sz_settings_add(s, "--lr", "%.9g", o->lr);
+    sz_settings_add(s, "--beta1", "%.9g", o->beta1);
+    sz_settings_add(s, "--beta2", "%.9g", o->beta2);
+    sz_settings_add(s, "--eps", "%.9g", o->eps);
+    sz_settings_add(s, "--wd", "%.9g", o->wd);
+    sz_settings_add(s, "--decay", "%s", o->decay);
+    sz_settings_add(s, "--grad-clip", "%.9g", o->grad_clip);
+    sz_settings_add(s, "--seed", "%llu", o->seed);
+    file_setting(s, "the --train file", o->train);
+    sz_settings_add(s, "--val", "%s", o->val ? "given" : "not given");
+    file_setting(s, "the --val file", o->val);
+    sz_settings_add(s, "--save", "%s", o->save ? "given" : "not given");
+    st = sz_settings_count(s) > 0 ? sz_context_agree(ctx, s, "sz-train", NULL, 0) : SZ_ERR_NOMEM;
+    sz_settings_free(s);
+    return st;
+}
+
 static int check_outputs(const struct opts *o, sz_context *ctx, int rank)
 {
     char err[600];
     double bad = 0;
     if (rank == 0 && o->save && sz_check_writable_file(o->save, err, sizeof err) != 0) {
         fprintf(stderr, "sz-train: --save %s\n", err);
+        bad = 1;
+    }
+    if (o->save_state && sz_check_writable_dir(o->save_state, err, sizeof err) != 0) { /* every rank writes */
+        fprintf(stderr, "sz-train: --save-state %s\n", err);
         bad = 1;
     }
     if (sz_context_sum(ctx, &bad, 1) != SZ_OK)
@@ -191,6 +286,121 @@ static int step_is_finite(const struct opts *o, int step, float loss, float norm
         fprintf(stderr, "sz-train: step %d: the loss is %g and the gradient norm %g: not finite, stopping "
                         "(the parameters after it are not saved; --allow-nonfinite trains on)\n", step, loss, norm);
     return 0;
+}
+
+/* ---- the training state (apps/common/state_io.c): what sz-train adds to the manifest, and
+ * what it checks when resuming ---------------------------------------------------------------- */
+static const char *ARCH = "gpt2";
+
+static cJSON *state_info(const struct opts *o, const sz_gpt2_config *cfg, const sz_tokens *train, int nd,
+                         long next_mb)
+{
+    cJSON *a = cJSON_CreateObject(), *mo = cJSON_CreateObject(), *z = cJSON_CreateObject(),
+          *op = cJSON_CreateObject(), *d = cJSON_CreateObject();
+    cJSON_AddStringToObject(a, "arch", ARCH);
+    cJSON_AddNumberToObject(mo, "max_seq", cfg->max_seq);
+    cJSON_AddNumberToObject(mo, "vocab", cfg->vocab);
+    cJSON_AddNumberToObject(mo, "padded_vocab", cfg->padded_vocab);
+    cJSON_AddNumberToObject(mo, "layers", cfg->layers);
+    cJSON_AddNumberToObject(mo, "heads", cfg->heads);
+    cJSON_AddNumberToObject(mo, "channels", cfg->channels);
+    cJSON_AddItemToObject(a, "model", mo);
+    cJSON_AddStringToObject(a, "precision", o->precision);
+    cJSON_AddNumberToObject(z, "stage", o->stage);
+    cJSON_AddNumberToObject(z, "nd", nd);
+    cJSON_AddNumberToObject(z, "micro_batches", o->micro_batches);
+    cJSON_AddBoolToObject(z, "checkpoint", o->checkpoint);
+    cJSON_AddBoolToObject(z, "offload_checkpoints", o->offload);
+    cJSON_AddNumberToObject(z, "bucket_bytes", o->bucket_bytes);
+    cJSON_AddNumberToObject(z, "prefetch_bytes", o->prefetch_bytes);
+    cJSON_AddNumberToObject(z, "max_live_bytes", o->max_live_bytes);
+    cJSON_AddItemToObject(a, "zero", z);
+    cJSON_AddNumberToObject(a, "batch", o->batch);
+    cJSON_AddNumberToObject(a, "seq", o->seq);
+    cJSON_AddStringToObject(op, "name", "adamw");
+    cJSON_AddNumberToObject(op, "lr", o->lr);
+    cJSON_AddNumberToObject(op, "beta1", o->beta1);
+    cJSON_AddNumberToObject(op, "beta2", o->beta2);
+    cJSON_AddNumberToObject(op, "eps", o->eps);
+    cJSON_AddNumberToObject(op, "weight_decay", o->wd);
+    cJSON_AddNumberToObject(op, "grad_clip", o->grad_clip);
+    cJSON_AddStringToObject(op, "decay", o->decay);
+    cJSON_AddItemToObject(a, "optimizer", op);
+    cJSON_AddStringToObject(d, "train", o->train);
+    cJSON_AddNumberToObject(d, "train_tokens", (double)train->ntokens);
+    cJSON_AddNumberToObject(d, "train_batches", (double)train->nbatches);
+    cJSON_AddNumberToObject(d, "rows_per_micro_batch", (double)nd * o->batch);
+    cJSON_AddNumberToObject(d, "seq", o->seq);
+    cJSON_AddNumberToObject(d, "next_micro_batch", (double)next_mb);
+    cJSON_AddItemToObject(a, "data", d);
+    cJSON_AddNumberToObject(a, "seed", (double)o->seed);
+    if (o->init)
+        cJSON_AddStringToObject(a, "init", o->init);
+    return a;
+}
+
+/* The model shape a state was saved with; with cfg already known (--config/--init), each field
+ * must match, and a mismatch is refused naming it. */
+static int state_config(const cJSON *man, const char *stepdir, int have, sz_gpt2_config *cfg)
+{
+    const char *arch = sz_json_str(man, "arch", "?");
+    if (strcmp(arch, ARCH)) {
+        fprintf(stderr, "sz-train: %s: the state is of architecture '%s', this run trains '%s' (field arch)\n",
+                stepdir, arch, ARCH);
+        return -1;
+    }
+    const cJSON *mo = cJSON_GetObjectItemCaseSensitive(man, "model");
+    struct { const char *name; int *field; } f[] = {
+        {"max_seq", &cfg->max_seq}, {"vocab", &cfg->vocab}, {"padded_vocab", &cfg->padded_vocab},
+        {"layers", &cfg->layers}, {"heads", &cfg->heads}, {"channels", &cfg->channels}};
+    for (size_t i = 0; i < sizeof f / sizeof f[0]; i++) {
+        int saved = (int)sz_json_num(mo, f[i].name, -1);
+        if (have && saved != *f[i].field) {
+            fprintf(stderr, "sz-train: %s: the state's model has %s = %d, this run's %d (field model.%s)\n", stepdir,
+                    f[i].name, saved, *f[i].field, f[i].name);
+            return -1;
+        }
+        *f[i].field = saved;
+    }
+    return 0;
+}
+
+/* Precision must match; the data position carries over where the batch layout is the same, and
+ * is otherwise where an uninterrupted run at this layout would be (step x micro-batches). */
+static int state_resume_checks(const struct opts *o, const cJSON *man, const char *stepdir, int nd, int *step,
+                               long *next_mb, int lead)
+{
+    const char *prec = sz_json_str(man, "precision", "?");
+    if (strcmp(prec, o->precision)) {
+        fprintf(stderr, "sz-train: %s: the state was saved at precision %s, this run is %s (field precision): "
+                        "resume it with --precision %s\n", stepdir, prec, o->precision, prec);
+        return -1;
+    }
+    *step = (int)sz_json_num(man, "step", 0);
+    const cJSON *d = cJSON_GetObjectItemCaseSensitive(man, "data"), *z = cJSON_GetObjectItemCaseSensitive(man, "zero");
+    long rows = (long)sz_json_num(d, "rows_per_micro_batch", -1), seq = (long)sz_json_num(d, "seq", -1);
+    long mbs = (long)sz_json_num(z, "micro_batches", -1);
+    if (rows == (long)nd * o->batch && seq == o->seq && mbs == o->micro_batches)
+        *next_mb = (long)sz_json_num(d, "next_micro_batch", 0);
+    else {
+        *next_mb = (long)*step * o->micro_batches;
+        if (lead)
+            printf("note: the state's batches were %ld rows x %ld tokens, %ld micro-batch(es) per step; this run's "
+                   "%ld x %d, %d: the data continues at micro-batch %ld, where a run at this layout would be\n",
+                   rows, seq, mbs, (long)nd * o->batch, o->seq, o->micro_batches, *next_mb);
+    }
+    if (lead && !o->json)
+        printf("resuming from %s: step %d (saved at N_d %d, ZeRO stage %d)\n", stepdir, *step,
+               (int)sz_json_num(man, "nd", 0), (int)sz_json_num(z, "stage", 0));
+    return 0;
+}
+
+/* Tests only: SZ_TEST_SAVE_DELAY_MS makes a save pause between the shards and the manifest, so a
+ * test can kill the run in the middle of a save. */
+static int save_delay_ms(void)
+{
+    const char *e = getenv("SZ_TEST_SAVE_DELAY_MS");
+    return e ? atoi(e) : 0;
 }
 
 static double now_ms(void)
@@ -230,7 +440,7 @@ static int64_t max_over(const sz_memory_report *reps, int nd, size_t offset)
 }
 #define MAXR(reps, nd, field) max_over((reps), (nd), offsetof(sz_memory_report, field))
 
-/* The report: measured per category (max over ranks) beside the DESIGN §3 formula (rank 0 only). */
+/* The report: measured per category (max over ranks) beside the ZeRO formula (docs/ARCHITECTURE.md; rank 0 only). */
 static void report(const struct opts *o, const sz_gpt2_config *cfg, const sz_memory_report *reps, int nd)
 {
     const sz_memory_report *r0 = &reps[0];
@@ -343,12 +553,24 @@ int main(int argc, char **argv)
     sz_opt_prog("sz-train");
     if (parse(argc, argv, &o) != 0)
         return 2;
-    char err[512] = "";
-    sz_gpt2_config cfg;
-    sz_status st = o.init ? sz_llmc_checkpoint_read_header(o.init, &cfg, err, sizeof err)
-                          : sz_gpt2_config_from_string(&cfg, o.config, o.vocab, o.max_seq, err, sizeof err);
+    char err[700] = "", stepdir[4096] = "";
+    sz_gpt2_config cfg = {0};
+    sz_status st = SZ_OK;
+    if (o.init || o.config)
+        st = o.init ? sz_llmc_checkpoint_read_header(o.init, &cfg, err, sizeof err)
+                    : sz_gpt2_config_from_string(&cfg, o.config, o.vocab, o.max_seq, err, sizeof err);
     if (st != SZ_OK) {
         fprintf(stderr, "sz-train: %s\n", err);
+        return 1;
+    }
+    cJSON *man = NULL; /* --resume: the state's manifest */
+    if (o.resume && (sz_state_find(o.resume, stepdir, sizeof stepdir, err, sizeof err) != 0 ||
+                     sz_state_manifest(stepdir, &man, err, sizeof err) != 0)) {
+        fprintf(stderr, "sz-train: --resume %s\n", err);
+        return 1;
+    }
+    if (man && state_config(man, stepdir, o.init || o.config, &cfg) != 0) {
+        cJSON_Delete(man);
         return 1;
     }
 
@@ -358,11 +580,21 @@ int main(int argc, char **argv)
     sz_context_config ccfg;
     sz_context_config_defaults(&ccfg);
     ccfg.trace_dir = o.trace;
+    ccfg.timeout_s = o.timeout;
     if ((st = sz_context_init(&ctx, &ccfg, &argc, &argv)) != SZ_OK) {
         fprintf(stderr, "sz-train: cannot start the runtime: %s\n", sz_status_string(st));
         return 1;
     }
     int nd = sz_context_world_size(ctx), rank = sz_context_rank(ctx), lead = rank == 0, rc = 1;
+    if ((st = agree(ctx, &o, &cfg)) != SZ_OK) { /* every rank the same run, before anything is allocated */
+        if (st == SZ_ERR_INVALID)
+            fprintf(stderr, "sz-train: rank %d stops: every rank must be started with the same options and the same "
+                    "files (the message above names the first difference)\n", rank);
+        else
+            fprintf(stderr, "sz-train: the ranks could not compare their settings: %s\n", sz_status_string(st));
+        sz_context_free(ctx);
+        return 1;
+    }
     gpt2 *g = NULL;
     int *in = malloc((size_t)o.batch * o.seq * sizeof *in), *tg = malloc((size_t)o.batch * o.seq * sizeof *tg);
     sz_memory_report *reps = calloc((size_t)nd, sizeof *reps);
@@ -386,10 +618,25 @@ int main(int argc, char **argv)
         fprintf(stderr, "sz-train: %s\n", err);
         goto out;
     }
-    st = o.init ? gpt2_load(g, o.init, err, sizeof err) : gpt2_init_random(g, o.seed);
-    if (st != SZ_OK) {
-        fprintf(stderr, "sz-train: %s\n", o.init ? err : sz_status_string(st));
-        goto out;
+    int first = 1;      /* the first step this run trains */
+    long next_mb = 0;   /* the next micro-batch of the data order */
+    if (man) {
+        int saved;
+        if (state_resume_checks(&o, man, stepdir, nd, &saved, &next_mb, lead) != 0 ||
+            sz_state_load(gpt2_model(g), ctx, stepdir, man, err, sizeof err) != 0) {
+            if (err[0])
+                fprintf(stderr, "sz-train: --resume %s\n", err);
+            goto out;
+        }
+        first = saved + 1;
+        if (first > o.steps && lead)
+            printf("the state is at step %d and --steps is %d: nothing left to train\n", saved, o.steps);
+    } else {
+        st = o.init ? gpt2_load(g, o.init, err, sizeof err) : gpt2_init_random(g, o.seed);
+        if (st != SZ_OK) {
+            fprintf(stderr, "sz-train: %s\n", o.init ? err : sz_status_string(st));
+            goto out;
+        }
     }
     char desc[128];
     sz_gpt2_config_format(&cfg, desc, sizeof desc);
@@ -412,10 +659,10 @@ int main(int argc, char **argv)
     tc.decay = strcmp(o.decay, "all") ? SZ_DECAY_MATRICES : SZ_DECAY_ALL;
     double flops = gpt2_flops_per_step(g) * o.micro_batches * nd; /* all ranks together */
     int tokens = nd * o.batch * o.seq * o.micro_batches;
-    for (int step = 1; step <= o.steps; step++) {
+    for (int step = first; step <= o.steps; step++) {
         double t0 = now_ms(), sum = 0.0;
         for (int mb = 0; mb < o.micro_batches; mb++) {
-            sz_tokens_batch(&train, (long)(step - 1) * o.micro_batches + mb, rank, in, tg);
+            sz_tokens_batch(&train, next_mb++, rank, in, tg);
             float l;
             if ((st = gpt2_set_batch(g, in, tg)) != SZ_OK ||
                 (st = sz_model_forward_backward(gpt2_model(g), &l)) != SZ_OK) {
@@ -453,6 +700,18 @@ int main(int argc, char **argv)
             else if (lead)
                 printf("step %4d/%d: val loss %.6f (%ld batches)\n", step, o.steps, vl, val_batches);
         }
+        if (o.save_state && ((o.save_every > 0 && step % o.save_every == 0) || last)) {
+            char where[4200];
+            if (sz_state_save(gpt2_model(g), ctx, o.save_state, step, state_info(&o, &cfg, &train, nd, next_mb), o.keep,
+                              save_delay_ms(), where, sizeof where, err, sizeof err) != 0) {
+                fprintf(stderr, "sz-train: --save-state: %s\n", err);
+                goto out;
+            }
+            if (lead && o.json)
+                printf("{\"step\": %d, \"state\": \"%s\"}\n", step, where);
+            else if (lead)
+                printf("step %4d/%d: state saved in %s\n", step, o.steps, where);
+        }
         fflush(stdout);
     }
     if (o.save) {
@@ -481,5 +740,6 @@ out:
     sz_context_free(ctx);
     sz_tokens_close(&train);
     sz_tokens_close(&val);
+    cJSON_Delete(man);
     return rc;
 }

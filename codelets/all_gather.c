@@ -6,6 +6,7 @@
  * place (codelets/exchange.c); otherwise MPI_Allgather. */
 #include <string.h>
 #include "sz_codelets.h"
+#include "sz_deadline.h"
 
 static void ag_cpu(void *b[], void *arg)
 {
@@ -20,7 +21,7 @@ static void ag_cpu(void *b[], void *arg)
         int64_t t0 = sz_now_ns();
         MPI_Datatype dt = h ? MPI_UINT16_T : MPI_FLOAT;
         if (!sz_shm_all_gather(&a, es, full, shard, S)) {
-            int rc = MPI_Allgather(in_place ? MPI_IN_PLACE : shard, (int)S, dt, full, (int)S, dt, a.comm);
+            int rc = sz_allgather(in_place ? MPI_IN_PLACE : shard, (int)S, dt, full, (int)S, dt, a.comm, "all-gather");
             STARPU_ASSERT_MSG(rc == MPI_SUCCESS, "all-gather: MPI_Allgather failed (%d)", rc);
         }
         sz_counters_comm(a.stats, (a.nd - 1) * S * (int64_t)es, sz_now_ns() - t0);

@@ -6,6 +6,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include "sz_codelets.h"
+#include "sz_deadline.h"
 
 static void clip_cpu(void *b[], void *arg)
 {
@@ -17,7 +18,7 @@ static void clip_cpu(void *b[], void *arg)
         all = malloc((size_t)n * (size_t)a.nd * sizeof *all);
         STARPU_ASSERT_MSG(all, "clip: out of memory");
         int64_t t0 = sz_now_ns();
-        int rc = MPI_Allgather(mine, n, MPI_FLOAT, all, n, MPI_FLOAT, a.comm);
+        int rc = sz_allgather(mine, n, MPI_FLOAT, all, n, MPI_FLOAT, a.comm, "all-gather of gradient norms");
         STARPU_ASSERT_MSG(rc == MPI_SUCCESS, "clip: MPI_Allgather failed (%d)", rc);
         sz_counters_comm(a.stats, (int64_t)(a.nd - 1) * n * 4, sz_now_ns() - t0);
     }

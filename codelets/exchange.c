@@ -2,18 +2,20 @@
  * device pool is mapped in every rank (sched/devpool.c), so a collective on pool buffers needs
  * only their offsets: one small MPI_Allgather (which is also where the ranks meet), the copies or
  * sums read straight from the peers' pools, then an MPI_Barrier, after which the peers may
- * overwrite or free what was read. Each byte crosses memory once, at memcpy speed; through MPI
- * on this node the same collectives ran at a fraction of that (README, "Transport on one node").
+ * overwrite or free what was read (both wait under the deadline, sched/deadline.c). Each byte
+ * crosses memory once, at memcpy speed; through MPI on this node the same collectives ran at a
+ * fraction of that (docs/BENCHMARKS.md, the transport on one node).
  * The sums are the MPI path's, in rank order: the same bits. */
 #include <stdlib.h>
 #include <string.h>
 #include "sz_codelets.h"
+#include "sz_deadline.h"
 
 /* Every rank's offset of its buffer in its pool; 0 when some rank's is not in it. */
 static int offsets(const struct sz_targs *a, const void *p, size_t len, int64_t *all)
 {
     int64_t off = sz_shared_offset(p, len);
-    int rc = MPI_Allgather(&off, 1, MPI_INT64_T, all, 1, MPI_INT64_T, a->comm);
+    int rc = sz_allgather(&off, 1, MPI_INT64_T, all, 1, MPI_INT64_T, a->comm, "all-gather of pool offsets");
     STARPU_ASSERT_MSG(rc == MPI_SUCCESS, "collective: MPI_Allgather of offsets failed (%d)", rc);
     for (int p = 0; p < a->nd; p++)
         if (all[p] < 0)
@@ -23,7 +25,7 @@ static int offsets(const struct sz_targs *a, const void *p, size_t len, int64_t 
 
 static void done(const struct sz_targs *a)
 {
-    int rc = MPI_Barrier(a->comm);
+    int rc = sz_barrier(a->comm, "barrier after reading the peers");
     STARPU_ASSERT_MSG(rc == MPI_SUCCESS, "collective: MPI_Barrier failed (%d)", rc);
 }
 

@@ -7,6 +7,7 @@
  * token (RW); `bucket` elements per rank and round; `bytes` (negative) released after. */
 #include <stdlib.h>
 #include "sz_codelets.h"
+#include "sz_deadline.h"
 
 void sz_reduce_pieces(const struct sz_targs *a, void *shard_v, const void *const *src, int64_t o, int64_t len, int acc)
 {
@@ -61,7 +62,10 @@ static void rs_cpu(void *b[], void *arg)
             MPI_Type_contiguous((int)len, dt, &piece);
             MPI_Type_create_resized(piece, 0, (MPI_Aint)(S * (int64_t)es), &strided);
             MPI_Type_commit(&strided);
-            int rc = MPI_Alltoall(full + (size_t)o * es, 1, strided, buf, (int)len, dt, a.comm);
+            MPI_Request rq;
+            int rc = MPI_Ialltoall(full + (size_t)o * es, 1, strided, buf, (int)len, dt, a.comm, &rq);
+            if (rc == MPI_SUCCESS)
+                rc = sz_mpi_wait(&rq, a.comm, "reduce-scatter all-to-all");
             MPI_Type_free(&strided);
             MPI_Type_free(&piece);
             STARPU_ASSERT_MSG(rc == MPI_SUCCESS, "reduce-scatter: MPI_Alltoall failed (%d)", rc);

@@ -73,6 +73,11 @@ typedef struct sz_context_config {
     sz_log_fn log_fn;          /* NULL: sz_log_stderr */
     void *log_user;
     sz_log_level log_level;    /* default SZ_LOG_WARN; SZ_LOG env var (error|warn|info|debug) wins */
+    double timeout_s;          /* no collective waits forever: a wait longer than max(timeout_s, 5 x the
+                                  slowest step so far) makes the rank say whom it waited for (in which
+                                  collective, task and step) and end the job with MPI_Abort (exit code 4);
+                                  StarPU's watchdog is armed at 2 x timeout_s unless STARPU_WATCHDOG_TIMEOUT
+                                  is set. Default 600; 0: no deadline. */
 } sz_context_config;
 
 void sz_context_config_defaults(sz_context_config *cfg);
@@ -125,6 +130,24 @@ void sz_context_print(const sz_context *ctx, FILE *out);
 
 /* Collective: every rank's sz_context_print text, written by rank 0 in rank order. */
 sz_status sz_context_print_all(const sz_context *ctx, FILE *out);
+
+/* ---- agreement: what every rank must share ----------------------------------------------
+ * A list of settings (name, value as text) that must be equal on every rank: model shape, ZeRO
+ * configuration, batch, optimizer, seed, data files, version... Every rank adds the same names in
+ * the same order. sz_model_finalize checks the model's units and ZeRO configuration this way. */
+typedef struct sz_settings sz_settings;
+sz_status sz_settings_init(sz_settings **out);
+void sz_settings_free(sz_settings *s);
+/* Appends one setting; the value is printf-formatted (print floats exactly, e.g. "%.9g"). */
+sz_status sz_settings_add(sz_settings *s, const char *name, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+int sz_settings_count(const sz_settings *s);
+/* Collective (all ranks): SZ_OK when every rank's list equals this one. Otherwise SZ_ERR_INVALID on
+ * every rank, and the same message everywhere, logged as an error and copied into msg (may be
+ * NULL), naming the first setting that differs and each rank's value, e.g. "sz-train: the ranks
+ * disagree on --zero-stage: 0 on rank 0; 1 on rank 1". `what` starts the message. Waits under
+ * the context's deadline (timeout_s). */
+sz_status sz_context_agree(sz_context *ctx, const sz_settings *s, const char *what, char *msg, size_t msglen);
 
 
 /* ---- tensors ------------------------------------------------------------------------------
@@ -429,6 +452,40 @@ sz_status sz_model_unit_sizes(const sz_model *m, int64_t *padded);
 
 /* Collective: every rank's report, gathered on rank 0 into ranks[0..nd-1] (other ranks may pass NULL). */
 sz_status sz_model_memory_report_all(const sz_model *m, sz_memory_report *ranks);
+
+/* ---- persistent training state: saving and resuming (tasks/state.c) ----------------------
+ * A unit's persistent state is up to four flat arrays over its padded elements (parameters at
+ * the model's precision, the fp32 master under mixed precision, Adam's m and v). Whatever the
+ * stage, rank r "owns" elements [r*shard, (r+1)*shard) of each: that is what it saves, so N_d
+ * ranks write N_d disjoint shards in parallel. When loading, a rank is given every element it
+ * holds (all of them where it keeps the full array: stage 0, and the parameters at stages 0-2),
+ * possibly in pieces cut from shards saved at another N_d: a state saved at one layout loads at
+ * any other. None of these calls is collective; reads and writes wait for the tasks using the
+ * data (call them between steps). Values travel as fp32; bf16 parameters widen exactly and round
+ * back to the same bits. */
+typedef enum sz_state_kind {
+    SZ_STATE_PARAMS = 0, SZ_STATE_MASTER, SZ_STATE_ADAM_M, SZ_STATE_ADAM_V, SZ_STATE_NKINDS
+} sz_state_kind;
+
+const char *sz_state_kind_name(sz_state_kind kind);     /* "params", "master", "adam_m", "adam_v" */
+/* 1 when the model keeps state `kind` (the master only under mixed precision), else 0. */
+int sz_model_state_has(const sz_model *m, sz_state_kind kind);
+/* Unit `unit` (after sz_model_finalize): its name, real and padded element counts, and the slice
+ * this rank owns, [*lo, *lo + *n). Any output pointer may be NULL. */
+sz_status sz_model_state_shard(const sz_model *m, int unit, const char **name, int64_t *numel, int64_t *padded,
+                               int64_t *lo, int64_t *n);
+/* Parameter `param` of `unit`: its name, offset in the unit's flat buffer and element count. */
+int sz_model_unit_nparams(const sz_model *m, int unit);
+sz_status sz_model_unit_param_info(const sz_model *m, int unit, int param, const char **name, int64_t *offset,
+                                   int64_t *numel);
+/* This rank's owned slice of `kind` for `unit` as fp32 (n floats, n from sz_model_state_shard).
+ * Adam's state before the first update reads as zeros. */
+sz_status sz_model_state_shard_read(sz_model *m, int unit, sz_state_kind kind, float *dst);
+/* The elements of `kind` this rank holds for `unit` and must be given when loading: [*lo, *lo + *n). */
+sz_status sz_model_state_need(const sz_model *m, int unit, sz_state_kind kind, int64_t *lo, int64_t *n);
+/* Values of elements [lo, lo + n) of `kind` (src: n floats) go into what this rank holds of
+ * them; the part outside its holding is ignored. */
+sz_status sz_model_state_write(sz_model *m, int unit, sz_state_kind kind, int64_t lo, int64_t n, const float *src);
 
 /* ==== the ZeRO estimator: model-state bytes, communication, shards, buffers (pure C) ======== */
 /* (A model's activation bytes are the model's business: GPT-2's are in starzero_gpt2.h.) */

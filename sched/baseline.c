@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "sz_runtime.h"
+#include "sz_deadline.h"
 
 sz_status sz_context_mpi_baseline(sz_context *ctx, const int64_t *elems, int n, int reps, double *bytes_per_s)
 {
@@ -52,7 +53,7 @@ sz_status sz_context_sum(sz_context *ctx, double *values, int n)
     double *all = malloc((size_t)n * (size_t)nd * sizeof *all);
     if (!all)
         return SZ_ERR_NOMEM;
-    sz_status st = MPI_Allgather(values, n, MPI_DOUBLE, all, n, MPI_DOUBLE, ctx->host_comm) == MPI_SUCCESS
+    sz_status st = sz_allgather(values, n, MPI_DOUBLE, all, n, MPI_DOUBLE, ctx->host_comm, "sum") == MPI_SUCCESS
                        ? SZ_OK : SZ_ERR_RUNTIME;
     for (int i = 0; i < n && st == SZ_OK; i++) {
         double s = 0;

@@ -20,6 +20,7 @@
 #include <starpu.h>
 #include "sz_pool.h"
 #include "sz_runtime.h"
+#include "sz_deadline.h"
 
 static struct {
     pthread_mutex_t lock;
@@ -138,7 +139,7 @@ static void share(struct sz_context *ctx, int want)
     devpool.peer = calloc((size_t)n, sizeof *devpool.peer);
     devpool.peer_bytes = calloc((size_t)n, sizeof *devpool.peer_bytes);
     STARPU_ASSERT_MSG(all && devpool.peer && devpool.peer_bytes, "device pool: out of memory");
-    int ok = MPI_Allgather(me, 3, MPI_INT64_T, all, 3, MPI_INT64_T, ctx->comm) == MPI_SUCCESS;
+    int ok = sz_allgather(me, 3, MPI_INT64_T, all, 3, MPI_INT64_T, ctx->comm, "device pool: pids") == MPI_SUCCESS;
     devpool.nranks = n;
     for (int p = 0; ok && p < n; p++) {
         if (all[3 * p + 1] < 0) {
@@ -163,7 +164,7 @@ static void share(struct sz_context *ctx, int want)
         }
     }
     free(all);
-    MPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, ctx->comm);
+    sz_allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, ctx->comm, "device pool: mapped");
     if (!ok)
         unmap_peers();
 }

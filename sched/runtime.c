@@ -13,6 +13,7 @@
 #include "sz_runtime.h"
 #include "sz_kernels.h"
 #include "sz_sched.h"
+#include "sz_deadline.h"
 
 void sz_context_config_defaults(sz_context_config *cfg)
 {
@@ -25,6 +26,7 @@ void sz_context_config_defaults(sz_context_config *cfg)
     cfg->sched_policy = NULL;
     cfg->log_fn = NULL;
     cfg->log_level = SZ_LOG_WARN;
+    cfg->timeout_s = 600;
 }
 
 void sz_logv(const struct sz_context *ctx, sz_log_level level, const char *fmt, va_list ap)
@@ -59,7 +61,7 @@ static sz_log_level level_from_env(sz_log_level dflt)
 }
 
 /* Pin this rank's StarPU workers to its own cores unless the user already chose a binding.
- * The StarPU-MPI progress thread is left unbound (notes §7: binding it onto a worker's core
+ * The StarPU-MPI progress thread is left unbound (docs/ARCHITECTURE.md, runtime facts: binding it onto a worker's core
  * halved throughput on a 2-core node). Environment variables the user set always win. */
 static void apply_core_share(struct sz_context *ctx)
 {
@@ -194,6 +196,14 @@ sz_status sz_context_init(sz_context **out, const sz_context_config *cfg_in, int
     } else {
         setenv("STARPU_FXT_TRACE", "0", 0);
     }
+    /* StarPU's watchdog as the backstop for a task that never ends (a stuck device or kernel): at
+     * twice the collectives' deadline, so theirs, which says more, comes first. The user's wins. */
+    if (cfg.timeout_s > 0 && !getenv("STARPU_WATCHDOG_TIMEOUT")) {
+        char us[32];
+        snprintf(us, sizeof us, "%.0f", 2e6 * cfg.timeout_s);
+        setenv("STARPU_WATCHDOG_TIMEOUT", us, 1);
+        setenv("STARPU_WATCHDOG_CRASH", "1", 0);
+    }
     struct starpu_conf conf;
     starpu_conf_init(&conf);
     /* One compute worker per rank by default: its tasks run OpenMP-parallel over the whole core
@@ -230,6 +240,7 @@ sz_status sz_context_init(sz_context **out, const sz_context_config *cfg_in, int
         int n = starpu_worker_get_ids_by_type(STARPU_CPU_WORKER, ids, STARPU_NMAXWORKERS);
         sz_comm_worker = n > 0 ? ids[n - 1] : -1;
     }
+    sz_deadline_start(ctx, cfg.timeout_s);
     starpu_execute_on_each_worker(widen_worker, ctx, STARPU_CPU);
     sz_devpool_start(ctx, ctx->ram_share);
     sz_runtime_info info;
@@ -260,6 +271,7 @@ void sz_context_free(sz_context *ctx)
         return;
     starpu_task_wait_for_all();
     starpu_mpi_shutdown();
+    sz_deadline_stop();
     sz_comm_worker = -1;
     sz_devpool_stop();
     sz_k_shutdown();
@@ -352,7 +364,8 @@ void sz_context_print(const sz_context *ctx, FILE *f)
     }
 }
 
-/* Every rank's summary, printed in rank order by rank 0 (the texts travel over our own comm). */
+/* Every rank's summary, printed in rank order by rank 0 (the texts travel over our own comm,
+ * gathered under the deadline). */
 sz_status sz_context_print_all(const sz_context *ctx, FILE *f)
 {
     if (!ctx || !f)
@@ -364,22 +377,28 @@ sz_status sz_context_print_all(const sz_context *ctx, FILE *f)
         return SZ_ERR_NOMEM;
     sz_context_print(ctx, mem);
     fclose(mem);
-    int n = (int)len;
-    if (ctx->rank == 0) {
-        fwrite(text, 1, len, f);
-        for (int r = 1; r < ctx->world_size; r++) {
-            int m = 0;
-            MPI_Recv(&m, 1, MPI_INT, r, 0, ctx->host_comm, MPI_STATUS_IGNORE);
-            char *buf = malloc((size_t)m + 1);
-            MPI_Recv(buf, m, MPI_CHAR, r, 1, ctx->host_comm, MPI_STATUS_IGNORE);
-            fwrite(buf, 1, (size_t)m, f);
-            free(buf);
-        }
+    int n = (int)len, nd = ctx->world_size, lead = ctx->rank == 0;
+    int *lens = lead ? calloc((size_t)nd, sizeof *lens) : NULL, *offs = lead ? calloc((size_t)nd, sizeof *offs) : NULL;
+    sz_status st = lead && (!lens || !offs) ? SZ_ERR_NOMEM : SZ_OK;
+    if (sz_gather(&n, 1, MPI_INT, lens, 1, MPI_INT, 0, ctx->host_comm, "summary lengths") != MPI_SUCCESS)
+        st = SZ_ERR_RUNTIME;
+    char *all = NULL;
+    int total = 0;
+    for (int r = 0; lead && st == SZ_OK && r < nd; r++)
+        offs[r] = total, total += lens[r];
+    if (lead && st == SZ_OK && !(all = malloc((size_t)total + 1)))
+        st = SZ_ERR_NOMEM;
+    MPI_Request rq; /* (a lead without the memory stays out: the others then meet the deadline) */
+    if ((lead && !all) || MPI_Igatherv(text, n, MPI_CHAR, all, lens, offs, MPI_CHAR, 0, ctx->host_comm, &rq) != MPI_SUCCESS ||
+        sz_mpi_wait(&rq, ctx->host_comm, "summary texts") != MPI_SUCCESS)
+        st = SZ_ERR_RUNTIME;
+    if (lead && st == SZ_OK) {
+        fwrite(all, 1, (size_t)total, f);
         fflush(f);
-    } else {
-        MPI_Send(&n, 1, MPI_INT, 0, 0, ctx->host_comm);
-        MPI_Send(text, n, MPI_CHAR, 0, 1, ctx->host_comm);
     }
+    free(all);
+    free(lens);
+    free(offs);
     free(text);
-    return SZ_OK;
+    return st;
 }

@@ -1,5 +1,5 @@
 /* sched/topology.c — what the node looks like (hwloc) and which share of its cores belongs
- * to this rank. Co-located ranks split the node's cores by local rank (notes §7: ranks that
+ * to this rank. Co-located ranks split the node's cores by local rank (docs/ARCHITECTURE.md, runtime facts: ranks that
  * each bind as if they owned the machine pile onto the same cores and lose half of it). */
 #include <string.h>
 #include <unistd.h>

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# scripts/bench.sh [OUT] — the README's benchmark tables (not a test): sz-bench on GPT-2 for every
+# scripts/bench.sh [OUT] — the benchmark tables of docs/BENCHMARKS.md (not a test): sz-bench on GPT-2 for every
 # ZeRO stage at N_d = 1, 2, 4 ranks on this node, then stage 3 at N_d = 2 and 4 under the `zero`
 # policy and StarPU's prio, dmdas, lws and eager. Writes JSON lines to OUT (default
 # build/bench.jsonl) and prints markdown tables. Knobs: SZ_BENCH_MODEL (d12), SZ_BENCH_STEPS (3),

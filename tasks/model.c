@@ -1,5 +1,5 @@
 /* tasks/model.c — sz_model: units and their tensor tables, model-owned working tensors, and the
- * storage each ZeRO stage keeps per rank (DESIGN.md §3):
+ * storage each ZeRO stage keeps per rank (docs/ARCHITECTURE.md, ZeRO semantics):
  *   stage 0: full params, full grads, full Adam m and v
  *   stage 1: full params, full grads, m and v for the owned slice
  *   stage 2: full params, a gradient shard (+ one unit's gradients in flight), m, v shards
@@ -14,6 +14,7 @@
 #include "sz_rng.h"
 #include "sz_plan.h"
 #include "sz_sched.h"
+#include "sz_deadline.h"
 
 void sz_train_config_defaults(sz_train_config *cfg)
 {
@@ -404,6 +405,52 @@ static sz_status check_budget(struct sz_model *m)
     return SZ_ERR_BUDGET;
 }
 
+/* Collective: every rank builds the same model (units, their tensors in order, the ZeRO config,
+ * the model tensors' bytes) — else every rank refuses, naming the first difference. */
+static sz_status agree_model(struct sz_model *m)
+{
+    sz_settings *s = NULL;
+    sz_status st = sz_settings_init(&s);
+    if (st != SZ_OK)
+        return st;
+    const sz_zero_config *z = &m->zero;
+    sz_settings_add(s, "the ZeRO stage", "%d", z->stage);
+    sz_settings_add(s, "micro-batches", "%d", z->micro_batches);
+    sz_settings_add(s, "the precision", "%s", z->precision == SZ_PRECISION_BF16 ? "bf16" : "fp32");
+    sz_settings_add(s, "the memory budget", "%lld bytes", (long long)z->mem_budget);
+    sz_settings_add(s, "prefetch bytes", "%lld", (long long)z->prefetch_bytes);
+    sz_settings_add(s, "max live bytes", "%lld", (long long)z->max_live_bytes);
+    sz_settings_add(s, "bucket bytes", "%lld", (long long)z->bucket_bytes);
+    sz_settings_add(s, "activation checkpointing", "%s", z->checkpoint ? "on" : "off");
+    sz_settings_add(s, "offloaded checkpoints", "%s", z->offload_checkpoints ? "on" : "off");
+    sz_settings_add(s, "arenas (M_D)", "%s", z->arenas ? "on" : "off");
+    sz_settings_add(s, "the number of units", "%d", m->nunits);
+    for (int i = 0; i < m->nunits; i++) {
+        const struct sz_unit *u = m->units[i];
+        char name[96];
+        snprintf(name, sizeof name, "unit %d", i);
+        sz_settings_add(s, name, "%s: %d tensors, %lld elements%s%s%s%s", u->name, u->nparams, (long long)u->numel,
+                        u->checkpointable ? ", checkpointable" : "", u->backward ? "" : ", no backward",
+                        u->backward_skips_params ? ", backward reads no parameter" : "",
+                        u->nuses ? ", uses earlier units" : "");
+        for (int k = 0; k < u->nparams; k++) {
+            const sz_param_spec *p = &u->params[k];
+            snprintf(name, sizeof name, "unit %d (%s) tensor %d", i, u->name, k);
+            sz_settings_add(s, name, "%s %lld x %lld, decay %d, init %d (std %.9g)", p->name ? p->name : "?",
+                            (long long)p->rows, (long long)p->cols, p->decay, (int)p->init, p->init_std);
+        }
+        for (int k = 0; k < u->nuses; k++) {
+            snprintf(name, sizeof name, "unit %d (%s) use %d", i, u->name, k);
+            sz_settings_add(s, name, "unit %d", u->uses[k]);
+        }
+    }
+    sz_settings_add(s, "the model tensors (activations, inputs; they follow the batch shape)", "%lld bytes",
+                    (long long)(m->persistent[SZ_MEM_ACTIVATIONS] + m->persistent[SZ_MEM_HOST]));
+    st = sz_context_agree(m->ctx, s, "sz_model_finalize", NULL, 0);
+    sz_settings_free(s);
+    return st;
+}
+
 sz_status sz_model_finalize(sz_model *m)
 {
     if (!m)
@@ -412,6 +459,9 @@ sz_status sz_model_finalize(sz_model *m)
         return SZ_ERR_STATE;
     if (m->nunits == 0)
         return SZ_ERR_INVALID;
+    sz_status ast = agree_model(m); /* every rank the same model, or none goes on */
+    if (ast != SZ_OK)
+        return ast;
     sz_status bst = check_budget(m); /* before allocating anything big */
     if (bst != SZ_OK)
         return bst;
@@ -609,7 +659,8 @@ static sz_status global_mean_loss(sz_model *m, float *loss)
     for (int64_t i = 0; i < n; i++)
         s += l[i];
     s /= (double)n;
-    if (m->nd > 1 && MPI_Allgather(&s, 1, MPI_DOUBLE, all, 1, MPI_DOUBLE, m->ctx->host_comm) != MPI_SUCCESS)
+    if (m->nd > 1 &&
+        sz_allgather(&s, 1, MPI_DOUBLE, all, 1, MPI_DOUBLE, m->ctx->host_comm, "loss all-gather") != MPI_SUCCESS)
         st = SZ_ERR_RUNTIME;
     if (m->nd > 1) {
         s = 0.0;
@@ -647,6 +698,7 @@ sz_status sz_model_forward_backward(sz_model *m, float *loss)
         return SZ_ERR_STATE;
     }
     if (m->micro_batch == 0) {
+        sz_deadline_set_step(m->steps_done + 1);
         double f, c, k;
         sz_sched_overlap(&f, &c, &k); /* start the step's intervals afresh */
         m->counters.t0_ns = sz_now_ns();
@@ -690,6 +742,8 @@ sz_status sz_model_update(sz_model *m, const sz_train_config *cfg, int t)
     m->step_sent = __atomic_load_n(&m->counters.sent, __ATOMIC_RELAXED) - m->step_sent;
     m->step_received = __atomic_load_n(&m->counters.received, __ATOMIC_RELAXED) - m->step_received;
     m->step_ns = __atomic_load_n(&m->counters.comm_ns, __ATOMIC_RELAXED) - m->step_ns;
+    m->steps_done++;
+    sz_deadline_step_done((sz_now_ns() - m->counters.t0_ns) * 1e-9); /* later deadlines: >= 5x this */
     if (sz_sched_overlap(&m->overlap, &m->comm_busy_s, &m->compute_busy_s) != 0)
         m->overlap = -1;
     /* keep 64 samples of the step's live-bytes timeline, each the maximum of its stretch */
@@ -775,8 +829,8 @@ sz_status sz_model_memory_report_all(const sz_model *m, sz_memory_report *ranks)
         return st;
     if (m->rank == 0 && !ranks)
         return SZ_ERR_INVALID;
-    if (MPI_Gather(&mine, (int)sizeof mine, MPI_BYTE, ranks, (int)sizeof mine, MPI_BYTE, 0, m->ctx->host_comm) !=
-        MPI_SUCCESS)
+    if (sz_gather(&mine, (int)sizeof mine, MPI_BYTE, ranks, (int)sizeof mine, MPI_BYTE, 0, m->ctx->host_comm,
+                  "memory report gather") != MPI_SUCCESS)
         return SZ_ERR_RUNTIME;
     return SZ_OK;
 }

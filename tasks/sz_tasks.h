@@ -84,6 +84,7 @@ struct sz_model {
     sz_tensor *loss;
     int finalized;
     int micro_batch;             /* forward/backward passes since the last update */
+    int steps_done;              /* optimizer steps taken (for the deadline's messages) */
     float dloss;                 /* gradient of the mean loss w.r.t. one row's loss: 1/(N*M*nd) */
     sz_tensor *sumsq;            /* nunits floats: squared norms of this rank's gradient slices */
     sz_tensor *clip;             /* 2 floats: clip factor, global norm */

@@ -1,4 +1,4 @@
-/* tasks/zero.c — one ZeRO step as tasks, rank r of nd (DESIGN.md §2 data flow, §3 semantics):
+/* tasks/zero.c — one ZeRO step as tasks, rank r of nd (docs/ARCHITECTURE.md: plan -> submit, ZeRO semantics):
  *
  *   forward:  for u in order:    [3: gather u (+ tied units)] fwd(u) [3: release them, except
  *                                for the last unit, whose backward follows]
@@ -19,6 +19,7 @@
 #include <string.h>
 #include "sz_tasks.h"
 #include "sz_sched.h"
+#include "sz_deadline.h"
 
 /* ---- the parameters a unit's compute tasks read ---------------------------------------------
  * Stage 3 gathers them just in time; mixed precision converts the bf16 parameters into an fp32
@@ -349,8 +350,8 @@ sz_status sz_zero_assemble(struct sz_model *m, struct sz_unit *u, int which, flo
     if (!mine)
         return SZ_ERR_NOMEM;
     sz_status st = sz_tensor_read_f32(slice, mine);
-    if (st == SZ_OK && MPI_Allgather(mine, (int)u->shard, MPI_FLOAT, full, (int)u->shard, MPI_FLOAT,
-                                     m->ctx->host_comm) != MPI_SUCCESS)
+    if (st == SZ_OK && sz_allgather(mine, (int)u->shard, MPI_FLOAT, full, (int)u->shard, MPI_FLOAT,
+                                    m->ctx->host_comm, "assembly all-gather") != MPI_SUCCESS)
         st = SZ_ERR_RUNTIME;
     free(mine);
     return st;

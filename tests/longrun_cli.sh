@@ -5,7 +5,13 @@
 #  2. strict options: malformed numbers and out-of-range values are refused naming the option, the
 #     value and the range; a checkpoint holding NaN is refused naming the tensor; a step whose loss
 #     is not finite stops the run naming the step (exit 3) unless --allow-nonfinite;
-#  3. the paths the run will write are checked before training starts.
+#  3. the paths the run will write are checked before training starts;
+#  4. resumable training state: 3 steps + --save-state, then --resume to 6, gives bitwise the
+#     losses and --save parameters of 6 straight steps (1 rank; 2 ranks at stage 3 with
+#     micro-batches; bf16 at stage 2); a state saved at N_d 2 stage 3 resumes at N_d 1 stage 1
+#     within 1e-5 of 6 straight steps there; --keep, DIR/latest; sz-state verifies the checksums
+#     (and finds a damaged file) and exports the parameters as --save writes them; a model or
+#     precision mismatch is refused naming the field.
 # Usage: longrun_cli.sh BUILD_DIR MPIEXEC
 set -u
 bin=$1 mpiexec=$2
@@ -73,4 +79,55 @@ expect 1 "--save $dir/nodir/m.bin: cannot be written: $dir/nodir does not exist"
 expect 1 "--save $dir: cannot be written: it is a directory" -- "${base[@]}" --steps 1 --save "$dir"
 expect 1 "--trace /proc/sz-trace: cannot create the directory" -- "${base[@]}" --steps 1 --trace /proc/sz-trace
 grep -q "step " "$dir/out.txt" && fail "a run with an unwritable output trained first"
+
+# 4. resumable training state
+losses() { grep -o '"step": [0-9]*, "loss": [-0-9.e]*' "$1"; }
+mpi() { timeout 120 "$mpiexec" -n "$@"; }
+run6() { # NAME NP ARGS...: 6 straight steps, then 3 + state + resume to 6; compare bitwise
+    local name=$1 np=$2; shift 2
+    mpi "$np" "$bin/sz-train" "$@" --json --steps 6 --save "$dir/$name.full.bin" >"$dir/$name.full.json" || fail "$name: 6 steps"
+    mpi "$np" "$bin/sz-train" "$@" --json --steps 3 --save-state "$dir/$name.st" >/dev/null || fail "$name: 3 steps + state"
+    mpi "$np" "$bin/sz-train" "$@" --json --steps 6 --resume "$dir/$name.st" --save "$dir/$name.res.bin" \
+        >"$dir/$name.res.json" || fail "$name: resume"
+    losses "$dir/$name.res.json" | head -1 | grep -q '"step": 4,' || fail "$name: the resumed run did not start at step 4"
+    cmp -s <(losses "$dir/$name.full.json" | tail -3) <(losses "$dir/$name.res.json") \
+        || { paste <(losses "$dir/$name.full.json" | tail -3) <(losses "$dir/$name.res.json"); fail "$name: resumed losses differ"; }
+    cmp -s "$dir/$name.full.bin" "$dir/$name.res.bin" || fail "$name: resumed parameters differ from 6 straight steps"
+    echo "ok: $name: 3 steps + resume = 6 straight steps, bitwise (losses and parameters)"
+}
+small=(--config 2,2,32 --vocab 256 --max-seq 32 --train "$tr" --seq 16 --lr 1e-3 --grad-clip 1.0)
+run6 np1 1 "${small[@]}" --batch 2
+run6 np2s3 2 "${small[@]}" --batch 1 --zero-stage 3 --micro-batches 2
+run6 np2s2bf16 2 "${small[@]}" --batch 1 --zero-stage 2 --precision bf16
+
+# across layouts: the N_d 2 stage 3 state resumed at N_d 1 stage 1 (same global batch)
+mpi 1 "$bin/sz-train" "${small[@]}" --batch 2 --micro-batches 2 --zero-stage 1 --json --steps 6 >"$dir/x.full.json" || fail "x: 6 steps"
+mpi 1 "$bin/sz-train" "${small[@]}" --batch 2 --micro-batches 2 --zero-stage 1 --json --steps 6 \
+    --resume "$dir/np2s3.st" >"$dir/x.res.json" || fail "x: resume at N_d 1 stage 1"
+paste <(losses "$dir/x.full.json" | tail -3 | sed 's/.*: //') <(losses "$dir/x.res.json" | sed 's/.*: //') >"$dir/x.txt"
+[ "$(wc -l <"$dir/x.txt")" = 3 ] || fail "x: not 3 resumed steps"
+awk '{ d = $1 - $2; if (d < 0) d = -d; if (d > 1e-5 * ($1 < 0 ? -$1 : $1)) { print "step", NR + 3, $1, $2; exit 1 } }' "$dir/x.txt" \
+    || fail "a state saved at N_d 2 stage 3 resumed at N_d 1 stage 1 differs by more than 1e-5"
+echo "ok: saved at N_d 2 stage 3, resumed at N_d 1 stage 1: within 1e-5 of 6 straight steps there"
+
+# --save-every, --keep, latest; sz-state verifies and exports what --save writes
+mpi 2 "$bin/sz-train" "${small[@]}" --batch 1 --zero-stage 3 --steps 4 --save-every 1 --keep 2 \
+    --save-state "$dir/k.st" --save "$dir/k.bin" >/dev/null || fail "save-every/keep run"
+[ "$(ls "$dir/k.st" | grep -c '^step-')" = 2 ] && [ -d "$dir/k.st/step-00000003" ] && [ -d "$dir/k.st/step-00000004" ] \
+    || { ls "$dir/k.st"; fail "--keep 2 did not keep exactly steps 3 and 4"; }
+[ "$(cat "$dir/k.st/latest")" = step-00000004 ] || fail "latest does not name step 4"
+"$bin/sz-state" "$dir/k.st" --export "$dir/k.export.bin" >"$dir/sz-state.txt" || { cat "$dir/sz-state.txt"; fail "sz-state"; }
+grep -q '"format":[[:space:]]*"starzero-training-state"' "$dir/sz-state.txt" && grep -q "all 6 files verified (step 4, N_d 2)" "$dir/sz-state.txt" \
+    || { cat "$dir/sz-state.txt"; fail "sz-state did not print the manifest and verify 6 files"; }
+cmp -s "$dir/k.bin" "$dir/k.export.bin" || fail "sz-state --export differs from sz-train --save"
+echo "ok: --save-every 1 --keep 2 kept steps 3-4, latest = step 4; sz-state verified and exported = --save"
+printf 'XXXX' | dd of="$dir/k.st/step-00000004/adam_v-r00001.bin" bs=1 seek=100 conv=notrunc 2>/dev/null
+if "$bin/sz-state" "$dir/k.st" >"$dir/sz-state.txt" 2>&1; then fail "sz-state accepted a damaged file"; fi
+grep -q "adam_v-r00001.bin: checksum crc32 .* the file is damaged" "$dir/sz-state.txt" || { cat "$dir/sz-state.txt"; fail "no damage message"; }
+expect 1 "adam_v-r00001.bin: checksum" "damaged" -- --train "$tr" --seq 16 --batch 2 --steps 6 --resume "$dir/k.st"
+expect 1 "field model.vocab" -- --config 2,2,32 --vocab 128 --max-seq 32 --train "$tr" --seq 16 --batch 2 --steps 6 --resume "$dir/np1.st"
+expect 1 "field precision" "--precision fp32" -- --train "$tr" --seq 16 --batch 2 --steps 6 --precision bf16 --resume "$dir/np1.st"
+expect 1 "no complete training state" -- --train "$tr" --seq 16 --batch 2 --steps 6 --resume "$dir/nothing"
+expect 1 "--save-state /proc/sz-state: cannot create the directory" -- "${base[@]}" --steps 1 --save-state /proc/sz-state
+grep -q "step " "$dir/out.txt" && fail "a run with an unwritable --save-state trained first"
 echo "longrun_cli: all checks passed"

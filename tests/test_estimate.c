@@ -298,7 +298,7 @@ static void test_offload_measured(void)
     CU_ASSERT_EQUAL(sz_gpt2_checkpoint_device_bytes(&d2, 2, 64), 131072.0);
     CU_ASSERT_EQUAL(sz_gpt2_checkpoint_host_bytes(&d2, 2, 64), 131072.0);
     CU_ASSERT_EQUAL(sz_gpt2_activation_bytes_ckpt(&d2, 2, 64), sz_gpt2_activation_bytes_offload(&d2, 2, 64));
-    /* README (d12, --vocab 256, B = 4, T = 256): device-pool peak 1590.6 -> 1562.3 MB, 37.7 MB in the
+    /* docs/BENCHMARKS.md (d12, --vocab 256, B = 4, T = 256): device-pool peak 1590.6 -> 1562.3 MB, 37.7 MB in the
      * host pool, at most 9.4 MB of it on the device; equal to the prediction within the 0.05 MB the
      * figures are rounded to (the prediction: 28,311,552, 37,748,736 and 9,437,184 bytes) */
     sz_gpt2_config d12 = gpt2("d12", 256);

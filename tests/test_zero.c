@@ -2,7 +2,7 @@
  * a tiny GPT-2 whose unit sizes do not divide by 3:
  *  - one micro-batch: stages 1, 2, 3 give bitwise the same losses and parameters as stage 0;
  *  - two micro-batches: all stages agree to float rounding;
- *  - measured model-state bytes equal the DESIGN formula for the padded sizes (and the formula
+ *  - measured model-state bytes equal the ZeRO formula for the padded sizes (and the formula
  *    for the real sizes up to padding); measured communication bytes equal the formula too (less,
  *    under stage 3, the head's own parameters, which one gather serves for its forward and
  *    backward; plus the clip factor's tiny all-gather);
@@ -146,7 +146,7 @@ int main(int argc, char **argv)
               (long long)r->bytes[SZ_MEM_PARAMS]);
         CHECK((s == 3 || precision == SZ_PRECISION_BF16) == (r->bytes[SZ_MEM_GATHERED] > 0), "stage %d: gathered peak %lld",
               s, (long long)r->bytes[SZ_MEM_GATHERED]);
-        /* communication per step (the last one): elements sent per the DESIGN formula, fp32 */
+        /* communication per step (the last one): elements sent per the ZeRO formula, fp32 */
         double f = (s < 3 ? 2.0 : 3.0) * padded * (nd - 1) / nd * es;
         if (s == 3) /* the head gathers the tied embedding, whose own backward reads no parameter and
                        gathers nothing; the head (the last unit) keeps its parameters and the
