@@ -6,6 +6,8 @@
  * taking rows r*B .. r*B+B-1; validation reads the first --val-steps batches of the val file. */
 #include <limits.h>
 #include <math.h>
+#include <signal.h>
+#include <unistd.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -77,6 +79,9 @@ static void usage(FILE *f)
             "          --resume DIR         continue from DIR's newest complete state (at any N_d and ZeRO\n"
             "                               stage; --steps counts from the start of training; the model\n"
             "                               comes from the state: --config/--init, if given, must match)\n"
+            "          SIGTERM, SIGINT or SIGUSR1 (to any rank, or to mpirun) stops the run after the step in\n"
+            "                               progress, saving the state with --save-state; exit 0. A second\n"
+            "                               signal exits at once\n"
             "          --trace DIR          every rank writes its FxT trace into DIR (merge with\n"
             "                               starpu_fxt_tool, or use scripts/trace.sh)\n"
             "          --report             print measured memory per category and communication per step\n"
@@ -402,6 +407,45 @@ static int state_resume_checks(const struct opts *o, const cJSON *man, const cha
     return 0;
 }
 
+/* ---- preemption: SIGTERM, SIGINT (or SIGUSR1, which mpirun forwards) to any rank or to mpirun
+ * asks the run to stop; every rank finishes the step in progress, the ranks agree on stopping with
+ * one small collective at the end of each step (outside the tasks), the state is saved if
+ * --save-state was given, and the run exits 0. A second signal exits at once. -------------------- */
+static volatile sig_atomic_t stop_signal = 0;
+
+static void on_signal(int sig)
+{
+    if (stop_signal) {
+        static const char msg[] = "sz-train: a second signal: exiting at once, without saving\n";
+        ssize_t w = write(2, msg, sizeof msg - 1);
+        (void)w;
+        _exit(128 + sig);
+    }
+    stop_signal = sig;
+}
+
+static void catch_signals(void) /* after the runtime started: ours replace StarPU's */
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_RESTART;
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGUSR1, &sa, NULL);
+    sigaction(SIGUSR2, &sa, NULL);
+}
+
+/* Collective: whether any rank was asked to stop (its signal number, else 0). */
+static int stop_agreed(sz_context *ctx)
+{
+    double f = stop_signal;
+    if (sz_context_sum(ctx, &f, 1) != SZ_OK)
+        return 0;
+    return f > 0 ? (stop_signal ? stop_signal : (int)f) : 0; /* (int)f: the signal when one rank got it */
+}
+
 /* Tests only: SZ_TEST_SAVE_DELAY_MS makes a save pause between the shards and the manifest, so a
  * test can kill the run in the middle of a save. */
 static int save_delay_ms(void)
@@ -638,7 +682,11 @@ int main(int argc, char **argv)
         fprintf(stderr, "sz-train: %s\n", err);
         goto out;
     }
+    catch_signals();
     int first = 1;      /* the first step this run trains */
+    int stopped = 0;    /* the signal that stopped the run before --steps */
+    int step_done = 0;
+    char where[4200] = "";
     long next_mb = 0;   /* the next micro-batch of the data order */
     if (man) {
         int saved;
@@ -710,6 +758,8 @@ int main(int argc, char **argv)
             goto out;
         }
         int last = step == o.steps;
+        if (!last && (stopped = stop_agreed(ctx)) != 0)
+            last = 1; /* as if it were the last step: validate, save the state */
         if (o.val && ((o.val_every > 0 && step % o.val_every == 0) || last)) {
             float vl;
             if ((st = evaluate(g, rank, &val, val_batches, in, tg, &vl)) != SZ_OK) {
@@ -722,7 +772,6 @@ int main(int argc, char **argv)
                 printf("step %4d/%d: val loss %.6f (%ld batches)\n", step, o.steps, vl, val_batches);
         }
         if (o.save_state && ((o.save_every > 0 && step % o.save_every == 0) || last)) {
-            char where[4200];
             if (sz_state_save(sz_arch_model_of(g), ctx, o.save_state, step, state_info(&o, &cfg, &train, nd, next_mb), o.keep,
                               save_delay_ms(), where, sizeof where, err, sizeof err) != 0) {
                 fprintf(stderr, "sz-train: --save-state: %s\n", err);
@@ -733,6 +782,18 @@ int main(int argc, char **argv)
             else if (lead)
                 printf("step %4d/%d: state saved in %s\n", step, o.steps, where);
         }
+        fflush(stdout);
+        step_done = step;
+        if (stopped)
+            break;
+    }
+    if (stopped && lead) {
+        if (o.save_state)
+            printf("sz-train: stopped by signal %d after step %d: the training state is in %s (--resume %s continues)\n",
+                   stopped, step_done, where, o.save_state);
+        else
+            printf("sz-train: stopped by signal %d after step %d: no --save-state given, the training state was "
+                   "not saved\n", stopped, step_done);
         fflush(stdout);
     }
     if (o.save) {

@@ -1,9 +1,11 @@
 /* codelets/account.c — memory accounting as a task: when it runs, `bytes` (possibly negative) of
  * category `category` become live, e.g. a unit's gradients allocated for its backward, or a
  * gathered unit released. It runs in dataflow order with the tasks that touch its tensors, so
- * the counters follow what the engine really holds. Also the counters' update function. */
+ * the counters follow what the engine really holds (its tensors are only there for that order;
+ * it reads and writes none of them). Also the counters' update function. */
 #include <time.h>
-#include "sz_codelets.h"
+#include "sz_tasks.h"
+#include "starzero_starpu.h"
 
 void sz_counters_add(struct sz_counters *c, int category, int64_t bytes)
 {
@@ -39,12 +41,28 @@ int64_t sz_now_ns(void)
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
+struct account_args {
+    struct sz_counters *stats;
+    int category;
+    int64_t bytes;
+};
+
 static void account_cpu(void *b[], void *arg)
 {
     (void)b;
-    SZ_UNPACK(arg, a);
-    sz_counters_add(a.stats, a.category, a.bytes);
+    const struct account_args *a = sz_task_params(arg);
+    sz_counters_add(a->stats, a->category, a->bytes);
 }
 
 SZ_PERFMODEL(account_model, "sz_account");
 SZ_CODELET(sz_cl_account, account_cpu, "account", account_model);
+
+/* Also writes the token: a release is ordered among the communication tasks, so a later gather
+ * waits for it and the gathered units in flight stay bounded. */
+sz_status sz_submit_account(struct sz_model *m, const sz_tensor *t, int category, int64_t bytes, const char *name)
+{
+    struct account_args a = {&m->counters, category, bytes};
+    sz_task_tensor tt[] = {{t, SZ_READ_WRITE, SZ_DTYPE_ANY, -1, "x", 0},
+                           {m->token, SZ_ACCUMULATE, SZ_DTYPE_F32, 1, "token", 0}};
+    return sz_task_submit_named(m, 0xffff, name, "account", &sz_cl_account, tt, 2, &a, sizeof a);
+}

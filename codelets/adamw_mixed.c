@@ -1,21 +1,50 @@
 /* codelets/adamw_mixed.c — AdamW for mixed precision: the fp32 master weights, Adam m and v are
  * updated from the bf16 gradients (times the clip scale), then the bf16 parameters are the master
  * rounded to nearest even, all in one pass (no widened copy of the gradient: for wte that copy
- * was 154 MB, mapped afresh and faulted in every step). Tensors: master, param (bf16), grad (bf16),
- * m, v, scale [, norm as in codelets/adamw.c]; f = lr, beta1, beta2, eps, wd; t = step. */
-#include "sz_codelets.h"
+ * was 154 MB, mapped afresh and faulted in every step). Optional norm as in codelets/adamw.c. */
+#include "sz_tasks.h"
+#include "starzero_starpu.h"
 #include "sz_kernels.h"
 
+struct adamw_mixed_args {
+    int64_t n;
+    float lr, beta1, beta2, eps, wd;
+    int t;   /* step, >= 1 */
+    int acc; /* the norm: 0 written, 1 added to */
+};
+
+enum { MASTER, P, G, M, V, SCALE, NORM };
 static void adamw_mixed_cpu(void *b[], void *arg)
 {
-    SZ_UNPACK(arg, a);
+    const struct adamw_mixed_args *a = sz_task_params(arg);
+    float *norm = sz_task_ptr(b, arg, NORM);
     double s = 0.0;
-    int rc = sz_k_adamw_step_bf16(sz_tf(b, &a, 0), sz_th(b, &a, 1), sz_th(b, &a, 2), sz_tf(b, &a, 3), sz_tf(b, &a, 4),
-                                  (size_t)a.numel[0], a.t, a.f[0], a.f[1], a.f[2], a.f[3], a.f[4], *sz_tf(b, &a, 5),
-                                  a.nt > 6 ? &s : NULL);
-    if (a.nt > 6)
-        sz_adamw_put_sumsq(b, &a, 6, rc ? -1.0 : s);
+    int rc = sz_k_adamw_step_bf16(sz_task_ptr(b, arg, MASTER), sz_task_ptr(b, arg, P), sz_task_ptr(b, arg, G),
+                                  sz_task_ptr(b, arg, M), sz_task_ptr(b, arg, V), (size_t)a->n, a->t, a->lr, a->beta1,
+                                  a->beta2, a->eps, a->wd, *(const float *)sz_task_ptr(b, arg, SCALE),
+                                  norm ? &s : NULL);
+    if (rc)
+        sz_task_fail(arg, "out of memory");
+    else if (norm)
+        sz_adamw_put_sumsq(norm, a->acc, s);
 }
 
 SZ_PERFMODEL(adamw_mixed_model, "sz_adamw_mixed");
 SZ_CODELET(sz_cl_adamw_mixed, adamw_mixed_cpu, "adamw_mixed", adamw_mixed_model);
+
+sz_status sz_submit_adamw_mixed(struct sz_unit *u, const sz_tensor *master, const sz_tensor *p, const sz_tensor *g,
+                                const sz_tensor *m, const sz_tensor *v, const sz_tensor *scale, const sz_tensor *norm,
+                                int acc, const sz_train_config *cfg, float wd, int t, const char *name)
+{
+    int64_t n = master->numel;
+    struct adamw_mixed_args a = {n, cfg->lr, cfg->beta1, cfg->beta2, cfg->eps, wd, t, acc};
+    sz_task_tensor tt[] = {{master, SZ_READ_WRITE, SZ_DTYPE_F32, n, "master", 0},
+                           {p, SZ_READ_WRITE, SZ_DTYPE_BF16, n, "param", 0},
+                           {g, SZ_READ, SZ_DTYPE_BF16, n, "grad", 0},
+                           {m, SZ_READ_WRITE, SZ_DTYPE_F32, n, "m", 0},
+                           {v, SZ_READ_WRITE, SZ_DTYPE_F32, n, "v", 0},
+                           {scale, SZ_READ, SZ_DTYPE_F32, 1, "scale", 0},
+                           {norm, SZ_READ_WRITE, SZ_DTYPE_F32, 1, "norm", 1}};
+    return sz_task_submit_named(u->model, u->index, name, "adamw_mixed", &sz_cl_adamw_mixed, tt, 7, &a,
+                                sizeof a);
+}

@@ -5,22 +5,34 @@
  * elements (mixed precision), as the views say. Ranks on one node read each other's shards in
  * place (codelets/exchange.c); otherwise MPI_Allgather. */
 #include <string.h>
-#include "sz_codelets.h"
+#include "sz_tasks.h"
+#include "starzero_starpu.h"
 #include "sz_deadline.h"
+
+struct all_gather_args {
+    MPI_Comm comm;             /* as struct sz_comm */
+    int nd, rank;
+    struct sz_counters *stats;
+    int64_t shard;             /* elements per rank */
+    int in_place;              /* 1: no shard tensor, the own slice of full already holds it */
+    int category;              /* bytes of category that become live when it ran (0 bytes: none) */
+    int64_t bytes;
+};
 
 static void ag_cpu(void *b[], void *arg)
 {
-    SZ_UNPACK(arg, a);
-    int h = a.bf16[0];
+    const struct all_gather_args a = *(const struct all_gather_args *)sz_task_params(arg);
+    const struct sz_comm cm = {a.comm, a.nd, a.rank, a.stats};
+    int h = sz_task_layout_of(arg)->dtype[0] == SZ_DTYPE_BF16;
     size_t es = h ? 2 : 4;
-    void *full = h ? (void *)sz_th(b, &a, 0) : (void *)sz_tf(b, &a, 0);
+    void *full = sz_task_ptr(b, arg, 0);
     int64_t S = a.shard;
-    int in_place = a.nt == 2;
-    void *shard = in_place ? NULL : (h ? (void *)sz_th(b, &a, 1) : (void *)sz_tf(b, &a, 1));
+    int in_place = a.in_place;
+    void *shard = in_place ? NULL : sz_task_ptr(b, arg, 1);
     if (a.nd > 1) {
         int64_t t0 = sz_now_ns();
         MPI_Datatype dt = h ? MPI_UINT16_T : MPI_FLOAT;
-        if (!sz_shm_all_gather(&a, es, full, shard, S)) {
+        if (!sz_shm_all_gather(&cm, es, full, shard, S)) {
             int rc = sz_allgather(in_place ? MPI_IN_PLACE : shard, (int)S, dt, full, (int)S, dt, a.comm, "all-gather");
             STARPU_ASSERT_MSG(rc == MPI_SUCCESS, "all-gather: MPI_Allgather failed (%d)", rc);
         }
@@ -34,3 +46,21 @@ static void ag_cpu(void *b[], void *arg)
 
 SZ_PERFMODEL(ag_model, "sz_all_gather");
 SZ_CODELET(sz_cl_all_gather, ag_cpu, "all_gather", ag_model);
+
+/* from_shard: stage 3's gather of the parameters into their full buffer; else in place (the
+ * all-reduce's second half at stage 0 on the gradients, the updated parameters at stages 1-2). */
+sz_status sz_submit_all_gather(struct sz_model *m, struct sz_unit *u, int from_shard, int category, int64_t bytes)
+{
+    struct all_gather_args a = {m->ctx->task_comm, m->nd, m->rank, &m->counters, u->shard, !from_shard, category,
+                                bytes};
+    if (from_shard) {
+        sz_task_tensor t[] = {{&u->param.all, SZ_WRITE, SZ_DTYPE_ANY, u->padded, "full", 0},
+                              {&u->pshard, SZ_READ, SZ_DTYPE_ANY, u->shard, "shard", 0},
+                              {m->token, SZ_ACCUMULATE, SZ_DTYPE_F32, 1, "token", 0}};
+        return sz_task_submit_named(m, u->index, u->gather_name, "all_gather", &sz_cl_all_gather, t, 3, &a, sizeof a);
+    }
+    sz_task_tensor t[] = {{m->zero.stage == 0 ? &u->grad.all : &u->param.all, SZ_READ_WRITE, SZ_DTYPE_ANY, u->padded,
+                           "full", 0},
+                          {m->token, SZ_ACCUMULATE, SZ_DTYPE_F32, 1, "token", 0}};
+    return sz_task_submit_named(m, u->index, u->ag_name, "all_gather", &sz_cl_all_gather, t, 2, &a, sizeof a);
+}

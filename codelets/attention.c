@@ -1,21 +1,68 @@
-/* codelets/attention.c — causal multi-head self-attention (llm.c layout), forward and backward. */
-#include "sz_codelets.h"
+/* codelets/attention.c — causal multi-head self-attention (llm.c layout), forward and backward.
+ * Forward overwrites out, preatt and att; backward accumulates into dinp. */
+#include "sz_tasks.h"
+#include "starzero_starpu.h"
 #include "sz_kernels.h"
+
+struct attention_args {
+    int B, T, C, NH;
+};
 
 static void fwd_cpu(void *b[], void *arg)
 {
-    SZ_UNPACK(arg, a);
-    sz_k_attention_fwd(sz_tf(b, &a, 0), sz_tf(b, &a, 1), sz_tf(b, &a, 2), sz_tf(b, &a, 3), a.B, a.T, a.C, a.NH);
+    const struct attention_args *a = sz_task_params(arg);
+    sz_k_attention_fwd(sz_task_ptr(b, arg, 0), sz_task_ptr(b, arg, 1), sz_task_ptr(b, arg, 2), sz_task_ptr(b, arg, 3),
+                       a->B, a->T, a->C, a->NH);
 }
 
 static void bwd_cpu(void *b[], void *arg)
 {
-    SZ_UNPACK(arg, a);
-    int rc = sz_k_attention_bwd(sz_tf(b, &a, 0), sz_tf(b, &a, 1), sz_tf(b, &a, 2), sz_tf(b, &a, 3), a.B, a.T, a.C, a.NH);
-    STARPU_ASSERT_MSG(rc == 0, "attention_bwd: out of memory");
+    const struct attention_args *a = sz_task_params(arg);
+    int rc = sz_k_attention_bwd(sz_task_ptr(b, arg, 0), sz_task_ptr(b, arg, 1), sz_task_ptr(b, arg, 2),
+                                sz_task_ptr(b, arg, 3), a->B, a->T, a->C, a->NH);
+    if (rc != 0)
+        sz_task_fail(arg, "out of memory");
 }
 
 SZ_PERFMODEL(fwd_model, "sz_attention_fwd");
 SZ_PERFMODEL(bwd_model, "sz_attention_bwd");
 SZ_CODELET(sz_cl_attention_fwd, fwd_cpu, "attention_fwd", fwd_model);
 SZ_CODELET(sz_cl_attention_bwd, bwd_cpu, "attention_bwd", bwd_model);
+
+static sz_status check_shape(sz_unit *u, const char *op, int B, int T, int C, int NH)
+{
+    if (B < 1 || T < 1 || NH < 1 || C < NH || C % NH)
+        return sz_task_refuse(u, op, "B, T must be >= 1 and C a multiple of NH (got B %d, T %d, C %d, NH %d)", B, T,
+                              C, NH);
+    return SZ_OK;
+}
+
+sz_status sz_op_attention_fwd(sz_unit *u, sz_tensor *out, sz_tensor *preatt, sz_tensor *att, sz_tensor *inp, int B,
+                              int T, int C, int NH)
+{
+    sz_status st = check_shape(u, "attention_fwd", B, T, C, NH);
+    if (st != SZ_OK)
+        return st;
+    int64_t N = (int64_t)B * T, A = (int64_t)B * NH * T * T;
+    struct attention_args a = {B, T, C, NH};
+    sz_task_tensor t[] = {{out, SZ_WRITE, SZ_DTYPE_F32, N * C, "out", 0},
+                          {preatt, SZ_WRITE, SZ_DTYPE_F32, A, "preatt", 0},
+                          {att, SZ_WRITE, SZ_DTYPE_F32, A, "att", 0},
+                          {inp, SZ_READ, SZ_DTYPE_F32, N * 3 * C, "inp", 0}};
+    return sz_task_submit(u, &sz_cl_attention_fwd, "attention_fwd", t, 4, &a, sizeof a);
+}
+
+sz_status sz_op_attention_bwd(sz_unit *u, sz_tensor *dinp, sz_tensor *dout, sz_tensor *inp, sz_tensor *att, int B,
+                              int T, int C, int NH)
+{
+    sz_status st = check_shape(u, "attention_bwd", B, T, C, NH);
+    if (st != SZ_OK)
+        return st;
+    int64_t N = (int64_t)B * T, A = (int64_t)B * NH * T * T;
+    struct attention_args a = {B, T, C, NH};
+    sz_task_tensor t[] = {{dinp, SZ_ACCUMULATE, SZ_DTYPE_F32, N * 3 * C, "dinp", 0},
+                          {dout, SZ_READ, SZ_DTYPE_F32, N * C, "dout", 0},
+                          {inp, SZ_READ, SZ_DTYPE_F32, N * 3 * C, "inp", 0},
+                          {att, SZ_READ, SZ_DTYPE_F32, A, "att", 0}};
+    return sz_task_submit(u, &sz_cl_attention_bwd, "attention_bwd", t, 4, &a, sizeof a);
+}

@@ -1,20 +1,78 @@
-/* codelets/encoder.c — token + position embedding (llm.c encoder), forward and backward. */
-#include "sz_codelets.h"
+/* codelets/encoder.c — token + position embedding (llm.c encoder), forward and backward.
+ * Forward overwrites out; backward accumulates into dwte and dwpe. A token outside the
+ * embedding's rows [0, V) is refused (sz_task_fail) before anything is read or written. */
+#include "sz_tasks.h"
+#include "starzero_starpu.h"
 #include "sz_kernels.h"
 
+struct encoder_args {
+    int B, T, C;
+    int64_t V; /* rows of wte: tokens must lie in [0, V) */
+};
+
+enum { FWD_OUT, FWD_TOK, FWD_WTE, FWD_WPE };
 static void fwd_cpu(void *b[], void *arg)
 {
-    SZ_UNPACK(arg, a);
-    sz_k_encoder_fwd(sz_tf(b, &a, 0), sz_ti(b, &a, 1), sz_tf(b, &a, 2), sz_tf(b, &a, 3), a.B, a.T, a.C);
+    const struct encoder_args *a = sz_task_params(arg);
+    const int *tok = sz_task_ptr(b, arg, FWD_TOK);
+    if (sz_task_check_ids(arg, "token", tok, (int64_t)a->B * a->T, a->V))
+        return;
+    sz_k_encoder_fwd(sz_task_ptr(b, arg, FWD_OUT), tok, sz_task_ptr(b, arg, FWD_WTE), sz_task_ptr(b, arg, FWD_WPE),
+                     a->B, a->T, a->C);
 }
 
+enum { BWD_DWTE, BWD_DWPE, BWD_DOUT, BWD_TOK };
 static void bwd_cpu(void *b[], void *arg)
 {
-    SZ_UNPACK(arg, a);
-    sz_k_encoder_bwd(sz_tf(b, &a, 0), sz_tf(b, &a, 1), sz_tf(b, &a, 2), sz_ti(b, &a, 3), a.B, a.T, a.C);
+    const struct encoder_args *a = sz_task_params(arg);
+    const int *tok = sz_task_ptr(b, arg, BWD_TOK);
+    if (sz_task_check_ids(arg, "token", tok, (int64_t)a->B * a->T, a->V))
+        return;
+    sz_k_encoder_bwd(sz_task_ptr(b, arg, BWD_DWTE), sz_task_ptr(b, arg, BWD_DWPE), sz_task_ptr(b, arg, BWD_DOUT), tok,
+                     a->B, a->T, a->C);
 }
 
 SZ_PERFMODEL(fwd_model, "sz_encoder_fwd");
 SZ_PERFMODEL(bwd_model, "sz_encoder_bwd");
 SZ_CODELET(sz_cl_encoder_fwd, fwd_cpu, "encoder_fwd", fwd_model);
 SZ_CODELET(sz_cl_encoder_bwd, bwd_cpu, "encoder_bwd", bwd_model);
+
+/* The vocabulary: wte's rows (at least one). */
+static int64_t vocab(const sz_tensor *wte, int C) { return wte && C > 0 ? wte->numel / C : 0; }
+
+static sz_status check_shape(sz_unit *u, const char *op, int B, int T, int C)
+{
+    if (B < 1 || T < 1 || C < 1)
+        return sz_task_refuse(u, op, "B, T, C must be >= 1 (got %d, %d, %d)", B, T, C);
+    return SZ_OK;
+}
+
+sz_status sz_op_encoder_fwd(sz_unit *u, sz_tensor *out, sz_tensor *tok, sz_tensor *wte, sz_tensor *wpe, int B, int T,
+                            int C)
+{
+    sz_status st = check_shape(u, "encoder_fwd", B, T, C);
+    if (st != SZ_OK)
+        return st;
+    int64_t N = (int64_t)B * T;
+    struct encoder_args a = {B, T, C, vocab(wte, C)};
+    sz_task_tensor t[] = {{out, SZ_WRITE, SZ_DTYPE_F32, N * C, "out", 0},
+                          {tok, SZ_READ, SZ_DTYPE_I32, N, "tokens", 0},
+                          {wte, SZ_READ, SZ_DTYPE_F32, C, "wte", 0},
+                          {wpe, SZ_READ, SZ_DTYPE_F32, (int64_t)T * C, "wpe", 0}};
+    return sz_task_submit(u, &sz_cl_encoder_fwd, "encoder_fwd", t, 4, &a, sizeof a);
+}
+
+sz_status sz_op_encoder_bwd(sz_unit *u, sz_tensor *dwte, sz_tensor *dwpe, sz_tensor *dout, sz_tensor *tok, int B,
+                            int T, int C)
+{
+    sz_status st = check_shape(u, "encoder_bwd", B, T, C);
+    if (st != SZ_OK)
+        return st;
+    int64_t N = (int64_t)B * T;
+    struct encoder_args a = {B, T, C, vocab(dwte, C)};
+    sz_task_tensor t[] = {{dwte, SZ_ACCUMULATE, SZ_DTYPE_F32, C, "dwte", 0},
+                          {dwpe, SZ_ACCUMULATE, SZ_DTYPE_F32, (int64_t)T * C, "dwpe", 0},
+                          {dout, SZ_READ, SZ_DTYPE_F32, N * C, "dout", 0},
+                          {tok, SZ_READ, SZ_DTYPE_I32, N, "tokens", 0}};
+    return sz_task_submit(u, &sz_cl_encoder_bwd, "encoder_bwd", t, 4, &a, sizeof a);
+}

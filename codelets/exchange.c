@@ -12,7 +12,7 @@
 #include "sz_deadline.h"
 
 /* Every rank's offset of its buffer in its pool; 0 when some rank's is not in it. */
-static int offsets(const struct sz_targs *a, const void *p, size_t len, int64_t *all)
+static int offsets(const struct sz_comm *a, const void *p, size_t len, int64_t *all)
 {
     int64_t off = sz_shared_offset(p, len);
     int rc = sz_allgather(&off, 1, MPI_INT64_T, all, 1, MPI_INT64_T, a->comm, "all-gather of pool offsets");
@@ -23,13 +23,13 @@ static int offsets(const struct sz_targs *a, const void *p, size_t len, int64_t 
     return 1;
 }
 
-static void done(const struct sz_targs *a)
+static void done(const struct sz_comm *a)
 {
     int rc = sz_barrier(a->comm, "barrier after reading the peers");
     STARPU_ASSERT_MSG(rc == MPI_SUCCESS, "collective: MPI_Barrier failed (%d)", rc);
 }
 
-int sz_shm_all_gather(const struct sz_targs *a, size_t es, void *full, const void *shard, int64_t S)
+int sz_shm_all_gather(const struct sz_comm *a, size_t es, void *full, const void *shard, int64_t S)
 {
     size_t block = (size_t)S * es;
     const char *mine = shard ? shard : (char *)full + (size_t)a->rank * block;
@@ -54,7 +54,7 @@ int sz_shm_all_gather(const struct sz_targs *a, size_t es, void *full, const voi
     return ok;
 }
 
-int sz_shm_reduce_scatter(const struct sz_targs *a, size_t es, const void *full, void *shard, int64_t S)
+int sz_shm_reduce_scatter(const struct sz_comm *a, size_t es, const void *full, void *shard, int64_t S, int acc)
 {
     int64_t *off = malloc(sizeof *off * (size_t)a->nd);
     const void **src = malloc(sizeof *src * (size_t)a->nd);
@@ -63,7 +63,7 @@ int sz_shm_reduce_scatter(const struct sz_targs *a, size_t es, const void *full,
     if (ok) {
         for (int p = 0; p < a->nd; p++) /* rank p's gradients for our shard */
             src[p] = (const char *)sz_shared_peer(p, off[p]) + (size_t)a->rank * (size_t)S * es;
-        sz_reduce_pieces(a, shard, src, 0, S, a->acc);
+        sz_reduce_pieces(a, es, shard, src, 0, S, acc);
         done(a);
     }
     free(src);

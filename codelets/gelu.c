@@ -1,20 +1,46 @@
-/* codelets/gelu.c — GELU (tanh form), forward and backward. */
-#include "sz_codelets.h"
+/* codelets/gelu.c — GELU (tanh form) on n elements, forward and backward. Forward overwrites
+ * out; backward accumulates into dinp. */
+#include "sz_tasks.h"
+#include "starzero_starpu.h"
 #include "sz_kernels.h"
+
+struct gelu_args {
+    int64_t n;
+};
 
 static void fwd_cpu(void *b[], void *arg)
 {
-    SZ_UNPACK(arg, a);
-    sz_k_gelu_fwd(sz_tf(b, &a, 0), sz_tf(b, &a, 1), (size_t)a.numel[0]);
+    const struct gelu_args *a = sz_task_params(arg);
+    sz_k_gelu_fwd(sz_task_ptr(b, arg, 0), sz_task_ptr(b, arg, 1), (size_t)a->n);
 }
 
 static void bwd_cpu(void *b[], void *arg)
 {
-    SZ_UNPACK(arg, a);
-    sz_k_gelu_bwd(sz_tf(b, &a, 0), sz_tf(b, &a, 1), sz_tf(b, &a, 2), (size_t)a.numel[0]);
+    const struct gelu_args *a = sz_task_params(arg);
+    sz_k_gelu_bwd(sz_task_ptr(b, arg, 0), sz_task_ptr(b, arg, 1), sz_task_ptr(b, arg, 2), (size_t)a->n);
 }
 
 SZ_PERFMODEL(fwd_model, "sz_gelu_fwd");
 SZ_PERFMODEL(bwd_model, "sz_gelu_bwd");
 SZ_CODELET(sz_cl_gelu_fwd, fwd_cpu, "gelu_fwd", fwd_model);
 SZ_CODELET(sz_cl_gelu_bwd, bwd_cpu, "gelu_bwd", bwd_model);
+
+sz_status sz_op_gelu_fwd(sz_unit *u, sz_tensor *out, sz_tensor *inp, int64_t n)
+{
+    if (n < 1)
+        return sz_task_refuse(u, "gelu_fwd", "n must be >= 1 (got %lld)", (long long)n);
+    struct gelu_args a = {n};
+    sz_task_tensor t[] = {{out, SZ_WRITE, SZ_DTYPE_F32, n, "out", 0}, {inp, SZ_READ, SZ_DTYPE_F32, n, "inp", 0}};
+    return sz_task_submit(u, &sz_cl_gelu_fwd, "gelu_fwd", t, 2, &a, sizeof a);
+}
+
+sz_status sz_op_gelu_bwd(sz_unit *u, sz_tensor *dinp, sz_tensor *inp, sz_tensor *dout, int64_t n)
+{
+    if (n < 1)
+        return sz_task_refuse(u, "gelu_bwd", "n must be >= 1 (got %lld)", (long long)n);
+    struct gelu_args a = {n};
+    sz_task_tensor t[] = {{dinp, SZ_ACCUMULATE, SZ_DTYPE_F32, n, "dinp", 0},
+                          {inp, SZ_READ, SZ_DTYPE_F32, n, "inp", 0},
+                          {dout, SZ_READ, SZ_DTYPE_F32, n, "dout", 0}};
+    return sz_task_submit(u, &sz_cl_gelu_bwd, "gelu_bwd", t, 3, &a, sizeof a);
+}

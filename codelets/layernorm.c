@@ -1,22 +1,73 @@
-/* codelets/layernorm.c — layernorm over the channel dimension (eps 1e-5), forward and backward. */
-#include "sz_codelets.h"
+/* codelets/layernorm.c — layernorm over the channel dimension (eps 1e-5), forward and backward.
+ * Forward overwrites out, mean, rstd; backward accumulates into dinp, dw and db. The bias is
+ * optional: b (forward) and db (backward) may be NULL (a layernorm without bias). */
+#include "sz_tasks.h"
+#include "starzero_starpu.h"
 #include "sz_kernels.h"
 
+struct layernorm_args {
+    int N, C;
+};
+
+enum { FWD_OUT, FWD_MEAN, FWD_RSTD, FWD_INP, FWD_W, FWD_B };
 static void fwd_cpu(void *b[], void *arg)
 {
-    SZ_UNPACK(arg, a);
-    sz_k_layernorm_fwd(sz_tf(b, &a, 0), sz_tf(b, &a, 1), sz_tf(b, &a, 2), sz_tf(b, &a, 3), sz_tf(b, &a, 4),
-                       sz_tf(b, &a, 5), a.N, a.C);
+    const struct layernorm_args *a = sz_task_params(arg);
+    sz_k_layernorm_fwd(sz_task_ptr(b, arg, FWD_OUT), sz_task_ptr(b, arg, FWD_MEAN), sz_task_ptr(b, arg, FWD_RSTD),
+                       sz_task_ptr(b, arg, FWD_INP), sz_task_ptr(b, arg, FWD_W), sz_task_ptr(b, arg, FWD_B), a->N,
+                       a->C);
 }
 
+enum { BWD_DINP, BWD_DW, BWD_DB, BWD_DOUT, BWD_INP, BWD_W, BWD_MEAN, BWD_RSTD };
 static void bwd_cpu(void *b[], void *arg)
 {
-    SZ_UNPACK(arg, a);
-    sz_k_layernorm_bwd(sz_tf(b, &a, 0), sz_tf(b, &a, 1), sz_tf(b, &a, 2), sz_tf(b, &a, 3), sz_tf(b, &a, 4),
-                       sz_tf(b, &a, 5), sz_tf(b, &a, 6), sz_tf(b, &a, 7), a.N, a.C);
+    const struct layernorm_args *a = sz_task_params(arg);
+    sz_k_layernorm_bwd(sz_task_ptr(b, arg, BWD_DINP), sz_task_ptr(b, arg, BWD_DW), sz_task_ptr(b, arg, BWD_DB),
+                       sz_task_ptr(b, arg, BWD_DOUT), sz_task_ptr(b, arg, BWD_INP), sz_task_ptr(b, arg, BWD_W),
+                       sz_task_ptr(b, arg, BWD_MEAN), sz_task_ptr(b, arg, BWD_RSTD), a->N, a->C);
 }
 
 SZ_PERFMODEL(fwd_model, "sz_layernorm_fwd");
 SZ_PERFMODEL(bwd_model, "sz_layernorm_bwd");
 SZ_CODELET(sz_cl_layernorm_fwd, fwd_cpu, "layernorm_fwd", fwd_model);
 SZ_CODELET(sz_cl_layernorm_bwd, bwd_cpu, "layernorm_bwd", bwd_model);
+
+static sz_status check_shape(sz_unit *u, const char *op, int N, int C)
+{
+    if (N < 1 || C < 1)
+        return sz_task_refuse(u, op, "N and C must be >= 1 (got %d, %d)", N, C);
+    return SZ_OK;
+}
+
+sz_status sz_op_layernorm_fwd(sz_unit *u, sz_tensor *out, sz_tensor *mean, sz_tensor *rstd, sz_tensor *inp,
+                              sz_tensor *w, sz_tensor *b, int N, int C)
+{
+    sz_status st = check_shape(u, "layernorm_fwd", N, C);
+    if (st != SZ_OK)
+        return st;
+    int64_t NC = (int64_t)N * C;
+    struct layernorm_args a = {N, C};
+    sz_task_tensor t[] = {{out, SZ_WRITE, SZ_DTYPE_F32, NC, "out", 0},   {mean, SZ_WRITE, SZ_DTYPE_F32, N, "mean", 0},
+                          {rstd, SZ_WRITE, SZ_DTYPE_F32, N, "rstd", 0},  {inp, SZ_READ, SZ_DTYPE_F32, NC, "inp", 0},
+                          {w, SZ_READ, SZ_DTYPE_F32, C, "w", 0},         {b, SZ_READ, SZ_DTYPE_F32, C, "b", 1}};
+    return sz_task_submit(u, &sz_cl_layernorm_fwd, "layernorm_fwd", t, 6, &a, sizeof a);
+}
+
+sz_status sz_op_layernorm_bwd(sz_unit *u, sz_tensor *dinp, sz_tensor *dw, sz_tensor *db, sz_tensor *dout,
+                              sz_tensor *inp, sz_tensor *w, sz_tensor *mean, sz_tensor *rstd, int N, int C)
+{
+    sz_status st = check_shape(u, "layernorm_bwd", N, C);
+    if (st != SZ_OK)
+        return st;
+    int64_t NC = (int64_t)N * C;
+    struct layernorm_args a = {N, C};
+    sz_task_tensor t[] = {{dinp, SZ_ACCUMULATE, SZ_DTYPE_F32, NC, "dinp", 0},
+                          {dw, SZ_ACCUMULATE, SZ_DTYPE_F32, C, "dw", 0},
+                          {db, SZ_ACCUMULATE, SZ_DTYPE_F32, C, "db", 1},
+                          {dout, SZ_READ, SZ_DTYPE_F32, NC, "dout", 0},
+                          {inp, SZ_READ, SZ_DTYPE_F32, NC, "inp", 0},
+                          {w, SZ_READ, SZ_DTYPE_F32, C, "w", 0},
+                          {mean, SZ_READ, SZ_DTYPE_F32, N, "mean", 0},
+                          {rstd, SZ_READ, SZ_DTYPE_F32, N, "rstd", 0}};
+    return sz_task_submit(u, &sz_cl_layernorm_bwd, "layernorm_bwd", t, 8, &a, sizeof a);
+}

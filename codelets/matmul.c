@@ -1,25 +1,73 @@
 /* codelets/matmul.c — linear layer out = inp . w^T (+ b) through oneDNN, forward and backward.
- * The bias is an optional last tensor (the GPT-2 head has none). */
-#include "sz_codelets.h"
+ * Forward overwrites out; backward accumulates into dinp, dw and db. The bias is optional (the
+ * GPT-2 head has none): b and db may be NULL. */
+#include "sz_tasks.h"
+#include "starzero_starpu.h"
 #include "sz_kernels.h"
 
+struct matmul_args {
+    int N, C, OC;
+};
+
+enum { FWD_OUT, FWD_INP, FWD_W, FWD_B };
 static void fwd_cpu(void *b[], void *arg)
 {
-    SZ_UNPACK(arg, a);
-    int rc = sz_k_matmul_fwd(sz_tf(b, &a, 0), sz_tf(b, &a, 1), sz_tf(b, &a, 2), a.nt > 3 ? sz_tf(b, &a, 3) : NULL,
-                             a.N, a.C, a.OC);
-    STARPU_ASSERT_MSG(rc >= 0, "matmul_fwd: out of memory");
+    const struct matmul_args *a = sz_task_params(arg);
+    int rc = sz_k_matmul_fwd(sz_task_ptr(b, arg, FWD_OUT), sz_task_ptr(b, arg, FWD_INP), sz_task_ptr(b, arg, FWD_W),
+                             sz_task_ptr(b, arg, FWD_B), a->N, a->C, a->OC);
+    if (rc < 0)
+        sz_task_fail(arg, "out of memory");
 }
 
+enum { BWD_DINP, BWD_DW, BWD_DOUT, BWD_INP, BWD_W, BWD_DB };
 static void bwd_cpu(void *b[], void *arg)
 {
-    SZ_UNPACK(arg, a);
-    int rc = sz_k_matmul_bwd(sz_tf(b, &a, 0), sz_tf(b, &a, 1), a.nt > 5 ? sz_tf(b, &a, 5) : NULL, sz_tf(b, &a, 2),
-                             sz_tf(b, &a, 3), sz_tf(b, &a, 4), a.N, a.C, a.OC);
-    STARPU_ASSERT_MSG(rc >= 0, "matmul_bwd: out of memory");
+    const struct matmul_args *a = sz_task_params(arg);
+    int rc = sz_k_matmul_bwd(sz_task_ptr(b, arg, BWD_DINP), sz_task_ptr(b, arg, BWD_DW), sz_task_ptr(b, arg, BWD_DB),
+                             sz_task_ptr(b, arg, BWD_DOUT), sz_task_ptr(b, arg, BWD_INP), sz_task_ptr(b, arg, BWD_W),
+                             a->N, a->C, a->OC);
+    if (rc < 0)
+        sz_task_fail(arg, "out of memory");
 }
 
 SZ_PERFMODEL(fwd_model, "sz_matmul_fwd");
 SZ_PERFMODEL(bwd_model, "sz_matmul_bwd");
 SZ_CODELET(sz_cl_matmul_fwd, fwd_cpu, "matmul_fwd", fwd_model);
 SZ_CODELET(sz_cl_matmul_bwd, bwd_cpu, "matmul_bwd", bwd_model);
+
+static sz_status check_shape(sz_unit *u, const char *op, int N, int C, int OC)
+{
+    if (N < 1 || C < 1 || OC < 1)
+        return sz_task_refuse(u, op, "N, C, OC must be >= 1 (got %d, %d, %d)", N, C, OC);
+    return SZ_OK;
+}
+
+sz_status sz_op_matmul_fwd(sz_unit *u, sz_tensor *out, sz_tensor *inp, sz_tensor *w, sz_tensor *b, int N, int C,
+                           int OC)
+{
+    sz_status st = check_shape(u, "matmul_fwd", N, C, OC);
+    if (st != SZ_OK)
+        return st;
+    struct matmul_args a = {N, C, OC};
+    sz_task_tensor t[] = {{out, SZ_WRITE, SZ_DTYPE_F32, (int64_t)N * OC, "out", 0},
+                          {inp, SZ_READ, SZ_DTYPE_F32, (int64_t)N * C, "inp", 0},
+                          {w, SZ_READ, SZ_DTYPE_F32, (int64_t)OC * C, "w", 0},
+                          {b, SZ_READ, SZ_DTYPE_F32, OC, "b", 1}};
+    return sz_task_submit(u, &sz_cl_matmul_fwd, "matmul_fwd", t, 4, &a, sizeof a);
+}
+
+sz_status sz_op_matmul_bwd(sz_unit *u, sz_tensor *dinp, sz_tensor *dw, sz_tensor *db, sz_tensor *dout,
+                           sz_tensor *inp, sz_tensor *w, int N, int C, int OC)
+{
+    sz_status st = check_shape(u, "matmul_bwd", N, C, OC);
+    if (st != SZ_OK)
+        return st;
+    struct matmul_args a = {N, C, OC};
+    sz_task_tensor t[] = {{dinp, SZ_ACCUMULATE, SZ_DTYPE_F32, (int64_t)N * C, "dinp", 0},
+                          {dw, SZ_ACCUMULATE, SZ_DTYPE_F32, (int64_t)OC * C, "dw", 0},
+                          {dout, SZ_READ, SZ_DTYPE_F32, (int64_t)N * OC, "dout", 0},
+                          {inp, SZ_READ, SZ_DTYPE_F32, (int64_t)N * C, "inp", 0},
+                          {w, SZ_READ, SZ_DTYPE_F32, (int64_t)OC * C, "w", 0},
+                          {db, SZ_ACCUMULATE, SZ_DTYPE_F32, OC, "db", 1}};
+    return sz_task_submit(u, &sz_cl_matmul_bwd, "matmul_bwd", t, 6, &a, sizeof a);
+}

@@ -6,12 +6,25 @@
  * Tensors: full (R, nd*shard elements), shard (RW), communication buffer (RW, nd*bucket elements),
  * token (RW); `bucket` elements per rank and round; `bytes` (negative) released after. */
 #include <stdlib.h>
-#include "sz_codelets.h"
+#include "sz_tasks.h"
+#include "starzero_starpu.h"
 #include "sz_deadline.h"
 
-void sz_reduce_pieces(const struct sz_targs *a, void *shard_v, const void *const *src, int64_t o, int64_t len, int acc)
+struct reduce_scatter_args {
+    MPI_Comm comm;             /* as struct sz_comm */
+    int nd, rank;
+    struct sz_counters *stats;
+    int64_t shard;             /* elements per rank of the unit's padded flat buffer */
+    int acc;                   /* 1: add into the shard, 0: overwrite it */
+    int64_t bucket;            /* elements per rank and round (C_B); 0: all at once */
+    int category;              /* bytes of category that become live (negative: freed) after */
+    int64_t bytes;
+};
+
+void sz_reduce_pieces(const struct sz_comm *a, size_t es, void *shard_v, const void *const *src, int64_t o,
+                      int64_t len, int acc)
 {
-    if (a->bf16[0]) {
+    if (es == 2) {
         const uint16_t *const *rv = (const uint16_t *const *)src;
         uint16_t *shard = (uint16_t *)shard_v + o;
 #pragma omp parallel for schedule(static)
@@ -41,17 +54,18 @@ void sz_reduce_pieces(const struct sz_targs *a, void *shard_v, const void *const
  * size, and the sums are the same as with one round. */
 static void rs_cpu(void *b[], void *arg)
 {
-    SZ_UNPACK(arg, a);
-    int h = a.bf16[0];
+    const struct reduce_scatter_args a = *(const struct reduce_scatter_args *)sz_task_params(arg);
+    const struct sz_comm cm = {a.comm, a.nd, a.rank, a.stats};
+    int h = sz_task_layout_of(arg)->dtype[0] == SZ_DTYPE_BF16;
     size_t es = h ? 2 : 4;
-    char *full = h ? (char *)sz_th(b, &a, 0) : (char *)sz_tf(b, &a, 0);
-    void *shard = h ? (void *)sz_th(b, &a, 1) : (void *)sz_tf(b, &a, 1);
-    char *buf = (char *)sz_tf(b, &a, 2);
+    char *full = sz_task_ptr(b, arg, 0);
+    void *shard = sz_task_ptr(b, arg, 1);
+    char *buf = sz_task_ptr(b, arg, 2);
     int64_t S = a.shard, t0 = sz_now_ns();
     if (a.nd == 1) {
         const void *src[1] = {full};
-        sz_reduce_pieces(&a, shard, src, 0, S, a.acc);
-    } else if (!sz_shm_reduce_scatter(&a, es, full, shard, S)) {
+        sz_reduce_pieces(&cm, es, shard, src, 0, S, a.acc);
+    } else if (!sz_shm_reduce_scatter(&cm, es, full, shard, S, a.acc)) {
         int64_t bucket = a.bucket > 0 ? a.bucket : S; /* elements per rank and round */
         MPI_Datatype dt = h ? MPI_UINT16_T : MPI_FLOAT;
         const void **src = malloc(sizeof *src * (size_t)a.nd);
@@ -71,7 +85,7 @@ static void rs_cpu(void *b[], void *arg)
             STARPU_ASSERT_MSG(rc == MPI_SUCCESS, "reduce-scatter: MPI_Alltoall failed (%d)", rc);
             for (int r = 0; r < a.nd; r++)
                 src[r] = buf + (size_t)r * (size_t)len * es;
-            sz_reduce_pieces(&a, shard, src, o, len, a.acc);
+            sz_reduce_pieces(&cm, es, shard, src, o, len, a.acc);
         }
         free(src);
     }
@@ -83,3 +97,14 @@ static void rs_cpu(void *b[], void *arg)
 
 SZ_PERFMODEL(rs_model, "sz_reduce_scatter");
 SZ_CODELET(sz_cl_reduce_scatter, rs_cpu, "reduce_scatter", rs_model);
+
+sz_status sz_submit_reduce_scatter(struct sz_model *m, struct sz_unit *u, int acc, int64_t release_bytes)
+{
+    struct reduce_scatter_args a = {m->ctx->task_comm, m->nd, m->rank, &m->counters, u->shard, acc, m->bucket,
+                                    SZ_MEM_GRADS_IN_FLIGHT, -release_bytes};
+    sz_task_tensor t[] = {{&u->grad.all, SZ_READ, SZ_DTYPE_ANY, u->padded, "full", 0},
+                          {&u->gshard, SZ_READ_WRITE, SZ_DTYPE_ANY, u->shard, "shard", 0},
+                          {m->comm_buf, SZ_ACCUMULATE, SZ_DTYPE_F32, 1, "buffer", 0},
+                          {m->token, SZ_ACCUMULATE, SZ_DTYPE_F32, 1, "token", 0}};
+    return sz_task_submit_named(m, u->index, u->rs_name, "reduce_scatter", &sz_cl_reduce_scatter, t, 4, &a, sizeof a);
+}

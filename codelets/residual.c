@@ -1,20 +1,48 @@
-/* codelets/residual.c — residual add out = a + b, forward and backward. */
-#include "sz_codelets.h"
+/* codelets/residual.c — residual add out = a + b on n elements, forward and backward. Forward
+ * overwrites out (which may be a or b); backward accumulates dout into da and db. */
+#include "sz_tasks.h"
+#include "starzero_starpu.h"
 #include "sz_kernels.h"
+
+struct residual_args {
+    int64_t n;
+};
 
 static void fwd_cpu(void *b[], void *arg)
 {
-    SZ_UNPACK(arg, a);
-    sz_k_residual_fwd(sz_tf(b, &a, 0), sz_tf(b, &a, 1), sz_tf(b, &a, 2), (size_t)a.numel[0]);
+    const struct residual_args *a = sz_task_params(arg);
+    sz_k_residual_fwd(sz_task_ptr(b, arg, 0), sz_task_ptr(b, arg, 1), sz_task_ptr(b, arg, 2), (size_t)a->n);
 }
 
 static void bwd_cpu(void *b[], void *arg)
 {
-    SZ_UNPACK(arg, a);
-    sz_k_residual_bwd(sz_tf(b, &a, 0), sz_tf(b, &a, 1), sz_tf(b, &a, 2), (size_t)a.numel[0]);
+    const struct residual_args *a = sz_task_params(arg);
+    sz_k_residual_bwd(sz_task_ptr(b, arg, 0), sz_task_ptr(b, arg, 1), sz_task_ptr(b, arg, 2), (size_t)a->n);
 }
 
 SZ_PERFMODEL(fwd_model, "sz_residual_fwd");
 SZ_PERFMODEL(bwd_model, "sz_residual_bwd");
 SZ_CODELET(sz_cl_residual_fwd, fwd_cpu, "residual_fwd", fwd_model);
 SZ_CODELET(sz_cl_residual_bwd, bwd_cpu, "residual_bwd", bwd_model);
+
+sz_status sz_op_residual_fwd(sz_unit *u, sz_tensor *out, sz_tensor *a, sz_tensor *b, int64_t n)
+{
+    if (n < 1)
+        return sz_task_refuse(u, "residual_fwd", "n must be >= 1 (got %lld)", (long long)n);
+    struct residual_args p = {n};
+    sz_task_tensor t[] = {{out, SZ_WRITE, SZ_DTYPE_F32, n, "out", 0},
+                          {a, SZ_READ, SZ_DTYPE_F32, n, "a", 0},
+                          {b, SZ_READ, SZ_DTYPE_F32, n, "b", 0}};
+    return sz_task_submit(u, &sz_cl_residual_fwd, "residual_fwd", t, 3, &p, sizeof p);
+}
+
+sz_status sz_op_residual_bwd(sz_unit *u, sz_tensor *da, sz_tensor *db, sz_tensor *dout, int64_t n)
+{
+    if (n < 1)
+        return sz_task_refuse(u, "residual_bwd", "n must be >= 1 (got %lld)", (long long)n);
+    struct residual_args p = {n};
+    sz_task_tensor t[] = {{da, SZ_ACCUMULATE, SZ_DTYPE_F32, n, "da", 0},
+                          {db, SZ_ACCUMULATE, SZ_DTYPE_F32, n, "db", 0},
+                          {dout, SZ_READ, SZ_DTYPE_F32, n, "dout", 0}};
+    return sz_task_submit(u, &sz_cl_residual_bwd, "residual_bwd", t, 3, &p, sizeof p);
+}

@@ -1,22 +1,29 @@
-/* codelets/scale.c — the `scale` codelet: x *= alpha on a float view, CPU and CUDA side by side.
- * The CUDA kernel lives in scale.cu (compiled by nvcc when SZ_USE_CUDA is on). */
+/* codelets/scale.c — the `scale` op: x *= alpha on a float view, CPU and CUDA side by side (the
+ * CUDA kernel lives in scale.cu, compiled by nvcc when SZ_USE_CUDA is on). Used by the tests of
+ * the runtime and the CUDA path. */
 #include <stdint.h>
-#include "sz_codelets.h"
+#include "sz_tasks.h"
+#include "starzero_starpu.h"
 #include "sz_cuda.h"
+
+struct scale_args {
+    int64_t n;
+    float alpha;
+};
 
 static void scale_cpu(void *b[], void *arg)
 {
-    SZ_UNPACK(arg, a);
-    float *x = sz_tf(b, &a, 0);
-    for (int64_t i = 0; i < a.numel[0]; i++)
-        x[i] *= a.f[0];
+    const struct scale_args *a = sz_task_params(arg);
+    float *x = sz_task_ptr(b, arg, 0);
+    for (int64_t i = 0; i < a->n; i++)
+        x[i] *= a->alpha;
 }
 
 #if defined(SZ_HAVE_CUDA) && defined(STARPU_USE_CUDA)
 static void scale_cuda(void *b[], void *arg)
 {
-    SZ_UNPACK(arg, a);
-    sz_cuda_scale_f32(sz_tf(b, &a, 0), (size_t)a.numel[0], a.f[0], starpu_cuda_get_local_stream());
+    const struct scale_args *a = sz_task_params(arg);
+    sz_cuda_scale_f32(sz_task_ptr(b, arg, 0), (size_t)a->n, a->alpha, starpu_cuda_get_local_stream());
 }
 #endif
 
@@ -31,3 +38,10 @@ struct starpu_codelet sz_cl_scale = {
     .name = "scale",
     .model = &scale_model,
 };
+
+sz_status sz_submit_scale(const sz_tensor *x, float alpha, const char *name, uint32_t where)
+{
+    struct scale_args a = {x ? x->numel : 0, alpha};
+    sz_task_tensor t[] = {{x, SZ_READ_WRITE, SZ_DTYPE_F32, -1, "x", 0}};
+    return sz_task_submit_where(NULL, 0xffff, name, "scale", &sz_cl_scale, t, 1, &a, sizeof a, where);
+}

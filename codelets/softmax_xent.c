@@ -1,23 +1,45 @@
-/* codelets/softmax_xent.c — fused softmax + cross-entropy over the real vocabulary (padded
- * columns excluded), forward and backward (dloss = f[0] for every row: 1/N for one rank's mean loss). */
+/* codelets/softmax_xent.c — fused softmax + cross-entropy over the real vocabulary V (padded
+ * columns up to Vp excluded), forward and backward. Forward overwrites losses and probs; backward
+ * overwrites dlogits with (probs - onehot(target)) * scale for every row, scale being the
+ * loss-gradient scale (sz_unit_loss_scale). A target outside [0, V) is refused (sz_task_fail)
+ * before anything is read or written. */
 #include <stdlib.h>
-#include "sz_codelets.h"
+#include "sz_tasks.h"
+#include "starzero_starpu.h"
 #include "sz_kernels.h"
 
+struct softmax_xent_args {
+    int N, V, Vp;
+    float scale; /* backward: d(loss) / d(one row's loss) */
+};
+
+enum { FWD_LOSSES, FWD_PROBS, FWD_LOGITS, FWD_TARGETS };
 static void fwd_cpu(void *b[], void *arg)
 {
-    SZ_UNPACK(arg, a);
-    sz_k_softmax_xent_fwd(sz_tf(b, &a, 1), sz_tf(b, &a, 0), sz_tf(b, &a, 2), sz_ti(b, &a, 3), a.N, a.V, a.Vp);
+    const struct softmax_xent_args *a = sz_task_params(arg);
+    const int *targets = sz_task_ptr(b, arg, FWD_TARGETS);
+    if (sz_task_check_ids(arg, "target", targets, a->N, a->V))
+        return;
+    sz_k_softmax_xent_fwd(sz_task_ptr(b, arg, FWD_PROBS), sz_task_ptr(b, arg, FWD_LOSSES),
+                          sz_task_ptr(b, arg, FWD_LOGITS), targets, a->N, a->V, a->Vp);
 }
 
+enum { BWD_DLOGITS, BWD_PROBS, BWD_TARGETS };
 static void bwd_cpu(void *b[], void *arg)
 {
-    SZ_UNPACK(arg, a);
-    float *dloss = malloc((size_t)a.N * sizeof *dloss);
-    STARPU_ASSERT_MSG(dloss, "softmax_xent_bwd: out of memory");
-    for (int i = 0; i < a.N; i++)
-        dloss[i] = a.f[0];
-    sz_k_softmax_xent_bwd(sz_tf(b, &a, 0), sz_tf(b, &a, 1), sz_ti(b, &a, 2), dloss, a.N, a.V, a.Vp);
+    const struct softmax_xent_args *a = sz_task_params(arg);
+    const int *targets = sz_task_ptr(b, arg, BWD_TARGETS);
+    if (sz_task_check_ids(arg, "target", targets, a->N, a->V))
+        return;
+    float *dloss = malloc((size_t)a->N * sizeof *dloss);
+    if (!dloss) {
+        sz_task_fail(arg, "out of memory");
+        return;
+    }
+    for (int i = 0; i < a->N; i++)
+        dloss[i] = a->scale;
+    sz_k_softmax_xent_bwd(sz_task_ptr(b, arg, BWD_DLOGITS), sz_task_ptr(b, arg, BWD_PROBS), targets, dloss, a->N,
+                          a->V, a->Vp);
     free(dloss);
 }
 
@@ -25,3 +47,38 @@ SZ_PERFMODEL(fwd_model, "sz_softmax_xent_fwd");
 SZ_PERFMODEL(bwd_model, "sz_softmax_xent_bwd");
 SZ_CODELET(sz_cl_softmax_xent_fwd, fwd_cpu, "softmax_xent_fwd", fwd_model);
 SZ_CODELET(sz_cl_softmax_xent_bwd, bwd_cpu, "softmax_xent_bwd", bwd_model);
+
+static sz_status check_shape(sz_unit *u, const char *op, int N, int V, int Vp)
+{
+    if (N < 1 || V < 1 || V > Vp)
+        return sz_task_refuse(u, op, "need N >= 1 and 1 <= V <= Vp (got N %d, V %d, Vp %d)", N, V, Vp);
+    return SZ_OK;
+}
+
+sz_status sz_op_softmax_xent_fwd(sz_unit *u, sz_tensor *losses, sz_tensor *probs, sz_tensor *logits,
+                                 sz_tensor *targets, int N, int V, int Vp)
+{
+    sz_status st = check_shape(u, "softmax_xent_fwd", N, V, Vp);
+    if (st != SZ_OK)
+        return st;
+    struct softmax_xent_args a = {N, V, Vp, 0.0f};
+    sz_task_tensor t[] = {{losses, SZ_WRITE, SZ_DTYPE_F32, N, "losses", 0},
+                          {probs, SZ_WRITE, SZ_DTYPE_F32, (int64_t)N * Vp, "probs", 0},
+                          {logits, SZ_READ, SZ_DTYPE_F32, (int64_t)N * Vp, "logits", 0},
+                          {targets, SZ_READ, SZ_DTYPE_I32, N, "targets", 0}};
+    return sz_task_submit(u, &sz_cl_softmax_xent_fwd, "softmax_xent_fwd", t, 4, &a, sizeof a);
+}
+
+sz_status sz_op_softmax_xent_bwd(sz_unit *u, sz_tensor *dlogits, sz_tensor *probs, sz_tensor *targets, int N, int V,
+                                 int Vp)
+{
+    sz_status st = check_shape(u, "softmax_xent_bwd", N, V, Vp);
+    if (st != SZ_OK)
+        return st;
+    float scale = u ? sz_unit_loss_scale(u) : 0.0f;
+    struct softmax_xent_args a = {N, V, Vp, scale > 0 ? scale : 1.0f / (float)N};
+    sz_task_tensor t[] = {{dlogits, SZ_WRITE, SZ_DTYPE_F32, (int64_t)N * Vp, "dlogits", 0},
+                          {probs, SZ_READ, SZ_DTYPE_F32, (int64_t)N * Vp, "probs", 0},
+                          {targets, SZ_READ, SZ_DTYPE_I32, N, "targets", 0}};
+    return sz_task_submit(u, &sz_cl_softmax_xent_bwd, "softmax_xent_bwd", t, 3, &a, sizeof a);
+}

@@ -1,23 +1,164 @@
-/* graph/sz_plan.h — memory prediction of one ZeRO step from the units' sizes (pure C, no runtime):
- * what the engine checks against the memory budget before the first step. */
+/* graph/sz_plan.h — the step plan as data (pure C, no runtime): from a model's units and a ZeRO
+ * configuration, the ordered list of actions of one training step (or of one evaluation pass) on
+ * one rank — gather, convert, forward, checkpoint offload/fetch, recompute, gradient allocation,
+ * backward, release, reduce-scatter, all-gather, norms, clip, optimizer — each with its unit, its
+ * element range and the bytes it makes live (+) or frees (-) per memory category.
+ *
+ * The list is read twice: tasks/zero.c submits exactly it (one loop, one submit function per
+ * kind; a task's scheduling position is its action's index), and sz_plan_fold() folds its byte
+ * deltas into the predicted peak the engine checks against the memory budget. What each stage
+ * stores (sz_plan_storage), the padding of a unit's flat buffer and the owned shard's range are
+ * written here once; tasks/model.c allocates by them and graph/zero_estimate.c's formulas read them. */
 #ifndef SZ_PLAN_H
 #define SZ_PLAN_H
 #include <stdint.h>
+#include <stdio.h>
+#include "starzero.h"
+
+/* ---- layout: padding, shards, what each stage stores ---------------------------------------- */
+
+/* Elements of a unit's flat buffer with `numel` parameters at nd ranks: numel rounded up to a
+ * multiple of nd (sz_zero_padded), and nd for a unit without parameters (every rank owns one). */
+int64_t sz_plan_padded(int64_t numel, int nd);
+/* The slice rank `rank` owns of a padded buffer: elements [*lo, *lo + *n). */
+void sz_plan_shard_range(int64_t padded, int nd, int rank, int64_t *lo, int64_t *n);
+
+/* What a unit keeps for good at a stage: bytes per element of each model-state category (0: not
+ * held) and whether over the whole padded buffer (0) or only the owned shard (1). ZeRO's formula (sz_zero_model_state_bytes):
+ * stage 0 everything full; 1 shards the optimizer state (master, m, v); 2 also the gradients;
+ * 3 also the parameters. Parameters and gradients are 2 bytes under mixed precision, else 4. */
+typedef struct sz_plan_storage {
+    int bytes[SZ_MEM_NCATEGORIES];
+    int sharded[SZ_MEM_NCATEGORIES];
+} sz_plan_storage;
+void sz_plan_storage_of(int stage, int mixed, sz_plan_storage *out);
+/* Bytes of category `cat` one unit of `padded` elements keeps at nd ranks under s. */
+int64_t sz_plan_unit_state(const sz_plan_storage *s, int cat, int64_t padded, int nd);
+
+/* ---- the plan --------------------------------------------------------------------------------- */
 
 typedef struct sz_plan_unit {
-    int64_t padded;      /* the unit's flat element count, padded to a multiple of N_d */
-    const int *uses;     /* tied units it reads and accumulates gradients into */
+    int64_t numel;            /* parameters (unpadded) */
+    const int *uses;          /* tied earlier units it reads and accumulates gradients into */
     int nuses;
     int has_backward;
-    int backward_params; /* its backward needs its parameters (and its tied units') present */
+    int checkpointable;       /* recomputed under checkpointing */
+    int backward_skips_params;/* its backward reads no parameter (sz_unit_desc) */
+    int64_t ckpt_bytes;       /* bytes of its input checkpoint when offloaded (0: none) */
 } sz_plan_unit;
 
-/* Peak bytes of the transients (gathered / working parameters, gradients in flight) over one
- * step's plan for this stage and precision, with `prefetch_bytes` of parameters gathered ahead;
- * early_grads: the next unit's gradients are allocated before a unit's reduce-scatter (what the
- * engine does with a communication worker). */
-int64_t sz_plan_transient_peak(const sz_plan_unit *units, int n, int stage, int mixed, int64_t prefetch_bytes,
-                               int early_grads);
-/* Persistent model-state bytes per rank the engine allocates for these units (padded sizes). */
-int64_t sz_plan_state_bytes(const sz_plan_unit *units, int n, int stage, int nd, int mixed);
+typedef enum sz_plan_pass {
+    SZ_PASS_STEP = 0,         /* micro_batches x (forward, backward), then the update */
+    SZ_PASS_EVAL,             /* one forward pass (every unit released after its forward) */
+} sz_plan_pass;
+
+typedef struct sz_plan_config {
+    sz_plan_pass pass;
+    int stage, nd, rank, micro_batches;
+    int mixed;                /* bf16 parameters and gradients, fp32 working copies */
+    int checkpoint, offload;  /* activation checkpointing; offloaded checkpoints (P_a+cpu) */
+    int64_t prefetch_bytes;   /* stage 3: parameter bytes gathered ahead of the unit computing */
+    int64_t max_live_bytes;   /* stage 3: gathered bytes alive at once for a prefetch (0: no limit) */
+    int64_t bucket_elems;     /* reduce-scatter: elements per rank and round (0: the whole shard) */
+    int comm_worker;          /* a communication worker: the next unit's gradients are allocated
+                                 before a unit's reduce-scatter */
+    int clip;                 /* the update clips the gradients by their global norm */
+    int64_t extra[SZ_MEM_NCATEGORIES]; /* persistent bytes beside the units' model states
+                                          (activations, host pool, communication buffer) */
+} sz_plan_config;
+
+typedef enum sz_action_kind {
+    SZ_ACT_GATHER = 0,        /* stage 3: all-gather the unit's parameters from the shards (+) */
+    SZ_ACT_CONVERT,           /* mixed: the fp32 working copy of the unit's parameters (+) */
+    SZ_ACT_RELEASE,           /* free a transient buffer of the unit: `buf` (-) */
+    SZ_ACT_CKPT_ALLOC,        /* the unit's input checkpoint allocated for the write that makes it (+) */
+    SZ_ACT_FWD,               /* the unit's forward callback */
+    SZ_ACT_CKPT_OFFLOAD,      /* the unit's checkpoint moved to the host pool, device copy freed (-) */
+    SZ_ACT_CKPT_FETCH,        /* the unit's checkpoint back from the host pool (+) */
+    SZ_ACT_RECOMPUTE,         /* checkpointing: the unit's forward again, before its backward */
+    SZ_ACT_ZERO_GRADS,        /* stages 0-1: the persistent full gradients zeroed (first micro-batch) */
+    SZ_ACT_GRAD_ALLOC,        /* the unit's (working) gradients allocated and zeroed (+) */
+    SZ_ACT_BWD,               /* the unit's backward callback */
+    SZ_ACT_GRAD_CONVERT,      /* mixed: fp32 working gradients -> bf16 (added into the full ones at 0-1) */
+    SZ_ACT_REDUCE_SCATTER,    /* the unit's gradients into the owners' shards (bucket rounds); frees
+                                 the full-size gradients at stages 2-3 (-) */
+    SZ_ACT_ALL_GATHER,        /* in place: the updated shards (1-2) or the reduced gradients (0) */
+    SZ_ACT_NORM,              /* squared norm of the owned gradient slice */
+    SZ_ACT_CLIP,              /* the global norm and clip factor (all ranks) */
+    SZ_ACT_OPTIMIZER,         /* AdamW on elements [lo, lo + n) of the unit */
+    SZ_ACT_NKINDS
+} sz_action_kind;
+
+typedef enum sz_plan_buf {
+    SZ_BUF_NONE = 0,
+    SZ_BUF_PARAM,             /* the unit's full parameters (stage 3: the gathered copy) */
+    SZ_BUF_WORK,              /* mixed: the fp32 working parameters */
+    SZ_BUF_GRAD,              /* the unit's full gradients (bf16 under mixed precision) */
+    SZ_BUF_WGRAD,             /* the gradients backward writes (fp32 working ones under mixed) */
+    SZ_BUF_CKPT,              /* the unit's offloaded checkpoint, device copy */
+} sz_plan_buf;
+
+enum { SZ_NODE_DEVICE = 0, SZ_NODE_HOST = 1 };
+
+typedef struct sz_action {
+    sz_action_kind kind;
+    int unit;                 /* -1: the whole model (clip) */
+    int micro_batch;          /* -1: the update */
+    sz_plan_buf buf;          /* the buffer it allocates, frees or writes */
+    int flag;                 /* REDUCE_SCATTER, GRAD_CONVERT: accumulate into the destination;
+                                 CLIP: 1 clip, 0 only the norm (for the report); OPTIMIZER: also
+                                 take the range's squared norm (no separate NORM) */
+    int rounds;               /* REDUCE_SCATTER: bucket rounds */
+    int64_t lo, n;            /* element range of the unit's flat buffer it works on */
+    int node;                 /* memory node of its bytes: SZ_NODE_DEVICE (the device pool) */
+    int64_t delta[SZ_MEM_NCATEGORIES]; /* bytes it allocates (+) or frees (-); at most one non-zero */
+} sz_action;
+
+typedef struct sz_plan {
+    sz_plan_config cfg;
+    int nunits;
+    int64_t *padded, *shard;  /* per unit */
+    sz_action *a;
+    int n, cap;
+    int *mb_begin;            /* micro_batches + 1 entries: first action of each micro-batch; the
+                                 last is the update's first action (pass STEP) */
+} sz_plan;
+
+/* Builds the plan of cfg->pass for these units into *out (free with sz_plan_free). SZ_ERR_INVALID
+ * for a bad configuration or unit table, SZ_ERR_NOMEM. */
+sz_status sz_plan_build(const sz_plan_unit *units, int nunits, const sz_plan_config *cfg, sz_plan *out);
+void sz_plan_free(sz_plan *p);
+
+/* Parameter bytes the unit's compute tasks need present: the stage-3 gathered copy and the mixed
+ * precision working copy (what the prefetch window counts). */
+int64_t sz_plan_params_bytes(const sz_plan *p, int unit);
+/* C_B: elements per rank and round of a reduce-scatter, so that the receive buffer (nd rounds of
+ * fp32-sized elements; bf16 fits) is bucket_bytes (0: SZ_DEFAULT_BUCKET_BYTES), never more than
+ * the largest unit (maxpad elements) needs (sz_zero_comm_buffer_bytes). One rank exchanges
+ * nothing: maxpad. */
+int64_t sz_plan_bucket_elems(int64_t bucket_bytes, int nd, int64_t maxpad);
+
+/* The fold over the plan: transient bytes after each action (running sum of the deltas; the
+ * engine's live-bytes counters follow it, every accounting task being ordered on one token), their
+ * peak overall and per category, and the persistent bytes (units' model states by sz_plan_storage
+ * plus cfg->extra). */
+typedef struct sz_fold {
+    int64_t persistent[SZ_MEM_NCATEGORIES];
+    int64_t transient_peak[SZ_MEM_NCATEGORIES]; /* each category's own peak */
+    int64_t bytes[SZ_MEM_NCATEGORIES];          /* persistent + transient peak (the memory report's) */
+    int64_t state_bytes;      /* model states: params or shard, grads or shard, master, m, v */
+    int64_t persistent_bytes; /* all persistent categories */
+    int64_t transient_bytes;  /* peak of all transient categories together */
+    int peak_action;          /* the action after which it is reached (-1: never above 0) */
+    int64_t peak_bytes;       /* persistent_bytes + transient_bytes: the predicted peak */
+    int64_t device_peak_bytes;/* the same without the host pool */
+} sz_fold;
+/* live_after: NULL or p->n entries, the transient bytes alive after each action. */
+void sz_plan_fold(const sz_plan *p, sz_fold *out, int64_t *live_after);
+
+const char *sz_action_kind_name(sz_action_kind k);
+const char *sz_mem_category_key(int cat); /* short JSON-friendly key: "gathered", "grads_in_flight" */
+/* One line per action ("12 gather block3 [0,4096) gathered +16384 live 16384"), names[i] naming
+ * unit i (NULL: "unit i"). json: one JSON object {"config":..., "actions":[...], "fold":...}. */
+void sz_plan_print(FILE *f, const sz_plan *p, const char *const *names, int json);
 #endif

@@ -3,6 +3,7 @@
  * allocates it, and the smallest N_d that fits a budget. A model's activation bytes belong to the
  * model (GPT-2's: apps/gpt2/gpt2_estimate.c). Pure C: no runtime, never prints, never allocates. */
 #include "zero_estimate.h"
+#include "sz_plan.h"
 
 #include <math.h>
 #include <stddef.h>
@@ -18,24 +19,16 @@ sz_status sz_zero_state_breakdown(int stage, double psi, int nd, int mixed, sz_z
 {
     if (!out || !args_ok(stage, psi, nd))
         return SZ_ERR_INVALID;
-    /* Bytes per parameter of each category, then which ones are sharded at this stage. */
-    const double pb = mixed ? 2.0 : 4.0; /* params */
-    const double gb = mixed ? 2.0 : 4.0; /* grads */
-    const double mb = mixed ? 4.0 : 0.0; /* fp32 master copy */
-    const double n = (double)nd;
-    sz_zero_breakdown b = {0};
-    if (stage <= 2)
-        b.params = pb * psi;
-    else
-        b.param_shard = pb * psi / n;
-    if (stage <= 1)
-        b.grads = gb * psi;
-    else
-        b.grad_shard = gb * psi / n;
-    const double opt_div = stage == 0 ? 1.0 : n; /* P_os: optimizer states sharded from stage 1 */
-    b.master = mb * psi / opt_div;
-    b.adam_m = 4.0 * psi / opt_div;
-    b.adam_v = 4.0 * psi / opt_div;
+    /* What each stage stores per parameter (graph/plan.c's table, the one the engine allocates
+     * by), over Ψ or Ψ/N_d. */
+    sz_plan_storage s;
+    sz_plan_storage_of(stage, mixed, &s);
+    double v[SZ_MEM_NCATEGORIES];
+    for (int c = 0; c < SZ_MEM_NCATEGORIES; c++)
+        v[c] = s.bytes[c] * (s.sharded[c] ? psi / (double)nd : psi);
+    sz_zero_breakdown b = {.params = v[SZ_MEM_PARAMS], .param_shard = v[SZ_MEM_PARAM_SHARD], .grads = v[SZ_MEM_GRADS],
+                           .grad_shard = v[SZ_MEM_GRAD_SHARD], .master = v[SZ_MEM_MASTER],
+                           .adam_m = v[SZ_MEM_ADAM_M], .adam_v = v[SZ_MEM_ADAM_V]};
     *out = b;
     return SZ_OK;
 }

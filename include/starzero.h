@@ -186,7 +186,8 @@ typedef struct sz_unit sz_unit;   /* handed to the callbacks */
 typedef sz_status (*sz_unit_fn)(sz_unit *unit, void *user);
 
 typedef struct sz_unit_desc {
-    const char *name;              /* "block3": task names become "fwd:block3", "bwd:block3", ... */
+    const char *name;              /* "block3": its ops' tasks become "fwd:block3:<op>", "bwd:block3:<op>";
+                                      the step's own "gather:block3", "rs:block3", ... */
     const sz_param_spec *params;   /* the unit's tensor table */
     int nparams;
     sz_unit_fn forward, backward;  /* backward may be NULL for a unit without gradients */
@@ -281,36 +282,67 @@ int sz_unit_index(const sz_unit *u);
 const char *sz_unit_name(const sz_unit *u);
 sz_model *sz_unit_model(sz_unit *u);
 
+/* The loss-gradient scale: d(the step's loss) / d(one row's loss). The step's loss is the mean of
+ * every row of the loss tensor (sz_model_set_loss) over the micro-batches and the ranks, and the
+ * engine SUMS the gradients over micro-batches (accumulation) and over ranks (the reduce-scatter),
+ * so a loss's backward must scale each row's gradient by
+ *     1 / (N · M · N_d),  N = rows (elements) of the loss tensor, M = micro_batches, N_d = ranks.
+ * (1/N alone would give M·N_d times the mean's gradient.) sz_op_softmax_xent_bwd applies it; a loss
+ * of your own must too. 0 when the model has no loss tensor yet. */
+float sz_unit_loss_scale(const sz_unit *u);
+
 /* ---- operations (each one StarPU task; semantics exactly llm.c's GPT-2) -------------------
- * Shapes: N = B*T rows. Backward ops ACCUMULATE (+=) into their gradient outputs, like llm.c;
- * zero what must start at zero with sz_op_zero. */
+ * Shapes: N = B*T rows. Called inside a unit's callback; each task is named
+ * "<phase>:<unit>:<op>" (e.g. "fwd:block3:matmul_fwd"). Every output is either OVERWRITTEN (its
+ * previous values are never read) or ACCUMULATED into (+=, like llm.c's backward): zero what must
+ * start at zero with sz_op_zero. Each op below says which. Wrong sizes or element types, a missing
+ * tensor or an impossible shape return SZ_ERR_INVALID and log the op and the tensor; a token or
+ * target outside the vocabulary is refused when the task runs (the model's next call returns
+ * SZ_ERR_INVALID, naming the op, the value, the row and the vocabulary). Your own operations:
+ * include/starzero_starpu.h. */
+/* t = 0 (overwrites; any element type). */
 sz_status sz_op_zero(sz_unit *u, sz_tensor *t);
+/* out[B,T,C] = wte[tokens[b,t]] + wpe[t] (overwrites out); tokens int32 [B,T] in [0, V), V = rows
+ * of wte. */
 sz_status sz_op_encoder_fwd(sz_unit *u, sz_tensor *out, sz_tensor *tokens, sz_tensor *wte, sz_tensor *wpe,
                             int B, int T, int C);
+/* dwte[tokens[b,t]] += dout[b,t], dwpe[t] += dout[b,t] (accumulates). */
 sz_status sz_op_encoder_bwd(sz_unit *u, sz_tensor *dwte, sz_tensor *dwpe, sz_tensor *dout, sz_tensor *tokens,
                             int B, int T, int C);
+/* out[N,C] = (inp - mean) * rstd * w + b over C (eps 1e-5); overwrites out, mean[N], rstd[N].
+ * b may be NULL: no bias. */
 sz_status sz_op_layernorm_fwd(sz_unit *u, sz_tensor *out, sz_tensor *mean, sz_tensor *rstd, sz_tensor *inp,
                               sz_tensor *w, sz_tensor *b, int N, int C);
+/* Accumulates into dinp[N,C], dw[C] and db[C]; db may be NULL (a layernorm without bias). */
 sz_status sz_op_layernorm_bwd(sz_unit *u, sz_tensor *dinp, sz_tensor *dw, sz_tensor *db, sz_tensor *dout,
                               sz_tensor *inp, sz_tensor *w, sz_tensor *mean, sz_tensor *rstd, int N, int C);
-/* out[N,OC] = inp[N,C] . w[OC,C]^T + b (b may be NULL) */
+/* out[N,OC] = inp[N,C] . w[OC,C]^T + b (overwrites out; b may be NULL) */
 sz_status sz_op_matmul_fwd(sz_unit *u, sz_tensor *out, sz_tensor *inp, sz_tensor *w, sz_tensor *b,
                            int N, int C, int OC);
+/* Accumulates into dinp[N,C], dw[OC,C] and db[OC] (db may be NULL). */
 sz_status sz_op_matmul_bwd(sz_unit *u, sz_tensor *dinp, sz_tensor *dw, sz_tensor *db, sz_tensor *dout,
                            sz_tensor *inp, sz_tensor *w, int N, int C, int OC);
-/* inp[B,T,3C] (q,k,v) -> out[B,T,C]; preatt, att [B,NH,T,T] saved for backward */
+/* inp[B,T,3C] (q,k,v) -> out[B,T,C]; preatt, att [B,NH,T,T] saved for backward (all three
+ * overwritten); C must be a multiple of NH */
 sz_status sz_op_attention_fwd(sz_unit *u, sz_tensor *out, sz_tensor *preatt, sz_tensor *att, sz_tensor *inp,
                               int B, int T, int C, int NH);
+/* Accumulates into dinp[B,T,3C]. */
 sz_status sz_op_attention_bwd(sz_unit *u, sz_tensor *dinp, sz_tensor *dout, sz_tensor *inp, sz_tensor *att,
                               int B, int T, int C, int NH);
+/* out = gelu(inp) on n elements (overwrites); backward accumulates dinp += gelu'(inp) * dout. */
 sz_status sz_op_gelu_fwd(sz_unit *u, sz_tensor *out, sz_tensor *inp, int64_t n);
 sz_status sz_op_gelu_bwd(sz_unit *u, sz_tensor *dinp, sz_tensor *inp, sz_tensor *dout, int64_t n);
+/* out = a + b on n elements (overwrites; out may be a or b); backward accumulates da += dout,
+ * db += dout. */
 sz_status sz_op_residual_fwd(sz_unit *u, sz_tensor *out, sz_tensor *a, sz_tensor *b, int64_t n);
 sz_status sz_op_residual_bwd(sz_unit *u, sz_tensor *da, sz_tensor *db, sz_tensor *dout, int64_t n);
-/* logits[N,Vp] -> probs[N,Vp], losses[N] over the first V columns; targets int32[N] */
+/* logits[N,Vp] -> probs[N,Vp], losses[N] over the first V columns (both overwritten); targets
+ * int32[N] in [0, V) */
 sz_status sz_op_softmax_xent_fwd(sz_unit *u, sz_tensor *losses, sz_tensor *probs, sz_tensor *logits,
                                  sz_tensor *targets, int N, int V, int Vp);
-/* dlogits = (probs - onehot) * dloss, dloss = 1/N for every row (mean loss) */
+/* OVERWRITES dlogits = (probs - onehot(targets)) * sz_unit_loss_scale(u) (columns >= V: 0); the
+ * first gradient of the backward, so nothing needs zeroing before it. Outside a model with a loss
+ * tensor the scale is 1/N. */
 sz_status sz_op_softmax_xent_bwd(sz_unit *u, sz_tensor *dlogits, sz_tensor *probs, sz_tensor *targets,
                                  int N, int V, int Vp);
 
@@ -350,6 +382,17 @@ sz_status sz_op_embedding_bwd(sz_unit *u, sz_tensor *dwte, sz_tensor *dout, sz_t
  * mean loss, which the reduction over ranks then sums. */
 sz_status sz_op_mse_fwd(sz_unit *u, sz_tensor *losses, sz_tensor *pred, sz_tensor *target, int N, int C);
 sz_status sz_op_mse_bwd(sz_unit *u, sz_tensor *dpred, sz_tensor *pred, sz_tensor *target, int N, int C);
+
+/* ---- the codelets the engine registers (what sz-info --codelets lists) -------------------- */
+typedef struct sz_codelet_desc {
+    const char *name;      /* the codelet's name, e.g. "matmul_fwd" */
+    const char *doc;       /* one line: what it computes */
+    const char *perfmodel; /* its perf model's symbol ("" without) */
+    int cpu, cuda, opencl; /* implementations of each kind */
+} sz_codelet_desc;
+int sz_codelets_count(void);
+/* Codelet i in 0..sz_codelets_count()-1; SZ_ERR_INVALID outside. Needs no context. */
+sz_status sz_codelet_info(int i, sz_codelet_desc *out);
 
 /* ---- training ---------------------------------------------------------------------------- */
 typedef enum sz_decay { SZ_DECAY_MATRICES = 0, SZ_DECAY_ALL } sz_decay;

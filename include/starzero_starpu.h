@@ -108,6 +108,16 @@ static inline int64_t sz_task_numel(const void *cl_arg, int k)
     return k >= 0 && k < l->ntensors && l->buffer[k] >= 0 ? l->numel[k] : 0;
 }
 
+/* Inside an op's wrapper (before submitting): refuse the call for a reason of its own (a shape
+ * the op cannot take, e.g. C not a multiple of NH). Logs "<op> (<task name>): <message>" through
+ * the model's context and returns SZ_ERR_INVALID. */
+sz_status sz_task_refuse(sz_unit *u, const char *op, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* Inside a kernel: 1 (after sz_task_fail "<role> <value> at row <i> is outside the vocabulary
+ * [0, <limit>)") when some ids[i], i < n, lies outside [0, limit); 0 when all are inside or ids
+ * is NULL. For token ids and targets before they index a table. */
+int sz_task_check_ids(const void *cl_arg, const char *role, const int32_t *ids, int64_t n, int64_t limit);
+
 /* Inside a kernel: the input is unusable (e.g. a token outside the vocabulary). Records the first
  * such message of the step (prefixed with the task's name); the kernel then returns without
  * crashing (leaving its outputs as it can), and the model's next sz_model_forward_backward /

@@ -1,12 +1,16 @@
 /* sched/policy.c — the `zero` StarPU scheduling policy, StarZeRO's default (a user's STARPU_SCHED
  * still wins, as StarPU users expect). One central queue of ready tasks, taken in plan order:
- * task->sched_data carries the task's position in the step's plan (bits 16..63) and its unit
- * (bits 0..15), set by tasks/ops.c. Ties keep submission order. Workers are woken on push and sleep when the queue is empty. With a
+ * task->sched_data carries the task's plan position (bits 16..63) and its unit (bits 0..15). The
+ * position is the index of the plan action that submitted the task (graph/plan.c's list, walked by
+ * tasks/zero.c) in its high bits and the task's rank among that action's tasks in its low 16 bits,
+ * so keys order tasks by action first, then by submission within an action. Ties keep arrival
+ * order. Workers are woken on push and sleep when the queue is empty. With a
  * communication worker (sz_comm_worker) it alone takes the communication tasks, so a gather or a
  * reduce-scatter runs while the other workers compute.
  * It also records when communication and compute tasks ran, for the overlap figure (the fraction
  * of communication time during which compute was running too).
- * (The budget and the gather window are enforced where the plan is submitted: tasks/zero.c.) */
+ * (The budget is checked against the plan's fold before the first step, tasks/model.c; the gather
+ * window is part of the plan itself, graph/plan.c.) */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,7 +52,8 @@ int sz_task_is_comm(const struct starpu_task *t)
     return cl == &sz_cl_reduce_scatter || cl == &sz_cl_all_gather || cl == &sz_cl_clip_scale;
 }
 
-/* Smaller keys first: plan position, then arrival. (A rank's only worker taking a ready collective
+/* Smaller keys first: plan position (action index, then the task's rank in its action), then
+ * arrival. (A rank's only worker taking a ready collective
  * ahead of its turn would sit in it waiting for slower peers while compute it could do waits; with
  * a communication worker, that worker sees only the collectives, so plan order serves it too.) */
 static uint64_t key_of(struct starpu_task *t, uint64_t seq)

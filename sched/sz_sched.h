@@ -12,7 +12,8 @@ int sz_task_is_comm(const struct starpu_task *t);
 /* Since the last call: the fraction of communication time hidden behind compute, and the busy
  * seconds of each. -1 when the policy in effect is not `zero` (which records the intervals). */
 int sz_sched_overlap(double *fraction, double *comm_s, double *compute_s);
-/* task->sched_data for a task at `position` of the plan, of unit `unit`. */
+/* task->sched_data for a task at `position` of the plan (its action's index << 16, plus its rank
+ * among that action's tasks), of unit `unit`. */
 static inline void *sz_sched_data(uint64_t position, int unit)
 {
     return (void *)(uintptr_t)(position << 16 | ((uint64_t)unit & 0xffff));

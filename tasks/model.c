@@ -12,7 +12,6 @@
 #include <string.h>
 #include "sz_tasks.h"
 #include "sz_rng.h"
-#include "sz_plan.h"
 #include "sz_sched.h"
 #include "sz_deadline.h"
 
@@ -210,6 +209,8 @@ sz_tensor *sz_model_checkpoint(sz_model *m, int unit, const char *name, sz_dtype
     struct sz_unit *u = m->units[unit];
     char full[48];
     snprintf(full, sizeof full, "%s.%s", name, u->name);
+    if (unit > 0 && u->checkpointable && !u->ckpt_bytes) /* the plan's: offloaded under P_a+cpu */
+        u->ckpt_bytes = numel * (int64_t)sz_dtype_size(dtype);
     if (!(m->zero.checkpoint && m->zero.offload_checkpoints && u->checkpointable) || unit == 0 || u->ckpt)
         return sz_model_tensor(m, full, dtype, numel);
     sz_tensor *dev = owned(m, sz_tensor_register_lazy(numel, dtype, full), -1);
@@ -264,12 +265,12 @@ static sz_status flat_init(struct sz_model *m, struct sz_unit *u, struct sz_flat
 }
 
 static sz_status slice_or_buffer(struct sz_model *m, struct sz_unit *u, sz_tensor *out, const struct sz_flat *full,
-                                 const char *what, sz_dtype dt, int cat)
+                                 int64_t lo, const char *what, sz_dtype dt, int cat)
 {
     char name[48];
     snprintf(name, sizeof name, "%s%s", what, u->name);
     if (full) {
-        *out = sz_tensor_view(&full->all, (int64_t)m->rank * u->shard, u->shard, name);
+        *out = sz_tensor_view(&full->all, lo, u->shard, name);
         return SZ_OK;
     }
     sz_tensor *t = owned_buffer(m, name, dt, u->shard, cat);
@@ -286,26 +287,32 @@ static sz_tensor *state_tensor(struct sz_model *m, const char *name, int64_t n, 
                 : owned_buffer(m, name, SZ_DTYPE_F32, n, cat);
 }
 
+/* What the unit keeps for good is graph/plan.c's table for the stage (sz_plan_storage): a full
+ * buffer, its owned slice as its own buffer, or neither (then allocated by StarPU on demand). */
 static sz_status unit_storage(struct sz_model *m, struct sz_unit *u)
 {
-    int s = m->zero.stage;
     sz_status st;
-    u->padded = (u->numel + m->nd - 1) / m->nd * m->nd;
-    if (u->padded == 0)
-        u->padded = m->nd;
-    u->shard = u->padded / m->nd;
+    sz_plan_storage keep;
+    sz_plan_storage_of(m->zero.stage, m->mixed, &keep);
+    int64_t lo;
+    u->padded = sz_plan_padded(u->numel, m->nd);
+    sz_plan_shard_range(u->padded, m->nd, m->rank, &lo, &u->shard);
     sz_dtype dt = m->mixed ? SZ_DTYPE_BF16 : SZ_DTYPE_F32;
-    if ((st = flat_init(m, u, &u->param, "", dt, s < 3 ? SZ_MEM_PARAMS : -1)) != SZ_OK ||
-        (st = flat_init(m, u, &u->grad, "grad:", dt, s < 2 ? SZ_MEM_GRADS : -1)) != SZ_OK ||
-        (st = slice_or_buffer(m, u, &u->pshard, s < 3 ? &u->param : NULL, "param_shard:", dt, SZ_MEM_PARAM_SHARD)) ||
-        (st = slice_or_buffer(m, u, &u->gshard, s < 2 ? &u->grad : NULL, "grad_shard:", dt, SZ_MEM_GRAD_SHARD)))
+    int full_params = keep.bytes[SZ_MEM_PARAMS] > 0, full_grads = keep.bytes[SZ_MEM_GRADS] > 0;
+    if ((st = flat_init(m, u, &u->param, "", dt, full_params ? SZ_MEM_PARAMS : -1)) != SZ_OK ||
+        (st = flat_init(m, u, &u->grad, "grad:", dt, full_grads ? SZ_MEM_GRADS : -1)) != SZ_OK ||
+        (st = slice_or_buffer(m, u, &u->pshard, keep.bytes[SZ_MEM_PARAM_SHARD] ? NULL : &u->param, lo, "param_shard:",
+                              dt, SZ_MEM_PARAM_SHARD)) ||
+        (st = slice_or_buffer(m, u, &u->gshard, keep.bytes[SZ_MEM_GRAD_SHARD] ? NULL : &u->grad, lo, "grad_shard:", dt,
+                              SZ_MEM_GRAD_SHARD)))
         return st;
     u->wp = &u->param;
     u->wg = &u->grad;
     if (m->mixed) { /* fp32 working copies (allocated on demand, one unit at a time) and the master */
         char mname[48];
         snprintf(mname, sizeof mname, "master:%s", u->name);
-        sz_tensor *master = owned_buffer(m, mname, SZ_DTYPE_F32, s == 0 ? u->padded : u->shard, SZ_MEM_MASTER);
+        sz_tensor *master = owned_buffer(m, mname, SZ_DTYPE_F32, keep.sharded[SZ_MEM_MASTER] ? u->shard : u->padded,
+                                         SZ_MEM_MASTER);
         if (!master || (st = flat_init(m, u, &u->work, "work:", SZ_DTYPE_F32, -1)) != SZ_OK ||
             (st = flat_init(m, u, &u->wgrad, "wgrad:", SZ_DTYPE_F32, -1)) != SZ_OK)
             return master ? st : SZ_ERR_NOMEM;
@@ -313,7 +320,7 @@ static sz_status unit_storage(struct sz_model *m, struct sz_unit *u)
         u->wp = &u->work;
         u->wg = &u->wgrad;
     }
-    int64_t n = s == 0 ? u->padded : u->shard;
+    int64_t n = keep.sharded[SZ_MEM_ADAM_M] ? u->shard : u->padded;
     char name[48];
     /* Without arenas on the device pool the optimizer state is allocated when the first step first
      * needs it, as PyTorch's optimizers do, so it lands among that step's temporaries. */
@@ -330,78 +337,71 @@ static sz_status unit_storage(struct sz_model *m, struct sz_unit *u)
     return SZ_OK;
 }
 
-/* C_B: elements per rank and round of a reduce-scatter, so that the receive buffer (nd * bucket
- * fp32-sized elements; bf16 fits) is bucket_bytes, never more than the largest unit (maxpad
- * elements) needs: the estimator's formula (graph/zero_estimate.c). One rank exchanges nothing. */
-static int64_t bucket_elems(const struct sz_model *m, int nd, int64_t maxpad)
+/* The plan's fold for this model at (stage, nd, precision), the rest of its configuration as
+ * set: the figures the step will really reach (tasks/zero.c submits the same plan). */
+static sz_status predict(const struct sz_model *m, int stage, int nd, int mixed, sz_fold *f)
 {
-    int64_t bucket_bytes = m->zero.bucket_bytes > 0 ? m->zero.bucket_bytes : 0; /* 0: the default */
-    return nd > 1 ? sz_zero_comm_buffer_bytes(bucket_bytes, nd, maxpad) / (4 * (int64_t)nd) : maxpad;
+    sz_plan_config c;
+    sz_zero_plan_config(m, SZ_PASS_STEP, 0, &c);
+    c.stage = stage;
+    c.nd = nd;
+    c.rank = m->rank < nd ? m->rank : 0;
+    c.mixed = mixed;
+    c.bucket_elems = sz_zero_bucket_elems(m, nd);
+    sz_plan p;
+    sz_status st = sz_zero_plan_build(m, &c, &p);
+    if (st != SZ_OK)
+        return st;
+    sz_plan_fold(&p, f, NULL);
+    sz_plan_free(&p);
+    return SZ_OK;
 }
 
-/* Offloaded checkpoints: at most three are on the device pool at once (the one being written, the
- * one read, the one fetched ahead). */
-static int64_t max_ckpt_bytes(const struct sz_model *m)
+static int64_t predict_peak(const struct sz_model *m, int stage, int nd, int mixed)
 {
-    int64_t b = 0;
-    for (int i = 0; i < m->nunits; i++)
-        if (m->units[i]->ckpt) {
-            int64_t x = m->units[i]->ckpt->numel * (int64_t)sz_dtype_size(m->units[i]->ckpt->dtype);
-            b = x > b ? x : b;
-        }
-    return b;
+    sz_fold f;
+    return predict(m, stage, nd, mixed, &f) == SZ_OK ? f.peak_bytes : INT64_MAX;
 }
 
-/* The plan's predicted peak per rank for (stage, nd, precision): model states + the transients of
- * one step + activations and the other model tensors + the communication buffer. */
-static int64_t predict(const struct sz_model *m, int stage, int nd, int mixed)
-{
-    sz_plan_unit *pu = calloc((size_t)m->nunits, sizeof *pu);
-    if (!pu)
-        return -1;
-    int64_t maxpad = 1;
-    for (int i = 0; i < m->nunits; i++) {
-        const struct sz_unit *u = m->units[i];
-        pu[i].padded = u->numel > 0 ? (u->numel + nd - 1) / nd * nd : nd;
-        pu[i].uses = u->uses;
-        pu[i].nuses = u->nuses;
-        pu[i].has_backward = u->backward != NULL;
-        pu[i].backward_params = sz_zero_backward_gathers(m, u);
-        maxpad = pu[i].padded > maxpad ? pu[i].padded : maxpad;
-    }
-    int64_t peak = sz_plan_state_bytes(pu, m->nunits, stage, nd, mixed) +
-                   sz_plan_transient_peak(pu, m->nunits, stage, mixed, m->zero.prefetch_bytes, sz_comm_worker >= 0) +
-                   m->persistent[SZ_MEM_ACTIVATIONS] + m->persistent[SZ_MEM_HOST] + 3 * max_ckpt_bytes(m) +
-                   (nd > 1 ? nd * bucket_elems(m, nd, maxpad) * 4 : 0);
-    free(pu);
-    return peak;
-}
+/* "X MB" rounded so that a figure over the budget never prints as one at or under it: needs round
+ * up, budgets round down (to 0.1 MB). */
+static double mb_up(int64_t b) { return ceil((double)b / 1e5) / 10.0; }
+static double mb_down(int64_t b) { return floor((double)b / 1e5) / 10.0; }
 
-/* Refuse a plan that cannot fit the budget, saying what would. */
-static sz_status check_budget(struct sz_model *m)
+sz_status sz_model_check_budget(struct sz_model *m, int64_t budget)
 {
-    int64_t budget = m->zero.mem_budget;
-    m->predicted_peak = predict(m, m->zero.stage, m->nd, m->mixed);
-    if (budget <= 0 || m->predicted_peak <= budget)
+    if (!m)
+        return SZ_ERR_INVALID;
+    int64_t peak = predict_peak(m, m->zero.stage, m->nd, m->mixed);
+    if (peak == INT64_MAX)
+        return SZ_ERR_NOMEM;
+    m->predicted_peak = peak;
+    if (budget <= 0 || peak <= budget)
         return SZ_OK;
-    char fits[512] = "";
+    /* what fits, by the same fold: each stage's smallest N_d >= ours, in this precision and in the
+     * other one where that is lower and fits */
+    char fits[768] = "";
     size_t len = 0;
-    for (int s = 0; s < 4; s++) { /* each stage's smallest N_d >= ours that fits, by the same plan */
-        int nd_fit = -1;
-        for (int nd = m->nd; nd <= 4096 && nd_fit < 0; nd = nd < 64 ? nd + 1 : nd * 2)
-            if (predict(m, s, nd, m->mixed) <= budget)
-                nd_fit = nd;
-        if (nd_fit > 0)
-            len += (size_t)snprintf(fits + len, sizeof fits - len, "%sstage %d with N_d >= %d (%.1f MB)",
-                                    len ? ", " : "", s, nd_fit, predict(m, s, nd_fit, m->mixed) / 1e6);
+    for (int mixed = m->mixed; mixed >= 0 && mixed <= 1; mixed += m->mixed ? -1 : 1) {
+        for (int s = 0; s < 4; s++) {
+            int nd_fit = -1;
+            int64_t at = 0;
+            for (int nd = m->nd; nd <= 4096 && nd_fit < 0; nd = nd < 64 ? nd + 1 : nd * 2)
+                if ((at = predict_peak(m, s, nd, mixed)) <= budget)
+                    nd_fit = nd;
+            if (nd_fit > 0 && len < sizeof fits)
+                len += (size_t)snprintf(fits + len, sizeof fits - len, "%sstage %d with N_d >= %d%s (%.1f MB)",
+                                        len ? ", " : "", s, nd_fit,
+                                        mixed == m->mixed ? "" : (mixed ? " in bf16" : " in fp32"), mb_up(at));
+        }
     }
     sz_context_log(m->ctx, SZ_LOG_ERROR,
                    "memory budget: the plan needs %.1f MB per rank (stage %d, N_d %d, %s) but the budget is %.1f MB. "
-                   "Settings that fit: %s%s; activations take %.1f MB of the %.1f (a smaller micro-batch --batch/--seq, "
+                   "Settings that fit: %s; activations take %.1f MB of the %.1f (a smaller micro-batch --batch/--seq, "
                    "more --micro-batches for the same global batch, or activation checkpointing shrink them).",
-                   m->predicted_peak / 1e6, m->zero.stage, m->nd, m->mixed ? "bf16" : "fp32", budget / 1e6,
-                   len ? fits : "none by stage and N_d alone", m->mixed ? "" : "; --precision bf16 also helps",
-                   m->persistent[SZ_MEM_ACTIVATIONS] / 1e6, m->predicted_peak / 1e6);
+                   mb_up(peak), m->zero.stage, m->nd, m->mixed ? "bf16" : "fp32", mb_down(budget),
+                   len ? fits : "none by stage, N_d and precision alone", m->persistent[SZ_MEM_ACTIVATIONS] / 1e6,
+                   mb_up(peak));
     return SZ_ERR_BUDGET;
 }
 
@@ -462,16 +462,13 @@ sz_status sz_model_finalize(sz_model *m)
     sz_status ast = agree_model(m); /* every rank the same model, or none goes on */
     if (ast != SZ_OK)
         return ast;
-    sz_status bst = check_budget(m); /* before allocating anything big */
+    sz_status bst = sz_model_check_budget(m, m->zero.mem_budget); /* before allocating anything big */
     if (bst != SZ_OK)
         return bst;
-    int64_t maxpad = 1;
     for (int i = 0; i < m->nunits; i++) {
-        struct sz_unit *u = m->units[i];
-        sz_status st = unit_storage(m, u);
+        sz_status st = unit_storage(m, m->units[i]);
         if (st != SZ_OK)
             return st;
-        maxpad = u->padded > maxpad ? u->padded : maxpad;
     }
     m->sumsq = owned_buffer(m, "grad_sumsq", SZ_DTYPE_F32, m->nunits, -1);
     m->clip = owned_buffer(m, "clip", SZ_DTYPE_F32, 2, -1);
@@ -479,7 +476,7 @@ sz_status sz_model_finalize(sz_model *m)
     if (m->one && sz_tensor_write_f32(m->one, &(float){1.0f}) != SZ_OK)
         m->one = NULL;
     m->token = owned_buffer(m, "comm_token", SZ_DTYPE_F32, 1, -1);
-    m->bucket = bucket_elems(m, m->nd, maxpad);
+    m->bucket = sz_zero_bucket_elems(m, m->nd);
     m->comm_buf = m->nd > 1 ? owned_buffer(m, "comm_buffer", SZ_DTYPE_F32, m->nd * m->bucket, SZ_MEM_COMM)
                             : m->token;
     if (!m->sumsq || !m->clip || !m->one || !m->token || !m->comm_buf)
@@ -505,6 +502,8 @@ void sz_model_free(sz_model *m)
     for (int i = 0; i < m->ntensors; i++)
         sz_tensor_unregister(m->tensors[i]);
     sz_devpool_arena_reset(m->arena_mark); /* models are freed last-made first */
+    sz_plan_free(&m->step_plan);
+    sz_plan_free(&m->eval_plan);
     free(m->tensors);
     free(m->shared_acts);
     free(m->units);
@@ -639,6 +638,16 @@ int sz_unit_index(const sz_unit *u) { return u ? u->index : -1; }
 const char *sz_unit_name(const sz_unit *u) { return u ? u->name : ""; }
 sz_model *sz_unit_model(sz_unit *u) { return u ? u->model : NULL; }
 
+/* 1/(N·M·N_d): the gradient of the mean loss over every row, micro-batch and rank (the engine
+ * sums gradients over micro-batches and ranks). */
+static float loss_scale(const struct sz_model *m)
+{
+    if (!m || !m->loss || m->loss->numel < 1)
+        return 0.0f;
+    return 1.0f / ((float)m->loss->numel * (float)m->zero.micro_batches * (float)m->nd);
+}
+float sz_unit_loss_scale(const sz_unit *u) { return u ? loss_scale(u->model) : 0.0f; }
+
 /* ---- losses and the step entry points ----------------------------------------------------- */
 
 /* The mean over all ranks of the loss tensor's mean (ranks added in rank order). */
@@ -679,7 +688,7 @@ sz_status sz_model_eval(sz_model *m, float *loss)
 {
     if (!m || !m->finalized)
         return SZ_ERR_STATE;
-    sz_status st = sz_zero_forward(m, 0);
+    sz_status st = sz_zero_eval(m);
     if (st == SZ_OK)
         st = global_mean_loss(m, loss);
     sz_status fail = sz_model_take_failure(m);
@@ -708,10 +717,8 @@ sz_status sz_model_forward_backward(sz_model *m, float *loss)
         m->step_ns = __atomic_load_n(&m->counters.comm_ns, __ATOMIC_RELAXED);
     }
     /* d(mean loss over all rows of all micro-batches of all ranks) / d(one row's loss) */
-    m->dloss = 1.0f / ((float)m->loss->numel * (float)m->zero.micro_batches * (float)m->nd);
-    sz_status st = sz_zero_forward(m, 1);
-    if (st == SZ_OK)
-        st = sz_zero_backward(m);
+    m->dloss = loss_scale(m);
+    sz_status st = sz_zero_forward_backward(m);
     if (st == SZ_OK)
         m->micro_batch++;
     if (st == SZ_OK)

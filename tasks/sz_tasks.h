@@ -9,6 +9,7 @@
 #include "starzero.h"
 #include "sz_runtime.h"
 #include "sz_codelets.h"
+#include "sz_plan.h"
 
 /* A tensor is a view: `numel` elements at element `offset` of the vector handle `h`, which holds
  * `handle_numel` elements. A unit's parameters are views of one flat handle, and so on. */
@@ -39,7 +40,8 @@ struct sz_unit {
     int checkpointable;
     int backward_skips_params;   /* see sz_unit_desc */
     sz_tensor *ckpt, *ckpt_host; /* offloaded checkpoint: device tensor (lazy) and its host pool copy */
-    int ckpt_on_device;          /* submission-time state */
+    int64_t ckpt_bytes;          /* bytes of its offloadable input checkpoint (sz_model_checkpoint;
+                                    0: none), whether or not this configuration offloads it */
     sz_param_spec *params;
     int nparams;
     int64_t *offset;   /* offset of each param in the flat buffer */
@@ -59,8 +61,6 @@ struct sz_unit {
     sz_tensor gshard;  /* this rank's reduced gradient slice: a view of grad (0-1) or its own buffer (2-3) */
     sz_tensor adam_m, adam_v;   /* full (stage 0) or shard */
     sz_tensor sumsq;   /* view: squared norm of this rank's gradient slice (one float of model->sumsq) */
-    int gathered;      /* submission-time state: stage 3 parameters currently gathered */
-    int grads_live;    /* submission-time state: stage 2-3 gradient buffer allocated */
 };
 
 /* The first unusable input a kernel met this step (sz_task_fail, include/starzero_starpu.h). */
@@ -93,7 +93,10 @@ struct sz_model {
     int64_t bucket;              /* elements per rank and round of a reduce-scatter */
     sz_tensor *token;            /* one float every communication task writes: one order on all ranks */
     float last_grad_norm;
-    uint64_t position;           /* plan position of the next task submitted (task->sched_data) */
+    uint64_t position;           /* plan position of the next task submitted (task->sched_data):
+                                    current_action << 16, plus the tasks the action submitted so far */
+    int64_t current_action;      /* index in the plan of the action being submitted (tasks/zero.c) */
+    sz_plan step_plan, eval_plan;/* the plans tasks/zero.c submits (built on first use) */
     int64_t predicted_peak;      /* bytes per rank the plan predicts (sz_model_finalize) */
     double overlap, comm_busy_s, compute_busy_s; /* the last step's, from the zero policy (-1: n/a) */
     int ntimeline;                               /* the last step's live-bytes timeline, downsampled */
@@ -105,7 +108,7 @@ struct sz_model {
     struct sz_task_failure failure;
 };
 
-/* tasks/ops.c: the step's own tasks */
+/* The step's own tasks, each submitted by its codelet's file (codelets/<op>.c). */
 sz_status sz_submit_zero(struct sz_unit *u, const sz_tensor *t, const char *name, struct sz_counters *acct, int category, int64_t bytes,
                          const sz_tensor *token);
 sz_status sz_submit_sumsq(struct sz_unit *u, const sz_tensor *out, const sz_tensor *x, const char *name);
@@ -124,12 +127,20 @@ sz_status sz_submit_adamw_mixed(struct sz_unit *u, const sz_tensor *master, cons
                                 const sz_tensor *v, const sz_tensor *scale, const sz_tensor *norm, int acc,
                                 const sz_train_config *cfg, float wd, int t, const char *name);
 
+/* codelets/scale.c: x *= alpha (tests of the runtime and of CUDA); where: 0 any worker, else
+ * STARPU_CPU / STARPU_CUDA. */
+sz_status sz_submit_scale(const sz_tensor *x, float alpha, const char *name, uint32_t where);
+
 /* tasks/task.c: the task builder behind sz_task_submit (include/starzero_starpu.h) for the library's
- * own tasks: `name` is the task's full name, `op` the operation's (for messages); m may be NULL. */
+ * own tasks: `name` is the task's full name, `op` the operation's (for messages); m may be NULL
+ * (then unit is 0xffff). The _where form restricts the workers (STARPU_CPU, STARPU_CUDA; 0: any). */
 struct sz_task_tensor;
 sz_status sz_task_submit_named(struct sz_model *m, int unit, const char *name, const char *op,
                                struct starpu_codelet *cl, const struct sz_task_tensor *tensors, int ntensors,
                                const void *params, size_t params_size);
+sz_status sz_task_submit_where(struct sz_model *m, int unit, const char *name, const char *op,
+                               struct starpu_codelet *cl, const struct sz_task_tensor *tensors, int ntensors,
+                               const void *params, size_t params_size, uint32_t where);
 /* An op's wrapper refusing its arguments (a shape, not a tensor: sz_task_submit names those): logs
  * "<op> (<task name>): <message>" and returns SZ_ERR_INVALID. u may be NULL. */
 sz_status sz_op_invalid(struct sz_unit *u, const char *op, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -148,15 +159,22 @@ sz_status sz_tensor_write_f32(sz_tensor *t, const float *src);
 sz_tensor sz_tensor_view(const sz_tensor *base, int64_t offset, int64_t numel, const char *name);
 void sz_tensor_unregister(sz_tensor *t);
 
-/* tasks/zero.c: the ZeRO step driver */
-/* Bytes of parameters unit u's compute tasks need present (gathered and/or working copy). */
-int64_t sz_zero_params_bytes(const struct sz_model *m, const struct sz_unit *u);
-/* 1 when the unit's backward needs its parameters (and its tied units') gathered or converted. */
-int sz_zero_backward_gathers(const struct sz_model *m, const struct sz_unit *u);
-/* then_backward: the backward follows at once, so the last unit keeps what it gathered for it. */
-sz_status sz_zero_forward(struct sz_model *m, int then_backward);
-sz_status sz_zero_backward(struct sz_model *m);
+/* tasks/model.c: sets m->predicted_peak from the plan's fold; with budget > 0 (bytes per rank)
+ * and a peak over it, logs what fits (by the same fold) and returns SZ_ERR_BUDGET. */
+sz_status sz_model_check_budget(struct sz_model *m, int64_t budget);
+
+/* tasks/zero.c: the ZeRO step driver, submitting the plan (graph/sz_plan.h) */
+/* The plan configuration of this model (its ZeRO config, ranks, communication worker, and the
+ * bytes it holds beside the units), for pass and clipping. */
+void sz_zero_plan_config(const struct sz_model *m, sz_plan_pass pass, int clip, sz_plan_config *c);
+/* The plan of this model's units under c (what predictions for other configurations use too). */
+sz_status sz_zero_plan_build(const struct sz_model *m, const sz_plan_config *c, sz_plan *out);
+/* Elements per rank and round of a reduce-scatter for this model at nd ranks. */
+int64_t sz_zero_bucket_elems(const struct sz_model *m, int nd);
+/* Micro-batch m->micro_batch's forward and backward; the update; one evaluation forward pass. */
+sz_status sz_zero_forward_backward(struct sz_model *m);
 sz_status sz_zero_update(struct sz_model *m, const sz_train_config *cfg, int t);
+sz_status sz_zero_eval(struct sz_model *m);
 /* Host-side, collective: the full padded flat values of unit u assembled from every rank's
  * slice `which` (0: parameters, 1: gradients) into full (u->padded floats). */
 sz_status sz_zero_assemble(struct sz_model *m, struct sz_unit *u, int which, float *full);

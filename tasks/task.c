@@ -42,6 +42,13 @@ sz_status sz_task_submit_named(struct sz_model *m, int unit, const char *name, c
                                struct starpu_codelet *cl, const sz_task_tensor *tt, int n, const void *params,
                                size_t params_size)
 {
+    return sz_task_submit_where(m, unit, name, op, cl, tt, n, params, params_size, 0);
+}
+
+sz_status sz_task_submit_where(struct sz_model *m, int unit, const char *name, const char *op,
+                               struct starpu_codelet *cl, const sz_task_tensor *tt, int n, const void *params,
+                               size_t params_size, uint32_t where)
+{
     if (!cl || n < 0 || n > SZ_TASK_MAX_TENSORS || (n && !tt) || (params_size && !params)) {
         log_err(m, "%s (%s): bad task description (%d tensors, codelet %p)", op ? op : "?", name ? name : "?", n,
                 (void *)cl);
@@ -100,8 +107,10 @@ sz_status sz_task_submit_named(struct sz_model *m, int unit, const char *name, c
         l->dtype[k] = t->dtype;
     }
     void *sd = sz_sched_data(m ? m->position++ : 0, unit);
-    int ret = starpu_task_insert(cl, STARPU_DATA_MODE_ARRAY, d, nb, STARPU_CL_ARGS, buf, total, STARPU_NAME,
-                                 l->name, STARPU_TASK_SCHED_DATA, sd, 0);
+    int ret = where ? starpu_task_insert(cl, STARPU_DATA_MODE_ARRAY, d, nb, STARPU_CL_ARGS, buf, total, STARPU_NAME,
+                                         l->name, STARPU_TASK_SCHED_DATA, sd, STARPU_EXECUTE_WHERE, where, 0)
+                    : starpu_task_insert(cl, STARPU_DATA_MODE_ARRAY, d, nb, STARPU_CL_ARGS, buf, total, STARPU_NAME,
+                                         l->name, STARPU_TASK_SCHED_DATA, sd, 0);
     if (ret != 0) {
         log_err(m, "%s (%s): StarPU refused the task (%d)", op, l->name, ret);
         return SZ_ERR_RUNTIME;
@@ -109,17 +118,52 @@ sz_status sz_task_submit_named(struct sz_model *m, int unit, const char *name, c
     return SZ_OK;
 }
 
+/* "<phase>:<unit>:<op>" */
+static void task_name(char *name, size_t size, const sz_unit *u, const char *op)
+{
+    snprintf(name, size, "%s:%s", u->phase ? u->phase : u->name, op);
+}
+
 sz_status sz_task_submit(sz_unit *u, struct starpu_codelet *cl, const char *op, const sz_task_tensor *tensors,
                          int ntensors, const void *params, size_t params_size)
 {
+    if (!op)
+        op = cl && cl->name ? cl->name : "op";
     if (!u) {
-        log_err(NULL, "%s: called outside a unit's callback (unit is NULL)", op ? op : "?");
+        log_err(NULL, "%s: called outside a unit's callback (unit is NULL)", op);
         return SZ_ERR_INVALID;
     }
     char name[64];
-    snprintf(name, sizeof name, "%s:%s", u->phase ? u->phase : u->name, op ? op : (cl ? cl->name : "op"));
-    return sz_task_submit_named(u->model, u->index, name, op ? op : name, cl, tensors, ntensors, params,
-                                params_size);
+    task_name(name, sizeof name, u, op);
+    return sz_task_submit_named(u->model, u->index, name, op, cl, tensors, ntensors, params, params_size);
+}
+
+sz_status sz_task_refuse(sz_unit *u, const char *op, const char *fmt, ...)
+{
+    char msg[400], name[64] = "";
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    if (!op)
+        op = "op";
+    if (u)
+        task_name(name, sizeof name, u, op);
+    log_err(u ? u->model : NULL, "%s (%s): %s", op, u ? name : "outside a unit's callback", msg);
+    return SZ_ERR_INVALID;
+}
+
+int sz_task_check_ids(const void *cl_arg, const char *role, const int32_t *ids, int64_t n, int64_t limit)
+{
+    if (!ids)
+        return 0;
+    for (int64_t i = 0; i < n; i++)
+        if (ids[i] < 0 || ids[i] >= limit) {
+            sz_task_fail(cl_arg, "%s %d at row %lld is outside the vocabulary [0, %lld)", role ? role : "index",
+                         (int)ids[i], (long long)i, (long long)limit);
+            return 1;
+        }
+    return 0;
 }
 
 void sz_task_fail(const void *cl_arg, const char *fmt, ...)

@@ -1,263 +1,264 @@
-/* tasks/zero.c — one ZeRO step as tasks, rank r of nd (docs/ARCHITECTURE.md: plan -> submit, ZeRO semantics):
- *
- *   forward:  for u in order:    [3: gather u (+ tied units)] fwd(u) [3: release them, except
- *                                for the last unit, whose backward follows]
- *   backward: for u in reverse:  [3: gather] [2-3: allocate grads on first touch] [checkpointing:
- *                                recompute fwd(u)] bwd(u) [3: release]
- *                                [2-3: reduce-scatter u's grads into the shard (every micro-batch), free them]
- *   update:   [0-1: reduce-scatter every unit's grads into its own slice] [0: all-gather them]
- *             squared norms of the owned slices -> all-gathered -> clip factor (and the norm)
- *             AdamW on the owned slice (stage 0: on everything), one task per tensor piece; it
- *             waits for the clip factor only when clipping is on. Without clipping (except stage 0
- *             across ranks) AdamW takes the squared norms in its own pass instead, and the
- *             all-gather of them, for the reported norm, comes after it
- *             [1-2: all-gather the updated parameters]
+/* tasks/zero.c — one ZeRO step as tasks: the step plan (graph/plan.c; docs/ARCHITECTURE.md: plan -> submit) submitted
+ * action by action. The plan says what to gather, convert, allocate, compute, release,
+ * reduce-scatter, all-gather and update, in order, with the bytes each action makes live or frees;
+ * here one loop walks it and one submit function per action kind turns it into tasks, the byte
+ * figures they account coming from the action. Every task of an action carries the action's index
+ * in the plan (m->current_action; tasks/ops.c reads m->position, set from it) for the `zero`
+ * policy. The unit's forward and backward callbacks run for the FWD, RECOMPUTE and BWD actions.
  *
  * Every reduction sums the ranks' contributions in rank order (codelets/reduce_scatter.c), so at
- * a fixed nd and one micro-batch all stages give bitwise the same losses and parameters. */
+ * a fixed nd and one micro-batch all stages give bitwise the same losses and parameters.
+ * Every task that accounts bytes is ordered on the model's communication token, so the engine's
+ * live-bytes counters pass through the plan's fold action by action. */
 #include <stdlib.h>
 #include <string.h>
 #include "sz_tasks.h"
 #include "sz_sched.h"
 #include "sz_deadline.h"
 
-/* ---- the parameters a unit's compute tasks read ---------------------------------------------
- * Stage 3 gathers them just in time; mixed precision converts the bf16 parameters into an fp32
- * working copy. Both are released right after use (invalidated: StarPU frees the buffer). */
+/* ---- the plan of this model ------------------------------------------------------------------ */
 
-static int64_t elem_bytes(const struct sz_model *m) { return m->mixed ? 2 : 4; }
-
-int64_t sz_zero_params_bytes(const struct sz_model *m, const struct sz_unit *u)
+static void plan_units(const struct sz_model *m, sz_plan_unit *pu)
 {
-    return (m->zero.stage == 3 ? u->padded * elem_bytes(m) : 0) + (m->mixed ? u->padded * 4 : 0);
-}
-
-static sz_status gather(struct sz_model *m, struct sz_unit *u)
-{
-    if (u->gathered)
-        return SZ_OK;
-    u->gathered = 1;
-    sz_status st = SZ_OK;
-    if (m->zero.stage == 3)
-        st = sz_submit_all_gather(m, u, 1, SZ_MEM_GATHERED, u->padded * elem_bytes(m));
-    if (st == SZ_OK && m->mixed) {
-        st = sz_submit_convert(m, &u->work.all, &u->param.all, 0, SZ_MEM_GATHERED, u->padded * 4, u->gather_name);
-        if (st == SZ_OK && m->zero.stage == 3) { /* the bf16 gathered copy is not needed any more */
-            st = sz_submit_account(m, &u->param.all, SZ_MEM_GATHERED, -u->padded * 2, u->release_name);
-            starpu_data_invalidate_submit(u->param.all.h);
-        }
+    for (int i = 0; i < m->nunits; i++) {
+        const struct sz_unit *u = m->units[i];
+        pu[i] = (sz_plan_unit){.numel = u->numel, .uses = u->uses, .nuses = u->nuses, .has_backward = u->backward != NULL,
+                               .checkpointable = u->checkpointable, .backward_skips_params = u->backward_skips_params,
+                               .ckpt_bytes = u->ckpt_bytes};
     }
-    return st;
 }
 
-static sz_status release(struct sz_model *m, struct sz_unit *u)
+void sz_zero_plan_config(const struct sz_model *m, sz_plan_pass pass, int clip, sz_plan_config *c)
 {
-    if (!u->gathered)
-        return SZ_OK;
-    u->gathered = 0;
-    struct sz_flat *f = m->mixed ? &u->work : (m->zero.stage == 3 ? &u->param : NULL);
-    if (!f)
-        return SZ_OK;
-    sz_status st = sz_submit_account(m, &f->all, SZ_MEM_GATHERED, -u->padded * 4, u->release_name);
-    starpu_data_invalidate_submit(f->all.h);
-    return st;
+    memset(c, 0, sizeof *c);
+    c->pass = pass;
+    c->stage = m->zero.stage;
+    c->nd = m->nd;
+    c->rank = m->rank;
+    c->micro_batches = m->zero.micro_batches;
+    c->mixed = m->zero.precision == SZ_PRECISION_BF16;
+    c->checkpoint = m->zero.checkpoint;
+    c->offload = m->zero.offload_checkpoints;
+    c->prefetch_bytes = m->zero.prefetch_bytes;
+    c->max_live_bytes = m->zero.max_live_bytes;
+    c->bucket_elems = sz_zero_bucket_elems(m, m->nd);
+    c->comm_worker = sz_comm_worker >= 0;
+    c->clip = clip;
+    /* what the model holds beside the units' states (registered before sz_model_finalize) */
+    c->extra[SZ_MEM_ACTIVATIONS] = m->persistent[SZ_MEM_ACTIVATIONS];
+    c->extra[SZ_MEM_HOST] = m->persistent[SZ_MEM_HOST];
 }
 
-static sz_status with_uses(struct sz_model *m, struct sz_unit *u, sz_status (*fn)(struct sz_model *, struct sz_unit *))
+int64_t sz_zero_bucket_elems(const struct sz_model *m, int nd)
 {
-    sz_status st = fn(m, u);
-    for (int i = 0; i < u->nuses && st == SZ_OK; i++)
-        st = fn(m, m->units[u->uses[i]]);
-    return st;
-}
-
-/* ---- the gradients a unit's backward writes ----------------------------------------------------
- * fp32, stages 0-1: straight into the persistent full gradients (zeroed once per step).
- * Otherwise into a buffer allocated on first touch: stages 2-3 reduce-scatter it into the shard
- * right after the unit's backward (every micro-batch) and free it; mixed precision first converts
- * the fp32 working gradients to bf16 (added into the persistent bf16 gradients at stages 0-1). */
-
-static sz_status grads_touch(struct sz_model *m, struct sz_unit *u)
-{
-    if (u->grads_live)
-        return SZ_OK;
-    u->grads_live = 1;
-    if (!m->mixed && m->zero.stage < 2)
-        return SZ_OK;
-    return sz_submit_zero(u, &u->wg->all, u->bwd_name, &m->counters, SZ_MEM_GRADS_IN_FLIGHT, u->padded * 4, m->token);
-}
-
-static sz_status grads_flush(struct sz_model *m, struct sz_unit *u)
-{
-    if ((!m->mixed && m->zero.stage < 2) || !u->grads_live)
-        return SZ_OK;
-    u->grads_live = 0;
-    sz_status st = SZ_OK;
-    int64_t release = u->padded * 4;
-    if (m->mixed) {
-        int keep = m->zero.stage >= 2; /* a bf16 copy lives on until its reduce-scatter */
-        st = sz_submit_convert(m, &u->grad.all, &u->wgrad.all, !keep, SZ_MEM_GRADS_IN_FLIGHT,
-                               (keep ? u->padded * 2 : 0) - u->padded * 4, u->bwd_name);
-        starpu_data_invalidate_submit(u->wgrad.all.h);
-        release = u->padded * 2;
+    int64_t maxpad = 1;
+    for (int i = 0; i < m->nunits; i++) {
+        int64_t p = sz_plan_padded(m->units[i]->numel, nd);
+        maxpad = p > maxpad ? p : maxpad;
     }
-    if (st == SZ_OK && m->zero.stage >= 2) {
-        st = sz_submit_reduce_scatter(m, u, m->micro_batch > 0, release);
-        starpu_data_invalidate_submit(u->grad.all.h);
-    }
+    return sz_plan_bucket_elems(m->zero.bucket_bytes, nd, maxpad);
+}
+
+sz_status sz_zero_plan_build(const struct sz_model *m, const sz_plan_config *c, sz_plan *out)
+{
+    sz_plan_unit *pu = calloc((size_t)m->nunits + 1, sizeof *pu);
+    if (!pu)
+        return SZ_ERR_NOMEM;
+    plan_units(m, pu);
+    sz_status st = sz_plan_build(pu, m->nunits, c, out);
+    free(pu);
     return st;
 }
 
-/* ---- P_a+cpu: offloaded activation checkpoints ---------------------------------------------
- * A checkpointable unit's input lives on the device pool from its producer's forward to its own
- * forward, then moves to the host pool (a copy task) and is freed; it comes back before the unit's
- * recompute (fetched one unit ahead) and is freed after the unit's backward. The checkpoint the
- * recompute writes again (the next unit's input) is allocated for it and freed right after. */
-static int64_t ckpt_bytes(const struct sz_unit *v) { return v->ckpt->numel * (int64_t)sz_dtype_size(v->ckpt->dtype); }
-
-static sz_status ckpt_alloc(struct sz_model *m, struct sz_unit *v)
+/* The model's plan for a pass (the step's is rebuilt when the clipping changes). */
+static sz_status plan_of(struct sz_model *m, sz_plan_pass pass, int clip, const sz_plan **out)
 {
-    if (!v || !v->ckpt || v->ckpt_on_device)
-        return SZ_OK;
-    v->ckpt_on_device = 1;
-    return sz_submit_zero(v, v->ckpt, v->fetch_name, &m->counters, SZ_MEM_CHECKPOINTS, ckpt_bytes(v), NULL);
-}
-
-static sz_status ckpt_offload(struct sz_model *m, struct sz_unit *v)
-{
-    if (!v->ckpt || !v->ckpt_on_device)
-        return SZ_OK;
-    v->ckpt_on_device = 0;
-    sz_status st = sz_submit_convert(m, v->ckpt_host, v->ckpt, 0, SZ_MEM_CHECKPOINTS, -ckpt_bytes(v), v->offload_name);
-    starpu_data_invalidate_submit(v->ckpt->h);
-    return st;
-}
-
-static sz_status ckpt_fetch(struct sz_model *m, struct sz_unit *v)
-{
-    if (!v || !v->ckpt || v->ckpt_on_device)
-        return SZ_OK;
-    v->ckpt_on_device = 1;
-    return sz_submit_convert(m, v->ckpt, v->ckpt_host, 0, SZ_MEM_CHECKPOINTS, ckpt_bytes(v), v->fetch_name);
-}
-
-static sz_status ckpt_drop(struct sz_model *m, struct sz_unit *v)
-{
-    if (!v || !v->ckpt || !v->ckpt_on_device)
-        return SZ_OK;
-    v->ckpt_on_device = 0;
-    sz_status st = sz_submit_account(m, v->ckpt, SZ_MEM_CHECKPOINTS, -ckpt_bytes(v), v->release_name);
-    starpu_data_invalidate_submit(v->ckpt->h);
-    return st;
-}
-
-/* Whether the unit's backward needs its parameters (and its tied units') gathered: not for a
- * backward that reads none, unless the unit's forward is recomputed before it. */
-int sz_zero_backward_gathers(const struct sz_model *m, const struct sz_unit *u)
-{
-    return u->backward && !(u->backward_skips_params && !(m->zero.checkpoint && u->checkpointable));
-}
-
-/* ---- the prefetch window ----------------------------------------------------------------------
- * Stage 3: after gathering the unit about to compute, gather the next units in the pass's order
- * while they fit in prefetch_bytes (and the gathered bytes alive stay within max_live_bytes), so
- * their gathers can run while this unit computes. Releases stay right after each unit's use. */
-static sz_status prefetch(struct sz_model *m, int from, int step)
-{
-    if (m->zero.stage < 3 || m->zero.prefetch_bytes <= 0)
-        return SZ_OK;
-    int64_t live = 0, ahead = 0;
-    for (int i = 0; i < m->nunits; i++)
-        if (m->units[i]->gathered)
-            live += sz_zero_params_bytes(m, m->units[i]);
-    for (int i = from; i >= 0 && i < m->nunits; i += step) {
-        struct sz_unit *u = m->units[i];
-        if (step < 0 && !sz_zero_backward_gathers(m, u))
-            continue;
-        /* the unit and the units it uses (the head: the tied embedding); those gathered by an
-         * earlier call count too: the window is bytes ahead, not new bytes */
-        int64_t b = 0, add = 0;
-        for (int k = -1; k < u->nuses; k++) {
-            struct sz_unit *v = k < 0 ? u : m->units[u->uses[k]];
-            b += sz_zero_params_bytes(m, v);
-            add += v->gathered ? 0 : sz_zero_params_bytes(m, v);
-        }
-        if (ahead + b > m->zero.prefetch_bytes || (m->zero.max_live_bytes > 0 && live + add > m->zero.max_live_bytes))
-            break;
-        sz_status st = with_uses(m, u, gather);
+    sz_plan *p = pass == SZ_PASS_STEP ? &m->step_plan : &m->eval_plan;
+    if (!p->a || (pass == SZ_PASS_STEP && p->cfg.clip != clip)) {
+        sz_plan_config c;
+        sz_zero_plan_config(m, pass, clip, &c);
+        sz_plan_free(p);
+        sz_status st = sz_zero_plan_build(m, &c, p);
         if (st != SZ_OK)
             return st;
-        ahead += b;
-        live += add;
     }
+    *out = p;
     return SZ_OK;
 }
 
-/* ---- passes ------------------------------------------------------------------------------------ */
+/* ---- one submit function per action kind -------------------------------------------------------- */
 
-sz_status sz_zero_forward(struct sz_model *m, int then_backward)
+struct step_args {
+    const sz_train_config *cfg;
+    int t;
+};
+
+/* The action's bytes and their category (-1 and 0 when it accounts none). */
+static int64_t bytes_of(const sz_action *a, int *cat)
 {
-    sz_status st = SZ_OK;
-    for (int i = 0; i < m->nunits && st == SZ_OK; i++) {
-        struct sz_unit *u = m->units[i];
-        if ((st = with_uses(m, u, gather)) != SZ_OK || (st = prefetch(m, i + 1, 1)) != SZ_OK)
-            break;
-        struct sz_unit *next = i + 1 < m->nunits ? m->units[i + 1] : NULL;
-        if ((st = ckpt_alloc(m, next)) != SZ_OK) /* this forward writes the next unit's checkpoint */
-            break;
-        u->phase = u->fwd_name;
-        if ((st = u->forward(u, u->user)) != SZ_OK)
-            break;
-        /* the last unit's backward comes next and needs the same parameters: keep them */
-        int keep = then_backward && i == m->nunits - 1 && u->backward;
-        if (!keep && (st = with_uses(m, u, release)) != SZ_OK)
-            break;
-        st = ckpt_offload(m, u); /* our input waits on the host pool until our recompute */
+    for (int c = 0; c < SZ_MEM_NCATEGORIES; c++)
+        if (a->delta[c]) {
+            *cat = c;
+            return a->delta[c];
+        }
+    *cat = -1;
+    return 0;
+}
+
+static const sz_tensor *buffer(struct sz_unit *u, sz_plan_buf b)
+{
+    switch (b) {
+    case SZ_BUF_PARAM: return &u->param.all;
+    case SZ_BUF_WORK: return &u->work.all;
+    case SZ_BUF_GRAD: return &u->grad.all;
+    case SZ_BUF_WGRAD: return &u->wg->all;
+    case SZ_BUF_CKPT: return u->ckpt;
+    default: return NULL;
     }
+}
+
+typedef sz_status (*submit_fn)(struct sz_model *m, struct sz_unit *u, const sz_action *a, const struct step_args *s);
+
+static sz_status do_gather(struct sz_model *m, struct sz_unit *u, const sz_action *a, const struct step_args *s)
+{
+    (void)s;
+    int cat;
+    int64_t b = bytes_of(a, &cat);
+    return sz_submit_all_gather(m, u, 1, cat, b);
+}
+
+static sz_status do_convert(struct sz_model *m, struct sz_unit *u, const sz_action *a, const struct step_args *s)
+{
+    (void)s;
+    int cat;
+    int64_t b = bytes_of(a, &cat);
+    return sz_submit_convert(m, &u->work.all, &u->param.all, 0, cat, b, u->gather_name);
+}
+
+/* Invalidation frees the buffer (StarPU allocated it on demand). */
+static sz_status do_release(struct sz_model *m, struct sz_unit *u, const sz_action *a, const struct step_args *s)
+{
+    (void)s;
+    int cat;
+    int64_t b = bytes_of(a, &cat);
+    const sz_tensor *t = buffer(u, a->buf);
+    if (!t)
+        return SZ_ERR_STATE;
+    sz_status st = sz_submit_account(m, t, cat, b, u->release_name);
+    starpu_data_invalidate_submit(t->h);
     return st;
 }
 
-sz_status sz_zero_backward(struct sz_model *m)
+/* The zeroing that allocates a checkpoint is ordered on the token like every accounting task. */
+static sz_status do_ckpt_alloc(struct sz_model *m, struct sz_unit *u, const sz_action *a, const struct step_args *s)
 {
-    sz_status st = SZ_OK;
-    if (m->zero.stage < 2 && m->micro_batch == 0) /* full gradients accumulate over micro-batches */
-        for (int i = 0; i < m->nunits && st == SZ_OK; i++)
-            st = sz_submit_zero(m->units[i], &m->units[i]->grad.all, m->units[i]->bwd_name, NULL, 0, 0, NULL);
-    for (int i = m->nunits - 1; i >= 0 && st == SZ_OK; i--) {
-        struct sz_unit *u = m->units[i];
-        if (u->backward) {
-            if ((sz_zero_backward_gathers(m, u) && (st = with_uses(m, u, gather)) != SZ_OK) ||
-                (st = prefetch(m, i - 1, -1)) != SZ_OK || (st = with_uses(m, u, grads_touch)) != SZ_OK)
-                break;
-            struct sz_unit *next = i + 1 < m->nunits ? m->units[i + 1] : NULL;
-            int recompute = m->zero.checkpoint && u->checkpointable;
-            if (recompute) { /* the forward's activations, again */
-                if ((st = ckpt_fetch(m, u)) != SZ_OK || (st = ckpt_fetch(m, i > 0 ? m->units[i - 1] : NULL)) != SZ_OK ||
-                    (st = ckpt_alloc(m, next)) != SZ_OK)
-                    break;
-                u->phase = u->recompute_name;
-                if ((st = u->forward(u, u->user)) != SZ_OK)
-                    break;
-            }
-            u->phase = u->bwd_name;
-            if ((st = u->backward(u, u->user)) != SZ_OK || (st = with_uses(m, u, release)) != SZ_OK)
-                break;
-            /* with a communication worker, the next unit's gradients before our reduce-scatter:
-             * both take the token, and its backward must not wait for our communication (one
-             * unit's gradients more in flight; the plan counts them) */
-            if (sz_comm_worker >= 0 && i > 0 && m->units[i - 1]->backward &&
-                (st = with_uses(m, m->units[i - 1], grads_touch)) != SZ_OK)
-                break;
-            if (recompute && ((st = ckpt_drop(m, next)) != SZ_OK || (st = ckpt_drop(m, u)) != SZ_OK))
-                break;
-        }
-        /* units only touch their own and earlier units' gradients: ours are complete now */
-        st = grads_flush(m, u);
-    }
-    for (int i = 0; i < m->nunits; i++)
-        if (!m->mixed && m->zero.stage < 2)
-            m->units[i]->grads_live = 0;
+    (void)s;
+    int cat;
+    int64_t b = bytes_of(a, &cat);
+    if (!u->ckpt)
+        return SZ_ERR_STATE;
+    return sz_submit_zero(u, u->ckpt, u->fetch_name, &m->counters, cat, b, m->token);
+}
+
+static sz_status do_ckpt_offload(struct sz_model *m, struct sz_unit *u, const sz_action *a, const struct step_args *s)
+{
+    (void)s;
+    int cat;
+    int64_t b = bytes_of(a, &cat);
+    if (!u->ckpt)
+        return SZ_ERR_STATE;
+    sz_status st = sz_submit_convert(m, u->ckpt_host, u->ckpt, 0, cat, b, u->offload_name);
+    starpu_data_invalidate_submit(u->ckpt->h);
     return st;
+}
+
+static sz_status do_ckpt_fetch(struct sz_model *m, struct sz_unit *u, const sz_action *a, const struct step_args *s)
+{
+    (void)s;
+    int cat;
+    int64_t b = bytes_of(a, &cat);
+    if (!u->ckpt)
+        return SZ_ERR_STATE;
+    return sz_submit_convert(m, u->ckpt, u->ckpt_host, 0, cat, b, u->fetch_name);
+}
+
+static sz_status do_fwd(struct sz_model *m, struct sz_unit *u, const sz_action *a, const struct step_args *s)
+{
+    (void)m, (void)a, (void)s;
+    u->phase = u->fwd_name;
+    return u->forward(u, u->user);
+}
+
+static sz_status do_recompute(struct sz_model *m, struct sz_unit *u, const sz_action *a, const struct step_args *s)
+{
+    (void)m, (void)a, (void)s;
+    u->phase = u->recompute_name;
+    return u->forward(u, u->user);
+}
+
+static sz_status do_bwd(struct sz_model *m, struct sz_unit *u, const sz_action *a, const struct step_args *s)
+{
+    (void)m, (void)a, (void)s;
+    if (!u->backward)
+        return SZ_ERR_STATE;
+    u->phase = u->bwd_name;
+    return u->backward(u, u->user);
+}
+
+static sz_status do_zero_grads(struct sz_model *m, struct sz_unit *u, const sz_action *a, const struct step_args *s)
+{
+    (void)m, (void)a, (void)s;
+    return sz_submit_zero(u, &u->grad.all, u->bwd_name, NULL, 0, 0, NULL);
+}
+
+/* With the token, the zeroing that allocates a unit's gradients is ordered after the earlier
+ * reduce-scatters, bounding the gradients in flight. */
+static sz_status do_grad_alloc(struct sz_model *m, struct sz_unit *u, const sz_action *a, const struct step_args *s)
+{
+    (void)s;
+    int cat;
+    int64_t b = bytes_of(a, &cat);
+    return sz_submit_zero(u, &u->wg->all, u->bwd_name, &m->counters, cat, b, m->token);
+}
+
+static sz_status do_grad_convert(struct sz_model *m, struct sz_unit *u, const sz_action *a, const struct step_args *s)
+{
+    (void)s;
+    int cat;
+    int64_t b = bytes_of(a, &cat);
+    sz_status st = sz_submit_convert(m, &u->grad.all, &u->wgrad.all, a->flag, cat, b, u->bwd_name);
+    starpu_data_invalidate_submit(u->wgrad.all.h);
+    return st;
+}
+
+/* Frees the full-size gradients it reduced when the action says so (stages 2-3). */
+static sz_status do_reduce_scatter(struct sz_model *m, struct sz_unit *u, const sz_action *a, const struct step_args *s)
+{
+    (void)s;
+    int cat;
+    int64_t b = bytes_of(a, &cat);
+    sz_status st = sz_submit_reduce_scatter(m, u, a->flag, -b);
+    if (b)
+        starpu_data_invalidate_submit(u->grad.all.h);
+    return st;
+}
+
+static sz_status do_all_gather(struct sz_model *m, struct sz_unit *u, const sz_action *a, const struct step_args *s)
+{
+    (void)a, (void)s;
+    return sz_submit_all_gather(m, u, 0, -1, 0);
+}
+
+static sz_status do_norm(struct sz_model *m, struct sz_unit *u, const sz_action *a, const struct step_args *s)
+{
+    (void)m, (void)a, (void)s;
+    return sz_submit_sumsq(u, &u->sumsq, &u->gshard, u->opt_name);
+}
+
+static sz_status do_clip(struct sz_model *m, struct sz_unit *u, const sz_action *a, const struct step_args *s)
+{
+    (void)u;
+    return sz_submit_clip(m, a->flag ? s->cfg->grad_clip : 0.0f);
 }
 
 /* AdamW on the piece of each tensor that lies in [lo, lo + n) of the unit's flat buffer. The
@@ -290,48 +291,77 @@ static sz_status adam_range(struct sz_model *m, struct sz_unit *u, const sz_trai
     return norm && !acc ? sz_submit_zero(u, norm, u->opt_name, NULL, 0, 0, NULL) : SZ_OK;
 }
 
+static sz_status do_optimizer(struct sz_model *m, struct sz_unit *u, const sz_action *a, const struct step_args *s)
+{
+    sz_status st;
+    if (u->state_unset) { /* --no-arenas: the optimizer state appears now */
+        if ((st = sz_submit_zero(u, &u->adam_m, u->opt_name, NULL, 0, 0, NULL)) != SZ_OK ||
+            (st = sz_submit_zero(u, &u->adam_v, u->opt_name, NULL, 0, 0, NULL)) != SZ_OK)
+            return st;
+        u->state_unset = 0;
+    }
+    const sz_tensor *norm = a->flag ? &u->sumsq : NULL;
+    if (m->zero.stage == 0) /* every rank updates everything, identically */
+        return adam_range(m, u, s->cfg, s->t, a->lo, a->n, &u->param.all, &u->grad.all, norm);
+    return adam_range(m, u, s->cfg, s->t, a->lo, a->n, &u->pshard, &u->gshard, norm);
+}
+
+static const submit_fn k_submit[SZ_ACT_NKINDS] = {
+    [SZ_ACT_GATHER] = do_gather,           [SZ_ACT_CONVERT] = do_convert,
+    [SZ_ACT_RELEASE] = do_release,         [SZ_ACT_CKPT_ALLOC] = do_ckpt_alloc,
+    [SZ_ACT_FWD] = do_fwd,                 [SZ_ACT_CKPT_OFFLOAD] = do_ckpt_offload,
+    [SZ_ACT_CKPT_FETCH] = do_ckpt_fetch,   [SZ_ACT_RECOMPUTE] = do_recompute,
+    [SZ_ACT_ZERO_GRADS] = do_zero_grads,   [SZ_ACT_GRAD_ALLOC] = do_grad_alloc,
+    [SZ_ACT_BWD] = do_bwd,                 [SZ_ACT_GRAD_CONVERT] = do_grad_convert,
+    [SZ_ACT_REDUCE_SCATTER] = do_reduce_scatter, [SZ_ACT_ALL_GATHER] = do_all_gather,
+    [SZ_ACT_NORM] = do_norm,               [SZ_ACT_CLIP] = do_clip,
+    [SZ_ACT_OPTIMIZER] = do_optimizer,
+};
+
+/* ---- the loop --------------------------------------------------------------------------------- */
+
+/* Actions [from, to) of plan p. A task's plan position is its action's index (the high bits; the
+ * low 16 count the action's own tasks in submission order, tasks/ops.c incrementing m->position). */
+static sz_status run(struct sz_model *m, const sz_plan *p, int from, int to, const struct step_args *s)
+{
+    for (int k = from; k < to; k++) {
+        const sz_action *a = &p->a[k];
+        if (a->kind < 0 || a->kind >= SZ_ACT_NKINDS || !k_submit[a->kind] || a->unit >= m->nunits)
+            return SZ_ERR_STATE;
+        m->current_action = k;
+        m->position = (uint64_t)k << 16;
+        struct sz_unit *u = a->unit >= 0 ? m->units[a->unit] : m->units[0];
+        sz_status st = k_submit[a->kind](m, u, a, s);
+        if (st != SZ_OK)
+            return st;
+    }
+    return SZ_OK;
+}
+
+sz_status sz_zero_forward_backward(struct sz_model *m)
+{
+    const sz_plan *p;
+    sz_status st = plan_of(m, SZ_PASS_STEP, m->step_plan.a ? m->step_plan.cfg.clip : 0, &p);
+    if (st != SZ_OK)
+        return st;
+    struct step_args s = {0};
+    return run(m, p, p->mb_begin[m->micro_batch], p->mb_begin[m->micro_batch + 1], &s);
+}
+
+sz_status sz_zero_eval(struct sz_model *m)
+{
+    const sz_plan *p;
+    sz_status st = plan_of(m, SZ_PASS_EVAL, 0, &p);
+    struct step_args s = {0};
+    return st != SZ_OK ? st : run(m, p, 0, p->n, &s);
+}
+
 sz_status sz_zero_update(struct sz_model *m, const sz_train_config *cfg, int t)
 {
-    sz_status st = SZ_OK;
-    int s = m->zero.stage;
-    /* Without clipping nothing waits for the norm: where each rank updates exactly its own shard,
-     * AdamW takes the shard's norm in its own pass over the gradients (one read of them less). Its
-     * tasks then chain through the norms' buffer, so they go in the order the gradients become
-     * final in: last unit first when backward left them final (stages 2-3, or one rank), unit
-     * order when the reduce-scatters below do (stages 0-1 across ranks). */
-    int fused = cfg->grad_clip <= 0 && (s > 0 || m->nd == 1);
-    int last_first = fused && (s >= 2 || m->nd == 1);
-    for (int i = 0; i < m->nunits && st == SZ_OK; i++) {
-        struct sz_unit *u = m->units[i];
-        /* stages 0-1 on one rank: the shard is the whole gradient, already reduced */
-        if (s < 2 && m->nd > 1)
-            st = sz_submit_reduce_scatter(m, u, 0, 0);
-        if (st == SZ_OK && s == 0 && m->nd > 1)
-            st = sz_submit_all_gather(m, u, 0, -1, 0); /* the all-reduce's second half */
-        if (st == SZ_OK && !fused)
-            st = sz_submit_sumsq(u, &u->sumsq, &u->gshard, u->opt_name);
-    }
-    if (st == SZ_OK && !fused)
-        st = sz_submit_clip(m, cfg->grad_clip);
-    for (int j = 0; j < m->nunits && st == SZ_OK; j++) {
-        struct sz_unit *u = m->units[last_first ? m->nunits - 1 - j : j];
-        if (u->state_unset) { /* --no-arenas: the optimizer state appears now */
-            if ((st = sz_submit_zero(u, &u->adam_m, u->opt_name, NULL, 0, 0, NULL)) != SZ_OK ||
-                (st = sz_submit_zero(u, &u->adam_v, u->opt_name, NULL, 0, 0, NULL)) != SZ_OK)
-                break;
-            u->state_unset = 0;
-        }
-        const sz_tensor *norm = fused ? &u->sumsq : NULL;
-        if (s == 0) /* every rank updates everything, identically */
-            st = adam_range(m, u, cfg, t, 0, u->padded, &u->param.all, &u->grad.all, norm);
-        else
-            st = adam_range(m, u, cfg, t, (int64_t)m->rank * u->shard, u->shard, &u->pshard, &u->gshard, norm);
-        if (st == SZ_OK && (s == 1 || s == 2))
-            st = sz_submit_all_gather(m, u, 0, -1, 0);
-    }
-    if (st == SZ_OK && fused) /* the norm, for the report (its factor is 1) */
-        st = sz_submit_clip(m, 0.0f);
-    return st;
+    const sz_plan *p;
+    sz_status st = plan_of(m, SZ_PASS_STEP, cfg->grad_clip > 0, &p);
+    struct step_args s = {cfg, t};
+    return st != SZ_OK ? st : run(m, p, p->mb_begin[p->cfg.micro_batches], p->n, &s);
 }
 
 /* ---- host-side assembly of full values from the owners' slices ---------------------------------- */

@@ -11,7 +11,10 @@
 #     micro-batches; bf16 at stage 2); a state saved at N_d 2 stage 3 resumes at N_d 1 stage 1
 #     within 1e-5 of 6 straight steps there; --keep, DIR/latest; sz-state verifies the checksums
 #     (and finds a damaged file) and exports the parameters as --save writes them; a model or
-#     precision mismatch is refused naming the field.
+#     precision mismatch is refused naming the field;
+#  5. preemption: SIGTERM to the one rank, to one of two ranks, SIGUSR1 to mpirun: every rank ends
+#     the step, the state is saved, exit 0 with a line naming it; a second signal during the save
+#     exits at once; SIGKILL during a save leaves the previous state, which resumes bitwise.
 # Usage: longrun_cli.sh BUILD_DIR MPIEXEC
 set -u
 bin=$1 mpiexec=$2
@@ -46,8 +49,8 @@ for n in 2 40 64; do
         dd of="$dir/short$n.bin" bs=1 seek=8 conv=notrunc 2>/dev/null   # header word 2: the count
     expect 1 "short$n.bin holds $n tokens" "= 65 tokens" -- --config d2 --vocab 256 --max-seq 64 \
         --train "$dir/short$n.bin" --batch 1 --seq 64 --steps 1
-    expect 1 "short$n.bin holds $n tokens" -- "${base[@]}" --seq 64 --batch 1 --val "$dir/short$n.bin" --steps 1
 done
+expect 1 "short2.bin holds 2 tokens" -- "${base[@]}" --seq 64 --batch 1 --val "$dir/short2.bin" --steps 1
 head -c $((1024 + 2 * 200)) "$tr" >"$dir/v200.bin"   # 200 tokens: 3 batches of 64 (+1)
 printf '\xc8\x00\x00\x00' | dd of="$dir/v200.bin" bs=1 seek=8 conv=notrunc 2>/dev/null
 expect 0 "val loss" "(3 batches)" -- "${base[@]}" --steps 1 --val "$dir/v200.bin" --val-steps 20
@@ -130,4 +133,53 @@ expect 1 "field precision" "--precision fp32" -- --train "$tr" --seq 16 --batch 
 expect 1 "no complete training state" -- --train "$tr" --seq 16 --batch 2 --steps 6 --resume "$dir/nothing"
 expect 1 "--save-state /proc/sz-state: cannot create the directory" -- "${base[@]}" --steps 1 --save-state /proc/sz-state
 grep -q "step " "$dir/out.txt" && fail "a run with an unwritable --save-state trained first"
+
+# 5. preemption
+child() { pgrep -P "$1" | head -1; }   # the process timeout runs (sz-train or mpiexec)
+wait_for() { # FILE PATTERN: wait (at most 60 s) until FILE holds PATTERN
+    for _ in $(seq 600); do grep -q -- "$2" "$1" 2>/dev/null && return 0; sleep 0.1; done
+    cat "$1"; fail "timed out waiting for '$2'"
+}
+endless=("${small[@]}" --batch 1 --steps 1000000)
+check_stopped() { # NAME RC: exit 0, the line, latest names the step the line names, sz-state verifies
+    local name=$1 rc=$2
+    [ "$rc" = 0 ] || { tail -5 "$dir/$name.out"; fail "$name: exit $rc after the signal, not 0"; }
+    local line; line=$(grep "sz-train: stopped by signal" "$dir/$name.out") || { tail -5 "$dir/$name.out"; fail "$name: no stop line"; }
+    local step; step=$(echo "$line" | sed 's/.*after step \([0-9]*\):.*/\1/')
+    printf -v want "step-%08d" "$step"
+    echo "$line" | grep -q "the training state is in $dir/$name.st/$want" || fail "$name: the line names no state: $line"
+    [ "$(cat "$dir/$name.st/latest")" = "$want" ] || fail "$name: latest is not $want"
+    "$bin/sz-state" --quiet "$dir/$name.st" >/dev/null || fail "$name: the saved state does not verify"
+    echo "ok: $name: $line"
+}
+timeout 120 "$bin/sz-train" "${endless[@]}" --save-state "$dir/sig1.st" >"$dir/sig1.out" 2>&1 &
+pid=$!; wait_for "$dir/sig1.out" "step    3/"; kill -TERM "$(child $pid)"; wait $pid; check_stopped sig1 $?
+timeout 120 "$mpiexec" -n 2 "$bin/sz-train" "${endless[@]}" --zero-stage 3 --save-state "$dir/sig2.st" >"$dir/sig2.out" 2>&1 &
+pid=$!; wait_for "$dir/sig2.out" "step    3/"
+ranks=($(pgrep -P "$(child $pid)")); [ ${#ranks[@]} = 2 ] || fail "sig2: mpiexec has ${#ranks[@]} children, not 2"
+kill -TERM "${ranks[1]}"; wait $pid; check_stopped sig2 $?
+timeout 120 "$mpiexec" -n 2 "$bin/sz-train" "${endless[@]}" --zero-stage 1 --save-state "$dir/sig3.st" >"$dir/sig3.out" 2>&1 &
+pid=$!; wait_for "$dir/sig3.out" "step    3/"; kill -USR1 "$(child $pid)"; wait $pid; check_stopped sig3 $?
+# a second signal, during the save that the first one started: out at once, nothing half-written visible
+SZ_TEST_SAVE_DELAY_MS=30000 timeout 120 "$bin/sz-train" "${endless[@]}" --save-state "$dir/sig4.st" >"$dir/sig4.out" 2>&1 &
+pid=$!; wait_for "$dir/sig4.out" "step    3/"; p4=$(child $pid); kill -TERM "$p4"; wait_for "$dir/sig4.out" "pausing"; kill -TERM "$p4"; wait $pid; rc=$?
+[ $rc = 143 ] || { cat "$dir/sig4.out"; fail "sig4: a second SIGTERM gave exit $rc, not 143"; }
+grep -q "a second signal: exiting at once" "$dir/sig4.out" || fail "sig4: no message for the second signal"
+[ -z "$(ls "$dir/sig4.st" | grep '^step-')" ] || fail "sig4: an interrupted save left a visible step directory"
+echo "ok: sig4: a second signal during the save exited at once (143), no step directory visible"
+# SIGKILL during a save (2 ranks, stage 3): the previous state stays complete and resumes bitwise
+SZ_TEST_SAVE_DELAY_MS=1000 timeout 120 "$mpiexec" -n 2 "$bin/sz-train" "${small[@]}" --batch 1 --zero-stage 3 --steps 6 \
+    --save-every 1 --save-state "$dir/kill.st" >"$dir/kill.out" 2>&1 &
+pid=$!; wait_for "$dir/kill.out" "saving $dir/kill.st/step-00000003: shards written"
+kill -KILL "$(grep "step-00000003: shards written" "$dir/kill.out" | sed 's/.*(pid \([0-9]*\)).*/\1/')"; wait $pid
+[ "$(cat "$dir/kill.st/latest")" = step-00000002 ] || fail "kill: latest is not step 2 after SIGKILL during step 3's save"
+[ ! -e "$dir/kill.st/step-00000003" ] || fail "kill: the interrupted step 3 is visible"
+"$bin/sz-state" --quiet "$dir/kill.st" >/dev/null || fail "kill: the previous state does not verify"
+mpi 2 "$bin/sz-train" "${small[@]}" --batch 1 --zero-stage 3 --json --steps 6 --resume "$dir/kill.st" --save "$dir/kill.res.bin" \
+    >"$dir/kill.res.json" || fail "kill: resume"
+cmp -s <(losses "$dir/np2s3.full.json" >/dev/null; mpi 2 "$bin/sz-train" "${small[@]}" --batch 1 --zero-stage 3 --json --steps 6 \
+         --save "$dir/kill.full.bin" | grep -o '"step": [0-9]*, "loss": [-0-9.e]*' | tail -4) <(losses "$dir/kill.res.json") \
+    || fail "kill: resumed losses differ from a straight run"
+cmp -s "$dir/kill.full.bin" "$dir/kill.res.bin" || fail "kill: resumed parameters differ from a straight run"
+echo "ok: SIGKILL during step 3's save: step 2 stayed complete, resumed bitwise to step 6"
 echo "longrun_cli: all checks passed"

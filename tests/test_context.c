@@ -1,10 +1,12 @@
 /* tests/test_context.c — the context lifecycle on one rank: StarPU + StarPU-MPI + hwloc start,
  * the topology and runtime info are sane, the log callback receives messages, and a codelet
  * task runs and produces the right values. */
+#include <stdlib.h>
 #include <string.h>
 #include <starpu.h>
 #include "starzero.h"
-#include "sz_codelets.h"
+#include "sz_tasks.h"
+#include "starzero_starpu.h"
 #include "sz_test.h"
 
 static sz_context *ctx;
@@ -65,21 +67,22 @@ static void test_log_callback(void)
 static void test_scale_task(void)
 {
     enum { N = 1000 };
-    float x[N];
+    float *x = malloc(N * sizeof *x); /* owned by the tensor from here on */
+    CU_ASSERT_PTR_NOT_NULL_FATAL(x);
     for (int i = 0; i < N; i++)
         x[i] = (float)i;
-    starpu_data_handle_t h;
-    starpu_vector_data_register(&h, STARPU_MAIN_RAM, (uintptr_t)x, N, sizeof(float));
-    struct sz_targs a = {.nt = 1, .map = {0}, .off = {0}, .numel = {N}, .f = {2.5f}};
+    sz_tensor *t = sz_tensor_register(x, N, SZ_DTYPE_F32, "x");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(t);
     for (int k = 0; k < 3; k++)
-        CU_ASSERT_EQUAL(starpu_task_insert(&sz_cl_scale, STARPU_RW, h, STARPU_VALUE, &a, sizeof a,
-                                           STARPU_NAME, "scale:test", 0), 0);
+        CU_ASSERT_EQUAL(sz_submit_scale(t, 2.5f, "scale:test", 0), SZ_OK);
     starpu_task_wait_for_all();
-    starpu_data_unregister(h);
+    starpu_data_acquire(sz_tensor_handle(t), STARPU_R);
     int bad = 0;
     for (int i = 0; i < N; i++)
         bad += x[i] != (float)i * 2.5f * 2.5f * 2.5f;
+    starpu_data_release(sz_tensor_handle(t));
     CU_ASSERT_EQUAL(bad, 0);
+    sz_tensor_unregister(t);
 }
 
 int main(int argc, char **argv)

@@ -4,7 +4,8 @@
 #include <stdlib.h>
 #include <starpu.h>
 #include "starzero.h"
-#include "sz_codelets.h"
+#include "sz_tasks.h"
+#include "starzero_starpu.h"
 
 int main(int argc, char **argv)
 {
@@ -26,18 +27,20 @@ int main(int argc, char **argv)
     float *x = malloc(N * sizeof *x);
     for (int i = 0; i < N; i++)
         x[i] = (float)(i % 1000);
-    starpu_data_handle_t h;
-    starpu_vector_data_register(&h, STARPU_MAIN_RAM, (uintptr_t)x, N, sizeof(float));
-    struct sz_targs a = {.nt = 1, .map = {0}, .off = {0}, .numel = {N}, .f = {0.5f}};
-    int ret = starpu_task_insert(&sz_cl_scale, STARPU_RW, h, STARPU_VALUE, &a, sizeof a,
-                                 STARPU_EXECUTE_WHERE, STARPU_CUDA, STARPU_NAME, "scale:cuda", 0);
+    sz_tensor *t = sz_tensor_register(x, N, SZ_DTYPE_F32, "x"); /* owns x from here on */
+    int bad = !t || sz_submit_scale(t, 0.5f, "scale:cuda", STARPU_CUDA) != SZ_OK;
     starpu_task_wait_for_all();
-    starpu_data_unregister(h);
-    int bad = ret != 0;
+    if (t)
+        starpu_data_acquire(sz_tensor_handle(t), STARPU_R);
     for (int i = 0; i < N; i++)
         bad += x[i] != (float)(i % 1000) * 0.5f;
     printf("cuda scale: %s\n", bad ? "FAILED" : "ok");
-    free(x);
+    if (t) {
+        starpu_data_release(sz_tensor_handle(t));
+        sz_tensor_unregister(t);
+    } else {
+        free(x);
+    }
     sz_context_free(ctx);
     return bad ? 1 : 0;
 #endif

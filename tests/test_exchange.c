@@ -39,7 +39,7 @@ int main(int argc, char **argv)
         return 1;
     }
     int me = sz_context_rank(ctx), n = sz_context_world_size(ctx);
-    struct sz_targs a;
+    struct sz_comm a;
     memset(&a, 0, sizeof a);
     a.comm = ctx->task_comm;
     a.nd = n;
@@ -80,8 +80,7 @@ int main(int argc, char **argv)
         for (int acc = 0; acc < 2; acc++) {
             for (int64_t i = 0; i < S; i++)
                 shard[i] = 0.5f;
-            a.acc = acc;
-            CHECK(sz_shm_reduce_scatter(&a, sizeof(float), full, shard, S) == 1, "reduce-scatter declined");
+            CHECK(sz_shm_reduce_scatter(&a, sizeof(float), full, shard, S, acc) == 1, "reduce-scatter declined");
             wrong = 0;
             for (int64_t i = 0; i < S; i++) {
                 float s = acc ? 0.5f + value(0, (int64_t)me * S + i) : value(0, (int64_t)me * S + i);
@@ -91,7 +90,6 @@ int main(int argc, char **argv)
             }
             CHECK(!wrong, acc ? "accumulating reduce-scatter sums" : "reduce-scatter sums");
         }
-        a.acc = 0;
 
         /* rank 0's shard outside its pool: every rank declines, and nothing is written */
         const float *src = me == 0 ? outside : shard;

@@ -6,7 +6,11 @@
  *    for the real sizes up to padding); measured communication bytes equal the formula too (less,
  *    under stage 3, the head's own parameters, which one gather serves for its forward and
  *    backward; plus the clip factor's tiny all-gather);
- *  - under stage 2-3 no full-size gradient buffer is held, and stage 3 holds no full parameters.
+ *  - under stage 2-3 no full-size gradient buffer is held, and stage 3 holds no full parameters;
+ *  - the engine's live-bytes timeline of the last step passes through the plan's fold action by
+ *    action (the same levels, in order), and the measured peak and every category's figure equal
+ *    the plan's prediction; also with checkpointing, offloaded checkpoints and a stage-3 prefetch
+ *    window (whose parameters are bitwise those of the plain run).
  * Every rank checks; the verdict is all-reduced so the exit code is the same everywhere. */
 #include <math.h>
 #include <stdlib.h>
@@ -14,6 +18,7 @@
 #include "gpt2/gpt2.h"
 #include "sz_rng.h"
 #include "sz_runtime.h"
+#include "sz_tasks.h"
 
 enum { B = 2, T = 4, STEPS = 3 };
 static sz_context *ctx;
@@ -36,11 +41,50 @@ struct run {
     sz_memory_report rep;
 };
 
-/* STEPS optimizer steps of M micro-batches; rank r takes rows r*B.. of each global micro-batch. */
-static void train(const sz_gpt2_config *c, int stage, int M, struct run *out)
+/* The last step's measured live transient bytes against the plan's fold: the k-th change the
+ * engine counted is the k-th action with a byte delta, at the level the fold reaches after it. */
+static void check_timeline(struct sz_model *m, const sz_memory_report *rep, const char *what)
+{
+    const sz_plan *p = &m->step_plan;
+    CHECK(p->a != NULL, "%s: no step plan", what);
+    if (!p->a)
+        return;
+    int64_t *live = calloc((size_t)p->n, sizeof *live);
+    sz_fold f;
+    sz_plan_fold(p, &f, live);
+    int j = 0, bad = -1, n = m->counters.ntimeline < SZ_TIMELINE ? m->counters.ntimeline : SZ_TIMELINE;
+    for (int k = 0; k < p->n; k++) {
+        int moves = 0;
+        for (int c = 0; c < SZ_MEM_NCATEGORIES; c++)
+            moves |= p->a[k].delta[c] != 0;
+        if (!moves)
+            continue;
+        if (bad < 0 && (j >= n || m->counters.timeline[j][1] != live[k]))
+            bad = k;
+        j++;
+    }
+    CHECK(bad < 0 && j == n, "%s: the measured timeline (%d changes) leaves the plan's fold (%d changes) at "
+          "action %d (%s of unit %d)", what, n, j, bad, bad >= 0 ? sz_action_kind_name(p->a[bad].kind) : "-",
+          bad >= 0 ? p->a[bad].unit : -1);
+    CHECK(rep->peak_bytes == f.peak_bytes && rep->predicted_peak_bytes == f.peak_bytes,
+          "%s: measured peak %lld, predicted %lld, fold %lld", what, (long long)rep->peak_bytes,
+          (long long)rep->predicted_peak_bytes, (long long)f.peak_bytes);
+    for (int c = 0; c < SZ_MEM_NCATEGORIES; c++)
+        CHECK(rep->bytes[c] == f.bytes[c], "%s: %s measured %lld, plan %lld", what,
+              sz_mem_category_name((sz_mem_category)c), (long long)rep->bytes[c], (long long)f.bytes[c]);
+    free(live);
+}
+
+/* STEPS optimizer steps of M micro-batches; rank r takes rows r*B.. of each global micro-batch.
+ * zr: ZeRO-R on top (checkpointing, offloaded checkpoints, a stage-3 prefetch window). */
+static void train_z(const sz_gpt2_config *c, int stage, int M, int zr, struct run *out)
 {
     int nd = sz_context_world_size(ctx), rank = sz_context_rank(ctx);
     sz_zero_config z = {.stage = stage, .micro_batches = M, .precision = precision};
+    if (zr) {
+        z.checkpoint = z.offload_checkpoints = 1;
+        z.prefetch_bytes = 3000;
+    }
     gpt2 *g = NULL;
     char err[256];
     if (gpt2_create(&g, ctx, c, B, T, &z, err, sizeof err) != SZ_OK || gpt2_init_random(g, 77) != SZ_OK) {
@@ -79,9 +123,14 @@ static void train(const sz_gpt2_config *c, int stage, int M, struct run *out)
     out->params = malloc(sz_gpt2_num_params(c) * sizeof *out->params);
     CHECK(gpt2_get_params(g, out->params) == SZ_OK, "get params");
     sz_model_memory_report(gpt2_model(g), &out->rep);
+    char what[64];
+    snprintf(what, sizeof what, "stage %d, %d micro-batch(es)%s", stage, M, zr ? ", ZeRO-R" : "");
+    check_timeline(gpt2_model(g), &out->rep, what);
     free(stream);
     gpt2_free(g);
 }
+
+static void train(const sz_gpt2_config *c, int stage, int M, struct run *out) { train_z(c, stage, M, 0, out); }
 
 static double model_state_formula(int stage, double psi, int nd)
 {
@@ -130,6 +179,13 @@ int main(int argc, char **argv)
     }
     for (int s = 1; s < 4; s++)
         CHECK(!memcmp(base[s].grads, base[0].grads, np * sizeof(float)), "stage %d gradients differ from stage 0", s);
+    for (int s = 0; s < 4; s++) { /* ZeRO-R changes where bytes live, not the bits */
+        struct run zr;
+        train_z(&c, s, 1, 1, &zr);
+        CHECK(!memcmp(zr.params, base[s].params, np * sizeof(float)), "stage %d: ZeRO-R changed the parameters", s);
+        free(zr.params);
+        free(zr.grads);
+    }
 
     /* accounting: measured against the formula */
     for (int s = 0; s < 4; s++) {

@@ -252,7 +252,7 @@ int sz_state_save(sz_model *m, sz_context *ctx, const char *dir, int step, cJSON
     /* rank 0: the manifest last, then the rename that makes the step visible, then latest */
     if (rank == 0) {
         if (delay_ms > 0) {
-            printf("saving %s: shards written, pausing %d ms before the manifest\n", final, delay_ms);
+            printf("saving %s: shards written, pausing %d ms before the manifest (pid %d)\n", final, delay_ms, (int)getpid());
             fflush(stdout);
             nanosleep(&(struct timespec){delay_ms / 1000, (delay_ms % 1000) * 1000000L}, NULL);
         }

@@ -1,5 +1,6 @@
 /* layernorm.c — LayerNorm over the last dim C of [N,C] rows (llm.c layernorm_*),
- * eps 1e-5, biased variance; the forward saves mean and rstd [N].
+ * eps 1e-5, biased variance; the forward saves mean and rstd [N]. The bias (and its
+ * gradient) may be NULL: a layernorm without bias.
  * Backward: dinp row by row (rows in parallel); dweight/dbias sum over rows, so
  * they are split by column blocks, each adding rows 0..N-1 in order. */
 #include <math.h>
@@ -21,7 +22,10 @@ void sz_k_layernorm_fwd(float *out, float *mean, float *rstd, const float *inp,
         for (int i = 0; i < C; i++) v += (x[i] - m) * (x[i] - m);
         v = v / C;
         float s = 1.0f / sqrtf(v + eps);
-        for (int i = 0; i < C; i++) o[i] = (s * (x[i] - m)) * weight[i] + bias[i];
+        if (bias)
+            for (int i = 0; i < C; i++) o[i] = (s * (x[i] - m)) * weight[i] + bias[i];
+        else
+            for (int i = 0; i < C; i++) o[i] = (s * (x[i] - m)) * weight[i];
         mean[n] = m;
         rstd[n] = s;
     }
@@ -59,10 +63,11 @@ void sz_k_layernorm_bwd(float *dinp, float *dweight, float *dbias, const float *
         for (int n = 0; n < N; n++) {
             const float *x = inp + (size_t)n * C + c0, *d = dout + (size_t)n * C + c0;
             float m = mean[n], s = rstd[n];
-            for (int i = 0; i < w; i++) {
-                dbias[c0 + i] += d[i];
+            if (dbias)
+                for (int i = 0; i < w; i++)
+                    dbias[c0 + i] += d[i];
+            for (int i = 0; i < w; i++)
                 dweight[c0 + i] += ((x[i] - m) * s) * d[i];
-            }
         }
     }
 }

@@ -25,11 +25,11 @@ void sz_k_encoder_fwd(float *out, const int *tok, const float *wte, const float 
 void sz_k_encoder_bwd(float *dwte, float *dwpe, const float *dout, const int *tok,
                       int B, int T, int C);
 
-/* ---- layernorm over the last dim, eps 1e-5: inp,out [N,C]; weight,bias [C];
- *      saves mean, rstd [N] for the backward ---- */
+/* ---- layernorm over the last dim, eps 1e-5: inp,out [N,C]; weight,bias [C] (bias may be
+ *      NULL: none); saves mean, rstd [N] for the backward ---- */
 void sz_k_layernorm_fwd(float *out, float *mean, float *rstd, const float *inp,
                         const float *weight, const float *bias, int N, int C);
-/* dinp [N,C], dweight, dbias [C] accumulate. */
+/* dinp [N,C], dweight, dbias [C] accumulate (dbias may be NULL). */
 void sz_k_layernorm_bwd(float *dinp, float *dweight, float *dbias, const float *dout,
                         const float *inp, const float *weight, const float *mean,
                         const float *rstd, int N, int C);

@@ -1,0 +1,636 @@
+/* graph/plan.c — the step plan (graph/sz_plan.h): builds the ordered list of actions one rank
+ * submits for a training step or an evaluation pass, folds its byte deltas into the predicted
+ * memory figures, and prints it. The stage storage table, padding and shard ranges live here.
+ *
+ * The builder walks the step as tasks/zero.c used to submit it, keeping the submission-time state
+ * (which units are gathered, whose gradients are allocated, which checkpoints are on the device)
+ * itself, so that the list alone says what is submitted:
+ *   forward:  for u in order: [gather u (+ tied units)] [allocate the next unit's checkpoint]
+ *             [stage 3: prefetch] fwd(u) [release them, except the last unit's before its
+ *             backward] [offload u's checkpoint]
+ *   backward: [stages 0-1, first micro-batch: zero the full gradients]
+ *             for u in reverse: [gather, unless its backward reads no parameter] [prefetch]
+ *             [allocate grads] [checkpointing: fetch u's and u-1's checkpoints, allocate u+1's,
+ *             recompute u] bwd(u) [release] [comm worker: allocate u-1's grads] [drop the
+ *             checkpoints] [mixed: convert the grads to bf16] [2-3: reduce-scatter, free them]
+ *   update:   [0-1 across ranks: reduce-scatter every unit's grads] [0: all-gather them]
+ *             [norms, clip] optimizer on the owned range [1-2: all-gather the parameters]
+ *             [fused norms: the report's norm] */
+#include <cjson/cJSON.h>
+#include <stdlib.h>
+#include <string.h>
+#include "sz_plan.h"
+
+/* ---- layout ----------------------------------------------------------------------------------- */
+
+int64_t sz_plan_padded(int64_t numel, int nd)
+{
+    if (nd < 1)
+        return -1;
+    return numel > 0 ? sz_zero_padded(numel, nd) : nd;
+}
+
+void sz_plan_shard_range(int64_t padded, int nd, int rank, int64_t *lo, int64_t *n)
+{
+    int64_t s = nd > 0 ? padded / nd : 0;
+    *lo = (int64_t)rank * s;
+    *n = s;
+}
+
+void sz_plan_storage_of(int stage, int mixed, sz_plan_storage *s)
+{
+    memset(s, 0, sizeof *s);
+    int p = mixed ? 2 : 4;
+    if (stage <= 2)
+        s->bytes[SZ_MEM_PARAMS] = p;
+    else
+        s->bytes[SZ_MEM_PARAM_SHARD] = p, s->sharded[SZ_MEM_PARAM_SHARD] = 1;
+    if (stage <= 1)
+        s->bytes[SZ_MEM_GRADS] = p;
+    else
+        s->bytes[SZ_MEM_GRAD_SHARD] = p, s->sharded[SZ_MEM_GRAD_SHARD] = 1;
+    s->bytes[SZ_MEM_MASTER] = mixed ? 4 : 0;
+    s->bytes[SZ_MEM_ADAM_M] = s->bytes[SZ_MEM_ADAM_V] = 4;
+    s->sharded[SZ_MEM_MASTER] = s->sharded[SZ_MEM_ADAM_M] = s->sharded[SZ_MEM_ADAM_V] = stage >= 1;
+}
+
+int64_t sz_plan_unit_state(const sz_plan_storage *s, int cat, int64_t padded, int nd)
+{
+    if (cat < 0 || cat >= SZ_MEM_NCATEGORIES || nd < 1)
+        return 0;
+    return s->bytes[cat] * (s->sharded[cat] ? padded / nd : padded);
+}
+
+int64_t sz_plan_bucket_elems(int64_t bucket_bytes, int nd, int64_t maxpad)
+{
+    if (bucket_bytes < 0)
+        bucket_bytes = 0;
+    return nd > 1 ? sz_zero_comm_buffer_bytes(bucket_bytes, nd, maxpad) / (4 * (int64_t)nd) : maxpad;
+}
+
+/* ---- the builder ------------------------------------------------------------------------------ */
+
+struct builder {
+    sz_plan *p;
+    const sz_plan_unit *u;
+    char *gathered, *grads_live, *ckpt_dev; /* submission-time state, per unit */
+    int mb;
+    sz_status st;
+};
+
+static sz_action *emit(struct builder *b, sz_action_kind kind, int unit, sz_plan_buf buf)
+{
+    sz_plan *p = b->p;
+    if (b->st != SZ_OK)
+        return NULL;
+    if (p->n == p->cap) {
+        int cap = p->cap ? 2 * p->cap : 256;
+        sz_action *a = realloc(p->a, (size_t)cap * sizeof *a);
+        if (!a) {
+            b->st = SZ_ERR_NOMEM;
+            return NULL;
+        }
+        p->a = a;
+        p->cap = cap;
+    }
+    sz_action *a = &p->a[p->n++];
+    memset(a, 0, sizeof *a);
+    a->kind = kind;
+    a->unit = unit;
+    a->buf = buf;
+    a->micro_batch = b->mb;
+    a->node = SZ_NODE_DEVICE;
+    if (unit >= 0) {
+        a->lo = 0;
+        a->n = p->padded[unit];
+    }
+    return a;
+}
+
+/* The action's bytes: `bytes` of category `cat`. */
+static void delta(sz_action *a, int cat, int64_t bytes)
+{
+    if (a)
+        a->delta[cat] = bytes;
+}
+
+static int64_t elem(const sz_plan *p) { return p->cfg.mixed ? 2 : 4; }
+
+int64_t sz_plan_params_bytes(const sz_plan *p, int i)
+{
+    return (p->cfg.stage == 3 ? p->padded[i] * elem(p) : 0) + (p->cfg.mixed ? p->padded[i] * 4 : 0);
+}
+
+static int has_ckpt(const struct builder *b, int i)
+{
+    const sz_plan_config *c = &b->p->cfg;
+    return i >= 0 && i < b->p->nunits && c->checkpoint && c->offload && b->u[i].checkpointable &&
+           b->u[i].ckpt_bytes > 0;
+}
+
+/* The unit's backward needs its parameters (and its tied units') present: not for a backward that
+ * reads none, unless its forward is recomputed before it. */
+static int backward_gathers(const struct builder *b, int i)
+{
+    const sz_plan_unit *u = &b->u[i];
+    return u->has_backward && !(u->backward_skips_params && !(b->p->cfg.checkpoint && u->checkpointable));
+}
+
+static void gather(struct builder *b, int i)
+{
+    const sz_plan *p = b->p;
+    if (b->gathered[i])
+        return;
+    b->gathered[i] = 1;
+    if (p->cfg.stage == 3)
+        delta(emit(b, SZ_ACT_GATHER, i, SZ_BUF_PARAM), SZ_MEM_GATHERED, p->padded[i] * elem(p));
+    if (p->cfg.mixed) {
+        delta(emit(b, SZ_ACT_CONVERT, i, SZ_BUF_WORK), SZ_MEM_GATHERED, p->padded[i] * 4);
+        if (p->cfg.stage == 3) /* the bf16 gathered copy is not needed any more */
+            delta(emit(b, SZ_ACT_RELEASE, i, SZ_BUF_PARAM), SZ_MEM_GATHERED, -p->padded[i] * 2);
+    }
+}
+
+static void release(struct builder *b, int i)
+{
+    const sz_plan *p = b->p;
+    if (!b->gathered[i])
+        return;
+    b->gathered[i] = 0;
+    if (p->cfg.mixed)
+        delta(emit(b, SZ_ACT_RELEASE, i, SZ_BUF_WORK), SZ_MEM_GATHERED, -p->padded[i] * 4);
+    else if (p->cfg.stage == 3)
+        delta(emit(b, SZ_ACT_RELEASE, i, SZ_BUF_PARAM), SZ_MEM_GATHERED, -p->padded[i] * 4);
+}
+
+static void with_uses(struct builder *b, int i, void (*fn)(struct builder *, int))
+{
+    fn(b, i);
+    for (int k = 0; k < b->u[i].nuses; k++)
+        fn(b, b->u[i].uses[k]);
+}
+
+/* Gradients: fp32 stages 0-1 write the persistent full gradients; otherwise a buffer allocated
+ * on first touch (fp32 working gradients under mixed precision). */
+static void grads_touch(struct builder *b, int i)
+{
+    const sz_plan *p = b->p;
+    if (b->grads_live[i])
+        return;
+    b->grads_live[i] = 1;
+    if (!p->cfg.mixed && p->cfg.stage < 2)
+        return;
+    delta(emit(b, SZ_ACT_GRAD_ALLOC, i, SZ_BUF_WGRAD), SZ_MEM_GRADS_IN_FLIGHT, p->padded[i] * 4);
+}
+
+static void grads_flush(struct builder *b, int i)
+{
+    const sz_plan *p = b->p;
+    if ((!p->cfg.mixed && p->cfg.stage < 2) || !b->grads_live[i])
+        return;
+    b->grads_live[i] = 0;
+    int64_t freed = p->padded[i] * 4;
+    if (p->cfg.mixed) {
+        int keep = p->cfg.stage >= 2; /* a bf16 copy lives on until its reduce-scatter */
+        sz_action *a = emit(b, SZ_ACT_GRAD_CONVERT, i, SZ_BUF_GRAD);
+        if (a)
+            a->flag = !keep;
+        delta(a, SZ_MEM_GRADS_IN_FLIGHT, (keep ? p->padded[i] * 2 : 0) - p->padded[i] * 4);
+        freed = p->padded[i] * 2;
+    }
+    if (p->cfg.stage >= 2) {
+        sz_action *a = emit(b, SZ_ACT_REDUCE_SCATTER, i, SZ_BUF_GRAD);
+        if (a) {
+            a->flag = b->mb > 0;
+            sz_plan_shard_range(p->padded[i], p->cfg.nd, p->cfg.rank, &a->lo, &a->n);
+            a->rounds = p->cfg.bucket_elems > 0 ? (int)((a->n + p->cfg.bucket_elems - 1) / p->cfg.bucket_elems) : 1;
+        }
+        delta(a, SZ_MEM_GRADS_IN_FLIGHT, -freed);
+    }
+}
+
+/* Offloaded checkpoints: a unit's input lives on the device from its producer's forward to its
+ * own forward, then waits on the host pool; it comes back before the unit's recompute (fetched one
+ * unit ahead) and is freed after its backward. */
+static void ckpt_alloc(struct builder *b, int v)
+{
+    if (!has_ckpt(b, v) || b->ckpt_dev[v])
+        return;
+    b->ckpt_dev[v] = 1;
+    delta(emit(b, SZ_ACT_CKPT_ALLOC, v, SZ_BUF_CKPT), SZ_MEM_CHECKPOINTS, b->u[v].ckpt_bytes);
+}
+
+static void ckpt_offload(struct builder *b, int v)
+{
+    if (!has_ckpt(b, v) || !b->ckpt_dev[v])
+        return;
+    b->ckpt_dev[v] = 0;
+    delta(emit(b, SZ_ACT_CKPT_OFFLOAD, v, SZ_BUF_CKPT), SZ_MEM_CHECKPOINTS, -b->u[v].ckpt_bytes);
+}
+
+static void ckpt_fetch(struct builder *b, int v)
+{
+    if (!has_ckpt(b, v) || b->ckpt_dev[v])
+        return;
+    b->ckpt_dev[v] = 1;
+    delta(emit(b, SZ_ACT_CKPT_FETCH, v, SZ_BUF_CKPT), SZ_MEM_CHECKPOINTS, b->u[v].ckpt_bytes);
+}
+
+static void ckpt_drop(struct builder *b, int v)
+{
+    if (!has_ckpt(b, v) || !b->ckpt_dev[v])
+        return;
+    b->ckpt_dev[v] = 0;
+    delta(emit(b, SZ_ACT_RELEASE, v, SZ_BUF_CKPT), SZ_MEM_CHECKPOINTS, -b->u[v].ckpt_bytes);
+}
+
+/* Stage 3's prefetch window: after gathering the unit about to compute, gather the next units in
+ * the pass's order while their bytes fit in prefetch_bytes (counting those gathered already: the
+ * window is bytes ahead) and the gathered bytes alive stay within max_live_bytes. */
+static void prefetch(struct builder *b, int from, int step)
+{
+    const sz_plan *p = b->p;
+    if (p->cfg.stage < 3 || p->cfg.prefetch_bytes <= 0)
+        return;
+    int64_t live = 0, ahead = 0;
+    for (int i = 0; i < p->nunits; i++)
+        if (b->gathered[i])
+            live += sz_plan_params_bytes(p, i);
+    for (int i = from; i >= 0 && i < p->nunits; i += step) {
+        if (step < 0 && !backward_gathers(b, i))
+            continue;
+        int64_t need = 0, add = 0;
+        for (int k = -1; k < b->u[i].nuses; k++) {
+            int v = k < 0 ? i : b->u[i].uses[k];
+            need += sz_plan_params_bytes(p, v);
+            add += b->gathered[v] ? 0 : sz_plan_params_bytes(p, v);
+        }
+        if (ahead + need > p->cfg.prefetch_bytes || (p->cfg.max_live_bytes > 0 && live + add > p->cfg.max_live_bytes))
+            break;
+        with_uses(b, i, gather);
+        ahead += need;
+        live += add;
+    }
+}
+
+static void forward(struct builder *b, int then_backward)
+{
+    int n = b->p->nunits;
+    for (int i = 0; i < n; i++) {
+        with_uses(b, i, gather);
+        /* this forward writes the next unit's checkpoint; allocated before the prefetch so that
+         * the forward waits for no gather but its own */
+        ckpt_alloc(b, i + 1);
+        prefetch(b, i + 1, 1);
+        emit(b, SZ_ACT_FWD, i, SZ_BUF_NONE);
+        /* the last unit's backward comes next and needs the same parameters: keep them */
+        if (!(then_backward && i == n - 1 && b->u[i].has_backward))
+            with_uses(b, i, release);
+        ckpt_offload(b, i); /* our input waits on the host pool until our recompute */
+    }
+}
+
+static void backward(struct builder *b)
+{
+    const sz_plan *p = b->p;
+    int n = p->nunits;
+    if (p->cfg.stage < 2 && b->mb == 0) /* full gradients accumulate over micro-batches */
+        for (int i = 0; i < n; i++)
+            emit(b, SZ_ACT_ZERO_GRADS, i, SZ_BUF_GRAD);
+    for (int i = n - 1; i >= 0; i--) {
+        if (b->u[i].has_backward) {
+            if (backward_gathers(b, i))
+                with_uses(b, i, gather);
+            prefetch(b, i - 1, -1);
+            with_uses(b, i, grads_touch);
+            int recompute = p->cfg.checkpoint && b->u[i].checkpointable;
+            if (recompute) { /* the forward's activations, again */
+                ckpt_fetch(b, i);
+                ckpt_fetch(b, i - 1);
+                ckpt_alloc(b, i + 1);
+                emit(b, SZ_ACT_RECOMPUTE, i, SZ_BUF_NONE);
+            }
+            emit(b, SZ_ACT_BWD, i, SZ_BUF_NONE);
+            with_uses(b, i, release);
+            /* with a communication worker, the next unit's gradients before our reduce-scatter:
+             * its backward must not wait for our communication (one unit's gradients more in
+             * flight) */
+            if (p->cfg.comm_worker && i > 0 && b->u[i - 1].has_backward)
+                with_uses(b, i - 1, grads_touch);
+            if (recompute) {
+                ckpt_drop(b, i + 1);
+                ckpt_drop(b, i);
+            }
+        }
+        /* units only touch their own and earlier units' gradients: ours are complete now */
+        grads_flush(b, i);
+    }
+    if (!p->cfg.mixed && p->cfg.stage < 2)
+        memset(b->grads_live, 0, (size_t)n);
+}
+
+static void update(struct builder *b)
+{
+    const sz_plan *p = b->p;
+    int s = p->cfg.stage, nd = p->cfg.nd, n = p->nunits;
+    /* Without clipping, where each rank updates exactly its own shard, the optimizer takes the
+     * shard's norm in its own pass; its tasks chain through the norms, so they go in the order the
+     * gradients become final: last unit first when backward left them final (stages 2-3, or one
+     * rank), unit order when the reduce-scatters below do. */
+    int fused = !p->cfg.clip && (s > 0 || nd == 1);
+    int last_first = fused && (s >= 2 || nd == 1);
+    for (int i = 0; i < n; i++) {
+        if (s < 2 && nd > 1) { /* stages 0-1 on one rank: the shard is the whole gradient */
+            sz_action *a = emit(b, SZ_ACT_REDUCE_SCATTER, i, SZ_BUF_GRAD);
+            if (a) {
+                sz_plan_shard_range(p->padded[i], nd, p->cfg.rank, &a->lo, &a->n);
+                a->rounds = p->cfg.bucket_elems > 0 ? (int)((a->n + p->cfg.bucket_elems - 1) / p->cfg.bucket_elems) : 1;
+            }
+        }
+        if (s == 0 && nd > 1)
+            emit(b, SZ_ACT_ALL_GATHER, i, SZ_BUF_GRAD); /* the all-reduce's second half */
+        if (!fused) {
+            sz_action *a = emit(b, SZ_ACT_NORM, i, SZ_BUF_GRAD);
+            if (a)
+                sz_plan_shard_range(p->padded[i], nd, p->cfg.rank, &a->lo, &a->n);
+        }
+    }
+    if (!fused) {
+        sz_action *a = emit(b, SZ_ACT_CLIP, -1, SZ_BUF_NONE);
+        if (a)
+            a->flag = 1;
+    }
+    for (int j = 0; j < n; j++) {
+        int i = last_first ? n - 1 - j : j;
+        sz_action *a = emit(b, SZ_ACT_OPTIMIZER, i, SZ_BUF_PARAM);
+        if (a) {
+            a->flag = fused;
+            if (s > 0) /* stage 0: every rank updates everything, identically */
+                sz_plan_shard_range(p->padded[i], nd, p->cfg.rank, &a->lo, &a->n);
+        }
+        if (s == 1 || s == 2)
+            emit(b, SZ_ACT_ALL_GATHER, i, SZ_BUF_PARAM);
+    }
+    if (fused) /* the norm, for the report (its factor is 1) */
+        emit(b, SZ_ACT_CLIP, -1, SZ_BUF_NONE);
+}
+
+void sz_plan_free(sz_plan *p)
+{
+    if (!p)
+        return;
+    free(p->a);
+    free(p->padded);
+    free(p->shard);
+    free(p->mb_begin);
+    memset(p, 0, sizeof *p);
+}
+
+sz_status sz_plan_build(const sz_plan_unit *units, int nunits, const sz_plan_config *cfg, sz_plan *out)
+{
+    if (!out)
+        return SZ_ERR_INVALID;
+    memset(out, 0, sizeof *out);
+    if (!units || nunits < 1 || !cfg || cfg->stage < 0 || cfg->stage > 3 || cfg->nd < 1 || cfg->rank < 0 ||
+        cfg->rank >= cfg->nd || cfg->micro_batches < 1 || cfg->prefetch_bytes < 0 || cfg->max_live_bytes < 0 ||
+        cfg->bucket_elems < 0 || (cfg->offload && !cfg->checkpoint) ||
+        (cfg->pass != SZ_PASS_STEP && cfg->pass != SZ_PASS_EVAL))
+        return SZ_ERR_INVALID;
+    for (int i = 0; i < nunits; i++) {
+        if (units[i].numel < 0 || units[i].nuses < 0 || (units[i].nuses && !units[i].uses) || units[i].ckpt_bytes < 0)
+            return SZ_ERR_INVALID;
+        for (int k = 0; k < units[i].nuses; k++)
+            if (units[i].uses[k] < 0 || units[i].uses[k] >= nunits)
+                return SZ_ERR_INVALID;
+    }
+    out->cfg = *cfg;
+    out->nunits = nunits;
+    int nmb = cfg->pass == SZ_PASS_STEP ? cfg->micro_batches : 1;
+    out->padded = calloc((size_t)nunits, sizeof *out->padded);
+    out->shard = calloc((size_t)nunits, sizeof *out->shard);
+    out->mb_begin = calloc((size_t)nmb + 1, sizeof *out->mb_begin);
+    struct builder b = {.p = out, .u = units, .gathered = calloc((size_t)nunits, 1),
+                        .grads_live = calloc((size_t)nunits, 1), .ckpt_dev = calloc((size_t)nunits, 1)};
+    if (!out->padded || !out->shard || !out->mb_begin || !b.gathered || !b.grads_live || !b.ckpt_dev)
+        b.st = SZ_ERR_NOMEM;
+    for (int i = 0; b.st == SZ_OK && i < nunits; i++) {
+        out->padded[i] = sz_plan_padded(units[i].numel, cfg->nd);
+        out->shard[i] = out->padded[i] / cfg->nd;
+        if (out->padded[i] < 0)
+            b.st = SZ_ERR_INVALID;
+    }
+    for (int mb = 0; b.st == SZ_OK && mb < nmb; mb++) {
+        b.mb = mb;
+        out->mb_begin[mb] = out->n;
+        if (cfg->pass == SZ_PASS_EVAL) {
+            forward(&b, 0);
+        } else {
+            forward(&b, 1);
+            backward(&b);
+        }
+    }
+    if (b.st == SZ_OK) {
+        out->mb_begin[nmb] = out->n;
+        b.mb = -1;
+        if (cfg->pass == SZ_PASS_STEP)
+            update(&b);
+    }
+    free(b.gathered);
+    free(b.grads_live);
+    free(b.ckpt_dev);
+    if (b.st != SZ_OK)
+        sz_plan_free(out);
+    return b.st;
+}
+
+/* ---- the fold ------------------------------------------------------------------------------- */
+
+void sz_plan_fold(const sz_plan *p, sz_fold *f, int64_t *live_after)
+{
+    memset(f, 0, sizeof *f);
+    f->peak_action = -1;
+    sz_plan_storage s;
+    sz_plan_storage_of(p->cfg.stage, p->cfg.mixed, &s);
+    for (int c = 0; c < SZ_MEM_NCATEGORIES; c++) {
+        for (int i = 0; i < p->nunits; i++)
+            f->persistent[c] += sz_plan_unit_state(&s, c, p->padded[i], p->cfg.nd);
+        f->persistent[c] += p->cfg.extra[c];
+    }
+    /* C_B: the reduce-scatter's receive buffer, nd rounds of bucket elements (fp32-sized) */
+    if (p->cfg.nd > 1)
+        f->persistent[SZ_MEM_COMM] += (int64_t)p->cfg.nd * p->cfg.bucket_elems * 4;
+    int64_t live[SZ_MEM_NCATEGORIES] = {0}, total = 0;
+    for (int k = 0; k < p->n; k++) {
+        const sz_action *a = &p->a[k];
+        for (int c = 0; c < SZ_MEM_NCATEGORIES; c++) {
+            if (!a->delta[c])
+                continue;
+            live[c] += a->delta[c];
+            total += a->delta[c];
+            if (live[c] > f->transient_peak[c])
+                f->transient_peak[c] = live[c];
+        }
+        if (total > f->transient_bytes) {
+            f->transient_bytes = total;
+            f->peak_action = k;
+        }
+        if (live_after)
+            live_after[k] = total;
+    }
+    for (int c = 0; c < SZ_MEM_NCATEGORIES; c++) {
+        f->bytes[c] = f->persistent[c] + f->transient_peak[c];
+        f->persistent_bytes += f->persistent[c];
+    }
+    f->state_bytes = f->persistent[SZ_MEM_PARAMS] + f->persistent[SZ_MEM_PARAM_SHARD] + f->persistent[SZ_MEM_GRADS] +
+                     f->persistent[SZ_MEM_GRAD_SHARD] + f->persistent[SZ_MEM_MASTER] + f->persistent[SZ_MEM_ADAM_M] +
+                     f->persistent[SZ_MEM_ADAM_V];
+    f->peak_bytes = f->persistent_bytes + f->transient_bytes;
+    f->device_peak_bytes = f->peak_bytes - f->persistent[SZ_MEM_HOST];
+}
+
+/* ---- printing --------------------------------------------------------------------------------- */
+
+const char *sz_action_kind_name(sz_action_kind k)
+{
+    static const char *names[SZ_ACT_NKINDS] = {
+        "gather", "convert", "release", "ckpt_alloc", "fwd", "ckpt_offload", "ckpt_fetch", "recompute",
+        "zero_grads", "grad_alloc", "bwd", "grad_convert", "reduce_scatter", "all_gather", "norm", "clip",
+        "optimizer"};
+    return k >= 0 && k < SZ_ACT_NKINDS ? names[k] : "?";
+}
+
+const char *sz_mem_category_key(int c)
+{
+    static const char *keys[SZ_MEM_NCATEGORIES] = {
+        "params", "param_shard", "gathered", "grads", "grad_shard", "grads_in_flight", "master", "adam_m",
+        "adam_v", "activations", "comm", "checkpoints", "host"};
+    return c >= 0 && c < SZ_MEM_NCATEGORIES ? keys[c] : "?";
+}
+
+static const char *buf_name(sz_plan_buf b)
+{
+    static const char *names[] = {"", "params", "work", "grads", "wgrads", "checkpoint"};
+    return b >= SZ_BUF_NONE && b <= SZ_BUF_CKPT ? names[b] : "?";
+}
+
+static void unit_label(char *dst, size_t n, const char *const *names, int unit)
+{
+    if (unit < 0)
+        snprintf(dst, n, "model");
+    else if (names && names[unit])
+        snprintf(dst, n, "%s", names[unit]);
+    else
+        snprintf(dst, n, "unit%d", unit);
+}
+
+static void print_json(FILE *f, const sz_plan *p, const char *const *names, const int64_t *live, const sz_fold *fd)
+{
+    cJSON *o = cJSON_CreateObject(), *c = cJSON_AddObjectToObject(o, "config");
+    const sz_plan_config *g = &p->cfg;
+    cJSON_AddStringToObject(c, "pass", g->pass == SZ_PASS_STEP ? "step" : "eval");
+    cJSON_AddNumberToObject(c, "stage", g->stage);
+    cJSON_AddNumberToObject(c, "nd", g->nd);
+    cJSON_AddNumberToObject(c, "rank", g->rank);
+    cJSON_AddNumberToObject(c, "micro_batches", g->micro_batches);
+    cJSON_AddStringToObject(c, "precision", g->mixed ? "bf16" : "fp32");
+    cJSON_AddBoolToObject(c, "checkpoint", g->checkpoint);
+    cJSON_AddBoolToObject(c, "offload_checkpoints", g->offload);
+    cJSON_AddNumberToObject(c, "prefetch_bytes", (double)g->prefetch_bytes);
+    cJSON_AddNumberToObject(c, "max_live_bytes", (double)g->max_live_bytes);
+    cJSON_AddNumberToObject(c, "bucket_elems", (double)g->bucket_elems);
+    cJSON_AddBoolToObject(c, "comm_worker", g->comm_worker);
+    cJSON_AddBoolToObject(c, "clip", g->clip);
+    cJSON *arr = cJSON_AddArrayToObject(o, "actions");
+    char label[64];
+    for (int k = 0; k < p->n; k++) {
+        const sz_action *a = &p->a[k];
+        cJSON *x = cJSON_CreateObject();
+        cJSON_AddNumberToObject(x, "index", k);
+        cJSON_AddStringToObject(x, "kind", sz_action_kind_name(a->kind));
+        unit_label(label, sizeof label, names, a->unit);
+        cJSON_AddStringToObject(x, "unit", label);
+        cJSON_AddNumberToObject(x, "micro_batch", a->micro_batch);
+        if (a->buf != SZ_BUF_NONE)
+            cJSON_AddStringToObject(x, "buffer", buf_name(a->buf));
+        if (a->unit >= 0) {
+            cJSON_AddNumberToObject(x, "lo", (double)a->lo);
+            cJSON_AddNumberToObject(x, "n", (double)a->n);
+        }
+        if (a->kind == SZ_ACT_REDUCE_SCATTER)
+            cJSON_AddNumberToObject(x, "rounds", a->rounds);
+        if (a->kind == SZ_ACT_REDUCE_SCATTER || a->kind == SZ_ACT_GRAD_CONVERT || a->kind == SZ_ACT_CLIP ||
+            a->kind == SZ_ACT_OPTIMIZER)
+            cJSON_AddNumberToObject(x, "flag", a->flag);
+        cJSON_AddStringToObject(x, "node", a->node == SZ_NODE_HOST ? "host" : "device");
+        cJSON *d = cJSON_AddObjectToObject(x, "delta");
+        for (int cat = 0; cat < SZ_MEM_NCATEGORIES; cat++)
+            if (a->delta[cat])
+                cJSON_AddNumberToObject(d, sz_mem_category_key(cat), (double)a->delta[cat]);
+        cJSON_AddNumberToObject(x, "live", (double)live[k]);
+        cJSON_AddItemToArray(arr, x);
+    }
+    cJSON *fo = cJSON_AddObjectToObject(o, "fold");
+    cJSON *per = cJSON_AddObjectToObject(fo, "bytes");
+    for (int cat = 0; cat < SZ_MEM_NCATEGORIES; cat++)
+        cJSON_AddNumberToObject(per, sz_mem_category_key(cat), (double)fd->bytes[cat]);
+    cJSON_AddNumberToObject(fo, "model_state_bytes", (double)fd->state_bytes);
+    cJSON_AddNumberToObject(fo, "persistent_bytes", (double)fd->persistent_bytes);
+    cJSON_AddNumberToObject(fo, "transient_peak_bytes", (double)fd->transient_bytes);
+    cJSON_AddNumberToObject(fo, "peak_action", fd->peak_action);
+    cJSON_AddNumberToObject(fo, "peak_bytes", (double)fd->peak_bytes);
+    cJSON_AddNumberToObject(fo, "device_peak_bytes", (double)fd->device_peak_bytes);
+    char *s = cJSON_PrintUnformatted(o);
+    if (s)
+        fprintf(f, "%s\n", s);
+    free(s);
+    cJSON_Delete(o);
+}
+
+void sz_plan_print(FILE *f, const sz_plan *p, const char *const *names, int json)
+{
+    int64_t *live = calloc((size_t)p->n + 1, sizeof *live);
+    if (!live)
+        return;
+    sz_fold fd;
+    sz_plan_fold(p, &fd, live);
+    if (json) {
+        print_json(f, p, names, live, &fd);
+        free(live);
+        return;
+    }
+    const sz_plan_config *g = &p->cfg;
+    fprintf(f, "plan: %s, stage %d, N_d %d, rank %d, %d micro-batch%s, %s%s%s, prefetch %lld B, max live %lld B, "
+            "bucket %lld elements%s%s; %d actions\n", g->pass == SZ_PASS_STEP ? "step" : "eval", g->stage, g->nd,
+            g->rank, g->micro_batches, g->micro_batches == 1 ? "" : "es", g->mixed ? "bf16" : "fp32",
+            g->checkpoint ? ", checkpointing" : "", g->offload ? ", offloaded checkpoints" : "",
+            (long long)g->prefetch_bytes, (long long)g->max_live_bytes, (long long)g->bucket_elems,
+            g->comm_worker ? ", communication worker" : "", g->clip ? ", clipping" : "", p->n);
+    fprintf(f, "%5s %3s %-14s %-10s %-10s %22s  %-28s %14s\n", "#", "mb", "action", "unit", "buffer", "elements",
+            "delta (bytes)", "live after");
+    char label[64], range[64], d[64];
+    for (int k = 0; k < p->n; k++) {
+        const sz_action *a = &p->a[k];
+        unit_label(label, sizeof label, names, a->unit);
+        if (a->unit >= 0)
+            snprintf(range, sizeof range, "[%lld, %lld)", (long long)a->lo, (long long)(a->lo + a->n));
+        else
+            range[0] = 0;
+        d[0] = 0;
+        for (int c = 0; c < SZ_MEM_NCATEGORIES; c++)
+            if (a->delta[c])
+                snprintf(d, sizeof d, "%s %+lld", sz_mem_category_key(c), (long long)a->delta[c]);
+        char mb[8];
+        snprintf(mb, sizeof mb, "%d", a->micro_batch);
+        fprintf(f, "%5d %3s %-14s %-10s %-10s %22s  %-28s %14lld%s\n", k, a->micro_batch < 0 ? "upd" : mb,
+                sz_action_kind_name(a->kind), label, buf_name(a->buf), range, d, (long long)live[k],
+                k == fd.peak_action ? "  <- peak" : "");
+    }
+    fprintf(f, "fold: model states %lld B, persistent %lld B, transient peak %lld B (after action %d), "
+            "predicted peak %lld B (device %lld B)\n", (long long)fd.state_bytes, (long long)fd.persistent_bytes,
+            (long long)fd.transient_bytes, fd.peak_action, (long long)fd.peak_bytes, (long long)fd.device_peak_bytes);
+    for (int c = 0; c < SZ_MEM_NCATEGORIES; c++)
+        if (fd.bytes[c])
+            fprintf(f, "  %-16s %14lld B (persistent %lld, transient peak %lld)\n", sz_mem_category_key(c),
+                    (long long)fd.bytes[c], (long long)fd.persistent[c], (long long)fd.transient_peak[c]);
+    free(live);
+}
