@@ -18,14 +18,16 @@
 #include "data.h"
 #include "opts.h"
 #include "state_io.h"
+#include "lr_schedule.h"
 
 struct opts {
-    const char *arch, *init, *config, *train, *val, *save, *precision, *decay, *trace, *save_state, *resume;
+    const char *arch, *init, *config, *train, *val, *save, *precision, *decay, *trace, *save_state, *resume, *lr_schedule;
     int vocab, max_seq, batch, seq, steps, val_every, val_steps, json, stage, micro_batches, report, checkpoint,
-        offload, no_arenas, allow_nonfinite, save_every, keep;
+        offload, no_arenas, allow_nonfinite, save_every, keep, warmup;
     double mem_budget, prefetch_bytes, max_live_bytes, bucket_bytes;
     unsigned long long seed;
-    float lr, beta1, beta2, eps, wd, grad_clip, timeout;
+    float lr, beta1, beta2, eps, wd, grad_clip, min_lr;
+    float timeout;
 };
 
 static void usage(FILE *f)
@@ -49,6 +51,9 @@ static void usage(FILE *f)
             "          --decay matrices|all which tensors weight decay applies to (default matrices;\n"
             "                               all reproduces llm.c's CPU trainer)\n"
             "          --grad-clip X        clip the global gradient norm to X (default off)\n"
+            "          --warmup N           linear warmup over the first N steps (lr x step / N; default 0)\n"
+            "          --lr-schedule constant|cosine  after the warmup: constant (default) or llm.c's cosine\n"
+            "                               decay from --lr to --min-lr (default 0) at step --steps\n"
             "          --precision fp32|bf16 bf16: bf16 params and grads (stored, communicated), fp32 master\n"
             "                               weights and Adam state; compute reads fp32 working copies\n"
             "ZeRO:     --zero-stage 0|1|2|3 (default 0) under mpirun: 0 plain data parallelism, 1 optimizer\n"
@@ -115,6 +120,8 @@ static int parse_value(struct opts *o, const char *a, const char *v)
     if (!strcmp(a, "--bucket-bytes")) return sz_opt_bytes(a, v, &o->bucket_bytes);
     if (!strcmp(a, "--timeout")) return sz_opt_real(a, v, 0, 0, inf, 0, &o->timeout);
     if (!strcmp(a, "--lr")) return sz_opt_real(a, v, 0, 0, inf, 0, &o->lr);
+    if (!strcmp(a, "--min-lr")) return sz_opt_real(a, v, 0, 0, inf, 0, &o->min_lr);
+    if (!strcmp(a, "--warmup")) return sz_opt_int(a, v, 0, INT_MAX, &o->warmup);
     if (!strcmp(a, "--beta1")) return sz_opt_real(a, v, 0, 0, 1, 1, &o->beta1);
     if (!strcmp(a, "--beta2")) return sz_opt_real(a, v, 0, 0, 1, 1, &o->beta2);
     if (!strcmp(a, "--eps")) return sz_opt_real(a, v, 0, 1, inf, 0, &o->eps);
@@ -129,7 +136,7 @@ static int parse(int argc, char **argv, struct opts *o)
     *o = (struct opts){.vocab = 50257, .max_seq = 1024, .batch = 4, .seq = 64, .steps = 10, .val_steps = 20,
                        .micro_batches = 1,
                        .seed = 1337, .lr = 3e-4f, .beta1 = 0.9f, .beta2 = 0.999f, .eps = 1e-8f,
-                       .precision = "fp32", .decay = "matrices", .timeout = 600};
+                       .precision = "fp32", .decay = "matrices", .lr_schedule = "constant", .timeout = 600};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) { usage(stdout); exit(0); }
@@ -158,6 +165,7 @@ static int parse(int argc, char **argv, struct opts *o)
         else if (!strcmp(a, "--resume")) o->resume = v;
         else if (!strcmp(a, "--precision")) o->precision = v;
         else if (!strcmp(a, "--decay")) o->decay = v;
+        else if (!strcmp(a, "--lr-schedule")) o->lr_schedule = v;
         else if (parse_value(o, a, v) != 0) return -1;
     }
     if ((o->init && o->config) || (!o->init && !o->config && !o->resume)) {
@@ -171,6 +179,14 @@ static int parse(int argc, char **argv, struct opts *o)
     }
     if (o->stage < 0 || o->stage > 3 || o->micro_batches < 1) {
         fprintf(stderr, "sz-train: --zero-stage must be 0..3 and --micro-batches >= 1\n");
+        return -1;
+    }
+    if (sz_lr_kind_parse(o->lr_schedule) < 0) {
+        fprintf(stderr, "sz-train: --lr-schedule %s: must be constant or cosine\n", o->lr_schedule);
+        return -1;
+    }
+    if (o->min_lr > o->lr) {
+        fprintf(stderr, "sz-train: --min-lr %g: out of range (allowed: 0 <= x <= --lr %g)\n", o->min_lr, o->lr);
         return -1;
     }
     if (strcmp(o->decay, "matrices") && strcmp(o->decay, "all")) {
@@ -330,6 +346,9 @@ static cJSON *state_info(const struct opts *o, sz_arch_config *cfg, const sz_tok
     cJSON_AddNumberToObject(op, "weight_decay", o->wd);
     cJSON_AddNumberToObject(op, "grad_clip", o->grad_clip);
     cJSON_AddStringToObject(op, "decay", o->decay);
+    cJSON_AddStringToObject(op, "lr_schedule", o->lr_schedule);
+    cJSON_AddNumberToObject(op, "warmup", o->warmup);
+    cJSON_AddNumberToObject(op, "min_lr", o->min_lr);
     cJSON_AddItemToObject(a, "optimizer", op);
     cJSON_AddStringToObject(d, "train", o->train);
     cJSON_AddNumberToObject(d, "train_tokens", (double)train->ntokens);
@@ -728,8 +747,10 @@ int main(int argc, char **argv)
     tc.decay = strcmp(o.decay, "all") ? SZ_DECAY_MATRICES : SZ_DECAY_ALL;
     double flops = sz_arch_flops(g) * o.micro_batches * nd; /* all ranks together */
     int tokens = nd * o.batch * o.seq * o.micro_batches;
+    sz_lr_schedule sched = {(sz_lr_kind)sz_lr_kind_parse(o.lr_schedule), o.lr, o.min_lr, o.warmup, o.steps};
     for (int step = first; step <= o.steps; step++) {
         double t0 = now_ms(), sum = 0.0;
+        tc.lr = (float)sz_lr_at(&sched, step);
         for (int mb = 0; mb < o.micro_batches; mb++) {
             sz_tokens_batch(&train, next_mb++, rank, in, tg);
             float l;
@@ -749,10 +770,10 @@ int main(int argc, char **argv)
         float norm = sz_model_last_grad_norm(sz_arch_model_of(g));
         if (lead && o.json)
             printf("{\"step\": %d, \"loss\": %.6f, \"ms\": %.3f, \"tokens_per_s\": %.1f, \"gflops\": %.2f, "
-                   "\"grad_norm\": %.6f}\n", step, loss, ms, tps, gf, norm);
+                   "\"grad_norm\": %.6f, \"lr\": %g}\n", step, loss, ms, tps, gf, norm, tc.lr);
         else if (lead)
-            printf("step %4d/%d: loss %.6f  %8.1f ms  %9.0f tok/s  %7.1f GFLOP/s  |g| %.4f\n", step, o.steps, loss, ms,
-                   tps, gf, norm);
+            printf("step %4d/%d: loss %.6f  %8.1f ms  %9.0f tok/s  %7.1f GFLOP/s  |g| %.4f  lr %.3g\n", step, o.steps,
+                   loss, ms, tps, gf, norm, tc.lr);
         if (!step_is_finite(&o, step, loss, norm, lead)) {
             rc = 3;
             goto out;

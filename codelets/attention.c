@@ -1,5 +1,7 @@
-/* codelets/attention.c — causal multi-head self-attention (llm.c layout), forward and backward.
- * Forward overwrites out, preatt and att; backward accumulates into dinp. */
+/* codelets/attention.c — causal multi-head self-attention (llm.c layout) whose memory is linear in T,
+ * forward and backward; the math is codelets/kernels/attention.c. Forward overwrites out and stats
+ * (per query row: softmax max and 1/sum, [B,NH,T,2]); backward accumulates into dinp, recomputing
+ * the probabilities from inp and stats. */
 #include "sz_tasks.h"
 #include "starzero_starpu.h"
 #include "sz_kernels.h"
@@ -11,8 +13,10 @@ struct attention_args {
 static void fwd_cpu(void *b[], void *arg)
 {
     const struct attention_args *a = sz_task_params(arg);
-    sz_k_attention_fwd(sz_task_ptr(b, arg, 0), sz_task_ptr(b, arg, 1), sz_task_ptr(b, arg, 2), sz_task_ptr(b, arg, 3),
-                       a->B, a->T, a->C, a->NH);
+    int rc = sz_k_attention_fwd(sz_task_ptr(b, arg, 0), sz_task_ptr(b, arg, 1), sz_task_ptr(b, arg, 2), a->B, a->T,
+                                a->C, a->NH);
+    if (rc != 0)
+        sz_task_fail(arg, "out of memory");
 }
 
 static void bwd_cpu(void *b[], void *arg)
@@ -37,32 +41,31 @@ static sz_status check_shape(sz_unit *u, const char *op, int B, int T, int C, in
     return SZ_OK;
 }
 
-sz_status sz_op_attention_fwd(sz_unit *u, sz_tensor *out, sz_tensor *preatt, sz_tensor *att, sz_tensor *inp, int B,
-                              int T, int C, int NH)
+sz_status sz_op_attention_fwd(sz_unit *u, sz_tensor *out, sz_tensor *stats, sz_tensor *inp, int B, int T, int C,
+                              int NH)
 {
     sz_status st = check_shape(u, "attention_fwd", B, T, C, NH);
     if (st != SZ_OK)
         return st;
-    int64_t N = (int64_t)B * T, A = (int64_t)B * NH * T * T;
+    int64_t N = (int64_t)B * T, S = 2 * (int64_t)B * NH * T;
     struct attention_args a = {B, T, C, NH};
     sz_task_tensor t[] = {{out, SZ_WRITE, SZ_DTYPE_F32, N * C, "out", 0},
-                          {preatt, SZ_WRITE, SZ_DTYPE_F32, A, "preatt", 0},
-                          {att, SZ_WRITE, SZ_DTYPE_F32, A, "att", 0},
+                          {stats, SZ_WRITE, SZ_DTYPE_F32, S, "stats", 0},
                           {inp, SZ_READ, SZ_DTYPE_F32, N * 3 * C, "inp", 0}};
-    return sz_task_submit(u, &sz_cl_attention_fwd, "attention_fwd", t, 4, &a, sizeof a);
+    return sz_task_submit(u, &sz_cl_attention_fwd, "attention_fwd", t, 3, &a, sizeof a);
 }
 
-sz_status sz_op_attention_bwd(sz_unit *u, sz_tensor *dinp, sz_tensor *dout, sz_tensor *inp, sz_tensor *att, int B,
+sz_status sz_op_attention_bwd(sz_unit *u, sz_tensor *dinp, sz_tensor *dout, sz_tensor *inp, sz_tensor *stats, int B,
                               int T, int C, int NH)
 {
     sz_status st = check_shape(u, "attention_bwd", B, T, C, NH);
     if (st != SZ_OK)
         return st;
-    int64_t N = (int64_t)B * T, A = (int64_t)B * NH * T * T;
+    int64_t N = (int64_t)B * T, S = 2 * (int64_t)B * NH * T;
     struct attention_args a = {B, T, C, NH};
     sz_task_tensor t[] = {{dinp, SZ_ACCUMULATE, SZ_DTYPE_F32, N * 3 * C, "dinp", 0},
                           {dout, SZ_READ, SZ_DTYPE_F32, N * C, "dout", 0},
                           {inp, SZ_READ, SZ_DTYPE_F32, N * 3 * C, "inp", 0},
-                          {att, SZ_READ, SZ_DTYPE_F32, A, "att", 0}};
+                          {stats, SZ_READ, SZ_DTYPE_F32, S, "stats", 0}};
     return sz_task_submit(u, &sz_cl_attention_bwd, "attention_bwd", t, 4, &a, sizeof a);
 }

@@ -1,7 +1,8 @@
 /* codelets/mse.c — mean-squared-error loss per row: the typed wrappers sz_op_mse_fwd/bwd, their
  * argument struct, codelets and perf models; the math is codelets/kernels/mse.c. The backward is
  * the first gradient of a step: it writes dpred scaled by the loss scale (d(the step's mean loss
- * over every row of every micro-batch of every rank)/d(one row's loss) = 1/(N·M·N_d)). */
+ * over every row of every micro-batch of every rank)/d(one row's loss) = 1/(N·M·N_d),
+ * sz_unit_loss_scale). */
 #include "starzero_starpu.h"
 #include "sz_kernels.h"
 #include "sz_tasks.h"
@@ -46,8 +47,7 @@ sz_status sz_op_mse_bwd(sz_unit *u, sz_tensor *dpred, sz_tensor *pred, sz_tensor
 {
     if (N < 1 || C < 1)
         return sz_op_invalid(u, "mse_bwd", "N = %d, C = %d: need N, C >= 1", N, C);
-    /* the loss scale the model set for this micro-batch (as softmax_xent_bwd reads it) */
-    float scale = u && u->model->dloss > 0 ? u->model->dloss : 1.0f / (float)N;
+    float scale = u ? sz_unit_loss_scale(u) : 0.0f; /* 1/(N·M·N_d) */
     struct mse_args a = {N, C, scale};
     int64_t NC = (int64_t)N * C;
     sz_task_tensor t[] = {{dpred, SZ_WRITE, SZ_DTYPE_F32, NC, "dpred", 0},

@@ -63,8 +63,8 @@ static inline uint16_t sz_f2h(float f)
     X(sz_cl_layernorm_bwd,    "dinp, dw [, db] += from dout") \
     X(sz_cl_matmul_fwd,       "out = inp . w^T [+ b]") \
     X(sz_cl_matmul_bwd,       "dinp, dw [, db] += from dout") \
-    X(sz_cl_attention_fwd,    "out, preatt, att from qkv") \
-    X(sz_cl_attention_bwd,    "dqkv += from dout") \
+    X(sz_cl_attention_fwd,    "out, stats from qkv") \
+    X(sz_cl_attention_bwd,    "dqkv += from dout, qkv, stats") \
     X(sz_cl_gelu_fwd,         "out = gelu(inp)") \
     X(sz_cl_gelu_bwd,         "dinp += gelu'(inp) * dout") \
     X(sz_cl_residual_fwd,     "out = a + b") \

@@ -322,12 +322,13 @@ sz_status sz_op_matmul_fwd(sz_unit *u, sz_tensor *out, sz_tensor *inp, sz_tensor
 /* Accumulates into dinp[N,C], dw[OC,C] and db[OC] (db may be NULL). */
 sz_status sz_op_matmul_bwd(sz_unit *u, sz_tensor *dinp, sz_tensor *dw, sz_tensor *db, sz_tensor *dout,
                            sz_tensor *inp, sz_tensor *w, int N, int C, int OC);
-/* inp[B,T,3C] (q,k,v) -> out[B,T,C]; preatt, att [B,NH,T,T] saved for backward (all three
- * overwritten); C must be a multiple of NH */
-sz_status sz_op_attention_fwd(sz_unit *u, sz_tensor *out, sz_tensor *preatt, sz_tensor *att, sz_tensor *inp,
-                              int B, int T, int C, int NH);
-/* Accumulates into dinp[B,T,3C]. */
-sz_status sz_op_attention_bwd(sz_unit *u, sz_tensor *dinp, sz_tensor *dout, sz_tensor *inp, sz_tensor *att,
+/* Causal self-attention, NH heads, llm.c semantics: inp[B,T,3C] (q,k,v) -> out[B,T,C] (overwritten).
+ * Memory linear in T: stats [B,NH,T,2] floats (per query row: softmax max, 1/sum; overwritten) are
+ * all the forward saves; the backward recomputes the probabilities from inp and stats and
+ * accumulates into dinp[B,T,3C]. */
+sz_status sz_op_attention_fwd(sz_unit *u, sz_tensor *out, sz_tensor *stats, sz_tensor *inp, int B, int T, int C,
+                              int NH);
+sz_status sz_op_attention_bwd(sz_unit *u, sz_tensor *dinp, sz_tensor *dout, sz_tensor *inp, sz_tensor *stats,
                               int B, int T, int C, int NH);
 /* out = gelu(inp) on n elements (overwrites); backward accumulates dinp += gelu'(inp) * dout. */
 sz_status sz_op_gelu_fwd(sz_unit *u, sz_tensor *out, sz_tensor *inp, int64_t n);

@@ -2,7 +2,7 @@
 # tests/longrun_cli.sh — what long training runs need from sz-train, end to end on tiny models:
 #  1. the data order is llm.c's: files shorter than one batch are refused with the numbers, and
 #     validation reads at most the batches the val file holds;
-#  2. strict options: malformed numbers and out-of-range values are refused naming the option, the
+#  2. strict options (and the learning-rate schedule's): malformed numbers and out-of-range values are refused naming the option, the
 #     value and the range; a checkpoint holding NaN is refused naming the tensor; a step whose loss
 #     is not finite stops the run naming the step (exit 3) unless --allow-nonfinite;
 #  3. the paths the run will write are checked before training starts;
@@ -68,6 +68,13 @@ expect 2 "--wd -0.1" ">= 0" -- "${base[@]}" --wd -0.1
 expect 2 "--grad-clip nan" "out of range" -- "${base[@]}" --grad-clip nan
 expect 2 "--mem-budget 5Q" "not a byte size" -- "${base[@]}" --mem-budget 5Q
 expect 2 "--zero-stage 4" "0 .. 3" -- "${base[@]}" --zero-stage 4
+# the learning-rate schedule (warmup, cosine to --min-lr; values as tests/test_lr_schedule.c checks them)
+expect 2 "--lr-schedule linear" "constant or cosine" -- "${base[@]}" --lr-schedule linear
+expect 2 "--min-lr 0.01" "<= --lr" -- "${base[@]}" --lr 1e-3 --min-lr 0.01
+sztrain "${base[@]}" --steps 6 --lr 1e-3 --warmup 2 --lr-schedule cosine --min-lr 1e-4 --json 2>/dev/null |
+    grep -o '"lr": [0-9.e-]*' | sed 's/"lr": //' | tr '\n' ' ' >"$dir/lr.txt"
+[ "$(cat "$dir/lr.txt")" = "0.0005 0.001 0.001 0.000868198 0.00055 0.000231802 " ] || fail "lr schedule: $(cat "$dir/lr.txt")"
+echo "ok: --warmup 2 --lr-schedule cosine --min-lr 1e-4: $(cat "$dir/lr.txt")"
 # a checkpoint with a NaN in layer 1's fcw (its element 60384)
 sztrain "${base[@]}" --steps 1 --save "$dir/m.bin" >/dev/null 2>&1 || fail "saving a checkpoint"
 printf '\x00\x00\xc0\x7f' | dd of="$dir/m.bin" bs=1 seek=$((1024 + 4 * 300000)) conv=notrunc 2>/dev/null

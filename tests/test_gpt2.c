@@ -229,9 +229,9 @@ static void test_checkpointing(void)
     CU_ASSERT(device_peak[2] < device_peak[1]); /* offload: the device pool's peak falls further */
     free(p2);
     /* 6 blocks' activations become 1: five blocks' worth less (per block: ln1, qkv, atty, attproj, res2, ln2,
-     * fch, fch_gelu, fcproj = 17*N*C; four means/rstds 4*N; preatt, att 2*B*NH*T*T floats; the block's
+     * fch, fch_gelu, fcproj = 17*N*C; four means/rstds 4*N; attention's statistics 2*B*NH*T floats; the block's
      * output is the next block's input: a checkpoint, kept) */
-    int64_t N = B * T, per_block = (17 * N * c.channels + 4 * N + 2 * (int64_t)B * c.heads * T * T) * 4;
+    int64_t N = B * T, per_block = (17 * N * c.channels + 4 * N + 2 * (int64_t)B * c.heads * T) * 4;
     CU_ASSERT_EQUAL(acts[0] - acts[1], 5 * per_block);
     free(p[0]);
     free(p[1]);

@@ -361,29 +361,30 @@ static void test_matmul_bf16(void)
 
 /* ---------------------------------------------------------------- attention */
 
-typedef struct { double *inp, *w, *out, *pre, *att; } att_ctx;
+/* Shape ab x at, ac channels, anh heads; pre, att [ab,anh,at,at] in double. */
+typedef struct { int ab, at, ac, anh; double *inp, *w, *out, *pre, *att; } att_ctx;
 static void ref_attention(att_ctx *a)
 {
-    int hs = C / NH;
+    int Bq = a->ab, Tq = a->at, Cq = a->ac, NHq = a->anh, hs = Cq / NHq;
     double scale = 1.0 / sqrt((double)hs);
-    for (int b = 0; b < B; b++)
-        for (int t = 0; t < T; t++)
-            for (int h = 0; h < NH; h++) {
-                const double *q = a->inp + (b * T + t) * 3 * C + h * hs;
-                double *pre = a->pre + ((b * NH + h) * T + t) * T;
-                double *at = a->att + ((b * NH + h) * T + t) * T, sum = 0.0;
-                for (int t2 = 0; t2 < T; t2++) {
-                    const double *k = a->inp + (b * T + t2) * 3 * C + h * hs + C;
+    for (int b = 0; b < Bq; b++)
+        for (int t = 0; t < Tq; t++)
+            for (int h = 0; h < NHq; h++) {
+                const double *q = a->inp + ((size_t)b * Tq + t) * 3 * Cq + h * hs;
+                double *pre = a->pre + (((size_t)b * NHq + h) * Tq + t) * Tq;
+                double *at = a->att + (((size_t)b * NHq + h) * Tq + t) * Tq, sum = 0.0;
+                for (int t2 = 0; t2 < Tq; t2++) {
+                    const double *k = a->inp + ((size_t)b * Tq + t2) * 3 * Cq + h * hs + Cq;
                     pre[t2] = t2 <= t ? dot_d(q, k, hs) * scale : 0.0;
                     at[t2] = t2 <= t ? exp(pre[t2]) : 0.0;
                     sum += at[t2];
                 }
-                for (int t2 = 0; t2 < T; t2++) at[t2] /= sum;
+                for (int t2 = 0; t2 < Tq; t2++) at[t2] /= sum;
                 for (int i = 0; i < hs; i++) {
                     double s = 0.0;
                     for (int t2 = 0; t2 <= t; t2++)
-                        s += at[t2] * a->inp[(b * T + t2) * 3 * C + h * hs + 2 * C + i];
-                    a->out[(b * T + t) * C + h * hs + i] = s;
+                        s += at[t2] * a->inp[((size_t)b * Tq + t2) * 3 * Cq + h * hs + 2 * Cq + i];
+                    a->out[((size_t)b * Tq + t) * Cq + h * hs + i] = s;
                 }
             }
 }
@@ -391,25 +392,60 @@ static double att_loss(void *p)
 {
     att_ctx *a = p;
     ref_attention(a);
-    return dot_d(a->out, a->w, N * C);
+    return dot_d(a->out, a->w, (size_t)a->ab * a->at * a->ac);
+}
+
+/* Both kernels (llm.c's T x T one and the linear-memory one) on one shape: forwards against the
+ * double reference, the new one's statistics against the reference's row max and sum, the
+ * backwards against each other and, when fd, against finite differences. */
+static void attention_case(int b_, int t_, int c_, int nh, int fd, float amp)
+{
+    size_t n = (size_t)b_ * t_, ni = n * 3 * c_, na = (size_t)b_ * nh * t_ * t_, ns = (size_t)b_ * nh * t_;
+    float *inp = rnd(ni, amp), *w = rnd(n * c_, 1), *out = rnd(n * c_, 1), *out2 = rnd(n * c_, 1);
+    float *pre = rnd(na, 1), *att = rnd(na, 1), *stats = rnd(2 * ns, 1), *dinp0 = rnd(ni, 1);
+    float *dinp = dup_f(dinp0, ni), *dinp2 = dup_f(dinp0, ni);
+    att_ctx a = { b_, t_, c_, nh, dup_d(inp, ni), dup_d(w, n * c_), malloc(n * c_ * sizeof(double)),
+                  malloc(na * sizeof(double)), malloc(na * sizeof(double)) };
+    double tol = FWD_TOL * (t_ > 8 ? 4 : 1);
+    sz_k_attention_tt_fwd(out, pre, att, inp, b_, t_, c_, nh);
+    ref_attention(&a);
+    CU_ASSERT(check_arr("attention (T x T) out", out, a.out, n * c_, tol, tol));
+    CU_ASSERT(check_arr("attention (T x T) preatt", pre, a.pre, na, tol, tol));
+    CU_ASSERT(check_arr("attention (T x T) att", att, a.att, na, tol, tol));
+    CU_ASSERT_EQUAL(sz_k_attention_fwd(out2, stats, inp, b_, t_, c_, nh), 0);
+    CU_ASSERT(check_arr("attention out", out2, a.out, n * c_, tol, tol));
+    double *smax = malloc(ns * sizeof(double)), *sinv = malloc(ns * sizeof(double));
+    float *gmax = malloc(ns * sizeof(float)), *ginv = malloc(ns * sizeof(float));
+    for (size_t r = 0; r < ns; r++) {   /* row r = (b, h, t) */
+        int t = (int)(r % t_);
+        const double *p = a.pre + r * t_;
+        double mx = -10000.0, sum = 0.0;
+        for (int j = 0; j <= t; j++) mx = p[j] > mx ? p[j] : mx;
+        for (int j = 0; j <= t; j++) sum += exp(p[j] - mx);
+        smax[r] = mx; sinv[r] = 1.0 / sum;
+        gmax[r] = stats[2 * r]; ginv[r] = stats[2 * r + 1];
+    }
+    CU_ASSERT(check_arr("attention stats max", gmax, smax, ns, tol, tol));
+    CU_ASSERT(check_arr("attention stats 1/sum", ginv, sinv, ns, tol, tol));
+    CU_ASSERT_EQUAL(sz_k_attention_tt_bwd(dinp, w, inp, att, b_, t_, c_, nh), 0);
+    CU_ASSERT_EQUAL(sz_k_attention_bwd(dinp2, w, inp, stats, b_, t_, c_, nh), 0);
+    double *want = dup_d(dinp, ni);
+    CU_ASSERT(check_arr("attention dinp against the T x T kernel", dinp2, want, ni, tol, tol));
+    if (fd) {
+        CU_ASSERT(check_fd("attention (T x T) dinp", att_loss, &a, a.inp, ni, dinp, dinp0, BWD_TOL));
+        CU_ASSERT(check_fd("attention dinp", att_loss, &a, a.inp, ni, dinp2, dinp0, BWD_TOL));
+    }
+    free(want); free(smax); free(sinv); free(gmax); free(ginv);
+    free(inp); free(w); free(out); free(out2); free(pre); free(att); free(stats); free(dinp0);
+    free(dinp); free(dinp2);
+    free(a.inp); free(a.w); free(a.out); free(a.pre); free(a.att);
 }
 
 static void test_attention(void)
 {
-    size_t ni = N * 3 * C, na = B * NH * T * T;
-    float *inp = rnd(ni, 1), *w = rnd(N * C, 1), *out = rnd(N * C, 1);
-    float *pre = rnd(na, 1), *att = rnd(na, 1), *dinp0 = rnd(ni, 1), *dinp = dup_f(dinp0, ni);
-    att_ctx a = { dup_d(inp, ni), dup_d(w, N * C), malloc(N * C * sizeof(double)),
-                  malloc(na * sizeof(double)), malloc(na * sizeof(double)) };
-    sz_k_attention_fwd(out, pre, att, inp, B, T, C, NH);
-    ref_attention(&a);
-    CU_ASSERT(check_arr("attention out", out, a.out, N * C, FWD_TOL, FWD_TOL));
-    CU_ASSERT(check_arr("attention preatt", pre, a.pre, na, FWD_TOL, FWD_TOL));
-    CU_ASSERT(check_arr("attention att", att, a.att, na, FWD_TOL, FWD_TOL));
-    CU_ASSERT_EQUAL(sz_k_attention_bwd(dinp, w, inp, att, B, T, C, NH), 0);
-    CU_ASSERT(check_fd("attention dinp", att_loss, &a, a.inp, ni, dinp, dinp0, BWD_TOL));
-    free(inp); free(w); free(out); free(pre); free(att); free(dinp0); free(dinp);
-    free(a.inp); free(a.w); free(a.out); free(a.pre); free(a.att);
+    attention_case(B, T, C, NH, 1, 1.0f);     /* hs 4, one key block */
+    attention_case(2, 37, 64, 2, 1, 1.0f);    /* hs 32, three key blocks, last one partial */
+    attention_case(1, 70, 128, 2, 0, 2.0f);   /* GPT-2's hs 64, five blocks, larger scores */
 }
 
 /* ---------------------------------------------------------------- gelu, residual */
@@ -647,8 +683,9 @@ static void det_run(det_buf *o, int no, const int *tok, float *const *in)
     sz_k_encoder_bwd(o[1].buf, o[2].buf, dout, tok, DB, DT, DC);
     sz_k_layernorm_fwd(o[3].buf, o[4].buf, o[5].buf, x, lw, lb, DN, DC);
     sz_k_layernorm_bwd(o[6].buf, o[7].buf, o[8].buf, dout, x, lw, o[4].buf, o[5].buf, DN, DC);
-    sz_k_attention_fwd(o[9].buf, o[10].buf, o[11].buf, qkv, DB, DT, DC, DNH);
-    sz_k_attention_bwd(o[12].buf, dout, qkv, o[11].buf, DB, DT, DC, DNH);
+    sz_k_attention_fwd(o[9].buf, o[10].buf, qkv, DB, DT, DC, DNH);
+    sz_k_attention_bwd(o[12].buf, dout, qkv, o[10].buf, DB, DT, DC, DNH);
+    sz_k_attention_tt_fwd(o[33].buf, o[34].buf, o[11].buf, qkv, DB, DT, DC, DNH);
     sz_k_gelu_fwd(o[13].buf, x, (size_t)DN * DC);
     sz_k_gelu_bwd(o[14].buf, x, dout, (size_t)DN * DC);
     sz_k_residual_fwd(o[15].buf, x, dout, (size_t)DN * DC);
@@ -686,7 +723,7 @@ static void test_determinism(void)
         { "layernorm mean", DN * 4, 0, 0 }, { "layernorm rstd", DN * 4, 0, 0 },
         { "layernorm dinp", act * 4, 1, 0 }, { "layernorm dweight", DC * 4, 1, 0 },
         { "layernorm dbias", DC * 4, 1, 0 }, { "attention out", act * 4, 0, 0 },
-        { "attention preatt", att * 4, 0, 0 }, { "attention att", att * 4, 0, 0 },
+        { "attention stats", (size_t)DB * DNH * DT * 2 * 4, 0, 0 }, { "attention (T x T) att", att * 4, 0, 0 },
         { "attention dinp", 3 * act * 4, 1, 0 }, { "gelu out", act * 4, 0, 0 },
         { "gelu dinp", act * 4, 1, 0 }, { "residual out", act * 4, 0, 0 },
         { "residual da", act * 4, 1, 0 }, { "residual db", act * 4, 1, 0 },
@@ -701,6 +738,7 @@ static void test_determinism(void)
         { "bf16 matmul dbias", MOC * 2, 1, 1 },
         { "adamw param", act * 4, 1, 0 }, { "adamw m", act * 4, 1, 0 },
         { "adamw v", act * 4, 1, 0 }, { "f32_to_bf16", act * 2, 0, 1 },
+        { "attention (T x T) out", act * 4, 0, 0 }, { "attention (T x T) preatt", att * 4, 0, 0 },
     };
     enum { NO = sizeof spec / sizeof spec[0] };
     det_buf o[NO];

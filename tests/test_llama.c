@@ -6,7 +6,7 @@
  *  - with one rank, the whole model's gradient (every tensor: embedding, norms, qkv through RoPE
  *    and attention, SwiGLU, the untied head) against central finite differences of the loss;
  *  - the model's own SwiGLU kernel against a double reference and finite differences;
- *  - an input token outside the vocabulary fails the step naming the op, value and row (no crash).
+ *  - an input token or a target outside the vocabulary fails the step naming the op (no crash).
  * Every rank checks; the verdict is summed over ranks so the exit code is the same everywhere. */
 #include <math.h>
 #include <stdio.h>
@@ -202,6 +202,14 @@ static void test_gradient(const sz_llama_config *c)
     CHECK(st == SZ_ERR_INVALID, "a bad token gave %s", sz_status_string(st));
     CHECK(strstr(last_error, "fwd:embed:embedding") != NULL && strstr(last_error, "token 41 at row 5") != NULL,
           "the message does not name the op, the value and the row: '%s'", last_error);
+    /* and a target outside it: the loss op refuses it */
+    in[5] = 1;
+    tg[3] = V;
+    CHECK(sz_llama_set_batch(m, in, tg) == SZ_OK, "set batch");
+    last_error[0] = 0;
+    st = sz_model_eval(sm, &loss);
+    CHECK(st == SZ_ERR_INVALID && strstr(last_error, "fwd:head:") && strstr(last_error, "target"),
+          "a bad target gave %s, message '%s'", sz_status_string(st), last_error);
     free(p);
     free(g);
     sz_llama_free(m);

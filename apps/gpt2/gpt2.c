@@ -9,7 +9,7 @@
 
 /* Activations of one block (forward) — llm.c's ActivationTensors, per layer. */
 struct block_acts {
-    sz_tensor *ln1, *ln1_mean, *ln1_rstd, *qkv, *atty, *preatt, *att, *attproj, *res2, *ln2, *ln2_mean,
+    sz_tensor *ln1, *ln1_mean, *ln1_rstd, *qkv, *atty, *attstat, *attproj, *res2, *ln2, *ln2_mean,
         *ln2_rstd, *fch, *fch_gelu, *fcproj;
 };
 
@@ -104,7 +104,7 @@ static sz_status block_fwd(sz_unit *u, void *user)
 #define P(i) sz_unit_param(u, i)
     TRY(sz_op_layernorm_fwd(u, a->ln1, a->ln1_mean, a->ln1_rstd, x, P(LN1W), P(LN1B), N, C));
     TRY(sz_op_matmul_fwd(u, a->qkv, a->ln1, P(QKVW), P(QKVB), N, C, 3 * C));
-    TRY(sz_op_attention_fwd(u, a->atty, a->preatt, a->att, a->qkv, g->B, g->T, C, NH));
+    TRY(sz_op_attention_fwd(u, a->atty, a->attstat, a->qkv, g->B, g->T, C, NH));
     TRY(sz_op_matmul_fwd(u, a->attproj, a->atty, P(ATTPROJW), P(ATTPROJB), N, C, C));
     TRY(sz_op_residual_fwd(u, a->res2, x, a->attproj, NC));
     TRY(sz_op_layernorm_fwd(u, a->ln2, a->ln2_mean, a->ln2_rstd, a->res2, P(LN2W), P(LN2B), N, C));
@@ -135,7 +135,7 @@ static sz_status block_bwd(sz_unit *u, void *user)
     TRY(sz_op_layernorm_bwd(u, d->dres2, G(LN2W), G(LN2B), d->dln2, a->res2, P(LN2W), a->ln2_mean, a->ln2_rstd, N, C));
     TRY(sz_op_residual_bwd(u, dx, d->dattproj, d->dres2, NC));
     TRY(sz_op_matmul_bwd(u, d->datty, G(ATTPROJW), G(ATTPROJB), d->dattproj, a->atty, P(ATTPROJW), N, C, C));
-    TRY(sz_op_attention_bwd(u, d->dqkv, d->datty, a->qkv, a->att, g->B, g->T, C, NH));
+    TRY(sz_op_attention_bwd(u, d->dqkv, d->datty, a->qkv, a->attstat, g->B, g->T, C, NH));
     TRY(sz_op_matmul_bwd(u, d->dln1, G(QKVW), G(QKVB), d->dqkv, a->ln1, P(QKVW), N, C, 3 * C));
     return sz_op_layernorm_bwd(u, dx, G(LN1W), G(LN1B), d->dln1, x, P(LN1W), a->ln1_mean, a->ln1_rstd, N, C);
 }
@@ -239,7 +239,7 @@ sz_status gpt2_create(gpt2 **out, sz_context *ctx, const sz_gpt2_config *cfg, in
         st = sz_model_add_unit(g->model, &hd);
     }
 
-    int64_t N = (int64_t)B * T, C = cfg->channels, NC = N * C, A = (int64_t)B * cfg->heads * T * T;
+    int64_t N = (int64_t)B * T, C = cfg->channels, NC = N * C, A = 2 * (int64_t)B * cfg->heads * T;
     int64_t NV = N * cfg->padded_vocab;
     g->tokens = act(g, "tokens", -1, SZ_DTYPE_I32, N);
     g->targets = act(g, "targets", -1, SZ_DTYPE_I32, N);
@@ -255,8 +255,7 @@ sz_status gpt2_create(gpt2 **out, sz_context *ctx, const sz_gpt2_config *cfg, in
         a->ln1_rstd = block_act(g, "ln1_rstd", l, N);
         a->qkv = block_act(g, "qkv", l, 3 * NC);
         a->atty = block_act(g, "atty", l, NC);
-        a->preatt = block_act(g, "preatt", l, A);
-        a->att = block_act(g, "att", l, A);
+        a->attstat = block_act(g, "attstat", l, A); /* softmax max, 1/sum per query row */
         a->attproj = block_act(g, "attproj", l, NC);
         a->res2 = block_act(g, "res2", l, NC);
         a->ln2 = block_act(g, "ln2", l, NC);

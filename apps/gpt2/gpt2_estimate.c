@@ -14,7 +14,7 @@ typedef enum act_size {
     ACT_NC,     /* B*T*C */
     ACT_N3C,    /* B*T*3C */
     ACT_N4C,    /* B*T*4C */
-    ACT_BNHTT,  /* B*NH*T*T */
+    ACT_BNHT2,  /* 2*B*NH*T: attention statistics */
     ACT_NVP,    /* B*T*Vp */
 } act_size;
 
@@ -27,7 +27,7 @@ typedef struct act_spec {
     act_size size;
 } act_spec;
 
-/* llm.c's ActivationTensors, in its order. */
+/* llm.c's ActivationTensors, in its order, except for attention's (attstat). */
 static const act_spec k_gpt2_acts[] = {
     {"encoded", ACT_EMBED, ACT_NC},
     {"ln1", ACT_BLOCK, ACT_NC},
@@ -35,8 +35,8 @@ static const act_spec k_gpt2_acts[] = {
     {"ln1_rstd", ACT_BLOCK, ACT_N},
     {"qkv", ACT_BLOCK, ACT_N3C},
     {"atty", ACT_BLOCK, ACT_NC},
-    {"preatt", ACT_BLOCK, ACT_BNHTT},
-    {"att", ACT_BLOCK, ACT_BNHTT},
+    {"attstat", ACT_BLOCK, ACT_BNHT2}, /* in llm.c preatt, att (B*NH*T*T each): our attention saves
+                                          only each query row's softmax max and 1/sum */
     {"attproj", ACT_BLOCK, ACT_NC},
     {"residual2", ACT_BLOCK, ACT_NC},
     {"ln2", ACT_BLOCK, ACT_NC},
@@ -63,7 +63,7 @@ static double act_numel(const sz_gpt2_config *cfg, act_size s, int B, int T)
     case ACT_NC: return n * c;
     case ACT_N3C: return n * 3.0 * c;
     case ACT_N4C: return n * 4.0 * c;
-    case ACT_BNHTT: return (double)B * (double)cfg->heads * (double)T * (double)T;
+    case ACT_BNHT2: return 2.0 * (double)B * (double)cfg->heads * (double)T;
     case ACT_NVP: return n * (double)cfg->padded_vocab;
     }
     return 0.0;

@@ -193,11 +193,11 @@ sz_status sz_llmc_tokens_write(const char *path, const uint16_t *tokens, size_t 
 /* Bytes of llm.c's ActivationTensors (fp32) for one micro-batch of B sequences of T tokens,
  * counted tensor by tensor (N = B·T, L layers, C channels, NH heads, Vp padded vocab):
  *   encoded N·C; per layer: ln1 N·C, ln1_mean N, ln1_rstd N, qkv 3N·C, atty N·C,
- *   preatt B·NH·T·T, att B·NH·T·T, attproj N·C, residual2 N·C, ln2 N·C, ln2_mean N, ln2_rstd N,
+ *   attstat 2·B·NH·T (llm.c: preatt, att B·NH·T·T each), attproj N·C, residual2 N·C, ln2 N·C, ln2_mean N, ln2_rstd N,
  *   fch 4N·C, fch_gelu 4N·C, fcproj N·C, residual3 N·C; head: lnf N·C, lnf_mean N, lnf_rstd N,
  *   logits N·Vp, probs N·Vp, losses N.
- * Total floats: 2NC + L(18NC + 4N + 2·B·NH·T²) + 3N + 2N·Vp (d12, B=4, T=64: 73,347,840, the
- * num_activations llm.c prints). Not included: the activation gradients of backward (llm.c
+ * Total floats: 2NC + L(18NC + 4N + 2·B·NH·T) + 3N + 2N·Vp (d12, B=4, T=64: 68,702,976; llm.c,
+ * which saves the T×T tensors, prints num_activations 73,347,840 = this + L·2·B·NH·(T² - T)). Not included: the activation gradients of backward (llm.c
  * allocates a second set of the same size), inputs/targets, and any temporaries.
  * -1.0 when cfg is NULL or invalid, B < 1, T < 1 or T > cfg->max_seq. */
 double sz_gpt2_activation_bytes(const sz_gpt2_config *cfg, int B, int T);
@@ -207,10 +207,10 @@ double sz_gpt2_activation_bytes(const sz_gpt2_config *cfg, int B, int T);
  *   - each block's input, kept from forward: L·N·C (block 0's input is `encoded`, block l's is
  *     block l-1's residual3), and
  *   - one block's full activations, recomputed from its input before its backward (all the
- *     per-layer tensors above for one layer: 18NC + 4N + 2·B·NH·T² floats), and
+ *     per-layer tensors above for one layer: 18NC + 4N + 2·B·NH·T floats), and
  *   - the head's tensors, kept from forward for its backward: lnf N·C, lnf_mean N, lnf_rstd N,
  *     logits N·Vp, probs N·Vp, losses N.
- * Total floats: L·NC + (18NC + 4N + 2·B·NH·T²) + NC + 3N + 2N·Vp. The recomputed block's own
+ * Total floats: L·NC + (18NC + 4N + 2·B·NH·T) + NC + 3N + 2N·Vp. The recomputed block's own
  * residual3 equals the next block's kept input; it is counted in both places (an upper bound:
  * an implementation that aliases them saves N·C). Gradients and temporaries are excluded as
  * above. -1.0 on the same errors. */

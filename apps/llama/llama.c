@@ -60,7 +60,7 @@ static sz_status block_fwd(sz_unit *u, void *user)
     TRY(sz_op_rmsnorm_fwd(u, a[LL_RMS1], a[LL_RSTD1], x, P(RMS1W), N, C, c->norm_eps));
     TRY(sz_op_matmul_fwd(u, a[LL_QKV], a[LL_RMS1], P(QKVW), NULL, N, C, 3 * C));
     TRY(sz_op_rope_fwd(u, a[LL_QKV], a[LL_QKV], B, T, C, NH, c->rope_theta)); /* in place */
-    TRY(sz_op_attention_fwd(u, a[LL_ATTY], a[LL_PREATT], a[LL_ATT], a[LL_QKV], B, T, C, NH));
+    TRY(sz_op_attention_fwd(u, a[LL_ATTY], a[LL_STATS], a[LL_QKV], B, T, C, NH));
     TRY(sz_op_matmul_fwd(u, a[LL_ATTPROJ], a[LL_ATTY], P(ATTPROJW), NULL, N, C, C));
     TRY(sz_op_residual_fwd(u, a[LL_RES2], x, a[LL_ATTPROJ], NC));
     TRY(sz_op_rmsnorm_fwd(u, a[LL_RMS2], a[LL_RSTD2], a[LL_RES2], P(RMS2W), N, C, c->norm_eps));
@@ -93,7 +93,7 @@ static sz_status block_bwd(sz_unit *u, void *user)
     TRY(sz_op_rmsnorm_bwd(u, d->dres2, G(RMS2W), d->drms2, a[LL_RES2], P(RMS2W), a[LL_RSTD2], N, C));
     TRY(sz_op_residual_bwd(u, dx, d->dattproj, d->dres2, NC));
     TRY(sz_op_matmul_bwd(u, d->datty, G(ATTPROJW), NULL, d->dattproj, a[LL_ATTY], P(ATTPROJW), N, C, C));
-    TRY(sz_op_attention_bwd(u, d->drqkv, d->datty, a[LL_QKV], a[LL_ATT], B, T, C, NH));
+    TRY(sz_op_attention_bwd(u, d->drqkv, d->datty, a[LL_QKV], a[LL_STATS], B, T, C, NH));
     TRY(sz_op_rope_bwd(u, d->dqkv, d->drqkv, B, T, C, NH, c->rope_theta));
     TRY(sz_op_matmul_bwd(u, d->drms1, G(QKVW), NULL, d->dqkv, a[LL_RMS1], P(QKVW), N, C, 3 * C));
     return sz_op_rmsnorm_bwd(u, dx, G(RMS1W), d->drms1, x, P(RMS1W), a[LL_RSTD1], N, C);

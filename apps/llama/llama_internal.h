@@ -6,11 +6,11 @@
 #include "starzero_llama.h"
 
 /* The size of an activation, in elements, for a micro-batch of N = B·T rows. */
-typedef enum { LL_N, LL_NC, LL_N3C, LL_NF, LL_BNHTT, LL_NV } ll_size;
+typedef enum { LL_N, LL_NC, LL_N3C, LL_NF, LL_BNHT2, LL_NV } ll_size;
 
 /* One block's forward tensors (sz_model_activation: shared by the blocks under checkpointing). */
 enum {
-    LL_RMS1, LL_RSTD1, LL_QKV, LL_ATTY, LL_PREATT, LL_ATT, LL_ATTPROJ, LL_RES2, LL_RMS2, LL_RSTD2, LL_GATE, LL_UP,
+    LL_RMS1, LL_RSTD1, LL_QKV, LL_ATTY, LL_STATS, LL_ATTPROJ, LL_RES2, LL_RMS2, LL_RSTD2, LL_GATE, LL_UP,
     LL_H, LL_DOWN, LL_NBLOCK
 };
 /* The head's forward tensors. */

@@ -9,7 +9,7 @@
 
 const ll_act sz_llama_block_acts[LL_NBLOCK] = {
     [LL_RMS1] = {"rms1", LL_NC},     [LL_RSTD1] = {"rstd1", LL_N},     [LL_QKV] = {"qkv", LL_N3C},
-    [LL_ATTY] = {"atty", LL_NC},     [LL_PREATT] = {"preatt", LL_BNHTT}, [LL_ATT] = {"att", LL_BNHTT},
+    [LL_ATTY] = {"atty", LL_NC},     [LL_STATS] = {"att_stats", LL_BNHT2},
     [LL_ATTPROJ] = {"attproj", LL_NC}, [LL_RES2] = {"res2", LL_NC},    [LL_RMS2] = {"rms2", LL_NC},
     [LL_RSTD2] = {"rstd2", LL_N},    [LL_GATE] = {"gate", LL_NF},      [LL_UP] = {"up", LL_NF},
     [LL_H] = {"h", LL_NF},           [LL_DOWN] = {"down", LL_NC},
@@ -27,7 +27,7 @@ double sz_llama_size(const sz_llama_config *c, ll_size s, int B, int T)
     case LL_NC: return n * c->channels;
     case LL_N3C: return n * 3.0 * c->channels;
     case LL_NF: return n * c->hidden;
-    case LL_BNHTT: return (double)B * c->heads * (double)T * T;
+    case LL_BNHT2: return (double)B * c->heads * (double)T * 2.0;
     case LL_NV: return n * c->vocab;
     }
     return 0;

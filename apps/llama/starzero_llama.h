@@ -58,7 +58,7 @@ int64_t sz_llama_largest_unit_numel(const sz_llama_config *cfg);
 
 /* Activation bytes (fp32) of one micro-batch of B x T, counted tensor by tensor as apps/llama
  * allocates them (N = B·T): embed output N·C; per block rms1 N·C, rstd1 N, qkv 3N·C (rotated in
- * place), atty N·C, the attention's saved [B,NH,T,T] pair, attproj N·C, res2 N·C, rms2 N·C,
+ * place), atty N·C, the attention's statistics [B,NH,T,2], attproj N·C, res2 N·C, rms2 N·C,
  * rstd2 N, gate, up, h N·F each, down N·C, the block's output N·C; head rmsf N·C, rstdf N,
  * logits and probs N·V each, losses N. Like sz_gpt2_activation_bytes: forward tensors only, no
  * gradients. checkpoint = 1: L block inputs + one block's tensors + the head; offload = 1 (needs

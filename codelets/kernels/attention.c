@@ -1,67 +1,253 @@
-/* attention.c — causal multi-head self-attention (llm.c attention_forward/backward).
- * inp [B,T,3C]: row (b,t) holds q | k | v, head h at columns h*hs..h*hs+hs-1 of
- * each third (hs = C/NH). preatt, att [B,NH,T,T] (row t, columns t2 <= t used,
- * the rest written 0); out [B,T,C]. Scale 1/sqrt(hs). */
+/* attention.c — causal multi-head self-attention whose memory is linear in T (the FlashAttention
+ * scheme on CPU): the forward keeps no B·NH·T·T tensor, only two statistics per query row (the
+ * row's softmax max and 1/sum), and the backward recomputes each row's scores and probabilities
+ * from q, k and those statistics. Same semantics as llm.c's attention (attention_tt.c): scale
+ * 1/sqrt(hs), causal mask t2 <= t, softmax max starting at -10000, probabilities normalised before
+ * they weight v.
+ *
+ * Blocking: one (b, h) pair is one unit of work, done by one thread; its K (and in the backward V)
+ * is copied transposed into a per-thread, 64-byte aligned scratch [hs][T16] (T16 = T rounded up to
+ * 16), so a score block of 16 keys is 16-lane FMAs over i = 0..hs-1 with no horizontal sums, and
+ * the forward scores SZ_ATT_QB query rows against each loaded key block. Every score, probability
+ * and sum is computed in a fixed order that depends on no thread count, and the forward and the
+ * backward compute scores with the one function below (sz_att_scores), so the probabilities the
+ * backward recomputes are bitwise those the forward used. Scratch per thread: (hs + SZ_ATT_QB) T16
+ * floats forward, 2 (hs + SZ_ATT_QB) T16 + 2 T hs floats backward. */
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 #include "sz_kernels_impl.h"
 
-void sz_k_attention_fwd(float *out, float *preatt, float *att, const float *inp,
-                        int B, int T, int C, int NH)
+#define SZ_ATT_QB 4   /* query rows scored together in the forward */
+
+typedef float sz_v16 __attribute__((vector_size(64)));
+
+/* s[r * lds + j] = scale * sum_{i < hs} q[r][i] * kt[i * ldk + j] for j < n16 (a multiple of 16)
+ * and r < nr <= SZ_ATT_QB; the sum runs i = 0, 1, ... in every lane, so a lane's bits depend on
+ * neither nr nor how the lanes are grouped (4 rows x 2 key blocks, or 1 row x 8 key blocks, at a
+ * time: 8 independent FMA chains). kt and s 64-byte aligned, ldk and lds multiples of 16. One
+ * function for the forward and the backward: same bits. */
+__attribute__((noinline)) static void sz_att_scores(float *s, size_t lds, const float *const *q, int nr,
+                                                    const float *kt, size_t ldk, int n16, int hs,
+                                                    float scale)
 {
-    int C3 = 3 * C, hs = C / NH;
-    float scale = 1.0f / sqrtf((float)hs);
-#pragma omp parallel for collapse(3) schedule(static) if ((size_t)B * T * T * NH >= SZ_PAR_MIN)
-    for (int b = 0; b < B; b++)
-        for (int t = 0; t < T; t++)
-            for (int h = 0; h < NH; h++) {
-                const float *q = inp + ((size_t)b * T + t) * C3 + h * hs;
-                float *pre = preatt + (((size_t)b * NH + h) * T + t) * T;
-                float *a = att + (((size_t)b * NH + h) * T + t) * T;
-                float maxval = -10000.0f, expsum = 0.0f;
-                for (int t2 = 0; t2 <= t; t2++) {          /* q.k, max */
-                    const float *k = inp + ((size_t)b * T + t2) * C3 + h * hs + C;
-                    float val = 0.0f;
-#pragma omp simd reduction(+ : val)
-                    for (int i = 0; i < hs; i++) val += q[i] * k[i];
-                    val *= scale;
-                    maxval = val > maxval ? val : maxval;
-                    pre[t2] = val;
-                }
-#pragma omp simd reduction(+ : expsum)
-                for (int t2 = 0; t2 <= t; t2++) {          /* softmax */
-                    float e = sz_expf(pre[t2] - maxval);
-                    expsum += e;
-                    a[t2] = e;
-                }
-                float inv = expsum == 0.0f ? 0.0f : 1.0f / expsum;
-                for (int t2 = 0; t2 < T; t2++) {
-                    if (t2 <= t) a[t2] *= inv;
-                    else a[t2] = pre[t2] = 0.0f;
-                }
-                float *o = out + ((size_t)b * T + t) * C + h * hs;   /* att . v */
-                for (int i = 0; i < hs; i++) o[i] = 0.0f;
-                for (int t2 = 0; t2 <= t; t2++) {
-                    const float *v = inp + ((size_t)b * T + t2) * C3 + h * hs + 2 * C;
-                    for (int i = 0; i < hs; i++) o[i] += a[t2] * v[i];
-                }
+    int j0 = 0;
+    if (nr == 1) {
+        const float *q0 = q[0];
+        for (; j0 + 128 <= n16; j0 += 128) {
+            sz_v16 a[8] = {{0}};
+            const float *k = kt + j0;
+            for (int i = 0; i < hs; i++, k += ldk) {
+                float qi = q0[i];
+                a[0] += qi * *(const sz_v16 *)k;
+                a[1] += qi * *(const sz_v16 *)(k + 16);
+                a[2] += qi * *(const sz_v16 *)(k + 32);
+                a[3] += qi * *(const sz_v16 *)(k + 48);
+                a[4] += qi * *(const sz_v16 *)(k + 64);
+                a[5] += qi * *(const sz_v16 *)(k + 80);
+                a[6] += qi * *(const sz_v16 *)(k + 96);
+                a[7] += qi * *(const sz_v16 *)(k + 112);
             }
+            for (int c = 0; c < 8; c++) *(sz_v16 *)(s + j0 + 16 * c) = a[c] * scale;
+        }
+        for (; j0 + 32 <= n16; j0 += 32) {
+            sz_v16 a0 = {0}, a1 = {0};
+            const float *k = kt + j0;
+            for (int i = 0; i < hs; i++, k += ldk) {
+                a0 += q0[i] * *(const sz_v16 *)k;
+                a1 += q0[i] * *(const sz_v16 *)(k + 16);
+            }
+            *(sz_v16 *)(s + j0) = a0 * scale;
+            *(sz_v16 *)(s + j0 + 16) = a1 * scale;
+        }
+    }
+    const float *q0 = q[0], *q1 = q[nr > 1 ? 1 : 0], *q2 = q[nr > 2 ? 2 : 0], *q3 = q[nr > 3 ? 3 : 0];
+    for (; j0 + 32 <= n16; j0 += 32) {
+        sz_v16 a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0}, b0 = {0}, b1 = {0}, b2 = {0}, b3 = {0};
+        const float *k = kt + j0;
+        for (int i = 0; i < hs; i++, k += ldk) {
+            sz_v16 kv = *(const sz_v16 *)k, kw = *(const sz_v16 *)(k + 16);
+            a0 += q0[i] * kv; b0 += q0[i] * kw;
+            a1 += q1[i] * kv; b1 += q1[i] * kw;
+            a2 += q2[i] * kv; b2 += q2[i] * kw;
+            a3 += q3[i] * kv; b3 += q3[i] * kw;
+        }
+        *(sz_v16 *)(s + j0) = a0 * scale; *(sz_v16 *)(s + j0 + 16) = b0 * scale;
+        if (nr > 1) { *(sz_v16 *)(s + lds + j0) = a1 * scale; *(sz_v16 *)(s + lds + j0 + 16) = b1 * scale; }
+        if (nr > 2) { *(sz_v16 *)(s + 2 * lds + j0) = a2 * scale; *(sz_v16 *)(s + 2 * lds + j0 + 16) = b2 * scale; }
+        if (nr > 3) { *(sz_v16 *)(s + 3 * lds + j0) = a3 * scale; *(sz_v16 *)(s + 3 * lds + j0 + 16) = b3 * scale; }
+    }
+    for (; j0 < n16; j0 += 16) {
+        sz_v16 a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0};
+        const float *k = kt + j0;
+        for (int i = 0; i < hs; i++, k += ldk) {
+            sz_v16 kv = *(const sz_v16 *)k;
+            a0 += q0[i] * kv;
+            a1 += q1[i] * kv;
+            a2 += q2[i] * kv;
+            a3 += q3[i] * kv;
+        }
+        *(sz_v16 *)(s + j0) = a0 * scale;
+        if (nr > 1) *(sz_v16 *)(s + lds + j0) = a1 * scale;
+        if (nr > 2) *(sz_v16 *)(s + 2 * lds + j0) = a2 * scale;
+        if (nr > 3) *(sz_v16 *)(s + 3 * lds + j0) = a3 * scale;
+    }
 }
 
-/* Parallel over (b, h) only: dk and dv of position t2 collect from every t >= t2,
- * and a (b, h) pair owns its columns of dinp, so each sum runs in llm.c's t order.
- * Per query row: datt = dout.v, dpreatt = att * (datt - sum(att * datt)) (the
- * softmax Jacobian applied in O(T)), then dq, dk. */
-int sz_k_attention_bwd(float *dinp, const float *dout, const float *inp,
-                       const float *att, int B, int T, int C, int NH)
+/* dst[i * T16 + t] = src[t * ld + i] for t < T, i < hs; columns T..T16-1 zero. */
+static void sz_att_transpose(float *dst, const float *src, size_t ld, int T, int T16, int hs)
 {
-    int C3 = 3 * C, hs = C / NH, fail = 0;
+    for (int i = 0; i < hs; i++) {
+        float *d = dst + (size_t)i * T16;
+        for (int t = 0; t < T; t++) d[t] = src[(size_t)t * ld + i];
+        for (int t = T; t < T16; t++) d[t] = 0.0f;
+    }
+}
+
+/* acc[i] += sum_{j < n} w[j] * rows[j * ld + i] for i < hs, in order j = 0, 1, ... in every lane,
+ * with 64 lanes held in registers over the whole j loop (an accumulator kept in memory would chain
+ * every step through a store and a load). rows need no alignment. */
+typedef float sz_v16u __attribute__((vector_size(64), aligned(4)));
+static void sz_att_axpy_rows(float *acc, const float *w, const float *rows, size_t ld, int n, int hs)
+{
+    int i0 = 0;
+    for (; i0 + 64 <= hs; i0 += 64) {
+        sz_v16 a0 = *(sz_v16u *)(acc + i0), a1 = *(sz_v16u *)(acc + i0 + 16);
+        sz_v16 a2 = *(sz_v16u *)(acc + i0 + 32), a3 = *(sz_v16u *)(acc + i0 + 48);
+        const float *r = rows + i0;
+        for (int j = 0; j < n; j++, r += ld) {
+            float wj = w[j];
+            a0 += wj * *(const sz_v16u *)r;
+            a1 += wj * *(const sz_v16u *)(r + 16);
+            a2 += wj * *(const sz_v16u *)(r + 32);
+            a3 += wj * *(const sz_v16u *)(r + 48);
+        }
+        *(sz_v16u *)(acc + i0) = a0; *(sz_v16u *)(acc + i0 + 16) = a1;
+        *(sz_v16u *)(acc + i0 + 32) = a2; *(sz_v16u *)(acc + i0 + 48) = a3;
+    }
+    for (; i0 + 16 <= hs; i0 += 16) {
+        sz_v16 a0 = *(sz_v16u *)(acc + i0);
+        const float *r = rows + i0;
+        for (int j = 0; j < n; j++, r += ld) a0 += w[j] * *(const sz_v16u *)r;
+        *(sz_v16u *)(acc + i0) = a0;
+    }
+    for (; i0 < hs; i0++) {
+        float a = acc[i0];
+        for (int j = 0; j < n; j++) a += w[j] * rows[(size_t)j * ld + i0];
+        acc[i0] = a;
+    }
+}
+
+static float *sz_att_alloc(size_t nfloats)
+{
+    return aligned_alloc(64, (nfloats * sizeof(float) + 63) / 64 * 64);
+}
+
+int sz_k_attention_fwd(float *out, float *stats, const float *inp, int B, int T, int C, int NH)
+{
+    int C3 = 3 * C, hs = C / NH, T16 = (T + 15) & ~15, fail = 0;
     float scale = 1.0f / sqrtf((float)hs);
 #pragma omp parallel if ((size_t)B * T * T * NH >= SZ_PAR_MIN) shared(fail)
     {
-        float *datt = malloc(2 * (size_t)T * sizeof(float)), *dpre = datt ? datt + T : NULL;
+        float *kt = sz_att_alloc(((size_t)hs + SZ_ATT_QB) * T16), *S = kt ? kt + (size_t)hs * T16 : NULL;
         int any;
-        if (!datt) {
+        if (!kt) {
+#pragma omp atomic write
+            fail = 1;
+        }
+#pragma omp barrier /* all threads agree on fail before anyone writes */
+#pragma omp atomic read
+        any = fail;
+        if (!any) {
+#pragma omp for collapse(2) schedule(static)
+            for (int b = 0; b < B; b++)
+                for (int h = 0; h < NH; h++) {
+                    const float *base = inp + (size_t)b * T * C3 + h * hs;   /* q of row 0 */
+                    sz_att_transpose(kt, base + C, C3, T, T16, hs);
+                    for (int t0 = 0; t0 < T; t0 += SZ_ATT_QB) {
+                        int nr = T - t0 < SZ_ATT_QB ? T - t0 : SZ_ATT_QB;
+                        const float *q[SZ_ATT_QB];
+                        for (int r = 0; r < nr; r++) q[r] = base + (size_t)(t0 + r) * C3;
+                        sz_att_scores(S, T16, q, nr, kt, T16, (t0 + nr + 15) & ~15, hs, scale);
+                        for (int r = 0; r < nr; r++) {
+                            int t = t0 + r;
+                            float *p = S + (size_t)r * T16, maxval = -10000.0f, expsum = 0.0f;
+                            for (int j = 0; j <= t; j++) maxval = p[j] > maxval ? p[j] : maxval;
+#pragma omp simd reduction(+ : expsum)
+                            for (int j = 0; j <= t; j++) {
+                                float e = sz_expf(p[j] - maxval);
+                                expsum += e;
+                                p[j] = e;
+                            }
+                            float inv = expsum == 0.0f ? 0.0f : 1.0f / expsum;
+                            for (int j = 0; j <= t; j++) p[j] *= inv;
+                            float *st = stats + (((size_t)b * NH + h) * T + t) * 2;
+                            st[0] = maxval;
+                            st[1] = inv;
+                            float *o = out + ((size_t)b * T + t) * C + h * hs;   /* p . v */
+                            for (int i = 0; i < hs; i++) o[i] = 0.0f;
+                            sz_att_axpy_rows(o, p, base + 2 * C, C3, t + 1, hs);
+                        }
+                    }
+                }
+        }
+        free(kt);
+    }
+    return fail ? -1 : 0;
+}
+
+/* Per (b, h), query rows t = 0..T-1 in order: recompute the scores and p = exp(s - max) * inv
+ * (bitwise the forward's), datt = dout . v, dpre = p * (datt - sum(p * datt)) (the softmax
+ * Jacobian in O(T)); dq += dpre * scale . k straight into dinp, and dk, dv collect in a per-thread
+ * [T][hs] scratch in t order, added to dinp once the pair is done. Every sum runs in t (or j)
+ * order; rows go SZ_ATT_QB at a time (scores, and dk, dv held in registers across the tile). */
+/* For keys j in [j0, j1): dk[j] += g[r][j] q[r] and dv[j] += p[r][j] d[r] for r = 0..nr-1 in that
+ * order (g[r] = g + r * lds, likewise p), which are bitwise the updates one row at a time: a row
+ * tile only keeps dk[j], dv[j] in registers between its rows. */
+static void sz_att_rank_tile(float *dk, float *dv, const float *g, const float *p, size_t lds,
+                             const float *const *q, const float *const *d, int nr, int j0, int j1, int hs)
+{
+    int i0 = 0;
+    if (nr == 4)
+        for (; i0 + 16 <= hs; i0 += 16) {
+            sz_v16 q0 = *(const sz_v16u *)(q[0] + i0), q1 = *(const sz_v16u *)(q[1] + i0);
+            sz_v16 q2 = *(const sz_v16u *)(q[2] + i0), q3 = *(const sz_v16u *)(q[3] + i0);
+            sz_v16 d0 = *(const sz_v16u *)(d[0] + i0), d1 = *(const sz_v16u *)(d[1] + i0);
+            sz_v16 d2 = *(const sz_v16u *)(d[2] + i0), d3 = *(const sz_v16u *)(d[3] + i0);
+            for (int j = j0; j < j1; j++) {
+                sz_v16 k = *(sz_v16u *)(dk + (size_t)j * hs + i0), v = *(sz_v16u *)(dv + (size_t)j * hs + i0);
+                k += g[j] * q0; v += p[j] * d0;
+                k += g[lds + j] * q1; v += p[lds + j] * d1;
+                k += g[2 * lds + j] * q2; v += p[2 * lds + j] * d2;
+                k += g[3 * lds + j] * q3; v += p[3 * lds + j] * d3;
+                *(sz_v16u *)(dk + (size_t)j * hs + i0) = k;
+                *(sz_v16u *)(dv + (size_t)j * hs + i0) = v;
+            }
+        }
+    for (int j = j0; j < j1; j++) {
+        float *dkj = dk + (size_t)j * hs, *dvj = dv + (size_t)j * hs;
+        for (int r = 0; r < nr; r++) {
+            float gj = g[r * lds + j], pj = p[r * lds + j];
+            const float *qr = q[r], *dr = d[r];
+            for (int i = i0; i < hs; i++) {
+                dkj[i] += gj * qr[i];
+                dvj[i] += pj * dr[i];
+            }
+        }
+    }
+}
+
+int sz_k_attention_bwd(float *dinp, const float *dout, const float *inp, const float *stats,
+                       int B, int T, int C, int NH)
+{
+    int C3 = 3 * C, hs = C / NH, T16 = (T + 15) & ~15, fail = 0;
+    float scale = 1.0f / sqrtf((float)hs);
+    size_t th = (size_t)T * hs, tile = (size_t)hs * T16;
+#pragma omp parallel if ((size_t)B * T * T * NH >= SZ_PAR_MIN) shared(fail)
+    {
+        float *kt = sz_att_alloc(2 * tile + 2 * (size_t)SZ_ATT_QB * T16 + 2 * th);
+        int any;
+        if (!kt) {
 #pragma omp atomic write
             fail = 1;
         }
@@ -69,38 +255,54 @@ int sz_k_attention_bwd(float *dinp, const float *dout, const float *inp,
 #pragma omp atomic read
         any = fail;
         if (!any) {
+            float *vt = kt + tile, *S = vt + tile, *DA = S + (size_t)SZ_ATT_QB * T16;
+            float *dk = DA + (size_t)SZ_ATT_QB * T16, *dv = dk + th;
 #pragma omp for collapse(2) schedule(static)
             for (int b = 0; b < B; b++)
-                for (int h = 0; h < NH; h++)
-                    for (int t = 0; t < T; t++) {
-                        const float *a = att + (((size_t)b * NH + h) * T + t) * T;
-                        const float *d = dout + ((size_t)b * T + t) * C + h * hs;
-                        const float *q = inp + ((size_t)b * T + t) * C3 + h * hs;
-                        float *dq = dinp + ((size_t)b * T + t) * C3 + h * hs;
-                        float s = 0.0f;
-                        for (int t2 = 0; t2 <= t; t2++) {  /* into datt and dv */
-                            const float *v = inp + ((size_t)b * T + t2) * C3 + h * hs + 2 * C;
-                            float *dv = dinp + ((size_t)b * T + t2) * C3 + h * hs + 2 * C;
-                            float da = 0.0f;
-#pragma omp simd reduction(+ : da)
-                            for (int i = 0; i < hs; i++) da += v[i] * d[i];
-                            for (int i = 0; i < hs; i++) dv[i] += a[t2] * d[i];
-                            datt[t2] = da;
-                            s += a[t2] * da;
+                for (int h = 0; h < NH; h++) {
+                    const float *base = inp + (size_t)b * T * C3 + h * hs;
+                    float *dbase = dinp + (size_t)b * T * C3 + h * hs;
+                    sz_att_transpose(kt, base + C, C3, T, T16, hs);
+                    sz_att_transpose(vt, base + 2 * C, C3, T, T16, hs);
+                    memset(dk, 0, 2 * th * sizeof(float));
+                    for (int t0 = 0; t0 < T; t0 += SZ_ATT_QB) {
+                        int nr = T - t0 < SZ_ATT_QB ? T - t0 : SZ_ATT_QB, n16 = (t0 + nr + 15) & ~15;
+                        const float *q[SZ_ATT_QB], *d[SZ_ATT_QB];
+                        for (int r = 0; r < nr; r++) {
+                            q[r] = base + (size_t)(t0 + r) * C3;
+                            d[r] = dout + ((size_t)b * T + t0 + r) * C + h * hs;
                         }
-                        for (int t2 = 0; t2 <= t; t2++) dpre[t2] = a[t2] * (datt[t2] - s);
-                        for (int t2 = 0; t2 <= t; t2++) {  /* into dq and dk */
-                            const float *k = inp + ((size_t)b * T + t2) * C3 + h * hs + C;
-                            float *dk = dinp + ((size_t)b * T + t2) * C3 + h * hs + C;
-                            float g = dpre[t2] * scale;
-                            for (int i = 0; i < hs; i++) {
-                                dq[i] += k[i] * g;
-                                dk[i] += q[i] * g;
-                            }
+                        sz_att_scores(S, T16, q, nr, kt, T16, n16, hs, scale);
+                        sz_att_scores(DA, T16, d, nr, vt, T16, n16, hs, 1.0f);
+                        for (int r = 0; r < nr; r++) {
+                            int t = t0 + r;
+                            const float *st = stats + (((size_t)b * NH + h) * T + t) * 2;
+                            float *Sr = S + (size_t)r * T16, *Dr = DA + (size_t)r * T16;
+                            float mx = st[0], inv = st[1], s = 0.0f;
+#pragma omp simd
+                            for (int j = 0; j <= t; j++) Sr[j] = sz_expf(Sr[j] - mx) * inv;
+#pragma omp simd reduction(+ : s)
+                            for (int j = 0; j <= t; j++) s += Sr[j] * Dr[j];
+#pragma omp simd
+                            for (int j = 0; j <= t; j++) Dr[j] = Sr[j] * (Dr[j] - s) * scale;
+                            sz_att_axpy_rows(dbase + (size_t)t * C3, Dr, base + C, C3, t + 1, hs);   /* dq */
+                        }
+                        /* keys j <= t0 take every row of the tile; key t0 + r0 only rows r >= r0 */
+                        sz_att_rank_tile(dk, dv, DA, S, T16, q, d, nr, 0, t0 + 1, hs);
+                        for (int r0 = 1; r0 < nr; r0++)
+                            sz_att_rank_tile(dk, dv, DA + (size_t)r0 * T16, S + (size_t)r0 * T16, T16, q + r0,
+                                             d + r0, nr - r0, t0 + r0, t0 + r0 + 1, hs);
+                    }
+                    for (int t = 0; t < T; t++) {
+                        float *dkr = dbase + (size_t)t * C3 + C, *dvr = dkr + C;
+                        for (int i = 0; i < hs; i++) {
+                            dkr[i] += dk[(size_t)t * hs + i];
+                            dvr[i] += dv[(size_t)t * hs + i];
                         }
                     }
+                }
         }
-        free(datt);
+        free(kt);
     }
     return fail ? -1 : 0;
 }

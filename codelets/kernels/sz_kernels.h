@@ -56,15 +56,22 @@ int sz_k_matmul_bwd_bf16(void *dinp, sz_k_dtype dinp_dt, void *dweight, void *db
                          sz_k_dtype dparam_dt, const uint16_t *dout, const uint16_t *inp,
                          const uint16_t *weight, int N, int C, int OC);
 
-/* ---- causal self-attention, NH heads of size hs = C/NH, scale 1/sqrt(hs).
- *      inp [B,T,3C] = q | k | v; out [B,T,C]; preatt, att [B,NH,T,T]
- *      (entries t2 > t are written 0) ---- */
-void sz_k_attention_fwd(float *out, float *preatt, float *att, const float *inp,
-                        int B, int T, int C, int NH);
-/* dinp [B,T,3C] accumulates. Needs 2*T floats of scratch per thread (malloc'd);
- * returns 0, or -1 if that allocation failed (nothing written then). */
-int sz_k_attention_bwd(float *dinp, const float *dout, const float *inp,
-                       const float *att, int B, int T, int C, int NH);
+/* ---- causal self-attention, NH heads of size hs = C/NH, scale 1/sqrt(hs), llm.c semantics.
+ *      inp [B,T,3C] = q | k | v; out [B,T,C]. Memory linear in T: the forward saves only
+ *      stats [B,NH,T,2] (per query row: softmax max, 1/sum), the backward recomputes the
+ *      probabilities from them (attention.c). Both allocate per-thread scratch of O(hs*T)
+ *      floats and return 0, or -1 if that allocation failed (nothing written then). ---- */
+int sz_k_attention_fwd(float *out, float *stats, const float *inp, int B, int T, int C, int NH);
+/* dinp [B,T,3C] accumulates; out is not needed. */
+int sz_k_attention_bwd(float *dinp, const float *dout, const float *inp, const float *stats,
+                       int B, int T, int C, int NH);
+/* llm.c's kernels that save preatt, att [B,NH,T,T] (entries t2 > t written 0), kept as the
+ * reference for the tests (attention_tt.c). The backward needs 2*T floats of scratch per thread
+ * (malloc'd); returns 0, or -1 if that allocation failed (nothing written then). */
+void sz_k_attention_tt_fwd(float *out, float *preatt, float *att, const float *inp,
+                           int B, int T, int C, int NH);
+int sz_k_attention_tt_bwd(float *dinp, const float *dout, const float *inp,
+                          const float *att, int B, int T, int C, int NH);
 
 /* ---- GELU, tanh form: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), [n] ---- */
 void sz_k_gelu_fwd(float *out, const float *inp, size_t n);

@@ -1,0 +1,90 @@
+/* codelets/kernels/cuda/encoder.cu — CUDA twin of kernels/encoder.c (GPT-2 token + position
+ * embedding) and the token embedding without positions (LLaMA-style). The backward sums rows
+ * into shared rows of dwte/dwpe; to keep the CPU's order without atomics, each thread owns one
+ * column c of a set of token rows (tokens with tok % SZ_EMB_PARTS == part) and walks every row
+ * (b,t) in order, adding only its tokens: every dwte element receives its terms in the CPU's
+ * order, so the sums are bitwise the CPU's. dwpe[t] gets the B rows of position t in order. */
+#include "sz_cuda_common.cuh"
+
+#define SZ_EMB_PARTS 32
+
+__global__ static void encoder_fwd_k(float *out, const int *tok, const float *wte, const float *wpe,
+                                     int BT, int T, int C, int with_pos)
+{
+    size_t n = (size_t)BT * C;
+    SZ_GRID_STRIDE(i, n) {
+        size_t bt = i / C, c = i % C;
+        float x = wte[(size_t)tok[bt] * C + c];
+        out[i] = with_pos ? x + wpe[(bt % T) * C + c] : x;
+    }
+}
+
+/* thread (c, part): dwte[v, c] += dout[bt, c] for every bt with tok[bt] = v, v % PARTS = part. */
+__global__ static void emb_bwd_wte_k(float *dwte, const float *dout, const int *tok, int BT, int C)
+{
+    int c = blockIdx.x * blockDim.x + threadIdx.x, part = blockIdx.y;
+    if (c >= C)
+        return;
+    for (int bt = 0; bt < BT; bt++) {
+        int v = tok[bt];
+        if (v % SZ_EMB_PARTS == part)
+            dwte[(size_t)v * C + c] += dout[(size_t)bt * C + c];
+    }
+}
+
+/* thread (t, c): dwpe[t, c] += dout[b, t, c] for b = 0..B-1 in order. */
+__global__ static void enc_bwd_wpe_k(float *dwpe, const float *dout, int B, int T, int C)
+{
+    size_t n = (size_t)T * C;
+    SZ_GRID_STRIDE(i, n) {
+        float acc = dwpe[i];
+        for (int b = 0; b < B; b++)
+            acc += dout[(size_t)b * n + i];
+        dwpe[i] = acc;
+    }
+}
+
+extern "C" int sz_cuda_encoder_fwd(cudaStream_t s, float *out, const int *tok, const float *wte,
+                                   const float *wpe, int B, int T, int C)
+{
+    size_t n = (size_t)B * T * C;
+    if (!n)
+        return 0;
+    encoder_fwd_k<<<sz_blocks(n, 256), 256, 0, s>>>(out, tok, wte, wpe, B * T, T, C, 1);
+    return sz_launch_rc();
+}
+
+static int sz_emb_wte_bwd(cudaStream_t s, float *dwte, const float *dout, const int *tok, int BT, int C)
+{
+    if (!BT || !C)
+        return 0;
+    dim3 grid((unsigned)((C + 127) / 128), SZ_EMB_PARTS);
+    emb_bwd_wte_k<<<grid, 128, 0, s>>>(dwte, dout, tok, BT, C);
+    return sz_launch_rc();
+}
+
+extern "C" int sz_cuda_encoder_bwd(cudaStream_t s, float *dwte, float *dwpe, const float *dout,
+                                   const int *tok, int B, int T, int C)
+{
+    int rc = sz_emb_wte_bwd(s, dwte, dout, tok, B * T, C);
+    if (rc || T <= 0 || C <= 0)
+        return rc;
+    /* dwpe: B terms per element, in b order (the CPU adds rows (b,t) in order, so each dwpe
+     * element also receives its B terms in b order). */
+    enc_bwd_wpe_k<<<sz_blocks((size_t)T * C, 256), 256, 0, s>>>(dwpe, dout, B, T, C);
+    return sz_launch_rc();
+}
+
+extern "C" int sz_cuda_embedding_fwd(cudaStream_t s, float *out, const int *tok, const float *wte, int N, int C)
+{
+    size_t n = (size_t)N * C;
+    if (!n)
+        return 0;
+    encoder_fwd_k<<<sz_blocks(n, 256), 256, 0, s>>>(out, tok, wte, NULL, N, 1, C, 0);
+    return sz_launch_rc();
+}
+
+extern "C" int sz_cuda_embedding_bwd(cudaStream_t s, float *dwte, const float *dout, const int *tok, int N, int C)
+{
+    return sz_emb_wte_bwd(s, dwte, dout, tok, N, C);
+}

@@ -1,0 +1,127 @@
+/* codelets/kernels/cuda/matmul.cu — CUDA twin of kernels/matmul.c and matmul_bf16.c: the linear
+ * layer out[N,OC] = inp[N,C] . w[OC,C]^T + b through cublasGemmEx, row-major buffers seen as their
+ * column-major transposes (llm.c's mapping). fp32: CUBLAS_COMPUTE_32F (true fp32, no TF32);
+ * bf16 operands: CUBLAS_COMPUTE_32F with CUDA_R_16BF inputs (tensor cores), fp32 or bf16
+ * destinations. A bias is broadcast into the destination first and the product added with
+ * beta = 1, so a bf16 destination is rounded once, as the CPU's sum post-op. The bias gradient is
+ * a column sum, one thread per column adding rows in order from the current value (bitwise the
+ * CPU's sz_mm_colsum). cuBLAS is deterministic in its default (atomics off) mode. */
+#include "sz_cuda_common.cuh"
+
+static int sz_cublas_rc(cublasStatus_t st) { return st == CUBLAS_STATUS_SUCCESS ? 0 : 1000 + (int)st; }
+
+/* out[n, o] = bias[o] (dt of out / bias each fp32 or bf16). */
+__global__ static void bias_fill_k(void *out, int out_dt, const void *bias, int bias_dt, int N, int OC)
+{
+    size_t n = (size_t)N * OC;
+    SZ_GRID_STRIDE(i, n) {
+        size_t o = i % OC;
+        if (out_dt && bias_dt)
+            ((uint16_t *)out)[i] = ((const uint16_t *)bias)[o];
+        else
+            sz_d_st(out, out_dt, i, sz_d_ld(bias, bias_dt, o));
+    }
+}
+
+/* dbias[o] (+)= sum_n dout[n, o], rows in order, from the current dbias; rounded once if bf16. */
+__global__ static void colsum_k(void *dbias, int dbias_dt, const void *dout, int dout_dt, int N, int OC)
+{
+    int o = blockIdx.x * blockDim.x + threadIdx.x;
+    if (o >= OC)
+        return;
+    float acc = sz_d_ld(dbias, dbias_dt, o);
+    for (int n = 0; n < N; n++)
+        acc += sz_d_ld(dout, dout_dt, (size_t)n * OC + o);
+    sz_d_st(dbias, dbias_dt, o, acc);
+}
+
+static cudaDataType sz_cu_dt(int dt) { return dt == SZ_CUDA_BF16 ? CUDA_R_16BF : CUDA_R_32F; }
+
+/* One column-major gemm C[m,n] = alpha op(A) op(B) + beta C, inputs of type in_dt, C of c_dt. */
+static int sz_gemm(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k,
+                   const void *A, int lda, const void *B, int ldb, float beta, void *Cm, int ldc, int in_dt,
+                   int c_dt)
+{
+    const float alpha = 1.0f;
+    if (m <= 0 || n <= 0)
+        return 0;
+    if (k <= 0 && beta != 0.0f) /* an empty product adds nothing */
+        return 0;
+    return sz_cublas_rc(cublasGemmEx(h, ta, tb, m, n, k, &alpha, A, sz_cu_dt(in_dt), lda, B, sz_cu_dt(in_dt), ldb,
+                                     &beta, Cm, sz_cu_dt(c_dt), ldc, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+}
+
+static int sz_prepare(cublasHandle_t h, cudaStream_t s)
+{
+    int rc = sz_cublas_rc(cublasSetStream(h, s));
+    if (!rc)
+        rc = sz_cublas_rc(cublasSetPointerMode(h, CUBLAS_POINTER_MODE_HOST));
+    if (!rc)
+        rc = sz_cublas_rc(cublasSetMathMode(h, CUBLAS_DEFAULT_MATH)); /* no TF32 for fp32 */
+    return rc;
+}
+
+static int sz_mm_fwd(cublasHandle_t h, cudaStream_t s, void *out, int out_dt, const void *inp, const void *w,
+                     const void *bias, int in_dt, int N, int C, int OC)
+{
+    int rc = sz_prepare(h, s);
+    if (rc || N <= 0 || OC <= 0)
+        return rc;
+    float beta = 0.0f;
+    if (bias) {
+        bias_fill_k<<<sz_blocks((size_t)N * OC, 256), 256, 0, s>>>(out, out_dt, bias, in_dt, N, OC);
+        if ((rc = sz_launch_rc()))
+            return rc;
+        beta = 1.0f;
+    } else if (C <= 0) {
+        return (int)cudaMemsetAsync(out, 0, (size_t)N * OC * (out_dt ? 2 : 4), s);
+    }
+    /* outT[OC,N] = W'^T[OC,C] . inpT[C,N], W' = w seen column-major as [C,OC] */
+    return sz_gemm(h, CUBLAS_OP_T, CUBLAS_OP_N, OC, N, C, w, C, inp, C, beta, out, OC, in_dt, out_dt);
+}
+
+static int sz_mm_bwd(cublasHandle_t h, cudaStream_t s, void *dinp, int dinp_dt, void *dw, void *dbias,
+                     int dparam_dt, const void *dout, const void *inp, const void *w, int in_dt, int N, int C,
+                     int OC)
+{
+    int rc = sz_prepare(h, s);
+    if (rc)
+        return rc;
+    /* dinpT[C,N] += W'[C,OC] . doutT[OC,N] */
+    if (dinp && (rc = sz_gemm(h, CUBLAS_OP_N, CUBLAS_OP_N, C, N, OC, w, C, dout, OC, 1.0f, dinp, C, in_dt, dinp_dt)))
+        return rc;
+    /* dwT[C,OC] += inpT[C,N] . (doutT[OC,N])^T */
+    if (dw && (rc = sz_gemm(h, CUBLAS_OP_N, CUBLAS_OP_T, C, OC, N, inp, C, dout, OC, 1.0f, dw, C, in_dt, dparam_dt)))
+        return rc;
+    if (dbias && OC > 0) {
+        colsum_k<<<(unsigned)((OC + 63) / 64), 64, 0, s>>>(dbias, dparam_dt, dout, in_dt, N, OC);
+        rc = sz_launch_rc();
+    }
+    return rc;
+}
+
+extern "C" int sz_cuda_matmul_fwd(cublasHandle_t h, cudaStream_t s, float *out, const float *inp,
+                                  const float *weight, const float *bias, int N, int C, int OC)
+{
+    return sz_mm_fwd(h, s, out, SZ_CUDA_F32, inp, weight, bias, SZ_CUDA_F32, N, C, OC);
+}
+
+extern "C" int sz_cuda_matmul_bwd(cublasHandle_t h, cudaStream_t s, float *dinp, float *dweight, float *dbias,
+                                  const float *dout, const float *inp, const float *weight, int N, int C, int OC)
+{
+    return sz_mm_bwd(h, s, dinp, SZ_CUDA_F32, dweight, dbias, SZ_CUDA_F32, dout, inp, weight, SZ_CUDA_F32, N, C, OC);
+}
+
+extern "C" int sz_cuda_matmul_fwd_bf16(cublasHandle_t h, cudaStream_t s, void *out, int out_dt,
+                                       const uint16_t *inp, const uint16_t *weight, const uint16_t *bias, int N,
+                                       int C, int OC)
+{
+    return sz_mm_fwd(h, s, out, out_dt, inp, weight, bias, SZ_CUDA_BF16, N, C, OC);
+}
+
+extern "C" int sz_cuda_matmul_bwd_bf16(cublasHandle_t h, cudaStream_t s, void *dinp, int dinp_dt, void *dweight,
+                                       void *dbias, int dparam_dt, const uint16_t *dout, const uint16_t *inp,
+                                       const uint16_t *weight, int N, int C, int OC)
+{
+    return sz_mm_bwd(h, s, dinp, dinp_dt, dweight, dbias, dparam_dt, dout, inp, weight, SZ_CUDA_BF16, N, C, OC);
+}

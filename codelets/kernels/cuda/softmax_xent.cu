@@ -1,0 +1,116 @@
+/* codelets/kernels/cuda/softmax_xent.cu — CUDA twin of kernels/softmax_xent.c (fused softmax +
+ * cross-entropy over the real vocabulary V of rows padded to Vp; max started at -10000 as the CPU;
+ * padded columns get probability 0) and the LLaMA-style per-row mean squared error. One block per
+ * row; the row's max and sums are fixed block trees. The backward kernels write their gradient. */
+#include <math.h>
+#include "sz_cuda_common.cuh"
+
+#define SZ_SX_THREADS 512
+
+__global__ static void __launch_bounds__(SZ_SX_THREADS)
+    softmax_xent_fwd_k(float *probs, float *losses, const float *logits, const int *targets, int V, int Vp)
+{
+    __shared__ float red[32];
+    int n = blockIdx.x;
+    const float *l = logits + (size_t)n * Vp;
+    float *p = probs + (size_t)n * Vp;
+    float mx = -10000.0f;
+    for (int i = threadIdx.x; i < V; i += SZ_SX_THREADS)
+        mx = fmaxf(mx, l[i]);
+    mx = sz_block_max(mx, red);
+    float sum = 0.0f;
+    for (int i = threadIdx.x; i < V; i += SZ_SX_THREADS) {
+        float e = sz_d_expf(l[i] - mx);
+        p[i] = e;
+        sum += e;
+    }
+    sum = sz_block_sum(sum, red);
+    for (int i = threadIdx.x; i < Vp; i += SZ_SX_THREADS) {
+        if (i < V)
+            p[i] /= sum; /* the thread that wrote it */
+        else
+            p[i] = 0.0f;
+    }
+    __syncthreads();
+    if (threadIdx.x == 0)
+        losses[n] = -logf(p[targets[n]]);
+}
+
+__global__ static void softmax_xent_bwd_k(float *dlogits, const float *probs, const int *targets, const float *dloss,
+                                          float dloss_all, int N, int V, int Vp)
+{
+    size_t total = (size_t)N * Vp;
+    SZ_GRID_STRIDE(i, total) {
+        size_t n = i / Vp;
+        int v = (int)(i % Vp);
+        float g = dloss ? dloss[n] : dloss_all;
+        dlogits[i] = v < V ? (probs[i] - (v == targets[n] ? 1.0f : 0.0f)) * g : 0.0f;
+    }
+}
+
+#define SZ_MSE_ROWS 4 /* warps per block, one row each */
+
+__global__ static void mse_fwd_k(float *losses, const float *pred, const float *target, int N, int C)
+{
+    int n = blockIdx.x * SZ_MSE_ROWS + (threadIdx.x >> 5), lane = threadIdx.x & 31;
+    if (n >= N)
+        return;
+    const float *p = pred + (size_t)n * C, *y = target + (size_t)n * C;
+    float s = 0.0f;
+    for (int i = lane; i < C; i += 32) {
+        float e = p[i] - y[i];
+        s += e * e;
+    }
+    s = sz_warp_sum(s);
+    if (lane == 0)
+        losses[n] = s / C;
+}
+
+__global__ static void mse_bwd_k(float *dpred, const float *pred, const float *target, const float *dloss,
+                                 float dloss_all, int N, int C)
+{
+    size_t total = (size_t)N * C;
+    SZ_GRID_STRIDE(i, total) {
+        float g = dloss ? dloss[i / C] : dloss_all;
+        dpred[i] = g * 2.0f * (pred[i] - target[i]) / C;
+    }
+}
+
+extern "C" int sz_cuda_softmax_xent_fwd(cudaStream_t s, float *probs, float *losses, const float *logits,
+                                        const int *targets, int N, int V, int Vp)
+{
+    if (N <= 0)
+        return 0;
+    if (V <= 0 || V > Vp)
+        return (int)cudaErrorInvalidValue;
+    softmax_xent_fwd_k<<<(unsigned)N, SZ_SX_THREADS, 0, s>>>(probs, losses, logits, targets, V, Vp);
+    return sz_launch_rc();
+}
+
+extern "C" int sz_cuda_softmax_xent_bwd(cudaStream_t s, float *dlogits, const float *probs, const int *targets,
+                                        const float *dloss, float dloss_all, int N, int V, int Vp)
+{
+    size_t total = (size_t)(N > 0 ? N : 0) * (size_t)(Vp > 0 ? Vp : 0);
+    if (!total)
+        return 0;
+    softmax_xent_bwd_k<<<sz_blocks(total, 256), 256, 0, s>>>(dlogits, probs, targets, dloss, dloss_all, N, V, Vp);
+    return sz_launch_rc();
+}
+
+extern "C" int sz_cuda_mse_fwd(cudaStream_t s, float *losses, const float *pred, const float *target, int N, int C)
+{
+    if (N <= 0 || C <= 0)
+        return 0;
+    mse_fwd_k<<<(unsigned)((N + SZ_MSE_ROWS - 1) / SZ_MSE_ROWS), 32 * SZ_MSE_ROWS, 0, s>>>(losses, pred, target, N, C);
+    return sz_launch_rc();
+}
+
+extern "C" int sz_cuda_mse_bwd(cudaStream_t s, float *dpred, const float *pred, const float *target,
+                               const float *dloss, float dloss_all, int N, int C)
+{
+    size_t total = (size_t)(N > 0 ? N : 0) * (size_t)(C > 0 ? C : 0);
+    if (!total)
+        return 0;
+    mse_bwd_k<<<sz_blocks(total, 256), 256, 0, s>>>(dpred, pred, target, dloss, dloss_all, N, C);
+    return sz_launch_rc();
+}

@@ -1,0 +1,166 @@
+/* codelets/kernels/cuda/sz_cuda_kernels.h — the CUDA twins of the plain-C kernels of
+ * codelets/kernels/sz_kernels.h: plain C entry points that enqueue work on a given CUDA stream and
+ * take device pointers only. No StarPU here (the codelets pass their worker's stream and cuBLAS
+ * handle); callable from C.
+ *
+ * Semantics are those of the CPU kernel of the same name (layouts, accumulation: backward
+ * kernels ADD into their gradients, except softmax_xent_bwd and mse_bwd, which write). Values
+ * agree with the CPU to rounding, not bitwise (other summation orders, other exp/log/sqrt), except
+ * where said: conversions, zero, scale, clip, and the column sums that keep the CPU's row order.
+ * Every kernel gives the same bits run to run on one GPU model: reductions are fixed trees or
+ * fixed sequential orders decided by the shape only, never atomics whose order varies (cuBLAS is
+ * deterministic with its default, atomics-free mode on one architecture and SM count).
+ *
+ * Return value: 0 when the work was enqueued, else a nonzero cudaError_t (launch or allocation
+ * failure) or, for the cuBLAS calls, 1000 + the cublasStatus_t. Kernels that need scratch memory
+ * take it stream-ordered (cudaMallocAsync / cudaFreeAsync on the same stream).
+ *
+ * Status: written and compiled without a GPU; tests/test_cuda_kernels.c checks each against its
+ * CPU twin and has not yet run on a GPU (see README, "Running on GPUs"). */
+#ifndef SZ_CUDA_KERNELS_H
+#define SZ_CUDA_KERNELS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <cuda_runtime_api.h>
+#include <cublas_v2.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Element types, as sz_k_dtype: 0 fp32, 1 bf16 (uint16_t storage, round to nearest even). */
+#define SZ_CUDA_F32 0
+#define SZ_CUDA_BF16 1
+
+/* Number of CUDA devices, 0 when none or the driver is missing (never fails). */
+int sz_cuda_device_count(void);
+
+/* ---- encoder (GPT-2): out[B,T,C] = wte[tok[b,t]] + wpe[t]; backward adds into dwte [Vp,C] and
+ *      dwpe [maxT,C] in (b,t) order per element, as the CPU (bitwise the same sums) ---- */
+int sz_cuda_encoder_fwd(cudaStream_t s, float *out, const int *tok, const float *wte, const float *wpe,
+                        int B, int T, int C);
+int sz_cuda_encoder_bwd(cudaStream_t s, float *dwte, float *dwpe, const float *dout, const int *tok,
+                        int B, int T, int C);
+
+/* ---- token embedding without positions (LLaMA-style): out[N,C] = wte[tok[n]]; dwte += dout at the
+ *      token rows, rows in order n = 0..N-1 per element ---- */
+int sz_cuda_embedding_fwd(cudaStream_t s, float *out, const int *tok, const float *wte, int N, int C);
+int sz_cuda_embedding_bwd(cudaStream_t s, float *dwte, const float *dout, const int *tok, int N, int C);
+
+/* ---- layernorm, eps 1e-5, as sz_k_layernorm_fwd/bwd (mean, rstd [N] saved) ---- */
+int sz_cuda_layernorm_fwd(cudaStream_t s, float *out, float *mean, float *rstd, const float *inp,
+                          const float *weight, const float *bias, int N, int C);
+int sz_cuda_layernorm_bwd(cudaStream_t s, float *dinp, float *dweight, float *dbias, const float *dout,
+                          const float *inp, const float *weight, const float *mean, const float *rstd,
+                          int N, int C);
+
+/* ---- RMSNorm over the last dim: rstd[n] = 1/sqrt(mean_i(x[n,i]^2) + eps), out = x * rstd * w;
+ *      rstd [N] saved. Backward (adds): dinp = rstd * (w*dout - x * rstd^2 * mean_i(w*dout*x)),
+ *      dweight[i] += sum_n dout * x * rstd (rows in order) ---- */
+int sz_cuda_rmsnorm_fwd(cudaStream_t s, float *out, float *rstd, const float *inp, const float *weight,
+                        int N, int C, float eps);
+int sz_cuda_rmsnorm_bwd(cudaStream_t s, float *dinp, float *dweight, const float *dout, const float *inp,
+                        const float *weight, const float *rstd, int N, int C);
+
+/* ---- matmul through cuBLAS (fp32: CUBLAS_COMPUTE_32F, no TF32): out[N,OC] = inp[N,C].w[OC,C]^T
+ *      (+ bias[OC]); backward dinp += dout.w, dweight += dout^T.inp, dbias += column sums of dout
+ *      (rows in order, as the CPU); any of dinp, dweight, dbias may be NULL. The handle's stream
+ *      is set to s. ---- */
+int sz_cuda_matmul_fwd(cublasHandle_t h, cudaStream_t s, float *out, const float *inp, const float *weight,
+                       const float *bias, int N, int C, int OC);
+int sz_cuda_matmul_bwd(cublasHandle_t h, cudaStream_t s, float *dinp, float *dweight, float *dbias,
+                       const float *dout, const float *inp, const float *weight, int N, int C, int OC);
+/* bf16 inputs, fp32 accumulation (tensor cores: CUBLAS_COMPUTE_32F with bf16 operands); out_dt /
+ * dinp_dt / dparam_dt as sz_k_matmul_*_bf16: a bf16 destination gets round(f32(dst) + f32 result). */
+int sz_cuda_matmul_fwd_bf16(cublasHandle_t h, cudaStream_t s, void *out, int out_dt, const uint16_t *inp,
+                            const uint16_t *weight, const uint16_t *bias, int N, int C, int OC);
+int sz_cuda_matmul_bwd_bf16(cublasHandle_t h, cudaStream_t s, void *dinp, int dinp_dt, void *dweight,
+                            void *dbias, int dparam_dt, const uint16_t *dout, const uint16_t *inp,
+                            const uint16_t *weight, int N, int C, int OC);
+
+/* ---- causal self-attention, as sz_k_attention_fwd/bwd (inp [B,T,3C] = q|k|v, preatt and att
+ *      [B,NH,T,T] with zeros above the diagonal, out [B,T,C]; the backward adds into dinp).
+ *      Head size hs = C/NH at most 256; T at most 8192 (the backward keeps a row in shared
+ *      memory). The backward takes B*NH*T floats of scratch. ---- */
+#define SZ_CUDA_ATT_MAX_HS 256
+#define SZ_CUDA_ATT_MAX_T 8192
+int sz_cuda_attention_fwd(cudaStream_t s, float *out, float *preatt, float *att, const float *inp,
+                          int B, int T, int C, int NH);
+int sz_cuda_attention_bwd(cudaStream_t s, float *dinp, const float *dout, const float *inp,
+                          const float *att, int B, int T, int C, int NH);
+
+/* ---- rotary position embedding (LLaMA-style) on q and k of a [B,T,3C] q|k|v buffer (v is not
+ *      touched), in place: in each head (size hs, even) the pair (2i, 2i+1) at position t is
+ *      rotated by angle t * theta^(-2i/hs) (computed in double, then rounded: cos, sin as float);
+ *      backward rotates dq, dk of a [B,T,3C] gradient in place by the opposite angle (the
+ *      transpose), so it is exact to rounding. ---- */
+int sz_cuda_rope_fwd(cudaStream_t s, float *qkv, int B, int T, int C, int NH, float theta);
+int sz_cuda_rope_bwd(cudaStream_t s, float *dqkv, int B, int T, int C, int NH, float theta);
+
+/* ---- elementwise, [n] ---- */
+int sz_cuda_gelu_fwd(cudaStream_t s, float *out, const float *inp, size_t n);
+int sz_cuda_gelu_bwd(cudaStream_t s, float *dinp, const float *inp, const float *dout, size_t n);
+/* SiLU: out = x * sigmoid(x); dinp += dout * (sg + x * sg * (1 - sg)). */
+int sz_cuda_silu_fwd(cudaStream_t s, float *out, const float *inp, size_t n);
+int sz_cuda_silu_bwd(cudaStream_t s, float *dinp, const float *inp, const float *dout, size_t n);
+/* out = a * b; da += dout * b, db += dout * a (da or db may be NULL). */
+int sz_cuda_mul_fwd(cudaStream_t s, float *out, const float *a, const float *b, size_t n);
+int sz_cuda_mul_bwd(cudaStream_t s, float *da, float *db, const float *a, const float *b, const float *dout,
+                    size_t n);
+/* out = a + b (out may alias a or b); da += dout, db += dout. */
+int sz_cuda_residual_fwd(cudaStream_t s, float *out, const float *a, const float *b, size_t n);
+int sz_cuda_residual_bwd(cudaStream_t s, float *da, float *db, const float *dout, size_t n);
+
+/* ---- fused softmax + cross-entropy, as sz_k_softmax_xent_fwd/bwd; the backward WRITES dlogits,
+ *      with dloss[n] per row, or dloss_all for every row when dloss is NULL ---- */
+int sz_cuda_softmax_xent_fwd(cudaStream_t s, float *probs, float *losses, const float *logits,
+                             const int *targets, int N, int V, int Vp);
+int sz_cuda_softmax_xent_bwd(cudaStream_t s, float *dlogits, const float *probs, const int *targets,
+                             const float *dloss, float dloss_all, int N, int V, int Vp);
+
+/* ---- mean squared error per row: losses[n] = (1/C) sum_i (pred - target)^2; the backward WRITES
+ *      dpred = dloss[n] * 2 (pred - target) / C (dloss NULL: dloss_all for every row) ---- */
+int sz_cuda_mse_fwd(cudaStream_t s, float *losses, const float *pred, const float *target, int N, int C);
+int sz_cuda_mse_bwd(cudaStream_t s, float *dpred, const float *pred, const float *target,
+                    const float *dloss, float dloss_all, int N, int C);
+
+/* ---- AdamW, as sz_k_adamw_step / sz_k_adamw_step_bf16 (bias corrections 1 - beta^t computed on
+ *      the host with powf, as the CPU). scale is a DEVICE pointer to the clip factor (one float,
+ *      written by clip_scale). With sumsq not NULL the gradient's squared norm (unscaled, summed in
+ *      double as sz_cuda_sumsq) is written there as a float (acc = 0) or added to it (acc = 1). ---- */
+int sz_cuda_adamw(cudaStream_t s, float *param, const float *grad, float *m, float *v, size_t n, int t,
+                  float lr, float beta1, float beta2, float eps, float wd, const float *scale,
+                  float *sumsq, int acc);
+int sz_cuda_adamw_mixed(cudaStream_t s, float *master, uint16_t *param_bf16, const uint16_t *grad,
+                        float *m, float *v, size_t n, int t, float lr, float beta1, float beta2, float eps,
+                        float wd, const float *scale, float *sumsq, int acc);
+
+/* ---- SGD with momentum (PyTorch's, dampening 0): g = scale*grad + wd*p; buf = momentum*buf + g;
+ *      p -= lr * buf (with nesterov: p -= lr * (g + momentum*buf)). buf starts at zero, so the first
+ *      step's buf is g. scale is a device pointer (NULL: 1). ---- */
+int sz_cuda_sgd(cudaStream_t s, float *param, const float *grad, float *buf, size_t n, float lr,
+                float momentum, float wd, int nesterov, const float *scale);
+
+/* ---- conversions, as codelets/convert.c: dst (+)= src, each fp32 or bf16 (dt 0/1); a bf16
+ *      destination is rounded once (round(f32(dst) + f32(src)) when acc). Bitwise as the CPU. ---- */
+int sz_cuda_convert(cudaStream_t s, void *dst, int dst_dt, const void *src, int src_dt, size_t n, int acc);
+
+/* ---- squared L2 norm of n fp32 or bf16 values, in double: chunks of 65536 (SZ_SUMSQ_CHUNK) each
+ *      summed by a fixed tree, the chunk sums added in chunk order; *out (device, one float) is
+ *      written (acc 0) or added to (acc 1). Deterministic; equal to the CPU to rounding. ---- */
+int sz_cuda_sumsq(cudaStream_t s, float *out, const void *x, int dt, int64_t n, int acc);
+
+/* ---- clip factor, as codelets/clip_scale.c given every rank's sums already on the device:
+ *      sums[n] added in order in double; out[0] = clip/norm when clip > 0 and norm > clip, else 1;
+ *      out[1] = norm. Bitwise as the CPU. ---- */
+int sz_cuda_clip_scale(cudaStream_t s, float *out, const float *sums, int n, float clip);
+
+/* ---- x *= alpha; x = 0 (bytes) ---- */
+int sz_cuda_scale(cudaStream_t s, float *x, size_t n, float alpha);
+int sz_cuda_zero(cudaStream_t s, void *x, size_t bytes);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* SZ_CUDA_KERNELS_H */

@@ -1,0 +1,67 @@
+/* codelets/kernels/cuda/util.cu — CUDA twins of the small kernels: fp32 <-> bf16 conversion with
+ * optional accumulation (codelets/convert.c: bitwise the CPU's), the clip factor from the
+ * per-unit squared norms (codelets/clip_scale.c, bitwise: the same double sums in the same order),
+ * scale, zero, and the device count. */
+#include "sz_cuda_common.cuh"
+
+__global__ static void convert_k(void *dst, int ddt, const void *src, int sdt, size_t n, int acc)
+{
+    SZ_GRID_STRIDE(i, n) {
+        if (ddt && sdt && !acc)
+            ((uint16_t *)dst)[i] = ((const uint16_t *)src)[i];
+        else
+            sz_d_st(dst, ddt, i, acc ? sz_d_ld(dst, ddt, i) + sz_d_ld(src, sdt, i) : sz_d_ld(src, sdt, i));
+    }
+}
+
+extern "C" int sz_cuda_convert(cudaStream_t s, void *dst, int dst_dt, const void *src, int src_dt, size_t n, int acc)
+{
+    if (!n)
+        return 0;
+    convert_k<<<sz_blocks(n, 256), 256, 0, s>>>(dst, dst_dt, src, src_dt, n, acc);
+    return sz_launch_rc();
+}
+
+__global__ static void clip_k(float *out, const float *sums, int n, float clip)
+{
+    double s = 0.0;
+    for (int i = 0; i < n; i++)
+        s += sums[i];
+    double norm = sqrt(s), c = clip;
+    out[0] = (c > 0.0 && norm > c) ? (float)(c / norm) : 1.0f;
+    out[1] = (float)norm;
+}
+
+extern "C" int sz_cuda_clip_scale(cudaStream_t s, float *out, const float *sums, int n, float clip)
+{
+    clip_k<<<1, 1, 0, s>>>(out, sums, n, clip);
+    return sz_launch_rc();
+}
+
+__global__ static void scale_k(float *x, size_t n, float alpha)
+{
+    SZ_GRID_STRIDE(i, n) x[i] *= alpha;
+}
+
+extern "C" int sz_cuda_scale(cudaStream_t s, float *x, size_t n, float alpha)
+{
+    if (!n)
+        return 0;
+    scale_k<<<sz_blocks(n, 256), 256, 0, s>>>(x, n, alpha);
+    return sz_launch_rc();
+}
+
+extern "C" int sz_cuda_zero(cudaStream_t s, void *x, size_t bytes)
+{
+    return bytes ? (int)cudaMemsetAsync(x, 0, bytes, s) : 0;
+}
+
+extern "C" int sz_cuda_device_count(void)
+{
+    int n = 0;
+    if (cudaGetDeviceCount(&n) != cudaSuccess) {
+        (void)cudaGetLastError(); /* clear the sticky error */
+        return 0;
+    }
+    return n;
+}

@@ -1,0 +1,892 @@
+/* tests/test_cuda_kernels.c — every CUDA kernel (codelets/kernels/cuda) against its CPU twin
+ * (codelets/kernels) on random data with odd sizes, forward and backward, fp32 and bf16; each GPU
+ * result computed twice and required bitwise equal (determinism); the kernels said to be bitwise
+ * the CPU's (conversions, clip, scale, zero, encoder sums, bias column sums) checked bitwise.
+ * The LLaMA-style ops (RMSNorm, SiLU, product, RoPE, embedding, MSE), whose CPU twins are not in
+ * this tree yet, are checked against double references here, and those references' backward
+ * against central finite differences — that part runs on every machine. The GPU part exits 77
+ * (skipped) when no CUDA device is present (cudaGetDeviceCount fails or gives 0).
+ * Written without a GPU at hand: it has not yet run on one. */
+#include <CUnit/Basic.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cuda_runtime_api.h>
+#include <cublas_v2.h>
+#include "sz_cuda_kernels.h"
+#include "sz_kernels.h"
+#include "sz_kernels_impl.h"
+#include "sz_test.h"
+
+/* ---------------------------------------------------------------- helpers */
+
+static cudaStream_t S;
+static cublasHandle_t H;
+
+static uint64_t rng = 0x9E3779B97F4A7C15ull;
+static float frand(void) /* uniform in [-1, 1) */
+{
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return (float)((rng >> 40) * (1.0 / 16777216.0)) * 2.0f - 1.0f;
+}
+static float *rnd(size_t n, float scale)
+{
+    float *x = malloc((n ? n : 1) * sizeof *x);
+    for (size_t i = 0; i < n; i++)
+        x[i] = frand() * scale;
+    return x;
+}
+static float *copyf(const float *x, size_t n)
+{
+    float *d = malloc((n ? n : 1) * sizeof *d);
+    memcpy(d, x, n * sizeof *d);
+    return d;
+}
+static uint16_t *bf16_of(const float *x, size_t n)
+{
+    uint16_t *h = malloc((n ? n : 1) * sizeof *h);
+    sz_k_f32_to_bf16(h, x, n);
+    return h;
+}
+static int *tokens(size_t n, int V)
+{
+    int *t = malloc(n * sizeof *t);
+    for (size_t i = 0; i < n; i++)
+        t[i] = (int)((frand() + 1.0f) * 0.5f * V) % V;
+    return t;
+}
+
+#define CUOK(x) CU_ASSERT_EQUAL_FATAL((int)(x), 0)
+static void *dput(const void *h, size_t bytes)
+{
+    void *d = NULL;
+    CUOK(cudaMalloc(&d, bytes ? bytes : 4));
+    if (h && bytes)
+        CUOK(cudaMemcpy(d, h, bytes, cudaMemcpyHostToDevice));
+    return d;
+}
+static void dget(void *h, const void *d, size_t bytes)
+{
+    CUOK(cudaStreamSynchronize(S));
+    CUOK(cudaMemcpy(h, d, bytes, cudaMemcpyDeviceToHost));
+}
+static void dfree(void *d) { CUOK(cudaFree(d)); }
+
+/* |g - c| <= atol + rtol |c| everywhere; prints the worst element. */
+static int close_f(const char *what, const float *g, const float *c, size_t n, double atol, double rtol)
+{
+    double worst = 0.0;
+    size_t wi = 0;
+    int ok = 1;
+    for (size_t i = 0; i < n; i++) {
+        double e = fabs((double)g[i] - c[i]), lim = atol + rtol * fabs((double)c[i]);
+        if (!(e <= lim))
+            ok = 0;
+        if (!(e <= worst))
+            worst = e, wi = i;
+    }
+    if (!ok || getenv("SZ_TEST_VERBOSE"))
+        printf("\n  %s: max |gpu - ref| = %.3g at %zu (gpu %.9g, ref %.9g)%s", what, worst, wi, n ? g[wi] : 0.0,
+               n ? c[wi] : 0.0, ok ? "" : "  FAILED");
+    return ok;
+}
+static int close_d(const char *what, const float *g, const double *c, size_t n, double atol, double rtol)
+{
+    float *cf = malloc((n ? n : 1) * sizeof *cf);
+    for (size_t i = 0; i < n; i++)
+        cf[i] = (float)c[i];
+    int ok = close_f(what, g, cf, n, atol, rtol);
+    free(cf);
+    return ok;
+}
+static int same_bits(const char *what, const void *a, const void *b, size_t bytes)
+{
+    int ok = memcmp(a, b, bytes) == 0;
+    if (!ok)
+        printf("\n  %s: not bitwise equal", what);
+    return ok;
+}
+/* bf16 arrays within k units in the last place of the reference (or an absolute atol). */
+static int close_h(const char *what, const uint16_t *g, const uint16_t *c, size_t n, double atol)
+{
+    float *gf = malloc((n ? n : 1) * 4), *cf = malloc((n ? n : 1) * 4);
+    sz_k_bf16_to_f32(gf, g, n);
+    sz_k_bf16_to_f32(cf, c, n);
+    int ok = close_f(what, gf, cf, n, atol, 1.0 / 128); /* 2 ulp of an 8-bit mantissa */
+    free(gf);
+    free(cf);
+    return ok;
+}
+
+/* ---------------------------------------------------------------- encoder, embedding */
+
+static void gpu_encoder(const int *tok, const float *wte, const float *wpe, const float *dout, const float *dwte0,
+                        const float *dwpe0, float *out, float *dwte, float *dwpe, int B, int T, int C, int V,
+                        int maxT)
+{
+    size_t BTC = (size_t)B * T * C;
+    int *dt = dput(tok, (size_t)B * T * 4);
+    float *dwt = dput(wte, (size_t)V * C * 4), *dwp = dput(wpe, (size_t)maxT * C * 4), *dd = dput(dout, BTC * 4);
+    float *gwt = dput(dwte0, (size_t)V * C * 4), *gwp = dput(dwpe0, (size_t)maxT * C * 4), *dout_d = dput(NULL, BTC * 4);
+    CUOK(sz_cuda_encoder_fwd(S, dout_d, dt, dwt, dwp, B, T, C));
+    CUOK(sz_cuda_encoder_bwd(S, gwt, gwp, dd, dt, B, T, C));
+    dget(out, dout_d, BTC * 4);
+    dget(dwte, gwt, (size_t)V * C * 4);
+    dget(dwpe, gwp, (size_t)maxT * C * 4);
+    dfree(dt), dfree(dwt), dfree(dwp), dfree(dd), dfree(gwt), dfree(gwp), dfree(dout_d);
+}
+
+static void test_encoder(void)
+{
+    int B = 3, T = 7, C = 37, V = 11, maxT = 9;
+    size_t BTC = (size_t)B * T * C;
+    int *tok = tokens((size_t)B * T, V);
+    tok[0] = tok[1] = tok[5] = 3; /* repeated tokens: the sums that need an order */
+    float *wte = rnd((size_t)V * C, 1), *wpe = rnd((size_t)maxT * C, 1), *dout = rnd(BTC, 1);
+    float *dwte0 = rnd((size_t)V * C, 1), *dwpe0 = rnd((size_t)maxT * C, 1);
+    float *out = malloc(BTC * 4), *dwte = copyf(dwte0, (size_t)V * C), *dwpe = copyf(dwpe0, (size_t)maxT * C);
+    sz_k_encoder_fwd(out, tok, wte, wpe, B, T, C);
+    sz_k_encoder_bwd(dwte, dwpe, dout, tok, B, T, C);
+    float *g[2][3];
+    for (int r = 0; r < 2; r++) {
+        g[r][0] = malloc(BTC * 4), g[r][1] = malloc((size_t)V * C * 4), g[r][2] = malloc((size_t)maxT * C * 4);
+        gpu_encoder(tok, wte, wpe, dout, dwte0, dwpe0, g[r][0], g[r][1], g[r][2], B, T, C, V, maxT);
+    }
+    CU_ASSERT(same_bits("encoder out vs cpu", g[0][0], out, BTC * 4));
+    CU_ASSERT(same_bits("encoder dwte vs cpu", g[0][1], dwte, (size_t)V * C * 4));
+    CU_ASSERT(same_bits("encoder dwpe vs cpu", g[0][2], dwpe, (size_t)maxT * C * 4));
+    for (int k = 0; k < 3; k++)
+        CU_ASSERT(same_bits("encoder run to run", g[0][k], g[1][k], k == 0 ? BTC * 4 : k == 1 ? (size_t)V * C * 4 : (size_t)maxT * C * 4));
+    for (int r = 0; r < 2; r++)
+        for (int k = 0; k < 3; k++)
+            free(g[r][k]);
+    free(tok), free(wte), free(wpe), free(dout), free(dwte0), free(dwpe0), free(out), free(dwte), free(dwpe);
+}
+
+/* Reference: out = wte[tok]; dwte[tok[n]] += dout[n] in row order (the same float sums as the GPU). */
+static void test_embedding(void)
+{
+    int N = 29, C = 45, V = 7;
+    int *tok = tokens((size_t)N, V);
+    float *wte = rnd((size_t)V * C, 1), *dout = rnd((size_t)N * C, 1), *dw0 = rnd((size_t)V * C, 1);
+    float *ref = malloc((size_t)N * C * 4), *dref = copyf(dw0, (size_t)V * C);
+    for (int n = 0; n < N; n++)
+        for (int c = 0; c < C; c++) {
+            ref[(size_t)n * C + c] = wte[(size_t)tok[n] * C + c];
+            dref[(size_t)tok[n] * C + c] += dout[(size_t)n * C + c];
+        }
+    int *dt = dput(tok, (size_t)N * 4);
+    float *dwte = dput(wte, (size_t)V * C * 4), *dd = dput(dout, (size_t)N * C * 4), *dg = dput(dw0, (size_t)V * C * 4);
+    float *dout_d = dput(NULL, (size_t)N * C * 4);
+    CUOK(sz_cuda_embedding_fwd(S, dout_d, dt, dwte, N, C));
+    CUOK(sz_cuda_embedding_bwd(S, dg, dd, dt, N, C));
+    float *out = malloc((size_t)N * C * 4), *dw = malloc((size_t)V * C * 4);
+    dget(out, dout_d, (size_t)N * C * 4);
+    dget(dw, dg, (size_t)V * C * 4);
+    CU_ASSERT(same_bits("embedding out", out, ref, (size_t)N * C * 4));
+    CU_ASSERT(same_bits("embedding dwte", dw, dref, (size_t)V * C * 4));
+    dfree(dt), dfree(dwte), dfree(dd), dfree(dg), dfree(dout_d);
+    free(tok), free(wte), free(dout), free(dw0), free(ref), free(dref), free(out), free(dw);
+}
+
+/* ---------------------------------------------------------------- layernorm, rmsnorm */
+
+static void gpu_layernorm(const float *x, const float *w, const float *b, const float *dout, const float *dinp0,
+                          const float *dw0, const float *db0, float *o[6], int N, int C)
+{
+    size_t NC = (size_t)N * C;
+    float *dx = dput(x, NC * 4), *dw = dput(w, C * 4), *db = dput(b, C * 4), *dd = dput(dout, NC * 4);
+    float *gi = dput(dinp0, NC * 4), *gw = dput(dw0, C * 4), *gb = dput(db0, C * 4);
+    float *out = dput(NULL, NC * 4), *mean = dput(NULL, N * 4), *rstd = dput(NULL, N * 4);
+    CUOK(sz_cuda_layernorm_fwd(S, out, mean, rstd, dx, dw, db, N, C));
+    CUOK(sz_cuda_layernorm_bwd(S, gi, gw, gb, dd, dx, dw, mean, rstd, N, C));
+    dget(o[0], out, NC * 4), dget(o[1], mean, N * 4), dget(o[2], rstd, N * 4);
+    dget(o[3], gi, NC * 4), dget(o[4], gw, C * 4), dget(o[5], gb, C * 4);
+    dfree(dx), dfree(dw), dfree(db), dfree(dd), dfree(gi), dfree(gw), dfree(gb), dfree(out), dfree(mean), dfree(rstd);
+}
+
+static void test_layernorm(void)
+{
+    int N = 19, C = 77;
+    size_t NC = (size_t)N * C, sz[6] = {NC, N, N, NC, C, C};
+    float *x = rnd(NC, 2), *w = rnd(C, 1), *b = rnd(C, 1), *dout = rnd(NC, 1);
+    float *di0 = rnd(NC, 1), *dw0 = rnd(C, 1), *db0 = rnd(C, 1);
+    float *c[6] = {malloc(NC * 4), malloc(N * 4), malloc(N * 4), copyf(di0, NC), copyf(dw0, C), copyf(db0, C)};
+    sz_k_layernorm_fwd(c[0], c[1], c[2], x, w, b, N, C);
+    sz_k_layernorm_bwd(c[3], c[4], c[5], dout, x, w, c[1], c[2], N, C);
+    float *g[2][6];
+    for (int r = 0; r < 2; r++) {
+        for (int k = 0; k < 6; k++)
+            g[r][k] = malloc(sz[k] * 4);
+        gpu_layernorm(x, w, b, dout, di0, dw0, db0, g[r], N, C);
+    }
+    const char *names[6] = {"layernorm out", "mean", "rstd", "dinp", "dweight", "dbias"};
+    for (int k = 0; k < 6; k++) {
+        CU_ASSERT(close_f(names[k], g[0][k], c[k], sz[k], 2e-5, 2e-5));
+        CU_ASSERT(same_bits(names[k], g[0][k], g[1][k], sz[k] * 4));
+    }
+    for (int r = 0; r < 2; r++)
+        for (int k = 0; k < 6; k++)
+            free(g[r][k]);
+    for (int k = 0; k < 6; k++)
+        free(c[k]);
+    free(x), free(w), free(b), free(dout), free(di0), free(dw0), free(db0);
+}
+
+/* RMSNorm in double: out = x r w, r = 1/sqrt(mean x^2 + eps); loss L = sum(out * dout) for the FD. */
+static void ref_rmsnorm(double *out, double *rstd, const double *x, const double *w, int N, int C, double eps)
+{
+    for (int n = 0; n < N; n++) {
+        double ss = 0;
+        for (int i = 0; i < C; i++)
+            ss += x[(size_t)n * C + i] * x[(size_t)n * C + i];
+        double r = 1.0 / sqrt(ss / C + eps);
+        rstd[n] = r;
+        for (int i = 0; i < C; i++)
+            out[(size_t)n * C + i] = x[(size_t)n * C + i] * r * w[i];
+    }
+}
+static void ref_rmsnorm_bwd(double *dx, double *dw, const double *dout, const double *x, const double *w,
+                            const double *rstd, int N, int C)
+{
+    for (int n = 0; n < N; n++) {
+        const double *xr = x + (size_t)n * C, *d = dout + (size_t)n * C;
+        double r = rstd[n], a = 0;
+        for (int i = 0; i < C; i++)
+            a += w[i] * d[i] * xr[i];
+        a /= C;
+        for (int i = 0; i < C; i++) {
+            dx[(size_t)n * C + i] += r * (w[i] * d[i] - xr[i] * r * r * a);
+            dw[i] += d[i] * xr[i] * r;
+        }
+    }
+}
+static double *dbl(const float *x, size_t n)
+{
+    double *d = malloc((n ? n : 1) * sizeof *d);
+    for (size_t i = 0; i < n; i++)
+        d[i] = x[i];
+    return d;
+}
+
+/* The reference's backward against central differences of L = sum(out * dout) (runs without a GPU). */
+static void test_rmsnorm_reference_fd(void)
+{
+    int N = 3, C = 11;
+    size_t NC = (size_t)N * C;
+    float *xf = rnd(NC, 1), *wf = rnd(C, 1), *df = rnd(NC, 1);
+    double *x = dbl(xf, NC), *w = dbl(wf, C), *d = dbl(df, NC), *out = malloc(NC * 8), *r = malloc(N * 8);
+    double *dx = calloc(NC, 8), *dw = calloc(C, 8);
+    ref_rmsnorm(out, r, x, w, N, C, 1e-5);
+    ref_rmsnorm_bwd(dx, dw, d, x, w, r, N, C);
+    double h = 1e-6, worst = 0;
+    for (size_t p = 0; p < NC + C; p++) {
+        double *v = p < NC ? &x[p] : &w[p - NC], keep = *v, l[2];
+        for (int s = 0; s < 2; s++) {
+            *v = keep + (s ? -h : h);
+            ref_rmsnorm(out, r, x, w, N, C, 1e-5);
+            l[s] = 0;
+            for (size_t i = 0; i < NC; i++)
+                l[s] += out[i] * d[i];
+        }
+        *v = keep;
+        double fd = (l[0] - l[1]) / (2 * h), an = p < NC ? dx[p] : dw[p - NC];
+        worst = fmax(worst, fabs(fd - an));
+    }
+    CU_ASSERT(worst < 1e-6);
+    free(xf), free(wf), free(df), free(x), free(w), free(d), free(out), free(r), free(dx), free(dw);
+}
+
+static void test_rmsnorm(void)
+{
+    int N = 17, C = 93;
+    size_t NC = (size_t)N * C;
+    float eps = 1e-6f;
+    float *xf = rnd(NC, 2), *wf = rnd(C, 1), *df = rnd(NC, 1), *di0 = rnd(NC, 1), *dw0 = rnd(C, 1);
+    double *x = dbl(xf, NC), *w = dbl(wf, C), *d = dbl(df, NC), *out = malloc(NC * 8), *r = malloc(N * 8);
+    double *dx = dbl(di0, NC), *dw = dbl(dw0, C);
+    ref_rmsnorm(out, r, x, w, N, C, eps);
+    ref_rmsnorm_bwd(dx, dw, d, x, w, r, N, C);
+    float *g[2][4];
+    for (int k = 0; k < 2; k++) {
+        float *gx = dput(xf, NC * 4), *gw = dput(wf, C * 4), *gd = dput(df, NC * 4), *gi = dput(di0, NC * 4);
+        float *gdw = dput(dw0, C * 4), *go = dput(NULL, NC * 4), *gr = dput(NULL, N * 4);
+        CUOK(sz_cuda_rmsnorm_fwd(S, go, gr, gx, gw, N, C, eps));
+        CUOK(sz_cuda_rmsnorm_bwd(S, gi, gdw, gd, gx, gw, gr, N, C));
+        g[k][0] = malloc(NC * 4), g[k][1] = malloc(N * 4), g[k][2] = malloc(NC * 4), g[k][3] = malloc(C * 4);
+        dget(g[k][0], go, NC * 4), dget(g[k][1], gr, N * 4), dget(g[k][2], gi, NC * 4), dget(g[k][3], gdw, C * 4);
+        dfree(gx), dfree(gw), dfree(gd), dfree(gi), dfree(gdw), dfree(go), dfree(gr);
+    }
+    CU_ASSERT(close_d("rmsnorm out", g[0][0], out, NC, 1e-5, 1e-5));
+    CU_ASSERT(close_d("rmsnorm rstd", g[0][1], r, N, 1e-5, 1e-5));
+    CU_ASSERT(close_d("rmsnorm dinp", g[0][2], dx, NC, 2e-5, 2e-5));
+    CU_ASSERT(close_d("rmsnorm dweight", g[0][3], dw, C, 2e-5, 2e-5));
+    size_t sz[4] = {NC, N, NC, C};
+    for (int k = 0; k < 4; k++) {
+        CU_ASSERT(same_bits("rmsnorm run to run", g[0][k], g[1][k], sz[k] * 4));
+        free(g[0][k]), free(g[1][k]);
+    }
+    free(xf), free(wf), free(df), free(di0), free(dw0), free(x), free(w), free(d), free(out), free(r), free(dx), free(dw);
+}
+
+/* ---------------------------------------------------------------- matmul fp32, bf16 */
+
+static void matmul_case_f32(int N, int C, int OC, int with_bias)
+{
+    float *x = rnd((size_t)N * C, 1), *w = rnd((size_t)OC * C, 1), *b = with_bias ? rnd(OC, 1) : NULL;
+    float *dout = rnd((size_t)N * OC, 1), *di0 = rnd((size_t)N * C, 1), *dw0 = rnd((size_t)OC * C, 1), *db0 = rnd(OC, 1);
+    float *out = malloc((size_t)N * OC * 4), *di = copyf(di0, (size_t)N * C), *dw = copyf(dw0, (size_t)OC * C);
+    float *db = copyf(db0, OC);
+    CU_ASSERT(sz_k_matmul_fwd(out, x, w, b, N, C, OC) >= 0);
+    CU_ASSERT(sz_k_matmul_bwd(di, dw, with_bias ? db : NULL, dout, x, w, N, C, OC) >= 0);
+    float *g[2][4];
+    for (int r = 0; r < 2; r++) {
+        float *gx = dput(x, (size_t)N * C * 4), *gw = dput(w, (size_t)OC * C * 4), *gb = b ? dput(b, OC * 4) : NULL;
+        float *gd = dput(dout, (size_t)N * OC * 4), *gi = dput(di0, (size_t)N * C * 4);
+        float *gdw = dput(dw0, (size_t)OC * C * 4), *gdb = dput(db0, OC * 4), *go = dput(NULL, (size_t)N * OC * 4);
+        CUOK(sz_cuda_matmul_fwd(H, S, go, gx, gw, gb, N, C, OC));
+        CUOK(sz_cuda_matmul_bwd(H, S, gi, gdw, with_bias ? gdb : NULL, gd, gx, gw, N, C, OC));
+        g[r][0] = malloc((size_t)N * OC * 4), g[r][1] = malloc((size_t)N * C * 4);
+        g[r][2] = malloc((size_t)OC * C * 4), g[r][3] = malloc(OC * 4);
+        dget(g[r][0], go, (size_t)N * OC * 4), dget(g[r][1], gi, (size_t)N * C * 4);
+        dget(g[r][2], gdw, (size_t)OC * C * 4), dget(g[r][3], gdb, OC * 4);
+        dfree(gx), dfree(gw), dfree(gd), dfree(gi), dfree(gdw), dfree(gdb), dfree(go);
+        if (gb)
+            dfree(gb);
+    }
+    /* fp32 products: errors grow with the reduction length */
+    CU_ASSERT(close_f("matmul out", g[0][0], out, (size_t)N * OC, 1e-5 * C, 1e-5));
+    CU_ASSERT(close_f("matmul dinp", g[0][1], di, (size_t)N * C, 1e-5 * OC, 1e-5));
+    CU_ASSERT(close_f("matmul dweight", g[0][2], dw, (size_t)OC * C, 1e-5 * N, 1e-5));
+    CU_ASSERT(same_bits("matmul dbias vs cpu (row order)", g[0][3], with_bias ? db : db0, OC * 4));
+    size_t sz[4] = {(size_t)N * OC, (size_t)N * C, (size_t)OC * C, OC};
+    for (int k = 0; k < 4; k++) {
+        CU_ASSERT(same_bits("matmul run to run", g[0][k], g[1][k], sz[k] * 4));
+        free(g[0][k]), free(g[1][k]);
+    }
+    free(x), free(w), free(b), free(dout), free(di0), free(dw0), free(db0), free(out), free(di), free(dw), free(db);
+}
+
+static void test_matmul_f32(void)
+{
+    matmul_case_f32(37, 53, 29, 1);
+    matmul_case_f32(64, 96, 160, 0);
+    matmul_case_f32(1, 7, 3, 1);
+}
+
+/* bf16 operands; out / dinp / (dweight, dbias) types out_dt, dparam_dt. */
+static void matmul_case_bf16(int N, int C, int OC, int out_dt, int dparam_dt)
+{
+    size_t NC = (size_t)N * C, NO = (size_t)N * OC, OCC = (size_t)OC * C;
+    uint16_t *x = bf16_of(rnd(NC, 1), NC), *w = bf16_of(rnd(OCC, 1), OCC), *b = bf16_of(rnd(OC, 1), OC);
+    uint16_t *dout = bf16_of(rnd(NO, 1), NO);
+    size_t eo = out_dt ? 2 : 4, ep = dparam_dt ? 2 : 4;
+    /* initial gradients, in their type */
+    float *fi0 = rnd(NC, 1), *fw0 = rnd(OCC, 1), *fb0 = rnd(OC, 1);
+    void *di0 = out_dt ? (void *)bf16_of(fi0, NC) : (void *)fi0;
+    void *dw0 = dparam_dt ? (void *)bf16_of(fw0, OCC) : (void *)fw0;
+    void *db0 = dparam_dt ? (void *)bf16_of(fb0, OC) : (void *)fb0;
+    void *out = malloc(NO * eo), *di = malloc(NC * eo), *dw = malloc(OCC * ep), *db = malloc(OC * ep);
+    memcpy(di, di0, NC * eo), memcpy(dw, dw0, OCC * ep), memcpy(db, db0, OC * ep);
+    CU_ASSERT(sz_k_matmul_fwd_bf16(out, (sz_k_dtype)out_dt, x, w, b, N, C, OC) >= 0);
+    CU_ASSERT(sz_k_matmul_bwd_bf16(di, (sz_k_dtype)out_dt, dw, db, (sz_k_dtype)dparam_dt, dout, x, w, N, C, OC) >= 0);
+    void *g[2][4];
+    for (int r = 0; r < 2; r++) {
+        void *gx = dput(x, NC * 2), *gw = dput(w, OCC * 2), *gb = dput(b, OC * 2), *gd = dput(dout, NO * 2);
+        void *gi = dput(di0, NC * eo), *gdw = dput(dw0, OCC * ep), *gdb = dput(db0, OC * ep), *go = dput(NULL, NO * eo);
+        CUOK(sz_cuda_matmul_fwd_bf16(H, S, go, out_dt, gx, gw, gb, N, C, OC));
+        CUOK(sz_cuda_matmul_bwd_bf16(H, S, gi, out_dt, gdw, gdb, dparam_dt, gd, gx, gw, N, C, OC));
+        g[r][0] = malloc(NO * eo), g[r][1] = malloc(NC * eo), g[r][2] = malloc(OCC * ep), g[r][3] = malloc(OC * ep);
+        dget(g[r][0], go, NO * eo), dget(g[r][1], gi, NC * eo), dget(g[r][2], gdw, OCC * ep), dget(g[r][3], gdb, OC * ep);
+        dfree(gx), dfree(gw), dfree(gb), dfree(gd), dfree(gi), dfree(gdw), dfree(gdb), dfree(go);
+    }
+    void *c[4] = {out, di, dw, db};
+    size_t n[4] = {NO, NC, OCC, OC}, es[4] = {eo, eo, ep, ep};
+    int k_of[4] = {C, OC, N, N};
+    for (int k = 0; k < 4; k++) {
+        if (es[k] == 2) {
+            CU_ASSERT(close_h("matmul bf16 (bf16 result)", g[0][k], c[k], n[k], 1e-3 * k_of[k] / 32.0));
+        } else {
+            CU_ASSERT(close_f("matmul bf16 (fp32 result)", g[0][k], c[k], n[k], 1e-5 * k_of[k], 1e-5));
+        }
+        CU_ASSERT(same_bits("matmul bf16 run to run", g[0][k], g[1][k], n[k] * es[k]));
+        if (k == 3) {
+            CU_ASSERT(same_bits("matmul bf16 dbias vs cpu (row order)", g[0][k], db, OC * ep));
+        }
+        free(g[0][k]), free(g[1][k]);
+    }
+    free(x), free(w), free(b), free(dout), free(out), free(di), free(dw), free(db);
+    if (out_dt)
+        free(di0);
+    if (dparam_dt)
+        free(dw0), free(db0);
+    free(fi0), free(fw0), free(fb0);
+}
+
+static void test_matmul_bf16(void)
+{
+    for (int od = 0; od < 2; od++)
+        for (int pd = 0; pd < 2; pd++)
+            matmul_case_bf16(33, 47, 21, od, pd);
+    matmul_case_bf16(128, 64, 192, 1, 0);
+}
+
+/* ---------------------------------------------------------------- attention */
+
+static void attention_case(int B, int T, int NH, int hs)
+{
+    int C = NH * hs;
+    size_t ni = (size_t)B * T * 3 * C, no = (size_t)B * T * C, na = (size_t)B * NH * T * T;
+    float *inp = rnd(ni, 1), *dout = rnd(no, 1), *di0 = rnd(ni, 1);
+    /* the CPU kernel saves per-row softmax statistics [B,NH,T,2]; the CUDA one keeps preatt and att:
+     * out and dinp are compared, and every CUDA output run to run */
+    float *out = malloc(no * 4), *stats = malloc((size_t)B * NH * T * 2 * 4), *di = copyf(di0, ni);
+    CU_ASSERT(sz_k_attention_fwd(out, stats, inp, B, T, C, NH) == 0);
+    CU_ASSERT(sz_k_attention_bwd(di, dout, inp, stats, B, T, C, NH) == 0);
+    float *g[2][4];
+    for (int r = 0; r < 2; r++) {
+        float *gi = dput(inp, ni * 4), *gd = dput(dout, no * 4), *gdi = dput(di0, ni * 4);
+        float *go = dput(NULL, no * 4), *gp = dput(NULL, na * 4), *ga = dput(NULL, na * 4);
+        CUOK(sz_cuda_attention_fwd(S, go, gp, ga, gi, B, T, C, NH));
+        CUOK(sz_cuda_attention_bwd(S, gdi, gd, gi, ga, B, T, C, NH));
+        g[r][0] = malloc(no * 4), g[r][1] = malloc(na * 4), g[r][2] = malloc(na * 4), g[r][3] = malloc(ni * 4);
+        dget(g[r][0], go, no * 4), dget(g[r][1], gp, na * 4), dget(g[r][2], ga, na * 4), dget(g[r][3], gdi, ni * 4);
+        dfree(gi), dfree(gd), dfree(gdi), dfree(go), dfree(gp), dfree(ga);
+    }
+    CU_ASSERT(close_f("attention out", g[0][0], out, no, 1e-5, 1e-4));
+    CU_ASSERT(close_f("attention dinp", g[0][3], di, ni, 1e-5 * T, 1e-4));
+    size_t n[4] = {no, na, na, ni};
+    for (int k = 0; k < 4; k++) {
+        CU_ASSERT(same_bits("attention run to run", g[0][k], g[1][k], n[k] * 4));
+        free(g[0][k]), free(g[1][k]);
+    }
+    free(inp), free(dout), free(di0), free(out), free(stats), free(di);
+}
+
+static void test_attention(void)
+{
+    attention_case(2, 13, 3, 37); /* odd head size, fewer rows than threads */
+    attention_case(1, 300, 2, 64); /* rows beyond one pass of the block */
+    attention_case(1, 5, 1, 256);  /* the largest head */
+}
+
+/* ---------------------------------------------------------------- elementwise */
+
+static void test_gelu_residual(void)
+{
+    size_t n = 1001;
+    float *x = rnd(n, 4), *y = rnd(n, 1), *d = rnd(n, 1), *g0 = rnd(n, 1), *h0 = rnd(n, 1);
+    float *co = malloc(n * 4), *cg = copyf(g0, n), *cr = malloc(n * 4), *ca = copyf(g0, n), *cb = copyf(h0, n);
+    sz_k_gelu_fwd(co, x, n);
+    sz_k_gelu_bwd(cg, x, d, n);
+    sz_k_residual_fwd(cr, x, y, n);
+    sz_k_residual_bwd(ca, cb, d, n);
+    float *gx = dput(x, n * 4), *gy = dput(y, n * 4), *gd = dput(d, n * 4), *gg = dput(g0, n * 4);
+    float *ga = dput(g0, n * 4), *gb = dput(h0, n * 4), *go = dput(NULL, n * 4), *gr = dput(NULL, n * 4);
+    CUOK(sz_cuda_gelu_fwd(S, go, gx, n));
+    CUOK(sz_cuda_gelu_bwd(S, gg, gx, gd, n));
+    CUOK(sz_cuda_residual_fwd(S, gr, gx, gy, n));
+    CUOK(sz_cuda_residual_bwd(S, ga, gb, gd, n));
+    float *o = malloc(n * 4), *gl = malloc(n * 4), *r = malloc(n * 4), *a = malloc(n * 4), *b = malloc(n * 4);
+    dget(o, go, n * 4), dget(gl, gg, n * 4), dget(r, gr, n * 4), dget(a, ga, n * 4), dget(b, gb, n * 4);
+    CU_ASSERT(close_f("gelu out", o, co, n, 1e-6, 1e-5));
+    CU_ASSERT(close_f("gelu dinp", gl, cg, n, 1e-6, 1e-5));
+    CU_ASSERT(same_bits("residual out", r, cr, n * 4));
+    CU_ASSERT(same_bits("residual da", a, ca, n * 4));
+    CU_ASSERT(same_bits("residual db", b, cb, n * 4));
+    dfree(gx), dfree(gy), dfree(gd), dfree(gg), dfree(ga), dfree(gb), dfree(go), dfree(gr);
+    free(x), free(y), free(d), free(g0), free(h0), free(co), free(cg), free(cr), free(ca), free(cb);
+    free(o), free(gl), free(r), free(a), free(b);
+}
+
+static double silu_d(double x) { return x / (1 + exp(-x)); }
+static double silu_grad_d(double x)
+{
+    double s = 1 / (1 + exp(-x));
+    return s + x * s * (1 - s);
+}
+
+static void test_silu_mul_reference_fd(void)
+{
+    double worst = 0, h = 1e-6;
+    for (int i = 0; i < 50; i++) {
+        double x = 4.0 * frand();
+        worst = fmax(worst, fabs((silu_d(x + h) - silu_d(x - h)) / (2 * h) - silu_grad_d(x)));
+    }
+    CU_ASSERT(worst < 1e-8);
+}
+
+static void test_silu_mul(void)
+{
+    size_t n = 777;
+    float *x = rnd(n, 4), *y = rnd(n, 2), *d = rnd(n, 1), *g0 = rnd(n, 1), *h0 = rnd(n, 1);
+    double *so = malloc(n * 8), *sg = dbl(g0, n), *mo = malloc(n * 8), *ma = dbl(g0, n), *mb = dbl(h0, n);
+    for (size_t i = 0; i < n; i++) {
+        so[i] = silu_d(x[i]);
+        sg[i] += (double)d[i] * silu_grad_d(x[i]);
+        mo[i] = (double)x[i] * y[i];
+        ma[i] += (double)d[i] * y[i];
+        mb[i] += (double)d[i] * x[i];
+    }
+    float *gx = dput(x, n * 4), *gy = dput(y, n * 4), *gd = dput(d, n * 4), *gs = dput(g0, n * 4);
+    float *ga = dput(g0, n * 4), *gb = dput(h0, n * 4), *go = dput(NULL, n * 4), *gm = dput(NULL, n * 4);
+    CUOK(sz_cuda_silu_fwd(S, go, gx, n));
+    CUOK(sz_cuda_silu_bwd(S, gs, gx, gd, n));
+    CUOK(sz_cuda_mul_fwd(S, gm, gx, gy, n));
+    CUOK(sz_cuda_mul_bwd(S, ga, gb, gx, gy, gd, n));
+    float *o = malloc(n * 4), *s = malloc(n * 4), *m = malloc(n * 4), *a = malloc(n * 4), *b = malloc(n * 4);
+    dget(o, go, n * 4), dget(s, gs, n * 4), dget(m, gm, n * 4), dget(a, ga, n * 4), dget(b, gb, n * 4);
+    CU_ASSERT(close_d("silu out", o, so, n, 1e-6, 1e-5));
+    CU_ASSERT(close_d("silu dinp", s, sg, n, 1e-6, 1e-5));
+    CU_ASSERT(close_d("mul out", m, mo, n, 1e-7, 1e-6));
+    CU_ASSERT(close_d("mul da", a, ma, n, 1e-7, 1e-6));
+    CU_ASSERT(close_d("mul db", b, mb, n, 1e-7, 1e-6));
+    dfree(gx), dfree(gy), dfree(gd), dfree(gs), dfree(ga), dfree(gb), dfree(go), dfree(gm);
+    free(x), free(y), free(d), free(g0), free(h0), free(so), free(sg), free(mo), free(ma), free(mb);
+    free(o), free(s), free(m), free(a), free(b);
+}
+
+/* ---------------------------------------------------------------- rope */
+
+static void ref_rope(double *x, int B, int T, int C, int NH, double theta, double sign)
+{
+    int hs = C / NH;
+    for (int b = 0; b < B; b++)
+        for (int t = 0; t < T; t++)
+            for (int which = 0; which < 2; which++)
+                for (int h = 0; h < NH; h++)
+                    for (int i = 0; i < hs / 2; i++) {
+                        double ang = t * pow(theta, -2.0 * i / hs), c = cos(ang), s = sign * sin(ang);
+                        double *p = x + ((size_t)b * T + t) * 3 * C + (size_t)which * C + (size_t)h * hs + 2 * i;
+                        double x0 = p[0], x1 = p[1];
+                        p[0] = x0 * c - x1 * s;
+                        p[1] = x0 * s + x1 * c;
+                    }
+}
+
+/* The backward (opposite rotation) is the transpose: <fwd(x), y> = <x, bwd(y)>; bwd(fwd(x)) = x. */
+static void test_rope_reference(void)
+{
+    int B = 2, T = 5, C = 12, NH = 2;
+    size_t n = (size_t)B * T * 3 * C;
+    float *xf = rnd(n, 1), *yf = rnd(n, 1);
+    double *x = dbl(xf, n), *y = dbl(yf, n), *fx = dbl(xf, n), *by = dbl(yf, n);
+    ref_rope(fx, B, T, C, NH, 10000.0, 1);
+    ref_rope(by, B, T, C, NH, 10000.0, -1);
+    double l = 0, r = 0;
+    for (size_t i = 0; i < n; i++)
+        l += fx[i] * y[i], r += x[i] * by[i];
+    CU_ASSERT(fabs(l - r) < 1e-10);
+    ref_rope(fx, B, T, C, NH, 10000.0, -1);
+    double worst = 0;
+    for (size_t i = 0; i < n; i++)
+        worst = fmax(worst, fabs(fx[i] - x[i]));
+    CU_ASSERT(worst < 1e-12);
+    free(xf), free(yf), free(x), free(y), free(fx), free(by);
+}
+
+static void test_rope(void)
+{
+    int B = 2, T = 19, C = 3 * 10, NH = 3;
+    size_t n = (size_t)B * T * 3 * C;
+    float *xf = rnd(n, 1);
+    double *f = dbl(xf, n), *bk = dbl(xf, n);
+    ref_rope(f, B, T, C, NH, 10000.0, 1);
+    ref_rope(bk, B, T, C, NH, 10000.0, -1);
+    float *g = dput(xf, n * 4), *out = malloc(n * 4);
+    CUOK(sz_cuda_rope_fwd(S, g, B, T, C, NH, 10000.0f));
+    dget(out, g, n * 4);
+    CU_ASSERT(close_d("rope fwd", out, f, n, 1e-6, 1e-6));
+    CUOK(cudaMemcpy(g, xf, n * 4, cudaMemcpyHostToDevice));
+    CUOK(sz_cuda_rope_bwd(S, g, B, T, C, NH, 10000.0f));
+    dget(out, g, n * 4);
+    CU_ASSERT(close_d("rope bwd", out, bk, n, 1e-6, 1e-6));
+    CU_ASSERT(sz_cuda_rope_fwd(S, g, B, T, 3 * 9, NH, 10000.0f) != 0); /* odd head size refused */
+    dfree(g);
+    free(xf), free(f), free(bk), free(out);
+}
+
+/* ---------------------------------------------------------------- losses */
+
+static void test_softmax_xent(void)
+{
+    int N = 7, V = 1000, Vp = 1024;
+    size_t n = (size_t)N * Vp;
+    float *logits = rnd(n, 8), *dloss = rnd(N, 1);
+    int *tg = tokens(N, V);
+    float *probs = malloc(n * 4), *losses = malloc(N * 4), *dl = malloc(n * 4);
+    sz_k_softmax_xent_fwd(probs, losses, logits, tg, N, V, Vp);
+    sz_k_softmax_xent_bwd(dl, probs, tg, dloss, N, V, Vp);
+    float *gp[2], *gl[2], *gd = malloc(n * 4), *gd1 = malloc(n * 4);
+    for (int r = 0; r < 2; r++) {
+        float *dlog = dput(logits, n * 4), *dp = dput(NULL, n * 4), *dls = dput(NULL, N * 4);
+        int *dt = dput(tg, N * 4);
+        CUOK(sz_cuda_softmax_xent_fwd(S, dp, dls, dlog, dt, N, V, Vp));
+        gp[r] = malloc(n * 4), gl[r] = malloc(N * 4);
+        dget(gp[r], dp, n * 4), dget(gl[r], dls, N * 4);
+        if (r == 0) { /* the backward from the CPU's probs, so that only the backward is compared */
+            float *dd = dput(dloss, N * 4), *cp = dput(probs, n * 4), *out = dput(NULL, n * 4);
+            CUOK(sz_cuda_softmax_xent_bwd(S, out, cp, dt, dd, 0.0f, N, V, Vp));
+            dget(gd, out, n * 4);
+            CUOK(sz_cuda_softmax_xent_bwd(S, out, cp, dt, NULL, 0.25f, N, V, Vp));
+            dget(gd1, out, n * 4);
+            dfree(dd), dfree(cp), dfree(out);
+        }
+        dfree(dlog), dfree(dp), dfree(dls), dfree(dt);
+    }
+    CU_ASSERT(close_f("softmax probs", gp[0], probs, n, 1e-8, 1e-5));
+    CU_ASSERT(close_f("xent losses", gl[0], losses, N, 1e-5, 1e-5));
+    CU_ASSERT(same_bits("softmax probs run to run", gp[0], gp[1], n * 4));
+    CU_ASSERT(same_bits("xent losses run to run", gl[0], gl[1], N * 4));
+    CU_ASSERT(same_bits("xent dlogits", gd, dl, n * 4));
+    for (int i = 0; i < N; i++)
+        dloss[i] = 0.25f;
+    sz_k_softmax_xent_bwd(dl, probs, tg, dloss, N, V, Vp);
+    CU_ASSERT(same_bits("xent dlogits (one dloss)", gd1, dl, n * 4));
+    free(logits), free(dloss), free(tg), free(probs), free(losses), free(dl), free(gd), free(gd1);
+    for (int r = 0; r < 2; r++)
+        free(gp[r]), free(gl[r]);
+}
+
+static void test_mse(void)
+{
+    int N = 9, C = 71;
+    size_t n = (size_t)N * C;
+    float *p = rnd(n, 2), *y = rnd(n, 2), *dloss = rnd(N, 1);
+    double *lref = malloc(N * 8), *dref = malloc(n * 8);
+    for (int r = 0; r < N; r++) {
+        double s = 0;
+        for (int i = 0; i < C; i++) {
+            double e = (double)p[(size_t)r * C + i] - y[(size_t)r * C + i];
+            s += e * e;
+            dref[(size_t)r * C + i] = dloss[r] * 2.0 * e / C;
+        }
+        lref[r] = s / C;
+    }
+    float *gp = dput(p, n * 4), *gy = dput(y, n * 4), *gdl = dput(dloss, N * 4), *gl = dput(NULL, N * 4);
+    float *gd = dput(NULL, n * 4), *l = malloc(N * 4), *d = malloc(n * 4);
+    CUOK(sz_cuda_mse_fwd(S, gl, gp, gy, N, C));
+    CUOK(sz_cuda_mse_bwd(S, gd, gp, gy, gdl, 0.0f, N, C));
+    dget(l, gl, N * 4), dget(d, gd, n * 4);
+    CU_ASSERT(close_d("mse losses", l, lref, N, 1e-6, 1e-5));
+    CU_ASSERT(close_d("mse dpred", d, dref, n, 1e-7, 1e-5));
+    dfree(gp), dfree(gy), dfree(gdl), dfree(gl), dfree(gd);
+    free(p), free(y), free(dloss), free(lref), free(dref), free(l), free(d);
+}
+
+/* ---------------------------------------------------------------- optimizers, norms */
+
+static void test_adamw(void)
+{
+    size_t n = 2 * 65536 + 123; /* three chunks, the last partial */
+    float *p0 = rnd(n, 1), *gr = rnd(n, 0.1f), *m0 = rnd(n, 0.01f), *v0 = rnd(n, 0.01f), scale = 0.7f;
+    for (size_t i = 0; i < n; i++)
+        v0[i] = fabsf(v0[i]);
+    float *p = copyf(p0, n), *m = copyf(m0, n), *v = copyf(v0, n);
+    double ss = 0;
+    CU_ASSERT(sz_k_adamw_step(p, gr, m, v, n, 3, 1e-3f, 0.9f, 0.95f, 1e-8f, 0.1f, scale, &ss) == 0);
+    float *g[2][4];
+    for (int r = 0; r < 2; r++) {
+        float *dp = dput(p0, n * 4), *dg = dput(gr, n * 4), *dm = dput(m0, n * 4), *dv = dput(v0, n * 4);
+        float *dsc = dput(&scale, 4), *dss = dput(NULL, 8);
+        CUOK(sz_cuda_adamw(S, dp, dg, dm, dv, n, 3, 1e-3f, 0.9f, 0.95f, 1e-8f, 0.1f, dsc, dss, 0));
+        CUOK(sz_cuda_sumsq(S, dss + 1, dg, SZ_CUDA_F32, (int64_t)n, 0));
+        g[r][0] = malloc(n * 4), g[r][1] = malloc(n * 4), g[r][2] = malloc(n * 4), g[r][3] = malloc(8);
+        dget(g[r][0], dp, n * 4), dget(g[r][1], dm, n * 4), dget(g[r][2], dv, n * 4), dget(g[r][3], dss, 8);
+        dfree(dp), dfree(dg), dfree(dm), dfree(dv), dfree(dsc), dfree(dss);
+    }
+    float ssf = (float)ss;
+    CU_ASSERT(close_f("adamw param", g[0][0], p, n, 1e-7, 1e-6));
+    CU_ASSERT(close_f("adamw m", g[0][1], m, n, 1e-9, 1e-6));
+    CU_ASSERT(close_f("adamw v", g[0][2], v, n, 1e-12, 1e-6));
+    CU_ASSERT(close_f("adamw fused norm", &g[0][3][0], &ssf, 1, 0, 1e-6));
+    CU_ASSERT(same_bits("adamw fused norm = sumsq", &g[0][3][0], &g[0][3][1], 4));
+    for (int k = 0; k < 4; k++) {
+        CU_ASSERT(same_bits("adamw run to run", g[0][k], g[1][k], k < 3 ? n * 4 : 8));
+        free(g[0][k]), free(g[1][k]);
+    }
+    free(p0), free(gr), free(m0), free(v0), free(p), free(m), free(v);
+}
+
+static void test_adamw_mixed(void)
+{
+    size_t n = 65536 + 4097;
+    float *p0 = rnd(n, 1), *m0 = rnd(n, 0.01f), *v0 = rnd(n, 0.01f), scale = 1.0f;
+    uint16_t *gr = bf16_of(rnd(n, 0.1f), n);
+    for (size_t i = 0; i < n; i++)
+        v0[i] = fabsf(v0[i]);
+    float *p = copyf(p0, n), *m = copyf(m0, n), *v = copyf(v0, n);
+    uint16_t *pb = malloc(n * 2), *gpb = malloc(n * 2);
+    double ss = 0;
+    CU_ASSERT(sz_k_adamw_step_bf16(p, pb, gr, m, v, n, 1, 1e-3f, 0.9f, 0.95f, 1e-8f, 0.0f, scale, &ss) == 0);
+    float *dp = dput(p0, n * 4), *dm = dput(m0, n * 4), *dv = dput(v0, n * 4), *dsc = dput(&scale, 4), *dss = dput(NULL, 8);
+    uint16_t *dg = dput(gr, n * 2), *dpb = dput(NULL, n * 2);
+    float one = 2.0f;
+    CUOK(cudaMemcpy(dss, &one, 4, cudaMemcpyHostToDevice));
+    CUOK(sz_cuda_adamw_mixed(S, dp, dpb, dg, dm, dv, n, 1, 1e-3f, 0.9f, 0.95f, 1e-8f, 0.0f, dsc, dss, 1));
+    CUOK(sz_cuda_sumsq(S, dss + 1, dg, SZ_CUDA_BF16, (int64_t)n, 0));
+    float *gp = malloc(n * 4), *gm = malloc(n * 4), *gv = malloc(n * 4), gs[2];
+    dget(gp, dp, n * 4), dget(gm, dm, n * 4), dget(gv, dv, n * 4), dget(gpb, dpb, n * 2), dget(gs, dss, 8);
+    float ref_acc = 2.0f + (float)ss, ref = (float)ss;
+    CU_ASSERT(close_f("adamw mixed master", gp, p, n, 1e-7, 1e-6));
+    CU_ASSERT(close_f("adamw mixed m", gm, m, n, 1e-9, 1e-6));
+    CU_ASSERT(close_f("adamw mixed v", gv, v, n, 1e-12, 1e-6));
+    CU_ASSERT(close_h("adamw mixed bf16 param", gpb, pb, n, 0));
+    CU_ASSERT(close_f("adamw mixed fused norm (acc)", &gs[0], &ref_acc, 1, 0, 1e-6));
+    CU_ASSERT(close_f("sumsq bf16", &gs[1], &ref, 1, 0, 1e-6));
+    dfree(dp), dfree(dm), dfree(dv), dfree(dsc), dfree(dss), dfree(dg), dfree(dpb);
+    free(p0), free(m0), free(v0), free(gr), free(p), free(m), free(v), free(pb), free(gpb), free(gp), free(gm), free(gv);
+}
+
+static void test_sgd(void)
+{
+    size_t n = 513;
+    float *p = rnd(n, 1), *gr = rnd(n, 1), *b = rnd(n, 1), sc = 0.5f;
+    for (int nest = 0; nest < 2; nest++) {
+        double *rp = dbl(p, n), *rb = dbl(b, n);
+        for (size_t i = 0; i < n; i++) {
+            double g = (double)sc * gr[i] + 0.01 * rp[i];
+            rb[i] = 0.9 * rb[i] + g;
+            rp[i] -= 0.1 * (nest ? g + 0.9 * rb[i] : rb[i]);
+        }
+        float *dp = dput(p, n * 4), *dg = dput(gr, n * 4), *db = dput(b, n * 4), *ds = dput(&sc, 4);
+        CUOK(sz_cuda_sgd(S, dp, dg, db, n, 0.1f, 0.9f, 0.01f, nest, ds));
+        float *op = malloc(n * 4), *ob = malloc(n * 4);
+        dget(op, dp, n * 4), dget(ob, db, n * 4);
+        CU_ASSERT(close_d("sgd param", op, rp, n, 1e-6, 1e-6));
+        CU_ASSERT(close_d("sgd momentum", ob, rb, n, 1e-6, 1e-6));
+        dfree(dp), dfree(dg), dfree(db), dfree(ds);
+        free(rp), free(rb), free(op), free(ob);
+    }
+    free(p), free(gr), free(b);
+}
+
+static void test_sumsq(void)
+{
+    size_t sizes[3] = {1, 1000, 3 * 65536 + 17};
+    for (int k = 0; k < 3; k++) {
+        size_t n = sizes[k];
+        float *x = rnd(n, 3);
+        x[0] = 0x1p-130f; /* a denormal */
+        uint16_t *h = bf16_of(x, n);
+        float ref[2] = {(float)sz_k_sumsq(x, 0, (int64_t)n), (float)sz_k_sumsq(h, 1, (int64_t)n)}, got[2], again[2];
+        float *dx = dput(x, n * 4), *out = dput(NULL, 8);
+        uint16_t *dh = dput(h, n * 2);
+        for (int r = 0; r < 2; r++) {
+            CUOK(sz_cuda_sumsq(S, out, dx, SZ_CUDA_F32, (int64_t)n, 0));
+            CUOK(sz_cuda_sumsq(S, out + 1, dh, SZ_CUDA_BF16, (int64_t)n, 0));
+            dget(r ? again : got, out, 8);
+        }
+        CU_ASSERT(close_f("sumsq", got, ref, 2, 0, 1e-6));
+        CU_ASSERT(same_bits("sumsq run to run", got, again, 8));
+        dfree(dx), dfree(out), dfree(dh);
+        free(x), free(h);
+    }
+}
+
+/* codelets/convert.c's loops, element by element. */
+static void test_convert(void)
+{
+    size_t n = 4099;
+    float *a = rnd(n, 100), *b = rnd(n, 100);
+    a[1] = NAN, a[2] = INFINITY, a[3] = 0x1p-130f;
+    uint16_t *ha = bf16_of(a, n), *hb = bf16_of(b, n);
+    for (int dd = 0; dd < 2; dd++)
+        for (int sd = 0; sd < 2; sd++)
+            for (int acc = 0; acc < 2; acc++) {
+                const void *src = sd ? (const void *)ha : (const void *)a;
+                void *dst0 = dd ? (void *)hb : (void *)b;
+                size_t de = dd ? 2 : 4;
+                void *ref = malloc(n * de), *got = malloc(n * de);
+                for (size_t i = 0; i < n; i++) {
+                    float s = sd ? sz_bf16_to_f32_1(ha[i]) : a[i];
+                    float d = dd ? sz_bf16_to_f32_1(hb[i]) : b[i];
+                    float x = acc ? d + s : s;
+                    if (dd)
+                        ((uint16_t *)ref)[i] = (sd && !acc) ? ha[i] : sz_f32_to_bf16_1(x);
+                    else
+                        ((float *)ref)[i] = x;
+                }
+                void *gs = dput(src, n * (sd ? 2 : 4)), *gd = dput(dst0, n * de);
+                CUOK(sz_cuda_convert(S, gd, dd, gs, sd, n, acc));
+                dget(got, gd, n * de);
+                char what[64];
+                snprintf(what, sizeof what, "convert dst %s src %s acc %d", dd ? "bf16" : "f32", sd ? "bf16" : "f32", acc);
+                CU_ASSERT(same_bits(what, got, ref, n * de));
+                dfree(gs), dfree(gd);
+                free(ref), free(got);
+            }
+    free(a), free(b), free(ha), free(hb);
+}
+
+/* codelets/clip_scale.c's arithmetic; scale and zero. */
+static void test_clip_scale_zero(void)
+{
+    float sums[5] = {0.5f, 1.25f, 3.0f, 0.0f, 2.5f};
+    float clips[3] = {1.0f, 100.0f, 0.0f};
+    float *ds = dput(sums, sizeof sums), *dout = dput(NULL, 8);
+    for (int k = 0; k < 3; k++) {
+        double s = 0;
+        for (int i = 0; i < 5; i++)
+            s += sums[i];
+        double norm = sqrt(s), clip = clips[k];
+        float ref[2] = {(clip > 0.0 && norm > clip) ? (float)(clip / norm) : 1.0f, (float)norm}, got[2];
+        CUOK(sz_cuda_clip_scale(S, dout, ds, 5, clips[k]));
+        dget(got, dout, 8);
+        CU_ASSERT(same_bits("clip scale", got, ref, 8));
+    }
+    size_t n = 3001;
+    float *x = rnd(n, 1), *ref = malloc(n * 4), *got = malloc(n * 4), *dx = dput(x, n * 4);
+    for (size_t i = 0; i < n; i++)
+        ref[i] = x[i] * 0.37f;
+    CUOK(sz_cuda_scale(S, dx, n, 0.37f));
+    dget(got, dx, n * 4);
+    CU_ASSERT(same_bits("scale", got, ref, n * 4));
+    CUOK(sz_cuda_zero(S, dx, n * 4));
+    dget(got, dx, n * 4);
+    memset(ref, 0, n * 4);
+    CU_ASSERT(same_bits("zero", got, ref, n * 4));
+    dfree(ds), dfree(dout), dfree(dx);
+    free(x), free(ref), free(got);
+}
+
+int main(void)
+{
+    if (CU_initialize_registry() != CUE_SUCCESS)
+        return 1;
+    /* The double references of the ops without a CPU twin, checked on every machine. */
+    SZ_SUITE("references", {"rmsnorm backward vs finite differences", test_rmsnorm_reference_fd},
+             {"silu backward vs finite differences", test_silu_mul_reference_fd},
+             {"rope backward is the transpose", test_rope_reference});
+    int refs_failed = sz_test_run();
+    int ndev = sz_cuda_device_count();
+    if (ndev < 1) {
+        printf("skipped: no CUDA device (cudaGetDeviceCount gave none)\n");
+        return refs_failed ? 1 : 77;
+    }
+    struct cudaDeviceProp prop;
+    if (cudaGetDeviceProperties(&prop, 0) == cudaSuccess)
+        printf("device 0: %s, %d SMs, compute capability %d.%d\n", prop.name, prop.multiProcessorCount, prop.major,
+               prop.minor);
+    if (cudaStreamCreate(&S) != cudaSuccess || cublasCreate(&H) != CUBLAS_STATUS_SUCCESS) {
+        printf("could not create a CUDA stream or cuBLAS handle\n");
+        return 1;
+    }
+    if (CU_initialize_registry() != CUE_SUCCESS)
+        return 1;
+    SZ_SUITE("cuda twins", {"encoder fwd/bwd (bitwise)", test_encoder}, {"embedding fwd/bwd", test_embedding},
+             {"layernorm fwd/bwd", test_layernorm}, {"rmsnorm fwd/bwd", test_rmsnorm},
+             {"matmul fp32 fwd/bwd", test_matmul_f32}, {"matmul bf16 fwd/bwd", test_matmul_bf16},
+             {"attention fwd/bwd", test_attention}, {"gelu, residual", test_gelu_residual},
+             {"silu, mul", test_silu_mul}, {"rope", test_rope}, {"softmax + cross-entropy", test_softmax_xent},
+             {"mse", test_mse}, {"adamw fp32 + fused norm", test_adamw}, {"adamw mixed", test_adamw_mixed},
+             {"sgd momentum", test_sgd}, {"sumsq fp32/bf16", test_sumsq}, {"convert", test_convert},
+             {"clip, scale, zero", test_clip_scale_zero});
+    int failed = sz_test_run();
+    cublasDestroy(H);
+    cudaStreamDestroy(S);
+    return failed || refs_failed;
+}
