@@ -532,14 +532,17 @@ static void report(const struct opts *o, const sz_arch_config *cfg, const sz_mem
         printf("{\"report\": true, \"precision\": \"%s\", \"stage\": %d, \"nd\": %d, \"micro_batches\": %d, \"params\": %lld, "
                "\"params_padded\": %lld, \"model_state_bytes\": %lld, \"model_state_bytes_formula\": %.0f, "
                "\"activation_bytes\": %lld, \"activation_bytes_llmc\": %.0f, \"comm_bytes_sent\": %lld, "
-               "\"comm_bytes_formula\": %.0f, \"peak_bytes\": %lld, \"device_peak_bytes\": %lld, \"predicted_peak_bytes\": %lld, "
+               "\"comm_bytes_formula\": %.0f, \"peak_bytes\": %lld, \"rss_peak_bytes\": %lld, "
+               "\"runtime_allowance_bytes\": %lld, \"device_peak_bytes\": %lld, \"predicted_peak_bytes\": %lld, "
+               "\"budget_from_machine\": %d, "
                "\"mem_budget\": %lld, \"overlap\": %.4f, \"comm_task_s\": %.4f, \"compute_task_s\": %.4f, "
                "\"arenas\": %d, ",
                mixed ? "bf16" : "fp32", o->stage, nd, o->micro_batches, (long long)r0->nparams,
                (long long)r0->nparams_padded, (long long)ms,
                ms_formula, (long long)MAXR(reps, nd, bytes[SZ_MEM_ACTIVATIONS]), act_llmc, (long long)sent,
-               comm_formula, (long long)peak, (long long)MAXR(reps, nd, device_peak_bytes),
-               (long long)MAXR(reps, nd, predicted_peak_bytes),
+               comm_formula, (long long)peak, (long long)MAXR(reps, nd, rss_peak_bytes),
+               (long long)SZ_RUNTIME_ALLOWANCE_BYTES, (long long)MAXR(reps, nd, device_peak_bytes),
+               (long long)MAXR(reps, nd, predicted_peak_bytes), r0->budget_from_machine,
                (long long)r0->mem_budget, r0->overlap, r0->comm_task_s, r0->compute_task_s, r0->arenas);
         if (r0->pool_active)
             printf("\"pool\": {\"footprint\": %lld, \"peak_used\": %lld, \"arena_at_peak\": %lld, "
@@ -555,9 +558,10 @@ static void report(const struct opts *o, const sz_arch_config *cfg, const sz_mem
         printf("], ");
         printf("\"ranks\": [");
         for (int r = 0; r < nd; r++) {
-            printf("%s{\"rank\": %d, \"model_state_bytes\": %lld, \"peak_bytes\": %lld, \"comm_bytes_sent\": %lld, "
+            printf("%s{\"rank\": %d, \"model_state_bytes\": %lld, \"peak_bytes\": %lld, \"rss_peak_bytes\": %lld, "
+                   "\"comm_bytes_sent\": %lld, "
                    "\"comm_bytes_received\": %lld, \"bytes\": {", r ? ", " : "", r, (long long)reps[r].model_state_bytes,
-                   (long long)reps[r].peak_bytes, (long long)reps[r].comm_bytes_sent,
+                   (long long)reps[r].peak_bytes, (long long)reps[r].rss_peak_bytes, (long long)reps[r].comm_bytes_sent,
                    (long long)reps[r].comm_bytes_received);
             for (int c = 0; c < SZ_MEM_NCATEGORIES; c++)
                 printf("%s\"%s\": %lld", c ? ", " : "", sz_mem_category_name((sz_mem_category)c),
@@ -586,6 +590,8 @@ static void report(const struct opts *o, const sz_arch_config *cfg, const sz_mem
     printf("  %-28s %16lld %16lld  (predicted by the plan before the first step)\n", "peak (all categories)",
            (long long)peak, (long long)MAXR(reps, nd, predicted_peak_bytes));
     printf("  %-28s %16lld\n", "device pool peak", (long long)MAXR(reps, nd, device_peak_bytes));
+    printf("  %-28s %16lld  (the process: the engine's bytes + the runtime, allowed %lld more than the budget)\n",
+           "peak resident set (RSS)", (long long)MAXR(reps, nd, rss_peak_bytes), (long long)SZ_RUNTIME_ALLOWANCE_BYTES);
     if (r0->pool_active) {
         const sz_pool_stats *p = &r0->pool;
         printf("device pool (rank 0, arenas %s): footprint %.1f MB, peak in use %.1f MB (arena %.1f MB); "
@@ -599,8 +605,8 @@ static void report(const struct opts *o, const sz_arch_config *cfg, const sz_mem
         printf("\n");
     }
     if (r0->mem_budget > 0)
-        printf("  %-28s %16lld  (measured peak %s the budget)\n", "memory budget", (long long)r0->mem_budget,
-               peak <= r0->mem_budget ? "within" : "OVER");
+        printf("  %-28s %16lld  (measured peak %s the budget%s)\n", "memory budget", (long long)r0->mem_budget,
+               peak <= r0->mem_budget ? "within" : "OVER", r0->budget_from_machine ? "; the machine's share" : "");
     printf("  (activations include their gradients; %s forward activations alone: %.0f)\n",
            cfg->kind == SZ_ARCH_GPT2 ? "llm.c's" : "the model's", act_llmc);
     printf("communication per step, bytes sent per rank: measured %lld, formula %.0f\n", (long long)sent, comm_formula);

@@ -32,10 +32,10 @@ static void bwd_cpu(void *b[], void *arg)
 
 static struct starpu_perfmodel fwd_model = {.type = STARPU_HISTORY_BASED, .symbol = "sz_embedding_fwd"};
 static struct starpu_perfmodel bwd_model = {.type = STARPU_HISTORY_BASED, .symbol = "sz_embedding_bwd"};
-static struct starpu_codelet fwd_cl = {.cpu_funcs = {fwd_cpu}, .nbuffers = STARPU_VARIABLE_NBUFFERS,
-                                       .name = "embedding_fwd", .model = &fwd_model};
-static struct starpu_codelet bwd_cl = {.cpu_funcs = {bwd_cpu}, .nbuffers = STARPU_VARIABLE_NBUFFERS,
-                                       .name = "embedding_bwd", .model = &bwd_model};
+struct starpu_codelet sz_cl_embedding_fwd = {.cpu_funcs = {fwd_cpu}, .nbuffers = STARPU_VARIABLE_NBUFFERS,
+    .name = "embedding_fwd", .model = &fwd_model};
+struct starpu_codelet sz_cl_embedding_bwd = {.cpu_funcs = {bwd_cpu}, .nbuffers = STARPU_VARIABLE_NBUFFERS,
+    .name = "embedding_bwd", .model = &bwd_model};
 
 sz_status sz_op_embedding_fwd(sz_unit *u, sz_tensor *out, sz_tensor *tokens, sz_tensor *wte, int N, int C, int V)
 {
@@ -45,7 +45,7 @@ sz_status sz_op_embedding_fwd(sz_unit *u, sz_tensor *out, sz_tensor *tokens, sz_
     sz_task_tensor t[] = {{out, SZ_WRITE, SZ_DTYPE_F32, (int64_t)N * C, "out", 0},
                           {tokens, SZ_READ, SZ_DTYPE_I32, N, "tokens", 0},
                           {wte, SZ_READ, SZ_DTYPE_F32, (int64_t)V * C, "wte", 0}};
-    return sz_task_submit(u, &fwd_cl, "embedding", t, 3, &a, sizeof a);
+    return sz_task_submit(u, &sz_cl_embedding_fwd, "embedding", t, 3, &a, sizeof a);
 }
 
 sz_status sz_op_embedding_bwd(sz_unit *u, sz_tensor *dwte, sz_tensor *dout, sz_tensor *tokens, int N, int C, int V)
@@ -56,5 +56,5 @@ sz_status sz_op_embedding_bwd(sz_unit *u, sz_tensor *dwte, sz_tensor *dout, sz_t
     sz_task_tensor t[] = {{dwte, SZ_ACCUMULATE, SZ_DTYPE_F32, (int64_t)V * C, "dwte", 0},
                           {dout, SZ_READ, SZ_DTYPE_F32, (int64_t)N * C, "dout", 0},
                           {tokens, SZ_READ, SZ_DTYPE_I32, N, "tokens", 0}};
-    return sz_task_submit(u, &bwd_cl, "embedding_bwd", t, 3, &a, sizeof a);
+    return sz_task_submit(u, &sz_cl_embedding_bwd, "embedding_bwd", t, 3, &a, sizeof a);
 }

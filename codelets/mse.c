@@ -1,8 +1,7 @@
 /* codelets/mse.c — mean-squared-error loss per row: the typed wrappers sz_op_mse_fwd/bwd, their
  * argument struct, codelets and perf models; the math is codelets/kernels/mse.c. The backward is
  * the first gradient of a step: it writes dpred scaled by the loss scale (d(the step's mean loss
- * over every row of every micro-batch of every rank)/d(one row's loss) = 1/(N·M·N_d),
- * sz_unit_loss_scale). */
+ * over every row of every micro-batch of every rank)/d(one row's loss) = 1/(N·M·N_d)). */
 #include "starzero_starpu.h"
 #include "sz_kernels.h"
 #include "sz_tasks.h"
@@ -26,10 +25,10 @@ static void bwd_cpu(void *b[], void *arg)
 
 static struct starpu_perfmodel fwd_model = {.type = STARPU_HISTORY_BASED, .symbol = "sz_mse_fwd"};
 static struct starpu_perfmodel bwd_model = {.type = STARPU_HISTORY_BASED, .symbol = "sz_mse_bwd"};
-static struct starpu_codelet fwd_cl = {.cpu_funcs = {fwd_cpu}, .nbuffers = STARPU_VARIABLE_NBUFFERS,
-                                       .name = "mse_fwd", .model = &fwd_model};
-static struct starpu_codelet bwd_cl = {.cpu_funcs = {bwd_cpu}, .nbuffers = STARPU_VARIABLE_NBUFFERS,
-                                       .name = "mse_bwd", .model = &bwd_model};
+struct starpu_codelet sz_cl_mse_fwd = {.cpu_funcs = {fwd_cpu}, .nbuffers = STARPU_VARIABLE_NBUFFERS,
+    .name = "mse_fwd", .model = &fwd_model};
+struct starpu_codelet sz_cl_mse_bwd = {.cpu_funcs = {bwd_cpu}, .nbuffers = STARPU_VARIABLE_NBUFFERS,
+    .name = "mse_bwd", .model = &bwd_model};
 
 sz_status sz_op_mse_fwd(sz_unit *u, sz_tensor *losses, sz_tensor *pred, sz_tensor *target, int N, int C)
 {
@@ -40,18 +39,19 @@ sz_status sz_op_mse_fwd(sz_unit *u, sz_tensor *losses, sz_tensor *pred, sz_tenso
     sz_task_tensor t[] = {{losses, SZ_WRITE, SZ_DTYPE_F32, N, "losses", 0},
                           {pred, SZ_READ, SZ_DTYPE_F32, NC, "pred", 0},
                           {target, SZ_READ, SZ_DTYPE_F32, NC, "target", 0}};
-    return sz_task_submit(u, &fwd_cl, "mse", t, 3, &a, sizeof a);
+    return sz_task_submit(u, &sz_cl_mse_fwd, "mse", t, 3, &a, sizeof a);
 }
 
 sz_status sz_op_mse_bwd(sz_unit *u, sz_tensor *dpred, sz_tensor *pred, sz_tensor *target, int N, int C)
 {
     if (N < 1 || C < 1)
         return sz_op_invalid(u, "mse_bwd", "N = %d, C = %d: need N, C >= 1", N, C);
-    float scale = u ? sz_unit_loss_scale(u) : 0.0f; /* 1/(N·M·N_d) */
-    struct mse_args a = {N, C, scale};
+    /* the loss scale (as softmax_xent_bwd reads it); 1/N outside a model with a loss tensor */
+    float scale = u ? sz_unit_loss_scale(u) : 0.0f;
+    struct mse_args a = {N, C, scale > 0 ? scale : 1.0f / (float)N};
     int64_t NC = (int64_t)N * C;
     sz_task_tensor t[] = {{dpred, SZ_WRITE, SZ_DTYPE_F32, NC, "dpred", 0},
                           {pred, SZ_READ, SZ_DTYPE_F32, NC, "pred", 0},
                           {target, SZ_READ, SZ_DTYPE_F32, NC, "target", 0}};
-    return sz_task_submit(u, &bwd_cl, "mse_bwd", t, 3, &a, sizeof a);
+    return sz_task_submit(u, &sz_cl_mse_bwd, "mse_bwd", t, 3, &a, sizeof a);
 }

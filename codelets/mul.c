@@ -23,10 +23,10 @@ static void bwd_cpu(void *b[], void *arg)
 
 static struct starpu_perfmodel fwd_model = {.type = STARPU_HISTORY_BASED, .symbol = "sz_mul_fwd"};
 static struct starpu_perfmodel bwd_model = {.type = STARPU_HISTORY_BASED, .symbol = "sz_mul_bwd"};
-static struct starpu_codelet fwd_cl = {.cpu_funcs = {fwd_cpu}, .nbuffers = STARPU_VARIABLE_NBUFFERS,
-                                       .name = "mul_fwd", .model = &fwd_model};
-static struct starpu_codelet bwd_cl = {.cpu_funcs = {bwd_cpu}, .nbuffers = STARPU_VARIABLE_NBUFFERS,
-                                       .name = "mul_bwd", .model = &bwd_model};
+struct starpu_codelet sz_cl_mul_fwd = {.cpu_funcs = {fwd_cpu}, .nbuffers = STARPU_VARIABLE_NBUFFERS,
+    .name = "mul_fwd", .model = &fwd_model};
+struct starpu_codelet sz_cl_mul_bwd = {.cpu_funcs = {bwd_cpu}, .nbuffers = STARPU_VARIABLE_NBUFFERS,
+    .name = "mul_bwd", .model = &bwd_model};
 
 sz_status sz_op_mul_fwd(sz_unit *u, sz_tensor *out, sz_tensor *a, sz_tensor *b, int64_t n)
 {
@@ -36,7 +36,7 @@ sz_status sz_op_mul_fwd(sz_unit *u, sz_tensor *out, sz_tensor *a, sz_tensor *b, 
     sz_task_tensor t[] = {{out, SZ_WRITE, SZ_DTYPE_F32, n, "out", 0},
                           {a, SZ_READ, SZ_DTYPE_F32, n, "a", 0},
                           {b, SZ_READ, SZ_DTYPE_F32, n, "b", 0}};
-    return sz_task_submit(u, &fwd_cl, "mul", t, 3, &p, sizeof p);
+    return sz_task_submit(u, &sz_cl_mul_fwd, "mul", t, 3, &p, sizeof p);
 }
 
 sz_status sz_op_mul_bwd(sz_unit *u, sz_tensor *da, sz_tensor *db, sz_tensor *dout, sz_tensor *a, sz_tensor *b,
@@ -52,5 +52,5 @@ sz_status sz_op_mul_bwd(sz_unit *u, sz_tensor *da, sz_tensor *db, sz_tensor *dou
                           {dout, SZ_READ, SZ_DTYPE_F32, n, "dout", 0},
                           {a, SZ_READ, SZ_DTYPE_F32, n, "a", 0},
                           {b, SZ_READ, SZ_DTYPE_F32, n, "b", 0}};
-    return sz_task_submit(u, &bwd_cl, "mul_bwd", t, 5, &p, sizeof p);
+    return sz_task_submit(u, &sz_cl_mul_bwd, "mul_bwd", t, 5, &p, sizeof p);
 }

@@ -25,10 +25,10 @@ static void bwd_cpu(void *b[], void *arg)
 
 static struct starpu_perfmodel fwd_model = {.type = STARPU_HISTORY_BASED, .symbol = "sz_rmsnorm_fwd"};
 static struct starpu_perfmodel bwd_model = {.type = STARPU_HISTORY_BASED, .symbol = "sz_rmsnorm_bwd"};
-static struct starpu_codelet fwd_cl = {.cpu_funcs = {fwd_cpu}, .nbuffers = STARPU_VARIABLE_NBUFFERS,
-                                       .name = "rmsnorm_fwd", .model = &fwd_model};
-static struct starpu_codelet bwd_cl = {.cpu_funcs = {bwd_cpu}, .nbuffers = STARPU_VARIABLE_NBUFFERS,
-                                       .name = "rmsnorm_bwd", .model = &bwd_model};
+struct starpu_codelet sz_cl_rmsnorm_fwd = {.cpu_funcs = {fwd_cpu}, .nbuffers = STARPU_VARIABLE_NBUFFERS,
+    .name = "rmsnorm_fwd", .model = &fwd_model};
+struct starpu_codelet sz_cl_rmsnorm_bwd = {.cpu_funcs = {bwd_cpu}, .nbuffers = STARPU_VARIABLE_NBUFFERS,
+    .name = "rmsnorm_bwd", .model = &bwd_model};
 
 sz_status sz_op_rmsnorm_fwd(sz_unit *u, sz_tensor *out, sz_tensor *rstd, sz_tensor *inp, sz_tensor *w, int N, int C,
                             float eps)
@@ -41,7 +41,7 @@ sz_status sz_op_rmsnorm_fwd(sz_unit *u, sz_tensor *out, sz_tensor *rstd, sz_tens
                           {rstd, SZ_WRITE, SZ_DTYPE_F32, N, "rstd", 0},
                           {inp, SZ_READ, SZ_DTYPE_F32, NC, "inp", 0},
                           {w, SZ_READ, SZ_DTYPE_F32, C, "w", 0}};
-    return sz_task_submit(u, &fwd_cl, "rmsnorm", t, 4, &a, sizeof a);
+    return sz_task_submit(u, &sz_cl_rmsnorm_fwd, "rmsnorm", t, 4, &a, sizeof a);
 }
 
 sz_status sz_op_rmsnorm_bwd(sz_unit *u, sz_tensor *dinp, sz_tensor *dw, sz_tensor *dout, sz_tensor *inp, sz_tensor *w,
@@ -57,5 +57,5 @@ sz_status sz_op_rmsnorm_bwd(sz_unit *u, sz_tensor *dinp, sz_tensor *dw, sz_tenso
                           {inp, SZ_READ, SZ_DTYPE_F32, NC, "inp", 0},
                           {w, SZ_READ, SZ_DTYPE_F32, C, "w", 0},
                           {rstd, SZ_READ, SZ_DTYPE_F32, N, "rstd", 0}};
-    return sz_task_submit(u, &bwd_cl, "rmsnorm_bwd", t, 6, &a, sizeof a);
+    return sz_task_submit(u, &sz_cl_rmsnorm_bwd, "rmsnorm_bwd", t, 6, &a, sizeof a);
 }

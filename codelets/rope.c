@@ -26,10 +26,10 @@ static void bwd_cpu(void *b[], void *arg)
 
 static struct starpu_perfmodel fwd_model = {.type = STARPU_HISTORY_BASED, .symbol = "sz_rope_fwd"};
 static struct starpu_perfmodel bwd_model = {.type = STARPU_HISTORY_BASED, .symbol = "sz_rope_bwd"};
-static struct starpu_codelet fwd_cl = {.cpu_funcs = {fwd_cpu}, .nbuffers = STARPU_VARIABLE_NBUFFERS,
-                                       .name = "rope_fwd", .model = &fwd_model};
-static struct starpu_codelet bwd_cl = {.cpu_funcs = {bwd_cpu}, .nbuffers = STARPU_VARIABLE_NBUFFERS,
-                                       .name = "rope_bwd", .model = &bwd_model};
+struct starpu_codelet sz_cl_rope_fwd = {.cpu_funcs = {fwd_cpu}, .nbuffers = STARPU_VARIABLE_NBUFFERS,
+    .name = "rope_fwd", .model = &fwd_model};
+struct starpu_codelet sz_cl_rope_bwd = {.cpu_funcs = {bwd_cpu}, .nbuffers = STARPU_VARIABLE_NBUFFERS,
+    .name = "rope_bwd", .model = &bwd_model};
 
 static sz_status check(sz_unit *u, const char *op, int B, int T, int C, int NH, float theta)
 {
@@ -47,7 +47,7 @@ sz_status sz_op_rope_fwd(sz_unit *u, sz_tensor *out, sz_tensor *inp, int B, int 
     struct rope_args a = {B, T, C, NH, theta};
     int64_t n = (int64_t)B * T * 3 * C;
     sz_task_tensor t[] = {{out, SZ_WRITE, SZ_DTYPE_F32, n, "out", 0}, {inp, SZ_READ, SZ_DTYPE_F32, n, "inp", 0}};
-    return sz_task_submit(u, &fwd_cl, "rope", t, 2, &a, sizeof a);
+    return sz_task_submit(u, &sz_cl_rope_fwd, "rope", t, 2, &a, sizeof a);
 }
 
 sz_status sz_op_rope_bwd(sz_unit *u, sz_tensor *dinp, sz_tensor *dout, int B, int T, int C, int NH, float theta)
@@ -59,5 +59,5 @@ sz_status sz_op_rope_bwd(sz_unit *u, sz_tensor *dinp, sz_tensor *dout, int B, in
     int64_t n = (int64_t)B * T * 3 * C;
     sz_task_tensor t[] = {{dinp, SZ_ACCUMULATE, SZ_DTYPE_F32, n, "dinp", 0},
                           {dout, SZ_READ, SZ_DTYPE_F32, n, "dout", 0}};
-    return sz_task_submit(u, &bwd_cl, "rope_bwd", t, 2, &a, sizeof a);
+    return sz_task_submit(u, &sz_cl_rope_bwd, "rope_bwd", t, 2, &a, sizeof a);
 }

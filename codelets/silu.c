@@ -22,10 +22,10 @@ static void bwd_cpu(void *b[], void *arg)
 
 static struct starpu_perfmodel fwd_model = {.type = STARPU_HISTORY_BASED, .symbol = "sz_silu_fwd"};
 static struct starpu_perfmodel bwd_model = {.type = STARPU_HISTORY_BASED, .symbol = "sz_silu_bwd"};
-static struct starpu_codelet fwd_cl = {.cpu_funcs = {fwd_cpu}, .nbuffers = STARPU_VARIABLE_NBUFFERS,
-                                       .name = "silu_fwd", .model = &fwd_model};
-static struct starpu_codelet bwd_cl = {.cpu_funcs = {bwd_cpu}, .nbuffers = STARPU_VARIABLE_NBUFFERS,
-                                       .name = "silu_bwd", .model = &bwd_model};
+struct starpu_codelet sz_cl_silu_fwd = {.cpu_funcs = {fwd_cpu}, .nbuffers = STARPU_VARIABLE_NBUFFERS,
+    .name = "silu_fwd", .model = &fwd_model};
+struct starpu_codelet sz_cl_silu_bwd = {.cpu_funcs = {bwd_cpu}, .nbuffers = STARPU_VARIABLE_NBUFFERS,
+    .name = "silu_bwd", .model = &bwd_model};
 
 sz_status sz_op_silu_fwd(sz_unit *u, sz_tensor *out, sz_tensor *inp, int64_t n)
 {
@@ -33,7 +33,7 @@ sz_status sz_op_silu_fwd(sz_unit *u, sz_tensor *out, sz_tensor *inp, int64_t n)
         return sz_op_invalid(u, "silu", "n = %lld: need n >= 1", (long long)n);
     struct silu_args a = {n};
     sz_task_tensor t[] = {{out, SZ_WRITE, SZ_DTYPE_F32, n, "out", 0}, {inp, SZ_READ, SZ_DTYPE_F32, n, "inp", 0}};
-    return sz_task_submit(u, &fwd_cl, "silu", t, 2, &a, sizeof a);
+    return sz_task_submit(u, &sz_cl_silu_fwd, "silu", t, 2, &a, sizeof a);
 }
 
 sz_status sz_op_silu_bwd(sz_unit *u, sz_tensor *dinp, sz_tensor *inp, sz_tensor *dout, int64_t n)
@@ -44,5 +44,5 @@ sz_status sz_op_silu_bwd(sz_unit *u, sz_tensor *dinp, sz_tensor *inp, sz_tensor 
     sz_task_tensor t[] = {{dinp, SZ_ACCUMULATE, SZ_DTYPE_F32, n, "dinp", 0},
                           {inp, SZ_READ, SZ_DTYPE_F32, n, "inp", 0},
                           {dout, SZ_READ, SZ_DTYPE_F32, n, "dout", 0}};
-    return sz_task_submit(u, &bwd_cl, "silu_bwd", t, 3, &a, sizeof a);
+    return sz_task_submit(u, &sz_cl_silu_bwd, "silu_bwd", t, 3, &a, sizeof a);
 }

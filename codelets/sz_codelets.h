@@ -71,6 +71,18 @@ static inline uint16_t sz_f2h(float f)
     X(sz_cl_residual_bwd,     "da, db += dout") \
     X(sz_cl_softmax_xent_fwd, "losses, probs from logits, targets") \
     X(sz_cl_softmax_xent_bwd, "dlogits = (probs - onehot) * scale") \
+    X(sz_cl_rmsnorm_fwd, "out, rstd from inp, w (RMSNorm)") \
+    X(sz_cl_rmsnorm_bwd, "dinp, dw += from dout") \
+    X(sz_cl_silu_fwd, "out = silu(inp)") \
+    X(sz_cl_silu_bwd, "dinp += silu'(inp) * dout") \
+    X(sz_cl_mul_fwd, "out = a * b") \
+    X(sz_cl_mul_bwd, "da += dout * b, db += dout * a") \
+    X(sz_cl_rope_fwd, "rotary embedding of q, k in qkv") \
+    X(sz_cl_rope_bwd, "dqkv += rotated back dout") \
+    X(sz_cl_embedding_fwd, "out = wte[tokens]") \
+    X(sz_cl_embedding_bwd, "dwte += dout at the token rows") \
+    X(sz_cl_mse_fwd, "losses = mean over C of (pred - target)^2") \
+    X(sz_cl_mse_bwd, "dpred = 2 (pred - target) / C * scale") \
     X(sz_cl_sumsq,            "out = sum x^2 (double)") \
     X(sz_cl_clip_scale,       "clip factor and global norm from every rank's sums") \
     X(sz_cl_adamw,            "AdamW on a view [, fused squared norm]") \

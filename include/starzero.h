@@ -131,6 +131,23 @@ void sz_context_print(const sz_context *ctx, FILE *out);
 /* Collective: every rank's sz_context_print text, written by rank 0 in rank order. */
 sz_status sz_context_print_all(const sz_context *ctx, FILE *out);
 
+/* ---- memory of the machine ---------------------------------------------------------------
+ * With no sz_zero_config.mem_budget, sz_model_finalize takes the budget from the machine: each
+ * rank's share of the node's available memory (MemAvailable, or a cgroup's limit if smaller,
+ * divided by the ranks on the node) plus what the rank already holds, less this allowance for the
+ * runtime (StarPU, MPI, oneDNN, the code, the app's small buffers), which the plan does not
+ * predict: the measured peak resident set stays within the budget plus the allowance (measured on
+ * GPT-2 d2 to 6,6,384 on one rank: README, "When something goes wrong"). */
+#define SZ_RUNTIME_ALLOWANCE_BYTES ((int64_t)256 << 20)
+/* Bytes the node has available now (MemAvailable, or less under a cgroup limit); -1 unknown. */
+int64_t sz_memory_available_bytes(void);
+/* This process's resident set now, and its peak so far (bytes; -1 unknown). */
+int64_t sz_memory_rss_bytes(void);
+int64_t sz_memory_rss_peak_bytes(void);
+/* Collective: the budget each rank gets from the machine (see above; the minimum over ranks, so
+ * every rank decides alike); 0 when the machine cannot tell. */
+sz_status sz_context_memory_budget(sz_context *ctx, int64_t *bytes);
+
 /* ---- agreement: what every rank must share ----------------------------------------------
  * A list of settings (name, value as text) that must be equal on every rank: model shape, ZeRO
  * configuration, batch, optimizer, seed, data files, version... Every rank adds the same names in
@@ -237,11 +254,18 @@ typedef struct sz_zero_config {
 void sz_zero_config_defaults(sz_zero_config *z);
 #define SZ_DEFAULT_BUCKET_BYTES ((int64_t)32 << 20)
 
+/* Call order: sz_model_init, sz_model_set_zero (optional: the defaults otherwise), units
+ * (sz_model_add_unit) and tensors (sz_model_tensor / _checkpoint / _activation; a tensor naming a
+ * unit after that unit), sz_model_set_loss, sz_model_finalize, then training. Out of order:
+ * sz_model_set_zero after a tensor was created (its placement used the configuration) or after
+ * finalize, and sz_model_add_unit after finalize, return SZ_ERR_STATE; a tensor after finalize is
+ * NULL; each logs why. */
 sz_status sz_model_init(sz_model **out, sz_context *ctx);
 void sz_model_free(sz_model *m);
 /* Adds a unit (the table is copied). Units run forward in the order they are added. */
 sz_status sz_model_add_unit(sz_model *m, const sz_unit_desc *desc);
-/* A model-owned working tensor (activations, tokens, losses); zero-filled at creation. */
+/* A model-owned working tensor (activations, tokens, losses); zero-filled at creation. Before
+ * sz_model_finalize (NULL after, logged). */
 sz_tensor *sz_model_tensor(sz_model *m, const char *name, sz_dtype dtype, int64_t numel);
 /* The checkpoint of checkpointable unit `unit`: its input, written by unit `unit`-1's forward.
  * A plain model tensor unless checkpoints are offloaded (then it lives on the device pool only
@@ -252,6 +276,9 @@ sz_tensor *sz_model_checkpoint(sz_model *m, int unit, const char *name, sz_dtype
  * backward recomputes it first), so one unit's activations exist instead of all of them. The
  * unit's inputs must be sz_model_tensor()s: they are the checkpoints. Before sz_model_finalize. */
 sz_tensor *sz_model_activation(sz_model *m, int unit, const char *name, sz_dtype dtype, int64_t numel);
+/* The ZeRO configuration; before any tensor is created (checkpointing decides which activations
+ * are shared, offloading where checkpoints live, arenas where tensors go): SZ_ERR_STATE after a
+ * sz_model_tensor / _checkpoint / _activation call or after finalize. */
 sz_status sz_model_set_zero(sz_model *m, const sz_zero_config *z);
 /* After the last unit is added: allocates and registers parameters, gradients, optimizer state
  * (each unit's parameters one flat buffer padded to a multiple of the rank count; rank r owns
@@ -484,6 +511,12 @@ typedef struct sz_memory_report {
     int arenas;                        /* M_D on (sz_zero_config.arenas) */
     int pool_active;                   /* the device pool below is in use (CPU-only nodes) */
     sz_pool_stats pool;
+    int64_t rss_peak_bytes;            /* the process's peak resident set so far (getrusage): the engine's
+                                          bytes plus the runtime (StarPU, MPI, code, the app's own
+                                          buffers); with shared-memory collectives it also counts the
+                                          peers' pool pages this rank has read */
+    int budget_from_machine;           /* 1: mem_budget is the machine's (sz_context_memory_budget), no
+                                          budget having been given */
 } sz_memory_report;
 
 sz_status sz_model_memory_report(const sz_model *m, sz_memory_report *out);

@@ -120,8 +120,10 @@ int sz_task_check_ids(const void *cl_arg, const char *role, const int32_t *ids, 
 
 /* Inside a kernel: the input is unusable (e.g. a token outside the vocabulary). Records the first
  * such message of the step (prefixed with the task's name); the kernel then returns without
- * crashing (leaving its outputs as it can), and the model's next sz_model_forward_backward /
- * sz_model_eval / sz_model_update returns SZ_ERR_INVALID and logs the message. */
+ * crashing (leaving its outputs as it can), and the model call that waits for the task returns
+ * SZ_ERR_INVALID and logs the message: sz_model_eval (it waits for every forward task), the
+ * sz_model_forward_backward whose loss depends on the task, else the next sz_model_forward_backward /
+ * sz_model_eval / sz_model_update (an update waits for everything). */
 void sz_task_fail(const void *cl_arg, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 #ifdef __cplusplus

@@ -56,8 +56,17 @@ sz_status sz_model_set_zero(sz_model *m, const sz_zero_config *z)
 {
     if (!m || !z)
         return SZ_ERR_INVALID;
-    if (m->finalized)
+    if (m->finalized) {
+        sz_context_log(m->ctx, SZ_LOG_ERROR, "sz_model_set_zero after sz_model_finalize: the ZeRO configuration "
+                       "is fixed once the model is finalized");
         return SZ_ERR_STATE;
+    }
+    if (m->tensor_call) {
+        sz_context_log(m->ctx, SZ_LOG_ERROR, "sz_model_set_zero after %s: tensors were already placed under the "
+                       "previous configuration (checkpointing's shared activations, offloaded checkpoints, the "
+                       "arena); call sz_model_set_zero first", m->tensor_call);
+        return SZ_ERR_STATE;
+    }
     if (z->stage < 0 || z->stage > 3 || z->micro_batches < 1) {
         sz_context_log(m->ctx, SZ_LOG_ERROR, "ZeRO stage %d / %d micro-batches: the stage must be 0..3 and "
                        "micro-batches >= 1", z->stage, z->micro_batches);
@@ -107,8 +116,11 @@ sz_status sz_model_add_unit(sz_model *m, const sz_unit_desc *d)
     if (!m || !d || !d->name || !d->forward || d->nparams < 0 || (d->nparams && !d->params) || d->nuses < 0 ||
         (d->nuses && !d->uses))
         return SZ_ERR_INVALID;
-    if (m->finalized)
+    if (m->finalized) {
+        sz_context_log(m->ctx, SZ_LOG_ERROR, "sz_model_add_unit(\"%s\") after sz_model_finalize: add every unit "
+                       "before finalizing", d->name);
         return SZ_ERR_STATE;
+    }
     for (int i = 0; i < d->nuses; i++)
         if (d->uses[i] < 0 || d->uses[i] >= m->nunits)
             return SZ_ERR_INVALID; /* only earlier units can be shared */
@@ -197,14 +209,32 @@ static sz_tensor *owned_buffer(struct sz_model *m, const char *name, sz_dtype dt
     return owned(m, t, cat);
 }
 
+/* A model tensor is created before sz_model_finalize, after sz_model_set_zero (its placement
+ * depends on the configuration); logs and refuses otherwise. */
+static int tensor_call_ok(struct sz_model *m, const char *call, const char *name)
+{
+    if (!m)
+        return 0;
+    if (m->finalized) {
+        sz_context_log(m->ctx, SZ_LOG_ERROR, "%s(\"%s\") after sz_model_finalize: create every tensor before "
+                       "finalizing (returns NULL)", call, name ? name : "");
+        return 0;
+    }
+    if (!m->tensor_call)
+        m->tensor_call = call;
+    return 1;
+}
+
 sz_tensor *sz_model_tensor(sz_model *m, const char *name, sz_dtype dtype, int64_t numel)
 {
-    return m ? owned_buffer(m, name, dtype, numel, SZ_MEM_ACTIVATIONS) : NULL;
+    if (!tensor_call_ok(m, "sz_model_tensor", name))
+        return NULL;
+    return owned_buffer(m, name, dtype, numel, SZ_MEM_ACTIVATIONS);
 }
 
 sz_tensor *sz_model_checkpoint(sz_model *m, int unit, const char *name, sz_dtype dtype, int64_t numel)
 {
-    if (!m || !name || unit < 0 || unit >= m->nunits || m->finalized)
+    if (!tensor_call_ok(m, "sz_model_checkpoint", name) || !name || unit < 0 || unit >= m->nunits)
         return NULL;
     struct sz_unit *u = m->units[unit];
     char full[48];
@@ -225,7 +255,7 @@ sz_tensor *sz_model_checkpoint(sz_model *m, int unit, const char *name, sz_dtype
 
 sz_tensor *sz_model_activation(sz_model *m, int unit, const char *name, sz_dtype dtype, int64_t numel)
 {
-    if (!m || !name || unit < 0 || unit >= m->nunits || m->finalized)
+    if (!tensor_call_ok(m, "sz_model_activation", name) || !name || unit < 0 || unit >= m->nunits)
         return NULL;
     char full[48];
     if (!(m->zero.checkpoint && m->units[unit]->checkpointable)) {
@@ -396,10 +426,14 @@ sz_status sz_model_check_budget(struct sz_model *m, int64_t budget)
         }
     }
     sz_context_log(m->ctx, SZ_LOG_ERROR,
-                   "memory budget: the plan needs %.1f MB per rank (stage %d, N_d %d, %s) but the budget is %.1f MB. "
+                   "memory budget: the plan needs %.1f MB per rank (stage %d, N_d %d, %s) but the budget is %.1f MB%s. "
                    "Settings that fit: %s; activations take %.1f MB of the %.1f (a smaller micro-batch --batch/--seq, "
                    "more --micro-batches for the same global batch, or activation checkpointing shrink them).",
                    mb_up(peak), m->zero.stage, m->nd, m->mixed ? "bf16" : "fp32", mb_down(budget),
+                   m->budget_from_machine && budget == m->budget
+                       ? " (no budget given: this rank's share of the memory this node has available now, less the "
+                         "runtime's allowance; more ranks on this node would share it, so a larger N_d below means "
+                         "more nodes)" : "",
                    len ? fits : "none by stage, N_d and precision alone", m->persistent[SZ_MEM_ACTIVATIONS] / 1e6,
                    mb_up(peak));
     return SZ_ERR_BUDGET;
@@ -462,7 +496,14 @@ sz_status sz_model_finalize(sz_model *m)
     sz_status ast = agree_model(m); /* every rank the same model, or none goes on */
     if (ast != SZ_OK)
         return ast;
-    sz_status bst = sz_model_check_budget(m, m->zero.mem_budget); /* before allocating anything big */
+    int64_t budget = m->zero.mem_budget;
+    if (budget <= 0) { /* none given: this rank's share of what the machine has (collective) */
+        if (sz_context_memory_budget(m->ctx, &budget) != SZ_OK)
+            return SZ_ERR_RUNTIME;
+        m->budget_from_machine = budget > 0;
+    }
+    m->budget = budget;
+    sz_status bst = sz_model_check_budget(m, budget); /* before allocating anything big */
     if (bst != SZ_OK)
         return bst;
     for (int i = 0; i < m->nunits; i++) {
@@ -691,6 +732,9 @@ sz_status sz_model_eval(sz_model *m, float *loss)
     sz_status st = sz_zero_eval(m);
     if (st == SZ_OK)
         st = global_mean_loss(m, loss);
+    /* every forward task has run, also those the loss does not depend on: a kernel's failure is
+     * this call's (a forward_backward's backward tasks may still run: theirs can be the next call's) */
+    starpu_task_wait_for_all();
     sz_status fail = sz_model_take_failure(m);
     return st != SZ_OK ? st : fail;
 }
@@ -820,7 +864,9 @@ sz_status sz_model_memory_report(const sz_model *m, sz_memory_report *r)
     r->ntimeline = m->ntimeline;
     memcpy(r->timeline_ms, m->timeline_ms, sizeof r->timeline_ms);
     memcpy(r->timeline_bytes, m->timeline_bytes, sizeof r->timeline_bytes);
-    r->mem_budget = m->zero.mem_budget;
+    r->mem_budget = m->budget;
+    r->budget_from_machine = m->budget_from_machine;
+    r->rss_peak_bytes = sz_memory_rss_peak_bytes();
     r->arenas = m->zero.arenas;
     r->comm_task_s = m->comm_busy_s;
     r->compute_task_s = m->compute_busy_s;

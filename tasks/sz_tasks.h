@@ -83,6 +83,8 @@ struct sz_model {
     int ntensors, cap_tensors;
     sz_tensor *loss;
     int finalized;
+    const char *tensor_call;     /* the first sz_model_tensor/activation/checkpoint call (NULL: none yet);
+                                    sz_model_set_zero after it is refused (its choices were used) */
     int micro_batch;             /* forward/backward passes since the last update */
     int steps_done;              /* optimizer steps taken (for the deadline's messages) */
     float dloss;                 /* gradient of the mean loss w.r.t. one row's loss: 1/(N*M*nd) */
@@ -98,6 +100,8 @@ struct sz_model {
     int64_t current_action;      /* index in the plan of the action being submitted (tasks/zero.c) */
     sz_plan step_plan, eval_plan;/* the plans tasks/zero.c submits (built on first use) */
     int64_t predicted_peak;      /* bytes per rank the plan predicts (sz_model_finalize) */
+    int64_t budget;              /* the budget checked: zero.mem_budget, or the machine's (0: none) */
+    int budget_from_machine;
     double overlap, comm_busy_s, compute_busy_s; /* the last step's, from the zero policy (-1: n/a) */
     int ntimeline;                               /* the last step's live-bytes timeline, downsampled */
     double timeline_ms[64];
@@ -142,7 +146,8 @@ sz_status sz_task_submit_where(struct sz_model *m, int unit, const char *name, c
                                struct starpu_codelet *cl, const struct sz_task_tensor *tensors, int ntensors,
                                const void *params, size_t params_size, uint32_t where);
 /* An op's wrapper refusing its arguments (a shape, not a tensor: sz_task_submit names those): logs
- * "<op> (<task name>): <message>" and returns SZ_ERR_INVALID. u may be NULL. */
+ * "<op> (<task name>): <message>" and returns SZ_ERR_INVALID. u may be NULL. The same as the
+ * public sz_task_refuse (include/starzero_starpu.h). */
 sz_status sz_op_invalid(struct sz_unit *u, const char *op, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* SZ_ERR_INVALID (logging the message) when a kernel reported an unusable input since the last call. */
 sz_status sz_model_take_failure(struct sz_model *m);

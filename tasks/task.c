@@ -138,19 +138,34 @@ sz_status sz_task_submit(sz_unit *u, struct starpu_codelet *cl, const char *op, 
     return sz_task_submit_named(u->model, u->index, name, op, cl, tensors, ntensors, params, params_size);
 }
 
-sz_status sz_task_refuse(sz_unit *u, const char *op, const char *fmt, ...)
+static sz_status refuse(sz_unit *u, const char *op, const char *fmt, va_list ap)
 {
     char msg[400], name[64] = "";
-    va_list ap;
-    va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
     if (!op)
         op = "op";
     if (u)
         task_name(name, sizeof name, u, op);
     log_err(u ? u->model : NULL, "%s (%s): %s", op, u ? name : "outside a unit's callback", msg);
     return SZ_ERR_INVALID;
+}
+
+sz_status sz_task_refuse(sz_unit *u, const char *op, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    sz_status st = refuse(u, op, fmt, ap);
+    va_end(ap);
+    return st;
+}
+
+sz_status sz_op_invalid(sz_unit *u, const char *op, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    sz_status st = refuse(u, op, fmt, ap);
+    va_end(ap);
+    return st;
 }
 
 int sz_task_check_ids(const void *cl_arg, const char *role, const int32_t *ids, int64_t n, int64_t limit)
@@ -197,14 +212,3 @@ sz_status sz_model_take_failure(struct sz_model *m)
     return SZ_ERR_INVALID;
 }
 
-sz_status sz_op_invalid(sz_unit *u, const char *op, const char *fmt, ...)
-{
-    char msg[320];
-    va_list ap;
-    va_start(ap, fmt);
-    int len = snprintf(msg, sizeof msg, "%s (%s): ", op ? op : "?", u && u->phase ? u->phase : "no unit");
-    vsnprintf(msg + len, sizeof msg - (size_t)len, fmt, ap);
-    va_end(ap);
-    log_err(u ? u->model : NULL, "%s", msg);
-    return SZ_ERR_INVALID;
-}

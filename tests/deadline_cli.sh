@@ -6,6 +6,8 @@
 #     waited it used little CPU (printed, not judged: the machine is shared). In both transports.
 #  2. one rank killed (SIGKILL): the job is gone within 10 s, non-zero.
 #  3. --timeout 0 waits: a rank frozen for 8 s and resumed lets the run finish normally.
+#  4. a task that never ends (tests/test_watchdog.c, timeout 1 s): StarPU's watchdog, armed at twice the
+#     timeout unless the user set STARPU_WATCHDOG_TIMEOUT, stops it within 15 s with our message.
 # Usage: deadline_cli.sh BUILD_DIR MPIEXEC
 set -u
 bin=$1 mpiexec=$2
@@ -27,6 +29,7 @@ texts=$(ls /usr/share/common-licenses/{GPL-3,Apache-2.0} 2>/dev/null)
 # start STEPS [ARGS]: a 2-rank run in the background; sets mp (mpirun's pid), r0, r1 (the ranks' pids)
 start() {
     local steps=$1; shift
+    rm -f "$dir/out.txt" # (not the last run's steps)
     "$mpiexec" -n 2 "$bin/sz-train" --config d2 --vocab 256 --max-seq 64 --train "$dir/lic_train.bin" --batch 4 \
         --seq 32 --steps "$steps" "$@" >"$dir/out.txt" 2>&1 &
     mp=$!
@@ -104,3 +107,15 @@ gone_within 120
 [ $rc -eq 0 ] || { cat "$dir/out.txt"; fail "--timeout 0: the run failed after a pause"; }
 grep -q '^step  400/400' "$dir/out.txt" || { cat "$dir/out.txt"; fail "--timeout 0: the run did not finish"; }
 echo "--timeout 0: an 8 s pause survived"
+
+# the watchdog armed from the timeout (the test environment's own STARPU_WATCHDOG_TIMEOUT removed)
+t0=$(date +%s.%N)
+env -u STARPU_WATCHDOG_TIMEOUT -u STARPU_WATCHDOG_CRASH timeout 60 "$mpiexec" -n 1 "$bin/tests/test_watchdog" \
+    >"$dir/wd.txt" 2>&1
+rc=$?
+took=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
+[ $rc -ne 0 ] && [ $rc -ne 124 ] || { cat "$dir/wd.txt"; fail "a stuck task: exit $rc"; }
+grep -q "error: watchdog: on rank 0 no task finished for 2 s at step 0" "$dir/wd.txt" ||
+    { cat "$dir/wd.txt"; fail "a stuck task: no watchdog message"; }
+awk -v t="$took" 'BEGIN { exit !(t < 15) }' || fail "a stuck task: stopped after $took s"
+echo "stuck task: the watchdog stopped it after $took s, exit $rc"

@@ -441,11 +441,9 @@ static void attention_case(int B, int T, int NH, int hs)
     int C = NH * hs;
     size_t ni = (size_t)B * T * 3 * C, no = (size_t)B * T * C, na = (size_t)B * NH * T * T;
     float *inp = rnd(ni, 1), *dout = rnd(no, 1), *di0 = rnd(ni, 1);
-    /* the CPU kernel saves per-row softmax statistics [B,NH,T,2]; the CUDA one keeps preatt and att:
-     * out and dinp are compared, and every CUDA output run to run */
-    float *out = malloc(no * 4), *stats = malloc((size_t)B * NH * T * 2 * 4), *di = copyf(di0, ni);
-    CU_ASSERT(sz_k_attention_fwd(out, stats, inp, B, T, C, NH) == 0);
-    CU_ASSERT(sz_k_attention_bwd(di, dout, inp, stats, B, T, C, NH) == 0);
+    float *out = malloc(no * 4), *pre = malloc(na * 4), *att = malloc(na * 4), *di = copyf(di0, ni);
+    sz_k_attention_tt_fwd(out, pre, att, inp, B, T, C, NH);
+    CU_ASSERT(sz_k_attention_tt_bwd(di, dout, inp, att, B, T, C, NH) == 0);
     float *g[2][4];
     for (int r = 0; r < 2; r++) {
         float *gi = dput(inp, ni * 4), *gd = dput(dout, no * 4), *gdi = dput(di0, ni * 4);
@@ -457,13 +455,15 @@ static void attention_case(int B, int T, int NH, int hs)
         dfree(gi), dfree(gd), dfree(gdi), dfree(go), dfree(gp), dfree(ga);
     }
     CU_ASSERT(close_f("attention out", g[0][0], out, no, 1e-5, 1e-4));
+    CU_ASSERT(close_f("attention preatt", g[0][1], pre, na, 1e-5, 1e-5));
+    CU_ASSERT(close_f("attention att", g[0][2], att, na, 1e-6, 1e-4));
     CU_ASSERT(close_f("attention dinp", g[0][3], di, ni, 1e-5 * T, 1e-4));
     size_t n[4] = {no, na, na, ni};
     for (int k = 0; k < 4; k++) {
         CU_ASSERT(same_bits("attention run to run", g[0][k], g[1][k], n[k] * 4));
         free(g[0][k]), free(g[1][k]);
     }
-    free(inp), free(dout), free(di0), free(out), free(stats), free(di);
+    free(inp), free(dout), free(di0), free(out), free(pre), free(att), free(di);
 }
 
 static void test_attention(void)

@@ -546,7 +546,7 @@ static void test_bad_rope_heads(void)
     last_error[0] = 0;
     CU_ASSERT_EQUAL(sz_model_eval(t.m, &loss), SZ_ERR_INVALID);
     printf("\n  logged: %s\n", last_error);
-    CU_ASSERT_PTR_NOT_NULL(strstr(last_error, "rope (fwd:body)"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(last_error, "rope (fwd:body:rope)"));
     CU_ASSERT_PTR_NOT_NULL(strstr(last_error, "even head size"));
     sz_model_free(t.m);
     mode = 0;

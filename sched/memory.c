@@ -1,0 +1,89 @@
+/* sched/memory.c — what memory a rank can really have (DESIGN.md §4: with no budget given, the
+ * budget is what the memory node has). For CPU memory: the node's available memory (the kernel's
+ * MemAvailable, or less if this process's cgroup allows less), shared among the ranks of the
+ * node, plus what this rank already holds (its resident set: the runtime and whatever the model
+ * has already touched), less SZ_RUNTIME_ALLOWANCE_BYTES for the runtime itself; the minimum over
+ * all ranks, so every rank decides alike. Also the process's resident set, now and at its peak. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/resource.h>
+#include "sz_deadline.h"
+#include "sz_runtime.h"
+
+/* A number from a one-line file (cgroup v2 memory.max says "max" for no limit): -1 if none. */
+static int64_t read_number(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return -1;
+    char buf[64] = "";
+    int64_t v = -1;
+    if (fgets(buf, sizeof buf, f) && buf[0] >= '0' && buf[0] <= '9')
+        v = strtoll(buf, NULL, 10);
+    fclose(f);
+    return v;
+}
+
+int64_t sz_memory_available_bytes(void)
+{
+    int64_t avail = -1;
+    FILE *f = fopen("/proc/meminfo", "r");
+    char line[256];
+    while (f && fgets(line, sizeof line, f))
+        if (!strncmp(line, "MemAvailable:", 13)) {
+            avail = strtoll(line + 13, NULL, 10) * 1024;
+            break;
+        }
+    if (f)
+        fclose(f);
+    /* a container's limit (cgroup v2, then v1): what it still allows */
+    int64_t max = read_number("/sys/fs/cgroup/memory.max"), cur = read_number("/sys/fs/cgroup/memory.current");
+    if (max < 0) {
+        max = read_number("/sys/fs/cgroup/memory/memory.limit_in_bytes");
+        cur = read_number("/sys/fs/cgroup/memory/memory.usage_in_bytes");
+    }
+    if (max > 0 && cur >= 0 && max < ((int64_t)1 << 60)) {
+        int64_t left = max > cur ? max - cur : 0;
+        if (avail < 0 || left < avail)
+            avail = left;
+    }
+    return avail;
+}
+
+int64_t sz_memory_rss_bytes(void)
+{
+    FILE *f = fopen("/proc/self/statm", "r");
+    long long size = 0, resident = -1;
+    if (f) {
+        if (fscanf(f, "%lld %lld", &size, &resident) != 2)
+            resident = -1;
+        fclose(f);
+    }
+    return resident < 0 ? -1 : resident * (int64_t)sysconf(_SC_PAGESIZE);
+}
+
+int64_t sz_memory_rss_peak_bytes(void)
+{
+    struct rusage ru;
+    return getrusage(RUSAGE_SELF, &ru) == 0 ? (int64_t)ru.ru_maxrss * 1024 : -1;
+}
+
+sz_status sz_context_memory_budget(sz_context *ctx, int64_t *bytes)
+{
+    if (!ctx || !bytes)
+        return SZ_ERR_INVALID;
+    int64_t avail = sz_memory_available_bytes(), rss = sz_memory_rss_bytes();
+    int64_t share = avail < 0 ? -1 : avail / (ctx->topology.local_size > 0 ? ctx->topology.local_size : 1) +
+                                     (rss > 0 ? rss : 0) - SZ_RUNTIME_ALLOWANCE_BYTES;
+    if (avail >= 0 && share < 1)
+        share = 1; /* nothing left: every plan is refused */
+    if (share < 0)
+        share = INT64_MAX; /* unknown (no /proc): no limit from here, marked below */
+    if (ctx->world_size > 1 && sz_allreduce(MPI_IN_PLACE, &share, 1, MPI_INT64_T, MPI_MIN, ctx->host_comm,
+                                            "memory budget minimum") != MPI_SUCCESS)
+        return SZ_ERR_RUNTIME;
+    *bytes = share == INT64_MAX ? 0 : share;
+    return SZ_OK;
+}

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# tests/info_cli.sh — sz-info --codelets lists every codelet the engine registers with its
+# implementations: the table and the JSON agree, every codelet has a CPU implementation, the
+# built-in ops and the step's own tasks are there, and a bad option is refused.
+# Usage: info_cli.sh BUILD_DIR
+set -u
+bin=$1
+fail() { echo "FAIL: $*"; exit 1; }
+table=$("$bin/sz-info" --codelets) || fail "sz-info --codelets exited non-zero"
+json=$("$bin/sz-info" --codelets --json) || fail "sz-info --codelets --json exited non-zero"
+for cl in matmul_fwd matmul_bwd softmax_xent_bwd rmsnorm_fwd reduce_scatter all_gather adamw convert scale; do
+    echo "$table" | grep -q "^$cl " || fail "codelet $cl missing from the table"
+    echo "$json" | grep -q "\"name\": \"$cl\", \"implementations\": \[\"cpu\"" || fail "codelet $cl missing from the JSON or without cpu"
+done
+n_table=$(echo "$table" | tail -1 | awk '{print $1}')
+n_json=$(echo "$json" | grep -c '"name":')
+[ "$n_table" = "$n_json" ] || fail "table lists $n_table codelets, JSON $n_json"
+[ "$(echo "$json" | grep -c '"cpu": 1')" = "$n_json" ] || fail "a codelet without a CPU implementation"
+if command -v python3 >/dev/null; then
+    echo "$json" | python3 -c 'import json, sys; d = json.load(sys.stdin); assert len(d["codelets"]) > 0' ||
+        fail "the JSON does not parse"
+fi
+"$bin/sz-info" --codelets --bogus >/dev/null 2>&1 && fail "an unknown option was accepted"
+"$bin/sz-info" --json >/dev/null 2>&1 && fail "--json without --codelets was accepted"
+echo "info_cli: $n_table codelets listed, table and JSON agree"
