@@ -434,7 +434,8 @@ static void test_matmul_bf16(void)
     matmul_case_bf16(128, 64, 192, 1, 0);
 }
 
-/* ---------------------------------------------------------------- attention */
+/* ---------------------------------------------------------------- attention
+ * The CUDA kernels keep llm.c's preatt/att [B,NH,T,T]: their CPU twins are the _tt kernels. */
 
 static void attention_case(int B, int T, int NH, int hs)
 {
@@ -442,8 +443,8 @@ static void attention_case(int B, int T, int NH, int hs)
     size_t ni = (size_t)B * T * 3 * C, no = (size_t)B * T * C, na = (size_t)B * NH * T * T;
     float *inp = rnd(ni, 1), *dout = rnd(no, 1), *di0 = rnd(ni, 1);
     float *out = malloc(no * 4), *pre = malloc(na * 4), *att = malloc(na * 4), *di = copyf(di0, ni);
-    sz_k_attention_fwd(out, pre, att, inp, B, T, C, NH);
-    CU_ASSERT(sz_k_attention_bwd(di, dout, inp, att, B, T, C, NH) == 0);
+    sz_k_attention_tt_fwd(out, pre, att, inp, B, T, C, NH);
+    CU_ASSERT(sz_k_attention_tt_bwd(di, dout, inp, att, B, T, C, NH) == 0);
     float *g[2][4];
     for (int r = 0; r < 2; r++) {
         float *gi = dput(inp, ni * 4), *gd = dput(dout, no * 4), *gdi = dput(di0, ni * 4);
