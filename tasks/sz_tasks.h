@@ -80,6 +80,12 @@ struct sz_model {
     sz_tensor **tensors;         /* owned: registered tensors (activations, shards, state) */
     sz_tensor **shared_acts;     /* checkpointing: the activations checkpointable units share */
     int nshared, cap_shared;
+    /* the activation bytes under other checkpointing settings (the budget advice): always held,
+     * checkpointable units' own (each unit's, without checkpointing), and one per name (shared,
+     * with it); act_names holds those names */
+    int64_t act_fixed, act_per_unit, act_shared;
+    struct sz_act_name { char name[48]; } *act_names;
+    int nact_names, cap_act_names;
     int ntensors, cap_tensors;
     sz_tensor *loss;
     int finalized;
@@ -172,6 +178,8 @@ sz_status sz_model_check_budget(struct sz_model *m, int64_t budget);
 /* The plan configuration of this model (its ZeRO config, ranks, communication worker, and the
  * bytes it holds beside the units), for pass and clipping. */
 void sz_zero_plan_config(const struct sz_model *m, sz_plan_pass pass, int clip, sz_plan_config *c);
+/* The plan's view of this model's units (pu: nunits entries). */
+void sz_zero_plan_units(const struct sz_model *m, sz_plan_unit *pu);
 /* The plan of this model's units under c (what predictions for other configurations use too). */
 sz_status sz_zero_plan_build(const struct sz_model *m, const sz_plan_config *c, sz_plan *out);
 /* Elements per rank and round of a reduce-scatter for this model at nd ranks. */

@@ -190,6 +190,32 @@ static void test_layernorm(void)
     free(l.inp); free(l.wt); free(l.bias); free(l.w); free(l.out); free(l.mean); free(l.rstd);
 }
 
+/* Without bias (b, db NULL): the reference with a zero bias, finite differences for dinp and
+ * dweight, and dinp, dweight bitwise those of the same call with a bias gradient. */
+static void test_layernorm_nobias(void)
+{
+    float *inp = rnd(N * C, 3), *wt = rnd(C, 1), *w = rnd(N * C, 1), *zero = calloc(C, sizeof(float));
+    float *out = rnd(N * C, 1), mean[N], rstd[N];
+    float *dinp0 = rnd(N * C, 1), *dwt0 = rnd(C, 1), *dbias = rnd(C, 1);
+    float *dinp = dup_f(dinp0, N * C), *dwt = dup_f(dwt0, C), *dinp_b = dup_f(dinp0, N * C), *dwt_b = dup_f(dwt0, C);
+    ln_ctx l = { dup_d(inp, N * C), dup_d(wt, C), dup_d(zero, C), dup_d(w, N * C),
+                 malloc(N * C * sizeof(double)), malloc(N * sizeof(double)),
+                 malloc(N * sizeof(double)) };
+    sz_k_layernorm_fwd(out, mean, rstd, inp, wt, NULL, N, C);
+    ref_layernorm(&l);
+    CU_ASSERT(check_arr("layernorm (no bias) out", out, l.out, N * C, FWD_TOL, FWD_TOL));
+    CU_ASSERT(check_arr("layernorm (no bias) rstd", rstd, l.rstd, N, FWD_TOL, FWD_TOL));
+    sz_k_layernorm_bwd(dinp, dwt, NULL, w, inp, wt, mean, rstd, N, C);
+    CU_ASSERT(check_fd("layernorm (no bias) dinp", ln_loss, &l, l.inp, N * C, dinp, dinp0, BWD_TOL));
+    CU_ASSERT(check_fd("layernorm (no bias) dweight", ln_loss, &l, l.wt, C, dwt, dwt0, BWD_TOL));
+    sz_k_layernorm_bwd(dinp_b, dwt_b, dbias, w, inp, wt, mean, rstd, N, C);
+    CU_ASSERT(memcmp(dinp, dinp_b, N * C * sizeof(float)) == 0);
+    CU_ASSERT(memcmp(dwt, dwt_b, C * sizeof(float)) == 0);
+    free(inp); free(wt); free(w); free(zero); free(out); free(dinp0); free(dwt0); free(dbias);
+    free(dinp); free(dwt); free(dinp_b); free(dwt_b);
+    free(l.inp); free(l.wt); free(l.bias); free(l.w); free(l.out); free(l.mean); free(l.rstd);
+}
+
 /* ---------------------------------------------------------------- matmul */
 
 typedef struct { int n, c, oc; double *inp, *wt, *bias, *w, *out; } mm_ctx;
@@ -787,7 +813,7 @@ int main(void)
     if (CU_initialize_registry() != CUE_SUCCESS) return 1;
     CU_pSuite s = CU_add_suite("kernels", NULL, NULL);
     struct { const char *name; void (*fn)(void); } tests[] = {
-        { "encoder", test_encoder }, { "layernorm", test_layernorm },
+        { "encoder", test_encoder }, { "layernorm", test_layernorm }, { "layernorm without bias", test_layernorm_nobias },
         { "matmul fp32", test_matmul }, { "matmul plain fallback", test_matmul_plain },
         { "matmul bf16", test_matmul_bf16 }, { "attention", test_attention },
         { "gelu", test_gelu }, { "residual", test_residual },

@@ -278,6 +278,53 @@ static void test_wrapper_shape_check(void)
     sz_model_free(m);
 }
 
+/* ---- layernorm without bias through the op (b and db NULL) ------------------------------------ */
+enum { LN = 3, LC = 8 };
+static sz_tensor *ln_t[6]; /* x, out, mean, rstd, dx, dout */
+static sz_status ln_fwd(sz_unit *u, void *user)
+{
+    (void)user;
+    return sz_op_layernorm_fwd(u, ln_t[1], ln_t[2], ln_t[3], ln_t[0], sz_unit_param(u, 0), NULL, LN, LC);
+}
+
+static void test_layernorm_no_bias(void)
+{
+    static const sz_param_spec spec[] = {{"w", 1, LC, 0, SZ_INIT_ONE, 0.0f}};
+    sz_model *m = NULL;
+    CU_ASSERT_FATAL(sz_model_init(&m, ctx) == SZ_OK);
+    sz_unit_desc d = {.name = "ln", .params = spec, .nparams = 1, .forward = ln_fwd};
+    CU_ASSERT_FATAL(sz_model_add_unit(m, &d) == SZ_OK);
+    ln_t[0] = sz_model_tensor(m, "x", SZ_DTYPE_F32, LN * LC);
+    ln_t[1] = sz_model_tensor(m, "out", SZ_DTYPE_F32, LN * LC);
+    ln_t[2] = sz_model_tensor(m, "mean", SZ_DTYPE_F32, LN);
+    ln_t[3] = sz_model_tensor(m, "rstd", SZ_DTYPE_F32, LN);
+    sz_tensor *losses = sz_model_tensor(m, "losses", SZ_DTYPE_F32, LN);
+    CU_ASSERT_FATAL(sz_model_set_loss(m, losses) == SZ_OK && sz_model_finalize(m) == SZ_OK);
+    float x[LN * LC], w[LC], out[LN * LC];
+    for (int i = 0; i < LN * LC; i++)
+        x[i] = (float)((i * 7) % 11) * 0.1f - 0.4f;
+    for (int c = 0; c < LC; c++)
+        w[c] = 1.0f + 0.1f * (float)c;
+    CU_ASSERT(sz_tensor_write(ln_t[0], x) == SZ_OK && sz_model_param_write(m, 0, 0, w) == SZ_OK);
+    float loss;
+    CU_ASSERT_EQUAL(sz_model_eval(m, &loss), SZ_OK);
+    CU_ASSERT_EQUAL(sz_tensor_read(ln_t[1], out), SZ_OK);
+    double worst = 0.0;
+    for (int n = 0; n < LN; n++) {
+        double mu = 0.0, var = 0.0;
+        for (int c = 0; c < LC; c++)
+            mu += x[n * LC + c];
+        mu /= LC;
+        for (int c = 0; c < LC; c++)
+            var += (x[n * LC + c] - mu) * (x[n * LC + c] - mu);
+        double rs = 1.0 / sqrt(var / LC + 1e-5);
+        for (int c = 0; c < LC; c++)
+            worst = fmax(worst, fabs(out[n * LC + c] - (x[n * LC + c] - mu) * rs * w[c]));
+    }
+    CU_ASSERT(worst < 1e-5);
+    sz_model_free(m);
+}
+
 /* ---- call order ------------------------------------------------------------------------------ */
 static sz_status nop_fwd(sz_unit *u, void *user)
 {
@@ -395,6 +442,7 @@ int main(void)
     CU_add_test(s, "a target outside the vocabulary fails the step, named", test_bad_target);
     CU_add_test(s, "a token outside the vocabulary fails the step, named", test_bad_token);
     CU_add_test(s, "a wrapper's shape check names op and task", test_wrapper_shape_check);
+    CU_add_test(s, "layernorm without bias", test_layernorm_no_bias);
     CU_add_test(s, "call-order mistakes return SZ_ERR_STATE with a message", test_call_order);
     CU_add_test(s, "the codelet registry", test_codelet_registry);
     return sz_test_run();

@@ -125,6 +125,11 @@ static void train_z(const sz_gpt2_config *c, int stage, int M, int zr, struct ru
     sz_model_memory_report(gpt2_model(g), &out->rep);
     char what[64];
     snprintf(what, sizeof what, "stage %d, %d micro-batch(es)%s", stage, M, zr ? ", ZeRO-R" : "");
+    /* the GPT-2 estimator counts the model's own tensors as gpt2_create registers them */
+    int64_t host = -1, act = sz_gpt2_engine_activation_bytes(c, B, T, z.checkpoint, z.offload_checkpoints, &host);
+    CHECK(act == out->rep.bytes[SZ_MEM_ACTIVATIONS] && host == out->rep.bytes[SZ_MEM_HOST],
+          "%s: GPT-2's activations %lld / host %lld estimated, %lld / %lld registered", what, (long long)act,
+          (long long)host, (long long)out->rep.bytes[SZ_MEM_ACTIVATIONS], (long long)out->rep.bytes[SZ_MEM_HOST]);
     check_timeline(gpt2_model(g), &out->rep, what);
     free(stream);
     gpt2_free(g);

@@ -1,4 +1,4 @@
-/* codelets/kernels/cuda/attention.cu — CUDA twin of kernels/attention.c: causal multi-head
+/* codelets/kernels/cuda/attention.cu — CUDA twin of kernels/attention_tt.c (llm.c's T×T kernel; the CPU codelet now runs the linear-memory kernels/attention.c): causal multi-head
  * self-attention with llm.c's layout and semantics (inp [B,T,3C] = q|k|v, scale 1/sqrt(hs),
  * preatt and att [B,NH,T,T] kept for the backward, zeros above the diagonal, softmax max started
  * at -10000 as the CPU). A kernel of our own, not a fused flash attention: it materialises att as

@@ -79,7 +79,7 @@ int sz_cuda_matmul_bwd_bf16(cublasHandle_t h, cudaStream_t s, void *dinp, int di
                             void *dbias, int dparam_dt, const uint16_t *dout, const uint16_t *inp,
                             const uint16_t *weight, int N, int C, int OC);
 
-/* ---- causal self-attention, as sz_k_attention_fwd/bwd (inp [B,T,3C] = q|k|v, preatt and att
+/* ---- causal self-attention, as sz_k_attention_tt_fwd/bwd (inp [B,T,3C] = q|k|v, preatt and att
  *      [B,NH,T,T] with zeros above the diagonal, out [B,T,C]; the backward adds into dinp).
  *      Head size hs = C/NH at most 256; T at most 8192 (the backward keeps a row in shared
  *      memory). The backward takes B*NH*T floats of scratch. ---- */
