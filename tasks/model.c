@@ -200,8 +200,8 @@ static sz_tensor *owned_buffer(struct sz_model *m, const char *name, sz_dtype dt
     if (arena && m->arena_mark < 0)
         m->arena_mark = sz_devpool_arena_mark();
     void *home = cat == SZ_MEM_HOST ? NULL : sz_devpool_alloc(bytes, arena);
-    if (home)
-        memset(home, 0, bytes);
+    if (home) /* zero, committing nothing yet: the budget check comes before the first touch */
+        sz_devpool_zero(home, bytes);
     else if (!(home = calloc(1, bytes)))
         return NULL;
     sz_tensor *t = sz_tensor_register(home, numel, dtype, name);
