@@ -372,7 +372,8 @@ static void test_matmul_bf16(void)
     matmul_case_bf16(128, 64, 192, 1, 0);
 }
 
-/* ---------------------------------------------------------------- attention */
+/* ---------------------------------------------------------------- attention
+ * The CUDA kernels keep llm.c's preatt/att [B,NH,T,T]: their CPU twins are the _tt kernels. */
 
 static void attention_case(int B, int T, int NH, int hs)
 {
