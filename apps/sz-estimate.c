@@ -15,6 +15,8 @@
 #include <strings.h>
 
 #include "starzero_gpt2.h"
+#include "starzero_llama.h"
+#include "sz_plan.h"
 
 #define MAX_ND_VALUES 64
 
@@ -25,10 +27,14 @@ struct opts {
     double psi, budget, extra;
     int have_model, mixed, vocab, max_seq, batch, seq, micro_batches, max_nd, decimals, json, ckpt;
     int offload;          /* --offload-checkpoints: P_a+cpu, needs --ckpt */
+    int plan, stage, rank, comm_worker, clip, nd_set; /* --plan and its configuration */
+    int64_t prefetch_bytes, max_live_bytes;
     int64_t bucket_bytes; /* --bucket-bytes: C_B bucket size (SZ_DEFAULT_BUCKET_BYTES unless given) */
     int vocab_set, max_seq_set, batch_set, seq_set;
     int nd[MAX_ND_VALUES], n_nd;
     sz_gpt2_config cfg;
+    int llama;            /* --arch llama: the model is lcfg (apps/llama), not cfg */
+    sz_llama_config lcfg;
 };
 
 static void usage(FILE *f)
@@ -48,6 +54,8 @@ static void usage(FILE *f)
             "                      M=1e6, B or G=1e9, T=1e12\n"
             "  --model NAME        GPT-2: d2 (L2,H4,C128), d6 (6,6,384), d12 (12,12,768, 124M) or\n"
             "                      L,H,C; Ψ is its parameter count with the padded vocabulary\n"
+            "  --arch gpt2|llama   the architecture --model names (default gpt2; llama: the LLaMA-style\n"
+            "                      model of apps/llama, same presets, SwiGLU width 8C/3, no padded vocab)\n"
             "  --vocab V           vocabulary for --model (default 50257; padded to 128s)\n"
             "  --max-seq T         positions for --model (default 1024)\n"
             "setup:\n"
@@ -82,6 +90,23 @@ static void usage(FILE *f)
             "                      80GiB = 85.9e9; no suffix or B: bytes (8.5e10 works too)\n"
             "  --extra BYTES       further bytes per rank to count in the budget (same suffixes)\n"
             "  --max-nd N          largest N_d the budget search considers (default 65536)\n"
+            "the step plan (--model only):\n"
+            "  --plan              print the ordered actions of one training step on one rank\n"
+            "                      (gather, convert, fwd, ckpt_offload, ckpt_fetch, recompute,\n"
+            "                      grad_alloc, bwd, release, reduce_scatter, all_gather, norm, clip,\n"
+            "                      optimizer), each with its unit, element range and byte delta, and\n"
+            "                      the fold: the peak bytes per rank sz-train predicts (and measures)\n"
+            "                      for the same configuration. Uses the one --nd value given (default\n"
+            "                      1), --precision (mixed unless fp32), --micro-batches, --batch, --seq,\n"
+            "                      --ckpt, --offload-checkpoints, --bucket-bytes and:\n"
+            "  --stage S           ZeRO stage 0..3 (default 3)\n"
+            "  --rank R            the rank whose plan it is (default 0)\n"
+            "  --prefetch-bytes B  stage 3: parameter bytes gathered ahead (sz-train's option)\n"
+            "  --max-live-bytes B  stage 3: gathered parameter bytes alive at once\n"
+            "  --comm-worker       a communication worker (SZ_COMM_WORKER=1): the next unit's\n"
+            "                      gradients are allocated before a unit's reduce-scatter\n"
+            "  --clip              the update clips the gradients (sz-train --grad-clip > 0)\n"
+            "                      With --json: {\"config\", \"actions\": [...], \"fold\"}\n"
             "output:\n"
             "  --decimals D        decimals of the GB (1e9 bytes) values in the table (default 1)\n"
             "  --json              one JSON object instead of the tables (all values in bytes)\n"
@@ -140,7 +165,7 @@ static int parse_nd_list(const char *s, struct opts *o)
 /* Returns 0, -1 on a bad option (message printed), 1 after --help. */
 static int parse(int argc, char **argv, struct opts *o)
 {
-    *o = (struct opts){.precision = "mixed", .mixed = 1, .vocab = 50257, .max_seq = 1024, .batch = 1,
+    *o = (struct opts){.stage = 3, .precision = "mixed", .mixed = 1, .vocab = 50257, .max_seq = 1024, .batch = 1,
                        .micro_batches = 1, .max_nd = 65536, .decimals = 1, .bucket_bytes = SZ_DEFAULT_BUCKET_BYTES,
                        .nd = {1, 2, 4, 8, 16, 64}, .n_nd = 6};
     for (int i = 1; i < argc; i++) {
@@ -152,6 +177,9 @@ static int parse(int argc, char **argv, struct opts *o)
         if (!strcmp(a, "--json")) { o->json = 1; continue; }
         if (!strcmp(a, "--ckpt") || !strcmp(a, "--checkpoint")) { o->ckpt = 1; continue; }
         if (!strcmp(a, "--offload-checkpoints")) { o->offload = 1; continue; }
+        if (!strcmp(a, "--plan")) { o->plan = 1; continue; }
+        if (!strcmp(a, "--comm-worker")) { o->comm_worker = 1; continue; }
+        if (!strcmp(a, "--clip")) { o->clip = 1; continue; }
         if (strncmp(a, "--", 2) != 0)
             BAD("unexpected argument '%s'", a);
         if (!v)
@@ -163,6 +191,10 @@ static int parse(int argc, char **argv, struct opts *o)
                 BAD("--params %s: expected a positive count such as 7.5e9, 124M or 1.5B", v);
         } else if (!strcmp(a, "--model")) {
             o->model = v;
+        } else if (!strcmp(a, "--arch")) {
+            if (strcmp(v, "gpt2") && strcmp(v, "llama"))
+                BAD("--arch %s: must be gpt2 or llama", v);
+            o->llama = !strcmp(v, "llama");
         } else if (!strcmp(a, "--vocab")) {
             if (parse_int(v, 1, INT_MAX, &o->vocab) != 0)
                 BAD("--vocab %s: expected a positive integer", v);
@@ -171,7 +203,19 @@ static int parse(int argc, char **argv, struct opts *o)
             if (parse_int(v, 1, INT_MAX, &o->max_seq) != 0)
                 BAD("--max-seq %s: expected a positive integer", v);
             o->max_seq_set = 1;
+        } else if (!strcmp(a, "--stage")) {
+            if (parse_int(v, 0, 3, &o->stage) != 0)
+                BAD("--stage %s: expected 0, 1, 2 or 3", v);
+        } else if (!strcmp(a, "--rank")) {
+            if (parse_int(v, 0, INT_MAX, &o->rank) != 0)
+                BAD("--rank %s: expected an integer >= 0", v);
+        } else if (!strcmp(a, "--prefetch-bytes") || !strcmp(a, "--max-live-bytes")) {
+            double b;
+            if (sz_parse_bytes(v, &b) != 0 || !(b >= 0) || !(b < 9e18))
+                BAD("%s %s: expected bytes >= 0 such as 2M or 64MiB", a, v);
+            *(!strcmp(a, "--prefetch-bytes") ? &o->prefetch_bytes : &o->max_live_bytes) = (int64_t)b;
         } else if (!strcmp(a, "--nd")) {
+            o->nd_set = 1;
             if (parse_nd_list(v, o) != 0)
                 BAD("--nd %s: expected a comma-separated list of at most %d positive integers, e.g. 1,8,64",
                     v, MAX_ND_VALUES);
@@ -228,14 +272,35 @@ static int parse(int argc, char **argv, struct opts *o)
             "without activation checkpointing there are none");
     if (o->model) {
         char err[256] = "";
-        if (sz_gpt2_config_from_string(&o->cfg, o->model, o->vocab, o->max_seq, err, sizeof err) != SZ_OK)
-            BAD("--model %s: %s", o->model, err);
+        if (o->llama) {
+            if (sz_llama_config_from_string(&o->lcfg, o->model, o->vocab, o->max_seq, err, sizeof err) != SZ_OK)
+                BAD("--model %s (--arch llama): %s", o->model, err);
+            o->cfg.layers = o->lcfg.layers; /* the fields the printing reads */
+            o->cfg.heads = o->lcfg.heads;
+            o->cfg.channels = o->lcfg.channels;
+            o->cfg.vocab = o->cfg.padded_vocab = o->lcfg.vocab;
+            o->cfg.max_seq = o->lcfg.max_seq;
+            o->psi = (double)sz_llama_num_params(&o->lcfg);
+        } else {
+            if (sz_gpt2_config_from_string(&o->cfg, o->model, o->vocab, o->max_seq, err, sizeof err) != SZ_OK)
+                BAD("--model %s: %s", o->model, err);
+            o->psi = (double)sz_gpt2_num_params(&o->cfg);
+        }
         o->have_model = 1;
-        o->psi = (double)sz_gpt2_num_params(&o->cfg);
         if (!o->seq_set)
             o->seq = o->max_seq;
         if (o->seq > o->max_seq)
             BAD("--seq %d is longer than the model's %d positions (raise --max-seq)", o->seq, o->max_seq);
+    }
+    if (o->plan) {
+        if (!o->model)
+            BAD("--plan needs --model: the plan is built from the model's units");
+        if (o->n_nd > 1 && o->nd_set)
+            BAD("--plan takes one --nd value (the ranks of the plan's configuration)");
+        if (!o->nd_set)
+            o->nd[0] = 1;
+        if (o->rank >= o->nd[0])
+            BAD("--rank %d: expected a rank below N_d = %d", o->rank, o->nd[0]);
     }
     if (o->extra_str && !o->budget_str)
         BAD("--extra counts bytes against --budget: give --budget too");
@@ -259,7 +324,16 @@ static void compute(const struct opts *o, struct result *r)
 {
     r->act = r->act_ckpt = r->act_offload = r->host_pool = r->ckpt_device = -1.0;
     r->largest_unit = -1;
-    if (o->have_model) {
+    if (o->have_model && o->llama) {
+        const sz_llama_config *l = &o->lcfg;
+        double nc4 = (double)o->batch * o->seq * l->channels * 4.0;
+        r->act = sz_llama_activation_bytes(l, o->batch, o->seq, 0, 0);
+        r->act_ckpt = sz_llama_activation_bytes(l, o->batch, o->seq, 1, 0);
+        r->act_offload = sz_llama_activation_bytes(l, o->batch, o->seq, 1, 1);
+        r->host_pool = l->layers * nc4;
+        r->ckpt_device = (l->layers < 3 ? l->layers : 3) * nc4;
+        r->largest_unit = sz_llama_largest_unit_numel(l);
+    } else if (o->have_model) {
         r->act = sz_gpt2_activation_bytes(&o->cfg, o->batch, o->seq);
         r->act_ckpt = sz_gpt2_activation_bytes_ckpt(&o->cfg, o->batch, o->seq);
         r->act_offload = sz_gpt2_activation_bytes_offload(&o->cfg, o->batch, o->seq);
@@ -269,7 +343,8 @@ static void compute(const struct opts *o, struct result *r)
     }
     for (int i = 0; i < o->n_nd; i++)
         r->comm_buf[i] = sz_zero_comm_buffer_bytes(o->bucket_bytes, o->nd[i], r->largest_unit);
-    r->extra = o->extra + (o->have_model ? sz_gpt2_activation_bytes_device(&o->cfg, o->batch, o->seq, o->ckpt,
+    r->extra = o->extra + (o->have_model && o->llama ? sz_llama_activation_bytes(&o->lcfg, o->batch, o->seq, o->ckpt, o->offload)
+                           : o->have_model ? sz_gpt2_activation_bytes_device(&o->cfg, o->batch, o->seq, o->ckpt,
                                                                            o->offload) : 0.0);
     for (int s = 0; s < 4; s++)
         r->min_nd[s] = o->budget_str ? sz_zero_min_nd(s, o->psi, o->mixed, o->budget, r->extra, o->max_nd) : -1;
@@ -303,6 +378,9 @@ static int print_json(const struct opts *o, const struct result *r)
     if (o->have_model) {
         cJSON *m = cJSON_AddObjectToObject(root, "model");
         cJSON_AddStringToObject(m, "name", o->model);
+        cJSON_AddStringToObject(m, "arch", o->llama ? "llama" : "gpt2");
+        if (o->llama)
+            cJSON_AddNumberToObject(m, "hidden", o->lcfg.hidden);
         cJSON_AddNumberToObject(m, "layers", o->cfg.layers);
         cJSON_AddNumberToObject(m, "heads", o->cfg.heads);
         cJSON_AddNumberToObject(m, "channels", o->cfg.channels);
@@ -431,8 +509,11 @@ static int print_text(const struct opts *o, const struct result *r)
     const int d = o->decimals;
     if (o->have_model) {
         char desc[128];
-        sz_gpt2_config_format(&o->cfg, desc, sizeof desc);
-        printf("GPT-2 %s (%s): Ψ = %.0f parameters\n", o->model, desc, o->psi);
+        if (o->llama)
+            sz_llama_config_format(&o->lcfg, desc, sizeof desc);
+        else
+            sz_gpt2_config_format(&o->cfg, desc, sizeof desc);
+        printf("%s %s (%s): Ψ = %.0f parameters\n", o->llama ? "LLaMA-style" : "GPT-2", o->model, desc, o->psi);
     } else {
         printf("Ψ = %.0f parameters (%.4g)\n", o->psi, o->psi);
     }
@@ -460,8 +541,9 @@ static int print_text(const struct opts *o, const struct result *r)
     }
 
     if (o->have_model) {
-        printf("\nActivations per rank, one micro-batch of B=%d x T=%d (fp32, llm.c's ActivationTensors):\n",
-               o->batch, o->seq);
+        printf("\nActivations per rank, one micro-batch of B=%d x T=%d (fp32, %s):\n",
+               o->batch, o->seq,
+               o->llama ? "the model's forward tensors" : "llm.c's ActivationTensors");
         printf("  full %.*f GB (%.0f bytes); block checkpointing %.*f GB (%.0f bytes)\n", d, r->act / 1e9,
                r->act, d, r->act_ckpt / 1e9, r->act_ckpt);
         if (o->offload)
@@ -494,6 +576,65 @@ static int print_text(const struct opts *o, const struct result *r)
     return 0;
 }
 
+/* ---- --plan: GPT-2's units as apps/gpt2 declares them, through graph/plan.c ------------------- */
+
+static int print_plan(const struct opts *o)
+{
+    int L = o->cfg.layers, n = L + 2;
+    int64_t *numel = calloc((size_t)n, sizeof *numel), host = 0;
+    sz_plan_unit *u = calloc((size_t)n, sizeof *u);
+    char (*label)[32] = calloc((size_t)n, sizeof *label);
+    const char **names = calloc((size_t)n, sizeof *names);
+    static const int tied[] = {0}; /* the head reads the embedding's wte */
+    int rc = 1;
+    if (!numel || !u || !label || !names ||
+        (o->llama ? sz_llama_unit_numels(&o->lcfg, numel) : sz_gpt2_unit_numels(&o->cfg, numel)) != n)
+        goto out;
+    int64_t maxpad = 1, ckpt = (int64_t)o->batch * o->seq * o->cfg.channels * 4;
+    for (int i = 0; i < n; i++) {
+        u[i] = (sz_plan_unit){.numel = numel[i], .has_backward = 1};
+        if (i == 0 || i == n - 1)
+            snprintf(label[i], sizeof label[i], "%s", i == 0 ? "embed" : "head");
+        else
+            snprintf(label[i], sizeof label[i], "block%d", i - 1);
+        names[i] = label[i];
+        int64_t pad = sz_plan_padded(numel[i], o->nd[0]);
+        maxpad = pad > maxpad ? pad : maxpad;
+    }
+    u[0].backward_skips_params = 1; /* an embedding's backward only scatters gradients */
+    for (int l = 1; l <= L; l++) {
+        u[l].checkpointable = 1;
+        u[l].ckpt_bytes = ckpt; /* the block's input */
+    }
+    if (!o->llama) { /* GPT-2's head reads the embedding's wte; LLaMA's head is untied */
+        u[n - 1].uses = tied;
+        u[n - 1].nuses = 1;
+    }
+    sz_plan_config c = {.pass = SZ_PASS_STEP, .stage = o->stage, .nd = o->nd[0], .rank = o->rank,
+                        .micro_batches = o->micro_batches, .mixed = o->mixed, .checkpoint = o->ckpt,
+                        .offload = o->offload, .prefetch_bytes = o->prefetch_bytes,
+                        .max_live_bytes = o->max_live_bytes, .comm_worker = o->comm_worker, .clip = o->clip,
+                        .bucket_elems = sz_plan_bucket_elems(o->bucket_bytes, o->nd[0], maxpad)};
+    c.extra[SZ_MEM_ACTIVATIONS] =
+        o->llama ? sz_llama_engine_activation_bytes(&o->lcfg, o->batch, o->seq, o->ckpt, o->offload, &host)
+                 : sz_gpt2_engine_activation_bytes(&o->cfg, o->batch, o->seq, o->ckpt, o->offload, &host);
+    c.extra[SZ_MEM_HOST] = host;
+    sz_plan p;
+    if (c.extra[SZ_MEM_ACTIVATIONS] < 0 || sz_plan_build(u, n, &c, &p) != SZ_OK) {
+        fprintf(stderr, "sz-estimate: could not build the plan for this configuration\n");
+        goto out;
+    }
+    sz_plan_print(stdout, &p, names, o->json);
+    sz_plan_free(&p);
+    rc = 0;
+out:
+    free(numel);
+    free(u);
+    free(label);
+    free(names);
+    return rc;
+}
+
 int main(int argc, char **argv)
 {
     struct opts o;
@@ -502,6 +643,8 @@ int main(int argc, char **argv)
         return 2;
     if (p > 0)
         return 0;
+    if (o.plan)
+        return print_plan(&o);
     struct result r;
     compute(&o, &r);
     return o.json ? print_json(&o, &r) : print_text(&o, &r);

@@ -14,13 +14,15 @@
 #include <string.h>
 #include <time.h>
 #include "gpt2/gpt2.h"
+#include "arch.h"
 #include "data.h"
 #include "opts.h"
 #include "state_io.h"
 #include "lr_schedule.h"
+#include "ds_config.h"
 
 struct opts {
-    const char *init, *config, *train, *val, *save, *precision, *decay, *trace, *save_state, *resume, *lr_schedule;
+    const char *arch, *init, *config, *train, *val, *save, *precision, *decay, *trace, *save_state, *resume, *lr_schedule;
     int vocab, max_seq, batch, seq, steps, val_every, val_steps, json, stage, micro_batches, report, checkpoint,
         offload, no_arenas, allow_nonfinite, save_every, keep, warmup;
     double mem_budget, prefetch_bytes, max_live_bytes, bucket_bytes;
@@ -33,7 +35,9 @@ static void usage(FILE *f)
 {
     fprintf(f,
             "usage: sz-train (--init FILE | --config d2|d6|d12|L,H,C) --train FILE [options]\n"
-            "model:    --init FILE          start from an llm.c GPT-2 checkpoint (fp32, version 3)\n"
+            "model:    --arch gpt2|llama    the architecture (default gpt2; llama: RMSNorm, rotary attention,\n"
+            "                               SwiGLU, no biases, untied head; --config and its presets apply)\n"
+            "          --init FILE          start from an llm.c GPT-2 checkpoint (fp32, version 3)\n"
             "          --config NAME        random GPT-2: d2 (2 layers, 4 heads, 128 ch), d6, d12 (124M), or L,H,C\n"
             "          --vocab V            vocabulary for --config (default 50257)\n"
             "          --max-seq T          positions for --config (default 1024)\n"
@@ -72,6 +76,10 @@ static void usage(FILE *f)
             "failures: --timeout SECONDS    a collective that waits longer than max(SECONDS, 5x the slowest step)\n"
             "                               ends the job on every rank, saying which rank it waited for and where\n"
             "                               (default 600; 0: wait forever; exit status 4)\n"
+            "config:   --ds-config FILE     a DeepSpeed JSON config: the keys that map onto these options\n"
+            "                               (micro-batch, accumulation, clipping, AdamW, WarmupLR/WarmupCosineLR,\n"
+            "                               bf16, zero_optimization, activation_checkpointing) become them, each\n"
+            "                               key reported; the command line wins over the file\n"
             "output:   --save FILE          write an llm.c checkpoint (fp32) at the end\n"
             "          --save-state DIR     write the whole training state (parameters, fp32 master, Adam\n"
             "                               state, step, data position), each rank its shard, into\n"
@@ -128,6 +136,51 @@ static int parse_value(struct opts *o, const char *a, const char *v)
     return -1;
 }
 
+/* --ds-config FILE: the DeepSpeed config's options (apps/common/ds_config.c) go before the command
+ * line's, so the command line wins; rank 0 reports every key on stderr. The arrays stay until exit. */
+static int with_ds_config(int argc, char **argv, int *pargc, char ***pargv)
+{
+    const char *path = NULL;
+    for (int i = 1; i < argc; i++)
+        if (!strcmp(argv[i], "--ds-config")) {
+            if (i + 1 >= argc) {
+                fprintf(stderr, "sz-train: --ds-config needs a value (see --help)\n");
+                return -1;
+            }
+            path = argv[i + 1];
+        }
+    *pargc = argc;
+    *pargv = argv;
+    if (!path)
+        return 0;
+    const char *r = getenv("OMPI_COMM_WORLD_RANK");
+    r = r ? r : getenv("PMIX_RANK") ? getenv("PMIX_RANK") : getenv("PMI_RANK");
+    char **ds = NULL, err[1024];
+    int nds = 0;
+    if (sz_ds_config_read(path, argc, argv, &ds, &nds, !r || !strcmp(r, "0") ? stderr : NULL, err, sizeof err) != 0) {
+        fprintf(stderr, "sz-train: --ds-config %s\n", err);
+        return -1;
+    }
+    char **all = calloc((size_t)argc + (size_t)nds + 1, sizeof *all);
+    if (!all)
+        return -1;
+    int n = 0;
+    all[n++] = argv[0];
+    for (int i = 0; i < nds; i++)
+        all[n++] = ds[i];
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--ds-config")) {
+            i++;
+            continue;
+        }
+        all[n++] = argv[i];
+    }
+    free(ds); /* the strings live on in all[] */
+    *pargc = n;
+    *pargv = all;
+    return 0;
+}
+
 static int parse(int argc, char **argv, struct opts *o)
 {
     *o = (struct opts){.vocab = 50257, .max_seq = 1024, .batch = 4, .seq = 64, .steps = 10, .val_steps = 20,
@@ -151,7 +204,8 @@ static int parse(int argc, char **argv, struct opts *o)
         }
         if (!v) { fprintf(stderr, "sz-train: %s needs a value (see --help)\n", a); return -1; }
         i++;
-        if (!strcmp(a, "--init")) o->init = v;
+        if (!strcmp(a, "--arch")) o->arch = v;
+        else if (!strcmp(a, "--init")) o->init = v;
         else if (!strcmp(a, "--config")) o->config = v;
         else if (!strcmp(a, "--train")) o->train = v;
         else if (!strcmp(a, "--val")) o->val = v;
@@ -230,7 +284,7 @@ static void file_setting(sz_settings *s, const char *name, const char *path)
 }
 
 /* Everything that must be equal on every rank, checked before anything is allocated. */
-static sz_status agree(sz_context *ctx, const struct opts *o, const sz_gpt2_config *cfg)
+static sz_status agree(sz_context *ctx, const struct opts *o, const sz_arch_config *cfg)
 {
     sz_settings *s = NULL;
     sz_status st = sz_settings_init(&s);
@@ -240,9 +294,9 @@ static sz_status agree(sz_context *ctx, const struct opts *o, const sz_gpt2_conf
     sz_context_runtime_info(ctx, &info);
     sz_settings_add(s, "the StarZeRO version", "%d.%d (StarPU %s)", SZ_VERSION_MAJOR, SZ_VERSION_MINOR,
                     info.starpu_version);
-    sz_settings_add(s, "the architecture", "gpt2");
+    sz_settings_add(s, "the architecture", "%s", sz_arch_name(cfg->kind));
     char desc[128];
-    sz_gpt2_config_format(cfg, desc, sizeof desc);
+    sz_arch_format(cfg, desc, sizeof desc);
     sz_settings_add(s, "the model (--config/--init, --vocab, --max-seq)", "%s", desc);
     sz_settings_add(s, "--init", "%s", o->init ? "given" : "not given");
     file_setting(s, "the --init file", o->init);
@@ -311,20 +365,16 @@ static int step_is_finite(const struct opts *o, int step, float loss, float norm
 
 /* ---- the training state (apps/common/state_io.c): what sz-train adds to the manifest, and
  * what it checks when resuming ---------------------------------------------------------------- */
-static const char *ARCH = "gpt2";
-
-static cJSON *state_info(const struct opts *o, const sz_gpt2_config *cfg, const sz_tokens *train, int nd,
+static cJSON *state_info(const struct opts *o, sz_arch_config *cfg, const sz_tokens *train, int nd,
                          long next_mb)
 {
     cJSON *a = cJSON_CreateObject(), *mo = cJSON_CreateObject(), *z = cJSON_CreateObject(),
           *op = cJSON_CreateObject(), *d = cJSON_CreateObject();
-    cJSON_AddStringToObject(a, "arch", ARCH);
-    cJSON_AddNumberToObject(mo, "max_seq", cfg->max_seq);
-    cJSON_AddNumberToObject(mo, "vocab", cfg->vocab);
-    cJSON_AddNumberToObject(mo, "padded_vocab", cfg->padded_vocab);
-    cJSON_AddNumberToObject(mo, "layers", cfg->layers);
-    cJSON_AddNumberToObject(mo, "heads", cfg->heads);
-    cJSON_AddNumberToObject(mo, "channels", cfg->channels);
+    cJSON_AddStringToObject(a, "arch", sz_arch_name(cfg->kind));
+    const char *names[8];
+    int *fields[8], nf = sz_arch_fields(cfg, names, fields, 8);
+    for (int i = 0; i < nf; i++)
+        cJSON_AddNumberToObject(mo, names[i], *fields[i]);
     cJSON_AddItemToObject(a, "model", mo);
     cJSON_AddStringToObject(a, "precision", o->precision);
     cJSON_AddNumberToObject(z, "stage", o->stage);
@@ -365,26 +415,33 @@ static cJSON *state_info(const struct opts *o, const sz_gpt2_config *cfg, const 
 
 /* The model shape a state was saved with; with cfg already known (--config/--init), each field
  * must match, and a mismatch is refused naming it. */
-static int state_config(const cJSON *man, const char *stepdir, int have, sz_gpt2_config *cfg)
+static int state_config(const cJSON *man, const char *stepdir, int have, const char *want_arch, sz_arch_config *cfg)
 {
     const char *arch = sz_json_str(man, "arch", "?");
-    if (strcmp(arch, ARCH)) {
+    sz_arch_kind kind;
+    if (sz_arch_parse(arch, &kind) != 0 || ((have || want_arch) && kind != cfg->kind)) {
         fprintf(stderr, "sz-train: %s: the state is of architecture '%s', this run trains '%s' (field arch)\n",
-                stepdir, arch, ARCH);
+                stepdir, arch, sz_arch_name(cfg->kind));
         return -1;
     }
-    const cJSON *mo = cJSON_GetObjectItemCaseSensitive(man, "model");
-    struct { const char *name; int *field; } f[] = {
-        {"max_seq", &cfg->max_seq}, {"vocab", &cfg->vocab}, {"padded_vocab", &cfg->padded_vocab},
-        {"layers", &cfg->layers}, {"heads", &cfg->heads}, {"channels", &cfg->channels}};
-    for (size_t i = 0; i < sizeof f / sizeof f[0]; i++) {
-        int saved = (int)sz_json_num(mo, f[i].name, -1);
-        if (have && saved != *f[i].field) {
-            fprintf(stderr, "sz-train: %s: the state's model has %s = %d, this run's %d (field model.%s)\n", stepdir,
-                    f[i].name, saved, *f[i].field, f[i].name);
+    if (!have) { /* the shape comes from the state; the rest of the config from the architecture's defaults */
+        char err[256];
+        if (sz_arch_config_from_string(cfg, kind, "d2", 256, 1024, err, sizeof err) != SZ_OK) {
+            fprintf(stderr, "sz-train: %s\n", err);
             return -1;
         }
-        *f[i].field = saved;
+    }
+    const cJSON *mo = cJSON_GetObjectItemCaseSensitive(man, "model");
+    const char *names[8];
+    int *fields[8], nf = sz_arch_fields(cfg, names, fields, 8);
+    for (int i = 0; i < nf; i++) {
+        int saved = (int)sz_json_num(mo, names[i], -1);
+        if (have && saved != *fields[i]) {
+            fprintf(stderr, "sz-train: %s: the state's model has %s = %d, this run's %d (field model.%s)\n", stepdir,
+                    names[i], saved, *fields[i], names[i]);
+            return -1;
+        }
+        *fields[i] = saved;
     }
     return 0;
 }
@@ -474,15 +531,15 @@ static double now_ms(void)
 }
 
 /* Mean loss over the first K batches of the val file (forward only; every rank its rows). */
-static sz_status evaluate(gpt2 *g, int rank, const sz_tokens *val, long K, int *in, int *tg, float *out)
+static sz_status evaluate(sz_arch_model *g, int rank, const sz_tokens *val, long K, int *in, int *tg, float *out)
 {
     double s = 0.0;
     for (long k = 0; k < K; k++) {
         sz_tokens_batch(val, k, rank, in, tg);
         float l;
-        sz_status st = gpt2_set_batch(g, in, tg);
+        sz_status st = sz_arch_set_batch(g, in, tg);
         if (st == SZ_OK)
-            st = sz_model_eval(gpt2_model(g), &l);
+            st = sz_model_eval(sz_arch_model_of(g), &l);
         if (st != SZ_OK)
             return st;
         s += l;
@@ -504,7 +561,7 @@ static int64_t max_over(const sz_memory_report *reps, int nd, size_t offset)
 #define MAXR(reps, nd, field) max_over((reps), (nd), offsetof(sz_memory_report, field))
 
 /* The report: measured per category (max over ranks) beside the ZeRO formula (docs/ARCHITECTURE.md; rank 0 only). */
-static void report(const struct opts *o, const sz_gpt2_config *cfg, const sz_memory_report *reps, int nd)
+static void report(const struct opts *o, const sz_arch_config *cfg, const sz_memory_report *reps, int nd)
 {
     const sz_memory_report *r0 = &reps[0];
     double psi = (double)r0->nparams;
@@ -517,7 +574,8 @@ static void report(const struct opts *o, const sz_gpt2_config *cfg, const sz_mem
                                           [SZ_MEM_ADAM_V] = f.adam_v};
     double ms_formula = sz_zero_model_state_bytes(o->stage, psi, nd, mixed);
     double comm_formula = sz_zero_comm_bytes_mb(o->stage, psi, nd, mixed, o->micro_batches);
-    double act_llmc = sz_gpt2_activation_bytes(cfg, o->batch, o->seq);
+    double act_llmc = cfg->kind == SZ_ARCH_GPT2 ? sz_gpt2_activation_bytes(&cfg->gpt2, o->batch, o->seq)
+                                                : sz_arch_activation_bytes(cfg, o->batch, o->seq, 0, 0);
     int64_t ms = MAXR(reps, nd, model_state_bytes), peak = MAXR(reps, nd, peak_bytes);
     int64_t sent = MAXR(reps, nd, comm_bytes_sent);
     if (o->json) {
@@ -599,7 +657,8 @@ static void report(const struct opts *o, const sz_gpt2_config *cfg, const sz_mem
     if (r0->mem_budget > 0)
         printf("  %-28s %16lld  (measured peak %s the budget%s)\n", "memory budget", (long long)r0->mem_budget,
                peak <= r0->mem_budget ? "within" : "OVER", r0->budget_from_machine ? "; the machine's share" : "");
-    printf("  (activations include their gradients; llm.c's forward activations alone: %.0f)\n", act_llmc);
+    printf("  (activations include their gradients; %s forward activations alone: %.0f)\n",
+           cfg->kind == SZ_ARCH_GPT2 ? "llm.c's" : "the model's", act_llmc);
     printf("communication per step, bytes sent per rank: measured %lld, formula %.0f\n", (long long)sent, comm_formula);
     if (r0->overlap >= 0)
         printf("overlap (last step, rank 0): %.2f of the communication time ran while compute ran "
@@ -610,24 +669,40 @@ static void report(const struct opts *o, const sz_gpt2_config *cfg, const sz_mem
             printf(" %.0f:%.1f", r0->timeline_ms[i], r0->timeline_bytes[i] / 1e6);
         printf("\n");
     }
-    if (o->stage == 3 && nd > 1) /* the head's one gather serves its forward and backward */
+    if (o->stage == 3 && nd > 1 && cfg->kind == SZ_ARCH_GPT2) /* the head's one gather serves its forward and backward */
         printf("  (stage 3: the head gathers the tied embedding, whose own backward needs no gather, and keeps\n"
                "   its gather from its forward through its backward: %.0f bytes per micro-batch under the formula)\n",
-               (double)sz_zero_shard(2 * (int64_t)cfg->channels, nd) * (nd - 1) * (mixed ? 2 : 4));
+               (double)sz_zero_shard(2 * (int64_t)cfg->gpt2.channels, nd) * (nd - 1) * (mixed ? 2 : 4));
 }
 
 int main(int argc, char **argv)
 {
     struct opts o;
     sz_opt_prog("sz-train");
-    if (parse(argc, argv, &o) != 0)
+    char **pargv = NULL;
+    int pargc = 0;
+    if (with_ds_config(argc, argv, &pargc, &pargv) != 0)
+        return 2;
+    int prc = parse(pargc, pargv, &o);
+    if (prc != 0)
         return 2;
     char err[700] = "", stepdir[4096] = "";
-    sz_gpt2_config cfg = {0};
+    sz_arch_config cfg = {0};
     sz_status st = SZ_OK;
-    if (o.init || o.config)
-        st = o.init ? sz_llmc_checkpoint_read_header(o.init, &cfg, err, sizeof err)
-                    : sz_gpt2_config_from_string(&cfg, o.config, o.vocab, o.max_seq, err, sizeof err);
+    if (o.arch && sz_arch_parse(o.arch, &cfg.kind) != 0) {
+        fprintf(stderr, "sz-train: --arch %s: must be gpt2 or llama\n", o.arch);
+        return 2;
+    }
+    if (cfg.kind == SZ_ARCH_LLAMA && (o.init || o.save)) {
+        fprintf(stderr, "sz-train: %s: llm.c checkpoint files hold GPT-2 models, which --arch llama cannot read or "
+                        "write: start it from --config and keep its state with --save-state DIR / --resume DIR\n",
+                o.init ? "--init" : "--save");
+        return 2;
+    }
+    if (o.init)
+        st = sz_llmc_checkpoint_read_header(o.init, &cfg.gpt2, err, sizeof err);
+    else if (o.config)
+        st = sz_arch_config_from_string(&cfg, cfg.kind, o.config, o.vocab, o.max_seq, err, sizeof err);
     if (st != SZ_OK) {
         fprintf(stderr, "sz-train: %s\n", err);
         return 1;
@@ -638,7 +713,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "sz-train: --resume %s\n", err);
         return 1;
     }
-    if (man && state_config(man, stepdir, o.init || o.config, &cfg) != 0) {
+    if (man && state_config(man, stepdir, o.init || o.config, o.arch, &cfg) != 0) {
         cJSON_Delete(man);
         return 1;
     }
@@ -664,14 +739,14 @@ int main(int argc, char **argv)
         sz_context_free(ctx);
         return 1;
     }
-    gpt2 *g = NULL;
+    sz_arch_model *g = NULL;
     int *in = malloc((size_t)o.batch * o.seq * sizeof *in), *tg = malloc((size_t)o.batch * o.seq * sizeof *tg);
     sz_memory_report *reps = calloc((size_t)nd, sizeof *reps);
     sz_tokens train = {0}, val = {0};
     if (check_outputs(&o, ctx, rank) != 0)
         goto out;
-    if (sz_tokens_open(&train, o.train, cfg.vocab, nd, o.batch, o.seq, err, sizeof err) != 0 ||
-        (o.val && sz_tokens_open(&val, o.val, cfg.vocab, nd, o.batch, o.seq, err, sizeof err) != 0)) {
+    if (sz_tokens_open(&train, o.train, sz_arch_vocab(&cfg), nd, o.batch, o.seq, err, sizeof err) != 0 ||
+        (o.val && sz_tokens_open(&val, o.val, sz_arch_vocab(&cfg), nd, o.batch, o.seq, err, sizeof err) != 0)) {
         fprintf(stderr, "sz-train: %s\n", err);
         goto out;
     }
@@ -683,7 +758,7 @@ int main(int argc, char **argv)
                            .max_live_bytes = (int64_t)o.max_live_bytes, .checkpoint = o.checkpoint,
                            .bucket_bytes = (int64_t)o.bucket_bytes, .offload_checkpoints = o.offload,
                            .arenas = !o.no_arenas};
-    if ((st = gpt2_create(&g, ctx, &cfg, o.batch, o.seq, &zero, err, sizeof err)) != SZ_OK) {
+    if ((st = sz_arch_create(&g, ctx, &cfg, o.batch, o.seq, &zero, err, sizeof err)) != SZ_OK) {
         fprintf(stderr, "sz-train: %s\n", err);
         goto out;
     }
@@ -696,7 +771,7 @@ int main(int argc, char **argv)
     if (man) {
         int saved;
         if (state_resume_checks(&o, man, stepdir, nd, &saved, &next_mb, lead) != 0 ||
-            sz_state_load(gpt2_model(g), ctx, stepdir, man, err, sizeof err) != 0) {
+            sz_state_load(sz_arch_model_of(g), ctx, stepdir, man, err, sizeof err) != 0) {
             if (err[0])
                 fprintf(stderr, "sz-train: --resume %s\n", err);
             goto out;
@@ -705,19 +780,20 @@ int main(int argc, char **argv)
         if (first > o.steps && lead)
             printf("the state is at step %d and --steps is %d: nothing left to train\n", saved, o.steps);
     } else {
-        st = o.init ? gpt2_load(g, o.init, err, sizeof err) : gpt2_init_random(g, o.seed);
+        st = o.init ? sz_arch_load(g, o.init, err, sizeof err) : sz_arch_init_random(g, o.seed);
         if (st != SZ_OK) {
             fprintf(stderr, "sz-train: %s\n", o.init ? err : sz_status_string(st));
             goto out;
         }
     }
     char desc[128];
-    sz_gpt2_config_format(&cfg, desc, sizeof desc);
+    sz_arch_format(&cfg, desc, sizeof desc);
     sz_runtime_info info;
     sz_context_runtime_info(ctx, &info);
     if (lead && !o.json)
-        printf("GPT-2 %s, %lld parameters; %d rank(s) x batch %d x %d, %d micro-batch(es), ZeRO stage %d, %s; "
-               "%zu train tokens (%ld batches); StarPU policy '%s'%s\n", desc, (long long)sz_model_nparams(gpt2_model(g)), nd,
+        printf("%s %s, %lld parameters; %d rank(s) x batch %d x %d, %d micro-batch(es), ZeRO stage %d, %s; "
+               "%zu train tokens (%ld batches); StarPU policy '%s'%s\n", sz_arch_title(cfg.kind), desc,
+               (long long)sz_model_nparams(sz_arch_model_of(g)), nd,
                o.batch, o.seq, o.micro_batches, o.stage, o.precision, train.ntokens, train.nbatches, info.sched_policy,
                nd > 1 ? (info.shared_collectives ? "; collectives through shared memory" : "; collectives through MPI") : "");
 
@@ -730,7 +806,7 @@ int main(int argc, char **argv)
     tc.weight_decay = o.wd;
     tc.grad_clip = o.grad_clip;
     tc.decay = strcmp(o.decay, "all") ? SZ_DECAY_MATRICES : SZ_DECAY_ALL;
-    double flops = gpt2_flops_per_step(g) * o.micro_batches * nd; /* all ranks together */
+    double flops = sz_arch_flops(g) * o.micro_batches * nd; /* all ranks together */
     int tokens = nd * o.batch * o.seq * o.micro_batches;
     sz_lr_schedule sched = {(sz_lr_kind)sz_lr_kind_parse(o.lr_schedule), o.lr, o.min_lr, o.warmup, o.steps};
     for (int step = first; step <= o.steps; step++) {
@@ -739,20 +815,20 @@ int main(int argc, char **argv)
         for (int mb = 0; mb < o.micro_batches; mb++) {
             sz_tokens_batch(&train, next_mb++, rank, in, tg);
             float l;
-            if ((st = gpt2_set_batch(g, in, tg)) != SZ_OK ||
-                (st = sz_model_forward_backward(gpt2_model(g), &l)) != SZ_OK) {
+            if ((st = sz_arch_set_batch(g, in, tg)) != SZ_OK ||
+                (st = sz_model_forward_backward(sz_arch_model_of(g), &l)) != SZ_OK) {
                 fprintf(stderr, "sz-train: step %d failed: %s\n", step, sz_status_string(st));
                 goto out;
             }
             sum += l;
         }
-        if ((st = sz_model_update(gpt2_model(g), &tc, step)) != SZ_OK) {
+        if ((st = sz_model_update(sz_arch_model_of(g), &tc, step)) != SZ_OK) {
             fprintf(stderr, "sz-train: step %d update failed: %s\n", step, sz_status_string(st));
             goto out;
         }
         float loss = (float)(sum / o.micro_batches);
         double ms = now_ms() - t0, tps = tokens / (ms / 1e3), gf = flops / (ms / 1e3) / 1e9;
-        float norm = sz_model_last_grad_norm(gpt2_model(g));
+        float norm = sz_model_last_grad_norm(sz_arch_model_of(g));
         if (lead && o.json)
             printf("{\"step\": %d, \"loss\": %.6f, \"ms\": %.3f, \"tokens_per_s\": %.1f, \"gflops\": %.2f, "
                    "\"grad_norm\": %.6f, \"lr\": %g}\n", step, loss, ms, tps, gf, norm, tc.lr);
@@ -778,7 +854,7 @@ int main(int argc, char **argv)
                 printf("step %4d/%d: val loss %.6f (%ld batches)\n", step, o.steps, vl, val_batches);
         }
         if (o.save_state && ((o.save_every > 0 && step % o.save_every == 0) || last)) {
-            if (sz_state_save(gpt2_model(g), ctx, o.save_state, step, state_info(&o, &cfg, &train, nd, next_mb), o.keep,
+            if (sz_state_save(sz_arch_model_of(g), ctx, o.save_state, step, state_info(&o, &cfg, &train, nd, next_mb), o.keep,
                               save_delay_ms(), where, sizeof where, err, sizeof err) != 0) {
                 fprintf(stderr, "sz-train: --save-state: %s\n", err);
                 goto out;
@@ -803,20 +879,14 @@ int main(int argc, char **argv)
         fflush(stdout);
     }
     if (o.save) {
-        size_t n = sz_gpt2_num_params(&cfg);
-        float *params = malloc(n * sizeof *params);
-        st = params ? gpt2_get_params(g, params) : SZ_ERR_NOMEM; /* collective */
-        if (st == SZ_OK && lead)
-            st = sz_llmc_checkpoint_write(o.save, &cfg, params, n, err, sizeof err);
-        free(params);
-        if (st != SZ_OK) {
+        if ((st = sz_arch_save(g, lead, o.save, err, sizeof err)) != SZ_OK) { /* collective */
             fprintf(stderr, "sz-train: %s\n", err[0] ? err : sz_status_string(st));
             goto out;
         }
         if (lead && !o.json)
             printf("saved %s\n", o.save);
     }
-    if ((o.report || o.json) && sz_model_memory_report_all(gpt2_model(g), lead ? reps : NULL) == SZ_OK && lead &&
+    if ((o.report || o.json) && sz_model_memory_report_all(sz_arch_model_of(g), lead ? reps : NULL) == SZ_OK && lead &&
         o.steps > 0)
         report(&o, &cfg, reps, nd);
     rc = 0;
@@ -824,7 +894,7 @@ out:
     free(in);
     free(tg);
     free(reps);
-    gpt2_free(g);
+    sz_arch_free(g);
     sz_context_free(ctx);
     sz_tokens_close(&train);
     sz_tokens_close(&val);

@@ -8,6 +8,7 @@
  * slice r. Also deterministic initialisation, parameter access, and the memory report. The step
  * itself (forward, backward, update) is in tasks/zero.c. */
 #include <math.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include "sz_tasks.h"
@@ -199,8 +200,8 @@ static sz_tensor *owned_buffer(struct sz_model *m, const char *name, sz_dtype dt
     if (arena && m->arena_mark < 0)
         m->arena_mark = sz_devpool_arena_mark();
     void *home = cat == SZ_MEM_HOST ? NULL : sz_devpool_alloc(bytes, arena);
-    if (home)
-        memset(home, 0, bytes);
+    if (home) /* zero, committing nothing yet: the budget check comes before the first touch */
+        sz_devpool_zero(home, bytes);
     else if (!(home = calloc(1, bytes)))
         return NULL;
     sz_tensor *t = sz_tensor_register(home, numel, dtype, name);
@@ -225,11 +226,25 @@ static int tensor_call_ok(struct sz_model *m, const char *call, const char *name
     return 1;
 }
 
+static sz_tensor *model_tensor(sz_model *m, const char *name, sz_dtype dtype, int64_t numel)
+{
+    return m ? owned_buffer(m, name, dtype, numel, SZ_MEM_ACTIVATIONS) : NULL;
+}
+
+/* A tensor held whatever the checkpointing (counted for the budget advice's other settings). */
+static sz_tensor *fixed_tensor(sz_model *m, const char *name, sz_dtype dtype, int64_t numel)
+{
+    sz_tensor *t = model_tensor(m, name, dtype, numel);
+    if (t && !m->finalized)
+        m->act_fixed += numel * (int64_t)sz_dtype_size(dtype);
+    return t;
+}
+
 sz_tensor *sz_model_tensor(sz_model *m, const char *name, sz_dtype dtype, int64_t numel)
 {
     if (!tensor_call_ok(m, "sz_model_tensor", name))
         return NULL;
-    return owned_buffer(m, name, dtype, numel, SZ_MEM_ACTIVATIONS);
+    return fixed_tensor(m, name, dtype, numel);
 }
 
 sz_tensor *sz_model_checkpoint(sz_model *m, int unit, const char *name, sz_dtype dtype, int64_t numel)
@@ -239,10 +254,11 @@ sz_tensor *sz_model_checkpoint(sz_model *m, int unit, const char *name, sz_dtype
     struct sz_unit *u = m->units[unit];
     char full[48];
     snprintf(full, sizeof full, "%s.%s", name, u->name);
-    if (unit > 0 && u->checkpointable && !u->ckpt_bytes) /* the plan's: offloaded under P_a+cpu */
+    int offloadable = unit > 0 && u->checkpointable && !u->ckpt_bytes;
+    if (offloadable) /* the plan's: offloaded under P_a+cpu */
         u->ckpt_bytes = numel * (int64_t)sz_dtype_size(dtype);
     if (!(m->zero.checkpoint && m->zero.offload_checkpoints && u->checkpointable) || unit == 0 || u->ckpt)
-        return sz_model_tensor(m, full, dtype, numel);
+        return offloadable ? model_tensor(m, full, dtype, numel) : fixed_tensor(m, full, dtype, numel);
     sz_tensor *dev = owned(m, sz_tensor_register_lazy(numel, dtype, full), -1);
     snprintf(full, sizeof full, "host:%s.%s", name, u->name);
     sz_tensor *host = owned_buffer(m, full, dtype, numel, SZ_MEM_HOST);
@@ -258,9 +274,27 @@ sz_tensor *sz_model_activation(sz_model *m, int unit, const char *name, sz_dtype
     if (!tensor_call_ok(m, "sz_model_activation", name) || !name || unit < 0 || unit >= m->nunits)
         return NULL;
     char full[48];
-    if (!(m->zero.checkpoint && m->units[unit]->checkpointable)) {
+    int64_t bytes = numel * (int64_t)sz_dtype_size(dtype);
+    if (!m->units[unit]->checkpointable) {
         snprintf(full, sizeof full, "%s.%s", name, m->units[unit]->name);
-        return sz_model_tensor(m, full, dtype, numel);
+        return fixed_tensor(m, full, dtype, numel);
+    }
+    /* what checkpointing would hold (one per name) and what not checkpointing would (one per unit) */
+    int known = 0;
+    for (int i = 0; i < m->nact_names && !known; i++)
+        known = !strcmp(m->act_names[i].name, name);
+    if (!known) {
+        void *q = grow(m->act_names, &m->cap_act_names, m->nact_names + 1, sizeof *m->act_names);
+        if (!q)
+            return NULL;
+        m->act_names = q;
+        snprintf(m->act_names[m->nact_names++].name, sizeof m->act_names[0].name, "%s", name);
+        m->act_shared += bytes;
+    }
+    m->act_per_unit += bytes;
+    if (!m->zero.checkpoint) {
+        snprintf(full, sizeof full, "%s.%s", name, m->units[unit]->name);
+        return model_tensor(m, full, dtype, numel);
     }
     for (int i = 0; i < m->nshared; i++) /* one tensor per name for all checkpointable units */
         if (!strcmp(sz_tensor_name(m->shared_acts[i]), name))
@@ -269,7 +303,7 @@ sz_tensor *sz_model_activation(sz_model *m, int unit, const char *name, sz_dtype
     if (!p)
         return NULL;
     m->shared_acts = p;
-    sz_tensor *t = sz_model_tensor(m, name, dtype, numel);
+    sz_tensor *t = model_tensor(m, name, dtype, numel);
     if (t)
         m->shared_acts[m->nshared++] = t;
     return t;
@@ -367,19 +401,55 @@ static sz_status unit_storage(struct sz_model *m, struct sz_unit *u)
     return SZ_OK;
 }
 
-/* The plan's fold for this model at (stage, nd, precision), the rest of its configuration as
- * set: the figures the step will really reach (tasks/zero.c submits the same plan). */
-static sz_status predict(const struct sz_model *m, int stage, int nd, int mixed, sz_fold *f)
+/* A configuration the prediction (and the budget advice) folds the plan for: this model's, with
+ * these changes. rows: the micro-batch's rows divided by this (activations taken as proportional). */
+struct trial {
+    int stage, nd, mixed, checkpoint, offload, rows;
+};
+
+static struct trial current(const struct sz_model *m)
+{
+    return (struct trial){m->zero.stage, m->nd, m->mixed, m->zero.checkpoint, m->zero.offload_checkpoints, 1};
+}
+
+/* The activation and host-pool bytes this model would register under checkpointing settings
+ * (ck, off), from what it registered (sz_model_activation, sz_model_checkpoint). */
+static void act_bytes(const struct sz_model *m, int ck, int off, int64_t *act, int64_t *host)
+{
+    int64_t ckpt = 0;
+    for (int i = 0; i < m->nunits; i++)
+        ckpt += m->units[i]->ckpt_bytes;
+    *act = m->act_fixed + (ck ? m->act_shared : m->act_per_unit) + (ck && off ? 0 : ckpt);
+    *host = ck && off ? ckpt : 0;
+}
+
+/* The plan's fold for this model under t: the figures the step will really reach (tasks/zero.c
+ * submits the same plan). */
+static sz_status predict(const struct sz_model *m, struct trial t, sz_fold *f)
 {
     sz_plan_config c;
     sz_zero_plan_config(m, SZ_PASS_STEP, 0, &c);
-    c.stage = stage;
-    c.nd = nd;
-    c.rank = m->rank < nd ? m->rank : 0;
-    c.mixed = mixed;
-    c.bucket_elems = sz_zero_bucket_elems(m, nd);
+    c.stage = t.stage;
+    c.nd = t.nd;
+    c.rank = m->rank < t.nd ? m->rank : 0;
+    c.mixed = t.mixed;
+    c.bucket_elems = sz_zero_bucket_elems(m, t.nd);
+    sz_plan_unit *pu = calloc((size_t)m->nunits + 1, sizeof *pu);
+    if (!pu)
+        return SZ_ERR_NOMEM;
+    sz_zero_plan_units(m, pu);
+    if (t.checkpoint != c.checkpoint || t.offload != c.offload || t.rows > 1) {
+        c.checkpoint = t.checkpoint;
+        c.offload = t.offload;
+        act_bytes(m, t.checkpoint, t.offload, &c.extra[SZ_MEM_ACTIVATIONS], &c.extra[SZ_MEM_HOST]);
+        c.extra[SZ_MEM_ACTIVATIONS] = (c.extra[SZ_MEM_ACTIVATIONS] + t.rows - 1) / t.rows;
+        c.extra[SZ_MEM_HOST] = (c.extra[SZ_MEM_HOST] + t.rows - 1) / t.rows;
+        for (int i = 0; i < m->nunits; i++)
+            pu[i].ckpt_bytes = (pu[i].ckpt_bytes + t.rows - 1) / t.rows;
+    }
     sz_plan p;
-    sz_status st = sz_zero_plan_build(m, &c, &p);
+    sz_status st = sz_plan_build(pu, m->nunits, &c, &p);
+    free(pu);
     if (st != SZ_OK)
         return st;
     sz_plan_fold(&p, f, NULL);
@@ -387,55 +457,125 @@ static sz_status predict(const struct sz_model *m, int stage, int nd, int mixed,
     return SZ_OK;
 }
 
-static int64_t predict_peak(const struct sz_model *m, int stage, int nd, int mixed)
+static int64_t predict_peak(const struct sz_model *m, struct trial t)
 {
     sz_fold f;
-    return predict(m, stage, nd, mixed, &f) == SZ_OK ? f.peak_bytes : INT64_MAX;
+    return predict(m, t, &f) == SZ_OK ? f.peak_bytes : INT64_MAX;
 }
 
 /* "X MB" rounded so that a figure over the budget never prints as one at or under it: needs round
- * up, budgets round down (to 0.1 MB). */
+ * up, budgets down (to 0.1 MB). */
 static double mb_up(int64_t b) { return ceil((double)b / 1e5) / 10.0; }
 static double mb_down(int64_t b) { return floor((double)b / 1e5) / 10.0; }
+
+/* The smallest N_d >= ours at which t fits the budget (-1: none up to 4096); its peak in *at. */
+static int fit_nd(const struct sz_model *m, struct trial t, int64_t budget, int64_t *at)
+{
+    for (int nd = m->nd; nd <= 4096; nd = nd < 64 ? nd + 1 : nd * 2) {
+        t.nd = nd;
+        if ((*at = predict_peak(m, t)) <= budget)
+            return nd;
+    }
+    return -1;
+}
+
+struct advice {
+    char text[1024];
+    size_t len;
+};
+
+static void say(struct advice *a, const char *fmt, ...)
+{
+    if (a->len >= sizeof a->text)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(a->text + a->len, sizeof a->text - a->len, fmt, ap);
+    va_end(ap);
+    if (n > 0)
+        a->len += (size_t)n;
+}
 
 sz_status sz_model_check_budget(struct sz_model *m, int64_t budget)
 {
     if (!m)
         return SZ_ERR_INVALID;
-    int64_t peak = predict_peak(m, m->zero.stage, m->nd, m->mixed);
+    struct trial now = current(m);
+    int64_t peak = predict_peak(m, now);
     if (peak == INT64_MAX)
         return SZ_ERR_NOMEM;
     m->predicted_peak = peak;
     if (budget <= 0 || peak <= budget)
         return SZ_OK;
-    /* what fits, by the same fold: each stage's smallest N_d >= ours, in this precision and in the
-     * other one where that is lower and fits */
-    char fits[768] = "";
-    size_t len = 0;
-    for (int mixed = m->mixed; mixed >= 0 && mixed <= 1; mixed += m->mixed ? -1 : 1) {
+    /* What fits, each by the same fold: every stage's smallest N_d >= ours as configured; then,
+     * at our stage, the same with checkpointing, offloaded checkpoints, the other precision, and
+     * smaller micro-batches. Only what fits is listed. */
+    struct advice a = {.len = 0};
+    int64_t at, base_at = 0;
+    int base_nd = -1; /* the fewest ranks as configured */
+    for (int s = 0; s < 4; s++) {
+        struct trial t = now;
+        t.stage = s;
+        int nd = fit_nd(m, t, budget, &at);
+        if (nd > 0)
+            say(&a, "%sstage %d with N_d >= %d (%.1f MB)", a.len ? ", " : "", s, nd, mb_up(at));
+        if (nd > 0 && (base_nd < 0 || nd < base_nd || (nd == base_nd && at < base_at)))
+            base_nd = nd, base_at = at;
+    }
+    /* the other settings are predicted from what the model registered: only when that accounts
+     * for what it holds now */
+    int64_t act, host;
+    act_bytes(m, m->zero.checkpoint, m->zero.offload_checkpoints, &act, &host);
+    int known = act == m->persistent[SZ_MEM_ACTIVATIONS] && host == m->persistent[SZ_MEM_HOST];
+    struct trial alt[6];
+    const char *what[6];
+    int nalt = 0;
+    if (known && !now.checkpoint) {
+        alt[nalt] = now, alt[nalt].checkpoint = 1, what[nalt++] = "activation checkpointing";
+        alt[nalt] = now, alt[nalt].checkpoint = alt[nalt].offload = 1,
+        what[nalt++] = "checkpointing with offloaded checkpoints";
+    } else if (known && !now.offload) {
+        alt[nalt] = now, alt[nalt].offload = 1, what[nalt++] = "offloaded checkpoints";
+    }
+    alt[nalt] = now, alt[nalt].mixed = !now.mixed, what[nalt++] = now.mixed ? "--precision fp32" : "--precision bf16";
+    if (known) {
+        alt[nalt] = now, alt[nalt].rows = 2, what[nalt++] = "micro-batches of half the rows (half --batch, twice --micro-batches)";
+        alt[nalt] = now, alt[nalt].rows = 4, what[nalt++] = "micro-batches of a quarter of the rows";
+    }
+    int said_rows = 0;
+    for (int i = 0; i < nalt; i++) { /* each setting at the stage that needs the fewest ranks */
+        if (alt[i].rows > 1 && said_rows)
+            continue;
+        int best_nd = -1, best_s = 0;
+        int64_t best_at = 0;
         for (int s = 0; s < 4; s++) {
-            int nd_fit = -1;
-            int64_t at = 0;
-            for (int nd = m->nd; nd <= 4096 && nd_fit < 0; nd = nd < 64 ? nd + 1 : nd * 2)
-                if ((at = predict_peak(m, s, nd, mixed)) <= budget)
-                    nd_fit = nd;
-            if (nd_fit > 0 && len < sizeof fits)
-                len += (size_t)snprintf(fits + len, sizeof fits - len, "%sstage %d with N_d >= %d%s (%.1f MB)",
-                                        len ? ", " : "", s, nd_fit,
-                                        mixed == m->mixed ? "" : (mixed ? " in bf16" : " in fp32"), mb_up(at));
+            struct trial t = alt[i];
+            t.stage = s;
+            int nd = fit_nd(m, t, budget, &at);
+            if (nd > 0 && (best_nd < 0 || nd < best_nd)) {
+                best_nd = nd;
+                best_s = s;
+                best_at = at;
+            }
         }
+        /* listed only where it helps: fewer ranks than without it, or less memory at as many */
+        if (best_nd < 0 || (base_nd > 0 && (best_nd > base_nd || (best_nd == base_nd && best_at >= base_at))))
+            continue;
+        said_rows |= alt[i].rows > 1;
+        say(&a, "%s%s: stage %d with N_d >= %d (%.1f MB)", a.len ? "; " : "", what[i], best_s, best_nd, mb_up(best_at));
     }
     sz_context_log(m->ctx, SZ_LOG_ERROR,
-                   "memory budget: the plan needs %.1f MB per rank (stage %d, N_d %d, %s) but the budget is %.1f MB%s. "
-                   "Settings that fit: %s; activations take %.1f MB of the %.1f (a smaller micro-batch --batch/--seq, "
-                   "more --micro-batches for the same global batch, or activation checkpointing shrink them).",
-                   mb_up(peak), m->zero.stage, m->nd, m->mixed ? "bf16" : "fp32", mb_down(budget),
+                   "memory budget: the plan needs %.1f MB per rank (stage %d, N_d %d, %s%s%s) but the budget is %.1f MB%s. "
+                   "Settings that fit, each predicted by the same plan: %s. Activations take %.1f MB of the %.1f.",
+                   mb_up(peak), m->zero.stage, m->nd, m->mixed ? "bf16" : "fp32",
+                   m->zero.checkpoint ? ", checkpointing" : "", m->zero.offload_checkpoints ? ", offloaded checkpoints" : "",
+                   mb_down(budget),
                    m->budget_from_machine && budget == m->budget
                        ? " (no budget given: this rank's share of the memory this node has available now, less the "
                          "runtime's allowance; more ranks on this node would share it, so a larger N_d below means "
                          "more nodes)" : "",
-                   len ? fits : "none by stage, N_d and precision alone", m->persistent[SZ_MEM_ACTIVATIONS] / 1e6,
-                   mb_up(peak));
+                   a.len ? a.text : "none up to N_d 4096 by stage, precision, checkpointing or micro-batch",
+                   m->persistent[SZ_MEM_ACTIVATIONS] / 1e6, mb_up(peak));
     return SZ_ERR_BUDGET;
 }
 
@@ -547,6 +687,7 @@ void sz_model_free(sz_model *m)
     sz_plan_free(&m->eval_plan);
     free(m->tensors);
     free(m->shared_acts);
+    free(m->act_names);
     free(m->units);
     free(m);
 }
@@ -753,7 +894,7 @@ sz_status sz_model_forward_backward(sz_model *m, float *loss)
     if (m->micro_batch == 0) {
         sz_deadline_set_step(m->steps_done + 1);
         double f, c, k;
-        sz_sched_overlap(&f, &c, &k); /* start the step's intervals afresh */
+        sz_sched_overlap(&f, &c, &k, NULL); /* start the step's intervals afresh */
         m->counters.t0_ns = sz_now_ns();
         __atomic_store_n(&m->counters.ntimeline, 0, __ATOMIC_RELAXED);
         m->step_sent = __atomic_load_n(&m->counters.sent, __ATOMIC_RELAXED);
@@ -793,7 +934,7 @@ sz_status sz_model_update(sz_model *m, const sz_train_config *cfg, int t)
     m->step_ns = __atomic_load_n(&m->counters.comm_ns, __ATOMIC_RELAXED) - m->step_ns;
     m->steps_done++;
     sz_deadline_step_done((sz_now_ns() - m->counters.t0_ns) * 1e-9); /* later deadlines: >= 5x this */
-    if (sz_sched_overlap(&m->overlap, &m->comm_busy_s, &m->compute_busy_s) != 0)
+    if (sz_sched_overlap(&m->overlap, &m->comm_busy_s, &m->compute_busy_s, &m->matmul_busy_s) != 0)
         m->overlap = -1;
     /* keep 64 samples of the step's live-bytes timeline, each the maximum of its stretch */
     int n = m->counters.ntimeline < SZ_TIMELINE ? m->counters.ntimeline : SZ_TIMELINE;
@@ -868,6 +1009,7 @@ sz_status sz_model_memory_report(const sz_model *m, sz_memory_report *r)
     r->arenas = m->zero.arenas;
     r->comm_task_s = m->comm_busy_s;
     r->compute_task_s = m->compute_busy_s;
+    r->matmul_task_s = m->matmul_busy_s;
     r->pool_active = sz_devpool_stats(&r->pool);
     return SZ_OK;
 }

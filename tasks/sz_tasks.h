@@ -80,6 +80,12 @@ struct sz_model {
     sz_tensor **tensors;         /* owned: registered tensors (activations, shards, state) */
     sz_tensor **shared_acts;     /* checkpointing: the activations checkpointable units share */
     int nshared, cap_shared;
+    /* the activation bytes under other checkpointing settings (the budget advice): always held,
+     * checkpointable units' own (each unit's, without checkpointing), and one per name (shared,
+     * with it); act_names holds those names */
+    int64_t act_fixed, act_per_unit, act_shared;
+    struct sz_act_name { char name[48]; } *act_names;
+    int nact_names, cap_act_names;
     int ntensors, cap_tensors;
     sz_tensor *loss;
     int finalized;
@@ -101,7 +107,7 @@ struct sz_model {
     int64_t predicted_peak;      /* bytes per rank the plan predicts (sz_model_finalize) */
     int64_t budget;              /* the budget checked: zero.mem_budget, or the machine's (0: none) */
     int budget_from_machine;
-    double overlap, comm_busy_s, compute_busy_s; /* the last step's, from the zero policy (-1: n/a) */
+    double overlap, comm_busy_s, compute_busy_s, matmul_busy_s; /* the last step's, from the zero policy (-1: n/a) */
     int ntimeline;                               /* the last step's live-bytes timeline, downsampled */
     double timeline_ms[64];
     int64_t timeline_bytes[64];
@@ -172,6 +178,8 @@ sz_status sz_model_check_budget(struct sz_model *m, int64_t budget);
 /* The plan configuration of this model (its ZeRO config, ranks, communication worker, and the
  * bytes it holds beside the units), for pass and clipping. */
 void sz_zero_plan_config(const struct sz_model *m, sz_plan_pass pass, int clip, sz_plan_config *c);
+/* The plan's view of this model's units (pu: nunits entries). */
+void sz_zero_plan_units(const struct sz_model *m, sz_plan_unit *pu);
 /* The plan of this model's units under c (what predictions for other configurations use too). */
 sz_status sz_zero_plan_build(const struct sz_model *m, const sz_plan_config *c, sz_plan *out);
 /* Elements per rank and round of a reduce-scatter for this model at nd ranks. */

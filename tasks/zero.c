@@ -18,7 +18,7 @@
 
 /* ---- the plan of this model ------------------------------------------------------------------ */
 
-static void plan_units(const struct sz_model *m, sz_plan_unit *pu)
+void sz_zero_plan_units(const struct sz_model *m, sz_plan_unit *pu)
 {
     for (int i = 0; i < m->nunits; i++) {
         const struct sz_unit *u = m->units[i];
@@ -64,7 +64,7 @@ sz_status sz_zero_plan_build(const struct sz_model *m, const sz_plan_config *c, 
     sz_plan_unit *pu = calloc((size_t)m->nunits + 1, sizeof *pu);
     if (!pu)
         return SZ_ERR_NOMEM;
-    plan_units(m, pu);
+    sz_zero_plan_units(m, pu);
     sz_status st = sz_plan_build(pu, m->nunits, c, out);
     free(pu);
     return st;

@@ -32,8 +32,36 @@ rep=$(tail -1 "$dir/fit.json")
 peak=$(echo "$rep" | sed 's/.*"peak_bytes": \([0-9]*\).*/\1/')
 pred=$(echo "$rep" | sed 's/.*"predicted_peak_bytes": \([0-9]*\).*/\1/')
 [ "$peak" -le 40000000 ] || fail "measured peak $peak over the 40 MB budget"
-[ "$peak" -le "$pred" ] || fail "measured peak $peak above the plan's prediction $pred"
-echo "budget respected: measured peak $peak <= predicted $pred <= 40000000"
+[ "$peak" -eq "$pred" ] || fail "measured peak $peak is not the plan's prediction $pred"
+echo "budget respected: measured peak $peak = predicted $pred <= 40000000"
+# sz-estimate --plan folds the same plan without running anything: the same peak
+est=$("$bin/sz-estimate" --model d2 --vocab 256 --max-seq 64 --batch 4 --seq 32 --nd 2 --stage 3 --precision fp32 \
+        --clip --plan --json | sed 's/.*"peak_bytes":\([0-9]*\).*/\1/')
+[ "$est" = "$peak" ] || fail "sz-estimate --plan predicts $est bytes, sz-train measured $peak"
+"$bin/sz-estimate" --model d2 --vocab 256 --nd 2 --precision fp32 --plan | grep -q "^ *[0-9]* *0 reduce_scatter" ||
+    fail "sz-estimate --plan prints no reduce-scatter action"
+echo "sz-estimate --plan: the same predicted peak ($est) without a run"
+# --max-live-bytes bounds the prefetch window in the prediction too: a budget of exactly the measured
+# peak is accepted, one byte less refused, and the refusal's "needs X" prints above its "budget Y"
+train --prefetch-bytes 2M --max-live-bytes 2M --steps 1 --json >"$dir/ml.json" || fail "max-live run"
+mpeak=$(tail -1 "$dir/ml.json" | sed 's/.*"peak_bytes": \([0-9]*\).*/\1/')
+mpred=$(tail -1 "$dir/ml.json" | sed 's/.*"predicted_peak_bytes": \([0-9]*\).*/\1/')
+[ "$mpeak" -eq "$mpred" ] || fail "with --max-live-bytes: measured $mpeak, predicted $mpred"
+train --prefetch-bytes 2M --max-live-bytes 2M --steps 1 --mem-budget "$mpeak" >/dev/null 2>&1 ||
+    fail "a budget of exactly the measured peak ($mpeak) was refused"
+if train --prefetch-bytes 2M --max-live-bytes 2M --steps 1 --mem-budget $((mpeak - 1)) >"$dir/tight.txt" 2>&1; then
+    fail "a budget one byte under the peak was accepted"
+fi
+grep -o "needs [0-9.]* MB per rank.*the budget is [0-9.]* MB" "$dir/tight.txt" | head -1 |
+    awk '{ x = $2; y = $NF == "MB" ? $(NF-1) : $NF; exit !(x + 0 > y + 0) }' ||
+    { cat "$dir/tight.txt"; fail "the refusal one byte short does not print needs > budget"; }
+# advice lists only what the same fold says fits and helps: at stage 0 bf16 needs more than fp32
+train --zero-stage 0 --steps 1 --json >"$dir/s0.json" || fail "stage 0 run"
+s0=$(tail -1 "$dir/s0.json" | sed 's/.*"peak_bytes": \([0-9]*\).*/\1/')
+if train --zero-stage 0 --steps 1 --mem-budget $((s0 - 1)) >"$dir/s0tight.txt" 2>&1; then fail "stage 0 one byte short accepted"; fi
+grep -q "Settings that fit" "$dir/s0tight.txt" || { cat "$dir/s0tight.txt"; fail "no advice at stage 0"; }
+grep -q "bf16" "$dir/s0tight.txt" && { cat "$dir/s0tight.txt"; fail "bf16 advised where it needs more"; }
+echo "max live bytes in the prediction: peak $mpeak accepted as the budget, $((mpeak - 1)) refused with: $(grep -o 'needs [0-9.]* MB' "$dir/tight.txt" | head -1) vs $(grep -o 'budget is [0-9.]* MB' "$dir/tight.txt" | head -1)"
 
 # 3. the same bits under every policy and with prefetching
 train --save "$dir/ref.bin" >/dev/null || fail "reference run"

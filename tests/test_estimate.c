@@ -441,6 +441,19 @@ static void test_cli(void)
     CU_ASSERT_EQUAL(json_number(out, "comm_buffer_bytes", 0), 0.0);
     CU_ASSERT_EQUAL(json_number(out, "comm_buffer_bytes", 1), 1000000.0);
     /* without the option the offload keys are absent and the default bucket is reported */
+    /* --plan: the model's units are needed, one N_d, a rank below it */
+    CU_ASSERT_EQUAL(run_estimate(bin, "--params 1e9 --plan", out, sizeof out), 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "--plan needs --model"));
+    CU_ASSERT_EQUAL(run_estimate(bin, "--model d2 --plan --nd 1,2", out, sizeof out), 2);
+    CU_ASSERT_EQUAL(run_estimate(bin, "--model d2 --plan --nd 2 --rank 2", out, sizeof out), 2);
+    CU_ASSERT_EQUAL(run_estimate(bin, "--model d2 --plan --stage 4", out, sizeof out), 2);
+    /* d2, vocab 256, B 4 x T 32, stage 3, 2 ranks, fp32, clipping: what sz-train measures
+     * (tests/sched_cli.sh compares the two on every run) */
+    CU_ASSERT_EQUAL_FATAL(run_estimate(bin, "--model d2 --vocab 256 --max-seq 64 --batch 4 --seq 32 --nd 2 --stage 3 "
+                                            "--precision fp32 --clip --plan --json", out, sizeof out), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "\"kind\":\"reduce_scatter\""));
+    CU_ASSERT_EQUAL(json_number(out, "peak_bytes", 0), 10319872.0);
+    CU_ASSERT_EQUAL(json_number(out, "model_state_bytes", 0), 3502080.0);
     CU_ASSERT_EQUAL_FATAL(run_estimate(bin, "--model d12 --nd 2 --json", out, sizeof out), 0);
     CU_ASSERT_PTR_NULL(strstr(out, "host_pool_bytes"));
     CU_ASSERT_EQUAL(json_number(out, "bucket_bytes", 0), 33554432.0);

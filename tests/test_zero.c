@@ -23,6 +23,7 @@
 enum { B = 2, T = 4, STEPS = 3 };
 static sz_context *ctx;
 static int failures;
+static int plan_comm_worker; /* the plans had a communication worker (SZ_COMM_WORKER=1) */
 static sz_precision precision = SZ_PRECISION_FP32; /* argv[1] == "bf16": mixed precision */
 
 #define CHECK(cond, ...)                                                                  \
@@ -49,6 +50,7 @@ static void check_timeline(struct sz_model *m, const sz_memory_report *rep, cons
     CHECK(p->a != NULL, "%s: no step plan", what);
     if (!p->a)
         return;
+    plan_comm_worker = p->cfg.comm_worker;
     int64_t *live = calloc((size_t)p->n, sizeof *live);
     sz_fold f;
     sz_plan_fold(p, &f, live);
@@ -125,6 +127,11 @@ static void train_z(const sz_gpt2_config *c, int stage, int M, int zr, struct ru
     sz_model_memory_report(gpt2_model(g), &out->rep);
     char what[64];
     snprintf(what, sizeof what, "stage %d, %d micro-batch(es)%s", stage, M, zr ? ", ZeRO-R" : "");
+    /* the GPT-2 estimator counts the model's own tensors as gpt2_create registers them */
+    int64_t host = -1, act = sz_gpt2_engine_activation_bytes(c, B, T, z.checkpoint, z.offload_checkpoints, &host);
+    CHECK(act == out->rep.bytes[SZ_MEM_ACTIVATIONS] && host == out->rep.bytes[SZ_MEM_HOST],
+          "%s: GPT-2's activations %lld / host %lld estimated, %lld / %lld registered", what, (long long)act,
+          (long long)host, (long long)out->rep.bytes[SZ_MEM_ACTIVATIONS], (long long)out->rep.bytes[SZ_MEM_HOST]);
     check_timeline(gpt2_model(g), &out->rep, what);
     free(stream);
     gpt2_free(g);
@@ -228,8 +235,8 @@ int main(int argc, char **argv)
     int all = 0;
     MPI_Allreduce(&failures, &all, 1, MPI_INT, MPI_SUM, ctx->host_comm);
     if (sz_context_rank(ctx) == 0)
-        printf("test_zero nd=%d %s: %s\n", nd, precision == SZ_PRECISION_BF16 ? "bf16" : "fp32",
-               all ? "FAILED" : "all checks passed");
+        printf("test_zero nd=%d %s%s: %s\n", nd, precision == SZ_PRECISION_BF16 ? "bf16" : "fp32",
+               plan_comm_worker ? ", communication worker" : "", all ? "FAILED" : "all checks passed");
     sz_context_free(ctx);
     return all ? 1 : 0;
 }

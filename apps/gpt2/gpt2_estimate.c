@@ -5,6 +5,7 @@
 #include "starzero_gpt2.h"
 
 #include <stddef.h>
+#include <stdlib.h>
 
 /* ---- GPT-2 activations: llm.c's ActivationTensors, one row per tensor ----------------------- */
 
@@ -162,9 +163,9 @@ static int64_t tensors_numel(const sz_gpt2_config *cfg, const int *ids, int n)
     return sum;
 }
 
-int64_t sz_gpt2_largest_unit_numel(const sz_gpt2_config *cfg)
+int sz_gpt2_unit_numels(const sz_gpt2_config *cfg, int64_t *numel)
 {
-    if (!cfg || sz_gpt2_config_validate(cfg, NULL, 0) != SZ_OK)
+    if (!cfg || !numel || sz_gpt2_config_validate(cfg, NULL, 0) != SZ_OK)
         return -1;
     /* the units of apps/gpt2: embed, block0 .. block(L-1), head */
     static const int embed[] = {SZ_GPT2_WTE, SZ_GPT2_WPE};
@@ -172,9 +173,47 @@ int64_t sz_gpt2_largest_unit_numel(const sz_gpt2_config *cfg)
                                 SZ_GPT2_ATTPROJW, SZ_GPT2_ATTPROJB, SZ_GPT2_LN2W, SZ_GPT2_LN2B,
                                 SZ_GPT2_FCW, SZ_GPT2_FCB, SZ_GPT2_FCPROJW, SZ_GPT2_FCPROJB};
     static const int head[] = {SZ_GPT2_LNFW, SZ_GPT2_LNFB};
-    int64_t e = tensors_numel(cfg, embed, (int)(sizeof embed / sizeof embed[0]));
-    int64_t b = tensors_numel(cfg, block, (int)(sizeof block / sizeof block[0]));
-    int64_t h = tensors_numel(cfg, head, (int)(sizeof head / sizeof head[0]));
-    int64_t m = e > b ? e : b;
-    return m > h ? m : h;
+    int L = cfg->layers;
+    numel[0] = tensors_numel(cfg, embed, (int)(sizeof embed / sizeof embed[0]));
+    for (int l = 0; l < L; l++)
+        numel[1 + l] = tensors_numel(cfg, block, (int)(sizeof block / sizeof block[0]));
+    numel[L + 1] = tensors_numel(cfg, head, (int)(sizeof head / sizeof head[0]));
+    return L + 2;
+}
+
+int64_t sz_gpt2_largest_unit_numel(const sz_gpt2_config *cfg)
+{
+    if (!cfg || sz_gpt2_config_validate(cfg, NULL, 0) != SZ_OK)
+        return -1;
+    int64_t *n = malloc(((size_t)cfg->layers + 2) * sizeof *n), m = 0;
+    if (!n)
+        return -1;
+    int k = sz_gpt2_unit_numels(cfg, n);
+    for (int i = 0; i < k; i++)
+        m = n[i] > m ? n[i] : m;
+    free(n);
+    return m;
+}
+
+/* What apps/gpt2/gpt2.c's gpt2_create registers beside the parameters, by the same list: the
+ * tokens and targets (int32), each block's input (its checkpoint) and its gradient, the blocks'
+ * activations (one set shared by all blocks under checkpointing), one block's activation gradients,
+ * and the head's tensors. */
+int64_t sz_gpt2_engine_activation_bytes(const sz_gpt2_config *cfg, int B, int T, int checkpoint, int offload,
+                                        int64_t *host_bytes)
+{
+    if (!act_args_ok(cfg, B, T) || (offload && !checkpoint))
+        return -1;
+    int64_t N = (int64_t)B * T, C = cfg->channels, NC = N * C, A = 2 * (int64_t)B * cfg->heads * T;
+    int64_t NV = N * cfg->padded_vocab, L = cfg->layers;
+    int64_t block = 17 * NC + 4 * N + A;               /* ln1 .. fcproj; A: attention's row statistics */
+    int64_t floats = (L + 1) * NC                        /* dres[0..L] */
+                     + NC                                /* res[L], the head's input */
+                     + (checkpoint ? 1 : L) * block      /* the blocks' activations */
+                     + 17 * NC                           /* dln1 .. dfcproj, shared */
+                     + 2 * NC + 3 * N + 3 * NV;          /* lnf, its mean, rstd, logits, probs, losses, dlnf, dlogits */
+    int64_t ckpt = L * NC;                               /* res[0..L-1]: the blocks' inputs */
+    if (host_bytes)
+        *host_bytes = offload ? ckpt * 4 : 0;
+    return 2 * N * 4 + (floats + (offload ? 0 : ckpt)) * 4;
 }

@@ -244,6 +244,16 @@ double sz_gpt2_activation_bytes_device(const sz_gpt2_config *cfg, int B, int T, 
  * wte + wpe = (Vp + maxT)·C; each block, 12C² + 13C; the head's final layernorm, 2C): the cap
  * of sz_zero_comm_buffer_bytes. -1 when cfg is NULL or invalid. */
 int64_t sz_gpt2_largest_unit_numel(const sz_gpt2_config *cfg);
+/* Parameters of each of GPT-2's units as apps/gpt2 declares them: embed (wte, wpe), block0 ..
+ * block(L-1), head (lnf; it uses the embedding's wte), into numel[0 .. L+1]. Returns L + 2, or -1
+ * for an invalid cfg. */
+int sz_gpt2_unit_numels(const sz_gpt2_config *cfg, int64_t *numel);
+/* Bytes of the tensors GPT-2's model registers beside its parameters for a B x T micro-batch (the
+ * engine's "activations" category: llm.c's activations, their gradients, tokens), under
+ * checkpointing and offloaded checkpoints; *host_bytes (may be NULL) gets the host pool's. -1 for
+ * invalid arguments. */
+int64_t sz_gpt2_engine_activation_bytes(const sz_gpt2_config *cfg, int B, int T, int checkpoint, int offload,
+                                        int64_t *host_bytes);
 
 #ifdef __cplusplus
 }

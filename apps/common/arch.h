@@ -1,0 +1,55 @@
+/* apps/common/arch.h — the small model interface the training apps use, so that one sz-train (and
+ * sz-estimate) drives either bundled architecture: GPT-2 (apps/gpt2, the default) or the
+ * LLaMA-style model (apps/llama). A config names the architecture and carries its shape; a model
+ * is created from it, initialised, fed batches, and its sz_model handed to the engine. */
+#ifndef SZ_APP_ARCH_H
+#define SZ_APP_ARCH_H
+
+#include "starzero_gpt2.h"
+#include "starzero_llama.h"
+
+typedef enum { SZ_ARCH_GPT2 = 0, SZ_ARCH_LLAMA } sz_arch_kind;
+
+typedef struct sz_arch_config {
+    sz_arch_kind kind;
+    sz_gpt2_config gpt2;   /* kind == SZ_ARCH_GPT2 */
+    sz_llama_config llama; /* kind == SZ_ARCH_LLAMA */
+} sz_arch_config;
+
+/* "gpt2" / "llama", and back (0, or -1 for an unknown name). */
+const char *sz_arch_name(sz_arch_kind kind);
+int sz_arch_parse(const char *name, sz_arch_kind *out);
+/* "GPT-2" / "LLaMA-style", for messages. */
+const char *sz_arch_title(sz_arch_kind kind);
+
+/* A preset (d2, d6, d12) or "L,H,C" for the architecture; vocab and max_seq given apart. */
+sz_status sz_arch_config_from_string(sz_arch_config *out, sz_arch_kind kind, const char *spec, int vocab,
+                                     int max_seq, char *err, size_t errlen);
+int sz_arch_vocab(const sz_arch_config *c);
+int sz_arch_format(const sz_arch_config *c, char *buf, size_t buflen);
+int64_t sz_arch_num_params(const sz_arch_config *c);
+int64_t sz_arch_largest_unit_numel(const sz_arch_config *c);
+/* Device-pool activation bytes of one micro-batch (full, checkpointed, offloaded checkpoints). */
+double sz_arch_activation_bytes(const sz_arch_config *c, int B, int T, int checkpoint, int offload);
+
+/* The integer shape fields of a config, by name (for training-state manifests): up to max
+ * (name, pointer into *c) pairs; returns how many. */
+int sz_arch_fields(sz_arch_config *c, const char **names, int **fields, int max);
+
+typedef struct sz_arch_model sz_arch_model;
+
+sz_status sz_arch_create(sz_arch_model **out, sz_context *ctx, const sz_arch_config *cfg, int B, int T,
+                         const sz_zero_config *zero, char *err, size_t errlen);
+void sz_arch_free(sz_arch_model *m);
+sz_model *sz_arch_model_of(sz_arch_model *m);
+sz_status sz_arch_init_random(sz_arch_model *m, uint64_t seed);
+sz_status sz_arch_set_batch(sz_arch_model *m, const int *inputs, const int *targets);
+/* Training FLOPs of one micro-batch on one rank. */
+double sz_arch_flops(const sz_arch_model *m);
+/* Whole-model parameter files: GPT-2's llm.c checkpoints. The LLaMA-style model has no such
+ * format (SZ_ERR_UNSUPPORTED with a message: its state goes through --save-state/--resume). */
+sz_status sz_arch_load(sz_arch_model *m, const char *path, char *err, size_t errlen);
+/* Collective; rank 0 writes. */
+sz_status sz_arch_save(sz_arch_model *m, int lead, const char *path, char *err, size_t errlen);
+
+#endif

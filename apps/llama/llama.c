@@ -1,0 +1,265 @@
+/* apps/llama/llama.c — the LLaMA-style model on the public StarZeRO API (starzero.h and, for its
+ * own SwiGLU op, starzero_starpu.h): units "embed" (wte), "block<l>" (checkpointable), "head"
+ * (final RMSNorm weight and the untied LM head). The callbacks only submit operations; ZeRO
+ * stages, checkpointing and offload are the engine's business. */
+#include <stdlib.h>
+#include <string.h>
+#include "llama_internal.h"
+
+struct block_unit {
+    struct sz_llama *m;
+    int layer;
+};
+
+struct sz_llama {
+    sz_model *model;
+    sz_llama_config cfg;
+    int B, T;
+    sz_tensor *tokens, *targets;
+    sz_tensor **res, **dres;   /* the residual stream res[0..L] and its gradients */
+    sz_tensor **acts;          /* L x LL_NBLOCK */
+    sz_tensor *head[LL_NHEAD];
+    sz_tensor *grads[LL_NGRAD]; /* sz_llama_grad_acts */
+    struct block_unit *blocks;
+    sz_param_spec embed_spec[SZ_LLAMA_EMBED_PARAMS], block_spec[SZ_LLAMA_BLOCK_PARAMS],
+        head_spec[SZ_LLAMA_HEAD_PARAMS];
+};
+
+#define TRY(x) do { sz_status st_ = (x); if (st_ != SZ_OK) return st_; } while (0)
+#define P(i) sz_unit_param(u, i)
+#define G(i) sz_unit_grad(u, i)
+enum { RMS1W, QKVW, ATTPROJW, RMS2W, GATEW, UPW, DOWNW };
+enum { RMSFW, LMW };
+
+static sz_status embed_fwd(sz_unit *u, void *user)
+{
+    struct sz_llama *m = user;
+    return sz_op_embedding_fwd(u, m->res[0], m->tokens, P(0), m->B * m->T, m->cfg.channels, m->cfg.vocab);
+}
+
+static sz_status embed_bwd(sz_unit *u, void *user)
+{
+    struct sz_llama *m = user;
+    return sz_op_embedding_bwd(u, G(0), m->dres[0], m->tokens, m->B * m->T, m->cfg.channels, m->cfg.vocab);
+}
+
+static sz_status block_fwd(sz_unit *u, void *user)
+{
+    struct block_unit *bu = user;
+    struct sz_llama *m = bu->m;
+    sz_tensor **a = m->acts + (size_t)bu->layer * LL_NBLOCK;
+    const sz_llama_config *c = &m->cfg;
+    int B = m->B, T = m->T, N = B * T, C = c->channels, F = c->hidden, NH = c->heads;
+    int64_t NC = (int64_t)N * C, NF = (int64_t)N * F;
+    sz_tensor *x = m->res[bu->layer], *y = m->res[bu->layer + 1];
+    TRY(sz_op_rmsnorm_fwd(u, a[LL_RMS1], a[LL_RSTD1], x, P(RMS1W), N, C, c->norm_eps));
+    TRY(sz_op_matmul_fwd(u, a[LL_QKV], a[LL_RMS1], P(QKVW), NULL, N, C, 3 * C));
+    TRY(sz_op_rope_fwd(u, a[LL_QKV], a[LL_QKV], B, T, C, NH, c->rope_theta)); /* in place */
+    TRY(sz_op_attention_fwd(u, a[LL_ATTY], a[LL_STATS], a[LL_QKV], B, T, C, NH));
+    TRY(sz_op_matmul_fwd(u, a[LL_ATTPROJ], a[LL_ATTY], P(ATTPROJW), NULL, N, C, C));
+    TRY(sz_op_residual_fwd(u, a[LL_RES2], x, a[LL_ATTPROJ], NC));
+    TRY(sz_op_rmsnorm_fwd(u, a[LL_RMS2], a[LL_RSTD2], a[LL_RES2], P(RMS2W), N, C, c->norm_eps));
+    TRY(sz_op_matmul_fwd(u, a[LL_GATE], a[LL_RMS2], P(GATEW), NULL, N, C, F));
+    TRY(sz_op_matmul_fwd(u, a[LL_UP], a[LL_RMS2], P(UPW), NULL, N, C, F));
+    TRY(sz_llama_op_swiglu_fwd(u, a[LL_H], a[LL_GATE], a[LL_UP], NF));
+    TRY(sz_op_matmul_fwd(u, a[LL_DOWN], a[LL_H], P(DOWNW), NULL, N, F, C));
+    return sz_op_residual_fwd(u, y, a[LL_RES2], a[LL_DOWN], NC);
+}
+
+static sz_status block_bwd(sz_unit *u, void *user)
+{
+    struct block_unit *bu = user;
+    struct sz_llama *m = bu->m;
+    sz_tensor **a = m->acts + (size_t)bu->layer * LL_NBLOCK;
+    sz_tensor **d = m->grads;
+    const sz_llama_config *c = &m->cfg;
+    int B = m->B, T = m->T, N = B * T, C = c->channels, F = c->hidden, NH = c->heads;
+    int64_t NC = (int64_t)N * C, NF = (int64_t)N * F;
+    sz_tensor *x = m->res[bu->layer], *dx = m->dres[bu->layer], *dy = m->dres[bu->layer + 1];
+    sz_tensor *zero[] = {dx, d[LL_DRMS1], d[LL_DRQKV], d[LL_DQKV], d[LL_DATTY], d[LL_DATTPROJ], d[LL_DRES2], d[LL_DRMS2], d[LL_DGATE],
+                         d[LL_DUP], d[LL_DH], d[LL_DDOWN]};
+    for (size_t i = 0; i < sizeof zero / sizeof zero[0]; i++)
+        TRY(sz_op_zero(u, zero[i]));
+    TRY(sz_op_residual_bwd(u, d[LL_DRES2], d[LL_DDOWN], dy, NC));
+    TRY(sz_op_matmul_bwd(u, d[LL_DH], G(DOWNW), NULL, d[LL_DDOWN], a[LL_H], P(DOWNW), N, F, C));
+    TRY(sz_llama_op_swiglu_bwd(u, d[LL_DGATE], d[LL_DUP], d[LL_DH], a[LL_GATE], a[LL_UP], NF));
+    TRY(sz_op_matmul_bwd(u, d[LL_DRMS2], G(GATEW), NULL, d[LL_DGATE], a[LL_RMS2], P(GATEW), N, C, F));
+    TRY(sz_op_matmul_bwd(u, d[LL_DRMS2], G(UPW), NULL, d[LL_DUP], a[LL_RMS2], P(UPW), N, C, F));
+    TRY(sz_op_rmsnorm_bwd(u, d[LL_DRES2], G(RMS2W), d[LL_DRMS2], a[LL_RES2], P(RMS2W), a[LL_RSTD2], N, C));
+    TRY(sz_op_residual_bwd(u, dx, d[LL_DATTPROJ], d[LL_DRES2], NC));
+    TRY(sz_op_matmul_bwd(u, d[LL_DATTY], G(ATTPROJW), NULL, d[LL_DATTPROJ], a[LL_ATTY], P(ATTPROJW), N, C, C));
+    TRY(sz_op_attention_bwd(u, d[LL_DRQKV], d[LL_DATTY], a[LL_QKV], a[LL_STATS], B, T, C, NH));
+    TRY(sz_op_rope_bwd(u, d[LL_DQKV], d[LL_DRQKV], B, T, C, NH, c->rope_theta));
+    TRY(sz_op_matmul_bwd(u, d[LL_DRMS1], G(QKVW), NULL, d[LL_DQKV], a[LL_RMS1], P(QKVW), N, C, 3 * C));
+    return sz_op_rmsnorm_bwd(u, dx, G(RMS1W), d[LL_DRMS1], x, P(RMS1W), a[LL_RSTD1], N, C);
+}
+
+static sz_status head_fwd(sz_unit *u, void *user)
+{
+    struct sz_llama *m = user;
+    sz_tensor **h = m->head;
+    int N = m->B * m->T, C = m->cfg.channels, V = m->cfg.vocab;
+    TRY(sz_op_rmsnorm_fwd(u, h[LL_RMSF], h[LL_RSTDF], m->res[m->cfg.layers], P(RMSFW), N, C, m->cfg.norm_eps));
+    TRY(sz_op_matmul_fwd(u, h[LL_LOGITS], h[LL_RMSF], P(LMW), NULL, N, C, V));
+    return sz_op_softmax_xent_fwd(u, h[LL_LOSSES], h[LL_PROBS], h[LL_LOGITS], m->targets, N, V, V);
+}
+
+static sz_status head_bwd(sz_unit *u, void *user)
+{
+    struct sz_llama *m = user;
+    sz_tensor **h = m->head, *dxL = m->dres[m->cfg.layers];
+    int N = m->B * m->T, C = m->cfg.channels, V = m->cfg.vocab;
+    TRY(sz_op_zero(u, m->grads[LL_DRMSF]));
+    TRY(sz_op_zero(u, dxL));
+    TRY(sz_op_softmax_xent_bwd(u, m->grads[LL_DLOGITS], h[LL_PROBS], m->targets, N, V, V));
+    TRY(sz_op_matmul_bwd(u, m->grads[LL_DRMSF], G(LMW), NULL, m->grads[LL_DLOGITS], h[LL_RMSF], P(LMW), N, C, V));
+    return sz_op_rmsnorm_bwd(u, dxL, G(RMSFW), m->grads[LL_DRMSF], m->res[m->cfg.layers], P(RMSFW), h[LL_RSTDF], N, C);
+}
+
+static sz_tensor *tensor(struct sz_llama *m, const char *what, int layer, sz_dtype dt, int64_t n)
+{
+    char name[48];
+    if (layer >= 0)
+        snprintf(name, sizeof name, "%s.%d", what, layer);
+    else
+        snprintf(name, sizeof name, "%s", what);
+    return sz_model_tensor(m->model, name, dt, n);
+}
+
+sz_status sz_llama_create(sz_llama **out, sz_context *ctx, const sz_llama_config *cfg, int B, int T,
+                          const sz_zero_config *zero, char *err, size_t errlen)
+{
+    sz_status st = sz_llama_config_validate(cfg, err, errlen);
+    if (st != SZ_OK)
+        return st;
+    if (B < 1 || T < 1 || T > cfg->max_seq) {
+        snprintf(err, errlen, "batch %d x seq %d: need B >= 1 and 1 <= T <= max_seq (%d)", B, T, cfg->max_seq);
+        return SZ_ERR_INVALID;
+    }
+    struct sz_llama *m = calloc(1, sizeof *m);
+    if (!m)
+        return SZ_ERR_NOMEM;
+    int L = cfg->layers;
+    m->cfg = *cfg;
+    m->B = B;
+    m->T = T;
+    m->res = calloc((size_t)L + 1, sizeof *m->res);
+    m->dres = calloc((size_t)L + 1, sizeof *m->dres);
+    m->acts = calloc((size_t)L * LL_NBLOCK, sizeof *m->acts);
+    m->blocks = calloc((size_t)L, sizeof *m->blocks);
+    if (!m->res || !m->dres || !m->acts || !m->blocks || sz_model_init(&m->model, ctx) != SZ_OK) {
+        sz_llama_free(m);
+        return SZ_ERR_NOMEM;
+    }
+    if (zero && (st = sz_model_set_zero(m->model, zero)) != SZ_OK) {
+        snprintf(err, errlen, "invalid ZeRO configuration (the library's error above says why)");
+        sz_llama_free(m);
+        return st;
+    }
+    sz_llama_unit_params(cfg, 0, m->embed_spec);
+    sz_llama_unit_params(cfg, 1, m->block_spec);
+    sz_llama_unit_params(cfg, L + 1, m->head_spec);
+    sz_unit_desc d = {.name = "embed", .params = m->embed_spec, .nparams = SZ_LLAMA_EMBED_PARAMS,
+                      .forward = embed_fwd, .backward = embed_bwd, .user = m, .backward_skips_params = 1};
+    st = sz_model_add_unit(m->model, &d);
+    for (int l = 0; l < L && st == SZ_OK; l++) {
+        char name[32];
+        snprintf(name, sizeof name, "block%d", l);
+        m->blocks[l] = (struct block_unit){m, l};
+        sz_unit_desc bd = {.name = name, .params = m->block_spec, .nparams = SZ_LLAMA_BLOCK_PARAMS,
+                           .forward = block_fwd, .backward = block_bwd, .user = &m->blocks[l], .checkpointable = 1};
+        st = sz_model_add_unit(m->model, &bd);
+    }
+    if (st == SZ_OK) {
+        sz_unit_desc hd = {.name = "head", .params = m->head_spec, .nparams = SZ_LLAMA_HEAD_PARAMS,
+                           .forward = head_fwd, .backward = head_bwd, .user = m};
+        st = sz_model_add_unit(m->model, &hd);
+    }
+    int64_t N = (int64_t)B * T, NC = N * cfg->channels;
+    int ok = 1;
+    m->tokens = tensor(m, "tokens", -1, SZ_DTYPE_I32, N);
+    m->targets = tensor(m, "targets", -1, SZ_DTYPE_I32, N);
+    ok &= m->tokens && m->targets;
+    for (int l = 0; l <= L; l++) { /* block l's input res[l] is its checkpoint */
+        m->res[l] = l < L ? sz_model_checkpoint(m->model, 1 + l, "res", SZ_DTYPE_F32, NC)
+                          : tensor(m, "res", l, SZ_DTYPE_F32, NC);
+        m->dres[l] = tensor(m, "dres", l, SZ_DTYPE_F32, NC);
+        ok &= m->res[l] && m->dres[l];
+    }
+    for (int l = 0; l < L; l++)
+        for (int i = 0; i < LL_NBLOCK; i++) {
+            const ll_act *a = &sz_llama_block_acts[i];
+            sz_tensor *t = sz_model_activation(m->model, 1 + l, a->name, SZ_DTYPE_F32,
+                                               (int64_t)sz_llama_size(cfg, a->size, B, T));
+            m->acts[(size_t)l * LL_NBLOCK + i] = t;
+            ok &= t != NULL;
+        }
+    for (int i = 0; i < LL_NHEAD; i++) {
+        m->head[i] = tensor(m, sz_llama_head_acts[i].name, -1, SZ_DTYPE_F32,
+                            (int64_t)sz_llama_size(cfg, sz_llama_head_acts[i].size, B, T));
+        ok &= m->head[i] != NULL;
+    }
+    for (int i = 0; i < LL_NGRAD; i++) {
+        m->grads[i] = tensor(m, sz_llama_grad_acts[i].name, -1, SZ_DTYPE_F32,
+                             (int64_t)sz_llama_size(cfg, sz_llama_grad_acts[i].size, B, T));
+        ok &= m->grads[i] != NULL;
+    }
+    if (st == SZ_OK && !ok)
+        st = SZ_ERR_NOMEM;
+    if (st == SZ_OK)
+        st = sz_model_set_loss(m->model, m->head[LL_LOSSES]);
+    if (st == SZ_OK)
+        st = sz_model_finalize(m->model);
+    if (st != SZ_OK) {
+        snprintf(err, errlen, "building the LLaMA-style model failed: %s%s", sz_status_string(st),
+                 st == SZ_ERR_BUDGET ? " (the message above says what would fit)" : "");
+        sz_llama_free(m);
+        return st;
+    }
+    *out = m;
+    return SZ_OK;
+}
+
+void sz_llama_free(sz_llama *m)
+{
+    if (!m)
+        return;
+    sz_model_free(m->model);
+    free(m->res);
+    free(m->dres);
+    free(m->acts);
+    free(m->blocks);
+    free(m);
+}
+
+sz_model *sz_llama_model(sz_llama *m) { return m->model; }
+const sz_llama_config *sz_llama_get_config(const sz_llama *m) { return &m->cfg; }
+sz_status sz_llama_init_random(sz_llama *m, uint64_t seed) { return sz_model_init_params(m->model, seed); }
+
+sz_status sz_llama_set_batch(sz_llama *m, const int *inputs, const int *targets)
+{
+    sz_status st = sz_tensor_write(m->tokens, inputs);
+    return st == SZ_OK ? sz_tensor_write(m->targets, targets) : st;
+}
+
+/* Unit by unit, parameter by parameter (table order): 0 write, 1 read, 2 gradients. */
+static sz_status transfer(sz_llama *m, float *flat, int dir)
+{
+    for (int u = 0; u < sz_model_nunits(m->model); u++) {
+        sz_param_spec p[SZ_LLAMA_BLOCK_PARAMS];
+        int n = sz_llama_unit_params(&m->cfg, u, p);
+        for (int i = 0; i < n; i++) {
+            sz_status st = dir == 0   ? sz_model_param_write(m->model, u, i, flat)
+                           : dir == 1 ? sz_model_param_read(m->model, u, i, flat)
+                                      : sz_model_grad_read(m->model, u, i, flat);
+            if (st != SZ_OK)
+                return st;
+            flat += p[i].rows * p[i].cols;
+        }
+    }
+    return SZ_OK;
+}
+
+sz_status sz_llama_get_params(sz_llama *m, float *flat) { return transfer(m, flat, 1); }
+sz_status sz_llama_set_params(sz_llama *m, const float *flat) { return transfer(m, (float *)flat, 0); }
+sz_status sz_llama_get_grads(sz_llama *m, float *flat) { return transfer(m, flat, 2); }

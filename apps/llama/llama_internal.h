@@ -1,0 +1,36 @@
+/* apps/llama/llama_internal.h — what llama.c and llama_spec.c share: the activation tables, so
+ * that the tensors the model allocates and the estimator's count are written once. */
+#ifndef SZ_LLAMA_INTERNAL_H
+#define SZ_LLAMA_INTERNAL_H
+
+#include "starzero_llama.h"
+
+/* The size of an activation, in elements, for a micro-batch of N = B·T rows. */
+typedef enum { LL_N, LL_NC, LL_N3C, LL_NF, LL_BNHT2, LL_NV } ll_size;
+
+/* One block's forward tensors (sz_model_activation: shared by the blocks under checkpointing). */
+enum {
+    LL_RMS1, LL_RSTD1, LL_QKV, LL_ATTY, LL_STATS, LL_ATTPROJ, LL_RES2, LL_RMS2, LL_RSTD2, LL_GATE, LL_UP,
+    LL_H, LL_DOWN, LL_NBLOCK
+};
+/* The head's forward tensors. */
+enum { LL_RMSF, LL_RSTDF, LL_LOGITS, LL_PROBS, LL_LOSSES, LL_NHEAD };
+
+/* The gradient scratch (shared by the blocks, whose backwards run one after the other) and the
+ * head's two gradients. */
+enum {
+    LL_DRMS1, LL_DRQKV, LL_DQKV, LL_DATTY, LL_DATTPROJ, LL_DRES2, LL_DRMS2, LL_DGATE, LL_DUP, LL_DH, LL_DDOWN,
+    LL_DRMSF, LL_DLOGITS, LL_NGRAD
+};
+
+typedef struct {
+    const char *name;
+    ll_size size;
+} ll_act;
+
+extern const ll_act sz_llama_block_acts[LL_NBLOCK];
+extern const ll_act sz_llama_head_acts[LL_NHEAD];
+extern const ll_act sz_llama_grad_acts[LL_NGRAD];
+double sz_llama_size(const sz_llama_config *cfg, ll_size s, int B, int T);
+
+#endif

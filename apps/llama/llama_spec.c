@@ -1,0 +1,212 @@
+/* apps/llama/llama_spec.c — the LLaMA-style model's shape: configs (presets, validation), the
+ * units' tensor tables, parameter counts, and its part of the estimator (activation bytes,
+ * largest unit, FLOPs). Pure C. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "llama_internal.h"
+
+const ll_act sz_llama_block_acts[LL_NBLOCK] = {
+    [LL_RMS1] = {"rms1", LL_NC},     [LL_RSTD1] = {"rstd1", LL_N},     [LL_QKV] = {"qkv", LL_N3C},
+    [LL_ATTY] = {"atty", LL_NC},     [LL_STATS] = {"att_stats", LL_BNHT2},
+    [LL_ATTPROJ] = {"attproj", LL_NC}, [LL_RES2] = {"res2", LL_NC},    [LL_RMS2] = {"rms2", LL_NC},
+    [LL_RSTD2] = {"rstd2", LL_N},    [LL_GATE] = {"gate", LL_NF},      [LL_UP] = {"up", LL_NF},
+    [LL_H] = {"h", LL_NF},           [LL_DOWN] = {"down", LL_NC},
+};
+const ll_act sz_llama_head_acts[LL_NHEAD] = {
+    [LL_RMSF] = {"rmsf", LL_NC}, [LL_RSTDF] = {"rstdf", LL_N}, [LL_LOGITS] = {"logits", LL_NV},
+    [LL_PROBS] = {"probs", LL_NV}, [LL_LOSSES] = {"losses", LL_N},
+};
+
+const ll_act sz_llama_grad_acts[LL_NGRAD] = {
+    [LL_DRMS1] = {"drms1", LL_NC},  [LL_DRQKV] = {"drqkv", LL_N3C}, [LL_DQKV] = {"dqkv", LL_N3C},
+    [LL_DATTY] = {"datty", LL_NC},  [LL_DATTPROJ] = {"dattproj", LL_NC}, [LL_DRES2] = {"dres2", LL_NC},
+    [LL_DRMS2] = {"drms2", LL_NC},  [LL_DGATE] = {"dgate", LL_NF},  [LL_DUP] = {"dup", LL_NF},
+    [LL_DH] = {"dh", LL_NF},        [LL_DDOWN] = {"ddown", LL_NC},  [LL_DRMSF] = {"drmsf", LL_NC},
+    [LL_DLOGITS] = {"dlogits", LL_NV},
+};
+
+double sz_llama_size(const sz_llama_config *c, ll_size s, int B, int T)
+{
+    double n = (double)B * T;
+    switch (s) {
+    case LL_N: return n;
+    case LL_NC: return n * c->channels;
+    case LL_N3C: return n * 3.0 * c->channels;
+    case LL_NF: return n * c->hidden;
+    case LL_BNHT2: return (double)B * c->heads * (double)T * 2.0;
+    case LL_NV: return n * c->vocab;
+    }
+    return 0;
+}
+
+int sz_llama_hidden(int channels)
+{
+    int64_t f = (8 * (int64_t)channels + 2) / 3;
+    return (int)((f + 31) / 32 * 32);
+}
+
+#define ERR(...) do { if (err) snprintf(err, errlen, __VA_ARGS__); return SZ_ERR_INVALID; } while (0)
+
+sz_status sz_llama_config_validate(const sz_llama_config *c, char *err, size_t errlen)
+{
+    if (!c)
+        ERR("no config");
+    if (c->max_seq < 1 || c->vocab < 1 || c->layers < 1 || c->heads < 1 || c->channels < 1 || c->hidden < 1)
+        ERR("every size must be >= 1 (L=%d H=%d C=%d F=%d V=%d maxT=%d)", c->layers, c->heads, c->channels,
+            c->hidden, c->vocab, c->max_seq);
+    if (c->channels % c->heads)
+        ERR("channels %d are not a multiple of heads %d", c->channels, c->heads);
+    if ((c->channels / c->heads) % 2)
+        ERR("head size %d (channels %d / heads %d) is odd: rotary embedding rotates pairs of channels",
+            c->channels / c->heads, c->channels, c->heads);
+    if (!(c->rope_theta > 0) || !(c->norm_eps >= 0))
+        ERR("rope theta %g must be > 0 and the norm eps %g >= 0", c->rope_theta, c->norm_eps);
+    double C = c->channels, F = c->hidden;
+    double psi = 2.0 * c->vocab * C + c->layers * (2 * C + 4 * C * C + 3 * C * F) + C;
+    if (psi > 9e15 || (double)c->vocab * C > 2e9 || 4.0 * C * C + 3 * C * F > 2e9)
+        ERR("the model is too large (%.3g parameters)", psi);
+    return SZ_OK;
+}
+
+sz_status sz_llama_config_from_string(sz_llama_config *out, const char *spec, int vocab, int max_seq, char *err,
+                                      size_t errlen)
+{
+    int L, H, C;
+    if (!spec)
+        ERR("no model name");
+    if (!strcmp(spec, "d2")) { L = 2; H = 4; C = 128; }
+    else if (!strcmp(spec, "d6")) { L = 6; H = 6; C = 384; }
+    else if (!strcmp(spec, "d12")) { L = 12; H = 12; C = 768; }
+    else {
+        char tail;
+        if (sscanf(spec, "%d,%d,%d%c", &L, &H, &C, &tail) != 3)
+            ERR("model '%s': expected d2, d6, d12 or L,H,C such as 4,4,256", spec);
+    }
+    sz_llama_config c = {.max_seq = max_seq, .vocab = vocab, .layers = L, .heads = H, .channels = C,
+                         .hidden = C > 0 ? sz_llama_hidden(C) : 0, .rope_theta = 10000.0f, .norm_eps = 1e-5f};
+    sz_status st = sz_llama_config_validate(&c, err, errlen);
+    if (st == SZ_OK)
+        *out = c;
+    return st;
+}
+
+int sz_llama_config_format(const sz_llama_config *c, char *buf, size_t buflen)
+{
+    return snprintf(buf, buflen, "L=%d H=%d C=%d F=%d V=%d maxT=%d", c->layers, c->heads, c->channels, c->hidden,
+                    c->vocab, c->max_seq);
+}
+
+int sz_llama_unit_params(const sz_llama_config *c, int unit, sz_param_spec *out)
+{
+    if (!c || !out || unit < 0 || unit > c->layers + 1)
+        return 0;
+    float std = 0.02f, res = 0.02f / sqrtf(2.0f * c->layers);
+    int64_t C = c->channels, F = c->hidden, V = c->vocab;
+    if (unit == 0) {
+        out[0] = (sz_param_spec){"wte", V, C, 1, SZ_INIT_NORMAL, std};
+        return SZ_LLAMA_EMBED_PARAMS;
+    }
+    if (unit == c->layers + 1) {
+        out[0] = (sz_param_spec){"rmsfw", 1, C, 0, SZ_INIT_ONE, 0};
+        out[1] = (sz_param_spec){"lmw", V, C, 1, SZ_INIT_NORMAL, std};
+        return SZ_LLAMA_HEAD_PARAMS;
+    }
+    out[0] = (sz_param_spec){"rms1w", 1, C, 0, SZ_INIT_ONE, 0};
+    out[1] = (sz_param_spec){"qkvw", 3 * C, C, 1, SZ_INIT_NORMAL, std};
+    out[2] = (sz_param_spec){"attprojw", C, C, 1, SZ_INIT_NORMAL, res};
+    out[3] = (sz_param_spec){"rms2w", 1, C, 0, SZ_INIT_ONE, 0};
+    out[4] = (sz_param_spec){"gatew", F, C, 1, SZ_INIT_NORMAL, std};
+    out[5] = (sz_param_spec){"upw", F, C, 1, SZ_INIT_NORMAL, std};
+    out[6] = (sz_param_spec){"downw", C, F, 1, SZ_INIT_NORMAL, res};
+    return SZ_LLAMA_BLOCK_PARAMS;
+}
+
+static int64_t unit_numel(const sz_llama_config *c, int unit)
+{
+    sz_param_spec p[SZ_LLAMA_BLOCK_PARAMS];
+    int n = sz_llama_unit_params(c, unit, p);
+    int64_t s = 0;
+    for (int i = 0; i < n; i++)
+        s += p[i].rows * p[i].cols;
+    return s;
+}
+
+int64_t sz_llama_num_params(const sz_llama_config *c)
+{
+    if (sz_llama_config_validate(c, NULL, 0) != SZ_OK)
+        return -1;
+    return unit_numel(c, 0) + (int64_t)c->layers * unit_numel(c, 1) + unit_numel(c, c->layers + 1);
+}
+
+int64_t sz_llama_largest_unit_numel(const sz_llama_config *c)
+{
+    if (sz_llama_config_validate(c, NULL, 0) != SZ_OK)
+        return -1;
+    int64_t e = unit_numel(c, 0), b = unit_numel(c, 1), h = unit_numel(c, c->layers + 1);
+    int64_t m = e > b ? e : b;
+    return m > h ? m : h;
+}
+
+double sz_llama_activation_bytes(const sz_llama_config *c, int B, int T, int checkpoint, int offload)
+{
+    if (sz_llama_config_validate(c, NULL, 0) != SZ_OK || B < 1 || T < 1 || T > c->max_seq ||
+        (offload && !checkpoint))
+        return -1.0;
+    double block = 0, head = 0, io = sz_llama_size(c, LL_NC, B, T); /* a block's input (its checkpoint) */
+    for (int i = 0; i < LL_NBLOCK; i++)
+        block += sz_llama_size(c, sz_llama_block_acts[i].size, B, T);
+    for (int i = 0; i < LL_NHEAD; i++)
+        head += sz_llama_size(c, sz_llama_head_acts[i].size, B, T);
+    int L = c->layers;
+    double floats;
+    if (!checkpoint) /* embed output + every block's tensors and output + head */
+        floats = io + L * (block + io) + head;
+    else /* every block's input kept (the last block's output is the head's input) + one block + head */
+        floats = (offload ? (L < 3 ? L : 3) : L) * io + io + block + head;
+    return floats * 4.0;
+}
+
+double sz_llama_flops(const sz_llama_config *c, int B, int T)
+{
+    double L = c->layers, C = c->channels, F = c->hidden, tokens = (double)B * T;
+    double matmul = 2.0 * (L * (4.0 * C * C + 3.0 * C * F) + C * c->vocab);
+    double attention = 2.0 * L * T * C;
+    return 3.0 * tokens * (matmul + attention);
+}
+
+int sz_llama_unit_numels(const sz_llama_config *c, int64_t *numel)
+{
+    if (!numel || sz_llama_config_validate(c, NULL, 0) != SZ_OK)
+        return -1;
+    for (int u = 0; u < c->layers + 2; u++)
+        numel[u] = unit_numel(c, u);
+    return c->layers + 2;
+}
+
+static double table_floats(const sz_llama_config *c, const ll_act *t, int n, int B, int T)
+{
+    double s = 0;
+    for (int i = 0; i < n; i++)
+        s += sz_llama_size(c, t[i].size, B, T);
+    return s;
+}
+
+int64_t sz_llama_engine_activation_bytes(const sz_llama_config *c, int B, int T, int checkpoint, int offload,
+                                         int64_t *host_bytes)
+{
+    if (sz_llama_config_validate(c, NULL, 0) != SZ_OK || B < 1 || T < 1 || T > c->max_seq ||
+        (offload && !checkpoint))
+        return -1;
+    double NC = sz_llama_size(c, LL_NC, B, T), L = c->layers;
+    double floats = (L + 1) * NC                                                   /* dres[0..L] */
+                    + NC                                                           /* res[L] */
+                    + (checkpoint ? 1 : L) * table_floats(c, sz_llama_block_acts, LL_NBLOCK, B, T)
+                    + table_floats(c, sz_llama_grad_acts, LL_NGRAD, B, T)
+                    + table_floats(c, sz_llama_head_acts, LL_NHEAD, B, T);
+    double ckpt = L * NC; /* res[0..L-1]: the blocks' inputs */
+    if (host_bytes)
+        *host_bytes = offload ? (int64_t)(ckpt * 4) : 0;
+    return (int64_t)(2 * sz_llama_size(c, LL_N, B, T) * 4 + (floats + (offload ? 0 : ckpt)) * 4);
+}
