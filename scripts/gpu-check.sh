@@ -48,7 +48,7 @@ fi
 mkdir -p "$build" "$logs"
 if [ "$ngpu" = dryrun ]; then
     json build skip '"reason": "dry run: the existing build"'
-elif ! SZ_BUILD_DIR="$build" "$root/scripts/build.sh" -DSZ_USE_CUDA=ON -DSZ_WERROR=ON >"$logs/build.log" 2>&1; then
+elif ! SZ_BUILD_DIR="$build" "$root/scripts/build.sh" -DSZ_USE_CUDA=ON -DSZ_WERROR=ON -DCMAKE_CUDA_ARCHITECTURES="${SZ_CUDA_ARCH:-native}" >"$logs/build.log" 2>&1; then
     fail_part build "\"log\": \"$logs/build.log\""
     exit 1
 else
