@@ -9,6 +9,8 @@
  * Timings belong here, never in pass/fail tests. */
 #define _GNU_SOURCE
 #include <cblas.h>
+#include <cpuid.h>
+#include <oneapi/dnnl/dnnl.h>
 #include <mpi.h>
 #include <sched.h>
 #include <unistd.h>
@@ -132,6 +134,96 @@ static double sgemm_gflops(void)
     return best;
 }
 
+/* oneDNN's matmul at n^3 on all cores (one whole-matrix primitive, its own threading): src and
+ * weights of type dt (bf16 or f32), dst f32, default attributes, 1 warm-up then the best of 3.
+ * impl gets the kernel's name (e.g. brg:avx512_core_amx_bf16). 0 when oneDNN has no kernel. */
+static double onednn_matmul_gflops(dnnl_data_type_t dt, const char **impl)
+{
+    const int64_t n = 2048;
+    dnnl_dims_t dims = {n, n};
+    dnnl_memory_desc_t a_md, b_md, c_md;
+    dnnl_matmul_desc_t md;
+    dnnl_engine_t eng = NULL;
+    dnnl_stream_t stream = NULL;
+    dnnl_primitive_desc_t pd = NULL;
+    dnnl_primitive_t prim = NULL;
+    dnnl_memory_t ma = NULL, mb = NULL, mc = NULL;
+    double best = 0;
+    *impl = "none";
+    size_t esz = dt == dnnl_bf16 ? 2 : 4;
+    char *buf = malloc((size_t)(n * n) * (2 * esz + 4));
+    if (!buf || dnnl_engine_create(&eng, dnnl_cpu, 0) != dnnl_success || dnnl_stream_create(&stream, eng, dnnl_stream_default_flags) != dnnl_success)
+        goto done;
+    for (size_t i = 0; i < (size_t)(n * n) * 2 * esz; i++) /* small values of either type */
+        buf[i] = (char)(i % 2 ? 0x3e : (i * 7) % 5);
+    if (dnnl_memory_desc_init_by_tag(&a_md, 2, dims, dt, dnnl_ab) != dnnl_success ||
+        dnnl_memory_desc_init_by_tag(&b_md, 2, dims, dt, dnnl_ba) != dnnl_success ||
+        dnnl_memory_desc_init_by_tag(&c_md, 2, dims, dnnl_f32, dnnl_ab) != dnnl_success ||
+        dnnl_matmul_desc_init(&md, &a_md, &b_md, NULL, &c_md) != dnnl_success ||
+        dnnl_primitive_desc_create(&pd, &md, NULL, eng, NULL) != dnnl_success || dnnl_primitive_create(&prim, pd) != dnnl_success ||
+        dnnl_memory_create(&ma, &a_md, eng, buf) != dnnl_success ||
+        dnnl_memory_create(&mb, &b_md, eng, buf + (size_t)(n * n) * esz) != dnnl_success ||
+        dnnl_memory_create(&mc, &c_md, eng, buf + (size_t)(n * n) * 2 * esz) != dnnl_success)
+        goto done;
+    const char *name = NULL;
+    if (dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &name) == dnnl_success && name)
+        *impl = strdup(name);
+    dnnl_exec_arg_t args[3] = {{DNNL_ARG_SRC, ma}, {DNNL_ARG_WEIGHTS, mb}, {DNNL_ARG_DST, mc}};
+    for (int rep = -1; rep < 3; rep++) {
+        double t0 = now_s();
+        if (dnnl_primitive_execute(prim, stream, 3, args) != dnnl_success || dnnl_stream_wait(stream) != dnnl_success) {
+            best = 0;
+            break;
+        }
+        double g = 2.0 * n * n * n / (now_s() - t0) / 1e9;
+        best = rep >= 0 && g > best ? g : best;
+    }
+done:
+    if (ma) dnnl_memory_destroy(ma);
+    if (mb) dnnl_memory_destroy(mb);
+    if (mc) dnnl_memory_destroy(mc);
+    if (prim) dnnl_primitive_destroy(prim);
+    if (pd) dnnl_primitive_desc_destroy(pd);
+    if (stream) dnnl_stream_destroy(stream);
+    if (eng) dnnl_engine_destroy(eng);
+    free(buf);
+    return best;
+}
+
+/* AMX (tiles and bf16) as CPUID leaf 7 reports it: EDX bits 24 (AMX-TILE) and 22 (AMX-BF16). */
+static int has_amx(void)
+{
+    unsigned a, b, c, d;
+    if (!__get_cpuid_count(7, 0, &a, &b, &c, &d))
+        return 0;
+    return (d >> 24 & 1) && (d >> 22 & 1);
+}
+
+/* STREAM's triad a = b + s c on all cores, 3 x 8M doubles (192 MB), counted as STREAM does (24 bytes
+ * per element: no write-allocate), best of 5 after one warm-up; GB/s. */
+static double stream_triad_gbps(int threads)
+{
+    const size_t n = (size_t)8 << 20;
+    double *a = malloc(n * sizeof *a), *b = malloc(n * sizeof *b), *c = malloc(n * sizeof *c), best = 0;
+    if (!a || !b || !c) {
+        free(a); free(b); free(c);
+        return 0;
+    }
+#pragma omp parallel for num_threads(threads) schedule(static)
+    for (size_t i = 0; i < n; i++) { a[i] = 0; b[i] = 1; c[i] = 2; } /* first touch by the threads that use them */
+    for (int rep = -1; rep < 5; rep++) {
+        double t0 = now_s();
+#pragma omp parallel for num_threads(threads) schedule(static)
+        for (size_t i = 0; i < n; i++)
+            a[i] = b[i] + 3.0 * c[i];
+        double g = 24.0 * n / (now_s() - t0) / 1e9;
+        best = rep >= 0 && g > best ? g : best;
+    }
+    __asm__ volatile("" ::"r"(a[n / 2]));
+    free(a); free(b); free(c);
+    return best;
+}
+
 int main(int argc, char **argv)
 {
     const char *model = "d12", *precision = "fp32";
@@ -193,7 +285,8 @@ int main(int argc, char **argv)
     MPI_Comm_rank(node, &local_rank);
     MPI_Comm_free(&node);
     const char *isa = __builtin_cpu_supports("avx512f") ? "avx512" : "avx2";
-    double yard[3] = {0, 0, 0};
+    double yard[6] = {0, 0, 0, 0, 0, 0};
+    const char *bf16_impl = "none", *f32_impl = "none";
     if (local_rank == 0) { /* mpirun may have bound us to one core: measure on all of them */
         int online = (int)sysconf(_SC_NPROCESSORS_ONLN);
         cpu_set_t bound, all;
@@ -206,6 +299,9 @@ int main(int argc, char **argv)
         yard[0] = peak_gflops(online, 0);
         yard[1] = sgemm_gflops();
         yard[2] = peak_gflops(online, 1);
+        yard[3] = onednn_matmul_gflops(dnnl_bf16, &bf16_impl);
+        yard[4] = onednn_matmul_gflops(dnnl_f32, &f32_impl);
+        yard[5] = stream_triad_gbps(online);
         sched_setaffinity(0, sizeof bound, &bound);
     }
     quiet_barrier();
@@ -217,7 +313,7 @@ int main(int argc, char **argv)
     sz_topology topo;
     sz_context_topology(ctx, &topo);
     int nd = sz_context_world_size(ctx), rank = sz_context_rank(ctx);
-    sz_context_sum(ctx, yard, 3); /* the node's (or cluster's) peak and sgemm: all nodes together */
+    sz_context_sum(ctx, yard, 6); /* the node's (or cluster's) peak and sgemm: all nodes together */
     double peak = yard[0], sgemm = yard[1], bf16_peak = yard[2];
     sz_zero_config zero = {.stage = stage, .micro_batches = micro, .checkpoint = ckpt, .arenas = arenas,
                            .prefetch_bytes = prefetch,
@@ -299,6 +395,16 @@ int main(int argc, char **argv)
         cJSON_AddNumberToObject(o, "sgemm_gflops", sgemm);
         cJSON_AddNumberToObject(o, "gflops_over_peak", flops / step_s / 1e9 / peak);
         cJSON_AddNumberToObject(o, "bf16_dot_peak_gflops", bf16_peak);
+        cJSON_AddNumberToObject(o, "bf16_matmul_gflops", yard[3]); /* oneDNN bf16 2048^3, all cores */
+        cJSON_AddStringToObject(o, "bf16_matmul_impl", bf16_impl);
+        cJSON_AddNumberToObject(o, "f32_matmul_gflops", yard[4]);  /* oneDNN f32, the same shape */
+        cJSON_AddStringToObject(o, "f32_matmul_impl", f32_impl);
+        cJSON_AddBoolToObject(o, "amx", has_amx());
+        cJSON_AddNumberToObject(o, "stream_gbps", yard[5]);
+        /* the last step's split by the tasks' own timings (zero policy): matmul tasks, and the other
+         * compute tasks (norms, attention, GELU, softmax, optimizer, conversions, zeroing) */
+        cJSON_AddNumberToObject(o, "matmul_ms", reps[0].matmul_task_s * 1e3);
+        cJSON_AddNumberToObject(o, "other_ms", (reps[0].compute_task_s - reps[0].matmul_task_s) * 1e3);
         cJSON_AddNumberToObject(o, "last_loss", loss);
         cJSON_AddNumberToObject(o, "nd", nd);
         cJSON_AddNumberToObject(o, "zero_stage", stage);

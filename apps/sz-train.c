@@ -19,6 +19,7 @@
 #include "opts.h"
 #include "state_io.h"
 #include "lr_schedule.h"
+#include "ds_config.h"
 
 struct opts {
     const char *arch, *init, *config, *train, *val, *save, *precision, *decay, *trace, *save_state, *resume, *lr_schedule;
@@ -75,6 +76,10 @@ static void usage(FILE *f)
             "failures: --timeout SECONDS    a collective that waits longer than max(SECONDS, 5x the slowest step)\n"
             "                               ends the job on every rank, saying which rank it waited for and where\n"
             "                               (default 600; 0: wait forever; exit status 4)\n"
+            "config:   --ds-config FILE     a DeepSpeed JSON config: the keys that map onto these options\n"
+            "                               (micro-batch, accumulation, clipping, AdamW, WarmupLR/WarmupCosineLR,\n"
+            "                               bf16, zero_optimization, activation_checkpointing) become them, each\n"
+            "                               key reported; the command line wins over the file\n"
             "output:   --save FILE          write an llm.c checkpoint (fp32) at the end\n"
             "          --save-state DIR     write the whole training state (parameters, fp32 master, Adam\n"
             "                               state, step, data position), each rank its shard, into\n"
@@ -129,6 +134,51 @@ static int parse_value(struct opts *o, const char *a, const char *v)
     if (!strcmp(a, "--grad-clip")) return sz_opt_real(a, v, 0, 0, inf, 0, &o->grad_clip);
     fprintf(stderr, "sz-train: unknown option %s (see --help)\n", a);
     return -1;
+}
+
+/* --ds-config FILE: the DeepSpeed config's options (apps/common/ds_config.c) go before the command
+ * line's, so the command line wins; rank 0 reports every key on stderr. The arrays stay until exit. */
+static int with_ds_config(int argc, char **argv, int *pargc, char ***pargv)
+{
+    const char *path = NULL;
+    for (int i = 1; i < argc; i++)
+        if (!strcmp(argv[i], "--ds-config")) {
+            if (i + 1 >= argc) {
+                fprintf(stderr, "sz-train: --ds-config needs a value (see --help)\n");
+                return -1;
+            }
+            path = argv[i + 1];
+        }
+    *pargc = argc;
+    *pargv = argv;
+    if (!path)
+        return 0;
+    const char *r = getenv("OMPI_COMM_WORLD_RANK");
+    r = r ? r : getenv("PMIX_RANK") ? getenv("PMIX_RANK") : getenv("PMI_RANK");
+    char **ds = NULL, err[1024];
+    int nds = 0;
+    if (sz_ds_config_read(path, argc, argv, &ds, &nds, !r || !strcmp(r, "0") ? stderr : NULL, err, sizeof err) != 0) {
+        fprintf(stderr, "sz-train: --ds-config %s\n", err);
+        return -1;
+    }
+    char **all = calloc((size_t)argc + (size_t)nds + 1, sizeof *all);
+    if (!all)
+        return -1;
+    int n = 0;
+    all[n++] = argv[0];
+    for (int i = 0; i < nds; i++)
+        all[n++] = ds[i];
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--ds-config")) {
+            i++;
+            continue;
+        }
+        all[n++] = argv[i];
+    }
+    free(ds); /* the strings live on in all[] */
+    *pargc = n;
+    *pargv = all;
+    return 0;
 }
 
 static int parse(int argc, char **argv, struct opts *o)
@@ -629,7 +679,12 @@ int main(int argc, char **argv)
 {
     struct opts o;
     sz_opt_prog("sz-train");
-    if (parse(argc, argv, &o) != 0)
+    char **pargv = NULL;
+    int pargc = 0;
+    if (with_ds_config(argc, argv, &pargc, &pargv) != 0)
+        return 2;
+    int prc = parse(pargc, pargv, &o);
+    if (prc != 0)
         return 2;
     char err[700] = "", stepdir[4096] = "";
     sz_arch_config cfg = {0};

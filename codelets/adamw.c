@@ -5,6 +5,7 @@
 #include "sz_tasks.h"
 #include "starzero_starpu.h"
 #include "sz_kernels.h"
+#include "sz_cuda.h"
 
 struct adamw_args {
     int64_t n;
@@ -33,8 +34,19 @@ static void adamw_cpu(void *b[], void *arg)
         sz_adamw_put_sumsq(norm, a->acc, s);
 }
 
+#if SZ_WITH_CUDA
+static void adamw_cuda(void *b[], void *arg)
+{
+    const struct adamw_args *a = sz_task_params(arg);
+    sz_cuda_task_rc(arg, "adamw",
+                    sz_cuda_adamw(SZ_STREAM, sz_task_ptr(b, arg, P), sz_task_ptr(b, arg, G), sz_task_ptr(b, arg, M),
+                                  sz_task_ptr(b, arg, V), (size_t)a->n, a->t, a->lr, a->beta1, a->beta2, a->eps, a->wd,
+                                  sz_task_ptr(b, arg, SCALE), sz_task_ptr(b, arg, NORM), a->acc));
+}
+#endif
+
 SZ_PERFMODEL(adamw_model, "sz_adamw");
-SZ_CODELET(sz_cl_adamw, adamw_cpu, "adamw", adamw_model);
+SZ_CODELET_CUDA(sz_cl_adamw, adamw_cpu, adamw_cuda, "adamw", adamw_model);
 
 sz_status sz_submit_adamw(struct sz_unit *u, const sz_tensor *p, const sz_tensor *g, const sz_tensor *m,
                           const sz_tensor *v, const sz_tensor *scale, const sz_tensor *norm, int acc,

@@ -5,6 +5,7 @@
 #include "sz_tasks.h"
 #include "starzero_starpu.h"
 #include "sz_kernels.h"
+#include "sz_cuda.h"
 
 struct attention_args {
     int B, T, C, NH;
@@ -28,10 +29,27 @@ static void bwd_cpu(void *b[], void *arg)
         sz_task_fail(arg, "out of memory");
 }
 
+#if SZ_WITH_CUDA
+static void fwd_cuda(void *b[], void *arg)
+{
+    const struct attention_args *a = sz_task_params(arg);
+    sz_cuda_task_rc(arg, "attention_fwd", sz_cuda_attention_fwd(SZ_STREAM, sz_task_ptr(b, arg, 0), sz_task_ptr(b, arg, 1),
+                                                                sz_task_ptr(b, arg, 2), a->B, a->T, a->C, a->NH));
+}
+
+static void bwd_cuda(void *b[], void *arg)
+{
+    const struct attention_args *a = sz_task_params(arg);
+    sz_cuda_task_rc(arg, "attention_bwd",
+                    sz_cuda_attention_bwd(SZ_STREAM, sz_task_ptr(b, arg, 0), sz_task_ptr(b, arg, 1),
+                                          sz_task_ptr(b, arg, 2), sz_task_ptr(b, arg, 3), a->B, a->T, a->C, a->NH));
+}
+#endif
+
 SZ_PERFMODEL(fwd_model, "sz_attention_fwd");
 SZ_PERFMODEL(bwd_model, "sz_attention_bwd");
-SZ_CODELET(sz_cl_attention_fwd, fwd_cpu, "attention_fwd", fwd_model);
-SZ_CODELET(sz_cl_attention_bwd, bwd_cpu, "attention_bwd", bwd_model);
+SZ_CODELET_CUDA(sz_cl_attention_fwd, fwd_cpu, fwd_cuda, "attention_fwd", fwd_model);
+SZ_CODELET_CUDA(sz_cl_attention_bwd, bwd_cpu, bwd_cuda, "attention_bwd", bwd_model);
 
 static sz_status check_shape(sz_unit *u, const char *op, int B, int T, int C, int NH)
 {

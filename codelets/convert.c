@@ -4,6 +4,7 @@
  * one rounding per element. */
 #include "sz_tasks.h"
 #include "starzero_starpu.h"
+#include "sz_cuda.h"
 
 struct convert_args {
     int acc;                   /* 1: dst += src, else dst = src */
@@ -49,8 +50,22 @@ static void convert_cpu(void *b[], void *arg)
         sz_counters_add(a->stats, a->category, a->bytes);
 }
 
+#if SZ_WITH_CUDA
+static void convert_cuda(void *b[], void *arg)
+{
+    const struct convert_args *a = sz_task_params(arg);
+    const sz_task_layout *l = sz_task_layout_of(arg);
+    int h0 = l->dtype[0] == SZ_DTYPE_BF16, h1 = l->dtype[1] == SZ_DTYPE_BF16;
+    if (sz_cuda_task_rc(arg, "convert", sz_cuda_convert(SZ_STREAM, sz_task_ptr(b, arg, 0), h0, sz_task_ptr(b, arg, 1),
+                                                        h1, (size_t)l->numel[0], a->acc)))
+        return;
+    if (a->stats && a->bytes)
+        sz_counters_add(a->stats, a->category, a->bytes);
+}
+#endif
+
 SZ_PERFMODEL(convert_model, "sz_convert");
-SZ_CODELET(sz_cl_convert, convert_cpu, "convert", convert_model);
+SZ_CODELET_CUDA(sz_cl_convert, convert_cpu, convert_cuda, "convert", convert_model);
 
 /* dst (W, or RW when acc) <- src converting between fp32 and bf16; the write that allocates a
  * working copy counts `bytes` of `category` as live, and writes the token so it stays in order

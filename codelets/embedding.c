@@ -5,6 +5,7 @@
 #include "starzero_starpu.h"
 #include "sz_kernels.h"
 #include "sz_tasks.h"
+#include "sz_cuda.h"
 
 struct embedding_args {
     int N, C, V;
@@ -30,12 +31,32 @@ static void bwd_cpu(void *b[], void *arg)
                      (long long)bad, a->V);
 }
 
+#if SZ_WITH_CUDA
+static void fwd_cuda(void *b[], void *arg)
+{
+    const struct embedding_args *a = sz_task_params(arg);
+    const int *tok = sz_task_ptr(b, arg, 1);
+    if (sz_cuda_check_ids(arg, "token", tok, a->N, a->V))
+        return;
+    sz_cuda_task_rc(arg, "embedding_fwd", sz_cuda_embedding_fwd(SZ_STREAM, sz_task_ptr(b, arg, 0), tok,
+                                                                sz_task_ptr(b, arg, 2), a->N, a->C, a->V));
+}
+
+static void bwd_cuda(void *b[], void *arg)
+{
+    const struct embedding_args *a = sz_task_params(arg);
+    const int *tok = sz_task_ptr(b, arg, 2);
+    if (sz_cuda_check_ids(arg, "token", tok, a->N, a->V))
+        return;
+    sz_cuda_task_rc(arg, "embedding_bwd", sz_cuda_embedding_bwd(SZ_STREAM, sz_task_ptr(b, arg, 0),
+                                                                sz_task_ptr(b, arg, 1), tok, a->N, a->C, a->V));
+}
+#endif
+
 static struct starpu_perfmodel fwd_model = {.type = STARPU_HISTORY_BASED, .symbol = "sz_embedding_fwd"};
 static struct starpu_perfmodel bwd_model = {.type = STARPU_HISTORY_BASED, .symbol = "sz_embedding_bwd"};
-struct starpu_codelet sz_cl_embedding_fwd = {.cpu_funcs = {fwd_cpu}, .nbuffers = STARPU_VARIABLE_NBUFFERS,
-    .name = "embedding_fwd", .model = &fwd_model};
-struct starpu_codelet sz_cl_embedding_bwd = {.cpu_funcs = {bwd_cpu}, .nbuffers = STARPU_VARIABLE_NBUFFERS,
-    .name = "embedding_bwd", .model = &bwd_model};
+SZ_CODELET_CUDA(sz_cl_embedding_fwd, fwd_cpu, fwd_cuda, "embedding_fwd", fwd_model);
+SZ_CODELET_CUDA(sz_cl_embedding_bwd, bwd_cpu, bwd_cuda, "embedding_bwd", bwd_model);
 
 sz_status sz_op_embedding_fwd(sz_unit *u, sz_tensor *out, sz_tensor *tokens, sz_tensor *wte, int N, int C, int V)
 {

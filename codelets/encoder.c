@@ -4,6 +4,7 @@
 #include "sz_tasks.h"
 #include "starzero_starpu.h"
 #include "sz_kernels.h"
+#include "sz_cuda.h"
 
 struct encoder_args {
     int B, T, C;
@@ -32,10 +33,32 @@ static void bwd_cpu(void *b[], void *arg)
                      a->B, a->T, a->C);
 }
 
+#if SZ_WITH_CUDA
+static void fwd_cuda(void *b[], void *arg)
+{
+    const struct encoder_args *a = sz_task_params(arg);
+    const int *tok = sz_task_ptr(b, arg, FWD_TOK);
+    if (sz_cuda_check_ids(arg, "token", tok, (int64_t)a->B * a->T, a->V))
+        return;
+    sz_cuda_task_rc(arg, "encoder_fwd", sz_cuda_encoder_fwd(SZ_STREAM, sz_task_ptr(b, arg, FWD_OUT), tok,
+                                                            sz_task_ptr(b, arg, FWD_WTE), sz_task_ptr(b, arg, FWD_WPE),
+                                                            a->B, a->T, a->C));
+}
+
+/* The forward checked the same tokens; out-of-range ids are skipped by the kernel anyway. */
+static void bwd_cuda(void *b[], void *arg)
+{
+    const struct encoder_args *a = sz_task_params(arg);
+    sz_cuda_task_rc(arg, "encoder_bwd", sz_cuda_encoder_bwd(SZ_STREAM, sz_task_ptr(b, arg, BWD_DWTE),
+                                                            sz_task_ptr(b, arg, BWD_DWPE), sz_task_ptr(b, arg, BWD_DOUT),
+                                                            sz_task_ptr(b, arg, BWD_TOK), a->B, a->T, a->C));
+}
+#endif
+
 SZ_PERFMODEL(fwd_model, "sz_encoder_fwd");
 SZ_PERFMODEL(bwd_model, "sz_encoder_bwd");
-SZ_CODELET(sz_cl_encoder_fwd, fwd_cpu, "encoder_fwd", fwd_model);
-SZ_CODELET(sz_cl_encoder_bwd, bwd_cpu, "encoder_bwd", bwd_model);
+SZ_CODELET_CUDA(sz_cl_encoder_fwd, fwd_cpu, fwd_cuda, "encoder_fwd", fwd_model);
+SZ_CODELET_CUDA(sz_cl_encoder_bwd, bwd_cpu, bwd_cuda, "encoder_bwd", bwd_model);
 
 /* The vocabulary: wte's rows (at least one). */
 static int64_t vocab(const sz_tensor *wte, int C) { return wte && C > 0 ? wte->numel / C : 0; }

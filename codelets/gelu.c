@@ -3,6 +3,7 @@
 #include "sz_tasks.h"
 #include "starzero_starpu.h"
 #include "sz_kernels.h"
+#include "sz_cuda.h"
 
 struct gelu_args {
     int64_t n;
@@ -20,10 +21,25 @@ static void bwd_cpu(void *b[], void *arg)
     sz_k_gelu_bwd(sz_task_ptr(b, arg, 0), sz_task_ptr(b, arg, 1), sz_task_ptr(b, arg, 2), (size_t)a->n);
 }
 
+#if SZ_WITH_CUDA
+static void fwd_cuda(void *b[], void *arg)
+{
+    const struct gelu_args *a = sz_task_params(arg);
+    sz_cuda_task_rc(arg, "gelu_fwd", sz_cuda_gelu_fwd(SZ_STREAM, sz_task_ptr(b, arg, 0), sz_task_ptr(b, arg, 1), (size_t)a->n));
+}
+
+static void bwd_cuda(void *b[], void *arg)
+{
+    const struct gelu_args *a = sz_task_params(arg);
+    sz_cuda_task_rc(arg, "gelu_bwd", sz_cuda_gelu_bwd(SZ_STREAM, sz_task_ptr(b, arg, 0), sz_task_ptr(b, arg, 1),
+                                                      sz_task_ptr(b, arg, 2), (size_t)a->n));
+}
+#endif
+
 SZ_PERFMODEL(fwd_model, "sz_gelu_fwd");
 SZ_PERFMODEL(bwd_model, "sz_gelu_bwd");
-SZ_CODELET(sz_cl_gelu_fwd, fwd_cpu, "gelu_fwd", fwd_model);
-SZ_CODELET(sz_cl_gelu_bwd, bwd_cpu, "gelu_bwd", bwd_model);
+SZ_CODELET_CUDA(sz_cl_gelu_fwd, fwd_cpu, fwd_cuda, "gelu_fwd", fwd_model);
+SZ_CODELET_CUDA(sz_cl_gelu_bwd, bwd_cpu, bwd_cuda, "gelu_bwd", bwd_model);
 
 sz_status sz_op_gelu_fwd(sz_unit *u, sz_tensor *out, sz_tensor *inp, int64_t n)
 {

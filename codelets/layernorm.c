@@ -4,6 +4,7 @@
 #include "sz_tasks.h"
 #include "starzero_starpu.h"
 #include "sz_kernels.h"
+#include "sz_cuda.h"
 
 struct layernorm_args {
     int N, C;
@@ -27,10 +28,31 @@ static void bwd_cpu(void *b[], void *arg)
                        sz_task_ptr(b, arg, BWD_MEAN), sz_task_ptr(b, arg, BWD_RSTD), a->N, a->C);
 }
 
+#if SZ_WITH_CUDA
+static void fwd_cuda(void *b[], void *arg)
+{
+    const struct layernorm_args *a = sz_task_params(arg);
+    sz_cuda_task_rc(arg, "layernorm_fwd",
+                    sz_cuda_layernorm_fwd(SZ_STREAM, sz_task_ptr(b, arg, FWD_OUT), sz_task_ptr(b, arg, FWD_MEAN),
+                                          sz_task_ptr(b, arg, FWD_RSTD), sz_task_ptr(b, arg, FWD_INP),
+                                          sz_task_ptr(b, arg, FWD_W), sz_task_ptr(b, arg, FWD_B), a->N, a->C));
+}
+
+static void bwd_cuda(void *b[], void *arg)
+{
+    const struct layernorm_args *a = sz_task_params(arg);
+    sz_cuda_task_rc(arg, "layernorm_bwd",
+                    sz_cuda_layernorm_bwd(SZ_STREAM, sz_task_ptr(b, arg, BWD_DINP), sz_task_ptr(b, arg, BWD_DW),
+                                          sz_task_ptr(b, arg, BWD_DB), sz_task_ptr(b, arg, BWD_DOUT),
+                                          sz_task_ptr(b, arg, BWD_INP), sz_task_ptr(b, arg, BWD_W),
+                                          sz_task_ptr(b, arg, BWD_MEAN), sz_task_ptr(b, arg, BWD_RSTD), a->N, a->C));
+}
+#endif
+
 SZ_PERFMODEL(fwd_model, "sz_layernorm_fwd");
 SZ_PERFMODEL(bwd_model, "sz_layernorm_bwd");
-SZ_CODELET(sz_cl_layernorm_fwd, fwd_cpu, "layernorm_fwd", fwd_model);
-SZ_CODELET(sz_cl_layernorm_bwd, bwd_cpu, "layernorm_bwd", bwd_model);
+SZ_CODELET_CUDA(sz_cl_layernorm_fwd, fwd_cpu, fwd_cuda, "layernorm_fwd", fwd_model);
+SZ_CODELET_CUDA(sz_cl_layernorm_bwd, bwd_cpu, bwd_cuda, "layernorm_bwd", bwd_model);
 
 static sz_status check_shape(sz_unit *u, const char *op, int N, int C)
 {

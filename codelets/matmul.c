@@ -4,6 +4,7 @@
 #include "sz_tasks.h"
 #include "starzero_starpu.h"
 #include "sz_kernels.h"
+#include "sz_cuda.h"
 
 struct matmul_args {
     int N, C, OC;
@@ -30,10 +31,31 @@ static void bwd_cpu(void *b[], void *arg)
         sz_task_fail(arg, "out of memory");
 }
 
+#if SZ_WITH_CUDA
+static void fwd_cuda(void *b[], void *arg)
+{
+    const struct matmul_args *a = sz_task_params(arg);
+    sz_cuda_task_rc(arg, "matmul_fwd",
+                    sz_cuda_matmul_fwd(starpu_cublas_get_local_handle(), SZ_STREAM, sz_task_ptr(b, arg, FWD_OUT),
+                                       sz_task_ptr(b, arg, FWD_INP), sz_task_ptr(b, arg, FWD_W),
+                                       sz_task_ptr(b, arg, FWD_B), a->N, a->C, a->OC));
+}
+
+static void bwd_cuda(void *b[], void *arg)
+{
+    const struct matmul_args *a = sz_task_params(arg);
+    sz_cuda_task_rc(arg, "matmul_bwd",
+                    sz_cuda_matmul_bwd(starpu_cublas_get_local_handle(), SZ_STREAM, sz_task_ptr(b, arg, BWD_DINP),
+                                       sz_task_ptr(b, arg, BWD_DW), sz_task_ptr(b, arg, BWD_DB),
+                                       sz_task_ptr(b, arg, BWD_DOUT), sz_task_ptr(b, arg, BWD_INP),
+                                       sz_task_ptr(b, arg, BWD_W), a->N, a->C, a->OC));
+}
+#endif
+
 SZ_PERFMODEL(fwd_model, "sz_matmul_fwd");
 SZ_PERFMODEL(bwd_model, "sz_matmul_bwd");
-SZ_CODELET(sz_cl_matmul_fwd, fwd_cpu, "matmul_fwd", fwd_model);
-SZ_CODELET(sz_cl_matmul_bwd, bwd_cpu, "matmul_bwd", bwd_model);
+SZ_CODELET_CUDA(sz_cl_matmul_fwd, fwd_cpu, fwd_cuda, "matmul_fwd", fwd_model);
+SZ_CODELET_CUDA(sz_cl_matmul_bwd, bwd_cpu, bwd_cuda, "matmul_bwd", bwd_model);
 
 static sz_status check_shape(sz_unit *u, const char *op, int N, int C, int OC)
 {

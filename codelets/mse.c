@@ -5,6 +5,7 @@
 #include "starzero_starpu.h"
 #include "sz_kernels.h"
 #include "sz_tasks.h"
+#include "sz_cuda.h"
 
 struct mse_args {
     int N, C;
@@ -23,12 +24,26 @@ static void bwd_cpu(void *b[], void *arg)
     sz_k_mse_bwd(sz_task_ptr(b, arg, 0), sz_task_ptr(b, arg, 1), sz_task_ptr(b, arg, 2), a->scale, a->N, a->C);
 }
 
+#if SZ_WITH_CUDA
+static void fwd_cuda(void *b[], void *arg)
+{
+    const struct mse_args *a = sz_task_params(arg);
+    sz_cuda_task_rc(arg, "mse_fwd", sz_cuda_mse_fwd(SZ_STREAM, sz_task_ptr(b, arg, 0), sz_task_ptr(b, arg, 1),
+                                                    sz_task_ptr(b, arg, 2), a->N, a->C));
+}
+
+static void bwd_cuda(void *b[], void *arg)
+{
+    const struct mse_args *a = sz_task_params(arg);
+    sz_cuda_task_rc(arg, "mse_bwd", sz_cuda_mse_bwd(SZ_STREAM, sz_task_ptr(b, arg, 0), sz_task_ptr(b, arg, 1),
+                                                    sz_task_ptr(b, arg, 2), a->scale, a->N, a->C));
+}
+#endif
+
 static struct starpu_perfmodel fwd_model = {.type = STARPU_HISTORY_BASED, .symbol = "sz_mse_fwd"};
 static struct starpu_perfmodel bwd_model = {.type = STARPU_HISTORY_BASED, .symbol = "sz_mse_bwd"};
-struct starpu_codelet sz_cl_mse_fwd = {.cpu_funcs = {fwd_cpu}, .nbuffers = STARPU_VARIABLE_NBUFFERS,
-    .name = "mse_fwd", .model = &fwd_model};
-struct starpu_codelet sz_cl_mse_bwd = {.cpu_funcs = {bwd_cpu}, .nbuffers = STARPU_VARIABLE_NBUFFERS,
-    .name = "mse_bwd", .model = &bwd_model};
+SZ_CODELET_CUDA(sz_cl_mse_fwd, fwd_cpu, fwd_cuda, "mse_fwd", fwd_model);
+SZ_CODELET_CUDA(sz_cl_mse_bwd, bwd_cpu, bwd_cuda, "mse_bwd", bwd_model);
 
 sz_status sz_op_mse_fwd(sz_unit *u, sz_tensor *losses, sz_tensor *pred, sz_tensor *target, int N, int C)
 {

@@ -3,6 +3,7 @@
 #include "starzero_starpu.h"
 #include "sz_kernels.h"
 #include "sz_tasks.h"
+#include "sz_cuda.h"
 
 struct mul_args {
     int64_t n;
@@ -21,12 +22,27 @@ static void bwd_cpu(void *b[], void *arg)
                  sz_task_ptr(b, arg, 4), (size_t)a->n);
 }
 
+#if SZ_WITH_CUDA
+static void fwd_cuda(void *b[], void *arg)
+{
+    const struct mul_args *a = sz_task_params(arg);
+    sz_cuda_task_rc(arg, "mul_fwd", sz_cuda_mul_fwd(SZ_STREAM, sz_task_ptr(b, arg, 0), sz_task_ptr(b, arg, 1),
+                                                    sz_task_ptr(b, arg, 2), (size_t)a->n));
+}
+
+static void bwd_cuda(void *b[], void *arg)
+{
+    const struct mul_args *a = sz_task_params(arg);
+    sz_cuda_task_rc(arg, "mul_bwd", sz_cuda_mul_bwd(SZ_STREAM, sz_task_ptr(b, arg, 0), sz_task_ptr(b, arg, 1),
+                                                    sz_task_ptr(b, arg, 2), sz_task_ptr(b, arg, 3),
+                                                    sz_task_ptr(b, arg, 4), (size_t)a->n));
+}
+#endif
+
 static struct starpu_perfmodel fwd_model = {.type = STARPU_HISTORY_BASED, .symbol = "sz_mul_fwd"};
 static struct starpu_perfmodel bwd_model = {.type = STARPU_HISTORY_BASED, .symbol = "sz_mul_bwd"};
-struct starpu_codelet sz_cl_mul_fwd = {.cpu_funcs = {fwd_cpu}, .nbuffers = STARPU_VARIABLE_NBUFFERS,
-    .name = "mul_fwd", .model = &fwd_model};
-struct starpu_codelet sz_cl_mul_bwd = {.cpu_funcs = {bwd_cpu}, .nbuffers = STARPU_VARIABLE_NBUFFERS,
-    .name = "mul_bwd", .model = &bwd_model};
+SZ_CODELET_CUDA(sz_cl_mul_fwd, fwd_cpu, fwd_cuda, "mul_fwd", fwd_model);
+SZ_CODELET_CUDA(sz_cl_mul_bwd, bwd_cpu, bwd_cuda, "mul_bwd", bwd_model);
 
 sz_status sz_op_mul_fwd(sz_unit *u, sz_tensor *out, sz_tensor *a, sz_tensor *b, int64_t n)
 {

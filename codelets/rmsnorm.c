@@ -3,6 +3,7 @@
 #include "starzero_starpu.h"
 #include "sz_kernels.h"
 #include "sz_tasks.h"
+#include "sz_cuda.h"
 
 struct rmsnorm_args {
     int N, C;
@@ -23,12 +24,28 @@ static void bwd_cpu(void *b[], void *arg)
                      sz_task_ptr(b, arg, 4), sz_task_ptr(b, arg, 5), a->N, a->C);
 }
 
+#if SZ_WITH_CUDA
+static void fwd_cuda(void *b[], void *arg)
+{
+    const struct rmsnorm_args *a = sz_task_params(arg);
+    sz_cuda_task_rc(arg, "rmsnorm_fwd", sz_cuda_rmsnorm_fwd(SZ_STREAM, sz_task_ptr(b, arg, 0), sz_task_ptr(b, arg, 1),
+                                                            sz_task_ptr(b, arg, 2), sz_task_ptr(b, arg, 3), a->N, a->C,
+                                                            a->eps));
+}
+
+static void bwd_cuda(void *b[], void *arg)
+{
+    const struct rmsnorm_args *a = sz_task_params(arg);
+    sz_cuda_task_rc(arg, "rmsnorm_bwd", sz_cuda_rmsnorm_bwd(SZ_STREAM, sz_task_ptr(b, arg, 0), sz_task_ptr(b, arg, 1),
+                                                            sz_task_ptr(b, arg, 2), sz_task_ptr(b, arg, 3),
+                                                            sz_task_ptr(b, arg, 4), sz_task_ptr(b, arg, 5), a->N, a->C));
+}
+#endif
+
 static struct starpu_perfmodel fwd_model = {.type = STARPU_HISTORY_BASED, .symbol = "sz_rmsnorm_fwd"};
 static struct starpu_perfmodel bwd_model = {.type = STARPU_HISTORY_BASED, .symbol = "sz_rmsnorm_bwd"};
-struct starpu_codelet sz_cl_rmsnorm_fwd = {.cpu_funcs = {fwd_cpu}, .nbuffers = STARPU_VARIABLE_NBUFFERS,
-    .name = "rmsnorm_fwd", .model = &fwd_model};
-struct starpu_codelet sz_cl_rmsnorm_bwd = {.cpu_funcs = {bwd_cpu}, .nbuffers = STARPU_VARIABLE_NBUFFERS,
-    .name = "rmsnorm_bwd", .model = &bwd_model};
+SZ_CODELET_CUDA(sz_cl_rmsnorm_fwd, fwd_cpu, fwd_cuda, "rmsnorm_fwd", fwd_model);
+SZ_CODELET_CUDA(sz_cl_rmsnorm_bwd, bwd_cpu, bwd_cuda, "rmsnorm_bwd", bwd_model);
 
 sz_status sz_op_rmsnorm_fwd(sz_unit *u, sz_tensor *out, sz_tensor *rstd, sz_tensor *inp, sz_tensor *w, int N, int C,
                             float eps)

@@ -4,6 +4,7 @@
 #include "starzero_starpu.h"
 #include "sz_kernels.h"
 #include "sz_tasks.h"
+#include "sz_cuda.h"
 
 struct rope_args {
     int B, T, C, NH;
@@ -24,12 +25,26 @@ static void bwd_cpu(void *b[], void *arg)
         sz_task_fail(arg, "rope_bwd: out of memory for the cos/sin table (T = %d)", a->T);
 }
 
+#if SZ_WITH_CUDA
+static void fwd_cuda(void *b[], void *arg)
+{
+    const struct rope_args *a = sz_task_params(arg);
+    sz_cuda_task_rc(arg, "rope_fwd", sz_cuda_rope_fwd(SZ_STREAM, sz_task_ptr(b, arg, 0), sz_task_ptr(b, arg, 1), a->B,
+                                                      a->T, a->C, a->NH, a->theta));
+}
+
+static void bwd_cuda(void *b[], void *arg)
+{
+    const struct rope_args *a = sz_task_params(arg);
+    sz_cuda_task_rc(arg, "rope_bwd", sz_cuda_rope_bwd(SZ_STREAM, sz_task_ptr(b, arg, 0), sz_task_ptr(b, arg, 1), a->B,
+                                                      a->T, a->C, a->NH, a->theta));
+}
+#endif
+
 static struct starpu_perfmodel fwd_model = {.type = STARPU_HISTORY_BASED, .symbol = "sz_rope_fwd"};
 static struct starpu_perfmodel bwd_model = {.type = STARPU_HISTORY_BASED, .symbol = "sz_rope_bwd"};
-struct starpu_codelet sz_cl_rope_fwd = {.cpu_funcs = {fwd_cpu}, .nbuffers = STARPU_VARIABLE_NBUFFERS,
-    .name = "rope_fwd", .model = &fwd_model};
-struct starpu_codelet sz_cl_rope_bwd = {.cpu_funcs = {bwd_cpu}, .nbuffers = STARPU_VARIABLE_NBUFFERS,
-    .name = "rope_bwd", .model = &bwd_model};
+SZ_CODELET_CUDA(sz_cl_rope_fwd, fwd_cpu, fwd_cuda, "rope_fwd", fwd_model);
+SZ_CODELET_CUDA(sz_cl_rope_bwd, bwd_cpu, bwd_cuda, "rope_bwd", bwd_model);
 
 static sz_status check(sz_unit *u, const char *op, int B, int T, int C, int NH, float theta)
 {

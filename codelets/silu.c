@@ -3,6 +3,7 @@
 #include "starzero_starpu.h"
 #include "sz_kernels.h"
 #include "sz_tasks.h"
+#include "sz_cuda.h"
 
 struct silu_args {
     int64_t n;
@@ -20,12 +21,25 @@ static void bwd_cpu(void *b[], void *arg)
     sz_k_silu_bwd(sz_task_ptr(b, arg, 0), sz_task_ptr(b, arg, 1), sz_task_ptr(b, arg, 2), (size_t)a->n);
 }
 
+#if SZ_WITH_CUDA
+static void fwd_cuda(void *b[], void *arg)
+{
+    const struct silu_args *a = sz_task_params(arg);
+    sz_cuda_task_rc(arg, "silu_fwd", sz_cuda_silu_fwd(SZ_STREAM, sz_task_ptr(b, arg, 0), sz_task_ptr(b, arg, 1), (size_t)a->n));
+}
+
+static void bwd_cuda(void *b[], void *arg)
+{
+    const struct silu_args *a = sz_task_params(arg);
+    sz_cuda_task_rc(arg, "silu_bwd", sz_cuda_silu_bwd(SZ_STREAM, sz_task_ptr(b, arg, 0), sz_task_ptr(b, arg, 1),
+                                                      sz_task_ptr(b, arg, 2), (size_t)a->n));
+}
+#endif
+
 static struct starpu_perfmodel fwd_model = {.type = STARPU_HISTORY_BASED, .symbol = "sz_silu_fwd"};
 static struct starpu_perfmodel bwd_model = {.type = STARPU_HISTORY_BASED, .symbol = "sz_silu_bwd"};
-struct starpu_codelet sz_cl_silu_fwd = {.cpu_funcs = {fwd_cpu}, .nbuffers = STARPU_VARIABLE_NBUFFERS,
-    .name = "silu_fwd", .model = &fwd_model};
-struct starpu_codelet sz_cl_silu_bwd = {.cpu_funcs = {bwd_cpu}, .nbuffers = STARPU_VARIABLE_NBUFFERS,
-    .name = "silu_bwd", .model = &bwd_model};
+SZ_CODELET_CUDA(sz_cl_silu_fwd, fwd_cpu, fwd_cuda, "silu_fwd", fwd_model);
+SZ_CODELET_CUDA(sz_cl_silu_bwd, bwd_cpu, bwd_cuda, "silu_bwd", bwd_model);
 
 sz_status sz_op_silu_fwd(sz_unit *u, sz_tensor *out, sz_tensor *inp, int64_t n)
 {

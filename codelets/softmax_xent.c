@@ -7,6 +7,7 @@
 #include "sz_tasks.h"
 #include "starzero_starpu.h"
 #include "sz_kernels.h"
+#include "sz_cuda.h"
 
 struct softmax_xent_args {
     int N, V, Vp;
@@ -43,10 +44,32 @@ static void bwd_cpu(void *b[], void *arg)
     free(dloss);
 }
 
+#if SZ_WITH_CUDA
+static void fwd_cuda(void *b[], void *arg)
+{
+    const struct softmax_xent_args *a = sz_task_params(arg);
+    const int *targets = sz_task_ptr(b, arg, FWD_TARGETS);
+    if (sz_cuda_check_ids(arg, "target", targets, a->N, a->V))
+        return;
+    sz_cuda_task_rc(arg, "softmax_xent_fwd",
+                    sz_cuda_softmax_xent_fwd(SZ_STREAM, sz_task_ptr(b, arg, FWD_PROBS), sz_task_ptr(b, arg, FWD_LOSSES),
+                                             sz_task_ptr(b, arg, FWD_LOGITS), targets, a->N, a->V, a->Vp));
+}
+
+/* The forward checked the same targets. */
+static void bwd_cuda(void *b[], void *arg)
+{
+    const struct softmax_xent_args *a = sz_task_params(arg);
+    sz_cuda_task_rc(arg, "softmax_xent_bwd",
+                    sz_cuda_softmax_xent_bwd(SZ_STREAM, sz_task_ptr(b, arg, BWD_DLOGITS), sz_task_ptr(b, arg, BWD_PROBS),
+                                             sz_task_ptr(b, arg, BWD_TARGETS), NULL, a->scale, a->N, a->V, a->Vp));
+}
+#endif
+
 SZ_PERFMODEL(fwd_model, "sz_softmax_xent_fwd");
 SZ_PERFMODEL(bwd_model, "sz_softmax_xent_bwd");
-SZ_CODELET(sz_cl_softmax_xent_fwd, fwd_cpu, "softmax_xent_fwd", fwd_model);
-SZ_CODELET(sz_cl_softmax_xent_bwd, bwd_cpu, "softmax_xent_bwd", bwd_model);
+SZ_CODELET_CUDA(sz_cl_softmax_xent_fwd, fwd_cpu, fwd_cuda, "softmax_xent_fwd", fwd_model);
+SZ_CODELET_CUDA(sz_cl_softmax_xent_bwd, bwd_cpu, bwd_cuda, "softmax_xent_bwd", bwd_model);
 
 static sz_status check_shape(sz_unit *u, const char *op, int N, int V, int Vp)
 {

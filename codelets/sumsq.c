@@ -4,6 +4,7 @@
 #include "sz_tasks.h"
 #include "starzero_starpu.h"
 #include "sz_kernels.h"
+#include "sz_cuda.h"
 
 static void sumsq_cpu(void *b[], void *arg)
 {
@@ -16,8 +17,17 @@ static void sumsq_cpu(void *b[], void *arg)
     *(float *)sz_task_ptr(b, arg, 0) = (float)s;
 }
 
+#if SZ_WITH_CUDA
+static void sumsq_cuda(void *b[], void *arg)
+{
+    const sz_task_layout *l = sz_task_layout_of(arg);
+    sz_cuda_task_rc(arg, "sumsq", sz_cuda_sumsq(SZ_STREAM, sz_task_ptr(b, arg, 0), sz_task_ptr(b, arg, 1),
+                                                l->dtype[1] == SZ_DTYPE_BF16, l->numel[1], 0));
+}
+#endif
+
 SZ_PERFMODEL(sumsq_model, "sz_sumsq");
-SZ_CODELET(sz_cl_sumsq, sumsq_cpu, "sumsq", sumsq_model);
+SZ_CODELET_CUDA(sz_cl_sumsq, sumsq_cpu, sumsq_cuda, "sumsq", sumsq_model);
 
 sz_status sz_submit_sumsq(struct sz_unit *u, const sz_tensor *out, const sz_tensor *x, const char *name)
 {

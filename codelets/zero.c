@@ -4,6 +4,7 @@
 #include <string.h>
 #include "sz_tasks.h"
 #include "starzero_starpu.h"
+#include "sz_cuda.h"
 
 struct zero_args {
     struct sz_counters *stats; /* non-NULL: `bytes` of `category` become live when it runs */
@@ -20,8 +21,21 @@ static void zero_cpu(void *b[], void *arg)
         sz_counters_add(a->stats, a->category, a->bytes);
 }
 
+#if SZ_WITH_CUDA
+static void zero_cuda(void *b[], void *arg)
+{
+    const struct zero_args *a = sz_task_params(arg);
+    const sz_task_layout *l = sz_task_layout_of(arg);
+    if (sz_cuda_task_rc(arg, "zero", sz_cuda_zero(SZ_STREAM, sz_task_ptr(b, arg, 0),
+                                                  (size_t)l->numel[0] * sz_dtype_size((sz_dtype)l->dtype[0]))))
+        return;
+    if (a->stats)
+        sz_counters_add(a->stats, a->category, a->bytes);
+}
+#endif
+
 SZ_PERFMODEL(zero_model, "sz_zero");
-SZ_CODELET(sz_cl_zero, zero_cpu, "zero", zero_model);
+SZ_CODELET_CUDA(sz_cl_zero, zero_cpu, zero_cuda, "zero", zero_model);
 
 /* With `token` (a model's communication token), the zeroing that allocates a unit's gradients is
  * ordered after the earlier reduce-scatters, bounding the gradients in flight. */

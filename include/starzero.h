@@ -504,6 +504,8 @@ typedef struct sz_memory_report {
                                           compute ran too (measured by the zero policy; -1: other policy) */
     double comm_task_s, compute_task_s; /* last step: seconds communication tasks ran, and the
                                           seconds any compute task ran (the union) */
+    double matmul_task_s;              /* last step: seconds the matmul tasks (forward and backward)
+                                          ran, summed over tasks (zero policy; else 0) */
     int ntimeline;                     /* last step: live transient bytes over time, at most 64 points */
     double timeline_ms[64];            /*   ms since the step began */
     int64_t timeline_bytes[64];        /*   transient bytes alive then (persistent ones come on top) */

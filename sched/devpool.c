@@ -28,6 +28,7 @@ static struct {
     size_t bytes;
     sz_pool *pool;
     int fd;             /* the memfd behind base until the peers have mapped it; -1 otherwise */
+    int shmem;          /* base is a shared (memfd) mapping */
     int nranks;         /* > 0: peer[p] maps rank p's pool (peer[rank] == base) */
     char **peer;
     size_t *peer_bytes;
@@ -49,6 +50,22 @@ void *sz_devpool_alloc(size_t bytes, int arena)
     }
     pthread_mutex_unlock(&devpool.lock);
     return p;
+}
+
+/* Zero a block without committing memory: whole pages are handed back to the kernel (they read
+ * as zeros and commit again only when written), so a model's tensors cost nothing until its budget
+ * check has passed and its first step touches them. The ragged ends, and memory outside the pool,
+ * are cleared by memset. */
+void sz_devpool_zero(void *p, size_t bytes)
+{
+    uintptr_t pg = (uintptr_t)sysconf(_SC_PAGESIZE), a = (uintptr_t)p, b = a + bytes;
+    uintptr_t lo = (a + pg - 1) & ~(pg - 1), hi = b & ~(pg - 1);
+    if (!inside(p) || hi <= lo || madvise((void *)lo, hi - lo, devpool.shmem ? MADV_REMOVE : MADV_DONTNEED) != 0) {
+        memset(p, 0, bytes);
+        return;
+    }
+    memset(p, 0, lo - a);
+    memset((void *)hi, 0, b - hi);
 }
 
 int sz_devpool_release(void *p)
@@ -113,6 +130,7 @@ static void *reserve(size_t bytes, int shared)
         close(devpool.fd);
         devpool.fd = -1;
     }
+    devpool.shmem = devpool.fd >= 0;
     if (devpool.fd >= 0)
         return mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, devpool.fd, 0);
     return mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);

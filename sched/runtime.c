@@ -7,6 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <starpu.h>
+#if defined(SZ_HAVE_CUDA) && defined(STARPU_USE_CUDA)
+#include <starpu_cublas_v2.h>
+#endif
 #include <starpu_mpi.h>
 #include <omp.h>
 #include <sys/stat.h>
@@ -242,6 +245,11 @@ sz_status sz_context_init(sz_context **out, const sz_context_config *cfg_in, int
     }
     sz_deadline_start(ctx, cfg.timeout_s);
     starpu_execute_on_each_worker(widen_worker, ctx, STARPU_CPU);
+#if defined(SZ_HAVE_CUDA) && defined(STARPU_USE_CUDA)
+    /* the CUDA implementations' cuBLAS handles (one per CUDA worker, on its stream) */
+    if (starpu_worker_get_count_by_type(STARPU_CUDA_WORKER) > 0)
+        starpu_cublas_init();
+#endif
     sz_devpool_start(ctx, ctx->ram_share);
     sz_runtime_info info;
     sz_context_runtime_info(ctx, &info);
@@ -270,6 +278,10 @@ void sz_context_free(sz_context *ctx)
     if (!ctx)
         return;
     starpu_task_wait_for_all();
+#if defined(SZ_HAVE_CUDA) && defined(STARPU_USE_CUDA)
+    if (starpu_worker_get_count_by_type(STARPU_CUDA_WORKER) > 0)
+        starpu_cublas_shutdown();
+#endif
     starpu_mpi_shutdown();
     sz_deadline_stop();
     sz_comm_worker = -1;

@@ -35,6 +35,8 @@ sz_status sz_devpool_start(struct sz_context *ctx, size_t bytes);
 void sz_devpool_stop(void);
 void *sz_devpool_alloc(size_t bytes, int arena);
 int sz_devpool_release(void *p);
+/* Zero [p, p + bytes) of a pool block, its whole pages without committing them (memset elsewhere). */
+void sz_devpool_zero(void *p, size_t bytes);
 int64_t sz_devpool_arena_mark(void);
 void sz_devpool_arena_reset(int64_t mark);
 int sz_devpool_stats(sz_pool_stats *out);

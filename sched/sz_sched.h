@@ -9,9 +9,10 @@ extern struct starpu_sched_policy sz_zero_policy;
 extern int sz_comm_worker;
 /* 1 for the communication codelets (gather, reduce-scatter, all-gather, clip factor). */
 int sz_task_is_comm(const struct starpu_task *t);
-/* Since the last call: the fraction of communication time hidden behind compute, and the busy
- * seconds of each. -1 when the policy in effect is not `zero` (which records the intervals). */
-int sz_sched_overlap(double *fraction, double *comm_s, double *compute_s);
+/* Since the last call: the fraction of communication time hidden behind compute, the busy
+ * seconds of each, and the seconds matmul tasks (sz_cl_matmul_fwd/bwd) ran, summed over tasks
+ * (matmul_s may be NULL). -1 when the policy in effect is not `zero` (which records the intervals). */
+int sz_sched_overlap(double *fraction, double *comm_s, double *compute_s, double *matmul_s);
 /* task->sched_data for a task at `position` of the plan (its action's index << 16, plus its rank
  * among that action's tasks), of unit `unit`. */
 static inline void *sz_sched_data(uint64_t position, int unit)

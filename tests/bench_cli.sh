@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # tests/bench_cli.sh — sz-bench runs a step on a tiny model and prints one JSON object with its
-# figures and the machine's yardsticks (not their values: timings are never pass/fail here).
+# figures and the machine's yardsticks, bf16 and f32 oneDNN matmul, amx, the stream triad and the step
+# split into matmul_ms and other_ms (their presence, not their values: timings are never pass/fail here).
 # Usage: bench_cli.sh BUILD_DIR
 set -u
 bin=$1
@@ -21,6 +22,20 @@ if grep -q avx512_bf16 /proc/cpuinfo; then
 else
     [ "$v" = 0 ] || fail "no AVX512_BF16 here but bf16_dot_peak_gflops = $v"
 fi
+for k in bf16_matmul_gflops f32_matmul_gflops stream_gbps matmul_ms other_ms; do
+    v=$(num "$k")
+    [ -n "$v" ] || fail "no \"$k\" in $out"
+done
+for k in f32_matmul_gflops stream_gbps; do
+    awk -v v="$(num $k)" 'BEGIN { exit !(v > 0) }' || fail "$k = $(num $k), expected > 0"
+done
+if echo "$out" | grep -q '"sched_policy":"zero"'; then   # the zero policy times the tasks
+    awk -v v="$(num matmul_ms)" 'BEGIN { exit !(v > 0) }' || fail "matmul_ms = $(num matmul_ms) under the zero policy"
+    awk -v v="$(num other_ms)" 'BEGIN { exit !(v >= 0) }' || fail "other_ms = $(num other_ms), expected >= 0"
+fi
+echo "$out" | grep -q '"bf16_matmul_impl":"[^"]*"' || fail "no bf16_matmul_impl in $out"
+if grep -q amx_tile /proc/cpuinfo && grep -q amx_bf16 /proc/cpuinfo; then amx=true; else amx=false; fi
+echo "$out" | grep -q "\"amx\":$amx" || fail "amx should be $amx (from /proc/cpuinfo): $out"
 awk -v a="$(num step_ms_min)" -v b="$(num step_ms)" 'BEGIN { exit !(a <= b) }' || fail "step_ms_min above the mean step"
 [ "$(num model_state_bytes)" = "$(num model_state_bytes_formula)" ] || fail "model-state bytes differ from the formula"
 # STARPU_SCHED=zero names our policy: StarPU must not look it up in its own table (and warn)

@@ -14,7 +14,10 @@
 #     precision mismatch is refused naming the field;
 #  5. preemption: SIGTERM to the one rank, to one of two ranks, SIGUSR1 to mpirun: every rank ends
 #     the step, the state is saved, exit 0 with a line naming it; a second signal during the save
-#     exits at once; SIGKILL during a save leaves the previous state, which resumes bitwise.
+#     exits at once; SIGKILL during a save leaves the previous state, which resumes bitwise;
+#  6. --ds-config: a DeepSpeed config written as DeepSpeed's documentation writes them
+#     (tests/ds_config_example.json) trains bitwise like the options it reports, the command line
+#     wins over it, and settings StarZeRO lacks are refused.
 # Usage: longrun_cli.sh BUILD_DIR MPIEXEC
 set -u
 bin=$1 mpiexec=$2
@@ -189,4 +192,34 @@ cmp -s <(losses "$dir/np2s3.full.json" >/dev/null; mpi 2 "$bin/sz-train" "${smal
     || fail "kill: resumed losses differ from a straight run"
 cmp -s "$dir/kill.full.bin" "$dir/kill.res.bin" || fail "kill: resumed parameters differ from a straight run"
 echo "ok: SIGKILL during step 3's save: step 2 stayed complete, resumed bitwise to step 6"
+
+# 6. --ds-config
+ds=$(dirname "$0")/ds_config_example.json
+mpi 2 "$bin/sz-train" "${small[@]}" --steps 3 --json --ds-config "$ds" >"$dir/ds.json" 2>"$dir/ds.err" || { cat "$dir/ds.err"; fail "ds-config run"; }
+for w in "train_micro_batch_size_per_gpu = 2 -> --batch 2" "gradient_accumulation_steps = 2 -> --micro-batches 2" \
+         "optimizer.params.betas[0] = 0.8 -> --beta1 0.8" "scheduler.params.warmup_num_steps = 2 -> --warmup 2" \
+         "bf16.enabled = true -> --precision bf16" "zero_optimization.stage = 3 -> --zero-stage 3" \
+         "reduce_bucket_size = 500000 -> --bucket-bytes 1000000 (elements x 2 bytes (bf16))" \
+         "cpu_checkpointing = true -> --offload-checkpoints" "zero_optimization.overlap_comm = true ignored" \
+         "train_batch_size = 8 ignored"; do
+    grep -qF -- "$w" "$dir/ds.err" || { cat "$dir/ds.err"; fail "ds-config: no line '$w'"; }
+done
+mpi 2 "$bin/sz-train" "${small[@]}" --steps 3 --json --batch 2 --micro-batches 2 --grad-clip 1 --lr 0.001 --beta1 0.8 \
+    --beta2 0.999 --eps 1e-08 --wd 3e-07 --lr-schedule constant --warmup 2 --precision bf16 --zero-stage 3 \
+    --bucket-bytes 1000000 --prefetch-bytes 100000 --max-live-bytes 2000000 --checkpoint --offload-checkpoints \
+    >"$dir/ds.cli.json" 2>/dev/null || fail "the ds-config's options on the command line"
+cmp -s <(losses "$dir/ds.json") <(losses "$dir/ds.cli.json") || fail "--ds-config and its options on the command line differ"
+[ "$(losses "$dir/ds.json" | wc -l)" = 3 ] || fail "ds-config: not 3 steps"
+echo "ok: --ds-config trains bitwise like the options it reported"
+mpi 2 "$bin/sz-train" "${small[@]}" --steps 1 --ds-config "$ds" --zero-stage 1 --report >"$dir/ds2.out" 2>&1 || fail "ds-config + --zero-stage 1"
+grep -q "the command line's --zero-stage wins" "$dir/ds2.out" && grep -q "ZeRO stage 1" "$dir/ds2.out" || { cat "$dir/ds2.out"; fail "the command line did not win"; }
+echo "ok: --zero-stage 1 on the command line wins over zero_optimization.stage 3"
+sed 's/"bf16"/"fp16"/' "$ds" >"$dir/fp16.json"
+expect 2 "fp16.enabled = true" "use bf16" -- "${small[@]}" --steps 1 --ds-config "$dir/fp16.json"
+sed 's/"AdamW"/"SGD"/' "$ds" >"$dir/sgd.json"
+expect 2 "optimizer.type SGD" "AdamW only" -- "${small[@]}" --steps 1 --ds-config "$dir/sgd.json"
+sed 's/"partition_activations": false/"partition_activations": true/' "$ds" >"$dir/pa.json"
+expect 2 "partition_activations = true" "no model parallelism" -- "${small[@]}" --steps 1 --ds-config "$dir/pa.json"
+head -c 100 "$ds" >"$dir/broken.json"
+expect 2 "broken.json: not a JSON object" -- "${small[@]}" --steps 1 --ds-config "$dir/broken.json"
 echo "longrun_cli: all checks passed"

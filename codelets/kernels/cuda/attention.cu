@@ -1,18 +1,19 @@
-/* codelets/kernels/cuda/attention.cu — CUDA twin of kernels/attention_tt.c (llm.c's T×T kernel; the CPU codelet now runs the linear-memory kernels/attention.c): causal multi-head
- * self-attention with llm.c's layout and semantics (inp [B,T,3C] = q|k|v, scale 1/sqrt(hs),
- * preatt and att [B,NH,T,T] kept for the backward, zeros above the diagonal, softmax max started
- * at -10000 as the CPU). A kernel of our own, not a fused flash attention: it materialises att as
- * the CPU does, since the backward codelet reads it.
+/* codelets/kernels/cuda/attention.cu — CUDA twin of kernels/attention.c: causal multi-head
+ * self-attention with llm.c's semantics (inp [B,T,3C] = q|k|v, scale 1/sqrt(hs), softmax max
+ * started at -10000) and the CPU's memory scheme: only two statistics per query row are kept
+ * (the softmax max and 1/sum, stats [B,NH,T,2]); the backward recomputes the probabilities. A
+ * kernel of our own, not cuDNN's fused attention; not tiled like FlashAttention (K and V rows are
+ * re-read from L2 per query row): correct first, fast later.
  *
  * One block of 4 warps per query row (b, h, t). Dot products: each lane multiplies its columns
  * i = lane + 32 j in order, then a fixed butterfly tree; rows t2 are dealt to the warps
  * round-robin; sums over t2 are per warp in t2 order, then the 4 warps added in warp order.
  * Everything is a fixed tree decided by the shape: the same bits run to run.
  *
- * Backward: per query row t (kernel A) datt[t2] = dout_t . v_t2 into shared memory,
- * s_t = sum att * datt (kept in scratch), dq_t += scale * sum_t2 att (datt - s_t) k_t2; per key row
- * t2 (kernel B) dk_t2 += scale * sum_{t >= t2} att (datt - s_t) q_t and dv_t2 += sum att dout_t,
- * recomputing datt with the same code (the same bits). No atomics. */
+ * Backward: per query row t (kernel A) p and datt[t2] = dout_t . v_t2 into shared memory,
+ * s_t = sum p * datt (kept in scratch), dq_t += scale * sum_t2 p (datt - s_t) k_t2; per key row
+ * t2 (kernel B) dk_t2 += scale * sum_{t >= t2} p (datt - s_t) q_t and dv_t2 += sum p dout_t,
+ * recomputing p and datt with the same products (the same bits). No atomics. */
 #include <math.h>
 #include "sz_cuda_common.cuh"
 
@@ -64,86 +65,103 @@ template <typename F> __device__ void sz_att_combine(const float *acc, float (*s
     }
 }
 
-__global__ static void __launch_bounds__(SZ_ATT_THREADS)
-    att_fwd_k(float *out, float *preatt, float *att, const float *inp, sz_att_dims d)
+/* Score of query row t against key row t2 (every lane gets it): the forward's and both backward
+ * kernels' one computation, q in registers (qr) against k in memory, or k in registers against q
+ * in memory: the same products summed in the same order, so the same bits. */
+__device__ __forceinline__ float sz_att_score(const float *reg, const float *mem, int hs, int lane, float scale)
 {
+    return sz_att_dot(reg, mem, hs, lane) * scale;
+}
+
+__global__ static void __launch_bounds__(SZ_ATT_THREADS)
+    att_fwd_k(float *out, float *stats, const float *inp, sz_att_dims d)
+{
+    extern __shared__ float p[]; /* T floats: the row's scores, then probabilities */
     __shared__ float red[32];
     __shared__ float part[SZ_ATT_WARPS][SZ_CUDA_ATT_MAX_HS];
     int t = blockIdx.x, h = blockIdx.y, b = blockIdx.z, lane = threadIdx.x & 31, w = threadIdx.x >> 5;
     const int T = d.T, hs = d.hs;
-    float *pre = preatt + (((size_t)b * d.NH + h) * T + t) * T;
-    float *a = att + (((size_t)b * d.NH + h) * T + t) * T;
     const float *q = inp + sz_att_row(d, b, t, h, 0);
     float qr[SZ_ATT_J];
 #pragma unroll
     for (int j = 0; j < SZ_ATT_J; j++)
         qr[j] = lane + 32 * j < hs ? q[lane + 32 * j] : 0.0f;
     for (int t2 = w; t2 <= t; t2 += SZ_ATT_WARPS) { /* q.k */
-        float val = sz_att_dot(qr, inp + sz_att_row(d, b, t2, h, 1), hs, lane);
+        float val = sz_att_score(qr, inp + sz_att_row(d, b, t2, h, 1), hs, lane, d.scale);
         if (lane == 0)
-            pre[t2] = val * d.scale;
+            p[t2] = val;
     }
     __syncthreads();
     float mx = -10000.0f;
     for (int t2 = threadIdx.x; t2 <= t; t2 += SZ_ATT_THREADS)
-        mx = fmaxf(mx, pre[t2]);
+        mx = fmaxf(mx, p[t2]);
     mx = sz_block_max(mx, red);
     float es = 0.0f;
     for (int t2 = threadIdx.x; t2 <= t; t2 += SZ_ATT_THREADS) {
-        float e = sz_d_expf(pre[t2] - mx);
-        a[t2] = e;
+        float e = sz_d_expf(p[t2] - mx);
+        p[t2] = e;
         es += e;
     }
     es = sz_block_sum(es, red);
     float inv = es == 0.0f ? 0.0f : 1.0f / es;
-    for (int t2 = threadIdx.x; t2 < T; t2 += SZ_ATT_THREADS) {
-        if (t2 <= t)
-            a[t2] *= inv; /* the thread that wrote it */
-        else
-            a[t2] = pre[t2] = 0.0f;
+    for (int t2 = threadIdx.x; t2 <= t; t2 += SZ_ATT_THREADS)
+        p[t2] *= inv; /* the thread that wrote it */
+    if (threadIdx.x == 0) {
+        float *st = stats + (((size_t)b * d.NH + h) * T + t) * 2;
+        st[0] = mx;
+        st[1] = inv;
     }
     __syncthreads();
     float acc[SZ_ATT_J];
 #pragma unroll
     for (int j = 0; j < SZ_ATT_J; j++)
         acc[j] = 0.0f;
-    for (int t2 = w; t2 <= t; t2 += SZ_ATT_WARPS) { /* att . v */
-        float at = a[t2];
+    for (int t2 = w; t2 <= t; t2 += SZ_ATT_WARPS) { /* p . v */
+        float pt = p[t2];
         const float *v = inp + sz_att_row(d, b, t2, h, 2);
 #pragma unroll
         for (int j = 0; j < SZ_ATT_J; j++)
             if (lane + 32 * j < hs)
-                acc[j] += at * v[lane + 32 * j];
+                acc[j] += pt * v[lane + 32 * j];
     }
     float *o = out + ((size_t)b * T + t) * d.C + (size_t)h * hs;
     sz_att_combine(acc, part, hs, [&](int i, float x) { o[i] = x; });
 }
 
-/* Kernel A, per query row: datt into shared memory, s_t, dq. */
+/* Kernel A, per query row t: the probabilities recomputed from the scores and the stats
+ * (p = exp(s - max) * inv, the forward's bits), datt = dout . v, s_t = sum p datt (kept in srow),
+ * dq += scale * sum_t2 p (datt - s_t) k. */
 __global__ static void __launch_bounds__(SZ_ATT_THREADS)
-    att_bwd_q_k(float *dinp, float *srow, const float *dout, const float *inp, const float *att, sz_att_dims d)
+    att_bwd_q_k(float *dinp, float *srow, const float *dout, const float *inp, const float *stats, sz_att_dims d)
 {
-    extern __shared__ float datt[]; /* T floats */
+    extern __shared__ float sh[]; /* 2T floats: p, datt */
     __shared__ float red[32];
     __shared__ float part[SZ_ATT_WARPS][SZ_CUDA_ATT_MAX_HS];
     int t = blockIdx.x, h = blockIdx.y, b = blockIdx.z, lane = threadIdx.x & 31, w = threadIdx.x >> 5;
     const int T = d.T, hs = d.hs;
+    float *p = sh, *datt = sh + T;
     size_t bht = ((size_t)b * d.NH + h) * T + t;
-    const float *a = att + bht * T;
+    float mx = stats[2 * bht], inv = stats[2 * bht + 1];
+    const float *q = inp + sz_att_row(d, b, t, h, 0);
     const float *dd = dout + ((size_t)b * T + t) * d.C + (size_t)h * hs;
-    float dr[SZ_ATT_J];
+    float qr[SZ_ATT_J], dr[SZ_ATT_J];
 #pragma unroll
-    for (int j = 0; j < SZ_ATT_J; j++)
+    for (int j = 0; j < SZ_ATT_J; j++) {
+        qr[j] = lane + 32 * j < hs ? q[lane + 32 * j] : 0.0f;
         dr[j] = lane + 32 * j < hs ? dd[lane + 32 * j] : 0.0f;
+    }
     for (int t2 = w; t2 <= t; t2 += SZ_ATT_WARPS) {
+        float sc = sz_att_score(qr, inp + sz_att_row(d, b, t2, h, 1), hs, lane, d.scale);
         float da = sz_att_dot(dr, inp + sz_att_row(d, b, t2, h, 2), hs, lane);
-        if (lane == 0)
+        if (lane == 0) {
+            p[t2] = sz_d_expf(sc - mx) * inv;
             datt[t2] = da;
+        }
     }
     __syncthreads();
     float sp = 0.0f;
     for (int t2 = threadIdx.x; t2 <= t; t2 += SZ_ATT_THREADS)
-        sp += a[t2] * datt[t2];
+        sp += p[t2] * datt[t2];
     float s = sz_block_sum(sp, red);
     if (threadIdx.x == 0)
         srow[bht] = s;
@@ -152,52 +170,49 @@ __global__ static void __launch_bounds__(SZ_ATT_THREADS)
     for (int j = 0; j < SZ_ATT_J; j++)
         acc[j] = 0.0f;
     for (int t2 = w; t2 <= t; t2 += SZ_ATT_WARPS) {
-        float g = (a[t2] * (datt[t2] - s)) * d.scale;
+        float g = (p[t2] * (datt[t2] - s)) * d.scale;
         const float *k = inp + sz_att_row(d, b, t2, h, 1);
 #pragma unroll
         for (int j = 0; j < SZ_ATT_J; j++)
             if (lane + 32 * j < hs)
-                acc[j] += k[lane + 32 * j] * g;
+                acc[j] += g * k[lane + 32 * j];
     }
     float *dq = dinp + sz_att_row(d, b, t, h, 0);
     sz_att_combine(acc, part, hs, [&](int i, float x) { dq[i] += x; });
 }
 
-/* Kernel B, per key row t2: dk and dv from every query row t >= t2. */
+/* Kernel B, per key row t2: dk and dv from every query row t >= t2, p, datt recomputed with the
+ * same products as kernel A (register operand and memory operand swapped: the same bits). */
 __global__ static void __launch_bounds__(SZ_ATT_THREADS)
-    att_bwd_kv_k(float *dinp, const float *srow, const float *dout, const float *inp, const float *att, sz_att_dims d)
+    att_bwd_kv_k(float *dinp, const float *srow, const float *dout, const float *inp, const float *stats,
+                 sz_att_dims d)
 {
     __shared__ float part[SZ_ATT_WARPS][SZ_CUDA_ATT_MAX_HS];
     int t2 = blockIdx.x, h = blockIdx.y, b = blockIdx.z, lane = threadIdx.x & 31, w = threadIdx.x >> 5;
     const int T = d.T, hs = d.hs;
     size_t bh = (size_t)b * d.NH + h;
-    const float *v = inp + sz_att_row(d, b, t2, h, 2);
-    float vr[SZ_ATT_J], dk[SZ_ATT_J], dv[SZ_ATT_J];
+    const float *k = inp + sz_att_row(d, b, t2, h, 1), *v = inp + sz_att_row(d, b, t2, h, 2);
+    float kr[SZ_ATT_J], vr[SZ_ATT_J], dk[SZ_ATT_J], dv[SZ_ATT_J];
 #pragma unroll
     for (int j = 0; j < SZ_ATT_J; j++) {
+        kr[j] = lane + 32 * j < hs ? k[lane + 32 * j] : 0.0f;
         vr[j] = lane + 32 * j < hs ? v[lane + 32 * j] : 0.0f;
         dk[j] = dv[j] = 0.0f;
     }
     for (int t = t2 + w; t < T; t += SZ_ATT_WARPS) {
         const float *dd = dout + ((size_t)b * T + t) * d.C + (size_t)h * hs;
         const float *q = inp + sz_att_row(d, b, t, h, 0);
-        /* the same product as kernel A's, operands in the same order: the same bits */
-        float p = 0.0f;
-#pragma unroll
-        for (int j = 0; j < SZ_ATT_J; j++) {
-            int i = lane + 32 * j;
-            if (i < hs)
-                p += dd[i] * vr[j];
-        }
-        float da = sz_warp_sum(p);
-        float at = att[(bh * T + t) * T + t2];
-        float g = (at * (da - srow[bh * T + t])) * d.scale;
+        size_t bht = bh * T + t;
+        float sc = sz_att_score(kr, q, hs, lane, d.scale);
+        float da = sz_att_dot(vr, dd, hs, lane);
+        float pt = sz_d_expf(sc - stats[2 * bht]) * stats[2 * bht + 1];
+        float g = (pt * (da - srow[bht])) * d.scale;
 #pragma unroll
         for (int j = 0; j < SZ_ATT_J; j++) {
             int i = lane + 32 * j;
             if (i < hs) {
-                dk[j] += q[i] * g;
-                dv[j] += at * dd[i];
+                dk[j] += g * q[i];
+                dv[j] += pt * dd[i];
             }
         }
     }
@@ -220,19 +235,20 @@ static int sz_att_dims_of(sz_att_dims *d, int B, int T, int C, int NH)
     return 0;
 }
 
-extern "C" int sz_cuda_attention_fwd(cudaStream_t s, float *out, float *preatt, float *att, const float *inp,
-                                     int B, int T, int C, int NH)
+extern "C" int sz_cuda_attention_fwd(cudaStream_t s, float *out, float *stats, const float *inp, int B, int T,
+                                     int C, int NH)
 {
     sz_att_dims d;
     int rc = sz_att_dims_of(&d, B, T, C, NH);
     if (rc)
         return rc;
-    att_fwd_k<<<dim3((unsigned)T, (unsigned)NH, (unsigned)B), SZ_ATT_THREADS, 0, s>>>(out, preatt, att, inp, d);
+    att_fwd_k<<<dim3((unsigned)T, (unsigned)NH, (unsigned)B), SZ_ATT_THREADS, (size_t)T * sizeof(float), s>>>(
+        out, stats, inp, d);
     return sz_launch_rc();
 }
 
 extern "C" int sz_cuda_attention_bwd(cudaStream_t s, float *dinp, const float *dout, const float *inp,
-                                     const float *att, int B, int T, int C, int NH)
+                                     const float *stats, int B, int T, int C, int NH)
 {
     sz_att_dims d;
     int rc = sz_att_dims_of(&d, B, T, C, NH);
@@ -242,10 +258,10 @@ extern "C" int sz_cuda_attention_bwd(cudaStream_t s, float *dinp, const float *d
     if ((rc = (int)cudaMallocAsync((void **)&srow, (size_t)B * NH * T * sizeof(float), s)))
         return rc;
     dim3 grid((unsigned)T, (unsigned)NH, (unsigned)B);
-    att_bwd_q_k<<<grid, SZ_ATT_THREADS, (size_t)T * sizeof(float), s>>>(dinp, srow, dout, inp, att, d);
+    att_bwd_q_k<<<grid, SZ_ATT_THREADS, 2 * (size_t)T * sizeof(float), s>>>(dinp, srow, dout, inp, stats, d);
     rc = sz_launch_rc();
     if (!rc) {
-        att_bwd_kv_k<<<grid, SZ_ATT_THREADS, 0, s>>>(dinp, srow, dout, inp, att, d);
+        att_bwd_kv_k<<<grid, SZ_ATT_THREADS, 0, s>>>(dinp, srow, dout, inp, stats, d);
         rc = sz_launch_rc();
     }
     int rf = (int)cudaFreeAsync(srow, s);

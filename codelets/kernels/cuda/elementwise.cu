@@ -1,6 +1,7 @@
 /* codelets/kernels/cuda/elementwise.cu — CUDA twins of the elementwise kernels: GELU (tanh form,
  * kernels/gelu.c's formula through 1/(1+e^(-2u)) with the CPU's exp polynomial), residual
- * (kernels/residual.c), and the LLaMA-style SiLU and elementwise product. Backward kernels add. */
+ * (kernels/residual.c), SiLU (kernels/silu.c) and the elementwise product (kernels/mul.c).
+ * Backward kernels add. */
 #include <math.h>
 #include "sz_cuda_common.cuh"
 
@@ -34,7 +35,7 @@ __global__ static void silu_fwd_k(float *out, const float *inp, size_t n)
 {
     SZ_GRID_STRIDE(i, n) {
         float x = inp[i];
-        out[i] = x / (1.0f + expf(-x));
+        out[i] = x / (1.0f + sz_d_expf(-x));
     }
 }
 
@@ -42,8 +43,8 @@ __global__ static void silu_bwd_k(float *dinp, const float *inp, const float *do
 {
     SZ_GRID_STRIDE(i, n) {
         float x = inp[i];
-        float sg = 1.0f / (1.0f + expf(-x));
-        dinp[i] += dout[i] * (sg + x * sg * (1.0f - sg));
+        float sg = 1.0f / (1.0f + sz_d_expf(-x));
+        dinp[i] += dout[i] * (sg * (1.0f + x * (1.0f - sg)));
     }
 }
 
@@ -52,7 +53,7 @@ __global__ static void mul_fwd_k(float *out, const float *a, const float *b, siz
     SZ_GRID_STRIDE(i, n) out[i] = a[i] * b[i];
 }
 
-__global__ static void mul_bwd_k(float *da, float *db, const float *a, const float *b, const float *dout, size_t n)
+__global__ static void mul_bwd_k(float *da, float *db, const float *dout, const float *a, const float *b, size_t n)
 {
     SZ_GRID_STRIDE(i, n) {
         float d = dout[i];
@@ -105,10 +106,10 @@ extern "C" int sz_cuda_mul_fwd(cudaStream_t s, float *out, const float *a, const
 {
     SZ_EW_LAUNCH(mul_fwd_k, n, out, a, b, n);
 }
-extern "C" int sz_cuda_mul_bwd(cudaStream_t s, float *da, float *db, const float *a, const float *b,
-                               const float *dout, size_t n)
+extern "C" int sz_cuda_mul_bwd(cudaStream_t s, float *da, float *db, const float *dout, const float *a,
+                               const float *b, size_t n)
 {
-    SZ_EW_LAUNCH(mul_bwd_k, n, da, db, a, b, dout, n);
+    SZ_EW_LAUNCH(mul_bwd_k, n, da, db, dout, a, b, n);
 }
 extern "C" int sz_cuda_residual_fwd(cudaStream_t s, float *out, const float *a, const float *b, size_t n)
 {

@@ -4,30 +4,34 @@
  * column c of a set of token rows (tokens with tok % SZ_EMB_PARTS == part) and walks every row
  * (b,t) in order, adding only its tokens: every dwte element receives its terms in the CPU's
  * order, so the sums are bitwise the CPU's. dwpe[t] gets the B rows of position t in order. */
+#include <limits.h>
 #include "sz_cuda_common.cuh"
 
 #define SZ_EMB_PARTS 32
 
 __global__ static void encoder_fwd_k(float *out, const int *tok, const float *wte, const float *wpe,
-                                     int BT, int T, int C, int with_pos)
+                                     int BT, int T, int C, int with_pos, int V)
 {
     size_t n = (size_t)BT * C;
     SZ_GRID_STRIDE(i, n) {
         size_t bt = i / C, c = i % C;
-        float x = wte[(size_t)tok[bt] * C + c];
+        int v = tok[bt];
+        if (v < 0 || v >= V)
+            continue;
+        float x = wte[(size_t)v * C + c];
         out[i] = with_pos ? x + wpe[(bt % T) * C + c] : x;
     }
 }
 
 /* thread (c, part): dwte[v, c] += dout[bt, c] for every bt with tok[bt] = v, v % PARTS = part. */
-__global__ static void emb_bwd_wte_k(float *dwte, const float *dout, const int *tok, int BT, int C)
+__global__ static void emb_bwd_wte_k(float *dwte, const float *dout, const int *tok, int BT, int C, int V)
 {
     int c = blockIdx.x * blockDim.x + threadIdx.x, part = blockIdx.y;
     if (c >= C)
         return;
     for (int bt = 0; bt < BT; bt++) {
         int v = tok[bt];
-        if (v % SZ_EMB_PARTS == part)
+        if (v >= 0 && v < V && v % SZ_EMB_PARTS == part)
             dwte[(size_t)v * C + c] += dout[(size_t)bt * C + c];
     }
 }
@@ -50,23 +54,23 @@ extern "C" int sz_cuda_encoder_fwd(cudaStream_t s, float *out, const int *tok, c
     size_t n = (size_t)B * T * C;
     if (!n)
         return 0;
-    encoder_fwd_k<<<sz_blocks(n, 256), 256, 0, s>>>(out, tok, wte, wpe, B * T, T, C, 1);
+    encoder_fwd_k<<<sz_blocks(n, 256), 256, 0, s>>>(out, tok, wte, wpe, B * T, T, C, 1, INT_MAX);
     return sz_launch_rc();
 }
 
-static int sz_emb_wte_bwd(cudaStream_t s, float *dwte, const float *dout, const int *tok, int BT, int C)
+static int sz_emb_wte_bwd(cudaStream_t s, float *dwte, const float *dout, const int *tok, int BT, int C, int V)
 {
     if (!BT || !C)
         return 0;
     dim3 grid((unsigned)((C + 127) / 128), SZ_EMB_PARTS);
-    emb_bwd_wte_k<<<grid, 128, 0, s>>>(dwte, dout, tok, BT, C);
+    emb_bwd_wte_k<<<grid, 128, 0, s>>>(dwte, dout, tok, BT, C, V);
     return sz_launch_rc();
 }
 
 extern "C" int sz_cuda_encoder_bwd(cudaStream_t s, float *dwte, float *dwpe, const float *dout,
                                    const int *tok, int B, int T, int C)
 {
-    int rc = sz_emb_wte_bwd(s, dwte, dout, tok, B * T, C);
+    int rc = sz_emb_wte_bwd(s, dwte, dout, tok, B * T, C, INT_MAX);
     if (rc || T <= 0 || C <= 0)
         return rc;
     /* dwpe: B terms per element, in b order (the CPU adds rows (b,t) in order, so each dwpe
@@ -75,16 +79,17 @@ extern "C" int sz_cuda_encoder_bwd(cudaStream_t s, float *dwte, float *dwpe, con
     return sz_launch_rc();
 }
 
-extern "C" int sz_cuda_embedding_fwd(cudaStream_t s, float *out, const int *tok, const float *wte, int N, int C)
+extern "C" int sz_cuda_embedding_fwd(cudaStream_t s, float *out, const int *tok, const float *wte, int N, int C, int V)
 {
     size_t n = (size_t)N * C;
     if (!n)
         return 0;
-    encoder_fwd_k<<<sz_blocks(n, 256), 256, 0, s>>>(out, tok, wte, NULL, N, 1, C, 0);
+    encoder_fwd_k<<<sz_blocks(n, 256), 256, 0, s>>>(out, tok, wte, NULL, N, 1, C, 0, V);
     return sz_launch_rc();
 }
 
-extern "C" int sz_cuda_embedding_bwd(cudaStream_t s, float *dwte, const float *dout, const int *tok, int N, int C)
+extern "C" int sz_cuda_embedding_bwd(cudaStream_t s, float *dwte, const float *dout, const int *tok, int N, int C,
+                                     int V)
 {
-    return sz_emb_wte_bwd(s, dwte, dout, tok, N, C);
+    return sz_emb_wte_bwd(s, dwte, dout, tok, N, C, V);
 }

@@ -105,10 +105,10 @@ __global__ static void rmsnorm_bwd_dinp_k(float *dinp, const float *dout, const 
     float *di = dinp + (size_t)n * C;
     float r = rstd[n], a = 0.0f;
     for (int i = lane; i < C; i += 32)
-        a += w[i] * d[i] * x[i];
-    float mean_wdx = sz_warp_sum(a) / C;
+        a += d[i] * w[i] * x[i];
+    float k = r * r * r * sz_warp_sum(a) / C;
     for (int i = lane; i < C; i += 32)
-        di[i] += r * (w[i] * d[i] - x[i] * (r * r) * mean_wdx);
+        di[i] += r * w[i] * d[i] - k * x[i];
 }
 
 static unsigned sz_row_blocks(int N) { return (unsigned)((N + SZ_ROWS_PER_BLOCK - 1) / SZ_ROWS_PER_BLOCK); }
@@ -151,10 +151,14 @@ extern "C" int sz_cuda_rmsnorm_bwd(cudaStream_t s, float *dinp, float *dweight, 
 {
     if (N <= 0 || C <= 0)
         return 0;
-    rmsnorm_bwd_dinp_k<<<sz_row_blocks(N), 32 * SZ_ROWS_PER_BLOCK, 0, s>>>(dinp, dout, inp, weight, rstd, N, C);
-    int rc = sz_launch_rc();
-    if (rc)
-        return rc;
+    int rc = 0;
+    if (dinp) {
+        rmsnorm_bwd_dinp_k<<<sz_row_blocks(N), 32 * SZ_ROWS_PER_BLOCK, 0, s>>>(dinp, dout, inp, weight, rstd, N, C);
+        if ((rc = sz_launch_rc()))
+            return rc;
+    }
+    if (!dweight)
+        return 0;
     norm_bwd_params_k<<<(unsigned)((C + 63) / 64), 64, 0, s>>>(dweight, NULL, dout, inp, NULL, rstd, N, C);
     return sz_launch_rc();
 }

@@ -1,6 +1,6 @@
 /* codelets/kernels/cuda/softmax_xent.cu — CUDA twin of kernels/softmax_xent.c (fused softmax +
  * cross-entropy over the real vocabulary V of rows padded to Vp; max started at -10000 as the CPU;
- * padded columns get probability 0) and the LLaMA-style per-row mean squared error. One block per
+ * padded columns get probability 0) and the per-row mean squared error (kernels/mse.c). One block per
  * row; the row's max and sums are fixed block trees. The backward kernels write their gradient. */
 #include <math.h>
 #include "sz_cuda_common.cuh"
@@ -48,32 +48,24 @@ __global__ static void softmax_xent_bwd_k(float *dlogits, const float *probs, co
     }
 }
 
-#define SZ_MSE_ROWS 4 /* warps per block, one row each */
-
+/* One thread per row, the row summed in double in column order: the CPU's bits. */
 __global__ static void mse_fwd_k(float *losses, const float *pred, const float *target, int N, int C)
 {
-    int n = blockIdx.x * SZ_MSE_ROWS + (threadIdx.x >> 5), lane = threadIdx.x & 31;
+    int n = blockIdx.x * blockDim.x + threadIdx.x;
     if (n >= N)
         return;
-    const float *p = pred + (size_t)n * C, *y = target + (size_t)n * C;
-    float s = 0.0f;
-    for (int i = lane; i < C; i += 32) {
-        float e = p[i] - y[i];
+    const float *p = pred + (size_t)n * C, *t = target + (size_t)n * C;
+    double s = 0.0;
+    for (int c = 0; c < C; c++) {
+        double e = (double)p[c] - (double)t[c];
         s += e * e;
     }
-    s = sz_warp_sum(s);
-    if (lane == 0)
-        losses[n] = s / C;
+    losses[n] = (float)(s / C);
 }
 
-__global__ static void mse_bwd_k(float *dpred, const float *pred, const float *target, const float *dloss,
-                                 float dloss_all, int N, int C)
+__global__ static void mse_bwd_k(float *dpred, const float *pred, const float *target, float k, size_t total)
 {
-    size_t total = (size_t)N * C;
-    SZ_GRID_STRIDE(i, total) {
-        float g = dloss ? dloss[i / C] : dloss_all;
-        dpred[i] = g * 2.0f * (pred[i] - target[i]) / C;
-    }
+    SZ_GRID_STRIDE(i, total) dpred[i] = k * (pred[i] - target[i]);
 }
 
 extern "C" int sz_cuda_softmax_xent_fwd(cudaStream_t s, float *probs, float *losses, const float *logits,
@@ -101,16 +93,17 @@ extern "C" int sz_cuda_mse_fwd(cudaStream_t s, float *losses, const float *pred,
 {
     if (N <= 0 || C <= 0)
         return 0;
-    mse_fwd_k<<<(unsigned)((N + SZ_MSE_ROWS - 1) / SZ_MSE_ROWS), 32 * SZ_MSE_ROWS, 0, s>>>(losses, pred, target, N, C);
+    mse_fwd_k<<<(unsigned)((N + 127) / 128), 128, 0, s>>>(losses, pred, target, N, C);
     return sz_launch_rc();
 }
 
-extern "C" int sz_cuda_mse_bwd(cudaStream_t s, float *dpred, const float *pred, const float *target,
-                               const float *dloss, float dloss_all, int N, int C)
+extern "C" int sz_cuda_mse_bwd(cudaStream_t s, float *dpred, const float *pred, const float *target, float scale,
+                               int N, int C)
 {
     size_t total = (size_t)(N > 0 ? N : 0) * (size_t)(C > 0 ? C : 0);
     if (!total)
         return 0;
-    mse_bwd_k<<<sz_blocks(total, 256), 256, 0, s>>>(dpred, pred, target, dloss, dloss_all, N, C);
+    float k = 2.0f * scale / (float)C; /* as the CPU, on the host */
+    mse_bwd_k<<<sz_blocks(total, 256), 256, 0, s>>>(dpred, pred, target, k, total);
     return sz_launch_rc();
 }

@@ -43,10 +43,12 @@ int sz_cuda_encoder_fwd(cudaStream_t s, float *out, const int *tok, const float 
 int sz_cuda_encoder_bwd(cudaStream_t s, float *dwte, float *dwpe, const float *dout, const int *tok,
                         int B, int T, int C);
 
-/* ---- token embedding without positions (LLaMA-style): out[N,C] = wte[tok[n]]; dwte += dout at the
- *      token rows, rows in order n = 0..N-1 per element ---- */
-int sz_cuda_embedding_fwd(cudaStream_t s, float *out, const int *tok, const float *wte, int N, int C);
-int sz_cuda_embedding_bwd(cudaStream_t s, float *dwte, const float *dout, const int *tok, int N, int C);
+/* ---- token embedding without positions, as sz_k_embedding_fwd/bwd: out[N,C] = wte[tok[n]]; dwte
+ *      [V,C] += dout at the token rows, rows in order n = 0..N-1 per element (bitwise the CPU's).
+ *      Rows whose token is outside [0, V) are left alone (forward: out row untouched): the caller
+ *      checks the tokens (the codelets do, on the host copy) ---- */
+int sz_cuda_embedding_fwd(cudaStream_t s, float *out, const int *tok, const float *wte, int N, int C, int V);
+int sz_cuda_embedding_bwd(cudaStream_t s, float *dwte, const float *dout, const int *tok, int N, int C, int V);
 
 /* ---- layernorm, eps 1e-5, as sz_k_layernorm_fwd/bwd (mean, rstd [N] saved) ---- */
 int sz_cuda_layernorm_fwd(cudaStream_t s, float *out, float *mean, float *rstd, const float *inp,
@@ -55,9 +57,9 @@ int sz_cuda_layernorm_bwd(cudaStream_t s, float *dinp, float *dweight, float *db
                           const float *inp, const float *weight, const float *mean, const float *rstd,
                           int N, int C);
 
-/* ---- RMSNorm over the last dim: rstd[n] = 1/sqrt(mean_i(x[n,i]^2) + eps), out = x * rstd * w;
- *      rstd [N] saved. Backward (adds): dinp = rstd * (w*dout - x * rstd^2 * mean_i(w*dout*x)),
- *      dweight[i] += sum_n dout * x * rstd (rows in order) ---- */
+/* ---- RMSNorm, as sz_k_rmsnorm_fwd/bwd: rstd[n] = 1/sqrt(mean_i(x[n,i]^2) + eps),
+ *      out = (x * rstd) * w, rstd [N] saved. Backward (adds; dinp or dweight may be NULL):
+ *      dinp += rstd w dout - (rstd^3 / C) x sum_i dout w x; dweight += (x rstd) dout, rows in order ---- */
 int sz_cuda_rmsnorm_fwd(cudaStream_t s, float *out, float *rstd, const float *inp, const float *weight,
                         int N, int C, float eps);
 int sz_cuda_rmsnorm_bwd(cudaStream_t s, float *dinp, float *dweight, const float *dout, const float *inp,
@@ -79,34 +81,32 @@ int sz_cuda_matmul_bwd_bf16(cublasHandle_t h, cudaStream_t s, void *dinp, int di
                             void *dbias, int dparam_dt, const uint16_t *dout, const uint16_t *inp,
                             const uint16_t *weight, int N, int C, int OC);
 
-/* ---- causal self-attention, as sz_k_attention_tt_fwd/bwd (inp [B,T,3C] = q|k|v, preatt and att
- *      [B,NH,T,T] with zeros above the diagonal, out [B,T,C]; the backward adds into dinp).
- *      Head size hs = C/NH at most 256; T at most 8192 (the backward keeps a row in shared
- *      memory). The backward takes B*NH*T floats of scratch. ---- */
+/* ---- causal self-attention, as sz_k_attention_fwd/bwd (inp [B,T,3C] = q|k|v, out [B,T,C], stats
+ *      [B,NH,T,2] = per query row the softmax max and 1/sum; the backward recomputes the
+ *      probabilities from them and adds into dinp). Head size hs = C/NH at most 256; T at most
+ *      4096 (a row's scores stay in shared memory). The backward takes B*NH*T floats of scratch. ---- */
 #define SZ_CUDA_ATT_MAX_HS 256
-#define SZ_CUDA_ATT_MAX_T 8192
-int sz_cuda_attention_fwd(cudaStream_t s, float *out, float *preatt, float *att, const float *inp,
+#define SZ_CUDA_ATT_MAX_T 4096
+int sz_cuda_attention_fwd(cudaStream_t s, float *out, float *stats, const float *inp, int B, int T, int C, int NH);
+int sz_cuda_attention_bwd(cudaStream_t s, float *dinp, const float *dout, const float *inp, const float *stats,
                           int B, int T, int C, int NH);
-int sz_cuda_attention_bwd(cudaStream_t s, float *dinp, const float *dout, const float *inp,
-                          const float *att, int B, int T, int C, int NH);
 
-/* ---- rotary position embedding (LLaMA-style) on q and k of a [B,T,3C] q|k|v buffer (v is not
- *      touched), in place: in each head (size hs, even) the pair (2i, 2i+1) at position t is
- *      rotated by angle t * theta^(-2i/hs) (computed in double, then rounded: cos, sin as float);
- *      backward rotates dq, dk of a [B,T,3C] gradient in place by the opposite angle (the
- *      transpose), so it is exact to rounding. ---- */
-int sz_cuda_rope_fwd(cudaStream_t s, float *qkv, int B, int T, int C, int NH, float theta);
-int sz_cuda_rope_bwd(cudaStream_t s, float *dqkv, int B, int T, int C, int NH, float theta);
+/* ---- rotary position embedding, as sz_k_rope_fwd/bwd, on a fused [B,T,3C] q|k|v: in q and k each
+ *      head's (hs even) pair (2i, 2i+1) at position t rotated by t * theta^(-2i/hs) (angle in
+ *      double, cos and sin rounded to float), v copied; out WRITTEN (not in place). The backward
+ *      applies the transpose and ACCUMULATES into dinp (v's gradient passed through). ---- */
+int sz_cuda_rope_fwd(cudaStream_t s, float *out, const float *inp, int B, int T, int C, int NH, float theta);
+int sz_cuda_rope_bwd(cudaStream_t s, float *dinp, const float *dout, int B, int T, int C, int NH, float theta);
 
 /* ---- elementwise, [n] ---- */
 int sz_cuda_gelu_fwd(cudaStream_t s, float *out, const float *inp, size_t n);
 int sz_cuda_gelu_bwd(cudaStream_t s, float *dinp, const float *inp, const float *dout, size_t n);
-/* SiLU: out = x * sigmoid(x); dinp += dout * (sg + x * sg * (1 - sg)). */
+/* SiLU, as sz_k_silu_*: out = x / (1 + e^-x); dinp += dout * (sg * (1 + x (1 - sg))). */
 int sz_cuda_silu_fwd(cudaStream_t s, float *out, const float *inp, size_t n);
 int sz_cuda_silu_bwd(cudaStream_t s, float *dinp, const float *inp, const float *dout, size_t n);
 /* out = a * b; da += dout * b, db += dout * a (da or db may be NULL). */
 int sz_cuda_mul_fwd(cudaStream_t s, float *out, const float *a, const float *b, size_t n);
-int sz_cuda_mul_bwd(cudaStream_t s, float *da, float *db, const float *a, const float *b, const float *dout,
+int sz_cuda_mul_bwd(cudaStream_t s, float *da, float *db, const float *dout, const float *a, const float *b,
                     size_t n);
 /* out = a + b (out may alias a or b); da += dout, db += dout. */
 int sz_cuda_residual_fwd(cudaStream_t s, float *out, const float *a, const float *b, size_t n);
@@ -119,11 +119,10 @@ int sz_cuda_softmax_xent_fwd(cudaStream_t s, float *probs, float *losses, const 
 int sz_cuda_softmax_xent_bwd(cudaStream_t s, float *dlogits, const float *probs, const int *targets,
                              const float *dloss, float dloss_all, int N, int V, int Vp);
 
-/* ---- mean squared error per row: losses[n] = (1/C) sum_i (pred - target)^2; the backward WRITES
- *      dpred = dloss[n] * 2 (pred - target) / C (dloss NULL: dloss_all for every row) ---- */
+/* ---- mean squared error, as sz_k_mse_*: losses[n] = mean_c (pred - target)^2 summed in double in
+ *      column order (bitwise the CPU's); the backward WRITES dpred = (2 scale / C) (pred - target) ---- */
 int sz_cuda_mse_fwd(cudaStream_t s, float *losses, const float *pred, const float *target, int N, int C);
-int sz_cuda_mse_bwd(cudaStream_t s, float *dpred, const float *pred, const float *target,
-                    const float *dloss, float dloss_all, int N, int C);
+int sz_cuda_mse_bwd(cudaStream_t s, float *dpred, const float *pred, const float *target, float scale, int N, int C);
 
 /* ---- AdamW, as sz_k_adamw_step / sz_k_adamw_step_bf16 (bias corrections 1 - beta^t computed on
  *      the host with powf, as the CPU). scale is a DEVICE pointer to the clip factor (one float,
