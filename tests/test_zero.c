@@ -23,6 +23,7 @@
 enum { B = 2, T = 4, STEPS = 3 };
 static sz_context *ctx;
 static int failures;
+static int plan_comm_worker; /* the plans had a communication worker (SZ_COMM_WORKER=1) */
 static sz_precision precision = SZ_PRECISION_FP32; /* argv[1] == "bf16": mixed precision */
 
 #define CHECK(cond, ...)                                                                  \
@@ -49,6 +50,7 @@ static void check_timeline(struct sz_model *m, const sz_memory_report *rep, cons
     CHECK(p->a != NULL, "%s: no step plan", what);
     if (!p->a)
         return;
+    plan_comm_worker = p->cfg.comm_worker;
     int64_t *live = calloc((size_t)p->n, sizeof *live);
     sz_fold f;
     sz_plan_fold(p, &f, live);
@@ -233,8 +235,8 @@ int main(int argc, char **argv)
     int all = 0;
     MPI_Allreduce(&failures, &all, 1, MPI_INT, MPI_SUM, ctx->host_comm);
     if (sz_context_rank(ctx) == 0)
-        printf("test_zero nd=%d %s: %s\n", nd, precision == SZ_PRECISION_BF16 ? "bf16" : "fp32",
-               all ? "FAILED" : "all checks passed");
+        printf("test_zero nd=%d %s%s: %s\n", nd, precision == SZ_PRECISION_BF16 ? "bf16" : "fp32",
+               plan_comm_worker ? ", communication worker" : "", all ? "FAILED" : "all checks passed");
     sz_context_free(ctx);
     return all ? 1 : 0;
 }
