@@ -206,6 +206,9 @@ sz_status sz_model_take_failure(struct sz_model *m)
 {
     if (!m || !__atomic_load_n(&m->failure.failed, __ATOMIC_ACQUIRE))
         return SZ_OK;
+    /* the failed pass's other tasks (its backward after a failed forward) run first: a failure of
+     * theirs belongs to this call, not to the next one */
+    starpu_task_wait_for_all();
     sz_context_log(m->ctx, SZ_LOG_ERROR, "%s", m->failure.msg);
     __atomic_store_n(&m->failure.failed, 0, __ATOMIC_RELAXED);
     __atomic_store_n(&m->failure.claimed, 0, __ATOMIC_RELEASE);
