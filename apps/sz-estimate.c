@@ -15,6 +15,7 @@
 #include <strings.h>
 
 #include "starzero_gpt2.h"
+#include "starzero_llama.h"
 #include "sz_plan.h"
 
 #define MAX_ND_VALUES 64
@@ -32,6 +33,8 @@ struct opts {
     int vocab_set, max_seq_set, batch_set, seq_set;
     int nd[MAX_ND_VALUES], n_nd;
     sz_gpt2_config cfg;
+    int llama;            /* --arch llama: the model is lcfg (apps/llama), not cfg */
+    sz_llama_config lcfg;
 };
 
 static void usage(FILE *f)
@@ -51,6 +54,8 @@ static void usage(FILE *f)
             "                      M=1e6, B or G=1e9, T=1e12\n"
             "  --model NAME        GPT-2: d2 (L2,H4,C128), d6 (6,6,384), d12 (12,12,768, 124M) or\n"
             "                      L,H,C; Ψ is its parameter count with the padded vocabulary\n"
+            "  --arch gpt2|llama   the architecture --model names (default gpt2; llama: the LLaMA-style\n"
+            "                      model of apps/llama, same presets, SwiGLU width 8C/3, no padded vocab)\n"
             "  --vocab V           vocabulary for --model (default 50257; padded to 128s)\n"
             "  --max-seq T         positions for --model (default 1024)\n"
             "setup:\n"
@@ -186,6 +191,10 @@ static int parse(int argc, char **argv, struct opts *o)
                 BAD("--params %s: expected a positive count such as 7.5e9, 124M or 1.5B", v);
         } else if (!strcmp(a, "--model")) {
             o->model = v;
+        } else if (!strcmp(a, "--arch")) {
+            if (strcmp(v, "gpt2") && strcmp(v, "llama"))
+                BAD("--arch %s: must be gpt2 or llama", v);
+            o->llama = !strcmp(v, "llama");
         } else if (!strcmp(a, "--vocab")) {
             if (parse_int(v, 1, INT_MAX, &o->vocab) != 0)
                 BAD("--vocab %s: expected a positive integer", v);
@@ -263,10 +272,21 @@ static int parse(int argc, char **argv, struct opts *o)
             "without activation checkpointing there are none");
     if (o->model) {
         char err[256] = "";
-        if (sz_gpt2_config_from_string(&o->cfg, o->model, o->vocab, o->max_seq, err, sizeof err) != SZ_OK)
-            BAD("--model %s: %s", o->model, err);
+        if (o->llama) {
+            if (sz_llama_config_from_string(&o->lcfg, o->model, o->vocab, o->max_seq, err, sizeof err) != SZ_OK)
+                BAD("--model %s (--arch llama): %s", o->model, err);
+            o->cfg.layers = o->lcfg.layers; /* the fields the printing reads */
+            o->cfg.heads = o->lcfg.heads;
+            o->cfg.channels = o->lcfg.channels;
+            o->cfg.vocab = o->cfg.padded_vocab = o->lcfg.vocab;
+            o->cfg.max_seq = o->lcfg.max_seq;
+            o->psi = (double)sz_llama_num_params(&o->lcfg);
+        } else {
+            if (sz_gpt2_config_from_string(&o->cfg, o->model, o->vocab, o->max_seq, err, sizeof err) != SZ_OK)
+                BAD("--model %s: %s", o->model, err);
+            o->psi = (double)sz_gpt2_num_params(&o->cfg);
+        }
         o->have_model = 1;
-        o->psi = (double)sz_gpt2_num_params(&o->cfg);
         if (!o->seq_set)
             o->seq = o->max_seq;
         if (o->seq > o->max_seq)
@@ -304,7 +324,16 @@ static void compute(const struct opts *o, struct result *r)
 {
     r->act = r->act_ckpt = r->act_offload = r->host_pool = r->ckpt_device = -1.0;
     r->largest_unit = -1;
-    if (o->have_model) {
+    if (o->have_model && o->llama) {
+        const sz_llama_config *l = &o->lcfg;
+        double nc4 = (double)o->batch * o->seq * l->channels * 4.0;
+        r->act = sz_llama_activation_bytes(l, o->batch, o->seq, 0, 0);
+        r->act_ckpt = sz_llama_activation_bytes(l, o->batch, o->seq, 1, 0);
+        r->act_offload = sz_llama_activation_bytes(l, o->batch, o->seq, 1, 1);
+        r->host_pool = l->layers * nc4;
+        r->ckpt_device = (l->layers < 3 ? l->layers : 3) * nc4;
+        r->largest_unit = sz_llama_largest_unit_numel(l);
+    } else if (o->have_model) {
         r->act = sz_gpt2_activation_bytes(&o->cfg, o->batch, o->seq);
         r->act_ckpt = sz_gpt2_activation_bytes_ckpt(&o->cfg, o->batch, o->seq);
         r->act_offload = sz_gpt2_activation_bytes_offload(&o->cfg, o->batch, o->seq);
@@ -314,7 +343,8 @@ static void compute(const struct opts *o, struct result *r)
     }
     for (int i = 0; i < o->n_nd; i++)
         r->comm_buf[i] = sz_zero_comm_buffer_bytes(o->bucket_bytes, o->nd[i], r->largest_unit);
-    r->extra = o->extra + (o->have_model ? sz_gpt2_activation_bytes_device(&o->cfg, o->batch, o->seq, o->ckpt,
+    r->extra = o->extra + (o->have_model && o->llama ? sz_llama_activation_bytes(&o->lcfg, o->batch, o->seq, o->ckpt, o->offload)
+                           : o->have_model ? sz_gpt2_activation_bytes_device(&o->cfg, o->batch, o->seq, o->ckpt,
                                                                            o->offload) : 0.0);
     for (int s = 0; s < 4; s++)
         r->min_nd[s] = o->budget_str ? sz_zero_min_nd(s, o->psi, o->mixed, o->budget, r->extra, o->max_nd) : -1;
@@ -348,6 +378,9 @@ static int print_json(const struct opts *o, const struct result *r)
     if (o->have_model) {
         cJSON *m = cJSON_AddObjectToObject(root, "model");
         cJSON_AddStringToObject(m, "name", o->model);
+        cJSON_AddStringToObject(m, "arch", o->llama ? "llama" : "gpt2");
+        if (o->llama)
+            cJSON_AddNumberToObject(m, "hidden", o->lcfg.hidden);
         cJSON_AddNumberToObject(m, "layers", o->cfg.layers);
         cJSON_AddNumberToObject(m, "heads", o->cfg.heads);
         cJSON_AddNumberToObject(m, "channels", o->cfg.channels);
@@ -476,8 +509,11 @@ static int print_text(const struct opts *o, const struct result *r)
     const int d = o->decimals;
     if (o->have_model) {
         char desc[128];
-        sz_gpt2_config_format(&o->cfg, desc, sizeof desc);
-        printf("GPT-2 %s (%s): Ψ = %.0f parameters\n", o->model, desc, o->psi);
+        if (o->llama)
+            sz_llama_config_format(&o->lcfg, desc, sizeof desc);
+        else
+            sz_gpt2_config_format(&o->cfg, desc, sizeof desc);
+        printf("%s %s (%s): Ψ = %.0f parameters\n", o->llama ? "LLaMA-style" : "GPT-2", o->model, desc, o->psi);
     } else {
         printf("Ψ = %.0f parameters (%.4g)\n", o->psi, o->psi);
     }
@@ -505,8 +541,9 @@ static int print_text(const struct opts *o, const struct result *r)
     }
 
     if (o->have_model) {
-        printf("\nActivations per rank, one micro-batch of B=%d x T=%d (fp32, llm.c's ActivationTensors):\n",
-               o->batch, o->seq);
+        printf("\nActivations per rank, one micro-batch of B=%d x T=%d (fp32, %s):\n",
+               o->batch, o->seq,
+               o->llama ? "the model's forward tensors" : "llm.c's ActivationTensors");
         printf("  full %.*f GB (%.0f bytes); block checkpointing %.*f GB (%.0f bytes)\n", d, r->act / 1e9,
                r->act, d, r->act_ckpt / 1e9, r->act_ckpt);
         if (o->offload)
@@ -550,7 +587,8 @@ static int print_plan(const struct opts *o)
     const char **names = calloc((size_t)n, sizeof *names);
     static const int tied[] = {0}; /* the head reads the embedding's wte */
     int rc = 1;
-    if (!numel || !u || !label || !names || sz_gpt2_unit_numels(&o->cfg, numel) != n)
+    if (!numel || !u || !label || !names ||
+        (o->llama ? sz_llama_unit_numels(&o->lcfg, numel) : sz_gpt2_unit_numels(&o->cfg, numel)) != n)
         goto out;
     int64_t maxpad = 1, ckpt = (int64_t)o->batch * o->seq * o->cfg.channels * 4;
     for (int i = 0; i < n; i++) {
@@ -568,14 +606,18 @@ static int print_plan(const struct opts *o)
         u[l].checkpointable = 1;
         u[l].ckpt_bytes = ckpt; /* the block's input */
     }
-    u[n - 1].uses = tied;
-    u[n - 1].nuses = 1;
+    if (!o->llama) { /* GPT-2's head reads the embedding's wte; LLaMA's head is untied */
+        u[n - 1].uses = tied;
+        u[n - 1].nuses = 1;
+    }
     sz_plan_config c = {.pass = SZ_PASS_STEP, .stage = o->stage, .nd = o->nd[0], .rank = o->rank,
                         .micro_batches = o->micro_batches, .mixed = o->mixed, .checkpoint = o->ckpt,
                         .offload = o->offload, .prefetch_bytes = o->prefetch_bytes,
                         .max_live_bytes = o->max_live_bytes, .comm_worker = o->comm_worker, .clip = o->clip,
                         .bucket_elems = sz_plan_bucket_elems(o->bucket_bytes, o->nd[0], maxpad)};
-    c.extra[SZ_MEM_ACTIVATIONS] = sz_gpt2_engine_activation_bytes(&o->cfg, o->batch, o->seq, o->ckpt, o->offload, &host);
+    c.extra[SZ_MEM_ACTIVATIONS] =
+        o->llama ? sz_llama_engine_activation_bytes(&o->lcfg, o->batch, o->seq, o->ckpt, o->offload, &host)
+                 : sz_gpt2_engine_activation_bytes(&o->cfg, o->batch, o->seq, o->ckpt, o->offload, &host);
     c.extra[SZ_MEM_HOST] = host;
     sz_plan p;
     if (c.extra[SZ_MEM_ACTIVATIONS] < 0 || sz_plan_build(u, n, &c, &p) != SZ_OK) {

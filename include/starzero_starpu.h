@@ -123,7 +123,8 @@ int sz_task_check_ids(const void *cl_arg, const char *role, const int32_t *ids, 
  * crashing (leaving its outputs as it can), and the model call that waits for the task returns
  * SZ_ERR_INVALID and logs the message: sz_model_eval (it waits for every forward task), the
  * sz_model_forward_backward whose loss depends on the task, else the next sz_model_forward_backward /
- * sz_model_eval / sz_model_update (an update waits for everything). */
+ * sz_model_eval / sz_model_update (an update waits for everything). That call first waits for every
+ * task submitted so far, so the same bad input met again by later tasks is reported once. */
 void sz_task_fail(const void *cl_arg, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 #ifdef __cplusplus

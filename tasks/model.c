@@ -901,8 +901,6 @@ sz_status sz_model_forward_backward(sz_model *m, float *loss)
         m->step_received = __atomic_load_n(&m->counters.received, __ATOMIC_RELAXED);
         m->step_ns = __atomic_load_n(&m->counters.comm_ns, __ATOMIC_RELAXED);
     }
-    /* d(mean loss over all rows of all micro-batches of all ranks) / d(one row's loss) */
-    m->dloss = loss_scale(m);
     sz_status st = sz_zero_forward_backward(m);
     if (st == SZ_OK)
         m->micro_batch++;

@@ -93,7 +93,6 @@ struct sz_model {
                                     sz_model_set_zero after it is refused (its choices were used) */
     int micro_batch;             /* forward/backward passes since the last update */
     int steps_done;              /* optimizer steps taken (for the deadline's messages) */
-    float dloss;                 /* gradient of the mean loss w.r.t. one row's loss: 1/(N*M*nd) */
     sz_tensor *sumsq;            /* nunits floats: squared norms of this rank's gradient slices */
     sz_tensor *clip;             /* 2 floats: clip factor, global norm */
     sz_tensor *one;              /* 1.0f: the factor when clipping is off */
@@ -155,7 +154,8 @@ sz_status sz_task_submit_where(struct sz_model *m, int unit, const char *name, c
  * "<op> (<task name>): <message>" and returns SZ_ERR_INVALID. u may be NULL. The same as the
  * public sz_task_refuse (include/starzero_starpu.h). */
 sz_status sz_op_invalid(struct sz_unit *u, const char *op, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-/* SZ_ERR_INVALID (logging the message) when a kernel reported an unusable input since the last call. */
+/* SZ_ERR_INVALID (logging the message) when a kernel reported an unusable input since the last call;
+ * then it waits for every task submitted so far (their failures are the same call's) and clears. */
 sz_status sz_model_take_failure(struct sz_model *m);
 
 /* tasks/tensor.c */

@@ -206,8 +206,8 @@ sz_status sz_model_take_failure(struct sz_model *m)
 {
     if (!m || !__atomic_load_n(&m->failure.failed, __ATOMIC_ACQUIRE))
         return SZ_OK;
-    /* the failed pass's other tasks (its backward after a failed forward) run first: a failure of
-     * theirs belongs to this call, not to the next one */
+    /* the rest of the call's tasks run first: their failures (the same bad input met again, e.g.
+     * by the backward) are this call's too, not the next call's */
     starpu_task_wait_for_all();
     sz_context_log(m->ctx, SZ_LOG_ERROR, "%s", m->failure.msg);
     __atomic_store_n(&m->failure.failed, 0, __ATOMIC_RELAXED);

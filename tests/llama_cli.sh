@@ -3,6 +3,7 @@
 #  1. the loss falls on real English text (the demo corpus of train_cli.sh);
 #  2. 2 ranks with --batch 2 equal 1 rank with --batch 4 (the same global batch) within 1e-5,
 #     at ZeRO stages 0 and 3 (3 with checkpointing);
+#  2b. the plan's predicted peak equals the measured one; sz-estimate --arch llama counts its parameters;
 #  3. its training state saves and resumes (--save-state / --resume) to the same losses;
 #  4. llm.c checkpoints (--init/--save, GPT-2's format) and an unknown --arch are refused.
 # Every multi-rank run has a timeout. Usage: llama_cli.sh BUILD_DIR MPIEXEC
@@ -47,6 +48,16 @@ for args in "--zero-stage 0" "--zero-stage 3 --checkpoint"; do
     close "$a" "$b" 1e-5 || fail "2 ranks ($args): first gradient norm $b vs 1 rank $a"
     echo "2 ranks x batch 2 ($args) = 1 rank x batch 4 within 1e-5"
 done
+
+# 2b. the plan's predicted peak is the measured one; sz-estimate --arch llama counts the same parameters
+run 2 2 --zero-stage 3 --checkpoint --offload-checkpoints >"$dir/off.json" || fail "2 ranks, stage 3 + offload"
+rep=$(tail -1 "$dir/off.json")
+peak=$(echo "$rep" | sed 's/.*"peak_bytes": \([0-9]*\).*/\1/'); pred=$(echo "$rep" | sed 's/.*"predicted_peak_bytes": \([0-9]*\).*/\1/')
+[ -n "$peak" ] && [ "$peak" = "$pred" ] || fail "stage 3 + offload: measured peak $peak, predicted $pred"
+psi=$(echo "$rep" | sed 's/.*"params": \([0-9]*\).*/\1/')
+est=$("$bin/sz-estimate" --arch llama --model 2,2,32 --vocab 256 --max-seq 32 --json | tr -d ' \t\n' | grep -o '^{"params":[0-9]*' | grep -o '[0-9]*$')
+[ "$psi" = "$est" ] || fail "sz-train counts $psi parameters, sz-estimate --arch llama $est"
+echo "stage 3 + offload: predicted peak = measured peak ($peak bytes); sz-estimate: $est parameters as trained"
 
 # 3. save the state after step 2, resume to step 3: the same losses as the uninterrupted run
 run 1 4 --steps 2 --save-state "$dir/state" >/dev/null || fail "run with --save-state"

@@ -8,7 +8,7 @@
 #  3. the paths the run will write are checked before training starts;
 #  4. resumable training state: 3 steps + --save-state, then --resume to 6, gives bitwise the
 #     losses and --save parameters of 6 straight steps (1 rank; 2 ranks at stage 3 with
-#     micro-batches; bf16 at stage 2); a state saved at N_d 2 stage 3 resumes at N_d 1 stage 1
+#     micro-batches; bf16 at stage 2; the LLaMA-style model at stage 3); a state saved at N_d 2 stage 3 resumes at N_d 1 stage 1
 #     within 1e-5 of 6 straight steps there; --keep, DIR/latest; sz-state verifies the checksums
 #     (and finds a damaged file) and exports the parameters as --save writes them; a model or
 #     precision mismatch is refused naming the field;
@@ -112,6 +112,17 @@ small=(--config 2,2,32 --vocab 256 --max-seq 32 --train "$tr" --seq 16 --lr 1e-3
 run6 np1 1 "${small[@]}" --batch 2
 run6 np2s3 2 "${small[@]}" --batch 1 --zero-stage 3 --micro-batches 2
 run6 np2s2bf16 2 "${small[@]}" --batch 1 --zero-stage 2 --precision bf16
+
+# the LLaMA-style model (no llm.c file: the resumed state's shard files are compared instead)
+ll=(--arch llama "${small[@]}" --batch 1 --zero-stage 3 --json)
+mpi 2 "$bin/sz-train" "${ll[@]}" --steps 6 --save-state "$dir/llf.st" >"$dir/llf.json" || fail "llama: 6 steps"
+mpi 2 "$bin/sz-train" "${ll[@]}" --steps 3 --save-state "$dir/ll.st" >/dev/null || fail "llama: 3 steps + state"
+mpi 2 "$bin/sz-train" "${ll[@]}" --steps 6 --resume "$dir/ll.st" --save-state "$dir/ll.st" >"$dir/ll.json" || fail "llama: resume"
+cmp -s <(losses "$dir/llf.json" | tail -3) <(losses "$dir/ll.json") || fail "llama: resumed losses differ"
+for f in "$dir"/llf.st/step-00000006/*.bin; do
+    cmp -s "$f" "$dir/ll.st/step-00000006/$(basename "$f")" || fail "llama: resumed $(basename "$f") differs from 6 straight steps"
+done
+echo "ok: llama: 3 steps + resume = 6 straight steps, bitwise (losses and every state shard)"
 
 # across layouts: the N_d 2 stage 3 state resumed at N_d 1 stage 1 (same global batch)
 mpi 1 "$bin/sz-train" "${small[@]}" --batch 2 --micro-batches 2 --zero-stage 1 --json --steps 6 >"$dir/x.full.json" || fail "x: 6 steps"

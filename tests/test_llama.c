@@ -5,6 +5,7 @@
  *    checkpoints (stage 3), and bf16 runs agree between stage 0 and stage 3;
  *  - with one rank, the whole model's gradient (every tensor: embedding, norms, qkv through RoPE
  *    and attention, SwiGLU, the untied head) against central finite differences of the loss;
+ *  - the estimator's activation bytes (sz_llama_engine_activation_bytes) equal what the model registers;
  *  - the model's own SwiGLU kernel against a double reference and finite differences;
  *  - an input token or a target outside the vocabulary fails the step naming the op (no crash).
  * Every rank checks; the verdict is summed over ranks so the exit code is the same everywhere. */
@@ -67,6 +68,8 @@ static void train(const sz_llama_config *c, const sz_zero_config *z, struct run 
         CHECK(0, "create stage %d: %s", z->stage, err);
         return;
     }
+    CHECK(sz_model_nparams(sz_llama_model(m)) == np, "the model has %lld parameters, sz_llama_num_params says %lld",
+          (long long)sz_model_nparams(sz_llama_model(m)), (long long)np);
     sz_train_config tc;
     sz_train_config_defaults(&tc);
     tc.lr = 1e-2f;
@@ -91,6 +94,14 @@ static void train(const sz_llama_config *c, const sz_zero_config *z, struct run 
     }
     out->params = malloc((size_t)np * sizeof *out->params);
     CHECK(sz_llama_get_params(m, out->params) == SZ_OK, "get params");
+    /* the estimator counts the model's own tensors as sz_llama_create registers them */
+    sz_memory_report rep;
+    CHECK(sz_model_memory_report(sz_llama_model(m), &rep) == SZ_OK, "memory report");
+    int64_t host = -1, act = sz_llama_engine_activation_bytes(c, B, T, z->checkpoint, z->offload_checkpoints, &host);
+    CHECK(act == rep.bytes[SZ_MEM_ACTIVATIONS] && host == rep.bytes[SZ_MEM_HOST],
+          "stage %d ckpt %d offload %d: activations %lld / host %lld estimated, %lld / %lld registered", z->stage,
+          z->checkpoint, z->offload_checkpoints, (long long)act, (long long)host,
+          (long long)rep.bytes[SZ_MEM_ACTIVATIONS], (long long)rep.bytes[SZ_MEM_HOST]);
     sz_llama_free(m);
 }
 

@@ -6,10 +6,6 @@
 #include <string.h>
 #include "llama_internal.h"
 
-struct block_grads { /* shared by all blocks (their backwards run one after the other) */
-    sz_tensor *drms1, *drqkv, *dqkv, *datty, *dattproj, *dres2, *drms2, *dgate, *dup, *dh, *ddown;
-};
-
 struct block_unit {
     struct sz_llama *m;
     int layer;
@@ -23,8 +19,7 @@ struct sz_llama {
     sz_tensor **res, **dres;   /* the residual stream res[0..L] and its gradients */
     sz_tensor **acts;          /* L x LL_NBLOCK */
     sz_tensor *head[LL_NHEAD];
-    sz_tensor *drmsf, *dlogits;
-    struct block_grads grads;
+    sz_tensor *grads[LL_NGRAD]; /* sz_llama_grad_acts */
     struct block_unit *blocks;
     sz_param_spec embed_spec[SZ_LLAMA_EMBED_PARAMS], block_spec[SZ_LLAMA_BLOCK_PARAMS],
         head_spec[SZ_LLAMA_HEAD_PARAMS];
@@ -76,27 +71,27 @@ static sz_status block_bwd(sz_unit *u, void *user)
     struct block_unit *bu = user;
     struct sz_llama *m = bu->m;
     sz_tensor **a = m->acts + (size_t)bu->layer * LL_NBLOCK;
-    struct block_grads *d = &m->grads;
+    sz_tensor **d = m->grads;
     const sz_llama_config *c = &m->cfg;
     int B = m->B, T = m->T, N = B * T, C = c->channels, F = c->hidden, NH = c->heads;
     int64_t NC = (int64_t)N * C, NF = (int64_t)N * F;
     sz_tensor *x = m->res[bu->layer], *dx = m->dres[bu->layer], *dy = m->dres[bu->layer + 1];
-    sz_tensor *zero[] = {dx, d->drms1, d->drqkv, d->dqkv, d->datty, d->dattproj, d->dres2, d->drms2, d->dgate,
-                         d->dup, d->dh, d->ddown};
+    sz_tensor *zero[] = {dx, d[LL_DRMS1], d[LL_DRQKV], d[LL_DQKV], d[LL_DATTY], d[LL_DATTPROJ], d[LL_DRES2], d[LL_DRMS2], d[LL_DGATE],
+                         d[LL_DUP], d[LL_DH], d[LL_DDOWN]};
     for (size_t i = 0; i < sizeof zero / sizeof zero[0]; i++)
         TRY(sz_op_zero(u, zero[i]));
-    TRY(sz_op_residual_bwd(u, d->dres2, d->ddown, dy, NC));
-    TRY(sz_op_matmul_bwd(u, d->dh, G(DOWNW), NULL, d->ddown, a[LL_H], P(DOWNW), N, F, C));
-    TRY(sz_llama_op_swiglu_bwd(u, d->dgate, d->dup, d->dh, a[LL_GATE], a[LL_UP], NF));
-    TRY(sz_op_matmul_bwd(u, d->drms2, G(GATEW), NULL, d->dgate, a[LL_RMS2], P(GATEW), N, C, F));
-    TRY(sz_op_matmul_bwd(u, d->drms2, G(UPW), NULL, d->dup, a[LL_RMS2], P(UPW), N, C, F));
-    TRY(sz_op_rmsnorm_bwd(u, d->dres2, G(RMS2W), d->drms2, a[LL_RES2], P(RMS2W), a[LL_RSTD2], N, C));
-    TRY(sz_op_residual_bwd(u, dx, d->dattproj, d->dres2, NC));
-    TRY(sz_op_matmul_bwd(u, d->datty, G(ATTPROJW), NULL, d->dattproj, a[LL_ATTY], P(ATTPROJW), N, C, C));
-    TRY(sz_op_attention_bwd(u, d->drqkv, d->datty, a[LL_QKV], a[LL_STATS], B, T, C, NH));
-    TRY(sz_op_rope_bwd(u, d->dqkv, d->drqkv, B, T, C, NH, c->rope_theta));
-    TRY(sz_op_matmul_bwd(u, d->drms1, G(QKVW), NULL, d->dqkv, a[LL_RMS1], P(QKVW), N, C, 3 * C));
-    return sz_op_rmsnorm_bwd(u, dx, G(RMS1W), d->drms1, x, P(RMS1W), a[LL_RSTD1], N, C);
+    TRY(sz_op_residual_bwd(u, d[LL_DRES2], d[LL_DDOWN], dy, NC));
+    TRY(sz_op_matmul_bwd(u, d[LL_DH], G(DOWNW), NULL, d[LL_DDOWN], a[LL_H], P(DOWNW), N, F, C));
+    TRY(sz_llama_op_swiglu_bwd(u, d[LL_DGATE], d[LL_DUP], d[LL_DH], a[LL_GATE], a[LL_UP], NF));
+    TRY(sz_op_matmul_bwd(u, d[LL_DRMS2], G(GATEW), NULL, d[LL_DGATE], a[LL_RMS2], P(GATEW), N, C, F));
+    TRY(sz_op_matmul_bwd(u, d[LL_DRMS2], G(UPW), NULL, d[LL_DUP], a[LL_RMS2], P(UPW), N, C, F));
+    TRY(sz_op_rmsnorm_bwd(u, d[LL_DRES2], G(RMS2W), d[LL_DRMS2], a[LL_RES2], P(RMS2W), a[LL_RSTD2], N, C));
+    TRY(sz_op_residual_bwd(u, dx, d[LL_DATTPROJ], d[LL_DRES2], NC));
+    TRY(sz_op_matmul_bwd(u, d[LL_DATTY], G(ATTPROJW), NULL, d[LL_DATTPROJ], a[LL_ATTY], P(ATTPROJW), N, C, C));
+    TRY(sz_op_attention_bwd(u, d[LL_DRQKV], d[LL_DATTY], a[LL_QKV], a[LL_STATS], B, T, C, NH));
+    TRY(sz_op_rope_bwd(u, d[LL_DQKV], d[LL_DRQKV], B, T, C, NH, c->rope_theta));
+    TRY(sz_op_matmul_bwd(u, d[LL_DRMS1], G(QKVW), NULL, d[LL_DQKV], a[LL_RMS1], P(QKVW), N, C, 3 * C));
+    return sz_op_rmsnorm_bwd(u, dx, G(RMS1W), d[LL_DRMS1], x, P(RMS1W), a[LL_RSTD1], N, C);
 }
 
 static sz_status head_fwd(sz_unit *u, void *user)
@@ -114,11 +109,11 @@ static sz_status head_bwd(sz_unit *u, void *user)
     struct sz_llama *m = user;
     sz_tensor **h = m->head, *dxL = m->dres[m->cfg.layers];
     int N = m->B * m->T, C = m->cfg.channels, V = m->cfg.vocab;
-    TRY(sz_op_zero(u, m->drmsf));
+    TRY(sz_op_zero(u, m->grads[LL_DRMSF]));
     TRY(sz_op_zero(u, dxL));
-    TRY(sz_op_softmax_xent_bwd(u, m->dlogits, h[LL_PROBS], m->targets, N, V, V));
-    TRY(sz_op_matmul_bwd(u, m->drmsf, G(LMW), NULL, m->dlogits, h[LL_RMSF], P(LMW), N, C, V));
-    return sz_op_rmsnorm_bwd(u, dxL, G(RMSFW), m->drmsf, m->res[m->cfg.layers], P(RMSFW), h[LL_RSTDF], N, C);
+    TRY(sz_op_softmax_xent_bwd(u, m->grads[LL_DLOGITS], h[LL_PROBS], m->targets, N, V, V));
+    TRY(sz_op_matmul_bwd(u, m->grads[LL_DRMSF], G(LMW), NULL, m->grads[LL_DLOGITS], h[LL_RMSF], P(LMW), N, C, V));
+    return sz_op_rmsnorm_bwd(u, dxL, G(RMSFW), m->grads[LL_DRMSF], m->res[m->cfg.layers], P(RMSFW), h[LL_RSTDF], N, C);
 }
 
 static sz_tensor *tensor(struct sz_llama *m, const char *what, int layer, sz_dtype dt, int64_t n)
@@ -204,15 +199,10 @@ sz_status sz_llama_create(sz_llama **out, sz_context *ctx, const sz_llama_config
                             (int64_t)sz_llama_size(cfg, sz_llama_head_acts[i].size, B, T));
         ok &= m->head[i] != NULL;
     }
-    struct { sz_tensor **t; const char *name; ll_size size; } g[] = {
-        {&m->grads.drms1, "drms1", LL_NC}, {&m->grads.drqkv, "drqkv", LL_N3C}, {&m->grads.dqkv, "dqkv", LL_N3C},
-        {&m->grads.datty, "datty", LL_NC}, {&m->grads.dattproj, "dattproj", LL_NC},
-        {&m->grads.dres2, "dres2", LL_NC}, {&m->grads.drms2, "drms2", LL_NC}, {&m->grads.dgate, "dgate", LL_NF},
-        {&m->grads.dup, "dup", LL_NF}, {&m->grads.dh, "dh", LL_NF}, {&m->grads.ddown, "ddown", LL_NC},
-        {&m->drmsf, "drmsf", LL_NC}, {&m->dlogits, "dlogits", LL_NV}};
-    for (size_t i = 0; i < sizeof g / sizeof g[0]; i++) {
-        *g[i].t = tensor(m, g[i].name, -1, SZ_DTYPE_F32, (int64_t)sz_llama_size(cfg, g[i].size, B, T));
-        ok &= *g[i].t != NULL;
+    for (int i = 0; i < LL_NGRAD; i++) {
+        m->grads[i] = tensor(m, sz_llama_grad_acts[i].name, -1, SZ_DTYPE_F32,
+                             (int64_t)sz_llama_size(cfg, sz_llama_grad_acts[i].size, B, T));
+        ok &= m->grads[i] != NULL;
     }
     if (st == SZ_OK && !ok)
         st = SZ_ERR_NOMEM;

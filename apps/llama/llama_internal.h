@@ -16,6 +16,13 @@ enum {
 /* The head's forward tensors. */
 enum { LL_RMSF, LL_RSTDF, LL_LOGITS, LL_PROBS, LL_LOSSES, LL_NHEAD };
 
+/* The gradient scratch (shared by the blocks, whose backwards run one after the other) and the
+ * head's two gradients. */
+enum {
+    LL_DRMS1, LL_DRQKV, LL_DQKV, LL_DATTY, LL_DATTPROJ, LL_DRES2, LL_DRMS2, LL_DGATE, LL_DUP, LL_DH, LL_DDOWN,
+    LL_DRMSF, LL_DLOGITS, LL_NGRAD
+};
+
 typedef struct {
     const char *name;
     ll_size size;
@@ -23,6 +30,7 @@ typedef struct {
 
 extern const ll_act sz_llama_block_acts[LL_NBLOCK];
 extern const ll_act sz_llama_head_acts[LL_NHEAD];
+extern const ll_act sz_llama_grad_acts[LL_NGRAD];
 double sz_llama_size(const sz_llama_config *cfg, ll_size s, int B, int T);
 
 #endif

@@ -19,6 +19,14 @@ const ll_act sz_llama_head_acts[LL_NHEAD] = {
     [LL_PROBS] = {"probs", LL_NV}, [LL_LOSSES] = {"losses", LL_N},
 };
 
+const ll_act sz_llama_grad_acts[LL_NGRAD] = {
+    [LL_DRMS1] = {"drms1", LL_NC},  [LL_DRQKV] = {"drqkv", LL_N3C}, [LL_DQKV] = {"dqkv", LL_N3C},
+    [LL_DATTY] = {"datty", LL_NC},  [LL_DATTPROJ] = {"dattproj", LL_NC}, [LL_DRES2] = {"dres2", LL_NC},
+    [LL_DRMS2] = {"drms2", LL_NC},  [LL_DGATE] = {"dgate", LL_NF},  [LL_DUP] = {"dup", LL_NF},
+    [LL_DH] = {"dh", LL_NF},        [LL_DDOWN] = {"ddown", LL_NC},  [LL_DRMSF] = {"drmsf", LL_NC},
+    [LL_DLOGITS] = {"dlogits", LL_NV},
+};
+
 double sz_llama_size(const sz_llama_config *c, ll_size s, int B, int T)
 {
     double n = (double)B * T;
@@ -166,4 +174,39 @@ double sz_llama_flops(const sz_llama_config *c, int B, int T)
     double matmul = 2.0 * (L * (4.0 * C * C + 3.0 * C * F) + C * c->vocab);
     double attention = 2.0 * L * T * C;
     return 3.0 * tokens * (matmul + attention);
+}
+
+int sz_llama_unit_numels(const sz_llama_config *c, int64_t *numel)
+{
+    if (!numel || sz_llama_config_validate(c, NULL, 0) != SZ_OK)
+        return -1;
+    for (int u = 0; u < c->layers + 2; u++)
+        numel[u] = unit_numel(c, u);
+    return c->layers + 2;
+}
+
+static double table_floats(const sz_llama_config *c, const ll_act *t, int n, int B, int T)
+{
+    double s = 0;
+    for (int i = 0; i < n; i++)
+        s += sz_llama_size(c, t[i].size, B, T);
+    return s;
+}
+
+int64_t sz_llama_engine_activation_bytes(const sz_llama_config *c, int B, int T, int checkpoint, int offload,
+                                         int64_t *host_bytes)
+{
+    if (sz_llama_config_validate(c, NULL, 0) != SZ_OK || B < 1 || T < 1 || T > c->max_seq ||
+        (offload && !checkpoint))
+        return -1;
+    double NC = sz_llama_size(c, LL_NC, B, T), L = c->layers;
+    double floats = (L + 1) * NC                                                   /* dres[0..L] */
+                    + NC                                                           /* res[L] */
+                    + (checkpoint ? 1 : L) * table_floats(c, sz_llama_block_acts, LL_NBLOCK, B, T)
+                    + table_floats(c, sz_llama_grad_acts, LL_NGRAD, B, T)
+                    + table_floats(c, sz_llama_head_acts, LL_NHEAD, B, T);
+    double ckpt = L * NC; /* res[0..L-1]: the blocks' inputs */
+    if (host_bytes)
+        *host_bytes = offload ? (int64_t)(ckpt * 4) : 0;
+    return (int64_t)(2 * sz_llama_size(c, LL_N, B, T) * 4 + (floats + (offload ? 0 : ckpt)) * 4);
 }

@@ -65,6 +65,16 @@ int64_t sz_llama_largest_unit_numel(const sz_llama_config *cfg);
  * checkpoint): the L inputs replaced by min(L, 3) on the device. -1.0 on a bad argument. */
 double sz_llama_activation_bytes(const sz_llama_config *cfg, int B, int T, int checkpoint, int offload);
 
+/* Each unit's element count (embed, block0 .. block(L-1), head) into numel[0 .. L+1]; returns L + 2,
+ * or -1 for an invalid cfg. */
+int sz_llama_unit_numels(const sz_llama_config *cfg, int64_t *numel);
+/* Bytes of every tensor the model registers beside its parameters for a B x T micro-batch (the
+ * engine's "activations" category: forward tensors, their gradients, tokens and targets), under
+ * checkpointing and offloaded checkpoints; *host_bytes (may be NULL) gets the host pool's (the L
+ * block inputs when offloaded). -1 for invalid arguments. */
+int64_t sz_llama_engine_activation_bytes(const sz_llama_config *cfg, int B, int T, int checkpoint, int offload,
+                                         int64_t *host_bytes);
+
 /* Training FLOPs of one micro-batch of B x T (forward + backward = 3 x forward): matmuls
  * 2·(L·(4C² + 3CF) + CV) per token, causal attention 2·L·T·C per token. */
 double sz_llama_flops(const sz_llama_config *cfg, int B, int T);
