@@ -24,7 +24,7 @@
 struct opts {
     const char *arch, *init, *config, *train, *val, *save, *precision, *decay, *trace, *save_state, *resume, *lr_schedule;
     int vocab, max_seq, batch, seq, steps, val_every, val_steps, json, stage, micro_batches, report, checkpoint,
-        offload, no_arenas, allow_nonfinite, save_every, keep, warmup;
+        offload, no_arenas, allow_nonfinite, save_every, keep, warmup, global_batch;
     double mem_budget, prefetch_bytes, max_live_bytes, bucket_bytes;
     unsigned long long seed;
     float lr, beta1, beta2, eps, wd, grad_clip, min_lr;
@@ -60,6 +60,8 @@ static void usage(FILE *f)
             "ZeRO:     --zero-stage 0|1|2|3 (default 0) under mpirun: 0 plain data parallelism, 1 optimizer\n"
             "                               states, 2 + gradients, 3 + parameters partitioned across ranks\n"
             "          --micro-batches M    forward/backward passes per optimizer step (default 1)\n"
+            "          --global-batch G     check that N_d x --batch x --micro-batches = G rows (DeepSpeed's\n"
+            "                               train_batch_size; default 0: not checked)\n"
             "          --mem-budget BYTES   per rank (K, M, G = powers of 1000; KiB, MiB, GiB of 1024): a plan\n"
             "                               predicted to exceed it is refused before it runs, saying what fits\n"
             "          --prefetch-bytes B   stage 3: parameter bytes gathered ahead of the computing unit\n"
@@ -127,6 +129,7 @@ static int parse_value(struct opts *o, const char *a, const char *v)
     if (!strcmp(a, "--lr")) return sz_opt_real(a, v, 0, 0, inf, 0, &o->lr);
     if (!strcmp(a, "--min-lr")) return sz_opt_real(a, v, 0, 0, inf, 0, &o->min_lr);
     if (!strcmp(a, "--warmup")) return sz_opt_int(a, v, 0, INT_MAX, &o->warmup);
+    if (!strcmp(a, "--global-batch")) return sz_opt_int(a, v, 0, INT_MAX, &o->global_batch);
     if (!strcmp(a, "--beta1")) return sz_opt_real(a, v, 0, 0, 1, 1, &o->beta1);
     if (!strcmp(a, "--beta2")) return sz_opt_real(a, v, 0, 0, 1, 1, &o->beta2);
     if (!strcmp(a, "--eps")) return sz_opt_real(a, v, 0, 1, inf, 0, &o->eps);
@@ -745,6 +748,13 @@ int main(int argc, char **argv)
     sz_tokens train = {0}, val = {0};
     if (check_outputs(&o, ctx, rank) != 0)
         goto out;
+    if (o.global_batch > 0 && (long)nd * o.batch * o.micro_batches != o.global_batch) {
+        if (lead)
+            fprintf(stderr, "sz-train: --global-batch %d: this run's global batch is %d rank(s) x --batch %d x "
+                            "--micro-batches %d = %ld rows\n", o.global_batch, nd, o.batch, o.micro_batches,
+                    (long)nd * o.batch * o.micro_batches);
+        goto out;
+    }
     if (sz_tokens_open(&train, o.train, sz_arch_vocab(&cfg), nd, o.batch, o.seq, err, sizeof err) != 0 ||
         (o.val && sz_tokens_open(&val, o.val, sz_arch_vocab(&cfg), nd, o.batch, o.seq, err, sizeof err) != 0)) {
         fprintf(stderr, "sz-train: %s\n", err);

@@ -1,22 +1,26 @@
 # cmake/SZInstall.cmake — what `cmake --install` puts under the prefix:
-#   lib/libstarzero.{a,so}, lib/libstarzero_gpt2.{a,so}
-#   include/starzero.h, starzero_starpu.h (user-defined operations; includes StarPU), starzero_gpt2.h
+#   lib/libstarzero.{a,so}, lib/libstarzero_gpt2.{a,so}, lib/libstarzero_llama.{a,so}
+#   include/starzero.h, starzero_starpu.h (user-defined operations; includes StarPU), starzero_gpt2.h,
+#            starzero_llama.h
 #   lib/cmake/StarZeRO/  StarZeROConfig.cmake (+ version file, exported targets): find_package(StarZeRO)
 #                        gives StarZeRO::starzero (static), StarZeRO::starzero_shared, StarZeRO::gpt2,
-#                        StarZeRO::gpt2_shared, and finds their dependencies itself
-#   lib/pkgconfig/       starzero.pc, starzero_gpt2.pc (relocatable: paths relative to ${pcfiledir})
+#                        StarZeRO::gpt2_shared, StarZeRO::llama, StarZeRO::llama_shared, and finds
+#                        their dependencies itself
+#   lib/pkgconfig/       starzero.pc, starzero_gpt2.pc, starzero_llama.pc (relocatable: paths
+#                        relative to ${pcfiledir})
 #   bin/                 the commands (sz-train, sz-estimate, sz-prepare, sz-info, sz-bench, sz-state, ...)
 # Included by the top CMakeLists.txt after the targets exist.
 include(CMakePackageConfigHelpers)
 set(SZ_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/StarZeRO)
 
-install(TARGETS starzero starzero_shared sz_gpt2 sz_gpt2_shared EXPORT StarZeROTargets
+install(TARGETS starzero starzero_shared sz_gpt2 sz_gpt2_shared sz_llama sz_llama_shared EXPORT StarZeROTargets
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
         LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
         RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR}
         INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 file(GLOB SZ_PUBLIC_HEADERS ${PROJECT_SOURCE_DIR}/include/*.h)
 install(FILES ${SZ_PUBLIC_HEADERS} ${PROJECT_SOURCE_DIR}/apps/gpt2/starzero_gpt2.h
+              ${PROJECT_SOURCE_DIR}/apps/llama/starzero_llama.h
         DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 if(SZ_BUILD_APPS)   # every command in apps/*.c; the custom-model example is a source to read, not a command
   set(SZ_INSTALLED_APPS)
@@ -62,7 +66,12 @@ if(SZ_MPI_PC_FOUND)
 endif()
 set(SZ_PC_LIBS_PRIVATE "-L${SZ_DNNL_LIBDIR} -ldnnl ${OpenMP_C_FLAGS} -lm")
 if(SZ_USE_CUDA)
-  string(APPEND SZ_PC_LIBS_PRIVATE " -L${CUDAToolkit_LIBRARY_DIR} -lcublas -lcudart")
+  string(APPEND SZ_PC_LIBS_PRIVATE " -L${CUDAToolkit_LIBRARY_DIR} -lcublasLt -lcublas -lcudart")
+  if(SZ_HAVE_NCCL)
+    get_filename_component(SZ_NCCL_LIBDIR ${NCCL_LIB} DIRECTORY)
+    string(APPEND SZ_PC_LIBS_PRIVATE " -L${SZ_NCCL_LIBDIR} -lnccl")
+  endif()
+  string(APPEND SZ_PC_LIBS_PRIVATE " -lstdc++")
 endif()
 set(SZ_PC_CFLAGS "")
 if(SZ_USE_CUDA)
@@ -72,5 +81,6 @@ file(RELATIVE_PATH SZ_PC_TO_PREFIX ${CMAKE_INSTALL_FULL_LIBDIR}/pkgconfig ${CMAK
 string(REGEX REPLACE "/$" "" SZ_PC_TO_PREFIX "${SZ_PC_TO_PREFIX}")
 configure_file(${PROJECT_SOURCE_DIR}/cmake/starzero.pc.in ${PROJECT_BINARY_DIR}/starzero.pc @ONLY)
 configure_file(${PROJECT_SOURCE_DIR}/cmake/starzero_gpt2.pc.in ${PROJECT_BINARY_DIR}/starzero_gpt2.pc @ONLY)
-install(FILES ${PROJECT_BINARY_DIR}/starzero.pc ${PROJECT_BINARY_DIR}/starzero_gpt2.pc
+configure_file(${PROJECT_SOURCE_DIR}/cmake/starzero_llama.pc.in ${PROJECT_BINARY_DIR}/starzero_llama.pc @ONLY)
+install(FILES ${PROJECT_BINARY_DIR}/starzero.pc ${PROJECT_BINARY_DIR}/starzero_gpt2.pc ${PROJECT_BINARY_DIR}/starzero_llama.pc
         DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)

@@ -1,4 +1,4 @@
-/* sched/memory.c — what memory a rank can really have (DESIGN.md §4: with no budget given, the
+/* sched/memory.c — what memory a rank can really have (docs/ARCHITECTURE.md, failures: with no budget given, the
  * budget is what the memory node has). For CPU memory: the node's available memory (the kernel's
  * MemAvailable, or less if this process's cgroup allows less), shared among the ranks of the
  * node, plus what this rank already holds (its resident set: the runtime and whatever the model

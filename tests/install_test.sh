@@ -3,7 +3,8 @@
 #  1. `cmake --install` of this build into a temporary prefix;
 #  2. tests/install/ (a separate CMake project) finds it with find_package(StarZeRO), with
 #     PKG_CONFIG_PATH unset (the package finds StarPU & co. itself), and builds the custom-model
-#     example on the static and on the shared library, and a GPT-2 header/library check;
+#     example on the static and on the shared library, a GPT-2 header/library check and the
+#     LLaMA-style model (it must learn);
 #  3. the same example and check built with the C compiler and `pkg-config starzero[_gpt2]` alone;
 #  4. every program runs: the example must learn (final loss < 0.1 after 200 steps), and an
 #     installed command runs without LD_LIBRARY_PATH.
@@ -18,7 +19,8 @@ example=$src/apps/sz-mlp-example.c
 
 cmake --install "$build" --prefix "$prefix" >"$dir/install.log" 2>&1 || { cat "$dir/install.log"; fail "cmake --install"; }
 for f in include/starzero.h include/starzero_starpu.h include/starzero_gpt2.h lib/libstarzero.a lib/libstarzero.so \
-         lib/libstarzero_gpt2.a lib/libstarzero_gpt2.so lib/cmake/StarZeRO/StarZeROConfig.cmake \
+         lib/libstarzero_gpt2.a lib/libstarzero_gpt2.so lib/libstarzero_llama.a lib/libstarzero_llama.so include/starzero_llama.h \
+         lib/cmake/StarZeRO/StarZeROConfig.cmake \
          lib/cmake/StarZeRO/StarZeROConfigVersion.cmake lib/pkgconfig/starzero.pc lib/pkgconfig/starzero_gpt2.pc bin/sz-train; do
     [ -e "$prefix/$f" ] || fail "not installed: $f"
 done
@@ -43,14 +45,18 @@ learns() {
 learns "$dir/app/mlp-static"
 learns "$dir/app/mlp-shared"
 "$dir/app/gpt2-check" || fail "gpt2-check (CMake)"
+"$dir/app/llama-check" || fail "llama-check (CMake): the installed LLaMA model did not learn"
 
 # 3. pkg-config
 export PKG_CONFIG_PATH=$prefix/lib/pkgconfig:$starpu_pc${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}
-pkg-config --exists starzero starzero_gpt2 || fail "pkg-config does not find starzero: $(pkg-config --print-errors --exists starzero 2>&1)"
+pkg-config --exists starzero starzero_gpt2 starzero_llama || fail "pkg-config does not find starzero: $(pkg-config --print-errors --exists starzero 2>&1)"
 "$cc" -O2 -o "$dir/mlp-pc" "$example" $(pkg-config --cflags --libs starzero) $ldflags || fail "cc with pkg-config starzero"
 "$cc" -O2 -o "$dir/gpt2-pc" "$src/tests/install/gpt2_check.c" $(pkg-config --cflags --libs starzero_gpt2) $ldflags \
     || fail "cc with pkg-config starzero_gpt2"
 export LD_LIBRARY_PATH=$prefix/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 learns "$dir/mlp-pc"
 "$dir/gpt2-pc" || fail "gpt2-check (pkg-config)"
+"$cc" -O2 -o "$dir/llama-pc" "$src/tests/install/llama_check.c" $(pkg-config --cflags --libs starzero_llama) $ldflags \
+    || fail "cc with pkg-config starzero_llama"
+"$dir/llama-pc" || fail "llama-check (pkg-config)"
 echo "PASS"

@@ -212,7 +212,7 @@ for w in "train_micro_batch_size_per_gpu = 2 -> --batch 2" "gradient_accumulatio
          "bf16.enabled = true -> --precision bf16" "zero_optimization.stage = 3 -> --zero-stage 3" \
          "reduce_bucket_size = 500000 -> --bucket-bytes 1000000 (elements x 2 bytes (bf16))" \
          "cpu_checkpointing = true -> --offload-checkpoints" "zero_optimization.overlap_comm = true ignored" \
-         "train_batch_size = 8 ignored"; do
+         "train_batch_size = 8 -> --global-batch 8"; do
     grep -qF -- "$w" "$dir/ds.err" || { cat "$dir/ds.err"; fail "ds-config: no line '$w'"; }
 done
 mpi 2 "$bin/sz-train" "${small[@]}" --steps 3 --json --batch 2 --micro-batches 2 --grad-clip 1 --lr 0.001 --beta1 0.8 \
@@ -225,6 +225,8 @@ echo "ok: --ds-config trains bitwise like the options it reported"
 mpi 2 "$bin/sz-train" "${small[@]}" --steps 1 --ds-config "$ds" --zero-stage 1 --report >"$dir/ds2.out" 2>&1 || fail "ds-config + --zero-stage 1"
 grep -q "the command line's --zero-stage wins" "$dir/ds2.out" && grep -q "ZeRO stage 1" "$dir/ds2.out" || { cat "$dir/ds2.out"; fail "the command line did not win"; }
 echo "ok: --zero-stage 1 on the command line wins over zero_optimization.stage 3"
+expect 1 "--global-batch 8: this run's global batch is 1 rank(s) x --batch 2 x --micro-batches 2 = 4 rows" -- \
+    "${small[@]}" --steps 1 --ds-config "$ds"
 sed 's/"bf16"/"fp16"/' "$ds" >"$dir/fp16.json"
 expect 2 "fp16.enabled = true" "use bf16" -- "${small[@]}" --steps 1 --ds-config "$dir/fp16.json"
 sed 's/"AdamW"/"SGD"/' "$ds" >"$dir/sgd.json"

@@ -291,8 +291,7 @@ int sz_ds_config_read(const char *path, int argc, char **argv, char ***args, int
         else if (!strcmp(k, "gradient_clipping"))
             num_opt(&c, k, e, "--grad-clip", 0, 1, NULL);
         else if (!strcmp(k, "train_batch_size"))
-            ignore(&c, k, e, "the global batch is N_d x --batch x --micro-batches (train_micro_batch_size_per_gpu "
-                             "x gradient_accumulation_steps x ranks)");
+            num_opt(&c, k, e, "--global-batch", 1, 1, "checked: N_d x --batch x --micro-batches must equal it");
         else if (!strcmp(k, "optimizer") && cJSON_IsObject(e))
             optimizer(&c, e);
         else if (!strcmp(k, "scheduler") && cJSON_IsObject(e))

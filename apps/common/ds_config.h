@@ -1,5 +1,6 @@
 /* apps/common/ds_config.h — the subset of a DeepSpeed JSON config that maps onto sz-train's
- * options, turned into those options: train_micro_batch_size_per_gpu (--batch),
+ * options, turned into those options: train_batch_size (--global-batch, a check),
+ * train_micro_batch_size_per_gpu (--batch),
  * gradient_accumulation_steps (--micro-batches), gradient_clipping (--grad-clip), optimizer
  * Adam/AdamW and its params (--lr, --beta1, --beta2, --eps, --wd), scheduler WarmupLR and
  * WarmupCosineLR (--warmup, --lr-schedule, --min-lr, --steps), bf16.enabled (--precision bf16),
