@@ -8,6 +8,7 @@
 #include "sz_tasks.h"
 #include "starzero_starpu.h"
 #include "sz_deadline.h"
+#include "sz_cuda.h"
 
 struct all_gather_args {
     MPI_Comm comm;             /* as struct sz_comm */
@@ -45,7 +46,22 @@ static void ag_cpu(void *b[], void *arg)
 }
 
 SZ_PERFMODEL(ag_model, "sz_all_gather");
+#if SZ_WITH_CUDA && defined(SZ_HAVE_NCCL)
+/* With NCCL (codelets/nccl.c): ncclAllGather on the CUDA worker's stream. */
+static void ag_cuda(void *b[], void *arg)
+{
+    const struct all_gather_args a = *(const struct all_gather_args *)sz_task_params(arg);
+    sz_nccl_all_gather(b, arg, a.shard, a.in_place, a.rank, a.stats);
+    if (a.bytes)
+        sz_counters_add(a.stats, a.category, a.bytes);
+}
+struct starpu_codelet sz_cl_all_gather = {.can_execute = sz_nccl_can_execute, .cpu_funcs = {ag_cpu},
+                                          .cuda_funcs = {ag_cuda}, .cuda_flags = {STARPU_CUDA_ASYNC},
+                                          .nbuffers = STARPU_VARIABLE_NBUFFERS, .name = "all_gather",
+                                          .model = &ag_model};
+#else
 SZ_CODELET(sz_cl_all_gather, ag_cpu, "all_gather", ag_model);
+#endif
 
 /* from_shard: stage 3's gather of the parameters into their full buffer; else in place (the
  * all-reduce's second half at stage 0 on the gradients, the updated parameters at stages 1-2). */

@@ -9,6 +9,7 @@
 #include "sz_tasks.h"
 #include "starzero_starpu.h"
 #include "sz_deadline.h"
+#include "sz_cuda.h"
 
 struct reduce_scatter_args {
     MPI_Comm comm;             /* as struct sz_comm */
@@ -96,7 +97,22 @@ static void rs_cpu(void *b[], void *arg)
 }
 
 SZ_PERFMODEL(rs_model, "sz_reduce_scatter");
+#if SZ_WITH_CUDA && defined(SZ_HAVE_NCCL)
+/* With NCCL (codelets/nccl.c): the pieces moved by NCCL, summed in rank order on the GPU. */
+static void rs_cuda(void *b[], void *arg)
+{
+    const struct reduce_scatter_args a = *(const struct reduce_scatter_args *)sz_task_params(arg);
+    sz_nccl_reduce_scatter(b, arg, a.shard, a.bucket, a.acc, a.stats);
+    if (a.bytes)
+        sz_counters_add(a.stats, a.category, a.bytes);
+}
+struct starpu_codelet sz_cl_reduce_scatter = {.can_execute = sz_nccl_can_execute, .cpu_funcs = {rs_cpu},
+                                              .cuda_funcs = {rs_cuda}, .cuda_flags = {STARPU_CUDA_ASYNC},
+                                              .nbuffers = STARPU_VARIABLE_NBUFFERS, .name = "reduce_scatter",
+                                              .model = &rs_model};
+#else
 SZ_CODELET(sz_cl_reduce_scatter, rs_cpu, "reduce_scatter", rs_model);
+#endif
 
 sz_status sz_submit_reduce_scatter(struct sz_model *m, struct sz_unit *u, int acc, int64_t release_bytes)
 {

@@ -8,6 +8,13 @@
 #ifndef SZ_CUDA_H
 #define SZ_CUDA_H
 #include "sz_codelets.h"
+#include "starzero.h"
+
+/* codelets/nccl.c: the GPU collectives (opt-in SZ_NCCL=1; see there). Start after StarPU is up,
+ * on every rank (collective over comm); `why` says which collectives the run uses. */
+sz_status sz_nccl_start(MPI_Comm comm, int rank, int nd, char *why, size_t why_len);
+void sz_nccl_stop(void);
+int sz_nccl_active(void);
 
 #if defined(SZ_HAVE_CUDA) && defined(STARPU_USE_CUDA)
 #define SZ_WITH_CUDA 1
@@ -36,6 +43,11 @@ int sz_cuda_check_ids(const void *cl_arg, const char *role, const int32_t *dev_i
     static struct starpu_codelet var = {.cpu_funcs = {fn}, .cuda_funcs = {cfn}, .cuda_flags = {STARPU_CUDA_ASYNC}, \
                                         .nbuffers = STARPU_VARIABLE_NBUFFERS, .name = nm, .model = &pm}
 #define SZ_STREAM starpu_cuda_get_local_stream()
+#ifdef SZ_HAVE_NCCL
+void sz_nccl_reduce_scatter(void *b[], void *arg, int64_t S, int64_t bucket, int acc, struct sz_counters *stats);
+void sz_nccl_all_gather(void *b[], void *arg, int64_t S, int in_place, int rank, struct sz_counters *stats);
+int sz_nccl_can_execute(unsigned workerid, struct starpu_task *task, unsigned nimpl);
+#endif
 #else
 #define SZ_WITH_CUDA 0
 #define SZ_CODELET_CUDA(var, fn, cfn, nm, pm) SZ_CODELET(var, fn, nm, pm)

@@ -17,6 +17,7 @@
 #include "sz_kernels.h"
 #include "sz_sched.h"
 #include "sz_deadline.h"
+#include "sz_cuda.h"
 
 void sz_context_config_defaults(sz_context_config *cfg)
 {
@@ -250,6 +251,16 @@ sz_status sz_context_init(sz_context **out, const sz_context_config *cfg_in, int
     if (starpu_worker_get_count_by_type(STARPU_CUDA_WORKER) > 0)
         starpu_cublas_init();
 #endif
+    {   /* GPU collectives (opt-in SZ_NCCL=1, every rank with its own GPU), else the host paths */
+        char why[160];
+        int trank = 0, tsize = 1;
+        MPI_Comm_rank(ctx->task_comm, &trank);
+        MPI_Comm_size(ctx->task_comm, &tsize);
+        if (sz_nccl_start(ctx->task_comm, trank, tsize, why, sizeof why) != SZ_OK)
+            sz_context_log(ctx, SZ_LOG_WARN, "%s", why);
+        else if (sz_nccl_active())
+            sz_context_log(ctx, SZ_LOG_INFO, "%s", why);
+    }
     sz_devpool_start(ctx, ctx->ram_share);
     sz_runtime_info info;
     sz_context_runtime_info(ctx, &info);
@@ -278,6 +289,7 @@ void sz_context_free(sz_context *ctx)
     if (!ctx)
         return;
     starpu_task_wait_for_all();
+    sz_nccl_stop();
 #if defined(SZ_HAVE_CUDA) && defined(STARPU_USE_CUDA)
     if (starpu_worker_get_count_by_type(STARPU_CUDA_WORKER) > 0)
         starpu_cublas_shutdown();

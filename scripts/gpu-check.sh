@@ -9,8 +9,10 @@
 #   kernels    every CUDA kernel against its CPU twin (tests/test_cuda_kernels)
 #   d2_losses  a d2 model, 1 GPU (STARPU_NCUDA=1) against the CPU-only run: fp32 losses within 1e-4,
 #              and the GPU run must have executed tasks on a CUDA worker (STARPU_WORKER_STATS)
-#   stages     stages 0-3 on 2 ranks sharing the GPUs, losses bitwise equal to each other; the
-#              collectives are the host-copy (MPI) path: NCCL collectives are not in the engine yet
+#   stages     stages 0-3 on 2 ranks (sharing one GPU), losses bitwise equal to each other, through
+#              the host-copy (MPI) collectives
+#   stages_nccl  the same with SZ_NCCL=1 and one GPU per rank (needs 2 GPUs; else skip); the JSON
+#              says which path ran ("nccl" only if the run logged that NCCL was started)
 #   offload    --offload-optimizer: not implemented in the engine (reported so, never "pass")
 #   budget     per-GPU --mem-budget: not implemented in the engine (reported so)
 #   bench      sz-bench --model d12 --batch 8 --seq 1024 --precision bf16 on one GPU
@@ -46,7 +48,7 @@ fi
 mkdir -p "$build" "$logs"
 if [ "$ngpu" = dryrun ]; then
     json build skip '"reason": "dry run: the existing build"'
-elif ! SZ_BUILD_DIR="$build" "$root/scripts/build.sh" -DSZ_USE_CUDA=ON -DSZ_WERROR=ON >"$logs/build.log" 2>&1; then
+elif ! SZ_BUILD_DIR="$build" "$root/scripts/build.sh" -DSZ_USE_CUDA=ON -DSZ_WERROR=ON -DCMAKE_CUDA_ARCHITECTURES="${SZ_CUDA_ARCH:-native}" >"$logs/build.log" 2>&1; then
     fail_part build "\"log\": \"$logs/build.log\""
     exit 1
 else
@@ -100,23 +102,32 @@ else
     [ "$ok" = 1 ] && json d2_losses pass "$fig" || fail_part d2_losses "$fig, \"note\": \"needs rel diff <= 1e-4 and cuda_tasks > 0\""
 fi
 
-# ---- stages 0-3, 2 ranks (sharing the GPU when there is one), bitwise equal ----
-ref=""
-stage_ok=1
-stage_fig=""
-for stage in 0 1 2 3; do
-    STARPU_NCUDA=1 STARPU_WORKER_STATS=1 timeout 150 mpiexec -n 2 "$build/sz-train" "${train[@]}" --batch 2 \
-        --zero-stage $stage >"$logs/stage$stage.json" 2>"$logs/stage$stage.err"
-    rc=$?
-    nt=$(cuda_tasks "$logs/stage$stage.err")
-    stage_fig="$stage_fig\"stage${stage}_rc\": $rc, \"stage${stage}_cuda_tasks\": $nt, "
-    if [ $rc -ne 0 ] || [ "$nt" -le 0 ]; then stage_ok=0; continue; fi   # no CUDA task: not a GPU run
-    cur=$(losses "$logs/stage$stage.json" | tr '\n' ' ')
-    [ -z "$ref" ] && ref="$cur"
-    [ "$cur" = "$ref" ] || stage_ok=0
-done
-stage_fig="$stage_fig\"ranks\": 2, \"gpus\": \"$ngpu\", \"path\": \"host-copy (MPI; NCCL collectives not in the engine)\""
-[ $stage_ok = 1 ] && json stages pass "$stage_fig" || fail_part stages "$stage_fig"
+# ---- stages 0-3, 2 ranks, bitwise equal: host-copy collectives (the 2 ranks may share one GPU),
+# then, with 2 GPUs or more, NCCL (SZ_NCCL=1, one GPU per rank through CUDA_VISIBLE_DEVICES) ----
+stages() { # PART PATH [ENV...]
+    local part=$1 path=$2 ref="" ok=1 fig="" stage rc nt cur
+    shift 2
+    for stage in 0 1 2 3; do
+        env "$@" STARPU_NCUDA=1 STARPU_WORKER_STATS=1 timeout 150 mpiexec -n 2 "$root/scripts/gpu-rank.sh" \
+            "$build/sz-train" "${train[@]}" --batch 2 --zero-stage $stage >"$logs/$part$stage.json" 2>"$logs/$part$stage.err"
+        rc=$?
+        nt=$(cuda_tasks "$logs/$part$stage.err")
+        fig="$fig\"stage${stage}_rc\": $rc, \"stage${stage}_cuda_tasks\": $nt, "
+        if [ $rc -ne 0 ] || [ "$nt" -le 0 ]; then ok=0; continue; fi   # no CUDA task: not a GPU run
+        cur=$(losses "$logs/$part$stage.json" | tr '\n' ' ')
+        [ -z "$ref" ] && ref="$cur"
+        [ "$cur" = "$ref" ] || ok=0
+    done
+    grep -q "NCCL collectives on the CUDA workers" "$logs/${part}0.err" && path="nccl" || true
+    fig="$fig\"ranks\": 2, \"gpus\": \"$ngpu\", \"path\": \"$path\""
+    [ $ok = 1 ] && json "$part" pass "$fig" || fail_part "$part" "$fig"
+}
+SZ_GPU_SHARE=1 stages stages "host-copy (MPI)" SZ_GPU_SHARE=1 SZ_NCCL=0
+if [ "$ngpu" != unknown ] && [ "$ngpu" != dryrun ] && [ "$ngpu" -ge 2 ]; then
+    stages stages_nccl "expected nccl (the log says otherwise)" SZ_NCCL=1 SZ_LOG=info
+else
+    json stages_nccl skip '"reason": "NCCL needs a GPU per rank: fewer than 2 GPUs here"'
+fi
 
 # ---- parts the engine does not have yet ----
 json offload "not implemented" '"reason": "--offload-optimizer is not in sz-train yet"'

@@ -155,6 +155,13 @@ int sz_cuda_sumsq(cudaStream_t s, float *out, const void *x, int dt, int64_t n, 
  *      out[1] = norm. Bitwise as the CPU. ---- */
 int sz_cuda_clip_scale(cudaStream_t s, float *out, const float *sums, int n, float clip);
 
+/* ---- reduce-scatter's sum, as codelets/reduce_scatter.c's sz_reduce_pieces: nd pieces of len
+ *      elements laid out one after the other in pieces (piece r from rank r), added in rank order
+ *      into shard[o, o + len) (onto it when acc); bf16 summed in fp32 and rounded once. Bitwise
+ *      the CPU's. ---- */
+int sz_cuda_reduce_pieces(cudaStream_t s, void *shard, int dt, const void *pieces, int nd, int64_t o, int64_t len,
+                          int acc);
+
 /* ---- x *= alpha; x = 0 (bytes) ---- */
 int sz_cuda_scale(cudaStream_t s, float *x, size_t n, float alpha);
 int sz_cuda_zero(cudaStream_t s, void *x, size_t bytes);

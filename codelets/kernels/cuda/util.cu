@@ -1,7 +1,7 @@
 /* codelets/kernels/cuda/util.cu — CUDA twins of the small kernels: fp32 <-> bf16 conversion with
  * optional accumulation (codelets/convert.c: bitwise the CPU's), the clip factor from the
  * per-unit squared norms (codelets/clip_scale.c, bitwise: the same double sums in the same order),
- * scale, zero, and the device count. */
+ * scale, zero, the device count, and reduce-scatter's rank-ordered sum of received pieces. */
 #include "sz_cuda_common.cuh"
 
 __global__ static void convert_k(void *dst, int ddt, const void *src, int sdt, size_t n, int acc)
@@ -64,4 +64,24 @@ extern "C" int sz_cuda_device_count(void)
         return 0;
     }
     return n;
+}
+
+__global__ static void reduce_pieces_k(void *shard, int dt, const void *pieces, int nd, size_t len, int acc)
+{
+    SZ_GRID_STRIDE(i, len) {
+        float x = acc ? sz_d_ld(shard, dt, i) + sz_d_ld(pieces, dt, i) : sz_d_ld(pieces, dt, i);
+        for (int r = 1; r < nd; r++)
+            x += sz_d_ld(pieces, dt, (size_t)r * len + i);
+        sz_d_st(shard, dt, i, x);
+    }
+}
+
+extern "C" int sz_cuda_reduce_pieces(cudaStream_t s, void *shard, int dt, const void *pieces, int nd, int64_t o,
+                                     int64_t len, int acc)
+{
+    if (len <= 0)
+        return 0;
+    char *dst = (char *)shard + (size_t)o * (dt ? 2 : 4);
+    reduce_pieces_k<<<sz_blocks((size_t)len, 256), 256, 0, s>>>(dst, dt, pieces, nd, (size_t)len, acc);
+    return sz_launch_rc();
 }

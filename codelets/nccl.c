@@ -1,0 +1,161 @@
+/* codelets/nccl.c — the GPU collectives: reduce-scatter and all-gather as CUDA implementations of
+ * the reduce_scatter and all_gather codelets, calling NCCL on the CUDA worker's stream, for runs
+ * where every rank has a GPU of its own. NEVER RUN ON A GPU YET, so opt-in: SZ_NCCL=1.
+ *
+ * sz_nccl_start (from sz_context_init, after StarPU is up): when SZ_NCCL=1, this build has NCCL,
+ * every rank has exactly one CUDA worker and no two ranks share a device (their PCI bus ids are
+ * compared; NCCL refuses two ranks on one GPU), rank 0 creates an ncclUniqueId, broadcasts it over
+ * the ranks' MPI communicator, and each rank's CUDA worker calls ncclCommInitRank on its device.
+ * The same decision is taken on every rank (an MPI_Allreduce of "can"). Otherwise nothing changes:
+ * the codelets' CPU implementations move host copies (shared memory or MPI) as before.
+ *
+ * Bitwise results: the reduce-scatter does not use ncclReduceScatter (whose summation order NCCL
+ * does not fix); it moves the pieces with grouped ncclSend/ncclRecv (an all-to-all) into the
+ * communication buffer and sums them in rank order with sz_cuda_reduce_pieces, the CPU path's
+ * arithmetic. So stages 0-3 stay bitwise equal at fixed N_d, and equal the host-copy path too
+ * (as long as the compute kernels agree, which between CPU and GPU they do only to rounding).
+ * The all-gather is ncclAllGather (a copy). The token handle keeps the collectives in submission
+ * order on every rank, as on the host path; can_execute sends these codelets to the CUDA worker
+ * only while the communicator exists. */
+#include <stdlib.h>
+#include <string.h>
+#include "sz_tasks.h"
+#include "starzero_starpu.h"
+#include "sz_cuda.h"
+
+#if SZ_WITH_CUDA && defined(SZ_HAVE_NCCL)
+#include <nccl.h>
+
+static ncclComm_t sz_nccl;        /* this rank's communicator; NULL: the host paths */
+static ncclUniqueId sz_nccl_id;
+static int sz_nccl_rank, sz_nccl_nd;
+static ncclResult_t sz_nccl_init_rc;
+
+static void init_on_worker(void *arg)
+{
+    (void)arg;
+    sz_nccl_init_rc = ncclCommInitRank(&sz_nccl, sz_nccl_nd, sz_nccl_id, sz_nccl_rank);
+}
+
+static void destroy_on_worker(void *arg)
+{
+    (void)arg;
+    ncclCommDestroy(sz_nccl);
+}
+
+int sz_nccl_active(void) { return sz_nccl != NULL; }
+
+sz_status sz_nccl_start(MPI_Comm comm, int rank, int nd, char *why, size_t why_len)
+{
+    const char *env = getenv("SZ_NCCL");
+    int can = env && !strcmp(env, "1") && nd > 1 && starpu_worker_get_count_by_type(STARPU_CUDA_WORKER) == 1;
+    char bus[64] = {0};
+    if (can) {
+        int w = starpu_worker_get_by_type(STARPU_CUDA_WORKER, 0);
+        int dev = starpu_worker_get_devid(w);
+        can = cudaDeviceGetPCIBusId(bus, (int)sizeof bus - 1, dev) == cudaSuccess;
+    }
+    char *all = malloc((size_t)nd * sizeof bus);
+    if (!all)
+        return SZ_ERR_NOMEM;
+    MPI_Allgather(bus, (int)sizeof bus, MPI_CHAR, all, (int)sizeof bus, MPI_CHAR, comm);
+    for (int r = 0; can && r < nd; r++)
+        for (int q = r + 1; q < nd; q++)
+            if (!strcmp(all + (size_t)r * sizeof bus, all + (size_t)q * sizeof bus))
+                can = 0; /* two ranks on one GPU: NCCL refuses, the host path serves */
+    free(all);
+    int every = 0;
+    MPI_Allreduce(&can, &every, 1, MPI_INT, MPI_MIN, comm);
+    if (!every) {
+        snprintf(why, why_len, "host-copy collectives (NCCL needs SZ_NCCL=1 and one GPU per rank)");
+        return SZ_OK;
+    }
+    if (rank == 0 && ncclGetUniqueId(&sz_nccl_id) != ncclSuccess)
+        memset(&sz_nccl_id, 0, sizeof sz_nccl_id); /* every rank's init then fails the same way */
+    MPI_Bcast(&sz_nccl_id, (int)sizeof sz_nccl_id, MPI_BYTE, 0, comm);
+    sz_nccl_rank = rank;
+    sz_nccl_nd = nd;
+    starpu_execute_on_each_worker(init_on_worker, NULL, STARPU_CUDA);
+    int ok = sz_nccl_init_rc == ncclSuccess, all_ok = 0;
+    MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, comm);
+    if (!all_ok) {
+        if (ok)
+            starpu_execute_on_each_worker(destroy_on_worker, NULL, STARPU_CUDA);
+        sz_nccl = NULL;
+        snprintf(why, why_len, "NCCL communicator creation failed (%s); host-copy collectives",
+                 ok ? "on another rank" : ncclGetErrorString(sz_nccl_init_rc));
+        return SZ_ERR_RUNTIME;
+    }
+    snprintf(why, why_len, "NCCL collectives on the CUDA workers' streams");
+    return SZ_OK;
+}
+
+void sz_nccl_stop(void)
+{
+    if (sz_nccl)
+        starpu_execute_on_each_worker(destroy_on_worker, NULL, STARPU_CUDA);
+    sz_nccl = NULL;
+}
+
+/* The CUDA implementations the two codelets get (codelets/reduce_scatter.c, all_gather.c). */
+static int sz_nccl_rc(const void *cl_arg, const char *op, ncclResult_t r)
+{
+    if (r == ncclSuccess)
+        return 0;
+    sz_task_fail(cl_arg, "%s (NCCL): %s", op, ncclGetErrorString(r));
+    return 1;
+}
+
+void sz_nccl_reduce_scatter(void *b[], void *arg, int64_t S, int64_t bucket, int acc, struct sz_counters *stats)
+{
+    int h = sz_task_layout_of(arg)->dtype[0] == SZ_DTYPE_BF16;
+    size_t es = h ? 2 : 4;
+    char *full = sz_task_ptr(b, arg, 0), *buf = sz_task_ptr(b, arg, 2);
+    void *shard = sz_task_ptr(b, arg, 1);
+    cudaStream_t s = starpu_cuda_get_local_stream();
+    int nd = sz_nccl_nd;
+    if (bucket <= 0)
+        bucket = S;
+    for (int64_t o = 0; o < S; o += bucket) {
+        int64_t len = S - o < bucket ? S - o : bucket;
+        ncclGroupStart();
+        for (int r = 0; r < nd; r++) {
+            ncclSend(full + ((size_t)r * S + o) * es, (size_t)len * es, ncclUint8, r, sz_nccl, s);
+            ncclRecv(buf + (size_t)r * len * es, (size_t)len * es, ncclUint8, r, sz_nccl, s);
+        }
+        if (sz_nccl_rc(arg, "reduce-scatter", ncclGroupEnd()) ||
+            sz_cuda_task_rc(arg, "reduce-scatter", sz_cuda_reduce_pieces(s, shard, h, buf, nd, o, len, acc)))
+            return;
+    }
+    sz_counters_comm(stats, (nd - 1) * S * (int64_t)es, 0); /* asynchronous: no time taken here */
+}
+
+void sz_nccl_all_gather(void *b[], void *arg, int64_t S, int in_place, int rank, struct sz_counters *stats)
+{
+    int h = sz_task_layout_of(arg)->dtype[0] == SZ_DTYPE_BF16;
+    size_t es = h ? 2 : 4;
+    char *full = sz_task_ptr(b, arg, 0);
+    const void *src = in_place ? (const void *)(full + (size_t)rank * S * es) : sz_task_ptr(b, arg, 1);
+    if (sz_nccl_rc(arg, "all-gather",
+                   ncclAllGather(src, full, (size_t)S * es, ncclUint8, sz_nccl, starpu_cuda_get_local_stream())))
+        return;
+    sz_counters_comm(stats, (sz_nccl_nd - 1) * S * (int64_t)es, 0);
+}
+
+/* can_execute: the CUDA implementation (nimpl 0 of a CUDA worker) only with a communicator. */
+int sz_nccl_can_execute(unsigned workerid, struct starpu_task *task, unsigned nimpl)
+{
+    (void)task;
+    (void)nimpl;
+    return starpu_worker_get_type((int)workerid) != STARPU_CUDA_WORKER || sz_nccl != NULL;
+}
+#else
+int sz_nccl_active(void) { return 0; }
+sz_status sz_nccl_start(MPI_Comm comm, int rank, int nd, char *why, size_t why_len)
+{
+    (void)comm, (void)rank, (void)nd;
+    snprintf(why, why_len, "host-copy collectives (built without NCCL)");
+    return SZ_OK;
+}
+void sz_nccl_stop(void) {}
+#endif
