@@ -15,34 +15,10 @@
 #include <string.h>
 #include "sz_kernels.h"
 #include "sz_kernels_impl.h"
+#include "sz_test_data.h"
 
 /* ---------------------------------------------------------------- helpers */
 
-static uint64_t sz_t_rng = 88172645463325252ull;
-
-static float frand(void)   /* uniform in [-1, 1) */
-{
-    sz_t_rng ^= sz_t_rng << 13; sz_t_rng ^= sz_t_rng >> 7; sz_t_rng ^= sz_t_rng << 17;
-    return (float)((sz_t_rng >> 40) * (1.0 / 16777216.0)) * 2.0f - 1.0f;
-}
-static float *rnd(size_t n, float scale)
-{
-    float *x = malloc(n * sizeof *x);
-    for (size_t i = 0; i < n; i++) x[i] = frand() * scale;
-    return x;
-}
-static double *dup_d(const float *x, size_t n)
-{
-    double *d = malloc(n * sizeof *d);
-    for (size_t i = 0; i < n; i++) d[i] = x[i];
-    return d;
-}
-static float *dup_f(const float *x, size_t n)
-{
-    float *d = malloc(n * sizeof *d);
-    memcpy(d, x, n * sizeof *d);
-    return d;
-}
 static void round_bf16(float *x, size_t n)   /* x := bf16(x), kept as float */
 {
     for (size_t i = 0; i < n; i++) x[i] = sz_bf16_to_f32_1(sz_f32_to_bf16_1(x[i]));

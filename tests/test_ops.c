@@ -14,33 +14,10 @@
 #include "starzero.h"
 #include "sz_kernels.h"
 #include "sz_test.h"
+#include "sz_test_data.h"
 
 /* ---------------------------------------------------------------- helpers */
 
-static uint64_t rng = 88172645463325252ull;
-static float frand(void) /* uniform in [-1, 1) */
-{
-    rng ^= rng << 13; rng ^= rng >> 7; rng ^= rng << 17;
-    return (float)((rng >> 40) * (1.0 / 16777216.0)) * 2.0f - 1.0f;
-}
-static float *rnd(size_t n, float scale)
-{
-    float *x = malloc(n * sizeof *x);
-    for (size_t i = 0; i < n; i++) x[i] = frand() * scale;
-    return x;
-}
-static double *dup_d(const float *x, size_t n)
-{
-    double *d = malloc(n * sizeof *d);
-    for (size_t i = 0; i < n; i++) d[i] = x[i];
-    return d;
-}
-static float *dup_f(const float *x, size_t n)
-{
-    float *d = malloc(n * sizeof *d);
-    memcpy(d, x, n * sizeof *d);
-    return d;
-}
 static double dot_d(const double *a, const double *b, size_t n)
 {
     double s = 0.0;
