@@ -39,6 +39,7 @@ struct sz_unit {
         ag_name[40], recompute_name[40], offload_name[40], fetch_name[40];
     int checkpointable;
     int backward_skips_params;   /* see sz_unit_desc */
+    int bf16_params;             /* see sz_unit_desc: on the native bf16 path it reads param, not work */
     sz_tensor *ckpt, *ckpt_host; /* offloaded checkpoint: device tensor (lazy) and its host pool copy */
     int64_t ckpt_bytes;          /* bytes of its offloadable input checkpoint (sz_model_checkpoint;
                                     0: none), whether or not this configuration offloads it */
@@ -74,6 +75,7 @@ struct sz_model {
     sz_zero_config zero;
     int nd, rank;
     int mixed;                   /* zero.precision == SZ_PRECISION_BF16 */
+    int native;                  /* mixed, and the native bf16 compute path (zero.bf16_compute) */
     int64_t arena_mark;          /* the device pool's arena before our first tensor (-1: none) */
     struct sz_unit **units;
     int nunits, cap_units;
@@ -191,5 +193,10 @@ sz_status sz_zero_eval(struct sz_model *m);
 /* Host-side, collective: the full padded flat values of unit u assembled from every rank's
  * slice `which` (0: parameters, 1: gradients) into full (u->padded floats). */
 sz_status sz_zero_assemble(struct sz_model *m, struct sz_unit *u, int which, float *full);
+
+/* Element types an op takes either way (the native bf16 path, include/starzero.h): the tensor's own
+ * type when it is bf16, else f32 (so anything else is refused as not f32), and its kernel type. */
+static inline sz_dtype sz_fb(const sz_tensor *t) { return t && t->dtype == SZ_DTYPE_BF16 ? SZ_DTYPE_BF16 : SZ_DTYPE_F32; }
+static inline int sz_kdt(const sz_tensor *t) { return sz_fb(t) == SZ_DTYPE_BF16 ? 1 : 0; }
 
 #endif
