@@ -108,7 +108,7 @@ struct sz_model {
     int64_t predicted_peak;      /* bytes per rank the plan predicts (sz_model_finalize) */
     int64_t budget;              /* the budget checked: zero.mem_budget, or the machine's (0: none) */
     int budget_from_machine;
-    double overlap, comm_busy_s, compute_busy_s, matmul_busy_s; /* the last step's, from the zero policy (-1: n/a) */
+    double overlap, comm_busy_s, compute_busy_s, matmul_busy_s, optimizer_busy_s; /* the last step's, from the zero policy (-1: n/a) */
     int ntimeline;                               /* the last step's live-bytes timeline, downsampled */
     double timeline_ms[64];
     int64_t timeline_bytes[64];
