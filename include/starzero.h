@@ -515,6 +515,8 @@ typedef struct sz_memory_report {
                                           seconds any compute task ran (the union) */
     double matmul_task_s;              /* last step: seconds the matmul tasks (forward and backward)
                                           ran, summed over tasks (zero policy; else 0) */
+    double optimizer_task_s;           /* last step: seconds the optimizer-update tasks ran, summed
+                                          over tasks (zero policy; else 0) */
     int ntimeline;                     /* last step: live transient bytes over time, at most 64 points */
     double timeline_ms[64];            /*   ms since the step began */
     int64_t timeline_bytes[64];        /*   transient bytes alive then (persistent ones come on top) */

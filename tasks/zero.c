@@ -117,6 +117,14 @@ static const sz_tensor *buffer(struct sz_unit *u, sz_plan_buf b)
     }
 }
 
+/* Frees the buffer (StarPU allocated it on demand): after every task on it. */
+static void invalidate(struct sz_model *m, const sz_tensor *t)
+{
+    if (m->depcheck)
+        sz_depcheck_access(m, t->h, 1);
+    starpu_data_invalidate_submit(t->h);
+}
+
 typedef sz_status (*submit_fn)(struct sz_model *m, struct sz_unit *u, const sz_action *a, const struct step_args *s);
 
 static sz_status do_gather(struct sz_model *m, struct sz_unit *u, const sz_action *a, const struct step_args *s)
@@ -145,7 +153,7 @@ static sz_status do_release(struct sz_model *m, struct sz_unit *u, const sz_acti
     if (!t)
         return SZ_ERR_STATE;
     sz_status st = sz_submit_account(m, t, cat, b, u->release_name);
-    starpu_data_invalidate_submit(t->h);
+    invalidate(m, t);
     return st;
 }
 
@@ -168,7 +176,7 @@ static sz_status do_ckpt_offload(struct sz_model *m, struct sz_unit *u, const sz
     if (!u->ckpt)
         return SZ_ERR_STATE;
     sz_status st = sz_submit_convert(m, u->ckpt_host, u->ckpt, 0, cat, b, u->offload_name);
-    starpu_data_invalidate_submit(u->ckpt->h);
+    invalidate(m, u->ckpt);
     return st;
 }
 
@@ -227,19 +235,21 @@ static sz_status do_grad_convert(struct sz_model *m, struct sz_unit *u, const sz
     int cat;
     int64_t b = bytes_of(a, &cat);
     sz_status st = sz_submit_convert(m, &u->grad.all, &u->wgrad.all, a->flag, cat, b, u->bwd_name);
-    starpu_data_invalidate_submit(u->wgrad.all.h);
+    invalidate(m, &u->wgrad.all);
     return st;
 }
 
-/* Frees the full-size gradients it reduced when the action says so (stages 2-3). */
+/* One bucket round: the action's range [lo, lo + n) lies in our shard; every rank sends the same
+ * piece of each rank's shard. The last round frees the full-size gradients when the action says
+ * so (stages 2-3). */
 static sz_status do_reduce_scatter(struct sz_model *m, struct sz_unit *u, const sz_action *a, const struct step_args *s)
 {
     (void)s;
     int cat;
     int64_t b = bytes_of(a, &cat);
-    sz_status st = sz_submit_reduce_scatter(m, u, a->flag, -b);
+    sz_status st = sz_submit_reduce_scatter(m, u, a->lo - (int64_t)m->rank * u->shard, a->n, a->flag, -b);
     if (b)
-        starpu_data_invalidate_submit(u->grad.all.h);
+        invalidate(m, &u->grad.all);
     return st;
 }
 
@@ -324,17 +334,22 @@ static const submit_fn k_submit[SZ_ACT_NKINDS] = {
  * low 16 count the action's own tasks in submission order, tasks/ops.c incrementing m->position). */
 static sz_status run(struct sz_model *m, const sz_plan *p, int from, int to, const struct step_args *s)
 {
+    sz_depcheck_run_begin(m, p, from);
     for (int k = from; k < to; k++) {
         const sz_action *a = &p->a[k];
         if (a->kind < 0 || a->kind >= SZ_ACT_NKINDS || !k_submit[a->kind] || a->unit >= m->nunits)
             return SZ_ERR_STATE;
         m->current_action = k;
         m->position = (uint64_t)k << 16;
+        sz_depcheck_action(m, p, k);
         struct sz_unit *u = a->unit >= 0 ? m->units[a->unit] : m->units[0];
         sz_status st = k_submit[a->kind](m, u, a, s);
-        if (st != SZ_OK)
+        if (st != SZ_OK) {
+            sz_depcheck_action(m, p, -1);
             return st;
+        }
     }
+    sz_depcheck_run_end(m, p, to);
     return SZ_OK;
 }
 
