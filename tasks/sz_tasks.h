@@ -130,7 +130,7 @@ const unsigned char *sz_model_depcheck_deps(const struct sz_model *m, int *n);
 void sz_depcheck_access(struct sz_model *m, starpu_data_handle_t h, int write);
 void sz_depcheck_run_begin(struct sz_model *m, const sz_plan *p, int from);
 void sz_depcheck_action(struct sz_model *m, const sz_plan *p, int k);
-void sz_depcheck_run_end(struct sz_model *m, const sz_plan *p, int to);
+int sz_depcheck_run_end(struct sz_model *m, const sz_plan *p, int to); /* violations found */
 
 /* The step's own tasks, each submitted by its codelet's file (codelets/<op>.c). */
 sz_status sz_submit_zero(struct sz_unit *u, const sz_tensor *t, const char *name, struct sz_counters *acct, int category, int64_t bytes,
@@ -208,5 +208,9 @@ sz_status sz_zero_eval(struct sz_model *m);
 /* Host-side, collective: the full padded flat values of unit u assembled from every rank's
  * slice `which` (0: parameters, 1: gradients) into full (u->padded floats). */
 sz_status sz_zero_assemble(struct sz_model *m, struct sz_unit *u, int which, float *full);
+/* Collective: flat elements [lo, lo + n) of unit u's fp32 parameters (the master under mixed
+ * precision) on rank root only (dst: n floats there, unused elsewhere); each rank reads only its
+ * part, so host memory stays n floats on root and at most n on the others. */
+sz_status sz_zero_assemble_range(struct sz_model *m, struct sz_unit *u, int root, int64_t lo, int64_t n, float *dst);
 
 #endif

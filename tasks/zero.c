@@ -349,8 +349,7 @@ static sz_status run(struct sz_model *m, const sz_plan *p, int from, int to, con
             return st;
         }
     }
-    sz_depcheck_run_end(m, p, to);
-    return SZ_OK;
+    return sz_depcheck_run_end(m, p, to) ? SZ_ERR_STATE : SZ_OK;
 }
 
 sz_status sz_zero_forward_backward(struct sz_model *m)
@@ -399,5 +398,52 @@ sz_status sz_zero_assemble(struct sz_model *m, struct sz_unit *u, int which, flo
                                     m->ctx->host_comm, "assembly all-gather") != MPI_SUCCESS)
         st = SZ_ERR_RUNTIME;
     free(mine);
+    return st;
+}
+
+sz_status sz_zero_assemble_range(struct sz_model *m, struct sz_unit *u, int root, int64_t lo, int64_t n, float *dst)
+{
+    int here = root == m->rank;
+    if (n <= 0)
+        return SZ_OK;
+    sz_tensor piece;
+    if (m->zero.stage == 0 && m->mixed) { /* held whole here: read where it is */
+        piece = sz_tensor_view(&u->master, lo, n, NULL);
+        return here ? sz_tensor_read(&piece, dst) : SZ_OK;
+    }
+    if (m->zero.stage < 3 && !m->mixed) {
+        piece = sz_tensor_view(&u->param.all, lo, n, NULL);
+        return here ? sz_tensor_read(&piece, dst) : SZ_OK;
+    }
+    sz_tensor *slice = m->mixed ? &u->master : &u->pshard; /* the fp32 values, sharded */
+    if (m->nd == 1) {
+        piece = sz_tensor_view(slice, lo, n, NULL);
+        return sz_tensor_read_f32(&piece, dst);
+    }
+    /* each rank sends the part of [lo, lo + n) it owns, in rank order: the range's elements in order */
+    int *counts = malloc(2 * (size_t)m->nd * sizeof *counts), *displs = counts ? counts + m->nd : NULL;
+    if (!counts)
+        return SZ_ERR_NOMEM;
+    for (int r = 0; r < m->nd; r++) {
+        int64_t a = (int64_t)r * u->shard, b = a + u->shard;
+        a = a > lo ? a : lo;
+        b = b < lo + n ? b : lo + n;
+        counts[r] = (int)(b > a ? b - a : 0);
+        displs[r] = (int)(b > a ? a - lo : 0);
+    }
+    int64_t a = (int64_t)m->rank * u->shard;
+    a = a > lo ? a : lo;
+    float *mine = counts[m->rank] ? malloc((size_t)counts[m->rank] * sizeof *mine) : NULL;
+    sz_status st = counts[m->rank] && !mine ? SZ_ERR_NOMEM : SZ_OK;
+    if (st == SZ_OK && counts[m->rank]) {
+        piece = sz_tensor_view(slice, a - (int64_t)m->rank * u->shard, counts[m->rank], NULL);
+        st = sz_tensor_read_f32(&piece, mine);
+    }
+    /* a rank that failed still takes part, so that no rank waits for it */
+    if (sz_gatherv(mine, mine ? counts[m->rank] : 0, MPI_FLOAT, dst, counts, displs, MPI_FLOAT, root,
+                   m->ctx->host_comm, "assembly gather") != MPI_SUCCESS && st == SZ_OK)
+        st = SZ_ERR_RUNTIME;
+    free(mine);
+    free(counts);
     return st;
 }
