@@ -345,9 +345,18 @@ const char *sz_model_bf16_path(const sz_model *m);
  * from the owners' shards. Gradients are the reduced ones of the last step. */
 sz_status sz_model_param_read(sz_model *m, int unit, int param, float *dst);
 sz_status sz_model_param_write(sz_model *m, int unit, int param, const float *src);
+/* Elements [lo, lo + n) of parameter `param` (row-major) get src[0..n) (every rank the same values). */
+sz_status sz_model_param_write_range(sz_model *m, int unit, int param, int64_t lo, int64_t n, const float *src);
 sz_status sz_model_grad_read(sz_model *m, int unit, int param, float *dst);
+/* Collective: elements [lo, lo + n) of parameter `param` of `unit` as fp32 (the master under mixed
+ * precision), into dst (n floats) on rank `root` only; other ranks may pass NULL. Each rank reads
+ * only what it holds of the range: host memory stays n floats, whatever the model's size — how an
+ * app writes a whole model without holding it (GPT-2's --save, in fixed chunks). */
+sz_status sz_model_param_read_range(sz_model *m, int unit, int param, int64_t lo, int64_t n, int root, float *dst);
 /* Initialise every parameter from its spec; the stream of each tensor depends only on
- * (seed, unit index, param index), so layout and rank never change the values. */
+ * (seed, unit index, param index), so layout and rank never change the values. Streams each
+ * tensor in fixed chunks straight into what this rank holds: no host buffer that grows with the
+ * model. */
 sz_status sz_model_init_params(sz_model *m, uint64_t seed);
 
 /* Parameter (or gradient) tensor i of any unit: how a unit uses tied weights of another
@@ -417,6 +426,16 @@ sz_status sz_op_gelu_bwd(sz_unit *u, sz_tensor *dinp, sz_tensor *inp, sz_tensor 
  * db += dout. */
 sz_status sz_op_residual_fwd(sz_unit *u, sz_tensor *out, sz_tensor *a, sz_tensor *b, int64_t n);
 sz_status sz_op_residual_bwd(sz_unit *u, sz_tensor *da, sz_tensor *db, sz_tensor *dout, int64_t n);
+/* The residual add fused with the layernorm that reads its sum, [N,C]: OVERWRITES res = a + b and
+ * out, mean, rstd = layernorm(res; w, b_ln) (b_ln may be NULL). Backward: ACCUMULATES the
+ * layernorm's input gradient into dres (the residual stream's gradient), then da += dres,
+ * db += dres, and dw, db_ln (may be NULL) as sz_op_layernorm_bwd. The same bits as the ops
+ * residual_fwd + layernorm_fwd and layernorm_bwd + residual_bwd. */
+sz_status sz_op_residual_layernorm_fwd(sz_unit *u, sz_tensor *res, sz_tensor *out, sz_tensor *mean, sz_tensor *rstd,
+                                       sz_tensor *a, sz_tensor *b, sz_tensor *w, sz_tensor *b_ln, int N, int C);
+sz_status sz_op_layernorm_residual_bwd(sz_unit *u, sz_tensor *da, sz_tensor *db, sz_tensor *dres, sz_tensor *dw,
+                                       sz_tensor *db_ln, sz_tensor *dout, sz_tensor *res, sz_tensor *w,
+                                       sz_tensor *mean, sz_tensor *rstd, int N, int C);
 /* logits[N,Vp] -> probs[N,Vp], losses[N] over the first V columns (both overwritten); targets
  * int32[N] in [0, V) */
 sz_status sz_op_softmax_xent_fwd(sz_unit *u, sz_tensor *losses, sz_tensor *probs, sz_tensor *logits,
@@ -426,6 +445,12 @@ sz_status sz_op_softmax_xent_fwd(sz_unit *u, sz_tensor *losses, sz_tensor *probs
  * tensor the scale is 1/N. */
 sz_status sz_op_softmax_xent_bwd(sz_unit *u, sz_tensor *dlogits, sz_tensor *probs, sz_tensor *targets,
                                  int N, int V, int Vp);
+/* Both in one pass, in place: WRITES losses[N] and OVERWRITES logits[N,Vp] with dlogits =
+ * (softmax(logits) - onehot(targets)) * sz_unit_loss_scale(u) (columns >= V: 0). Called in a
+ * head's forward, it saves the probs and dlogits tensors (the backward reads logits as dlogits);
+ * the same bits as _fwd then _bwd. */
+sz_status sz_op_softmax_xent_fused(sz_unit *u, sz_tensor *losses, sz_tensor *logits, sz_tensor *targets, int N,
+                                   int V, int Vp);
 
 /* ---- operations of LLaMA-style models (codelets/<op>.c; fp32, the same bits at any thread count).
  * N rows of C channels. Each says whether it OVERWRITES or ACCUMULATES (+=) into its outputs. */
@@ -559,6 +584,8 @@ typedef struct sz_memory_report {
                                           seconds any compute task ran (the union) */
     double matmul_task_s;              /* last step: seconds the matmul tasks (forward and backward)
                                           ran, summed over tasks (zero policy; else 0) */
+    double optimizer_task_s;           /* last step: seconds the optimizer-update tasks ran, summed
+                                          over tasks (zero policy; else 0) */
     int ntimeline;                     /* last step: live transient bytes over time, at most 64 points */
     double timeline_ms[64];            /*   ms since the step began */
     int64_t timeline_bytes[64];        /*   transient bytes alive then (persistent ones come on top) */

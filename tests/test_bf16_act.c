@@ -223,12 +223,58 @@ static void test_attention(void)
     free(df); free(d); free(di); free(dw); free(di32); free(ditt); free(diw);
 }
 
+/* ---- the fusions: residual + layernorm (bf16 out, bf16 params; bwd bf16 dout and db), softmax-xent
+ * in place on bf16 logits: the fp32 fused kernels on the widened operands, bitwise, at 1-3 threads ---- */
+static void test_fused(void)
+{
+    float *a = rnd(NC, 1.0f), *b = rnd(NC, 1.0f), *wf = rnd(C, 1.0f), *bf = rnd(C, 0.5f);
+    uint16_t *w = h16(wf, C), *bb = h16(bf, C), *out = malloc(NC * 2), *out1 = malloc(NC * 2);
+    float *ww = w32(w, C), *bw = w32(bb, C), *res = malloc(NC * 4), *res2 = malloc(NC * 4), *o32 = malloc(NC * 4);
+    float mean[N], rstd[N], m2[N], r2[N];
+    CU_ASSERT_EQUAL(sz_k_residual_layernorm_fwd_mx(res, out, SZ_K_BF16, mean, rstd, a, b, w, bb, SZ_K_BF16, N, C), 0);
+    sz_k_residual_layernorm_fwd(res2, o32, m2, r2, a, b, ww, bw, N, C);
+    CU_ASSERT(!memcmp(res, res2, NC * 4) && same16(out, o32, NC) && !memcmp(mean, m2, sizeof mean));
+    float *df = rnd(NC, 1.0f), *dbf = rnd(NC, 1.0f), *da = rnd(NC, 1.0f), *dres = rnd(NC, 1.0f);
+    uint16_t *d = h16(df, NC), *db = h16(dbf, NC);
+    float *dw32 = w32(d, NC), *db32 = w32(db, NC), *da2 = dup_f(da, NC), *dres2 = dup_f(dres, NC);
+    float gw[C] = {0}, gb[C] = {0}, gw2[C] = {0}, gb2[C] = {0};
+    CU_ASSERT_EQUAL(sz_k_layernorm_residual_bwd_mx(da, db, SZ_K_BF16, dres, gw, gb, d, SZ_K_BF16, res, w, SZ_K_BF16,
+                                                   mean, rstd, N, C), 0);
+    sz_k_layernorm_residual_bwd(da2, db32, dres2, gw2, gb2, dw32, res, ww, mean, rstd, N, C);
+    CU_ASSERT(!memcmp(da, da2, NC * 4) && !memcmp(dres, dres2, NC * 4) && same16(db, db32, NC));
+    double ref[C];
+    for (int i = 0; i < C; i++) ref[i] = gw2[i];
+    CU_ASSERT(close_to("layernorm_residual dweight", gw, ref, C, 1e-5, 1e-5));
+    enum { V = 300, VP = 320 };
+    float *lf = rnd((size_t)N * VP, 4.0f), loss[N], loss2[N];
+    int tg[N];
+    for (int n = 0; n < N; n++) tg[n] = (n * 37) % V;
+    uint16_t *l = h16(lf, (size_t)N * VP), *l1 = malloc((size_t)N * VP * 2);
+    float *lw = w32(l, (size_t)N * VP);
+    CU_ASSERT_EQUAL(sz_k_softmax_xent_fused_mx(l, SZ_K_BF16, loss, tg, 0.5f, N, V, VP), 0);
+    sz_k_softmax_xent_fused(lw, loss2, tg, 0.5f, N, V, VP);
+    CU_ASSERT(same16(l, lw, (size_t)N * VP) && !memcmp(loss, loss2, sizeof loss));
+    for (int th = 1; th <= 3; th++) {
+        omp_set_num_threads(th);
+        sz_k_residual_layernorm_fwd_mx(res2, out1, SZ_K_BF16, m2, r2, a, b, w, bb, SZ_K_BF16, N, C);
+        CU_ASSERT(!memcmp(out1, out, NC * 2));
+        sz_k_f32_to_bf16(l1, lf, (size_t)N * VP);
+        sz_k_softmax_xent_fused_mx(l1, SZ_K_BF16, loss2, tg, 0.5f, N, V, VP);
+        CU_ASSERT(!memcmp(l1, l, (size_t)N * VP * 2));
+    }
+    omp_set_num_threads(2);
+    free(a); free(b); free(wf); free(bf); free(w); free(bb); free(out); free(out1); free(ww); free(bw); free(res);
+    free(res2); free(o32); free(df); free(dbf); free(da); free(dres); free(d); free(db); free(dw32); free(db32);
+    free(da2); free(dres2); free(lf); free(l); free(l1); free(lw);
+}
+
 int main(void)
 {
     if (CU_initialize_registry() != CUE_SUCCESS) return 1;
     CU_pSuite s = CU_add_suite("bf16 activations", NULL, NULL);
     if (!s || !CU_add_test(s, "layernorm", test_layernorm) || !CU_add_test(s, "gelu", test_gelu) ||
-        !CU_add_test(s, "residual, softmax-xent, encoder", test_small) || !CU_add_test(s, "attention", test_attention)) {
+        !CU_add_test(s, "residual, softmax-xent, encoder", test_small) || !CU_add_test(s, "attention", test_attention) ||
+        !CU_add_test(s, "fusions", test_fused)) {
         CU_cleanup_registry();
         return 1;
     }

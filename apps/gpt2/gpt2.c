@@ -1,9 +1,10 @@
 /* apps/gpt2/gpt2.c — GPT-2 on the StarZeRO task API, exactly llm.c's forward and backward.
  * On the native bf16 path (sz_model_bf16_native) the activations the matmuls read (ln1, atty, ln2,
- * fch_gelu, lnf) and the gradients the matmuls read or write (dqkv, dattproj, dfch, dfcproj,
- * dlogits; dln1, datty, dln2, dfch_gelu, dlnf) are bf16, and every unit reads its bf16 parameters
- * directly (bf16_params); the residual stream, the matmul outputs, the norms' statistics, the
- * probabilities and the parameter gradients stay fp32.
+ * fch_gelu, lnf), the logits (bf16 as a matmul's output under autocast; the fused softmax-xent
+ * computes in fp32 from them and leaves the bf16 gradient in place) and the gradients the matmuls
+ * read or write (dqkv, dattproj, dfch, dfcproj; dln1, datty, dln2, dfch_gelu, dlnf) are bf16, and
+ * every unit reads its bf16 parameters directly (bf16_params); the residual stream and its gradient,
+ * the other matmul outputs, the norms' statistics and the parameter gradients stay fp32.
  * Units: "embed" (wte, wpe), "block<l>" (the 12 per-layer tensors), "head" (lnfw, lnfb; it reads
  * the embedding's wte: tied weights, whose gradients from the head and the embedding accumulate
  * into one tensor). Parameter rows come from the GPT-2 table (sz_gpt2_tensor), never by hand. */
@@ -11,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "gpt2.h"
+#include "gpt2_err.h"
 
 /* Activations of one block (forward) — llm.c's ActivationTensors, per layer. */
 struct block_acts {
@@ -38,7 +40,7 @@ struct gpt2 {
     struct block_acts *acts;          /* L */
     struct block_grads grads;
     struct block_unit *blocks;        /* L */
-    sz_tensor *lnf, *lnf_mean, *lnf_rstd, *logits, *probs, *losses, *dlnf, *dlogits;
+    sz_tensor *lnf, *lnf_mean, *lnf_rstd, *logits, *losses, *dlnf; /* logits: dlogits after head_fwd */
     sz_param_spec embed_spec[2], block_spec[12], head_spec[2];
 };
 
@@ -111,8 +113,9 @@ static sz_status block_fwd(sz_unit *u, void *user)
     TRY(sz_op_matmul_fwd(u, a->qkv, a->ln1, P(QKVW), P(QKVB), N, C, 3 * C));
     TRY(sz_op_attention_fwd(u, a->atty, a->attstat, a->qkv, g->B, g->T, C, NH));
     TRY(sz_op_matmul_fwd(u, a->attproj, a->atty, P(ATTPROJW), P(ATTPROJB), N, C, C));
-    TRY(sz_op_residual_fwd(u, a->res2, x, a->attproj, NC));
-    TRY(sz_op_layernorm_fwd(u, a->ln2, a->ln2_mean, a->ln2_rstd, a->res2, P(LN2W), P(LN2B), N, C));
+    /* res2 = x + attproj and ln2 = layernorm(res2) in one pass */
+    TRY(sz_op_residual_layernorm_fwd(u, a->res2, a->ln2, a->ln2_mean, a->ln2_rstd, x, a->attproj, P(LN2W), P(LN2B),
+                                     N, C));
     TRY(sz_op_matmul_fwd(u, a->fch, a->ln2, P(FCW), P(FCB), N, C, 4 * C));
     TRY(sz_op_gelu_fwd(u, a->fch_gelu, a->fch, 4 * NC));
     TRY(sz_op_matmul_fwd(u, a->fcproj, a->fch_gelu, P(FCPROJW), P(FCPROJB), N, 4 * C, C));
@@ -137,8 +140,9 @@ static sz_status block_bwd(sz_unit *u, void *user)
     TRY(sz_op_matmul_bwd(u, d->dfch_gelu, G(FCPROJW), G(FCPROJB), d->dfcproj, a->fch_gelu, P(FCPROJW), N, 4 * C, C));
     TRY(sz_op_gelu_bwd(u, d->dfch, a->fch, d->dfch_gelu, 4 * NC));
     TRY(sz_op_matmul_bwd(u, d->dln2, G(FCW), G(FCB), d->dfch, a->ln2, P(FCW), N, C, 4 * C));
-    TRY(sz_op_layernorm_bwd(u, d->dres2, G(LN2W), G(LN2B), d->dln2, a->res2, P(LN2W), a->ln2_mean, a->ln2_rstd, N, C));
-    TRY(sz_op_residual_bwd(u, dx, d->dattproj, d->dres2, NC));
+    /* dres2 += ln2's input gradient, then dx, dattproj += dres2, in one pass */
+    TRY(sz_op_layernorm_residual_bwd(u, dx, d->dattproj, d->dres2, G(LN2W), G(LN2B), d->dln2, a->res2, P(LN2W),
+                                     a->ln2_mean, a->ln2_rstd, N, C));
     TRY(sz_op_matmul_bwd(u, d->datty, G(ATTPROJW), G(ATTPROJB), d->dattproj, a->atty, P(ATTPROJW), N, C, C));
     TRY(sz_op_attention_bwd(u, d->dqkv, d->datty, a->qkv, a->attstat, g->B, g->T, C, NH));
     TRY(sz_op_matmul_bwd(u, d->dln1, G(QKVW), G(QKVB), d->dqkv, a->ln1, P(QKVW), N, C, 3 * C));
@@ -152,8 +156,8 @@ static sz_status head_fwd(sz_unit *u, void *user)
     sz_tensor *wte = sz_model_param(g->model, 0, 0);
     TRY(sz_op_layernorm_fwd(u, g->lnf, g->lnf_mean, g->lnf_rstd, g->res[L], P(0), P(1), N, C));
     TRY(sz_op_matmul_fwd(u, g->logits, g->lnf, wte, NULL, N, C, g->cfg.padded_vocab));
-    return sz_op_softmax_xent_fwd(u, g->losses, g->probs, g->logits, g->targets, N, g->cfg.vocab,
-                                  g->cfg.padded_vocab);
+    /* the losses, and the logits overwritten with their gradient (read by head_bwd): one pass */
+    return sz_op_softmax_xent_fused(u, g->losses, g->logits, g->targets, N, g->cfg.vocab, g->cfg.padded_vocab);
 }
 
 static sz_status head_bwd(sz_unit *u, void *user)
@@ -163,8 +167,8 @@ static sz_status head_bwd(sz_unit *u, void *user)
     sz_tensor *wte = sz_model_param(g->model, 0, 0), *dwte = sz_model_grad(g->model, 0, 0);
     TRY(sz_op_zero(u, g->dlnf));
     TRY(sz_op_zero(u, g->dres[L]));
-    TRY(sz_op_softmax_xent_bwd(u, g->dlogits, g->probs, g->targets, N, g->cfg.vocab, g->cfg.padded_vocab));
-    TRY(sz_op_matmul_bwd(u, g->dlnf, dwte, NULL, g->dlogits, g->lnf, wte, N, C, g->cfg.padded_vocab));
+    /* g->logits holds dlogits: head_fwd's fused softmax-cross-entropy wrote it */
+    TRY(sz_op_matmul_bwd(u, g->dlnf, dwte, NULL, g->logits, g->lnf, wte, N, C, g->cfg.padded_vocab));
     return sz_op_layernorm_bwd(u, g->dres[L], G(0), G(1), g->dlnf, g->res[L], P(0), g->lnf_mean, g->lnf_rstd, N, C);
 }
 #undef P
@@ -290,12 +294,10 @@ sz_status gpt2_create(gpt2 **out, sz_context *ctx, const sz_gpt2_config *cfg, in
     g->lnf = act(g, "lnf", -1, X, NC);
     g->lnf_mean = act(g, "lnf_mean", -1, SZ_DTYPE_F32, N);
     g->lnf_rstd = act(g, "lnf_rstd", -1, SZ_DTYPE_F32, N);
-    g->logits = act(g, "logits", -1, SZ_DTYPE_F32, NV);
-    g->probs = act(g, "probs", -1, SZ_DTYPE_F32, NV);
+    g->logits = act(g, "logits", -1, X, NV);
     g->losses = act(g, "losses", -1, SZ_DTYPE_F32, N);
     g->dlnf = act(g, "dlnf", -1, X, NC);
-    g->dlogits = act(g, "dlogits", -1, X, NV);
-    if (st == SZ_OK && (!g->dlogits || !g->losses || !gd->dfcproj))
+    if (st == SZ_OK && (!g->logits || !g->losses || !gd->dfcproj))
         st = SZ_ERR_NOMEM;
     if (st == SZ_OK)
         st = sz_model_set_loss(g->model, g->losses);
@@ -331,17 +333,16 @@ sz_status gpt2_init_random(gpt2 *g, uint64_t seed)
     sz_status st = sz_model_init_params(g->model, seed);
     if (st != SZ_OK)
         return st;
-    /* llm.c initialises only the first V rows of wte; the padded rows stay zero. */
+    /* llm.c initialises only the first V rows of wte; the padded rows (fewer than 128) stay zero */
     const sz_gpt2_config *c = &g->cfg;
-    size_t n = (size_t)c->padded_vocab * c->channels;
-    float *wte = malloc(n * sizeof *wte);
-    if (!wte)
+    int64_t n = (int64_t)(c->padded_vocab - c->vocab) * c->channels;
+    float *zeros = n > 0 ? calloc((size_t)n, sizeof *zeros) : NULL;
+    if (n > 0 && !zeros)
         return SZ_ERR_NOMEM;
-    if ((st = sz_model_param_read(g->model, 0, 0, wte)) == SZ_OK) {
-        memset(wte + (size_t)c->vocab * c->channels, 0, (size_t)(c->padded_vocab - c->vocab) * c->channels * sizeof *wte);
-        st = sz_model_param_write(g->model, 0, 0, wte);
-    }
-    free(wte);
+    int unit, param;
+    locate(g, SZ_GPT2_WTE, 0, &unit, &param);
+    st = sz_model_param_write_range(g->model, unit, param, (int64_t)c->vocab * c->channels, n, zeros);
+    free(zeros);
     return st;
 }
 
@@ -368,34 +369,96 @@ sz_status gpt2_set_params(gpt2 *g, const float *flat) { return transfer(g, (floa
 sz_status gpt2_get_params(gpt2 *g, float *flat) { return transfer(g, flat, 1); }
 sz_status gpt2_get_grads(gpt2 *g, float *flat) { return transfer(g, flat, 2); }
 
+/* Loading streams the file through one buffer of GPT2_IO_CHUNK floats, twice: first every value
+ * is checked finite (nothing is half-loaded), then each piece goes into what each rank holds. */
+#define GPT2_IO_CHUNK ((int64_t)1 << 18)
+
 sz_status gpt2_load(gpt2 *g, const char *path, char *err, size_t errlen)
 {
     sz_gpt2_config got;
-    float *params = NULL;
-    size_t n = 0;
-    sz_status st = sz_llmc_checkpoint_read(path, &got, &params, &n, err, errlen);
+    sz_llmc_reader *r = NULL;
+    sz_status st = sz_llmc_reader_open(&r, path, &got, err, errlen);
     if (st != SZ_OK)
         return st;
     st = sz_llmc_check_config(path, &got, &g->cfg, err, errlen);
-    if (st == SZ_OK)
-        st = sz_llmc_check_finite(path, &got, params, err, errlen);
-    if (st == SZ_OK)
-        st = gpt2_set_params(g, params);
-    free(params);
+    float *buf = st == SZ_OK ? malloc((size_t)GPT2_IO_CHUNK * sizeof *buf) : NULL;
+    if (st == SZ_OK && !buf)
+        st = SZ_ERR_NOMEM;
+    for (int pass = 0; pass < 2; pass++)
+        for (int id = 0; id < SZ_GPT2_NUM_TENSORS && st == SZ_OK; id++) {
+            const sz_gpt2_tensor_spec *t = sz_gpt2_tensor(id);
+            int layers = t->per_layer ? g->cfg.layers : 1;
+            for (int l = 0; l < layers && st == SZ_OK; l++) {
+                int unit, param;
+                int64_t n = 0;
+                locate(g, id, l, &unit, &param);
+                sz_model_unit_param_info(g->model, unit, param, NULL, NULL, &n);
+                size_t at = sz_gpt2_tensor_layer_offset(&g->cfg, id, l);
+                for (int64_t k = 0; k < n && st == SZ_OK; k += GPT2_IO_CHUNK) {
+                    int64_t c = n - k < GPT2_IO_CHUNK ? n - k : GPT2_IO_CHUNK;
+                    if ((st = sz_llmc_reader_get(r, at + (size_t)k, buf, (size_t)c, err, errlen)) != SZ_OK)
+                        break;
+                    if (pass == 1) {
+                        st = sz_model_param_write_range(g->model, unit, param, k, c, buf);
+                        continue;
+                    }
+                    for (int64_t i = 0; i < c; i++)
+                        if (!isfinite(buf[i])) {
+                            if (t->per_layer)
+                                gpt2_set_err(err, errlen, "%s: tensor %s of layer %d holds %f at element %lld: a "
+                                             "checkpoint with non-finite values is refused", path, t->name, l,
+                                             buf[i], (long long)(k + i));
+                            else
+                                gpt2_set_err(err, errlen, "%s: tensor %s holds %f at element %lld: a checkpoint "
+                                             "with non-finite values is refused", path, t->name, buf[i],
+                                             (long long)(k + i));
+                            st = SZ_ERR_FORMAT;
+                            break;
+                        }
+                }
+            }
+        }
+    free(buf);
+    sz_llmc_reader_close(r);
     return st;
 }
 
-sz_status gpt2_save(gpt2 *g, const char *path, char *err, size_t errlen)
+/* Saving streams the model in llm.c's file order through one buffer of this many floats. */
+#define GPT2_SAVE_CHUNK ((int64_t)1 << 18)
+
+/* Collective: every tensor, in llm.c's order, in fixed chunks gathered on rank `root` from what
+ * each rank holds (sz_model_param_read_range), which writes them: host memory for one chunk,
+ * never a unit or the whole model, on any rank. */
+sz_status gpt2_save(gpt2 *g, int root, const char *path, char *err, size_t errlen)
 {
-    size_t n = sz_gpt2_num_params(&g->cfg);
-    float *params = malloc(n * sizeof *params);
-    if (!params)
-        return SZ_ERR_NOMEM;
-    sz_status st = gpt2_get_params(g, params);
-    if (st == SZ_OK)
-        st = sz_llmc_checkpoint_write(path, &g->cfg, params, n, err, errlen);
-    free(params);
-    return st;
+    int me = sz_context_rank(g->ctx) == root;
+    sz_llmc_writer *w = NULL;
+    float *buf = me ? malloc((size_t)GPT2_SAVE_CHUNK * sizeof *buf) : NULL;
+    sz_status st = me && !buf ? SZ_ERR_NOMEM : SZ_OK, wst = SZ_OK;
+    if (me && st == SZ_OK)
+        wst = sz_llmc_writer_open(&w, path, &g->cfg, err, errlen);
+    /* every rank takes part in every gather, even after root's writer failed */
+    for (int id = 0; id < SZ_GPT2_NUM_TENSORS && st == SZ_OK; id++) {
+        int layers = sz_gpt2_tensor(id)->per_layer ? g->cfg.layers : 1;
+        for (int l = 0; l < layers && st == SZ_OK; l++) {
+            int unit, param;
+            int64_t n = 0;
+            locate(g, id, l, &unit, &param);
+            sz_model_unit_param_info(g->model, unit, param, NULL, NULL, &n);
+            size_t at = sz_gpt2_tensor_layer_offset(&g->cfg, id, l);
+            for (int64_t k = 0; k < n && st == SZ_OK; k += GPT2_SAVE_CHUNK) {
+                int64_t c = n - k < GPT2_SAVE_CHUNK ? n - k : GPT2_SAVE_CHUNK;
+                st = sz_model_param_read_range(g->model, unit, param, k, c, root, buf);
+                if (st == SZ_OK && me && wst == SZ_OK)
+                    wst = sz_llmc_writer_put(w, at + (size_t)k, buf, (size_t)c, err, errlen);
+            }
+        }
+    }
+    if (w)
+        wst = st == SZ_OK && wst == SZ_OK ? sz_llmc_writer_close(w, err, errlen)
+                                          : (sz_llmc_writer_abort(w), wst != SZ_OK ? wst : st);
+    free(buf);
+    return st != SZ_OK ? st : wst;
 }
 
 sz_status gpt2_set_batch(gpt2 *g, const int *inputs, const int *targets)

@@ -248,3 +248,109 @@ int sz_k_attention_bwd_mx(void *dinp, sz_k_dtype dinp_dt, const void *dout, sz_k
     free(buf);
     return rc;
 }
+
+/* ---- E's fusions on the bf16 path: the fp32 fused kernels (layernorm.c, softmax_xent.c) row by
+ * row on widened rows, so the math and its order are theirs ---- */
+
+int sz_k_residual_layernorm_fwd_mx(float *res, void *out, sz_k_dtype out_dt, float *mean, float *rstd,
+                                   const float *a, const float *b, const void *weight, const void *bias,
+                                   sz_k_dtype p_dt, int N, int C)
+{
+    float *wf = malloc(2 * (size_t)C * sizeof *wf);
+    if (!wf) return -1;
+    float *bf = wf + C;
+    widen(wf, weight, p_dt, (size_t)C);
+    if (bias) widen(bf, bias, p_dt, (size_t)C);
+    int fail = 0;
+#pragma omp parallel if ((size_t)N * C >= SZ_PAR_MIN) reduction(| : fail)
+    {
+        float *o = out_dt == SZ_K_BF16 ? malloc((size_t)C * sizeof *o) : NULL;
+        if (out_dt == SZ_K_BF16 && !o) fail = 1;
+#pragma omp for schedule(static)
+        for (int n = 0; n < N; n++) {
+            size_t r = (size_t)n * C;
+            if (out_dt != SZ_K_BF16) {
+                sz_k_residual_layernorm_fwd(res + r, (float *)out + r, mean + n, rstd + n, a + r, b + r, wf,
+                                            bias ? bf : NULL, 1, C);
+            } else if (o) {
+                sz_k_residual_layernorm_fwd(res + r, o, mean + n, rstd + n, a + r, b + r, wf, bias ? bf : NULL, 1, C);
+                sz_k_f32_to_bf16((uint16_t *)out + r, o, (size_t)C);
+            }
+        }
+        free(o);
+    }
+    free(wf);
+    return fail ? -1 : 0;
+}
+
+int sz_k_layernorm_residual_bwd_mx(float *da, void *db, sz_k_dtype db_dt, float *dres, float *dweight, float *dbias,
+                                   const void *dout, sz_k_dtype dout_dt, const float *res, const void *weight,
+                                   sz_k_dtype p_dt, const float *mean, const float *rstd, int N, int C)
+{
+    float *wf = malloc((size_t)C * sizeof *wf);
+    if (!wf) return -1;
+    widen(wf, weight, p_dt, (size_t)C);
+    int fail = 0;
+    size_t es = dout_dt == SZ_K_BF16 ? 2 : 4, eb = db_dt == SZ_K_BF16 ? 2 : 4;
+#pragma omp parallel if ((size_t)N * C >= SZ_PAR_MIN) reduction(| : fail)
+    {
+        /* this thread's rows of dout and db widened, and a sink for the row's parameter gradients
+         * (they are summed below, by column blocks in row order) */
+        float *d = malloc(4 * (size_t)C * sizeof *d), *dbr = d ? d + C : NULL, *junk = d ? d + 2 * C : NULL;
+        if (!d) fail = 1;
+#pragma omp for schedule(static)
+        for (int n = 0; n < N; n++) {
+            if (!d) continue;
+            size_t r = (size_t)n * C;
+            widen(d, (const char *)dout + r * es, dout_dt, (size_t)C);
+            widen(dbr, (char *)db + r * eb, db_dt, (size_t)C);
+            memset(junk, 0, 2 * (size_t)C * sizeof *junk);
+            sz_k_layernorm_residual_bwd(da + r, dbr, dres + r, junk, junk + C, d, res + r, wf, mean + n, rstd + n,
+                                        1, C);
+            if (db_dt == SZ_K_BF16) sz_k_f32_to_bf16((uint16_t *)db + r, dbr, (size_t)C);
+            else memcpy((float *)db + r, dbr, (size_t)C * sizeof *dbr);
+        }
+        free(d);
+    }
+    free(wf);
+    if (fail) return -1;
+    int nb = (C + SZ_COL_BLOCK - 1) / SZ_COL_BLOCK;
+#pragma omp parallel for schedule(static) if ((size_t)N * C >= SZ_PAR_MIN)
+    for (int blk = 0; blk < nb; blk++) {
+        int c0 = blk * SZ_COL_BLOCK, w = C - c0 < SZ_COL_BLOCK ? C - c0 : SZ_COL_BLOCK;
+        for (int n = 0; n < N; n++) {
+            const float *x = res + (size_t)n * C + c0;
+            size_t o = (size_t)n * C + c0;
+            float m = mean[n], s = rstd[n];
+            if (dbias)
+                for (int i = 0; i < w; i++) dbias[c0 + i] += ldx(dout, dout_dt, o + i);
+            for (int i = 0; i < w; i++) dweight[c0 + i] += ((x[i] - m) * s) * ldx(dout, dout_dt, o + i);
+        }
+    }
+    return 0;
+}
+
+int sz_k_softmax_xent_fused_mx(void *logits, sz_k_dtype dt, float *losses, const int *targets, float g, int N, int V,
+                               int Vp)
+{
+    if (dt != SZ_K_BF16) {
+        sz_k_softmax_xent_fused(logits, losses, targets, g, N, V, Vp);
+        return 0;
+    }
+    int fail = 0;
+#pragma omp parallel if ((size_t)N * Vp >= SZ_PAR_MIN) reduction(| : fail)
+    {
+        float *row = malloc((size_t)Vp * sizeof *row);
+        if (!row) fail = 1;
+#pragma omp for schedule(static)
+        for (int n = 0; n < N; n++) {
+            if (!row) continue;
+            uint16_t *l = (uint16_t *)logits + (size_t)n * Vp;
+            sz_k_bf16_to_f32(row, l, (size_t)Vp);
+            sz_k_softmax_xent_fused(row, losses + n, targets + n, g, 1, V, Vp);
+            sz_k_f32_to_bf16(l, row, (size_t)Vp);
+        }
+        free(row);
+    }
+    return fail ? -1 : 0;
+}
