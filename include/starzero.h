@@ -78,6 +78,9 @@ typedef struct sz_context_config {
                                   collective, task and step) and end the job with MPI_Abort (exit code 4);
                                   StarPU's watchdog is armed at 2 x timeout_s unless STARPU_WATCHDOG_TIMEOUT
                                   is set. Default 600; 0: no deadline. */
+    int64_t gpu_mem_limit;     /* bytes StarPU may use on each GPU (STARPU_LIMIT_CUDA_MEM, in MiB,
+                                  rounded down); 0: StarPU's default (90% of the device). A user's
+                                  STARPU_LIMIT_CUDA_MEM wins. Apps pass their --mem-budget. */
 } sz_context_config;
 
 void sz_context_config_defaults(sz_context_config *cfg);
@@ -250,6 +253,12 @@ typedef struct sz_zero_config {
     int arenas;             /* M_D (default 1): long-lived tensors (parameters or shards, gradient
                                shards, optimizer state, checkpoints, activations) in one contiguous
                                arena of the device pool; 0: each placed among the temporaries */
+    int offload_optimizer;  /* ZeRO-Offload (needs CUDA workers): the fp32 master and the optimizer
+                               state of the shard stay in pinned host memory and the optimizer runs
+                               as CPU tasks while the GPU computes; the reduced gradients go to the
+                               host and the updated parameters back to the GPU through StarPU's data
+                               transfers of those tasks. Refused (SZ_ERR_INVALID, with the reason) by
+                               sz_model_finalize on a rank without a CUDA worker. */
 } sz_zero_config;
 void sz_zero_config_defaults(sz_zero_config *z);
 #define SZ_DEFAULT_BUCKET_BYTES ((int64_t)32 << 20)
