@@ -85,6 +85,20 @@ typedef struct sz_context_config {
 
 void sz_context_config_defaults(sz_context_config *cfg);
 
+/* The GPU this rank's (first) CUDA worker uses, and its dense bf16 tensor-core peak: SMs x peak
+ * clock x FLOPs per clock per SM for its architecture (table in codelets/kernels/cuda/util.cu;
+ * bf16_peak_tflops 0 where the table has none). sz_context_gpu_info returns SZ_ERR_UNSUPPORTED on
+ * a rank without a CUDA worker (or a build without CUDA): then there is no GPU figure at all. */
+typedef struct sz_gpu_info {
+    int device;                 /* CUDA device id (as this process sees them) */
+    char name[128];
+    int sm_count, clock_khz, cc_major, cc_minor;
+    int bf16_flops_per_clock_sm;
+    double bf16_peak_tflops;
+    int64_t starpu_limit_bytes;  /* what StarPU may allocate on it (STARPU_LIMIT_CUDA_MEM or 90%) */
+    int64_t starpu_used_bytes;   /* what StarPU has allocated there now */
+} sz_gpu_info;
+
 /* Starts MPI (MPI_THREAD_MULTIPLE, if not already started), hwloc, StarPU and StarPU-MPI.
  * argc/argv may be NULL. On success *out owns the runtime until sz_context_free(). */
 sz_status sz_context_init(sz_context **out, const sz_context_config *cfg, int *argc, char ***argv);
@@ -124,6 +138,7 @@ typedef struct sz_runtime_info {
 } sz_runtime_info;
 
 sz_status sz_context_runtime_info(const sz_context *ctx, sz_runtime_info *out);
+sz_status sz_context_gpu_info(const sz_context *ctx, sz_gpu_info *out);
 
 /* Collective: values[i] becomes the sum over ranks (added in rank order) of every rank's values[i]. */
 sz_status sz_context_sum(sz_context *ctx, double *values, int n);

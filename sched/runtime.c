@@ -392,6 +392,29 @@ sz_status sz_context_runtime_info(const sz_context *ctx, sz_runtime_info *out)
     return SZ_OK;
 }
 
+sz_status sz_context_gpu_info(const sz_context *ctx, sz_gpu_info *out)
+{
+    if (!ctx || !out)
+        return SZ_ERR_INVALID;
+    memset(out, 0, sizeof *out);
+    out->device = -1;
+#if SZ_WITH_CUDA
+    int ids[STARPU_NMAXWORKERS];
+    if (starpu_worker_get_ids_by_type(STARPU_CUDA_WORKER, ids, STARPU_NMAXWORKERS) < 1)
+        return SZ_ERR_UNSUPPORTED;
+    out->device = starpu_worker_get_devid(ids[0]);
+    if (sz_cuda_device_peak(out->device, out->name, sizeof out->name, &out->sm_count, &out->clock_khz, &out->cc_major,
+                            &out->cc_minor, &out->bf16_flops_per_clock_sm, &out->bf16_peak_tflops) != 0)
+        return SZ_ERR_RUNTIME;
+    unsigned node = starpu_worker_get_memory_node((unsigned)ids[0]);
+    out->starpu_limit_bytes = (int64_t)starpu_memory_get_total(node);
+    out->starpu_used_bytes = out->starpu_limit_bytes - (int64_t)starpu_memory_get_available(node);
+    return SZ_OK;
+#else
+    return SZ_ERR_UNSUPPORTED;
+#endif
+}
+
 void sz_context_print(const sz_context *ctx, FILE *f)
 {
     const sz_topology *t = &ctx->topology;
