@@ -13,6 +13,7 @@
 #include <oneapi/dnnl/dnnl.h>
 #include <mpi.h>
 #include <sched.h>
+#include <sys/resource.h>
 #include <unistd.h>
 #include <cjson/cJSON.h>
 #include <immintrin.h>
@@ -337,8 +338,11 @@ int main(int argc, char **argv)
     sz_train_config_defaults(&tc);
     float loss = 0;
     double total = 0, best = 0;
+    long faults = 0, max_faults = 0; /* minor page faults of the timed steps (this process) */
     for (int s = 1; s <= warmup + steps; s++) {
         double t0 = now_s();
+        struct rusage ru0, ru1;
+        getrusage(RUSAGE_SELF, &ru0);
         for (int mb = 0; mb < micro; mb++)
             if (sz_model_forward_backward(gpt2_model(g), &loss) != SZ_OK) {
                 fprintf(stderr, "sz-bench: step %d failed\n", s);
@@ -348,13 +352,18 @@ int main(int argc, char **argv)
             fprintf(stderr, "sz-bench: step %d update failed\n", s);
             return 1;
         }
+        getrusage(RUSAGE_SELF, &ru1);
         if (s > warmup) {
+            long f = ru1.ru_minflt - ru0.ru_minflt + ru1.ru_majflt - ru0.ru_majflt;
+            faults += f;
+            max_faults = f > max_faults ? f : max_faults;
             double t = now_s() - t0;
             total += t;
             best = best == 0 || t < best ? t : best;
         }
         if (!json && rank == 0)
-            fprintf(stderr, "step %d: %.1f ms, loss %.4f\n", s, (now_s() - t0) * 1e3, loss);
+            fprintf(stderr, "step %d: %.1f ms, loss %.4f, %ld page faults\n", s, (now_s() - t0) * 1e3, loss,
+                    ru1.ru_minflt - ru0.ru_minflt + ru1.ru_majflt - ru0.ru_majflt);
     }
     double step_s = total / (steps > 0 ? steps : 1), flops = gpt2_flops_per_step(g) * micro * nd;
     /* GPUs: each rank's CUDA worker's device and its dense bf16 tensor-core peak, summed over the
@@ -413,6 +422,19 @@ int main(int argc, char **argv)
          * compute tasks (norms, attention, GELU, softmax, optimizer, conversions, zeroing) */
         cJSON_AddNumberToObject(o, "matmul_ms", reps[0].matmul_task_s * 1e3);
         cJSON_AddNumberToObject(o, "other_ms", (reps[0].compute_task_s - reps[0].matmul_task_s) * 1e3);
+        /* the optimizer's tasks (last step, rank 0) against the bytes they must move: per element of
+         * the rank's owned range, p, m and v read and written and the gradient read (fp32: 28 B;
+         * mixed: master, m, v read and written, the bf16 gradient read and bf16 param written: 28 B),
+         * counted as STREAM counts (no write-allocate), so optimizer_gbps compares with stream_gbps */
+        double owned = stage == 0 ? (double)reps[0].nparams_padded : (double)reps[0].nparams_padded / nd;
+        double opt_bytes = 28.0 * owned, opt_s = reps[0].optimizer_task_s;
+        cJSON_AddNumberToObject(o, "optimizer_ms", opt_s * 1e3);
+        cJSON_AddNumberToObject(o, "optimizer_bytes", opt_bytes);
+        cJSON_AddNumberToObject(o, "optimizer_gbps", opt_s > 0 ? opt_bytes / opt_s / 1e9 : 0);
+        cJSON_AddNumberToObject(o, "optimizer_over_stream", opt_s > 0 && yard[5] > 0 ? opt_s / (opt_bytes / (yard[5] * 1e9)) : 0);
+        /* rank 0's page faults (minor + major) per timed step, and the most in one step */
+        cJSON_AddNumberToObject(o, "page_faults_per_step", steps > 0 ? (double)faults / steps : 0);
+        cJSON_AddNumberToObject(o, "page_faults_max_step", (double)max_faults);
         cJSON_AddNumberToObject(o, "last_loss", loss);
         cJSON_AddNumberToObject(o, "nd", nd);
         cJSON_AddNumberToObject(o, "zero_stage", stage);

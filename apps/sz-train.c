@@ -895,7 +895,7 @@ int main(int argc, char **argv)
         fflush(stdout);
     }
     if (o.save) {
-        if ((st = sz_arch_save(g, lead, o.save, err, sizeof err)) != SZ_OK) { /* collective */
+        if ((st = sz_arch_save(g, o.save, err, sizeof err)) != SZ_OK) { /* collective */
             fprintf(stderr, "sz-train: %s\n", err[0] ? err : sz_status_string(st));
             goto out;
         }

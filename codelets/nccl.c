@@ -106,7 +106,7 @@ static int sz_nccl_rc(const void *cl_arg, const char *op, ncclResult_t r)
     return 1;
 }
 
-void sz_nccl_reduce_scatter(void *b[], void *arg, int64_t S, int64_t bucket, int acc, struct sz_counters *stats)
+void sz_nccl_reduce_scatter(void *b[], void *arg, int64_t S, int64_t o, int64_t len, int acc, struct sz_counters *stats)
 {
     int h = sz_task_layout_of(arg)->dtype[0] == SZ_DTYPE_BF16;
     size_t es = h ? 2 : 4;
@@ -114,20 +114,16 @@ void sz_nccl_reduce_scatter(void *b[], void *arg, int64_t S, int64_t bucket, int
     void *shard = sz_task_ptr(b, arg, 1);
     cudaStream_t s = starpu_cuda_get_local_stream();
     int nd = sz_nccl_nd;
-    if (bucket <= 0)
-        bucket = S;
-    for (int64_t o = 0; o < S; o += bucket) {
-        int64_t len = S - o < bucket ? S - o : bucket;
-        ncclGroupStart();
-        for (int r = 0; r < nd; r++) {
-            ncclSend(full + ((size_t)r * S + o) * es, (size_t)len * es, ncclUint8, r, sz_nccl, s);
-            ncclRecv(buf + (size_t)r * len * es, (size_t)len * es, ncclUint8, r, sz_nccl, s);
-        }
-        if (sz_nccl_rc(arg, "reduce-scatter", ncclGroupEnd()) ||
-            sz_cuda_task_rc(arg, "reduce-scatter", sz_cuda_reduce_pieces(s, shard, h, buf, nd, o, len, acc)))
-            return;
+    /* one bucket round of the plan: elements [o, o + len) of every rank's piece */
+    ncclGroupStart();
+    for (int r = 0; r < nd; r++) {
+        ncclSend(full + ((size_t)r * S + o) * es, (size_t)len * es, ncclUint8, r, sz_nccl, s);
+        ncclRecv(buf + (size_t)r * len * es, (size_t)len * es, ncclUint8, r, sz_nccl, s);
     }
-    sz_counters_comm(stats, (nd - 1) * S * (int64_t)es, 0); /* asynchronous: no time taken here */
+    if (sz_nccl_rc(arg, "reduce-scatter", ncclGroupEnd()) ||
+        sz_cuda_task_rc(arg, "reduce-scatter", sz_cuda_reduce_pieces(s, shard, h, buf, nd, o, len, acc)))
+        return;
+    sz_counters_comm(stats, (nd - 1) * len * (int64_t)es, 0); /* asynchronous: no time taken here */
 }
 
 void sz_nccl_all_gather(void *b[], void *arg, int64_t S, int in_place, int rank, struct sz_counters *stats)

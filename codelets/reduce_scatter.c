@@ -3,8 +3,9 @@
  * the nd chunks in rank order (0, 1, ..., nd-1) into its shard. Stage 0's all-reduce is this plus
  * an all-gather, so every stage sums the same numbers in the same order: bitwise equal results.
  * Ranks on one node read each other's gradients in place (codelets/exchange.c); otherwise MPI.
- * Tensors: full (R, nd*shard elements), shard (RW), communication buffer (RW, nd*bucket elements),
- * token (RW); `bucket` elements per rank and round; `bytes` (negative) released after. */
+ * One task is one bucket round of the step plan (graph/plan.c): elements [o, o + len) of every
+ * rank's piece. Tensors: full (R, nd*shard elements), shard (RW), communication buffer (RW,
+ * nd*bucket elements), token (RW); `bytes` (negative) released after (the last round). */
 #include <stdlib.h>
 #include "sz_tasks.h"
 #include "starzero_starpu.h"
@@ -17,7 +18,7 @@ struct reduce_scatter_args {
     struct sz_counters *stats;
     int64_t shard;             /* elements per rank of the unit's padded flat buffer */
     int acc;                   /* 1: add into the shard, 0: overwrite it */
-    int64_t bucket;            /* elements per rank and round (C_B); 0: all at once */
+    int64_t o, len;            /* this round: elements [o, o + len) of each rank's piece (len <= C_B) */
     int category;              /* bytes of category that become live (negative: freed) after */
     int64_t bytes;
 };
@@ -48,11 +49,11 @@ void sz_reduce_pieces(const struct sz_comm *a, size_t es, void *shard_v, const v
     }
 }
 
-/* Constant-size buckets (ZeRO-R's C_B): the shard is reduced `bucket` elements at a time; each
- * round sends every rank its piece straight from the gradients (a datatype of `len` elements
- * whose extent is a shard, so nothing is packed), receives the nd pieces of ours into the
- * communication buffer, and reduces them. The buffer is nd * bucket elements whatever the model's
- * size, and the sums are the same as with one round. */
+/* Constant-size buckets (ZeRO-R's C_B): one round reduces `len` elements of the shard; it sends
+ * every rank its piece straight from the gradients (a datatype of `len` elements whose extent is a
+ * shard, so nothing is packed), receives the nd pieces of ours into the communication buffer
+ * (nd * bucket elements whatever the model's size), and reduces them. The sums are the same as
+ * with one round. */
 static void rs_cpu(void *b[], void *arg)
 {
     const struct reduce_scatter_args a = *(const struct reduce_scatter_args *)sz_task_params(arg);
@@ -62,36 +63,32 @@ static void rs_cpu(void *b[], void *arg)
     char *full = sz_task_ptr(b, arg, 0);
     void *shard = sz_task_ptr(b, arg, 1);
     char *buf = sz_task_ptr(b, arg, 2);
-    int64_t S = a.shard, t0 = sz_now_ns();
+    int64_t S = a.shard, o = a.o, len = a.len, t0 = sz_now_ns();
     if (a.nd == 1) {
         const void *src[1] = {full};
-        sz_reduce_pieces(&cm, es, shard, src, 0, S, a.acc);
-    } else if (!sz_shm_reduce_scatter(&cm, es, full, shard, S, a.acc)) {
-        int64_t bucket = a.bucket > 0 ? a.bucket : S; /* elements per rank and round */
+        sz_reduce_pieces(&cm, es, shard, src, o, len, a.acc);
+    } else if (!sz_shm_reduce_scatter_piece(&cm, es, full, shard, S, o, len, a.acc)) {
         MPI_Datatype dt = h ? MPI_UINT16_T : MPI_FLOAT;
         const void **src = malloc(sizeof *src * (size_t)a.nd);
         STARPU_ASSERT_MSG(src, "reduce-scatter: out of memory");
-        for (int64_t o = 0; o < S; o += bucket) {
-            int64_t len = S - o < bucket ? S - o : bucket;
-            MPI_Datatype piece, strided; /* len elements, then the next rank's piece one shard further */
-            MPI_Type_contiguous((int)len, dt, &piece);
-            MPI_Type_create_resized(piece, 0, (MPI_Aint)(S * (int64_t)es), &strided);
-            MPI_Type_commit(&strided);
-            MPI_Request rq;
-            int rc = MPI_Ialltoall(full + (size_t)o * es, 1, strided, buf, (int)len, dt, a.comm, &rq);
-            if (rc == MPI_SUCCESS)
-                rc = sz_mpi_wait(&rq, a.comm, "reduce-scatter all-to-all");
-            MPI_Type_free(&strided);
-            MPI_Type_free(&piece);
-            STARPU_ASSERT_MSG(rc == MPI_SUCCESS, "reduce-scatter: MPI_Alltoall failed (%d)", rc);
-            for (int r = 0; r < a.nd; r++)
-                src[r] = buf + (size_t)r * (size_t)len * es;
-            sz_reduce_pieces(&cm, es, shard, src, o, len, a.acc);
-        }
+        MPI_Datatype piece, strided; /* len elements, then the next rank's piece one shard further */
+        MPI_Type_contiguous((int)len, dt, &piece);
+        MPI_Type_create_resized(piece, 0, (MPI_Aint)(S * (int64_t)es), &strided);
+        MPI_Type_commit(&strided);
+        MPI_Request rq;
+        int rc = MPI_Ialltoall(full + (size_t)o * es, 1, strided, buf, (int)len, dt, a.comm, &rq);
+        if (rc == MPI_SUCCESS)
+            rc = sz_mpi_wait(&rq, a.comm, "reduce-scatter all-to-all");
+        MPI_Type_free(&strided);
+        MPI_Type_free(&piece);
+        STARPU_ASSERT_MSG(rc == MPI_SUCCESS, "reduce-scatter: MPI_Alltoall failed (%d)", rc);
+        for (int r = 0; r < a.nd; r++)
+            src[r] = buf + (size_t)r * (size_t)len * es;
+        sz_reduce_pieces(&cm, es, shard, src, o, len, a.acc);
         free(src);
     }
     if (a.nd > 1) /* the exchange and the rank-ordered sum: what MPI_Reduce_scatter_block does */
-        sz_counters_comm(a.stats, (a.nd - 1) * S * (int64_t)es, sz_now_ns() - t0);
+        sz_counters_comm(a.stats, (a.nd - 1) * len * (int64_t)es, sz_now_ns() - t0);
     if (a.bytes) /* the full-size gradients reduced here are freed right after */
         sz_counters_add(a.stats, a.category, a.bytes);
 }
@@ -102,7 +99,7 @@ SZ_PERFMODEL(rs_model, "sz_reduce_scatter");
 static void rs_cuda(void *b[], void *arg)
 {
     const struct reduce_scatter_args a = *(const struct reduce_scatter_args *)sz_task_params(arg);
-    sz_nccl_reduce_scatter(b, arg, a.shard, a.bucket, a.acc, a.stats);
+    sz_nccl_reduce_scatter(b, arg, a.shard, a.o, a.len, a.acc, a.stats);
     if (a.bytes)
         sz_counters_add(a.stats, a.category, a.bytes);
 }
@@ -114,9 +111,12 @@ struct starpu_codelet sz_cl_reduce_scatter = {.can_execute = sz_nccl_can_execute
 SZ_CODELET(sz_cl_reduce_scatter, rs_cpu, "reduce_scatter", rs_model);
 #endif
 
-sz_status sz_submit_reduce_scatter(struct sz_model *m, struct sz_unit *u, int acc, int64_t release_bytes)
+sz_status sz_submit_reduce_scatter(struct sz_model *m, struct sz_unit *u, int64_t o, int64_t len, int acc,
+                                   int64_t release_bytes)
 {
-    struct reduce_scatter_args a = {m->ctx->task_comm, m->nd, m->rank, &m->counters, u->shard, acc, m->bucket,
+    if (o < 0 || len < 0 || o + len > u->shard)
+        return SZ_ERR_INVALID;
+    struct reduce_scatter_args a = {m->ctx->task_comm, m->nd, m->rank, &m->counters, u->shard, acc, o, len,
                                     SZ_MEM_GRADS_IN_FLIGHT, -release_bytes};
     sz_task_tensor t[] = {{&u->grad.all, SZ_READ, SZ_DTYPE_ANY, u->padded, "full", 0},
                           {&u->gshard, SZ_READ_WRITE, SZ_DTYPE_ANY, u->shard, "shard", 0},

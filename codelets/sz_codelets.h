@@ -116,6 +116,9 @@ struct sz_comm {
  * shard (sums in rank order, onto the shard when acc). */
 int sz_shm_all_gather(const struct sz_comm *a, size_t es, void *full, const void *shard, int64_t S);
 int sz_shm_reduce_scatter(const struct sz_comm *a, size_t es, const void *full, void *shard, int64_t S, int acc);
+/* The same for elements [o, o + len) of every rank's piece (one bucket round of the plan). */
+int sz_shm_reduce_scatter_piece(const struct sz_comm *a, size_t es, const void *full, void *shard, int64_t S,
+                                int64_t o, int64_t len, int acc);
 /* sched/devpool.c: the byte offset of [p, p + len) in this rank's shared pool (-1: not inside, or
  * the pools are not shared), and where rank `rank`'s pool holds that offset in this process. */
 int64_t sz_shared_offset(const void *p, size_t len);

@@ -44,7 +44,7 @@ int sz_cuda_check_ids(const void *cl_arg, const char *role, const int32_t *dev_i
                                         .nbuffers = STARPU_VARIABLE_NBUFFERS, .name = nm, .model = &pm}
 #define SZ_STREAM starpu_cuda_get_local_stream()
 #ifdef SZ_HAVE_NCCL
-void sz_nccl_reduce_scatter(void *b[], void *arg, int64_t S, int64_t bucket, int acc, struct sz_counters *stats);
+void sz_nccl_reduce_scatter(void *b[], void *arg, int64_t S, int64_t o, int64_t len, int acc, struct sz_counters *stats);
 void sz_nccl_all_gather(void *b[], void *arg, int64_t S, int in_place, int rank, struct sz_counters *stats);
 int sz_nccl_can_execute(unsigned workerid, struct starpu_task *task, unsigned nimpl);
 #endif

@@ -128,6 +128,12 @@ static int has_ckpt(const struct builder *b, int i)
            b->u[i].ckpt_bytes > 0;
 }
 
+static int has_ckpt_of(const sz_plan *p, const sz_plan_unit *u, int i)
+{
+    const sz_plan_config *c = &p->cfg;
+    return i >= 0 && i < p->nunits && c->checkpoint && c->offload && u[i].checkpointable && u[i].ckpt_bytes > 0;
+}
+
 /* The unit's backward needs its parameters (and its tied units') present: not for a backward that
  * reads none, unless its forward is recomputed before it. */
 static int backward_gathers(const struct builder *b, int i)
@@ -183,6 +189,31 @@ static void grads_touch(struct builder *b, int i)
     delta(emit(b, SZ_ACT_GRAD_ALLOC, i, SZ_BUF_WGRAD), SZ_MEM_GRADS_IN_FLIGHT, p->padded[i] * 4);
 }
 
+/* The unit's reduce-scatter, one action per bucket round: round r reduces elements
+ * [r * bucket, (r + 1) * bucket) of every rank's shard into ours, through the C_B receive buffer;
+ * the last round frees `freed` (negative) bytes of full-size gradients. */
+static void reduce_scatter(struct builder *b, int i, int acc, int64_t freed)
+{
+    const sz_plan *p = b->p;
+    int64_t lo, n, bucket = p->cfg.bucket_elems;
+    sz_plan_shard_range(p->padded[i], p->cfg.nd, p->cfg.rank, &lo, &n);
+    if (bucket <= 0 || bucket > n)
+        bucket = n > 0 ? n : 1;
+    int rounds = n > 0 ? (int)((n + bucket - 1) / bucket) : 1;
+    for (int r = 0; r < rounds; r++) {
+        sz_action *a = emit(b, SZ_ACT_REDUCE_SCATTER, i, SZ_BUF_GRAD);
+        if (!a)
+            return;
+        a->flag = acc;
+        a->round = r;
+        a->rounds = rounds;
+        a->lo = lo + r * bucket;
+        a->n = n - r * bucket < bucket ? n - r * bucket : bucket;
+        if (r == rounds - 1)
+            delta(a, SZ_MEM_GRADS_IN_FLIGHT, freed);
+    }
+}
+
 static void grads_flush(struct builder *b, int i)
 {
     const sz_plan *p = b->p;
@@ -198,15 +229,8 @@ static void grads_flush(struct builder *b, int i)
         delta(a, SZ_MEM_GRADS_IN_FLIGHT, (keep ? p->padded[i] * 2 : 0) - p->padded[i] * 4);
         freed = p->padded[i] * 2;
     }
-    if (p->cfg.stage >= 2) {
-        sz_action *a = emit(b, SZ_ACT_REDUCE_SCATTER, i, SZ_BUF_GRAD);
-        if (a) {
-            a->flag = b->mb > 0;
-            sz_plan_shard_range(p->padded[i], p->cfg.nd, p->cfg.rank, &a->lo, &a->n);
-            a->rounds = p->cfg.bucket_elems > 0 ? (int)((a->n + p->cfg.bucket_elems - 1) / p->cfg.bucket_elems) : 1;
-        }
-        delta(a, SZ_MEM_GRADS_IN_FLIGHT, -freed);
-    }
+    if (p->cfg.stage >= 2)
+        reduce_scatter(b, i, b->mb > 0, -freed);
 }
 
 /* Offloaded checkpoints: a unit's input lives on the device from its producer's forward to its
@@ -340,13 +364,8 @@ static void update(struct builder *b)
     int fused = !p->cfg.clip && (s > 0 || nd == 1);
     int last_first = fused && (s >= 2 || nd == 1);
     for (int i = 0; i < n; i++) {
-        if (s < 2 && nd > 1) { /* stages 0-1 on one rank: the shard is the whole gradient */
-            sz_action *a = emit(b, SZ_ACT_REDUCE_SCATTER, i, SZ_BUF_GRAD);
-            if (a) {
-                sz_plan_shard_range(p->padded[i], nd, p->cfg.rank, &a->lo, &a->n);
-                a->rounds = p->cfg.bucket_elems > 0 ? (int)((a->n + p->cfg.bucket_elems - 1) / p->cfg.bucket_elems) : 1;
-            }
-        }
+        if (s < 2 && nd > 1) /* stages 0-1 on one rank: the shard is the whole gradient */
+            reduce_scatter(b, i, 0, 0);
         if (s == 0 && nd > 1)
             emit(b, SZ_ACT_ALL_GATHER, i, SZ_BUF_GRAD); /* the all-reduce's second half */
         if (!fused) {
@@ -377,6 +396,293 @@ static void update(struct builder *b)
         emit(b, SZ_ACT_CLIP, -1, SZ_BUF_NONE);
 }
 
+/* ---- the waits: what each action reads and writes, and who last wrote or read it ------------- */
+
+struct access {
+    int id;                   /* the datum: unit * SZ_RES_UNIT_KINDS + kind, or after the units' the model's */
+    unsigned char res, write, assumed;
+};
+
+struct datum {
+    int writer;               /* last writer (-1: none in this plan) */
+    unsigned char writer_assumed;
+    int *readers;             /* readers since, with their `assumed` in reader_assumed */
+    unsigned char *reader_assumed;
+    int nreaders, cap;
+};
+
+/* The datum kind r of unit u names: the views and the aliases of the storage table (the shards are
+ * views of the full buffers below stage 3 resp. 2; fp32 backward writes the full gradients). */
+static sz_plan_res canonical(const sz_plan *p, sz_plan_res r)
+{
+    if (r == SZ_RES_WGRAD && !p->cfg.mixed)
+        return SZ_RES_GRAD;
+    if (r == SZ_RES_PSHARD && p->cfg.stage < 3)
+        return SZ_RES_PARAM;
+    if (r == SZ_RES_GSHARD && p->cfg.stage < 2)
+        return SZ_RES_GRAD;
+    return r;
+}
+
+static void add_access(const sz_plan *p, struct access *acc, int *n, int unit, sz_plan_res r, int write, int assumed)
+{
+    r = canonical(p, r);
+    int id = r >= SZ_RES_UNIT_KINDS ? p->nunits * SZ_RES_UNIT_KINDS + (r - SZ_RES_UNIT_KINDS)
+                                    : unit * SZ_RES_UNIT_KINDS + r;
+    for (int k = 0; k < *n; k++)
+        if (acc[k].id == id) { /* read and written: a write; definite when one of them is */
+            acc[k].write |= (unsigned char)write;
+            acc[k].assumed &= (unsigned char)assumed;
+            return;
+        }
+    acc[(*n)++] = (struct access){id, (unsigned char)r, (unsigned char)write, (unsigned char)assumed};
+}
+
+/* What the action's tasks touch (tasks/zero.c submits them; the model's callbacks for FWD,
+ * RECOMPUTE and BWD). The parameters compute tasks read are the working copy under mixed precision. */
+static int accesses_of(const sz_plan *p, const sz_plan_unit *units, const sz_action *a, struct access *acc)
+{
+    int n = 0, u = a->unit, s = p->cfg.stage;
+    sz_plan_res wp = p->cfg.mixed ? SZ_RES_WORK : SZ_RES_PARAM;
+    const sz_plan_unit *x = u >= 0 ? &units[u] : NULL;
+    switch (a->kind) {
+    case SZ_ACT_GATHER:
+        add_access(p, acc, &n, u, SZ_RES_PARAM, 1, 0);
+        add_access(p, acc, &n, u, SZ_RES_PSHARD, 0, 0);
+        break;
+    case SZ_ACT_CONVERT:
+        add_access(p, acc, &n, u, SZ_RES_WORK, 1, 0);
+        add_access(p, acc, &n, u, SZ_RES_PARAM, 0, 0);
+        break;
+    case SZ_ACT_RELEASE: /* the accounting task and the invalidation: after every access */
+        add_access(p, acc, &n, u, a->buf == SZ_BUF_WORK ? SZ_RES_WORK : a->buf == SZ_BUF_CKPT ? SZ_RES_CKPT : SZ_RES_PARAM,
+                   1, 0);
+        break;
+    case SZ_ACT_CKPT_ALLOC:
+        add_access(p, acc, &n, u, SZ_RES_CKPT, 1, 0);
+        break;
+    case SZ_ACT_CKPT_OFFLOAD:
+        add_access(p, acc, &n, u, SZ_RES_CKPT, 1, 0); /* read, then invalidated */
+        add_access(p, acc, &n, u, SZ_RES_CKPT_HOST, 1, 0);
+        break;
+    case SZ_ACT_CKPT_FETCH:
+        add_access(p, acc, &n, u, SZ_RES_CKPT, 1, 0);
+        add_access(p, acc, &n, u, SZ_RES_CKPT_HOST, 0, 0);
+        break;
+    case SZ_ACT_FWD:
+    case SZ_ACT_RECOMPUTE:
+    case SZ_ACT_BWD: {
+        int bwd = a->kind == SZ_ACT_BWD;
+        if (!bwd || !x->backward_skips_params)
+            add_access(p, acc, &n, u, wp, 0, x->numel == 0);
+        for (int k = 0; k < x->nuses; k++) {
+            add_access(p, acc, &n, x->uses[k], wp, 0, 1);
+            if (bwd)
+                add_access(p, acc, &n, x->uses[k], SZ_RES_WGRAD, 1, 1);
+        }
+        if (bwd)
+            add_access(p, acc, &n, u, SZ_RES_WGRAD, 1, x->numel == 0);
+        /* the model's activations; a unit's checkpoint is its input, the previous unit's output */
+        add_access(p, acc, &n, -1, SZ_RES_ACT, 1, 1);
+        if (has_ckpt_of(p, units, u))
+            add_access(p, acc, &n, u, SZ_RES_CKPT, bwd, 1);
+        if (u + 1 < p->nunits && has_ckpt_of(p, units, u + 1))
+            add_access(p, acc, &n, u + 1, SZ_RES_CKPT, 1, 1);
+        break;
+    }
+    case SZ_ACT_ZERO_GRADS:
+        add_access(p, acc, &n, u, SZ_RES_GRAD, 1, 0);
+        break;
+    case SZ_ACT_GRAD_ALLOC:
+        add_access(p, acc, &n, u, SZ_RES_WGRAD, 1, 0);
+        break;
+    case SZ_ACT_GRAD_CONVERT:
+        add_access(p, acc, &n, u, SZ_RES_GRAD, 1, 0);
+        add_access(p, acc, &n, u, SZ_RES_WGRAD, 1, 0); /* read, then invalidated */
+        break;
+    case SZ_ACT_REDUCE_SCATTER:
+        add_access(p, acc, &n, u, SZ_RES_GRAD, a->delta[SZ_MEM_GRADS_IN_FLIGHT] != 0, 0); /* the last round frees it */
+        add_access(p, acc, &n, u, SZ_RES_GSHARD, 1, 0);
+        break;
+    case SZ_ACT_ALL_GATHER:
+        add_access(p, acc, &n, u, s == 0 ? SZ_RES_GRAD : SZ_RES_PARAM, 1, 0);
+        break;
+    case SZ_ACT_NORM:
+        add_access(p, acc, &n, -1, SZ_RES_NORMS, 1, 0);
+        add_access(p, acc, &n, u, SZ_RES_GSHARD, 0, 0);
+        break;
+    case SZ_ACT_CLIP:
+        add_access(p, acc, &n, -1, SZ_RES_CLIP, 1, 0);
+        add_access(p, acc, &n, -1, SZ_RES_NORMS, 0, 0);
+        break;
+    case SZ_ACT_OPTIMIZER:
+        add_access(p, acc, &n, u, s == 0 ? SZ_RES_PARAM : SZ_RES_PSHARD, 1, 0);
+        add_access(p, acc, &n, u, s == 0 ? SZ_RES_GRAD : SZ_RES_GSHARD, 0, 0);
+        add_access(p, acc, &n, u, SZ_RES_OPT, 1, 0);
+        if (p->cfg.clip)
+            add_access(p, acc, &n, -1, SZ_RES_CLIP, 0, 0);
+        if (a->flag)
+            add_access(p, acc, &n, -1, SZ_RES_NORMS, 1, 0);
+        break;
+    default:
+        break;
+    }
+    return n;
+}
+
+static int add_wait(sz_plan *p, sz_action *a, int self, int on, unsigned char res, int assumed)
+{
+    if (on < 0 || on == self)
+        return 0;
+    for (int k = 0; k < a->nwaits; k++) {
+        sz_wait *w = &p->waits[a->wait_lo + k];
+        if (w->action == on) {
+            if (!assumed && w->assumed)
+                w->assumed = 0, w->res = res;
+            return 0;
+        }
+    }
+    if (p->nwaits == p->waits_cap) {
+        int cap = p->waits_cap ? 2 * p->waits_cap : 1024;
+        sz_wait *w = realloc(p->waits, (size_t)cap * sizeof *w);
+        if (!w)
+            return -1;
+        p->waits = w;
+        p->waits_cap = cap;
+    }
+    /* keep one action's waits ascending */
+    int at = a->wait_lo + a->nwaits;
+    while (at > a->wait_lo && p->waits[at - 1].action > on) {
+        p->waits[at] = p->waits[at - 1];
+        at--;
+    }
+    p->waits[at] = (sz_wait){on, res, (unsigned char)(assumed != 0)};
+    p->nwaits++;
+    a->nwaits++;
+    return 0;
+}
+
+/* Walks the list keeping each datum's last writer and its readers since, as the runtime does
+ * with data handles under sequential consistency: a read waits for the last writer, a write also
+ * for the readers since. */
+static sz_status compute_waits(sz_plan *p, const sz_plan_unit *units)
+{
+    int maxuses = 0;
+    for (int i = 0; i < p->nunits; i++)
+        maxuses = units[i].nuses > maxuses ? units[i].nuses : maxuses;
+    int nid = p->nunits * SZ_RES_UNIT_KINDS + (SZ_RES_NKINDS - SZ_RES_UNIT_KINDS);
+    struct datum *d = calloc((size_t)nid, sizeof *d);
+    struct access *acc = calloc((size_t)(8 + 2 * maxuses), sizeof *acc);
+    sz_status st = d && acc ? SZ_OK : SZ_ERR_NOMEM;
+    for (int i = 0; d && i < nid; i++)
+        d[i].writer = -1;
+    for (int k = 0; st == SZ_OK && k < p->n; k++) {
+        sz_action *a = &p->a[k];
+        a->wait_lo = p->nwaits;
+        a->nwaits = 0;
+        int na = accesses_of(p, units, a, acc);
+        for (int j = 0; st == SZ_OK && j < na; j++) {
+            struct datum *x = &d[acc[j].id];
+            if (add_wait(p, a, k, x->writer, acc[j].res, acc[j].assumed || x->writer_assumed))
+                st = SZ_ERR_NOMEM;
+            for (int r = 0; acc[j].write && st == SZ_OK && r < x->nreaders; r++)
+                if (add_wait(p, a, k, x->readers[r], acc[j].res, acc[j].assumed || x->reader_assumed[r]))
+                    st = SZ_ERR_NOMEM;
+        }
+        for (int j = 0; st == SZ_OK && j < na; j++) {
+            struct datum *x = &d[acc[j].id];
+            if (acc[j].write) {
+                x->writer = k;
+                x->writer_assumed = acc[j].assumed;
+                x->nreaders = 0;
+                continue;
+            }
+            if (x->nreaders == x->cap) {
+                int cap = x->cap ? 2 * x->cap : 8;
+                int *r = realloc(x->readers, (size_t)cap * sizeof *r);
+                unsigned char *ra = r ? realloc(x->reader_assumed, (size_t)cap) : NULL;
+                if (r)
+                    x->readers = r;
+                if (!ra) {
+                    st = SZ_ERR_NOMEM;
+                    break;
+                }
+                x->reader_assumed = ra;
+                x->cap = cap;
+            }
+            x->readers[x->nreaders] = k;
+            x->reader_assumed[x->nreaders++] = acc[j].assumed;
+        }
+    }
+    for (int i = 0; d && i < nid; i++) {
+        free(d[i].readers);
+        free(d[i].reader_assumed);
+    }
+    free(d);
+    free(acc);
+    return st;
+}
+
+unsigned char *sz_plan_closure(const sz_plan *p)
+{
+    size_t n = (size_t)p->n;
+    unsigned char *c = calloc(n * n + 1, 1);
+    if (!c)
+        return NULL;
+    for (size_t k = 0; k < n; k++) { /* waits point backwards: their rows are complete */
+        const sz_action *a = &p->a[k];
+        for (int w = 0; w < a->nwaits; w++) {
+            size_t j = (size_t)p->waits[a->wait_lo + w].action;
+            c[k * n + j] = 1;
+            for (size_t i = 0; i < j; i++)
+                c[k * n + i] |= c[j * n + i];
+        }
+    }
+    return c;
+}
+
+int sz_plan_check_deps(const sz_plan *p, const unsigned char *dep, char *msg, size_t len)
+{
+    size_t n = (size_t)p->n;
+    int bad = 0;
+    if (msg && len)
+        msg[0] = 0;
+    unsigned char *c = sz_plan_closure(p), *o = calloc(n * n + 1, 1);
+    if (!c || !o) {
+        if (msg && len)
+            snprintf(msg, len, "out of memory");
+        free(c);
+        free(o);
+        return 1;
+    }
+    for (size_t k = 0; k < n; k++) /* the observed dependencies' closure */
+        for (size_t j = 0; j < k; j++)
+            if (dep[k * n + j]) {
+                o[k * n + j] = 1;
+                for (size_t i = 0; i < j; i++)
+                    o[k * n + i] |= o[j * n + i];
+            }
+    for (size_t k = 0; k < n; k++) {
+        const sz_action *a = &p->a[k];
+        for (size_t j = 0; j < n; j++)
+            if (dep[k * n + j] && (j >= k || !c[k * n + j]) && bad++ == 0 && msg)
+                snprintf(msg, len, "action %zu (%s of unit %d) depends on action %zu (%s of unit %d), which it does not "
+                         "wait for", k, sz_action_kind_name(a->kind), a->unit, j, sz_action_kind_name(p->a[j].kind),
+                         p->a[j].unit);
+        for (int w = 0; w < a->nwaits; w++) {
+            const sz_wait *x = &p->waits[a->wait_lo + w];
+            if (!x->assumed && !o[k * n + (size_t)x->action] && bad++ == 0 && msg)
+                snprintf(msg, len, "action %zu (%s of unit %d) waits for action %d (%s of unit %d, %s), but its tasks do "
+                         "not depend on it", k, sz_action_kind_name(a->kind), a->unit, x->action,
+                         sz_action_kind_name(p->a[x->action].kind), p->a[x->action].unit,
+                         sz_plan_res_name((sz_plan_res)x->res));
+        }
+    }
+    free(c);
+    free(o);
+    return bad;
+}
+
 void sz_plan_free(sz_plan *p)
 {
     if (!p)
@@ -385,6 +691,7 @@ void sz_plan_free(sz_plan *p)
     free(p->padded);
     free(p->shard);
     free(p->mb_begin);
+    free(p->waits);
     memset(p, 0, sizeof *p);
 }
 
@@ -437,6 +744,8 @@ sz_status sz_plan_build(const sz_plan_unit *units, int nunits, const sz_plan_con
         if (cfg->pass == SZ_PASS_STEP)
             update(&b);
     }
+    if (b.st == SZ_OK)
+        b.st = compute_waits(out, units);
     free(b.gathered);
     free(b.grads_live);
     free(b.ckpt_dev);
@@ -504,6 +813,13 @@ const char *sz_action_kind_name(sz_action_kind k)
     return k >= 0 && k < SZ_ACT_NKINDS ? names[k] : "?";
 }
 
+const char *sz_plan_res_name(sz_plan_res r)
+{
+    static const char *names[SZ_RES_NKINDS] = {"params", "work", "grads", "wgrads", "param_shard", "grad_shard",
+                                               "opt_state", "ckpt", "ckpt_host", "norms", "clip", "activations"};
+    return r >= 0 && r < SZ_RES_NKINDS ? names[r] : "?";
+}
+
 const char *sz_mem_category_key(int c)
 {
     static const char *keys[SZ_MEM_NCATEGORIES] = {
@@ -561,8 +877,10 @@ static void print_json(FILE *f, const sz_plan *p, const char *const *names, cons
             cJSON_AddNumberToObject(x, "lo", (double)a->lo);
             cJSON_AddNumberToObject(x, "n", (double)a->n);
         }
-        if (a->kind == SZ_ACT_REDUCE_SCATTER)
+        if (a->kind == SZ_ACT_REDUCE_SCATTER) {
+            cJSON_AddNumberToObject(x, "round", a->round);
             cJSON_AddNumberToObject(x, "rounds", a->rounds);
+        }
         if (a->kind == SZ_ACT_REDUCE_SCATTER || a->kind == SZ_ACT_GRAD_CONVERT || a->kind == SZ_ACT_CLIP ||
             a->kind == SZ_ACT_OPTIMIZER)
             cJSON_AddNumberToObject(x, "flag", a->flag);
@@ -572,6 +890,16 @@ static void print_json(FILE *f, const sz_plan *p, const char *const *names, cons
             if (a->delta[cat])
                 cJSON_AddNumberToObject(d, sz_mem_category_key(cat), (double)a->delta[cat]);
         cJSON_AddNumberToObject(x, "live", (double)live[k]);
+        cJSON *wa = cJSON_AddArrayToObject(x, "waits");
+        for (int w = 0; w < a->nwaits; w++) {
+            const sz_wait *y = &p->waits[a->wait_lo + w];
+            cJSON *wo = cJSON_CreateObject();
+            cJSON_AddNumberToObject(wo, "action", y->action);
+            cJSON_AddStringToObject(wo, "data", sz_plan_res_name((sz_plan_res)y->res));
+            if (y->assumed)
+                cJSON_AddBoolToObject(wo, "assumed", 1);
+            cJSON_AddItemToArray(wa, wo);
+        }
         cJSON_AddItemToArray(arr, x);
     }
     cJSON *fo = cJSON_AddObjectToObject(o, "fold");
@@ -612,8 +940,8 @@ void sz_plan_print(FILE *f, const sz_plan *p, const char *const *names, int json
             g->checkpoint ? ", checkpointing" : "", g->offload ? ", offloaded checkpoints" : "",
             (long long)g->prefetch_bytes, (long long)g->max_live_bytes, (long long)g->bucket_elems,
             g->comm_worker ? ", communication worker" : "", g->clip ? ", clipping" : "", p->n);
-    fprintf(f, "%5s %3s %-14s %-10s %-10s %22s  %-28s %14s\n", "#", "mb", "action", "unit", "buffer", "elements",
-            "delta (bytes)", "live after");
+    fprintf(f, "%5s %3s %-20s %-10s %-10s %22s  %-28s %14s  %s\n", "#", "mb", "action", "unit", "buffer", "elements",
+            "delta (bytes)", "live after", "waits for (* assumed of the model's callbacks)");
     char label[64], range[64], d[64];
     for (int k = 0; k < p->n; k++) {
         const sz_action *a = &p->a[k];
@@ -626,11 +954,20 @@ void sz_plan_print(FILE *f, const sz_plan *p, const char *const *names, int json
         for (int c = 0; c < SZ_MEM_NCATEGORIES; c++)
             if (a->delta[c])
                 snprintf(d, sizeof d, "%s %+lld", sz_mem_category_key(c), (long long)a->delta[c]);
-        char mb[8];
+        char mb[16], kind[64], waits[512];
         snprintf(mb, sizeof mb, "%d", a->micro_batch);
-        fprintf(f, "%5d %3s %-14s %-10s %-10s %22s  %-28s %14lld%s\n", k, a->micro_batch < 0 ? "upd" : mb,
-                sz_action_kind_name(a->kind), label, buf_name(a->buf), range, d, (long long)live[k],
-                k == fd.peak_action ? "  <- peak" : "");
+        if (a->kind == SZ_ACT_REDUCE_SCATTER && a->rounds > 1)
+            snprintf(kind, sizeof kind, "%s %d/%d", sz_action_kind_name(a->kind), a->round + 1, a->rounds);
+        else
+            snprintf(kind, sizeof kind, "%s", sz_action_kind_name(a->kind));
+        size_t o = 0;
+        waits[0] = 0;
+        for (int w = 0; w < a->nwaits && o + 16 < sizeof waits; w++) {
+            const sz_wait *y = &p->waits[a->wait_lo + w];
+            o += (size_t)snprintf(waits + o, sizeof waits - o, "%s%d%s", w ? "," : "", y->action, y->assumed ? "*" : "");
+        }
+        fprintf(f, "%5d %3s %-20s %-10s %-10s %22s  %-28s %14lld  %s%s\n", k, a->micro_batch < 0 ? "upd" : mb, kind,
+                label, buf_name(a->buf), range, d, (long long)live[k], waits, k == fd.peak_action ? "  <- peak" : "");
     }
     fprintf(f, "fold: model states %lld B, persistent %lld B, transient peak %lld B (after action %d), "
             "predicted peak %lld B (device %lld B)\n", (long long)fd.state_bytes, (long long)fd.persistent_bytes,

@@ -2,7 +2,9 @@
  * configuration, the ordered list of actions of one training step (or of one evaluation pass) on
  * one rank — gather, convert, forward, checkpoint offload/fetch, recompute, gradient allocation,
  * backward, release, reduce-scatter, all-gather, norms, clip, optimizer — each with its unit, its
- * element range and the bytes it makes live (+) or frees (-) per memory category.
+ * element range, the bytes it makes live (+) or frees (-) per memory category, and the earlier
+ * actions it waits for (derived from the buffers each action reads and writes, as the runtime
+ * derives the tasks' dependencies from their data handles).
  *
  * The list is read twice: tasks/zero.c submits exactly it (one loop, one submit function per
  * kind; a task's scheduling position is its action's index), and sz_plan_fold() folds its byte
@@ -81,7 +83,8 @@ typedef enum sz_action_kind {
     SZ_ACT_GRAD_ALLOC,        /* the unit's (working) gradients allocated and zeroed (+) */
     SZ_ACT_BWD,               /* the unit's backward callback */
     SZ_ACT_GRAD_CONVERT,      /* mixed: fp32 working gradients -> bf16 (added into the full ones at 0-1) */
-    SZ_ACT_REDUCE_SCATTER,    /* the unit's gradients into the owners' shards (bucket rounds); frees
+    SZ_ACT_REDUCE_SCATTER,    /* one bucket round (ZeRO-R's C_B) of the unit's gradients into the
+                                 owners' shards: elements [lo, lo + n) of ours; the last round frees
                                  the full-size gradients at stages 2-3 (-) */
     SZ_ACT_ALL_GATHER,        /* in place: the updated shards (1-2) or the reduced gradients (0) */
     SZ_ACT_NORM,              /* squared norm of the owned gradient slice */
@@ -109,11 +112,38 @@ typedef struct sz_action {
     int flag;                 /* REDUCE_SCATTER, GRAD_CONVERT: accumulate into the destination;
                                  CLIP: 1 clip, 0 only the norm (for the report); OPTIMIZER: also
                                  take the range's squared norm (no separate NORM) */
-    int rounds;               /* REDUCE_SCATTER: bucket rounds */
+    int round, rounds;        /* REDUCE_SCATTER: this round (0..rounds-1) of the unit's reduce-scatter */
     int64_t lo, n;            /* element range of the unit's flat buffer it works on */
     int node;                 /* memory node of its bytes: SZ_NODE_DEVICE (the device pool) */
     int64_t delta[SZ_MEM_NCATEGORIES]; /* bytes it allocates (+) or frees (-); at most one non-zero */
+    int wait_lo, nwaits;      /* what it waits for: p->waits[wait_lo .. wait_lo + nwaits) */
 } sz_action;
+
+/* What the actions read and write, as data: per unit its full (stage 3: gathered) parameters,
+ * mixed precision's working copy, the full gradients, the gradients backward writes (the full
+ * ones in fp32), the owned parameter and gradient shards (views of the full buffers below stage 3
+ * resp. 2), the optimizer state, the offloaded checkpoint's device and host copies; for the model
+ * the per-unit squared norms, the clip factor and the activations (the model's own tensors, a
+ * chain through its compute callbacks). */
+typedef enum sz_plan_res {
+    SZ_RES_PARAM = 0, SZ_RES_WORK, SZ_RES_GRAD, SZ_RES_WGRAD, SZ_RES_PSHARD, SZ_RES_GSHARD, SZ_RES_OPT,
+    SZ_RES_CKPT, SZ_RES_CKPT_HOST,
+    SZ_RES_UNIT_KINDS,        /* the per-unit ones above, then the model's: */
+    SZ_RES_NORMS = SZ_RES_UNIT_KINDS, SZ_RES_CLIP, SZ_RES_ACT,
+    SZ_RES_NKINDS
+} sz_plan_res;
+
+/* One wait: action `action` (earlier in the list) last wrote data this action reads or writes,
+ * or read data it writes (then it must run first). res: the data. assumed: the access on one
+ * side is the model's, which the plan can only assume (a unit's forward and backward use their
+ * tied units, the activations chain the compute callbacks, checkpoints are the units' inputs);
+ * 0: both accesses are the engine's own (it submits them: a gather writes the parameters the
+ * unit's own forward reads, a backward writes its unit's gradients, ...). */
+typedef struct sz_wait {
+    int action;
+    unsigned char res;        /* sz_plan_res */
+    unsigned char assumed;
+} sz_wait;
 
 typedef struct sz_plan {
     sz_plan_config cfg;
@@ -123,6 +153,8 @@ typedef struct sz_plan {
     int n, cap;
     int *mb_begin;            /* micro_batches + 1 entries: first action of each micro-batch; the
                                  last is the update's first action (pass STEP) */
+    sz_wait *waits;           /* every action's waits, ascending by action within one action's */
+    int nwaits, waits_cap;
 } sz_plan;
 
 /* Builds the plan of cfg->pass for these units into *out (free with sz_plan_free). SZ_ERR_INVALID
@@ -159,7 +191,20 @@ typedef struct sz_fold {
 /* live_after: NULL or p->n entries, the transient bytes alive after each action. */
 void sz_plan_fold(const sz_plan *p, sz_fold *out, int64_t *live_after);
 
+/* The waits' transitive closure: a malloc'ed p->n * p->n bytes, c[k * p->n + j] = 1 when action k
+ * waits for j directly or through its waits (NULL: out of memory). */
+unsigned char *sz_plan_closure(const sz_plan *p);
+/* Checks dependencies observed on a real step against the plan (tasks/depcheck.c records them):
+ * dep is p->n * p->n bytes, dep[k * p->n + j] = 1 when a task of action k accessed data whose
+ * last writer (or, for a write, a reader since) was a task of action j < k, leaving out the
+ * ordering token and the communication scratch buffer. Every observed dependency must be among
+ * the plan's waits or their closure (the waits are sufficient), and every wait that is not
+ * `assumed` must be among the observed ones or their closure (it is real). Returns the number of
+ * violations; msg (len bytes) tells the first. */
+int sz_plan_check_deps(const sz_plan *p, const unsigned char *dep, char *msg, size_t len);
+
 const char *sz_action_kind_name(sz_action_kind k);
+const char *sz_plan_res_name(sz_plan_res r);
 const char *sz_mem_category_key(int cat); /* short JSON-friendly key: "gathered", "grads_in_flight" */
 /* One line per action ("12 gather block3 [0,4096) gathered +16384 live 16384"), names[i] naming
  * unit i (NULL: "unit i"). json: one JSON object {"config":..., "actions":[...], "fold":...}. */

@@ -316,9 +316,18 @@ int64_t sz_model_nparams(const sz_model *m);          /* real parameters, paddin
  * from the owners' shards. Gradients are the reduced ones of the last step. */
 sz_status sz_model_param_read(sz_model *m, int unit, int param, float *dst);
 sz_status sz_model_param_write(sz_model *m, int unit, int param, const float *src);
+/* Elements [lo, lo + n) of parameter `param` (row-major) get src[0..n) (every rank the same values). */
+sz_status sz_model_param_write_range(sz_model *m, int unit, int param, int64_t lo, int64_t n, const float *src);
 sz_status sz_model_grad_read(sz_model *m, int unit, int param, float *dst);
+/* Collective: elements [lo, lo + n) of parameter `param` of `unit` as fp32 (the master under mixed
+ * precision), into dst (n floats) on rank `root` only; other ranks may pass NULL. Each rank reads
+ * only what it holds of the range: host memory stays n floats, whatever the model's size — how an
+ * app writes a whole model without holding it (GPT-2's --save, in fixed chunks). */
+sz_status sz_model_param_read_range(sz_model *m, int unit, int param, int64_t lo, int64_t n, int root, float *dst);
 /* Initialise every parameter from its spec; the stream of each tensor depends only on
- * (seed, unit index, param index), so layout and rank never change the values. */
+ * (seed, unit index, param index), so layout and rank never change the values. Streams each
+ * tensor in fixed chunks straight into what this rank holds: no host buffer that grows with the
+ * model. */
 sz_status sz_model_init_params(sz_model *m, uint64_t seed);
 
 /* Parameter (or gradient) tensor i of any unit: how a unit uses tied weights of another
@@ -530,6 +539,8 @@ typedef struct sz_memory_report {
                                           seconds any compute task ran (the union) */
     double matmul_task_s;              /* last step: seconds the matmul tasks (forward and backward)
                                           ran, summed over tasks (zero policy; else 0) */
+    double optimizer_task_s;           /* last step: seconds the optimizer-update tasks ran, summed
+                                          over tasks (zero policy; else 0) */
     int ntimeline;                     /* last step: live transient bytes over time, at most 64 points */
     double timeline_ms[64];            /*   ms since the step began */
     int64_t timeline_bytes[64];        /*   transient bytes alive then (persistent ones come on top) */

@@ -232,6 +232,14 @@ int sz_gather(const void *send, int scount, MPI_Datatype st, void *recv, int rco
     return rc != MPI_SUCCESS ? rc : sz_mpi_wait(&r, comm, what);
 }
 
+int sz_gatherv(const void *send, int scount, MPI_Datatype st, void *recv, const int *rcounts, const int *displs,
+               MPI_Datatype rt, int root, MPI_Comm comm, const char *what)
+{
+    MPI_Request r;
+    int rc = MPI_Igatherv(send, scount, st, recv, rcounts, displs, rt, root, comm, &r);
+    return rc != MPI_SUCCESS ? rc : sz_mpi_wait(&r, comm, what);
+}
+
 /* StarPU's watchdog (armed by sz_context_init from the timeout): no task finished for a period
  * while tasks were submitted. Say where every rank of the node is, then stop the job if asked. */
 static void watchdog(void *arg)

@@ -46,11 +46,17 @@ struct queue {
     starpu_pthread_mutex_t span_lock;
     struct spans comm, compute;
     int64_t matmul_ns; /* matmul tasks' run time since the last sz_sched_overlap */
+    int64_t optimizer_ns; /* optimizer tasks' run time, the same way */
     int64_t started[STARPU_NMAXWORKERS]; /* when each worker's current task began */
     int cuda_worker, cuda_known;         /* a CUDA worker of the context (-1: none), once looked up */
 };
 
 int sz_comm_worker = -1;
+
+int sz_task_is_optimizer(const struct starpu_task *t)
+{
+    return t->cl == &sz_cl_adamw || t->cl == &sz_cl_adamw_mixed;
+}
 
 int sz_task_is_comm(const struct starpu_task *t)
 {
@@ -108,6 +114,8 @@ static void zero_post_exec(struct starpu_task *task, unsigned ctx)
     STARPU_PTHREAD_MUTEX_LOCK(&q->span_lock);
     if (task->cl == &sz_cl_matmul_fwd || task->cl == &sz_cl_matmul_bwd)
         q->matmul_ns += sp.t1 - sp.t0;
+    else if (sz_task_is_optimizer(task))
+        q->optimizer_ns += sp.t1 - sp.t0;
     if (s->n == s->cap) {
         int cap = s->cap ? 2 * s->cap : 1024;
         struct span *v = realloc(s->v, (size_t)cap * sizeof *v);
@@ -127,7 +135,7 @@ static int by_start(const void *a, const void *b)
     return (x->t0 > y->t0) - (x->t0 < y->t0);
 }
 
-int sz_sched_overlap(double *fraction, double *comm_s, double *compute_s, double *matmul_s)
+int sz_sched_overlap(double *fraction, double *comm_s, double *compute_s, double *matmul_s, double *optimizer_s)
 {
     struct starpu_sched_policy *pol = starpu_sched_ctx_get_sched_policy(0);
     if (!pol || !pol->policy_name || strcmp(pol->policy_name, sz_zero_policy.policy_name))
@@ -159,6 +167,9 @@ int sz_sched_overlap(double *fraction, double *comm_s, double *compute_s, double
     if (matmul_s)
         *matmul_s = q->matmul_ns * 1e-9;
     q->matmul_ns = 0;
+    if (optimizer_s)
+        *optimizer_s = q->optimizer_ns * 1e-9;
+    q->optimizer_ns = 0;
     STARPU_PTHREAD_MUTEX_UNLOCK(&q->span_lock);
     *fraction = comm > 0 ? (double)hidden / (double)comm : 0.0;
     *comm_s = comm * 1e-9;

@@ -47,5 +47,7 @@ int sz_allreduce(const void *send, void *recv, int count, MPI_Datatype dt, MPI_O
 int sz_barrier(MPI_Comm comm, const char *what);
 int sz_gather(const void *send, int scount, MPI_Datatype st, void *recv, int rcount, MPI_Datatype rt, int root,
               MPI_Comm comm, const char *what);
+int sz_gatherv(const void *send, int scount, MPI_Datatype st, void *recv, const int *rcounts, const int *displs,
+               MPI_Datatype rt, int root, MPI_Comm comm, const char *what);
 
 #endif

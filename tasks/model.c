@@ -735,6 +735,7 @@ void sz_model_free(sz_model *m)
     sz_devpool_arena_reset(m->arena_mark); /* models are freed last-made first */
     sz_plan_free(&m->step_plan);
     sz_plan_free(&m->eval_plan);
+    sz_model_depcheck(m, 0);
     free(m->tensors);
     free(m->shared_acts);
     free(m->act_names);
@@ -797,62 +798,90 @@ sz_status sz_model_grad_read(sz_model *m, int unit, int param, float *dst)
     return read_assembled(m, unit, param, 1, dst);
 }
 
-/* The part of tensor `param` (values src) that lies in flat elements [lo, lo + n) of the unit,
- * written into `dst`, a view whose element 0 is flat element lo. */
-static sz_status write_piece(struct sz_unit *u, int param, const float *src, const sz_tensor *dst, int64_t lo, int64_t n)
+sz_status sz_model_param_read_range(sz_model *m, int unit, int param, int64_t lo, int64_t n, int root, float *dst)
 {
-    int64_t a = u->offset[param], b = a + u->param.child[param].numel;
-    int64_t from = a > lo ? a : lo, to = b < lo + n ? b : lo + n;
-    if (from >= to)
-        return SZ_OK;
-    sz_tensor part = sz_tensor_view(dst, from - lo, to - from, NULL);
-    return sz_tensor_write_f32(&part, src + (from - a));
+    struct sz_unit *u = unit_of(m, unit, param);
+    if (!u || root < 0 || root >= m->nd || lo < 0 || n < 0 || lo + n > u->param.child[param].numel ||
+        n > INT32_MAX || (root == m->rank && n > 0 && !dst))
+        return SZ_ERR_INVALID;
+    return sz_zero_assemble_range(m, u, root, u->offset[param] + lo, n, dst);
 }
 
-/* Every rank writes the same values: stages 0-2 into the full parameters, stage 3 into the part of
- * its shard the tensor overlaps; under mixed precision also into the fp32 master (full at stage 0,
- * else the owned slice), the parameters getting the values rounded to bf16. */
+/* The part of flat elements [from, from + cnt) of the unit (values src) that lies in flat elements
+ * [lo, lo + n), written into `dst`, a view whose element 0 is flat element lo. */
+static sz_status write_range(const float *src, int64_t from, int64_t cnt, const sz_tensor *dst, int64_t lo, int64_t n)
+{
+    int64_t a = from > lo ? from : lo, b = from + cnt < lo + n ? from + cnt : lo + n;
+    if (a >= b)
+        return SZ_OK;
+    sz_tensor part = sz_tensor_view(dst, a - lo, b - a, NULL);
+    return sz_tensor_write_f32(&part, src + (a - from));
+}
+
+/* Values of flat elements [from, from + cnt) of the unit, the same on every rank, into what this
+ * rank holds: stages 0-2 the full parameters, stage 3 its shard; under mixed precision also the
+ * fp32 master (full at stage 0, else the owned slice), the parameters getting them rounded to bf16. */
+static sz_status write_flat(struct sz_model *m, struct sz_unit *u, const float *src, int64_t from, int64_t cnt)
+{
+    int64_t lo = (int64_t)m->rank * u->shard;
+    sz_status st = m->zero.stage < 3 ? write_range(src, from, cnt, &u->param.all, 0, u->padded)
+                                     : write_range(src, from, cnt, &u->pshard, lo, u->shard);
+    if (st == SZ_OK && m->mixed)
+        st = m->zero.stage == 0 ? write_range(src, from, cnt, &u->master, 0, u->padded)
+                                : write_range(src, from, cnt, &u->master, lo, u->shard);
+    return st;
+}
+
+/* Every rank writes the same values (see write_flat). */
 sz_status sz_model_param_write(sz_model *m, int unit, int param, const float *src)
 {
     struct sz_unit *u = unit_of(m, unit, param);
     if (!u || !src)
         return SZ_ERR_INVALID;
-    int64_t lo = (int64_t)m->rank * u->shard;
-    sz_status st = m->zero.stage < 3 ? sz_tensor_write_f32(&u->param.child[param], src)
-                                     : write_piece(u, param, src, &u->pshard, lo, u->shard);
-    if (st == SZ_OK && m->mixed)
-        st = m->zero.stage == 0 ? write_piece(u, param, src, &u->master, 0, u->padded)
-                                : write_piece(u, param, src, &u->master, lo, u->shard);
-    return st;
+    return write_flat(m, u, src, u->offset[param], u->param.child[param].numel);
 }
+
+sz_status sz_model_param_write_range(sz_model *m, int unit, int param, int64_t lo, int64_t n, const float *src)
+{
+    struct sz_unit *u = unit_of(m, unit, param);
+    if (!u || (n > 0 && !src) || lo < 0 || n < 0 || lo + n > u->param.child[param].numel)
+        return SZ_ERR_INVALID;
+    return n ? write_flat(m, u, src, u->offset[param] + lo, n) : SZ_OK;
+}
+
+/* Initialisation streams each tensor through one buffer of this many elements (even, so that the
+ * normal generator's pairs never straddle two chunks: the values are those of one whole draw). */
+#define SZ_INIT_CHUNK ((int64_t)1 << 18)
 
 sz_status sz_model_init_params(sz_model *m, uint64_t seed)
 {
     if (!m || !m->finalized)
         return SZ_ERR_STATE;
-    for (int ui = 0; ui < m->nunits; ui++) {
+    float *tmp = malloc((size_t)SZ_INIT_CHUNK * sizeof *tmp);
+    if (!tmp)
+        return SZ_ERR_NOMEM;
+    sz_status st = SZ_OK;
+    for (int ui = 0; ui < m->nunits && st == SZ_OK; ui++) {
         struct sz_unit *u = m->units[ui];
-        for (int i = 0; i < u->nparams; i++) {
+        for (int i = 0; i < u->nparams && st == SZ_OK; i++) {
             const sz_param_spec *p = &u->params[i];
             int64_t n = p->rows * p->cols;
-            float *tmp = malloc((size_t)n * sizeof *tmp);
-            if (!tmp)
-                return SZ_ERR_NOMEM;
-            if (p->init == SZ_INIT_NORMAL) {
-                sz_rng r;
-                sz_rng_seed(&r, seed, (uint64_t)ui, (uint64_t)i);
-                sz_rng_normal(&r, tmp, n, p->init_std);
-            } else {
-                for (int64_t k = 0; k < n; k++)
-                    tmp[k] = p->init == SZ_INIT_ONE ? 1.0f : 0.0f;
+            int64_t drawn = p->init == SZ_INIT_NORMAL ? n : 0;
+            sz_rng r;
+            sz_rng_seed(&r, seed, (uint64_t)ui, (uint64_t)i);
+            for (int64_t k = 0; k < n && st == SZ_OK; k += SZ_INIT_CHUNK) {
+                int64_t c = n - k < SZ_INIT_CHUNK ? n - k : SZ_INIT_CHUNK;
+                int64_t nd = k >= drawn ? 0 : drawn - k < c ? drawn - k : c; /* of them drawn */
+                if (nd > 0)
+                    sz_rng_normal(&r, tmp, nd, p->init_std);
+                for (int64_t j = nd; j < c; j++)
+                    tmp[j] = p->init == SZ_INIT_ONE ? 1.0f : 0.0f;
+                st = write_flat(m, u, tmp, u->offset[i] + k, c);
             }
-            sz_status st = sz_model_param_write(m, ui, i, tmp);
-            free(tmp);
-            if (st != SZ_OK)
-                return st;
         }
     }
-    return SZ_OK;
+    free(tmp);
+    return st;
 }
 
 sz_status sz_model_set_loss(sz_model *m, sz_tensor *losses)
@@ -963,7 +992,7 @@ sz_status sz_model_forward_backward(sz_model *m, float *loss)
     if (m->micro_batch == 0) {
         sz_deadline_set_step(m->steps_done + 1);
         double f, c, k;
-        sz_sched_overlap(&f, &c, &k, NULL); /* start the step's intervals afresh */
+        sz_sched_overlap(&f, &c, &k, NULL, NULL); /* start the step's intervals afresh */
         m->counters.t0_ns = sz_now_ns();
         __atomic_store_n(&m->counters.ntimeline, 0, __ATOMIC_RELAXED);
         m->step_sent = __atomic_load_n(&m->counters.sent, __ATOMIC_RELAXED);
@@ -1003,7 +1032,7 @@ sz_status sz_model_update(sz_model *m, const sz_train_config *cfg, int t)
     m->step_ns = __atomic_load_n(&m->counters.comm_ns, __ATOMIC_RELAXED) - m->step_ns;
     m->steps_done++;
     sz_deadline_step_done((sz_now_ns() - m->counters.t0_ns) * 1e-9); /* later deadlines: >= 5x this */
-    if (sz_sched_overlap(&m->overlap, &m->comm_busy_s, &m->compute_busy_s, &m->matmul_busy_s) != 0)
+    if (sz_sched_overlap(&m->overlap, &m->comm_busy_s, &m->compute_busy_s, &m->matmul_busy_s, &m->optimizer_busy_s) != 0)
         m->overlap = -1;
     /* keep 64 samples of the step's live-bytes timeline, each the maximum of its stretch */
     int n = m->counters.ntimeline < SZ_TIMELINE ? m->counters.ntimeline : SZ_TIMELINE;
@@ -1081,6 +1110,7 @@ sz_status sz_model_memory_report(const sz_model *m, sz_memory_report *r)
     r->comm_task_s = m->comm_busy_s;
     r->compute_task_s = m->compute_busy_s;
     r->matmul_task_s = m->matmul_busy_s;
+    r->optimizer_task_s = m->optimizer_busy_s;
     r->pool_active = sz_devpool_stats(&r->pool);
     return SZ_OK;
 }

@@ -108,10 +108,11 @@ struct sz_model {
                                     optimizer under offload_optimizer), set by tasks/zero.c per action */
     int placed;                  /* with CUDA workers: the model states were prefetched to the GPU */
     sz_plan step_plan, eval_plan;/* the plans tasks/zero.c submits (built on first use) */
+    struct sz_depcheck *depcheck;/* NULL, or the plan-waits check mode (tasks/depcheck.c) */
     int64_t predicted_peak;      /* bytes per rank the plan predicts (sz_model_finalize) */
     int64_t budget;              /* the budget checked: zero.mem_budget, or the machine's (0: none) */
     int budget_from_machine;
-    double overlap, comm_busy_s, compute_busy_s, matmul_busy_s; /* the last step's, from the zero policy (-1: n/a) */
+    double overlap, comm_busy_s, compute_busy_s, matmul_busy_s, optimizer_busy_s; /* the last step's, from the zero policy (-1: n/a) */
     int ntimeline;                               /* the last step's live-bytes timeline, downsampled */
     double timeline_ms[64];
     int64_t timeline_bytes[64];
@@ -120,6 +121,20 @@ struct sz_model {
     int64_t step_sent, step_received, step_ns;
     struct sz_task_failure failure;
 };
+
+/* tasks/depcheck.c: the check that a real step's tasks depend only on data written (or read) by
+ * the actions the plan says each action waits for. sz_model_depcheck turns it on (1) or off (0);
+ * the result counts the steps checked, the dependencies observed in the last one and returns the
+ * violations (-1: off), msg telling the first; _deps: the last checked step's observed matrix
+ * (n * n, NULL when none). The hooks: every task's data access and invalidation, and tasks/zero.c's
+ * loop over the plan. */
+sz_status sz_model_depcheck(struct sz_model *m, int on);
+int sz_model_depcheck_result(const struct sz_model *m, int *steps, int *ndeps, char *msg, size_t len);
+const unsigned char *sz_model_depcheck_deps(const struct sz_model *m, int *n);
+void sz_depcheck_access(struct sz_model *m, starpu_data_handle_t h, int write);
+void sz_depcheck_run_begin(struct sz_model *m, const sz_plan *p, int from);
+void sz_depcheck_action(struct sz_model *m, const sz_plan *p, int k);
+void sz_depcheck_run_end(struct sz_model *m, const sz_plan *p, int to);
 
 /* The step's own tasks, each submitted by its codelet's file (codelets/<op>.c). */
 sz_status sz_submit_zero(struct sz_unit *u, const sz_tensor *t, const char *name, struct sz_counters *acct, int category, int64_t bytes,
@@ -131,7 +146,9 @@ sz_status sz_submit_clip(struct sz_model *m, float clip);
 sz_status sz_submit_adamw(struct sz_unit *u, const sz_tensor *p, const sz_tensor *g, const sz_tensor *m, const sz_tensor *v,
                           const sz_tensor *scale, const sz_tensor *norm, int acc, const sz_train_config *cfg, float wd,
                           int t, const char *name);
-sz_status sz_submit_reduce_scatter(struct sz_model *m, struct sz_unit *u, int acc, int64_t release_bytes);
+/* One bucket round: elements [o, o + len) of every rank's piece of the unit's gradients. */
+sz_status sz_submit_reduce_scatter(struct sz_model *m, struct sz_unit *u, int64_t o, int64_t len, int acc,
+                                   int64_t release_bytes);
 sz_status sz_submit_all_gather(struct sz_model *m, struct sz_unit *u, int from_shard, int category, int64_t bytes);
 sz_status sz_submit_account(struct sz_model *m, const sz_tensor *t, int category, int64_t bytes, const char *name);
 sz_status sz_submit_convert(struct sz_model *m, const sz_tensor *dst, const sz_tensor *src, int acc, int category,
@@ -195,5 +212,9 @@ sz_status sz_zero_eval(struct sz_model *m);
 /* Host-side, collective: the full padded flat values of unit u assembled from every rank's
  * slice `which` (0: parameters, 1: gradients) into full (u->padded floats). */
 sz_status sz_zero_assemble(struct sz_model *m, struct sz_unit *u, int which, float *full);
+/* Collective: flat elements [lo, lo + n) of unit u's fp32 parameters (the master under mixed
+ * precision) on rank root only (dst: n floats there, unused elsewhere); each rank reads only its
+ * part, so host memory stays n floats on root and at most n on the others. */
+sz_status sz_zero_assemble_range(struct sz_model *m, struct sz_unit *u, int root, int64_t lo, int64_t n, float *dst);
 
 #endif

@@ -108,6 +108,9 @@ sz_status sz_task_submit_where(struct sz_model *m, int unit, const char *name, c
     }
     if (!where && m)
         where = m->force_where;
+    if (m && m->depcheck)
+        for (int j = 0; j < nb; j++)
+            sz_depcheck_access(m, d[j].handle, d[j].mode != STARPU_R);
     void *sd = sz_sched_data(m ? m->position++ : 0, unit);
     int ret = where ? starpu_task_insert(cl, STARPU_DATA_MODE_ARRAY, d, nb, STARPU_CL_ARGS, buf, total, STARPU_NAME,
                                          l->name, STARPU_TASK_SCHED_DATA, sd, STARPU_EXECUTE_WHERE, where, 0)

@@ -118,6 +118,14 @@ static const sz_tensor *buffer(struct sz_unit *u, sz_plan_buf b)
     }
 }
 
+/* Frees the buffer (StarPU allocated it on demand): after every task on it. */
+static void invalidate(struct sz_model *m, const sz_tensor *t)
+{
+    if (m->depcheck)
+        sz_depcheck_access(m, t->h, 1);
+    starpu_data_invalidate_submit(t->h);
+}
+
 typedef sz_status (*submit_fn)(struct sz_model *m, struct sz_unit *u, const sz_action *a, const struct step_args *s);
 
 static sz_status do_gather(struct sz_model *m, struct sz_unit *u, const sz_action *a, const struct step_args *s)
@@ -146,7 +154,7 @@ static sz_status do_release(struct sz_model *m, struct sz_unit *u, const sz_acti
     if (!t)
         return SZ_ERR_STATE;
     sz_status st = sz_submit_account(m, t, cat, b, u->release_name);
-    starpu_data_invalidate_submit(t->h);
+    invalidate(m, t);
     return st;
 }
 
@@ -169,7 +177,7 @@ static sz_status do_ckpt_offload(struct sz_model *m, struct sz_unit *u, const sz
     if (!u->ckpt)
         return SZ_ERR_STATE;
     sz_status st = sz_submit_convert(m, u->ckpt_host, u->ckpt, 0, cat, b, u->offload_name);
-    starpu_data_invalidate_submit(u->ckpt->h);
+    invalidate(m, u->ckpt);
     return st;
 }
 
@@ -228,19 +236,21 @@ static sz_status do_grad_convert(struct sz_model *m, struct sz_unit *u, const sz
     int cat;
     int64_t b = bytes_of(a, &cat);
     sz_status st = sz_submit_convert(m, &u->grad.all, &u->wgrad.all, a->flag, cat, b, u->bwd_name);
-    starpu_data_invalidate_submit(u->wgrad.all.h);
+    invalidate(m, &u->wgrad.all);
     return st;
 }
 
-/* Frees the full-size gradients it reduced when the action says so (stages 2-3). */
+/* One bucket round: the action's range [lo, lo + n) lies in our shard; every rank sends the same
+ * piece of each rank's shard. The last round frees the full-size gradients when the action says
+ * so (stages 2-3). */
 static sz_status do_reduce_scatter(struct sz_model *m, struct sz_unit *u, const sz_action *a, const struct step_args *s)
 {
     (void)s;
     int cat;
     int64_t b = bytes_of(a, &cat);
-    sz_status st = sz_submit_reduce_scatter(m, u, a->flag, -b);
+    sz_status st = sz_submit_reduce_scatter(m, u, a->lo - (int64_t)m->rank * u->shard, a->n, a->flag, -b);
     if (b)
-        starpu_data_invalidate_submit(u->grad.all.h);
+        invalidate(m, &u->grad.all);
     return st;
 }
 
@@ -325,6 +335,7 @@ static const submit_fn k_submit[SZ_ACT_NKINDS] = {
  * low 16 count the action's own tasks in submission order, tasks/ops.c incrementing m->position). */
 static sz_status run(struct sz_model *m, const sz_plan *p, int from, int to, const struct step_args *s)
 {
+    sz_depcheck_run_begin(m, p, from);
     for (int k = from; k < to; k++) {
         const sz_action *a = &p->a[k];
         if (a->kind < 0 || a->kind >= SZ_ACT_NKINDS || !k_submit[a->kind] || a->unit >= m->nunits)
@@ -333,12 +344,16 @@ static sz_status run(struct sz_model *m, const sz_plan *p, int from, int to, con
         m->position = (uint64_t)k << 16;
         /* ZeRO-Offload: the plan puts the optimizer on the host; its tasks run on CPU workers */
         m->force_where = a->node == SZ_NODE_HOST && a->kind == SZ_ACT_OPTIMIZER ? STARPU_CPU : 0;
+        sz_depcheck_action(m, p, k);
         struct sz_unit *u = a->unit >= 0 ? m->units[a->unit] : m->units[0];
         sz_status st = k_submit[a->kind](m, u, a, s);
         m->force_where = 0;
-        if (st != SZ_OK)
+        if (st != SZ_OK) {
+            sz_depcheck_action(m, p, -1);
             return st;
+        }
     }
+    sz_depcheck_run_end(m, p, to);
     return SZ_OK;
 }
 
@@ -388,5 +403,52 @@ sz_status sz_zero_assemble(struct sz_model *m, struct sz_unit *u, int which, flo
                                     m->ctx->host_comm, "assembly all-gather") != MPI_SUCCESS)
         st = SZ_ERR_RUNTIME;
     free(mine);
+    return st;
+}
+
+sz_status sz_zero_assemble_range(struct sz_model *m, struct sz_unit *u, int root, int64_t lo, int64_t n, float *dst)
+{
+    int here = root == m->rank;
+    if (n <= 0)
+        return SZ_OK;
+    sz_tensor piece;
+    if (m->zero.stage == 0 && m->mixed) { /* held whole here: read where it is */
+        piece = sz_tensor_view(&u->master, lo, n, NULL);
+        return here ? sz_tensor_read(&piece, dst) : SZ_OK;
+    }
+    if (m->zero.stage < 3 && !m->mixed) {
+        piece = sz_tensor_view(&u->param.all, lo, n, NULL);
+        return here ? sz_tensor_read(&piece, dst) : SZ_OK;
+    }
+    sz_tensor *slice = m->mixed ? &u->master : &u->pshard; /* the fp32 values, sharded */
+    if (m->nd == 1) {
+        piece = sz_tensor_view(slice, lo, n, NULL);
+        return sz_tensor_read_f32(&piece, dst);
+    }
+    /* each rank sends the part of [lo, lo + n) it owns, in rank order: the range's elements in order */
+    int *counts = malloc(2 * (size_t)m->nd * sizeof *counts), *displs = counts ? counts + m->nd : NULL;
+    if (!counts)
+        return SZ_ERR_NOMEM;
+    for (int r = 0; r < m->nd; r++) {
+        int64_t a = (int64_t)r * u->shard, b = a + u->shard;
+        a = a > lo ? a : lo;
+        b = b < lo + n ? b : lo + n;
+        counts[r] = (int)(b > a ? b - a : 0);
+        displs[r] = (int)(b > a ? a - lo : 0);
+    }
+    int64_t a = (int64_t)m->rank * u->shard;
+    a = a > lo ? a : lo;
+    float *mine = counts[m->rank] ? malloc((size_t)counts[m->rank] * sizeof *mine) : NULL;
+    sz_status st = counts[m->rank] && !mine ? SZ_ERR_NOMEM : SZ_OK;
+    if (st == SZ_OK && counts[m->rank]) {
+        piece = sz_tensor_view(slice, a - (int64_t)m->rank * u->shard, counts[m->rank], NULL);
+        st = sz_tensor_read_f32(&piece, mine);
+    }
+    /* a rank that failed still takes part, so that no rank waits for it */
+    if (sz_gatherv(mine, mine ? counts[m->rank] : 0, MPI_FLOAT, dst, counts, displs, MPI_FLOAT, root,
+                   m->ctx->host_comm, "assembly gather") != MPI_SUCCESS && st == SZ_OK)
+        st = SZ_ERR_RUNTIME;
+    free(mine);
+    free(counts);
     return st;
 }

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # tests/bench_cli.sh — sz-bench runs a step on a tiny model and prints one JSON object with its
 # figures and the machine's yardsticks, bf16 and f32 oneDNN matmul, amx, the stream triad and the step
-# split into matmul_ms and other_ms (their presence, not their values: timings are never pass/fail here);
-# on a CPU-only run no GPU figure (mfu, gpu_peak_tflops) at all.
+# split into matmul_ms and other_ms, the optimizer's time against the bytes it moves, and page faults
+# per step (their presence, not their values: timings are never pass/fail here; optimizer_bytes is
+# exact: 28 bytes per parameter, padded, at stage 0 on one rank); on a CPU-only run no GPU figure
+# (mfu, gpu_peak_tflops) at all.
 # Usage: bench_cli.sh BUILD_DIR
 set -u
 bin=$1
@@ -23,7 +25,8 @@ if grep -q avx512_bf16 /proc/cpuinfo; then
 else
     [ "$v" = 0 ] || fail "no AVX512_BF16 here but bf16_dot_peak_gflops = $v"
 fi
-for k in bf16_matmul_gflops f32_matmul_gflops stream_gbps matmul_ms other_ms; do
+for k in bf16_matmul_gflops f32_matmul_gflops stream_gbps matmul_ms other_ms optimizer_ms optimizer_bytes \
+    optimizer_gbps optimizer_over_stream page_faults_per_step page_faults_max_step; do
     v=$(num "$k")
     [ -n "$v" ] || fail "no \"$k\" in $out"
 done
@@ -33,7 +36,14 @@ done
 if echo "$out" | grep -q '"sched_policy":"zero"'; then   # the zero policy times the tasks
     awk -v v="$(num matmul_ms)" 'BEGIN { exit !(v > 0) }' || fail "matmul_ms = $(num matmul_ms) under the zero policy"
     awk -v v="$(num other_ms)" 'BEGIN { exit !(v >= 0) }' || fail "other_ms = $(num other_ms), expected >= 0"
+    awk -v v="$(num optimizer_ms)" 'BEGIN { exit !(v > 0) }' || fail "optimizer_ms = $(num optimizer_ms) under the zero policy"
+    awk -v v="$(num optimizer_gbps)" 'BEGIN { exit !(v > 0) }' || fail "optimizer_gbps = $(num optimizer_gbps) under the zero policy"
 fi
+# model 2,2,32 vocab 256: wte 256x32 + wpe 1024x32 + 2 blocks of 12704 + lnf 64 = 66432 parameters,
+# each unit padded to a multiple of N_d = 1 (no padding): 28 bytes each
+[ "$(num params)" = 66432 ] || fail "params = $(num params), expected 66432"
+[ "$(num optimizer_bytes)" = 1860096 ] || fail "optimizer_bytes = $(num optimizer_bytes), expected 28 x 66432 = 1860096"
+awk -v v="$(num page_faults_per_step)" 'BEGIN { exit !(v >= 0) }' || fail "page_faults_per_step = $(num page_faults_per_step)"
 echo "$out" | grep -q '"bf16_matmul_impl":"[^"]*"' || fail "no bf16_matmul_impl in $out"
 if grep -q amx_tile /proc/cpuinfo && grep -q amx_bf16 /proc/cpuinfo; then amx=true; else amx=false; fi
 echo "$out" | grep -q "\"amx\":$amx" || fail "amx should be $amx (from /proc/cpuinfo): $out"

@@ -165,7 +165,7 @@ static void test_checkpoint_roundtrip(void)
     sz_train_config_defaults(&tc);
     float loss;
     CU_ASSERT_EQUAL(sz_model_train_step(gpt2_model(a), &tc, 1, &loss), SZ_OK);
-    CU_ASSERT_EQUAL_FATAL(gpt2_save(a, path, err, sizeof err), SZ_OK);
+    CU_ASSERT_EQUAL_FATAL(gpt2_save(a, 0, path, err, sizeof err), SZ_OK);
     gpt2 *b = make(&c, 5); /* different init, then loaded */
     CU_ASSERT_EQUAL_FATAL(gpt2_load(b, path, err, sizeof err), SZ_OK);
     size_t n = sz_gpt2_num_params(&c);

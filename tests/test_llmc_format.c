@@ -692,6 +692,48 @@ static void test_write_failure_keeps_old_file(void)
     free(zeros);
 }
 
+/* The piecewise writer: pieces in any order give the same bytes as one write; a missing piece or
+ * one outside the body is refused, the temporary removed and the old file kept. */
+static void test_writer_pieces(void)
+{
+    char one[256], pieces[256], tmp[300], err[512] = "";
+    tpath("one.bin", one, sizeof one);
+    tpath("pieces.bin", pieces, sizeof pieces);
+    sz_gpt2_config c = tiny_config();
+    size_t n = sz_gpt2_num_params(&c), len0, len1;
+    float *p = pattern_params(n);
+    CU_ASSERT_EQUAL_FATAL(sz_llmc_checkpoint_write(one, &c, p, n, err, sizeof err), SZ_OK);
+    sz_llmc_writer *w = NULL;
+    CU_ASSERT_EQUAL_FATAL(sz_llmc_writer_open(&w, pieces, &c, err, sizeof err), SZ_OK);
+    for (size_t k = 0; k < n; k += 100) { /* backwards, in pieces of 100 */
+        size_t at = ((n - 1) / 100 - k / 100) * 100, cnt = n - at < 100 ? n - at : 100;
+        CU_ASSERT_EQUAL(sz_llmc_writer_put(w, at, p + at, cnt, err, sizeof err), SZ_OK);
+    }
+    CU_ASSERT_EQUAL(sz_llmc_writer_close(w, err, sizeof err), SZ_OK);
+    unsigned char *a = slurp(one, &len0), *b = slurp(pieces, &len1);
+    CU_ASSERT_FATAL(a && b);
+    CU_ASSERT(len0 == len1 && memcmp(a, b, len0) == 0);
+    free(a);
+
+    /* a piece outside the body; then a close with a piece missing: refused, old file kept */
+    CU_ASSERT_EQUAL_FATAL(sz_llmc_writer_open(&w, pieces, &c, err, sizeof err), SZ_OK);
+    EXPECT_ERR(sz_llmc_writer_put(w, n - 10, p, 11, err, sizeof err), SZ_ERR_INVALID, err, "pieces.bin", "outside");
+    CU_ASSERT_EQUAL(sz_llmc_writer_put(w, 0, p, n - 1, err, sizeof err), SZ_OK);
+    EXPECT_ERR(sz_llmc_writer_close(w, err, sizeof err), SZ_ERR_INVALID, err, "pieces.bin", "were given");
+    snprintf(tmp, sizeof tmp, "%s.tmp", pieces);
+    CU_ASSERT(!file_exists(tmp));
+    a = slurp(pieces, &len0);
+    CU_ASSERT(a && len0 == len1 && memcmp(a, b, len0) == 0);
+    /* abort: the temporary goes, the file stays */
+    CU_ASSERT_EQUAL_FATAL(sz_llmc_writer_open(&w, pieces, &c, err, sizeof err), SZ_OK);
+    CU_ASSERT(file_exists(tmp));
+    sz_llmc_writer_abort(w);
+    CU_ASSERT(!file_exists(tmp));
+    free(a);
+    free(b);
+    free(p);
+}
+
 /* ---- driver ------------------------------------------------------------------------------- */
 
 int main(void)
@@ -720,7 +762,8 @@ int main(void)
              CU_add_test(fmt, "checkpoint: bad header fields", test_ckpt_bad_header_fields) &&
              CU_add_test(fmt, "checkpoint: config mismatch", test_ckpt_config_mismatch) &&
              CU_add_test(fmt, "tokens: every bad file", test_tokens_bad_files) &&
-             CU_add_test(fmt, "writes: failure keeps the old file", test_write_failure_keeps_old_file);
+             CU_add_test(fmt, "writes: failure keeps the old file", test_write_failure_keeps_old_file) &&
+             CU_add_test(fmt, "writer: pieces in any order, missing or stray pieces", test_writer_pieces);
     if (!ok) {
         CU_cleanup_registry();
         return 2;

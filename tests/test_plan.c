@@ -11,7 +11,13 @@
  *    (copied below) where that one was exact, and never exceeds it elsewhere;
  *  - the prefetch window and --max-live-bytes bound what is gathered;
  *  - update plans: the optimizer works on the owned shard, one reduce-scatter per unit and
- *    micro-batch at stages 2-3, bad configurations refused. */
+ *    micro-batch at stages 2-3 (one action per bucket round), bad configurations refused;
+ *  - waits: every action's waits point backwards; a compute action waits for the gather (or
+ *    conversion) that made its unit's parameters present, a backward for its gradients'
+ *    allocation, a recompute for its checkpoint's fetch, a release for the last reader, every
+ *    reduce-scatter round for every backward writing its unit's gradients, the optimizer for its
+ *    unit's reduce-scatters, the norms and the clip; sz_plan_check_deps accepts the waits
+ *    themselves and refuses a dependency outside them or a wait missing from the observed ones. */
 #include <stdlib.h>
 #include <string.h>
 #include "sz_plan.h"
@@ -49,6 +55,181 @@ static int index_of(const sz_plan *p, sz_action_kind kind, int unit)
         if (p->a[k].kind == kind && p->a[k].unit == unit)
             return k;
     return -1;
+}
+
+/* Reduce-scatters of the unit in [from, to): their first rounds. */
+static int rs_count(const sz_plan *p, int unit, int from, int to)
+{
+    int n = 0;
+    for (int k = from; k < to; k++)
+        n += p->a[k].kind == SZ_ACT_REDUCE_SCATTER && p->a[k].unit == unit && p->a[k].round == 0;
+    return n;
+}
+
+static int waits_directly(const sz_plan *p, int k, int j)
+{
+    for (int w = 0; w < p->a[k].nwaits; w++)
+        if (p->waits[p->a[k].wait_lo + w].action == j)
+            return 1;
+    return 0;
+}
+
+/* The last action of `kind` on `unit` before k (-1: none). */
+static int last_before(const sz_plan *p, int k, sz_action_kind kind, int unit)
+{
+    for (int j = k - 1; j >= 0; j--)
+        if (p->a[j].kind == kind && p->a[j].unit == unit)
+            return j;
+    return -1;
+}
+
+static int uses(int j, int u)
+{
+    for (int k = 0; k < units[j].nuses; k++)
+        if (units[j].uses[k] == u)
+            return 1;
+    return 0;
+}
+
+/* The waits' structure on one plan. */
+static void check_waits(const sz_plan *p)
+{
+    unsigned char *c = sz_plan_closure(p);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+    size_t n = (size_t)p->n;
+    int mixed = p->cfg.mixed, s = p->cfg.stage;
+    for (int k = 0; k < p->n; k++) {
+        const sz_action *a = &p->a[k];
+        /* backwards, ascending, each once, within the pool */
+        CU_ASSERT(a->wait_lo >= 0 && a->wait_lo + a->nwaits <= p->nwaits);
+        for (int w = 0; w < a->nwaits; w++) {
+            CU_ASSERT(p->waits[a->wait_lo + w].action < k);
+            CU_ASSERT(p->waits[a->wait_lo + w].action >= 0);
+            if (w)
+                CU_ASSERT(p->waits[a->wait_lo + w].action > p->waits[a->wait_lo + w - 1].action);
+        }
+        int u = a->unit;
+        int reads = a->kind == SZ_ACT_FWD || a->kind == SZ_ACT_RECOMPUTE ||
+                    (a->kind == SZ_ACT_BWD && !units[u].backward_skips_params);
+        /* a compute action waits for what made its parameters present: the gather at stage 3, the
+         * conversion under mixed precision (which waits for the gather) */
+        if (reads && (s == 3 || mixed)) {
+            int src = last_before(p, k, mixed ? SZ_ACT_CONVERT : SZ_ACT_GATHER, u);
+            CU_ASSERT(src >= 0 && waits_directly(p, k, src));
+            if (s == 3 && mixed && src >= 0)
+                CU_ASSERT(waits_directly(p, src, last_before(p, src, SZ_ACT_GATHER, u)));
+            for (int t = 0; t < units[u].nuses; t++) { /* and its tied units' */
+                int g = last_before(p, k, s == 3 ? SZ_ACT_GATHER : SZ_ACT_CONVERT, units[u].uses[t]);
+                CU_ASSERT(g >= 0 && c[(size_t)k * n + (size_t)g]);
+            }
+        }
+        /* a backward waits for its gradients' allocation */
+        if (a->kind == SZ_ACT_BWD && (mixed || s >= 2)) {
+            int g = last_before(p, k, SZ_ACT_GRAD_ALLOC, u);
+            /* directly, unless a tied unit's backward wrote them since */
+            CU_ASSERT(g >= p->mb_begin[a->micro_batch] && c[(size_t)k * n + (size_t)g]);
+            int tied = 0;
+            for (int j = 0; j < NU; j++)
+                tied |= uses(j, u);
+            if (g >= 0 && !tied)
+                CU_ASSERT(waits_directly(p, k, g));
+        }
+        /* a recompute waits for its checkpoint's fetch */
+        if (a->kind == SZ_ACT_RECOMPUTE && p->cfg.offload && units[u].ckpt_bytes > 0) {
+            int f = last_before(p, k, SZ_ACT_CKPT_FETCH, u);
+            CU_ASSERT(f >= 0 && waits_directly(p, k, f));
+        }
+        /* a release waits for the last compute action that read the buffer */
+        if (a->kind == SZ_ACT_RELEASE && (a->buf == SZ_BUF_WORK || (a->buf == SZ_BUF_PARAM && !mixed))) {
+            int last = -1;
+            for (int j = k - 1; j >= 0 && last < 0; j--) {
+                const sz_action *b = &p->a[j];
+                if (b->kind == SZ_ACT_FWD || b->kind == SZ_ACT_RECOMPUTE || b->kind == SZ_ACT_BWD) {
+                    if ((b->unit == u && (b->kind != SZ_ACT_BWD || !units[u].backward_skips_params)) || uses(b->unit, u))
+                        last = j;
+                }
+                if ((b->kind == SZ_ACT_GATHER || b->kind == SZ_ACT_CONVERT) && b->unit == u)
+                    break; /* gathered for nobody since */
+            }
+            if (last >= 0)
+                CU_ASSERT(waits_directly(p, k, last));
+        }
+        /* a reduce-scatter (every round) waits for every backward that writes its unit's
+         * gradients: in its micro-batch (stages 2-3), in all of them (0-1) */
+        if (a->kind == SZ_ACT_REDUCE_SCATTER) {
+            int from = a->micro_batch >= 0 ? p->mb_begin[a->micro_batch] : 0;
+            int nb = 0;
+            for (int j = from; j < k; j++)
+                if (p->a[j].kind == SZ_ACT_BWD && (p->a[j].unit == u || uses(p->a[j].unit, u))) {
+                    CU_ASSERT(c[(size_t)k * n + (size_t)j]);
+                    nb++;
+                }
+            CU_ASSERT(nb >= (a->micro_batch >= 0 ? 1 : p->cfg.micro_batches));
+        }
+        /* the optimizer on a range waits for its unit's reduce-scatters (every round), the norms and
+         * the clip */
+        if (a->kind == SZ_ACT_OPTIMIZER) {
+            for (int j = 0; j < k; j++) {
+                const sz_action *b = &p->a[j];
+                if ((b->kind == SZ_ACT_REDUCE_SCATTER && b->unit == u) ||
+                    ((b->kind == SZ_ACT_NORM || b->kind == SZ_ACT_CLIP) && p->cfg.clip))
+                    CU_ASSERT(c[(size_t)k * n + (size_t)j]);
+                if (b->kind == SZ_ACT_BWD && (b->unit == u || uses(b->unit, u)))
+                    CU_ASSERT(c[(size_t)k * n + (size_t)j]);
+            }
+        }
+    }
+    /* the check of observed dependencies: the waits themselves pass; one more dependency outside
+     * their closure, or a definite wait missing from the observed ones, does not */
+    unsigned char *dep = calloc(n * n + 1, 1);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(dep);
+    for (size_t k = 0; k < n; k++)
+        for (int w = 0; w < p->a[k].nwaits; w++)
+            dep[k * n + (size_t)p->waits[p->a[k].wait_lo + w].action] = 1;
+    char msg[512];
+    CU_ASSERT_EQUAL(sz_plan_check_deps(p, dep, msg, sizeof msg), 0);
+    int outside = -1;
+    for (size_t j = 0; j + 1 < n && outside < 0; j++)
+        if (!c[(n - 1) * n + j])
+            outside = (int)j;
+    if (outside >= 0) {
+        dep[(n - 1) * n + (size_t)outside] = 1;
+        CU_ASSERT(sz_plan_check_deps(p, dep, msg, sizeof msg) > 0 && strstr(msg, "does not wait for"));
+        dep[(n - 1) * n + (size_t)outside] = 0;
+    }
+    for (size_t k = 0; k < n; k++)
+        if (p->a[k].nwaits == 1 && !p->waits[p->a[k].wait_lo].assumed) {
+            dep[k * n + (size_t)p->waits[p->a[k].wait_lo].action] = 0;
+            CU_ASSERT(sz_plan_check_deps(p, dep, msg, sizeof msg) > 0 && strstr(msg, "do not depend"));
+            break;
+        }
+    free(dep);
+    free(c);
+}
+
+static void test_waits(void)
+{
+    int plans = 0;
+    for (int stage = 0; stage < 4; stage++)
+        for (int nd = 1; nd <= 3; nd += 2)
+            for (int mixed = 0; mixed < 2; mixed++)
+                for (int ck = 0; ck < 3; ck++)
+                    for (int mb = 1; mb <= 2; mb++)
+                        for (int v = 0; v < 2; v++) {
+                            sz_plan_config c = config(stage, nd, mixed);
+                            c.checkpoint = ck > 0;
+                            c.offload = ck > 1;
+                            c.micro_batches = mb;
+                            c.clip = v;
+                            c.comm_worker = v;
+                            c.prefetch_bytes = v ? 6000 : 0;
+                            sz_plan p;
+                            CU_ASSERT_EQUAL_FATAL(sz_plan_build(units, NU, &c, &p), SZ_OK);
+                            check_waits(&p);
+                            plans++;
+                            sz_plan_free(&p);
+                        }
+    CU_ASSERT_EQUAL(plans, 4 * 2 * 2 * 3 * 2 * 2);
 }
 
 /* Replays the plan's state: which units' parameters are present (stage 3 gathered / mixed
@@ -104,7 +285,7 @@ static void test_stage3_gathers(void)
                 for (int k = 0; k < p.n; k++)
                     released += p.a[k].kind == SZ_ACT_RELEASE && p.a[k].unit == i && p.a[k].buf == SZ_BUF_PARAM;
                 CU_ASSERT_EQUAL(count(&p, SZ_ACT_GATHER, i, 0, p.n), released);
-                CU_ASSERT_EQUAL(count(&p, SZ_ACT_REDUCE_SCATTER, i, 0, p.n), 1);
+                CU_ASSERT_EQUAL(rs_count(&p, i, 0, p.n), 1);
                 CU_ASSERT_EQUAL(count(&p, SZ_ACT_RECOMPUTE, i, 0, p.n), ck && units[i].checkpointable);
                 CU_ASSERT_EQUAL(count(&p, SZ_ACT_CKPT_OFFLOAD, i, 0, p.n), ck && units[i].ckpt_bytes > 0);
                 CU_ASSERT_EQUAL(count(&p, SZ_ACT_CKPT_FETCH, i, 0, p.n), ck && units[i].ckpt_bytes > 0);
@@ -322,8 +503,8 @@ static void test_update(void)
                 CU_ASSERT_EQUAL(p.a[k].lo, stage ? 2 * p.shard[i] : 0);
                 CU_ASSERT_EQUAL(p.a[k].n, stage ? p.shard[i] : p.padded[i]);
                 /* reduce-scatters: every micro-batch at 2-3 (the second accumulating), once at 0-1 */
-                CU_ASSERT_EQUAL(count(&p, SZ_ACT_REDUCE_SCATTER, i, 0, upd), stage >= 2 ? 2 : 0);
-                CU_ASSERT_EQUAL(count(&p, SZ_ACT_REDUCE_SCATTER, i, upd, p.n), stage < 2 ? 1 : 0);
+                CU_ASSERT_EQUAL(rs_count(&p, i, 0, upd), stage >= 2 ? 2 : 0);
+                CU_ASSERT_EQUAL(rs_count(&p, i, upd, p.n), stage < 2 ? 1 : 0);
                 CU_ASSERT_EQUAL(count(&p, SZ_ACT_ALL_GATHER, i, upd, p.n), stage < 3 ? 1 : 0);
                 /* without clipping the optimizer takes the norms itself where ranks own shards */
                 CU_ASSERT_EQUAL(count(&p, SZ_ACT_NORM, i, upd, p.n), clip || stage == 0);
@@ -331,8 +512,19 @@ static void test_update(void)
                 CU_ASSERT_EQUAL(count(&p, SZ_ACT_ZERO_GRADS, i, 0, p.n), stage < 2);
             }
             CU_ASSERT_EQUAL(count(&p, SZ_ACT_CLIP, -1, upd, p.n), 1);
+            /* one action per bucket round (100 elements): together they cover the shard once, the
+             * last one frees the full-size gradients (stages 2-3) */
             int rs = index_of(&p, SZ_ACT_REDUCE_SCATTER, 1);
-            CU_ASSERT_EQUAL(p.a[rs].rounds, (int)((p.a[rs].n + 99) / 100));
+            CU_ASSERT_EQUAL(p.a[rs].rounds, (int)((p.shard[1] + 99) / 100));
+            CU_ASSERT(p.a[rs].rounds > 1);
+            for (int r = 0; r < p.a[rs].rounds; r++) {
+                const sz_action *a = &p.a[rs + r];
+                CU_ASSERT_EQUAL(a->kind, SZ_ACT_REDUCE_SCATTER);
+                CU_ASSERT_EQUAL(a->round, r);
+                CU_ASSERT_EQUAL(a->lo, 2 * p.shard[1] + 100 * r);
+                CU_ASSERT_EQUAL(a->n, r < a->rounds - 1 ? 100 : p.shard[1] - 100 * r);
+                CU_ASSERT_EQUAL(a->delta[SZ_MEM_GRADS_IN_FLIGHT] != 0, stage >= 2 && r == a->rounds - 1);
+            }
             sz_plan_free(&p);
         }
     /* eval: one forward, everything released */
@@ -416,6 +608,7 @@ int main(void)
              {"fold: transient peak against the old prediction", test_old_prediction},
              {"prefetch window and max live bytes", test_prefetch_window},
              {"update and eval plans", test_update},
+             {"waits: backwards, gathers before compute, reduce-scatters after their backwards", test_waits},
              {"bad configurations", test_invalid},
              {"printing", test_print});
     return sz_test_run();

@@ -77,6 +77,63 @@ static void check_timeline(struct sz_model *m, const sz_memory_report *rep, cons
     free(live);
 }
 
+/* The plan's waits are true: for every step after the first (whose update rebuilt the plan with
+ * clipping), every dependency the tasks got from their data handles is among the waits of the
+ * action that submitted them (or their closure), and every wait between the engine's own accesses
+ * is one of the tasks' dependencies. And the check can fail: the same observed dependencies
+ * against the plan with one wait removed, or one false wait added, are refused. */
+static void check_waits(struct sz_model *m, const char *what)
+{
+    int steps = 0, ndeps = 0, n = 0;
+    char msg[512];
+    int bad = sz_model_depcheck_result(m, &steps, &ndeps, msg, sizeof msg);
+    CHECK(bad == 0, "%s: the tasks' dependencies leave the plan's waits: %s", what, msg);
+    CHECK(steps == STEPS - 1 && ndeps > 0, "%s: %d steps checked (%d dependencies)", what, steps, ndeps);
+    const unsigned char *dep = sz_model_depcheck_deps(m, &n);
+    const sz_plan *p = &m->step_plan;
+    CHECK(dep && n == p->n, "%s: no observed dependencies", what);
+    if (!dep || n != p->n)
+        return;
+    /* drop the first definite wait of the first action that has one and does not also reach
+     * it through its other waits */
+    sz_plan q = *p;
+    q.waits = malloc((size_t)p->nwaits * sizeof *q.waits + 1);
+    q.a = malloc((size_t)p->n * sizeof *q.a);
+    int tampered = 0;
+    for (int k = 0; k < p->n && !tampered; k++) {
+        memcpy(q.waits, p->waits, (size_t)p->nwaits * sizeof *q.waits);
+        memcpy(q.a, p->a, (size_t)p->n * sizeof *q.a);
+        const sz_action *a = &p->a[k];
+        if (a->nwaits != 1 || p->waits[a->wait_lo].assumed || !dep[(size_t)k * n + p->waits[a->wait_lo].action])
+            continue;
+        q.a[k].nwaits = 0;
+        char m2[512];
+        CHECK(sz_plan_check_deps(&q, dep, m2, sizeof m2) > 0 && strstr(m2, "does not wait for"),
+              "%s: a plan without action %d's wait passed the check (%s)", what, k, m2);
+        tampered = 1;
+    }
+    CHECK(tampered, "%s: no action to tamper with", what);
+    /* a false wait: the last action waits (definitely) for an earlier one its tasks do not reach;
+     * its waits are the pool's last, so one more entry goes in front of them */
+    sz_wait *w = realloc(q.waits, ((size_t)p->nwaits + 1) * sizeof *w);
+    int refused = 0, last = p->n - 1;
+    for (int j = 0; w && j < last && !refused; j++) {
+        q.waits = w;
+        memcpy(q.waits, p->waits, (size_t)p->nwaits * sizeof *q.waits);
+        memcpy(q.a, p->a, (size_t)p->n * sizeof *q.a);
+        int lo = p->a[last].wait_lo;
+        memmove(&w[lo + 1], &w[lo], (size_t)p->a[last].nwaits * sizeof *w);
+        w[lo] = (sz_wait){j, SZ_RES_PARAM, 0};
+        q.a[last].nwaits++;
+        q.nwaits++;
+        char m2[512];
+        refused = sz_plan_check_deps(&q, dep, m2, sizeof m2) > 0 && strstr(m2, "do not depend") != NULL;
+    }
+    CHECK(refused, "%s: no false wait was refused", what);
+    free(q.waits);
+    free(q.a);
+}
+
 /* STEPS optimizer steps of M micro-batches; rank r takes rows r*B.. of each global micro-batch.
  * zr: ZeRO-R on top (checkpointing, offloaded checkpoints, a stage-3 prefetch window). */
 static void train_z(const sz_gpt2_config *c, int stage, int M, int zr, struct run *out)
@@ -93,6 +150,8 @@ static void train_z(const sz_gpt2_config *c, int stage, int M, int zr, struct ru
         CHECK(0, "create stage %d: %s", stage, err);
         return;
     }
+    /* the plan's waits against the tasks' data dependencies (tasks/depcheck.c) */
+    CHECK(sz_model_depcheck(gpt2_model(g), 1) == SZ_OK, "depcheck on");
     /* a fixed token stream, long enough for every micro-batch of every rank */
     size_t n = (size_t)STEPS * M * nd * B * T + 1;
     uint16_t *stream = malloc(n * sizeof *stream);
@@ -133,6 +192,7 @@ static void train_z(const sz_gpt2_config *c, int stage, int M, int zr, struct ru
           "%s: GPT-2's activations %lld / host %lld estimated, %lld / %lld registered", what, (long long)act,
           (long long)host, (long long)out->rep.bytes[SZ_MEM_ACTIVATIONS], (long long)out->rep.bytes[SZ_MEM_HOST]);
     check_timeline(gpt2_model(g), &out->rep, what);
+    check_waits(gpt2_model(g), what);
     free(stream);
     gpt2_free(g);
 }

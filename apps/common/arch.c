@@ -130,16 +130,10 @@ sz_status sz_arch_load(sz_arch_model *m, const char *path, char *err, size_t err
     return m->l ? no_files(err, errlen) : gpt2_load(m->g, path, err, errlen);
 }
 
-sz_status sz_arch_save(sz_arch_model *m, int lead, const char *path, char *err, size_t errlen)
+sz_status sz_arch_save(sz_arch_model *m, const char *path, char *err, size_t errlen)
 {
     if (m->l)
         return no_files(err, errlen);
-    const sz_gpt2_config *cfg = gpt2_config(m->g);
-    size_t n = sz_gpt2_num_params(cfg);
-    float *params = malloc(n * sizeof *params);
-    sz_status st = params ? gpt2_get_params(m->g, params) : SZ_ERR_NOMEM; /* collective */
-    if (st == SZ_OK && lead)
-        st = sz_llmc_checkpoint_write(path, cfg, params, n, err, errlen);
-    free(params);
-    return st;
+    /* rank 0 writes, one unit at a time; every rank takes part (collective) */
+    return gpt2_save(m->g, 0, path, err, errlen);
 }

@@ -50,6 +50,6 @@ double sz_arch_flops(const sz_arch_model *m);
  * format (SZ_ERR_UNSUPPORTED with a message: its state goes through --save-state/--resume). */
 sz_status sz_arch_load(sz_arch_model *m, const char *path, char *err, size_t errlen);
 /* Collective; rank 0 writes. */
-sz_status sz_arch_save(sz_arch_model *m, int lead, const char *path, char *err, size_t errlen);
+sz_status sz_arch_save(sz_arch_model *m, const char *path, char *err, size_t errlen);
 
 #endif

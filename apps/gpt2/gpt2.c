@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "gpt2.h"
+#include "gpt2_err.h"
 
 /* Activations of one block (forward) — llm.c's ActivationTensors, per layer. */
 struct block_acts {
@@ -319,17 +320,16 @@ sz_status gpt2_init_random(gpt2 *g, uint64_t seed)
     sz_status st = sz_model_init_params(g->model, seed);
     if (st != SZ_OK)
         return st;
-    /* llm.c initialises only the first V rows of wte; the padded rows stay zero. */
+    /* llm.c initialises only the first V rows of wte; the padded rows (fewer than 128) stay zero */
     const sz_gpt2_config *c = &g->cfg;
-    size_t n = (size_t)c->padded_vocab * c->channels;
-    float *wte = malloc(n * sizeof *wte);
-    if (!wte)
+    int64_t n = (int64_t)(c->padded_vocab - c->vocab) * c->channels;
+    float *zeros = n > 0 ? calloc((size_t)n, sizeof *zeros) : NULL;
+    if (n > 0 && !zeros)
         return SZ_ERR_NOMEM;
-    if ((st = sz_model_param_read(g->model, 0, 0, wte)) == SZ_OK) {
-        memset(wte + (size_t)c->vocab * c->channels, 0, (size_t)(c->padded_vocab - c->vocab) * c->channels * sizeof *wte);
-        st = sz_model_param_write(g->model, 0, 0, wte);
-    }
-    free(wte);
+    int unit, param;
+    locate(g, SZ_GPT2_WTE, 0, &unit, &param);
+    st = sz_model_param_write_range(g->model, unit, param, (int64_t)c->vocab * c->channels, n, zeros);
+    free(zeros);
     return st;
 }
 
@@ -356,34 +356,96 @@ sz_status gpt2_set_params(gpt2 *g, const float *flat) { return transfer(g, (floa
 sz_status gpt2_get_params(gpt2 *g, float *flat) { return transfer(g, flat, 1); }
 sz_status gpt2_get_grads(gpt2 *g, float *flat) { return transfer(g, flat, 2); }
 
+/* Loading streams the file through one buffer of GPT2_IO_CHUNK floats, twice: first every value
+ * is checked finite (nothing is half-loaded), then each piece goes into what each rank holds. */
+#define GPT2_IO_CHUNK ((int64_t)1 << 18)
+
 sz_status gpt2_load(gpt2 *g, const char *path, char *err, size_t errlen)
 {
     sz_gpt2_config got;
-    float *params = NULL;
-    size_t n = 0;
-    sz_status st = sz_llmc_checkpoint_read(path, &got, &params, &n, err, errlen);
+    sz_llmc_reader *r = NULL;
+    sz_status st = sz_llmc_reader_open(&r, path, &got, err, errlen);
     if (st != SZ_OK)
         return st;
     st = sz_llmc_check_config(path, &got, &g->cfg, err, errlen);
-    if (st == SZ_OK)
-        st = sz_llmc_check_finite(path, &got, params, err, errlen);
-    if (st == SZ_OK)
-        st = gpt2_set_params(g, params);
-    free(params);
+    float *buf = st == SZ_OK ? malloc((size_t)GPT2_IO_CHUNK * sizeof *buf) : NULL;
+    if (st == SZ_OK && !buf)
+        st = SZ_ERR_NOMEM;
+    for (int pass = 0; pass < 2; pass++)
+        for (int id = 0; id < SZ_GPT2_NUM_TENSORS && st == SZ_OK; id++) {
+            const sz_gpt2_tensor_spec *t = sz_gpt2_tensor(id);
+            int layers = t->per_layer ? g->cfg.layers : 1;
+            for (int l = 0; l < layers && st == SZ_OK; l++) {
+                int unit, param;
+                int64_t n = 0;
+                locate(g, id, l, &unit, &param);
+                sz_model_unit_param_info(g->model, unit, param, NULL, NULL, &n);
+                size_t at = sz_gpt2_tensor_layer_offset(&g->cfg, id, l);
+                for (int64_t k = 0; k < n && st == SZ_OK; k += GPT2_IO_CHUNK) {
+                    int64_t c = n - k < GPT2_IO_CHUNK ? n - k : GPT2_IO_CHUNK;
+                    if ((st = sz_llmc_reader_get(r, at + (size_t)k, buf, (size_t)c, err, errlen)) != SZ_OK)
+                        break;
+                    if (pass == 1) {
+                        st = sz_model_param_write_range(g->model, unit, param, k, c, buf);
+                        continue;
+                    }
+                    for (int64_t i = 0; i < c; i++)
+                        if (!isfinite(buf[i])) {
+                            if (t->per_layer)
+                                gpt2_set_err(err, errlen, "%s: tensor %s of layer %d holds %f at element %lld: a "
+                                             "checkpoint with non-finite values is refused", path, t->name, l,
+                                             buf[i], (long long)(k + i));
+                            else
+                                gpt2_set_err(err, errlen, "%s: tensor %s holds %f at element %lld: a checkpoint "
+                                             "with non-finite values is refused", path, t->name, buf[i],
+                                             (long long)(k + i));
+                            st = SZ_ERR_FORMAT;
+                            break;
+                        }
+                }
+            }
+        }
+    free(buf);
+    sz_llmc_reader_close(r);
     return st;
 }
 
-sz_status gpt2_save(gpt2 *g, const char *path, char *err, size_t errlen)
+/* Saving streams the model in llm.c's file order through one buffer of this many floats. */
+#define GPT2_SAVE_CHUNK ((int64_t)1 << 18)
+
+/* Collective: every tensor, in llm.c's order, in fixed chunks gathered on rank `root` from what
+ * each rank holds (sz_model_param_read_range), which writes them: host memory for one chunk,
+ * never a unit or the whole model, on any rank. */
+sz_status gpt2_save(gpt2 *g, int root, const char *path, char *err, size_t errlen)
 {
-    size_t n = sz_gpt2_num_params(&g->cfg);
-    float *params = malloc(n * sizeof *params);
-    if (!params)
-        return SZ_ERR_NOMEM;
-    sz_status st = gpt2_get_params(g, params);
-    if (st == SZ_OK)
-        st = sz_llmc_checkpoint_write(path, &g->cfg, params, n, err, errlen);
-    free(params);
-    return st;
+    int me = sz_context_rank(g->ctx) == root;
+    sz_llmc_writer *w = NULL;
+    float *buf = me ? malloc((size_t)GPT2_SAVE_CHUNK * sizeof *buf) : NULL;
+    sz_status st = me && !buf ? SZ_ERR_NOMEM : SZ_OK, wst = SZ_OK;
+    if (me && st == SZ_OK)
+        wst = sz_llmc_writer_open(&w, path, &g->cfg, err, errlen);
+    /* every rank takes part in every gather, even after root's writer failed */
+    for (int id = 0; id < SZ_GPT2_NUM_TENSORS && st == SZ_OK; id++) {
+        int layers = sz_gpt2_tensor(id)->per_layer ? g->cfg.layers : 1;
+        for (int l = 0; l < layers && st == SZ_OK; l++) {
+            int unit, param;
+            int64_t n = 0;
+            locate(g, id, l, &unit, &param);
+            sz_model_unit_param_info(g->model, unit, param, NULL, NULL, &n);
+            size_t at = sz_gpt2_tensor_layer_offset(&g->cfg, id, l);
+            for (int64_t k = 0; k < n && st == SZ_OK; k += GPT2_SAVE_CHUNK) {
+                int64_t c = n - k < GPT2_SAVE_CHUNK ? n - k : GPT2_SAVE_CHUNK;
+                st = sz_model_param_read_range(g->model, unit, param, k, c, root, buf);
+                if (st == SZ_OK && me && wst == SZ_OK)
+                    wst = sz_llmc_writer_put(w, at + (size_t)k, buf, (size_t)c, err, errlen);
+            }
+        }
+    }
+    if (w)
+        wst = st == SZ_OK && wst == SZ_OK ? sz_llmc_writer_close(w, err, errlen)
+                                          : (sz_llmc_writer_abort(w), wst != SZ_OK ? wst : st);
+    free(buf);
+    return st != SZ_OK ? st : wst;
 }
 
 sz_status gpt2_set_batch(gpt2 *g, const int *inputs, const int *targets)

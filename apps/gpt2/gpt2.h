@@ -26,7 +26,8 @@ sz_status gpt2_get_params(gpt2 *g, float *flat);
 sz_status gpt2_get_grads(gpt2 *g, float *flat);
 /* Checkpoint files (llm.c format). load checks the file's config against the model's. */
 sz_status gpt2_load(gpt2 *g, const char *path, char *err, size_t errlen);
-sz_status gpt2_save(gpt2 *g, const char *path, char *err, size_t errlen);
+/* Collective: rank `root` writes the file, gathering one unit at a time (see gpt2.c). */
+sz_status gpt2_save(gpt2 *g, int root, const char *path, char *err, size_t errlen);
 
 /* Inputs for the next step: B*T tokens and B*T targets (int32). */
 sz_status gpt2_set_batch(gpt2 *g, const int *inputs, const int *targets);

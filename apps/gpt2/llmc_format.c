@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -271,6 +272,55 @@ sz_status sz_llmc_checkpoint_read(const char *path, sz_gpt2_config *cfg_out, flo
     return SZ_OK;
 }
 
+struct sz_llmc_reader {
+    FILE *fp;
+    char *path;
+    size_t nparams;
+};
+
+sz_status sz_llmc_reader_open(sz_llmc_reader **out, const char *path, sz_gpt2_config *cfg_out, char *err,
+                              size_t errlen)
+{
+    *out = NULL;
+    sz_llmc_reader *r = calloc(1, sizeof *r);
+    if (!r || !(r->path = strdup(path ? path : ""))) {
+        free(r);
+        gpt2_set_err(err, errlen, "%s: out of memory", path ? path : "(null)");
+        return SZ_ERR_NOMEM;
+    }
+    sz_status st = open_checkpoint(path, &r->fp, cfg_out, &r->nparams, err, errlen);
+    if (st != SZ_OK) {
+        free(r->path);
+        free(r);
+        return st;
+    }
+    *out = r;
+    return SZ_OK;
+}
+
+sz_status sz_llmc_reader_get(sz_llmc_reader *r, size_t offset, float *dst, size_t n, char *err, size_t errlen)
+{
+    if (!r || (n && !dst) || offset + n > r->nparams) {
+        gpt2_set_err(err, errlen, "%s: parameters [%zu, %zu) lie outside the %zu the file holds",
+                     r ? r->path : "(null)", offset, offset + n, r ? r->nparams : 0);
+        return SZ_ERR_INVALID;
+    }
+    if (fseeko(r->fp, (off_t)(SZ_LLMC_HEADER_BYTES + offset * sizeof(float)), SEEK_SET) != 0) {
+        gpt2_set_err(err, errlen, "%s: cannot seek: %s", r->path, strerror(errno));
+        return SZ_ERR_IO;
+    }
+    return read_exact(r->fp, dst, n * sizeof(float), r->path, err, errlen);
+}
+
+void sz_llmc_reader_close(sz_llmc_reader *r)
+{
+    if (!r)
+        return;
+    fclose(r->fp);
+    free(r->path);
+    free(r);
+}
+
 sz_status sz_llmc_check_config(const char *path, const sz_gpt2_config *got,
                                const sz_gpt2_config *expected, char *err, size_t errlen)
 {
@@ -455,6 +505,54 @@ sz_status sz_llmc_checkpoint_write(const char *path, const sz_gpt2_config *cfg, 
                 nparams, need);
         return SZ_ERR_INVALID;
     }
+    sz_llmc_writer *w = NULL;
+    sz_status st = sz_llmc_writer_open(&w, path, cfg, err, errlen);
+    if (st == SZ_OK && (st = sz_llmc_writer_put(w, 0, params, nparams, err, errlen)) != SZ_OK)
+        sz_llmc_writer_abort(w);
+    return st == SZ_OK ? sz_llmc_writer_close(w, err, errlen) : st;
+}
+
+/* ---- writing a checkpoint piece by piece ------------------------------------------------ */
+
+struct sz_llmc_writer {
+    char *path, *tmp;
+    int fd;
+    uint64_t nparams, written; /* floats the body holds, floats put so far */
+};
+
+static void writer_free(sz_llmc_writer *w)
+{
+    if (w->fd >= 0)
+        close(w->fd);
+    free(w->path);
+    free(w->tmp);
+    free(w);
+}
+
+sz_status sz_llmc_writer_open(sz_llmc_writer **out, const char *path, const sz_gpt2_config *cfg, char *err,
+                              size_t errlen)
+{
+    *out = NULL;
+    char why[256];
+    if (!path || !cfg) {
+        gpt2_set_err(err, errlen, "%s: no config to write", path ? path : "(null)");
+        return SZ_ERR_INVALID;
+    }
+    if (sz_gpt2_config_validate(cfg, why, sizeof why) != SZ_OK) {
+        gpt2_set_err(err, errlen, "%s: not written: %s", path, why);
+        return SZ_ERR_INVALID;
+    }
+    sz_llmc_writer *w = calloc(1, sizeof *w);
+    size_t len = strlen(path);
+    if (!w || !(w->path = strdup(path)) || !(w->tmp = malloc(len + 5))) {
+        if (w)
+            free(w->path), free(w);
+        gpt2_set_err(err, errlen, "%s: out of memory", path);
+        return SZ_ERR_NOMEM;
+    }
+    memcpy(w->tmp, path, len);
+    memcpy(w->tmp + len, ".tmp", 5);
+    w->nparams = sz_gpt2_num_params(cfg);
     int32_t hdr[SZ_LLMC_HEADER_INTS] = {0};
     hdr[0] = SZ_LLMC_MODEL_MAGIC;
     hdr[1] = SZ_LLMC_MODEL_VERSION_FP32;
@@ -464,7 +562,89 @@ sz_status sz_llmc_checkpoint_write(const char *path, const sz_gpt2_config *cfg, 
     hdr[5] = cfg->heads;
     hdr[6] = cfg->channels;
     hdr[7] = cfg->padded_vocab;
-    return write_atomic(path, hdr, params, nparams * sizeof(float), err, errlen);
+    w->fd = open(w->tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (w->fd < 0) {
+        gpt2_set_err(err, errlen, "%s: cannot create the temporary file %s: %s", path, w->tmp, strerror(errno));
+        writer_free(w);
+        return SZ_ERR_IO;
+    }
+    if (pwrite(w->fd, hdr, SZ_LLMC_HEADER_BYTES, 0) != (ssize_t)SZ_LLMC_HEADER_BYTES ||
+        ftruncate(w->fd, (off_t)(SZ_LLMC_HEADER_BYTES + w->nparams * sizeof(float))) != 0) {
+        gpt2_set_err(err, errlen, "%s: write of the temporary file %s failed: %s (the existing %s, if any, is "
+                     "unchanged)", path, w->tmp, strerror(errno), path);
+        sz_llmc_writer_abort(w);
+        return SZ_ERR_IO;
+    }
+    *out = w;
+    return SZ_OK;
+}
+
+sz_status sz_llmc_writer_put(sz_llmc_writer *w, size_t offset, const float *src, size_t n, char *err, size_t errlen)
+{
+    if (!w || (n && !src) || offset + n > w->nparams) {
+        gpt2_set_err(err, errlen, "%s: parameters [%zu, %zu) lie outside the %llu the file holds",
+                     w ? w->path : "(null)", offset, offset + n, w ? (unsigned long long)w->nparams : 0ULL);
+        return SZ_ERR_INVALID;
+    }
+    const char *p = (const char *)src;
+    size_t left = n * sizeof(float);
+    off_t at = (off_t)(SZ_LLMC_HEADER_BYTES + offset * sizeof(float));
+    while (left > 0) {
+        ssize_t k = pwrite(w->fd, p, left < IO_CHUNK ? left : IO_CHUNK, at);
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k <= 0) {
+            gpt2_set_err(err, errlen, "%s: write of the temporary file %s failed: %s (the existing %s, if any, is "
+                         "unchanged)", w->path, w->tmp, k < 0 ? strerror(errno) : "nothing written", w->path);
+            return SZ_ERR_IO;
+        }
+        p += k;
+        at += k;
+        left -= (size_t)k;
+    }
+    w->written += n;
+    return SZ_OK;
+}
+
+sz_status sz_llmc_writer_close(sz_llmc_writer *w, char *err, size_t errlen)
+{
+    if (!w)
+        return SZ_ERR_INVALID;
+    const char *failed = NULL;
+    int saved_errno = 0;
+    if (w->written != w->nparams) {
+        gpt2_set_err(err, errlen, "%s: not written: %llu of its %llu parameters were given", w->path,
+                     (unsigned long long)w->written, (unsigned long long)w->nparams);
+        sz_llmc_writer_abort(w);
+        return SZ_ERR_INVALID;
+    }
+    if (fsync(w->fd) != 0 && errno != EINVAL && errno != EROFS)
+        failed = "fsync", saved_errno = errno;
+    if (close(w->fd) != 0 && !failed)
+        failed = "close", saved_errno = errno;
+    w->fd = -1;
+    if (!failed && rename(w->tmp, w->path) != 0)
+        failed = "rename", saved_errno = errno;
+    if (failed) {
+        gpt2_set_err(err, errlen, "%s: %s of the temporary file %s failed: %s (the existing %s, if any, "
+                     "is unchanged)", w->path, failed, w->tmp, strerror(saved_errno), w->path);
+        remove(w->tmp);
+        writer_free(w);
+        return SZ_ERR_IO;
+    }
+    writer_free(w);
+    return SZ_OK;
+}
+
+void sz_llmc_writer_abort(sz_llmc_writer *w)
+{
+    if (!w)
+        return;
+    if (w->fd >= 0)
+        close(w->fd);
+    w->fd = -1;
+    remove(w->tmp);
+    writer_free(w);
 }
 
 sz_status sz_llmc_tokens_write(const char *path, const uint16_t *tokens, size_t count, char *err,

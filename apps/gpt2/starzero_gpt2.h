@@ -162,6 +162,26 @@ sz_status sz_llmc_checkpoint_read(const char *path, sz_gpt2_config *cfg_out, flo
 sz_status sz_llmc_checkpoint_write(const char *path, const sz_gpt2_config *cfg, const float *params,
                                    size_t nparams, char *err, size_t errlen);
 
+/* A checkpoint read piece by piece: open validates the header and the file's size (as the reader
+ * above) and gives the config; get reads n floats at parameter `offset` of llm.c's flat order. */
+typedef struct sz_llmc_reader sz_llmc_reader;
+sz_status sz_llmc_reader_open(sz_llmc_reader **r, const char *path, sz_gpt2_config *cfg_out, char *err,
+                              size_t errlen);
+sz_status sz_llmc_reader_get(sz_llmc_reader *r, size_t offset, float *dst, size_t n, char *err, size_t errlen);
+void sz_llmc_reader_close(sz_llmc_reader *r);
+
+/* The same file written piece by piece, for a model that never holds all its parameters in one
+ * place (GPT-2's --save gathers one unit at a time): open writes the header to `path`.tmp and
+ * sizes it; put writes n floats at parameter `offset` of llm.c's flat order (any order, pwrite);
+ * close checks every parameter was put, fsyncs and renames over `path`; abort (or any failure of
+ * close) removes the temporary, `path` untouched. The writer is freed by close and abort. */
+typedef struct sz_llmc_writer sz_llmc_writer;
+sz_status sz_llmc_writer_open(sz_llmc_writer **w, const char *path, const sz_gpt2_config *cfg, char *err,
+                              size_t errlen);
+sz_status sz_llmc_writer_put(sz_llmc_writer *w, size_t offset, const float *src, size_t n, char *err, size_t errlen);
+sz_status sz_llmc_writer_close(sz_llmc_writer *w, char *err, size_t errlen);
+void sz_llmc_writer_abort(sz_llmc_writer *w);
+
 /* Compares the config read from checkpoint `path` (`got`) with the one the run expects.
  * SZ_OK when all six fields agree; otherwise SZ_ERR_FORMAT with a message naming the file and,
  * for each field that differs, both values, e.g.
