@@ -397,6 +397,16 @@ sz_status sz_op_gelu_bwd(sz_unit *u, sz_tensor *dinp, sz_tensor *inp, sz_tensor 
  * db += dout. */
 sz_status sz_op_residual_fwd(sz_unit *u, sz_tensor *out, sz_tensor *a, sz_tensor *b, int64_t n);
 sz_status sz_op_residual_bwd(sz_unit *u, sz_tensor *da, sz_tensor *db, sz_tensor *dout, int64_t n);
+/* The residual add fused with the layernorm that reads its sum, [N,C]: OVERWRITES res = a + b and
+ * out, mean, rstd = layernorm(res; w, b_ln) (b_ln may be NULL). Backward: ACCUMULATES the
+ * layernorm's input gradient into dres (the residual stream's gradient), then da += dres,
+ * db += dres, and dw, db_ln (may be NULL) as sz_op_layernorm_bwd. The same bits as the ops
+ * residual_fwd + layernorm_fwd and layernorm_bwd + residual_bwd. */
+sz_status sz_op_residual_layernorm_fwd(sz_unit *u, sz_tensor *res, sz_tensor *out, sz_tensor *mean, sz_tensor *rstd,
+                                       sz_tensor *a, sz_tensor *b, sz_tensor *w, sz_tensor *b_ln, int N, int C);
+sz_status sz_op_layernorm_residual_bwd(sz_unit *u, sz_tensor *da, sz_tensor *db, sz_tensor *dres, sz_tensor *dw,
+                                       sz_tensor *db_ln, sz_tensor *dout, sz_tensor *res, sz_tensor *w,
+                                       sz_tensor *mean, sz_tensor *rstd, int N, int C);
 /* logits[N,Vp] -> probs[N,Vp], losses[N] over the first V columns (both overwritten); targets
  * int32[N] in [0, V) */
 sz_status sz_op_softmax_xent_fwd(sz_unit *u, sz_tensor *losses, sz_tensor *probs, sz_tensor *logits,
@@ -406,6 +416,12 @@ sz_status sz_op_softmax_xent_fwd(sz_unit *u, sz_tensor *losses, sz_tensor *probs
  * tensor the scale is 1/N. */
 sz_status sz_op_softmax_xent_bwd(sz_unit *u, sz_tensor *dlogits, sz_tensor *probs, sz_tensor *targets,
                                  int N, int V, int Vp);
+/* Both in one pass, in place: WRITES losses[N] and OVERWRITES logits[N,Vp] with dlogits =
+ * (softmax(logits) - onehot(targets)) * sz_unit_loss_scale(u) (columns >= V: 0). Called in a
+ * head's forward, it saves the probs and dlogits tensors (the backward reads logits as dlogits);
+ * the same bits as _fwd then _bwd. */
+sz_status sz_op_softmax_xent_fused(sz_unit *u, sz_tensor *losses, sz_tensor *logits, sz_tensor *targets, int N,
+                                   int V, int Vp);
 
 /* ---- operations of LLaMA-style models (codelets/<op>.c; fp32, the same bits at any thread count).
  * N rows of C channels. Each says whether it OVERWRITES or ACCUMULATES (+=) into its outputs. */

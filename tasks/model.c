@@ -686,6 +686,10 @@ sz_status sz_model_finalize(sz_model *m)
                        "offload. Drop --offload-optimizer, or run on a GPU machine");
         return SZ_ERR_INVALID;
     }
+    /* SZ_CHECK_WAITS=1: check every step's tasks against the plan's waits (tasks/depcheck.c) */
+    const char *cw = getenv("SZ_CHECK_WAITS");
+    if (cw && *cw && strcmp(cw, "0") && (ast = sz_model_depcheck(m, 1)) != SZ_OK)
+        return ast;
     int64_t budget = m->zero.mem_budget;
     if (budget <= 0) { /* none given: this rank's share of what the machine has (collective) */
         if (sz_context_memory_budget(m->ctx, &budget) != SZ_OK)

@@ -134,7 +134,7 @@ const unsigned char *sz_model_depcheck_deps(const struct sz_model *m, int *n);
 void sz_depcheck_access(struct sz_model *m, starpu_data_handle_t h, int write);
 void sz_depcheck_run_begin(struct sz_model *m, const sz_plan *p, int from);
 void sz_depcheck_action(struct sz_model *m, const sz_plan *p, int k);
-void sz_depcheck_run_end(struct sz_model *m, const sz_plan *p, int to);
+int sz_depcheck_run_end(struct sz_model *m, const sz_plan *p, int to); /* violations found */
 
 /* The step's own tasks, each submitted by its codelet's file (codelets/<op>.c). */
 sz_status sz_submit_zero(struct sz_unit *u, const sz_tensor *t, const char *name, struct sz_counters *acct, int category, int64_t bytes,

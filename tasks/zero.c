@@ -353,8 +353,7 @@ static sz_status run(struct sz_model *m, const sz_plan *p, int from, int to, con
             return st;
         }
     }
-    sz_depcheck_run_end(m, p, to);
-    return SZ_OK;
+    return sz_depcheck_run_end(m, p, to) ? SZ_ERR_STATE : SZ_OK;
 }
 
 sz_status sz_zero_forward_backward(struct sz_model *m)
