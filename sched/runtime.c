@@ -221,7 +221,7 @@ sz_status sz_context_init(sz_context **out, const sz_context_config *cfg_in, int
      * tasks/model.c, refuses before that a plan whose device peak exceeds it). */
     if (cfg.gpu_mem_limit > 0 && !getenv("STARPU_LIMIT_CUDA_MEM")) {
         char mib[32];
-        snprintf(mib, sizeof mib, "%lld", (long long)(cfg.gpu_mem_limit >> 20));
+        snprintf(mib, sizeof mib, "%lld", (long long)(cfg.gpu_mem_limit >> 20 > 0 ? cfg.gpu_mem_limit >> 20 : 1));
         setenv("STARPU_LIMIT_CUDA_MEM", mib, 1);
     }
     /* Our StarPU build lets idle workers all sleep (deps/starpu-1.3.10-idle-sleep.patch); without
