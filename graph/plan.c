@@ -392,6 +392,8 @@ static void update(struct builder *b)
         sz_action *a = emit(b, SZ_ACT_OPTIMIZER, i, SZ_BUF_PARAM);
         if (a) {
             a->flag = fused;
+            if (p->cfg.offload_optimizer)
+                a->node = SZ_NODE_HOST;
             if (s > 0) /* stage 0: every rank updates everything, identically */
                 sz_plan_shard_range(p->padded[i], nd, p->cfg.rank, &a->lo, &a->n);
         }
@@ -807,7 +809,10 @@ void sz_plan_fold(const sz_plan *p, sz_fold *f, int64_t *live_after)
                      f->persistent[SZ_MEM_GRAD_SHARD] + f->persistent[SZ_MEM_MASTER] + f->persistent[SZ_MEM_ADAM_M] +
                      f->persistent[SZ_MEM_ADAM_V];
     f->peak_bytes = f->persistent_bytes + f->transient_bytes;
-    f->device_peak_bytes = f->peak_bytes - f->persistent[SZ_MEM_HOST];
+    f->host_bytes = f->persistent[SZ_MEM_HOST];
+    if (p->cfg.offload_optimizer)
+        f->host_bytes += f->persistent[SZ_MEM_MASTER] + f->persistent[SZ_MEM_ADAM_M] + f->persistent[SZ_MEM_ADAM_V];
+    f->device_peak_bytes = f->peak_bytes - f->host_bytes;
 }
 
 /* ---- printing --------------------------------------------------------------------------------- */
@@ -922,6 +927,8 @@ static void print_json(FILE *f, const sz_plan *p, const char *const *names, cons
     cJSON_AddNumberToObject(fo, "peak_action", fd->peak_action);
     cJSON_AddNumberToObject(fo, "peak_bytes", (double)fd->peak_bytes);
     cJSON_AddNumberToObject(fo, "device_peak_bytes", (double)fd->device_peak_bytes);
+    if (p->cfg.offload_optimizer)
+        cJSON_AddNumberToObject(fo, "host_bytes", (double)fd->host_bytes);
     char *s = cJSON_PrintUnformatted(o);
     if (s)
         fprintf(f, "%s\n", s);

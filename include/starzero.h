@@ -78,9 +78,26 @@ typedef struct sz_context_config {
                                   collective, task and step) and end the job with MPI_Abort (exit code 4);
                                   StarPU's watchdog is armed at 2 x timeout_s unless STARPU_WATCHDOG_TIMEOUT
                                   is set. Default 600; 0: no deadline. */
+    int64_t gpu_mem_limit;     /* bytes StarPU may use on each GPU (STARPU_LIMIT_CUDA_MEM, in MiB,
+                                  rounded down); 0: StarPU's default (90% of the device). A user's
+                                  STARPU_LIMIT_CUDA_MEM wins. Apps pass their --mem-budget. */
 } sz_context_config;
 
 void sz_context_config_defaults(sz_context_config *cfg);
+
+/* The GPU this rank's (first) CUDA worker uses, and its dense bf16 tensor-core peak: SMs x peak
+ * clock x FLOPs per clock per SM for its architecture (table in codelets/kernels/cuda/util.cu;
+ * bf16_peak_tflops 0 where the table has none). sz_context_gpu_info returns SZ_ERR_UNSUPPORTED on
+ * a rank without a CUDA worker (or a build without CUDA): then there is no GPU figure at all. */
+typedef struct sz_gpu_info {
+    int device;                 /* CUDA device id (as this process sees them) */
+    char name[128];
+    int sm_count, clock_khz, cc_major, cc_minor;
+    int bf16_flops_per_clock_sm;
+    double bf16_peak_tflops;
+    int64_t starpu_limit_bytes;  /* what StarPU may allocate on it (STARPU_LIMIT_CUDA_MEM or 90%) */
+    int64_t starpu_used_bytes;   /* what StarPU has allocated there now */
+} sz_gpu_info;
 
 /* Starts MPI (MPI_THREAD_MULTIPLE, if not already started), hwloc, StarPU and StarPU-MPI.
  * argc/argv may be NULL. On success *out owns the runtime until sz_context_free(). */
@@ -121,6 +138,7 @@ typedef struct sz_runtime_info {
 } sz_runtime_info;
 
 sz_status sz_context_runtime_info(const sz_context *ctx, sz_runtime_info *out);
+sz_status sz_context_gpu_info(const sz_context *ctx, sz_gpu_info *out);
 
 /* Collective: values[i] becomes the sum over ranks (added in rank order) of every rank's values[i]. */
 sz_status sz_context_sum(sz_context *ctx, double *values, int n);
@@ -298,6 +316,12 @@ typedef struct sz_zero_config {
     sz_bf16_compute bf16_compute; /* under SZ_PRECISION_BF16: native or emulated compute (default
                                AUTO: the CPU rule, resolved by sz_model_set_zero; forcing NATIVE with
                                CUDA workers is refused) */
+    int offload_optimizer;  /* ZeRO-Offload (needs CUDA workers): the fp32 master and the optimizer
+                               state of the shard stay in pinned host memory and the optimizer runs
+                               as CPU tasks while the GPU computes; the reduced gradients go to the
+                               host and the updated parameters back to the GPU through StarPU's data
+                               transfers of those tasks. Refused (SZ_ERR_INVALID, with the reason) by
+                               sz_model_finalize on a rank without a CUDA worker. */
 } sz_zero_config;
 void sz_zero_config_defaults(sz_zero_config *z);
 #define SZ_DEFAULT_BUCKET_BYTES ((int64_t)32 << 20)
