@@ -972,6 +972,9 @@ void sz_plan_print(FILE *f, const sz_plan *p, const char *const *names, int json
     fprintf(f, "fold: model states %lld B, persistent %lld B, transient peak %lld B (after action %d), "
             "predicted peak %lld B (device %lld B)\n", (long long)fd.state_bytes, (long long)fd.persistent_bytes,
             (long long)fd.transient_bytes, fd.peak_action, (long long)fd.peak_bytes, (long long)fd.device_peak_bytes);
+    if (p->cfg.offload_optimizer)
+        fprintf(f, "  offloaded optimizer: %lld B on the host (host pool, fp32 master, m, v), optimizer actions there\n",
+                (long long)fd.host_bytes);
     for (int c = 0; c < SZ_MEM_NCATEGORIES; c++)
         if (fd.bytes[c])
             fprintf(f, "  %-16s %14lld B (persistent %lld, transient peak %lld)\n", sz_mem_category_key(c),
