@@ -29,6 +29,7 @@ struct opts {
     int have_model, mixed, vocab, max_seq, batch, seq, micro_batches, max_nd, decimals, json, ckpt;
     int offload;          /* --offload-checkpoints: P_a+cpu, needs --ckpt */
     int plan, stage, rank, comm_worker, clip, nd_set; /* --plan and its configuration */
+    int offload_optimizer; /* --plan --offload-optimizer: ZeRO-Offload (master, m, v on the host) */
     int64_t prefetch_bytes, max_live_bytes;
     int64_t bucket_bytes; /* --bucket-bytes: C_B bucket size (SZ_DEFAULT_BUCKET_BYTES unless given) */
     int vocab_set, max_seq_set, batch_set, seq_set;
@@ -119,6 +120,8 @@ static void usage(FILE *f)
             "  --comm-worker       a communication worker (SZ_COMM_WORKER=1): the next unit's\n"
             "                      gradients are allocated before a unit's reduce-scatter\n"
             "  --clip              the update clips the gradients (sz-train --grad-clip > 0)\n"
+            "  --offload-optimizer ZeRO-Offload (sz-train's, GPU ranks): the optimizer actions on the\n"
+            "                      host, the master, m and v counted as host bytes, not device peak\n"
             "                      With --json: {\"config\", \"actions\": [...], \"fold\"}\n"
             "output:\n"
             "  --decimals D        decimals of the GB (1e9 bytes) values in the table (default 1)\n"
@@ -193,6 +196,7 @@ static int parse(int argc, char **argv, struct opts *o)
         if (!strcmp(a, "--plan")) { o->plan = 1; continue; }
         if (!strcmp(a, "--comm-worker")) { o->comm_worker = 1; continue; }
         if (!strcmp(a, "--clip")) { o->clip = 1; continue; }
+        if (!strcmp(a, "--offload-optimizer")) { o->offload_optimizer = 1; continue; }
         if (strncmp(a, "--", 2) != 0)
             BAD("unexpected argument '%s'", a);
         if (!v)
@@ -650,6 +654,7 @@ static int print_plan(const struct opts *o)
                         .micro_batches = o->micro_batches, .mixed = o->mixed, .checkpoint = o->ckpt,
                         .offload = o->offload, .prefetch_bytes = o->prefetch_bytes,
                         .max_live_bytes = o->max_live_bytes, .comm_worker = o->comm_worker, .clip = o->clip,
+                        .offload_optimizer = o->offload_optimizer,
                         .bucket_elems = sz_plan_bucket_elems(o->bucket_bytes, o->nd[0], maxpad)};
     c.extra[SZ_MEM_ACTIVATIONS] =
         o->llama ? sz_llama_engine_activation_bytes(&o->lcfg, o->batch, o->seq, o->ckpt, o->offload, &host)

@@ -24,7 +24,7 @@
 struct opts {
     const char *arch, *init, *config, *train, *val, *save, *precision, *decay, *trace, *save_state, *resume, *lr_schedule;
     int vocab, max_seq, batch, seq, steps, val_every, val_steps, json, stage, micro_batches, report, checkpoint,
-        offload, no_arenas, allow_nonfinite, save_every, keep, warmup, global_batch;
+        offload, offload_optimizer, no_arenas, allow_nonfinite, save_every, keep, warmup, global_batch;
     double mem_budget, prefetch_bytes, max_live_bytes, bucket_bytes;
     unsigned long long seed;
     float lr, beta1, beta2, eps, wd, grad_clip, min_lr;
@@ -71,6 +71,9 @@ static void usage(FILE *f)
             "          --offload-checkpoints  P_a+cpu (with --checkpoint): checkpoints wait in a host pool\n"
             "                               between their forward and their recompute\n"
             "          --partition-activations  refused: needs model parallelism, which StarZeRO lacks yet\n"
+            "ZeRO-Offload: --offload-optimizer  (GPU ranks only) fp32 master and optimizer state of the shard in\n"
+            "                               pinned host memory, the optimizer as CPU tasks while the GPU computes;\n"
+            "                               refused on a rank without a CUDA worker\n"
             "          --bucket-bytes B     reduce-scatters run through a constant B-byte buffer (default 32MiB)\n"
             "          --no-arenas          M_D off: long-lived tensors are placed one by one among the\n"
             "                               temporaries instead of in one contiguous arena (--report shows\n"
@@ -197,6 +200,7 @@ static int parse(int argc, char **argv, struct opts *o)
         if (!strcmp(a, "--report")) { o->report = 1; continue; }
         if (!strcmp(a, "--checkpoint")) { o->checkpoint = 1; continue; }
         if (!strcmp(a, "--offload-checkpoints")) { o->offload = 1; continue; }
+        if (!strcmp(a, "--offload-optimizer")) { o->offload_optimizer = 1; continue; }
         if (!strcmp(a, "--no-arenas")) { o->no_arenas = 1; continue; }
         if (!strcmp(a, "--allow-nonfinite")) { o->allow_nonfinite = 1; continue; }
         if (!strcmp(a, "--partition-activations")) {
@@ -311,6 +315,7 @@ static sz_status agree(sz_context *ctx, const struct opts *o, const sz_arch_conf
     sz_settings_add(s, "--max-live-bytes", "%.0f", o->max_live_bytes);
     sz_settings_add(s, "--checkpoint", "%s", o->checkpoint ? "on" : "off");
     sz_settings_add(s, "--offload-checkpoints", "%s", o->offload ? "on" : "off");
+    sz_settings_add(s, "--offload-optimizer", "%s", o->offload_optimizer ? "on" : "off");
     sz_settings_add(s, "--no-arenas", "%s", o->no_arenas ? "given" : "not given");
     sz_settings_add(s, "--mem-budget", o->mem_budget > 0 ? "%.0f bytes" : "not given (the machine's)", o->mem_budget);
     sz_settings_add(s, "--batch", "%d", o->batch);
@@ -731,6 +736,7 @@ int main(int argc, char **argv)
     sz_context_config_defaults(&ccfg);
     ccfg.trace_dir = o.trace;
     ccfg.timeout_s = o.timeout;
+    ccfg.gpu_mem_limit = (int64_t)o.mem_budget; /* --mem-budget is each GPU's too (STARPU_LIMIT_CUDA_MEM) */
     if ((st = sz_context_init(&ctx, &ccfg, &argc, &argv)) != SZ_OK) {
         fprintf(stderr, "sz-train: cannot start the runtime: %s\n", sz_status_string(st));
         return 1;
@@ -770,7 +776,7 @@ int main(int argc, char **argv)
                            .mem_budget = (int64_t)o.mem_budget, .prefetch_bytes = (int64_t)o.prefetch_bytes,
                            .max_live_bytes = (int64_t)o.max_live_bytes, .checkpoint = o.checkpoint,
                            .bucket_bytes = (int64_t)o.bucket_bytes, .offload_checkpoints = o.offload,
-                           .arenas = !o.no_arenas,
+                           .arenas = !o.no_arenas, .offload_optimizer = o.offload_optimizer,
                            /* the data loader: the token files held whole, the batch's inputs and targets */
                            .host_bytes = sz_tokens_host_bytes(&train) + sz_tokens_host_bytes(&val) +
                                          2 * (int64_t)o.batch * o.seq * (int64_t)sizeof *in};

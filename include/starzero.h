@@ -78,9 +78,26 @@ typedef struct sz_context_config {
                                   collective, task and step) and end the job with MPI_Abort (exit code 4);
                                   StarPU's watchdog is armed at 2 x timeout_s unless STARPU_WATCHDOG_TIMEOUT
                                   is set. Default 600; 0: no deadline. */
+    int64_t gpu_mem_limit;     /* bytes StarPU may use on each GPU (STARPU_LIMIT_CUDA_MEM, in MiB,
+                                  rounded down); 0: StarPU's default (90% of the device). A user's
+                                  STARPU_LIMIT_CUDA_MEM wins. Apps pass their --mem-budget. */
 } sz_context_config;
 
 void sz_context_config_defaults(sz_context_config *cfg);
+
+/* The GPU this rank's (first) CUDA worker uses, and its dense bf16 tensor-core peak: SMs x peak
+ * clock x FLOPs per clock per SM for its architecture (table in codelets/kernels/cuda/util.cu;
+ * bf16_peak_tflops 0 where the table has none). sz_context_gpu_info returns SZ_ERR_UNSUPPORTED on
+ * a rank without a CUDA worker (or a build without CUDA): then there is no GPU figure at all. */
+typedef struct sz_gpu_info {
+    int device;                 /* CUDA device id (as this process sees them) */
+    char name[128];
+    int sm_count, clock_khz, cc_major, cc_minor;
+    int bf16_flops_per_clock_sm;
+    double bf16_peak_tflops;
+    int64_t starpu_limit_bytes;  /* what StarPU may allocate on it (STARPU_LIMIT_CUDA_MEM or 90%) */
+    int64_t starpu_used_bytes;   /* what StarPU has allocated there now */
+} sz_gpu_info;
 
 /* Starts MPI (MPI_THREAD_MULTIPLE, if not already started), hwloc, StarPU and StarPU-MPI.
  * argc/argv may be NULL. On success *out owns the runtime until sz_context_free(). */
@@ -123,6 +140,7 @@ typedef struct sz_runtime_info {
 } sz_runtime_info;
 
 sz_status sz_context_runtime_info(const sz_context *ctx, sz_runtime_info *out);
+sz_status sz_context_gpu_info(const sz_context *ctx, sz_gpu_info *out);
 
 /* Collective: values[i] becomes the sum over ranks (added in rank order) of every rank's values[i]. */
 sz_status sz_context_sum(sz_context *ctx, double *values, int n);
@@ -252,6 +270,12 @@ typedef struct sz_zero_config {
     int arenas;             /* M_D (default 1): long-lived tensors (parameters or shards, gradient
                                shards, optimizer state, checkpoints, activations) in one contiguous
                                arena of the device pool; 0: each placed among the temporaries */
+    int offload_optimizer;  /* ZeRO-Offload (needs CUDA workers): the fp32 master and the optimizer
+                               state of the shard stay in pinned host memory and the optimizer runs
+                               as CPU tasks while the GPU computes; the reduced gradients go to the
+                               host and the updated parameters back to the GPU through StarPU's data
+                               transfers of those tasks. Refused (SZ_ERR_INVALID, with the reason) by
+                               sz_model_finalize on a rank without a CUDA worker. */
     int64_t host_bytes;     /* host buffers the app holds while it trains, beside the engine's tensors,
                                that grow with the model or the batch (its data loader, the kernels'
                                working memory: sz_matmul_host_bytes): the prediction and the budget
@@ -379,6 +403,16 @@ sz_status sz_op_gelu_bwd(sz_unit *u, sz_tensor *dinp, sz_tensor *inp, sz_tensor 
  * db += dout. */
 sz_status sz_op_residual_fwd(sz_unit *u, sz_tensor *out, sz_tensor *a, sz_tensor *b, int64_t n);
 sz_status sz_op_residual_bwd(sz_unit *u, sz_tensor *da, sz_tensor *db, sz_tensor *dout, int64_t n);
+/* The residual add fused with the layernorm that reads its sum, [N,C]: OVERWRITES res = a + b and
+ * out, mean, rstd = layernorm(res; w, b_ln) (b_ln may be NULL). Backward: ACCUMULATES the
+ * layernorm's input gradient into dres (the residual stream's gradient), then da += dres,
+ * db += dres, and dw, db_ln (may be NULL) as sz_op_layernorm_bwd. The same bits as the ops
+ * residual_fwd + layernorm_fwd and layernorm_bwd + residual_bwd. */
+sz_status sz_op_residual_layernorm_fwd(sz_unit *u, sz_tensor *res, sz_tensor *out, sz_tensor *mean, sz_tensor *rstd,
+                                       sz_tensor *a, sz_tensor *b, sz_tensor *w, sz_tensor *b_ln, int N, int C);
+sz_status sz_op_layernorm_residual_bwd(sz_unit *u, sz_tensor *da, sz_tensor *db, sz_tensor *dres, sz_tensor *dw,
+                                       sz_tensor *db_ln, sz_tensor *dout, sz_tensor *res, sz_tensor *w,
+                                       sz_tensor *mean, sz_tensor *rstd, int N, int C);
 /* logits[N,Vp] -> probs[N,Vp], losses[N] over the first V columns (both overwritten); targets
  * int32[N] in [0, V) */
 sz_status sz_op_softmax_xent_fwd(sz_unit *u, sz_tensor *losses, sz_tensor *probs, sz_tensor *logits,
@@ -388,6 +422,12 @@ sz_status sz_op_softmax_xent_fwd(sz_unit *u, sz_tensor *losses, sz_tensor *probs
  * tensor the scale is 1/N. */
 sz_status sz_op_softmax_xent_bwd(sz_unit *u, sz_tensor *dlogits, sz_tensor *probs, sz_tensor *targets,
                                  int N, int V, int Vp);
+/* Both in one pass, in place: WRITES losses[N] and OVERWRITES logits[N,Vp] with dlogits =
+ * (softmax(logits) - onehot(targets)) * sz_unit_loss_scale(u) (columns >= V: 0). Called in a
+ * head's forward, it saves the probs and dlogits tensors (the backward reads logits as dlogits);
+ * the same bits as _fwd then _bwd. */
+sz_status sz_op_softmax_xent_fused(sz_unit *u, sz_tensor *losses, sz_tensor *logits, sz_tensor *targets, int N,
+                                   int V, int Vp);
 
 /* ---- operations of LLaMA-style models (codelets/<op>.c; fp32, the same bits at any thread count).
  * N rows of C channels. Each says whether it OVERWRITES or ACCUMULATES (+=) into its outputs. */

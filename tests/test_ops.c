@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "starzero.h"
 #include "sz_kernels.h"
 #include "sz_test.h"
@@ -529,6 +530,38 @@ static void test_bad_rope_heads(void)
     mode = 0;
 }
 
+/* The fused ops refuse a bad shape before submitting anything, naming the op and the shape (outside
+ * a unit the message goes to stderr: captured here through a temporary file). */
+static void test_fused_bad_shapes(void)
+{
+    char buf[2048] = "";
+    fflush(stderr);
+    int saved = dup(2);
+    FILE *tmp = tmpfile();
+    CU_ASSERT_FATAL(saved >= 0 && tmp != NULL);
+    dup2(fileno(tmp), 2);
+    sz_status a = sz_op_softmax_xent_fused(NULL, NULL, NULL, NULL, 4, 9, 8);
+    sz_status b = sz_op_residual_layernorm_fwd(NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0, 8);
+    sz_status c = sz_op_layernorm_residual_bwd(NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 4, -1);
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    rewind(tmp);
+    size_t n = fread(buf, 1, sizeof buf - 1, tmp);
+    buf[n] = 0;
+    fclose(tmp);
+    printf("\n  logged: %s", buf);
+    CU_ASSERT_EQUAL(a, SZ_ERR_INVALID);
+    CU_ASSERT_EQUAL(b, SZ_ERR_INVALID);
+    CU_ASSERT_EQUAL(c, SZ_ERR_INVALID);
+    CU_ASSERT_PTR_NOT_NULL(strstr(buf, "softmax_xent_fused (outside a unit's callback): need N >= 1 and 1 <= V <= Vp "
+                                       "(got N 4, V 9, Vp 8)"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(buf, "residual_layernorm_fwd (outside a unit's callback): N and C must be >= 1 "
+                                       "(got 0, 8)"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(buf, "layernorm_residual_bwd (outside a unit's callback): N and C must be >= 1 "
+                                       "(got 4, -1)"));
+}
+
 static int tasks_init(void)
 {
     sz_context_config cfg;
@@ -553,6 +586,7 @@ int main(void)
     CU_add_test(s, "a token outside the vocabulary fails the step, named", test_bad_token);
     CU_add_test(s, "a tensor too small is refused, named", test_bad_shapes);
     CU_add_test(s, "rope refuses an odd head size, named", test_bad_rope_heads);
+    CU_add_test(s, "the fused ops refuse a bad shape, named", test_fused_bad_shapes);
     int rc = sz_test_run();
     sz_k_shutdown();
     return rc;

@@ -101,7 +101,8 @@ static sz_status head_fwd(sz_unit *u, void *user)
     int N = m->B * m->T, C = m->cfg.channels, V = m->cfg.vocab;
     TRY(sz_op_rmsnorm_fwd(u, h[LL_RMSF], h[LL_RSTDF], m->res[m->cfg.layers], P(RMSFW), N, C, m->cfg.norm_eps));
     TRY(sz_op_matmul_fwd(u, h[LL_LOGITS], h[LL_RMSF], P(LMW), NULL, N, C, V));
-    return sz_op_softmax_xent_fwd(u, h[LL_LOSSES], h[LL_PROBS], h[LL_LOGITS], m->targets, N, V, V);
+    /* the losses, and the logits overwritten with their gradient (read by head_bwd): one pass */
+    return sz_op_softmax_xent_fused(u, h[LL_LOSSES], h[LL_LOGITS], m->targets, N, V, V);
 }
 
 static sz_status head_bwd(sz_unit *u, void *user)
@@ -111,8 +112,8 @@ static sz_status head_bwd(sz_unit *u, void *user)
     int N = m->B * m->T, C = m->cfg.channels, V = m->cfg.vocab;
     TRY(sz_op_zero(u, m->grads[LL_DRMSF]));
     TRY(sz_op_zero(u, dxL));
-    TRY(sz_op_softmax_xent_bwd(u, m->grads[LL_DLOGITS], h[LL_PROBS], m->targets, N, V, V));
-    TRY(sz_op_matmul_bwd(u, m->grads[LL_DRMSF], G(LMW), NULL, m->grads[LL_DLOGITS], h[LL_RMSF], P(LMW), N, C, V));
+    /* h[LL_LOGITS] holds dlogits: head_fwd's fused softmax-cross-entropy wrote it */
+    TRY(sz_op_matmul_bwd(u, m->grads[LL_DRMSF], G(LMW), NULL, h[LL_LOGITS], h[LL_RMSF], P(LMW), N, C, V));
     return sz_op_rmsnorm_bwd(u, dxL, G(RMSFW), m->grads[LL_DRMSF], m->res[m->cfg.layers], P(RMSFW), h[LL_RSTDF], N, C);
 }
 

@@ -16,7 +16,7 @@ const ll_act sz_llama_block_acts[LL_NBLOCK] = {
 };
 const ll_act sz_llama_head_acts[LL_NHEAD] = {
     [LL_RMSF] = {"rmsf", LL_NC}, [LL_RSTDF] = {"rstdf", LL_N}, [LL_LOGITS] = {"logits", LL_NV},
-    [LL_PROBS] = {"probs", LL_NV}, [LL_LOSSES] = {"losses", LL_N},
+    [LL_LOSSES] = {"losses", LL_N},
 };
 
 const ll_act sz_llama_grad_acts[LL_NGRAD] = {
@@ -24,7 +24,6 @@ const ll_act sz_llama_grad_acts[LL_NGRAD] = {
     [LL_DATTY] = {"datty", LL_NC},  [LL_DATTPROJ] = {"dattproj", LL_NC}, [LL_DRES2] = {"dres2", LL_NC},
     [LL_DRMS2] = {"drms2", LL_NC},  [LL_DGATE] = {"dgate", LL_NF},  [LL_DUP] = {"dup", LL_NF},
     [LL_DH] = {"dh", LL_NF},        [LL_DDOWN] = {"ddown", LL_NC},  [LL_DRMSF] = {"drmsf", LL_NC},
-    [LL_DLOGITS] = {"dlogits", LL_NV},
 };
 
 double sz_llama_size(const sz_llama_config *c, ll_size s, int B, int T)

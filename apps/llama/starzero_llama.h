@@ -60,7 +60,7 @@ int64_t sz_llama_largest_unit_numel(const sz_llama_config *cfg);
  * allocates them (N = B·T): embed output N·C; per block rms1 N·C, rstd1 N, qkv 3N·C (rotated in
  * place), atty N·C, the attention's statistics [B,NH,T,2], attproj N·C, res2 N·C, rms2 N·C,
  * rstd2 N, gate, up, h N·F each, down N·C, the block's output N·C; head rmsf N·C, rstdf N,
- * logits and probs N·V each, losses N. Like sz_gpt2_activation_bytes: forward tensors only, no
+ * logits N·V (overwritten with its gradient: no probs), losses N. Like sz_gpt2_activation_bytes: forward tensors only, no
  * gradients. checkpoint = 1: L block inputs + one block's tensors + the head; offload = 1 (needs
  * checkpoint): the L inputs replaced by min(L, 3) on the device. -1.0 on a bad argument. */
 double sz_llama_activation_bytes(const sz_llama_config *cfg, int B, int T, int checkpoint, int offload);

@@ -80,6 +80,16 @@ void sz_k_gelu_bwd(float *dinp, const float *inp, const float *dout, size_t n);
 /* ---- residual: out = a + b; da += dout, db += dout, all [n] ---- */
 void sz_k_residual_fwd(float *out, const float *a, const float *b, size_t n);
 void sz_k_residual_bwd(float *da, float *db, const float *dout, size_t n);
+/* ---- residual add fused with the layernorm after it, [N,C] rows: WRITES res = a + b (res may
+ *      alias a or b) and out, mean, rstd = layernorm(res) as sz_k_layernorm_fwd; backward:
+ *      ACCUMULATES the layernorm's input gradient into dres (which holds the residual stream's
+ *      other gradient), then da += dres, db += dres, and dweight, dbias += as sz_k_layernorm_bwd.
+ *      The same bits as the two kernels one after the other. ---- */
+void sz_k_residual_layernorm_fwd(float *res, float *out, float *mean, float *rstd, const float *a,
+                                 const float *b, const float *weight, const float *bias, int N, int C);
+void sz_k_layernorm_residual_bwd(float *da, float *db, float *dres, float *dweight, float *dbias,
+                                 const float *dout, const float *res, const float *weight,
+                                 const float *mean, const float *rstd, int N, int C);
 
 /* ---- fused softmax + cross-entropy: logits, probs [N,Vp], real vocab V <= Vp,
  *      targets int32 [N] in [0,V); losses[n] = -log probs[n, target[n]].
@@ -90,6 +100,11 @@ void sz_k_softmax_xent_fwd(float *probs, float *losses, const float *logits,
  * 0 for V <= v < Vp. dloss [N] (e.g. 1/(B*T) each for the mean loss). */
 void sz_k_softmax_xent_bwd(float *dlogits, const float *probs, const int *targets,
                            const float *dloss, int N, int V, int Vp);
+/* Both in one pass, in place: WRITES losses and OVERWRITES logits with dlogits =
+ * (softmax(logits) - onehot(target)) * g (columns >= V: 0); no probabilities kept. The same bits
+ * as _fwd then _bwd with dloss[n] = g. */
+void sz_k_softmax_xent_fused(float *logits, float *losses, const int *targets, float g, int N, int V,
+                             int Vp);
 
 /* ---- AdamW (llm.c gpt2_update), step t >= 1, on n elements:
  *      m = b1 m + (1-b1) g;  v = b2 v + (1-b2) g^2;
