@@ -796,7 +796,7 @@ void sz_plan_fold(const sz_plan *p, sz_fold *f, int64_t *live_after)
                      f->persistent[SZ_MEM_GRAD_SHARD] + f->persistent[SZ_MEM_MASTER] + f->persistent[SZ_MEM_ADAM_M] +
                      f->persistent[SZ_MEM_ADAM_V];
     f->peak_bytes = f->persistent_bytes + f->transient_bytes;
-    f->host_bytes = f->persistent[SZ_MEM_HOST];
+    f->host_bytes = f->persistent[SZ_MEM_HOST] + f->persistent[SZ_MEM_HOST_BUFFERS];
     if (p->cfg.offload_optimizer)
         f->host_bytes += f->persistent[SZ_MEM_MASTER] + f->persistent[SZ_MEM_ADAM_M] + f->persistent[SZ_MEM_ADAM_V];
     f->device_peak_bytes = f->peak_bytes - f->host_bytes;
@@ -824,7 +824,7 @@ const char *sz_mem_category_key(int c)
 {
     static const char *keys[SZ_MEM_NCATEGORIES] = {
         "params", "param_shard", "gathered", "grads", "grad_shard", "grads_in_flight", "master", "adam_m",
-        "adam_v", "activations", "comm", "checkpoints", "host"};
+        "adam_v", "activations", "comm", "checkpoints", "host", "host_buffers"};
     return c >= 0 && c < SZ_MEM_NCATEGORIES ? keys[c] : "?";
 }
 

@@ -389,6 +389,10 @@ sz_status sz_context_runtime_info(const sz_context *ctx, sz_runtime_info *out)
     struct starpu_sched_policy *pol = starpu_sched_ctx_get_sched_policy(0);
     snprintf(out->sched_policy, sizeof out->sched_policy, "%s", pol && pol->policy_name ? pol->policy_name : "?");
     out->shared_collectives = sz_devpool_shared();
+    out->compute_workers = out->cpu_workers - (sz_comm_worker >= 0 ? 1 : 0);
+    if (out->compute_workers < 1)
+        out->compute_workers = out->cpu_workers > 0 ? 1 : 0;
+    out->kernel_threads = ctx->kernel_threads;
     return SZ_OK;
 }
 
