@@ -19,6 +19,7 @@ struct sz_tensor {
     sz_dtype dtype;
     char name[48];
     void *home;        /* the buffer this tensor registered and owns (NULL for views) */
+    size_t pinned;     /* > 0: home is pinned host memory of this many bytes (starpu_malloc_flags) */
 };
 
 /* One flat buffer of a unit: a view over all of its handle (registered on a model-owned buffer, or
@@ -103,6 +104,9 @@ struct sz_model {
     uint64_t position;           /* plan position of the next task submitted (task->sched_data):
                                     current_action << 16, plus the tasks the action submitted so far */
     int64_t current_action;      /* index in the plan of the action being submitted (tasks/zero.c) */
+    uint32_t force_where;        /* nonzero: where the tasks submitted now must run (STARPU_CPU for the
+                                    optimizer under offload_optimizer), set by tasks/zero.c per action */
+    int placed;                  /* with CUDA workers: the model states were prefetched to the GPU */
     sz_plan step_plan, eval_plan;/* the plans tasks/zero.c submits (built on first use) */
     struct sz_depcheck *depcheck;/* NULL, or the plan-waits check mode (tasks/depcheck.c) */
     int64_t predicted_peak;      /* bytes per rank the plan predicts (sz_model_finalize) */

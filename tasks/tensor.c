@@ -59,7 +59,9 @@ void sz_tensor_unregister(sz_tensor *t)
         return;
     if (t->h)
         starpu_data_unregister(t->h);
-    if (!sz_devpool_release(t->home))
+    if (t->pinned)
+        starpu_free_flags(t->home, t->pinned, STARPU_MALLOC_PINNED);
+    else if (!sz_devpool_release(t->home))
         free(t->home);
     free(t);
 }

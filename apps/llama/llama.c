@@ -154,7 +154,15 @@ sz_status sz_llama_create(sz_llama **out, sz_context *ctx, const sz_llama_config
         sz_llama_free(m);
         return SZ_ERR_NOMEM;
     }
-    if (zero && (st = sz_model_set_zero(m->model, zero)) != SZ_OK) {
+    sz_zero_config z; /* the budget counts the matmuls' host working memory beside what the app holds */
+    if (zero)
+        z = *zero;
+    else
+        sz_zero_config_defaults(&z);
+    sz_runtime_info info;
+    if (sz_context_runtime_info(ctx, &info) == SZ_OK)
+        z.host_bytes += sz_llama_host_bytes(cfg, B, T, info.compute_workers, info.kernel_threads);
+    if ((st = sz_model_set_zero(m->model, &z)) != SZ_OK) {
         snprintf(err, errlen, "invalid ZeRO configuration (the library's error above says why)");
         sz_llama_free(m);
         return st;

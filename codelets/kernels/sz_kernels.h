@@ -179,6 +179,13 @@ void sz_k_mse_bwd(float *dpred, const float *pred, const float *target, float sc
 /* Frees the cached oneDNN primitives and engine. Call once, when no kernel is
  * running; kernels called afterwards rebuild the cache. */
 void sz_k_shutdown(void);
+/* Host memory of the fp32 matmul kernels for out[N,OC] = inp[N,C] . weight^T and its backward, with
+ * nthr threads: *scratch, the oneDNN scratchpads the threads keep (each grows to the largest tile it
+ * ran; queried from the tile primitives, which it creates in the kernels' cache), and *pack, the
+ * packed tiles one call holds while it runs. sz_k_matmul_host_peak: the most both held at once in
+ * this process so far (measured). */
+void sz_k_matmul_host_bytes(int N, int C, int OC, int nthr, size_t *scratch, size_t *pack);
+int64_t sz_k_matmul_host_peak(void);
 
 #ifdef __cplusplus
 }
