@@ -443,6 +443,14 @@ sz_status sz_op_rmsnorm_fwd(sz_unit *u, sz_tensor *out, sz_tensor *rstd, sz_tens
 /* Accumulates into dinp[N,C] and dw[C] (either may be NULL). */
 sz_status sz_op_rmsnorm_bwd(sz_unit *u, sz_tensor *dinp, sz_tensor *dw, sz_tensor *dout, sz_tensor *inp, sz_tensor *w,
                             sz_tensor *rstd, int N, int C);
+/* The residual add fused with the RMSNorm that reads its sum: OVERWRITES res = a + b, out and rstd
+ * = rmsnorm(res; w). Backward: ACCUMULATES the norm's input gradient into dres (the residual
+ * stream's gradient), then da += dres, db += dres, and dw. The same bits as residual_fwd +
+ * rmsnorm_fwd and rmsnorm_bwd + residual_bwd. */
+sz_status sz_op_residual_rmsnorm_fwd(sz_unit *u, sz_tensor *res, sz_tensor *out, sz_tensor *rstd, sz_tensor *a,
+                                     sz_tensor *b, sz_tensor *w, int N, int C, float eps);
+sz_status sz_op_rmsnorm_residual_bwd(sz_unit *u, sz_tensor *da, sz_tensor *db, sz_tensor *dres, sz_tensor *dw,
+                                     sz_tensor *dout, sz_tensor *res, sz_tensor *w, sz_tensor *rstd, int N, int C);
 /* SiLU: out = inp · sigmoid(inp) over n elements, overwrites out; the backward accumulates into dinp. */
 sz_status sz_op_silu_fwd(sz_unit *u, sz_tensor *out, sz_tensor *inp, int64_t n);
 sz_status sz_op_silu_bwd(sz_unit *u, sz_tensor *dinp, sz_tensor *inp, sz_tensor *dout, int64_t n);

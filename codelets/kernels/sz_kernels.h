@@ -140,6 +140,13 @@ void sz_k_bf16_to_f32(float *dst, const uint16_t *src, size_t n);
 void sz_k_rmsnorm_fwd(float *out, float *rstd, const float *inp, const float *weight, int N, int C, float eps);
 void sz_k_rmsnorm_bwd(float *dinp, float *dweight, const float *dout, const float *inp, const float *weight,
                       const float *rstd, int N, int C);
+/* The residual add fused with the RMSNorm after it: WRITES res = a + b and out, rstd =
+ * rmsnorm(res) as sz_k_rmsnorm_fwd; backward ACCUMULATES the norm's input gradient into dres, then
+ * da += dres, db += dres, and dweight +=. The same bits as the two kernels in turn. */
+void sz_k_residual_rmsnorm_fwd(float *res, float *out, float *rstd, const float *a, const float *b,
+                               const float *weight, int N, int C, float eps);
+void sz_k_rmsnorm_residual_bwd(float *da, float *db, float *dres, float *dweight, const float *dout,
+                               const float *res, const float *weight, const float *rstd, int N, int C);
 
 /* ---- SiLU: out = x σ(x), [n]; dinp += dout · σ(x)(1 + x(1 - σ(x))) ---- */
 void sz_k_silu_fwd(float *out, const float *inp, size_t n);
