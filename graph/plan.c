@@ -385,6 +385,8 @@ static void update(struct builder *b)
         sz_action *a = emit(b, SZ_ACT_OPTIMIZER, i, SZ_BUF_PARAM);
         if (a) {
             a->flag = fused;
+            if (p->cfg.offload_optimizer)
+                a->node = SZ_NODE_HOST;
             if (s > 0) /* stage 0: every rank updates everything, identically */
                 sz_plan_shard_range(p->padded[i], nd, p->cfg.rank, &a->lo, &a->n);
         }
@@ -795,7 +797,10 @@ void sz_plan_fold(const sz_plan *p, sz_fold *f, int64_t *live_after)
                      f->persistent[SZ_MEM_GRAD_SHARD] + f->persistent[SZ_MEM_MASTER] + f->persistent[SZ_MEM_ADAM_M] +
                      f->persistent[SZ_MEM_ADAM_V];
     f->peak_bytes = f->persistent_bytes + f->transient_bytes;
-    f->device_peak_bytes = f->peak_bytes - f->persistent[SZ_MEM_HOST];
+    f->host_bytes = f->persistent[SZ_MEM_HOST] + f->persistent[SZ_MEM_HOST_BUFFERS];
+    if (p->cfg.offload_optimizer)
+        f->host_bytes += f->persistent[SZ_MEM_MASTER] + f->persistent[SZ_MEM_ADAM_M] + f->persistent[SZ_MEM_ADAM_V];
+    f->device_peak_bytes = f->peak_bytes - f->host_bytes;
 }
 
 /* ---- printing --------------------------------------------------------------------------------- */
@@ -820,7 +825,7 @@ const char *sz_mem_category_key(int c)
 {
     static const char *keys[SZ_MEM_NCATEGORIES] = {
         "params", "param_shard", "gathered", "grads", "grad_shard", "grads_in_flight", "master", "adam_m",
-        "adam_v", "activations", "comm", "checkpoints", "host"};
+        "adam_v", "activations", "comm", "checkpoints", "host", "host_buffers"};
     return c >= 0 && c < SZ_MEM_NCATEGORIES ? keys[c] : "?";
 }
 
@@ -908,6 +913,8 @@ static void print_json(FILE *f, const sz_plan *p, const char *const *names, cons
     cJSON_AddNumberToObject(fo, "peak_action", fd->peak_action);
     cJSON_AddNumberToObject(fo, "peak_bytes", (double)fd->peak_bytes);
     cJSON_AddNumberToObject(fo, "device_peak_bytes", (double)fd->device_peak_bytes);
+    if (p->cfg.offload_optimizer)
+        cJSON_AddNumberToObject(fo, "host_bytes", (double)fd->host_bytes);
     char *s = cJSON_PrintUnformatted(o);
     if (s)
         fprintf(f, "%s\n", s);
@@ -966,6 +973,9 @@ void sz_plan_print(FILE *f, const sz_plan *p, const char *const *names, int json
     fprintf(f, "fold: model states %lld B, persistent %lld B, transient peak %lld B (after action %d), "
             "predicted peak %lld B (device %lld B)\n", (long long)fd.state_bytes, (long long)fd.persistent_bytes,
             (long long)fd.transient_bytes, fd.peak_action, (long long)fd.peak_bytes, (long long)fd.device_peak_bytes);
+    if (p->cfg.offload_optimizer)
+        fprintf(f, "  offloaded optimizer: %lld B on the host (host pool, fp32 master, m, v), optimizer actions there\n",
+                (long long)fd.host_bytes);
     for (int c = 0; c < SZ_MEM_NCATEGORIES; c++)
         if (fd.bytes[c])
             fprintf(f, "  %-16s %14lld B (persistent %lld, transient peak %lld)\n", sz_mem_category_key(c),

@@ -68,6 +68,7 @@ typedef struct sz_plan_config {
     int comm_worker;          /* a communication worker: the next unit's gradients are allocated
                                  before a unit's reduce-scatter */
     int clip;                 /* the update clips the gradients by their global norm */
+    int offload_optimizer;    /* ZeRO-Offload: master, m, v on the host; optimizer actions there */
     int64_t extra[SZ_MEM_NCATEGORIES]; /* persistent bytes beside the units' model states
                                           (activations, host pool, communication buffer) */
 } sz_plan_config;
@@ -186,7 +187,9 @@ typedef struct sz_fold {
     int64_t transient_bytes;  /* peak of all transient categories together */
     int peak_action;          /* the action after which it is reached (-1: never above 0) */
     int64_t peak_bytes;       /* persistent_bytes + transient_bytes: the predicted peak */
-    int64_t device_peak_bytes;/* the same without the host pool */
+    int64_t device_peak_bytes;/* the same without what lives on the host (host_bytes) */
+    int64_t host_bytes;       /* persistent bytes on the host: the host pool, the host buffers, and under
+                                 offload_optimizer the fp32 master, m and v */
 } sz_fold;
 /* live_after: NULL or p->n entries, the transient bytes alive after each action. */
 void sz_plan_fold(const sz_plan *p, sz_fold *out, int64_t *live_after);
