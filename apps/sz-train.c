@@ -592,7 +592,7 @@ static void report(const struct opts *o, const sz_arch_config *cfg, const sz_mem
                "\"activation_bytes\": %lld, \"activation_bytes_llmc\": %.0f, \"comm_bytes_sent\": %lld, "
                "\"comm_bytes_formula\": %.0f, \"peak_bytes\": %lld, \"rss_peak_bytes\": %lld, "
                "\"runtime_allowance_bytes\": %lld, \"device_peak_bytes\": %lld, \"predicted_peak_bytes\": %lld, "
-               "\"budget_from_machine\": %d, "
+               "\"budget_from_machine\": %d, \"host_buffer_bytes\": %lld, \"matmul_host_peak_bytes\": %lld, "
                "\"mem_budget\": %lld, \"overlap\": %.4f, \"comm_task_s\": %.4f, \"compute_task_s\": %.4f, "
                "\"arenas\": %d, ",
                mixed ? "bf16" : "fp32", o->stage, nd, o->micro_batches, (long long)r0->nparams,
@@ -601,6 +601,7 @@ static void report(const struct opts *o, const sz_arch_config *cfg, const sz_mem
                comm_formula, (long long)peak, (long long)MAXR(reps, nd, rss_peak_bytes),
                (long long)SZ_RUNTIME_ALLOWANCE_BYTES, (long long)MAXR(reps, nd, device_peak_bytes),
                (long long)MAXR(reps, nd, predicted_peak_bytes), r0->budget_from_machine,
+               (long long)MAXR(reps, nd, bytes[SZ_MEM_HOST_BUFFERS]), (long long)MAXR(reps, nd, matmul_host_peak_bytes),
                (long long)r0->mem_budget, r0->overlap, r0->comm_task_s, r0->compute_task_s, r0->arenas);
         if (r0->pool_active)
             printf("\"pool\": {\"footprint\": %lld, \"peak_used\": %lld, \"arena_at_peak\": %lld, "
@@ -648,6 +649,8 @@ static void report(const struct opts *o, const sz_arch_config *cfg, const sz_mem
     printf("  %-28s %16lld %16lld  (predicted by the plan before the first step)\n", "peak (all categories)",
            (long long)peak, (long long)MAXR(reps, nd, predicted_peak_bytes));
     printf("  %-28s %16lld\n", "device pool peak", (long long)MAXR(reps, nd, device_peak_bytes));
+    printf("  %-28s %16lld  (measured; counted in host buffers above)\n", "matmul working memory",
+           (long long)MAXR(reps, nd, matmul_host_peak_bytes));
     printf("  %-28s %16lld  (the process: the engine's bytes + the runtime, allowed %lld more than the budget)\n",
            "peak resident set (RSS)", (long long)MAXR(reps, nd, rss_peak_bytes), (long long)SZ_RUNTIME_ALLOWANCE_BYTES);
     if (r0->pool_active) {
@@ -773,7 +776,10 @@ int main(int argc, char **argv)
                            .mem_budget = (int64_t)o.mem_budget, .prefetch_bytes = (int64_t)o.prefetch_bytes,
                            .max_live_bytes = (int64_t)o.max_live_bytes, .checkpoint = o.checkpoint,
                            .bucket_bytes = (int64_t)o.bucket_bytes, .offload_checkpoints = o.offload,
-                           .arenas = !o.no_arenas, .offload_optimizer = o.offload_optimizer};
+                           .arenas = !o.no_arenas, .offload_optimizer = o.offload_optimizer,
+                           /* the data loader: the token files held whole, the batch's inputs and targets */
+                           .host_bytes = sz_tokens_host_bytes(&train) + sz_tokens_host_bytes(&val) +
+                                         2 * (int64_t)o.batch * o.seq * (int64_t)sizeof *in};
     if ((st = sz_arch_create(&g, ctx, &cfg, o.batch, o.seq, &zero, err, sizeof err)) != SZ_OK) {
         fprintf(stderr, "sz-train: %s\n", err);
         goto out;

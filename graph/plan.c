@@ -813,7 +813,7 @@ void sz_plan_fold(const sz_plan *p, sz_fold *f, int64_t *live_after)
                      f->persistent[SZ_MEM_GRAD_SHARD] + f->persistent[SZ_MEM_MASTER] + f->persistent[SZ_MEM_ADAM_M] +
                      f->persistent[SZ_MEM_ADAM_V];
     f->peak_bytes = f->persistent_bytes + f->transient_bytes;
-    f->host_bytes = f->persistent[SZ_MEM_HOST];
+    f->host_bytes = f->persistent[SZ_MEM_HOST] + f->persistent[SZ_MEM_HOST_BUFFERS];
     if (p->cfg.offload_optimizer)
         f->host_bytes += f->persistent[SZ_MEM_MASTER] + f->persistent[SZ_MEM_ADAM_M] + f->persistent[SZ_MEM_ADAM_V];
     f->device_peak_bytes = f->peak_bytes - f->host_bytes;
@@ -841,7 +841,7 @@ const char *sz_mem_category_key(int c)
 {
     static const char *keys[SZ_MEM_NCATEGORIES] = {
         "params", "param_shard", "gathered", "grads", "grad_shard", "grads_in_flight", "master", "adam_m",
-        "adam_v", "activations", "comm", "checkpoints", "host"};
+        "adam_v", "activations", "comm", "checkpoints", "host", "host_buffers"};
     return c >= 0 && c < SZ_MEM_NCATEGORIES ? keys[c] : "?";
 }
 
@@ -993,6 +993,9 @@ void sz_plan_print(FILE *f, const sz_plan *p, const char *const *names, int json
             "predicted peak %lld B (device %lld B); sends %lld B\n", (long long)fd.state_bytes,
             (long long)fd.persistent_bytes, (long long)fd.transient_bytes, fd.peak_action, (long long)fd.peak_bytes,
             (long long)fd.device_peak_bytes, (long long)fd.sent_bytes);
+    if (p->cfg.offload_optimizer)
+        fprintf(f, "  offloaded optimizer: %lld B on the host (host pool, fp32 master, m, v), optimizer actions there\n",
+                (long long)fd.host_bytes);
     for (int c = 0; c < SZ_MEM_NCATEGORIES; c++)
         if (fd.bytes[c])
             fprintf(f, "  %-16s %14lld B (persistent %lld, transient peak %lld)\n", sz_mem_category_key(c),

@@ -187,7 +187,7 @@ typedef struct sz_fold {
     int peak_action;          /* the action after which it is reached (-1: never above 0) */
     int64_t peak_bytes;       /* persistent_bytes + transient_bytes: the predicted peak */
     int64_t device_peak_bytes;/* the same without what lives on the host (host_bytes) */
-    int64_t host_bytes;       /* persistent bytes on the host: the host pool, and under
+    int64_t host_bytes;       /* persistent bytes on the host: the host pool, the host buffers, and under
                                  offload_optimizer the fp32 master, m and v */
     int64_t sent_bytes;       /* bytes this rank sends in the pass (the actions' `sent`) */
 } sz_fold;

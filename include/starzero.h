@@ -135,6 +135,8 @@ typedef struct sz_runtime_info {
     char sched_policy[32];                 /* the policy in effect */
     int shared_collectives;    /* 1: the ranks (all on this node) read each other's device pools
                                   in our collectives; 0: the collectives go through MPI */
+    int compute_workers;       /* CPU workers that run compute tasks (the communication worker excluded) */
+    int kernel_threads;        /* OpenMP threads each compute task uses */
 } sz_runtime_info;
 
 sz_status sz_context_runtime_info(const sz_context *ctx, sz_runtime_info *out);
@@ -274,6 +276,10 @@ typedef struct sz_zero_config {
                                host and the updated parameters back to the GPU through StarPU's data
                                transfers of those tasks. Refused (SZ_ERR_INVALID, with the reason) by
                                sz_model_finalize on a rank without a CUDA worker. */
+    int64_t host_bytes;     /* host buffers the app holds while it trains, beside the engine's tensors,
+                               that grow with the model or the batch (its data loader, the kernels'
+                               working memory: sz_matmul_host_bytes): the prediction and the budget
+                               count them (SZ_MEM_HOST_BUFFERS); 0: none */
 } sz_zero_config;
 void sz_zero_config_defaults(sz_zero_config *z);
 #define SZ_DEFAULT_BUCKET_BYTES ((int64_t)32 << 20)
@@ -432,6 +438,14 @@ sz_status sz_op_rmsnorm_fwd(sz_unit *u, sz_tensor *out, sz_tensor *rstd, sz_tens
 /* Accumulates into dinp[N,C] and dw[C] (either may be NULL). */
 sz_status sz_op_rmsnorm_bwd(sz_unit *u, sz_tensor *dinp, sz_tensor *dw, sz_tensor *dout, sz_tensor *inp, sz_tensor *w,
                             sz_tensor *rstd, int N, int C);
+/* The residual add fused with the RMSNorm that reads its sum: OVERWRITES res = a + b, out and rstd
+ * = rmsnorm(res; w). Backward: ACCUMULATES the norm's input gradient into dres (the residual
+ * stream's gradient), then da += dres, db += dres, and dw. The same bits as residual_fwd +
+ * rmsnorm_fwd and rmsnorm_bwd + residual_bwd. */
+sz_status sz_op_residual_rmsnorm_fwd(sz_unit *u, sz_tensor *res, sz_tensor *out, sz_tensor *rstd, sz_tensor *a,
+                                     sz_tensor *b, sz_tensor *w, int N, int C, float eps);
+sz_status sz_op_rmsnorm_residual_bwd(sz_unit *u, sz_tensor *da, sz_tensor *db, sz_tensor *dres, sz_tensor *dw,
+                                     sz_tensor *dout, sz_tensor *res, sz_tensor *w, sz_tensor *rstd, int N, int C);
 /* SiLU: out = inp · sigmoid(inp) over n elements, overwrites out; the backward accumulates into dinp. */
 sz_status sz_op_silu_fwd(sz_unit *u, sz_tensor *out, sz_tensor *inp, int64_t n);
 sz_status sz_op_silu_bwd(sz_unit *u, sz_tensor *dinp, sz_tensor *inp, sz_tensor *dout, int64_t n);
@@ -513,6 +527,9 @@ typedef enum sz_mem_category {
     SZ_MEM_COMM,            /* communication buffers */
     SZ_MEM_CHECKPOINTS,     /* offloaded activation checkpoints while on the device pool (peak) */
     SZ_MEM_HOST,            /* the host pool: offloaded checkpoints (not part of the device peak) */
+    SZ_MEM_HOST_BUFFERS,    /* host buffers beside the engine's tensors that follow the model or the batch
+                               (sz_zero_config.host_bytes: an app's data loader, the matmul kernels'
+                               working memory from sz_matmul_host_bytes); not part of the device peak */
     SZ_MEM_NCATEGORIES
 } sz_mem_category;
 
@@ -570,9 +587,19 @@ typedef struct sz_memory_report {
                                           peers' pool pages this rank has read */
     int budget_from_machine;           /* 1: mem_budget is the machine's (sz_context_memory_budget), no
                                           budget having been given */
+    int64_t matmul_host_peak_bytes;    /* measured: the most host bytes the matmul kernels' working memory
+                                          (oneDNN scratchpads, packed tiles) held at once in this process */
 } sz_memory_report;
 
 sz_status sz_model_memory_report(const sz_model *m, sz_memory_report *out);
+/* Host bytes the matmul kernels hold at most while a model runs its n linear layers y[rows, out[i]] =
+ * x[rows, in[i]] . W^T (forward and backward) on `workers` CPU workers of `threads` kernel threads
+ * each (sz_runtime_info's compute_workers and kernel_threads): oneDNN's scratchpads (queried from the
+ * primitives the kernels will run; each thread keeps the largest it used) and the packed tiles of
+ * the calls running at once. What an app adds to sz_zero_config.host_bytes (the report's
+ * matmul_host_peak_bytes is the measured figure). Pure: no runtime needed. */
+int64_t sz_matmul_host_bytes(int workers, int threads, int64_t rows, int n, const int64_t *in, const int64_t *out);
+
 /* Collective yardstick: plain MPI_Reduce_scatter_block + MPI_Allgather on the same element counts
  * (one per unit), with buffers allocated once and reused, `reps` times. Returns the bytes received
  * per rank per second (what sz-bench reports as mpi_gbps beside the engine's comm_gbps). */

@@ -221,7 +221,7 @@ sz_status sz_context_init(sz_context **out, const sz_context_config *cfg_in, int
      * tasks/model.c, refuses before that a plan whose device peak exceeds it). */
     if (cfg.gpu_mem_limit > 0 && !getenv("STARPU_LIMIT_CUDA_MEM")) {
         char mib[32];
-        snprintf(mib, sizeof mib, "%lld", (long long)(cfg.gpu_mem_limit >> 20));
+        snprintf(mib, sizeof mib, "%lld", (long long)(cfg.gpu_mem_limit >> 20 > 0 ? cfg.gpu_mem_limit >> 20 : 1));
         setenv("STARPU_LIMIT_CUDA_MEM", mib, 1);
     }
     /* Our StarPU build lets idle workers all sleep (deps/starpu-1.3.10-idle-sleep.patch); without
@@ -389,6 +389,10 @@ sz_status sz_context_runtime_info(const sz_context *ctx, sz_runtime_info *out)
     struct starpu_sched_policy *pol = starpu_sched_ctx_get_sched_policy(0);
     snprintf(out->sched_policy, sizeof out->sched_policy, "%s", pol && pol->policy_name ? pol->policy_name : "?");
     out->shared_collectives = sz_devpool_shared();
+    out->compute_workers = out->cpu_workers - (sz_comm_worker >= 0 ? 1 : 0);
+    if (out->compute_workers < 1)
+        out->compute_workers = out->cpu_workers > 0 ? 1 : 0;
+    out->kernel_threads = ctx->kernel_threads;
     return SZ_OK;
 }
 

@@ -15,6 +15,7 @@
 #include "sz_rng.h"
 #include "sz_sched.h"
 #include "sz_deadline.h"
+#include "sz_kernels.h"
 
 void sz_train_config_defaults(sz_train_config *cfg)
 {
@@ -74,7 +75,7 @@ sz_status sz_model_set_zero(sz_model *m, const sz_zero_config *z)
         return SZ_ERR_INVALID;
     }
     if ((z->precision != SZ_PRECISION_FP32 && z->precision != SZ_PRECISION_BF16) || z->mem_budget < 0 ||
-        z->prefetch_bytes < 0 || z->max_live_bytes < 0) {
+        z->prefetch_bytes < 0 || z->max_live_bytes < 0 || z->host_bytes < 0) {
         sz_context_log(m->ctx, SZ_LOG_ERROR, "ZeRO config: unknown precision %d or a negative byte limit",
                        (int)z->precision);
         return SZ_ERR_INVALID;
@@ -86,6 +87,7 @@ sz_status sz_model_set_zero(sz_model *m, const sz_zero_config *z)
     }
     m->zero = *z;
     m->mixed = z->precision == SZ_PRECISION_BF16;
+    m->persistent[SZ_MEM_HOST_BUFFERS] = z->host_bytes; /* the app's; counted as held from here on */
     return SZ_OK;
 }
 
@@ -1070,7 +1072,7 @@ const char *sz_mem_category_name(sz_mem_category c)
     static const char *names[SZ_MEM_NCATEGORIES] = {
         "full params", "param shard", "gathered units in flight", "grads", "grad shard", "grads in flight",
         "fp32 master", "Adam m", "Adam v", "activations", "communication buffers", "checkpoints on device",
-        "host pool (checkpoints)"};
+        "host pool (checkpoints)", "host buffers"};
     return c >= 0 && c < SZ_MEM_NCATEGORIES ? names[c] : "?";
 }
 
@@ -1089,9 +1091,10 @@ sz_status sz_model_memory_report(const sz_model *m, sz_memory_report *r)
                            r->bytes[SZ_MEM_GRAD_SHARD] + r->bytes[SZ_MEM_MASTER] + r->bytes[SZ_MEM_ADAM_M] +
                            r->bytes[SZ_MEM_ADAM_V];
     r->peak_bytes = persistent + __atomic_load_n(&m->counters.peak_total, __ATOMIC_RELAXED);
-    r->device_peak_bytes = r->peak_bytes - m->persistent[SZ_MEM_HOST];
+    r->device_peak_bytes = r->peak_bytes - m->persistent[SZ_MEM_HOST] - m->persistent[SZ_MEM_HOST_BUFFERS];
     if (m->zero.offload_optimizer)
         r->device_peak_bytes -= m->persistent[SZ_MEM_MASTER] + m->persistent[SZ_MEM_ADAM_M] + m->persistent[SZ_MEM_ADAM_V];
+    r->matmul_host_peak_bytes = sz_k_matmul_host_peak();
     r->comm_bytes_sent = m->step_sent;
     r->comm_bytes_received = m->step_received;
     r->comm_seconds = m->step_ns * 1e-9;

@@ -48,6 +48,7 @@ void sz_zero_plan_config(const struct sz_model *m, sz_plan_pass pass, int clip, 
     /* what the model holds beside the units' states (registered before sz_model_finalize) */
     c->extra[SZ_MEM_ACTIVATIONS] = m->persistent[SZ_MEM_ACTIVATIONS];
     c->extra[SZ_MEM_HOST] = m->persistent[SZ_MEM_HOST];
+    c->extra[SZ_MEM_HOST_BUFFERS] = m->persistent[SZ_MEM_HOST_BUFFERS];
 }
 
 int64_t sz_zero_bucket_elems(const struct sz_model *m, int nd)

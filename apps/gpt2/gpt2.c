@@ -212,7 +212,16 @@ sz_status gpt2_create(gpt2 **out, sz_context *ctx, const sz_gpt2_config *cfg, in
         gpt2_free(g);
         return SZ_ERR_NOMEM;
     }
-    if (zero && (st = sz_model_set_zero(g->model, zero)) != SZ_OK) {
+    /* the budget counts the matmuls' host working memory beside what the app holds */
+    sz_zero_config z;
+    if (zero)
+        z = *zero;
+    else
+        sz_zero_config_defaults(&z);
+    sz_runtime_info info;
+    if (sz_context_runtime_info(ctx, &info) == SZ_OK)
+        z.host_bytes += sz_gpt2_host_bytes(cfg, B, T, info.compute_workers, info.kernel_threads);
+    if ((st = sz_model_set_zero(g->model, &z)) != SZ_OK) {
         snprintf(err, errlen, "invalid ZeRO configuration (the library's error above says why)");
         gpt2_free(g);
         return st;

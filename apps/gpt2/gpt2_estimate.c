@@ -218,3 +218,10 @@ int64_t sz_gpt2_engine_activation_bytes(const sz_gpt2_config *cfg, int B, int T,
         *host_bytes = offload ? ckpt * 4 : 0;
     return 2 * N * 4 + (floats + (offload ? 0 : ckpt)) * 4;
 }
+
+int64_t sz_gpt2_host_bytes(const sz_gpt2_config *cfg, int B, int T, int workers, int threads)
+{
+    int64_t C = cfg->channels;
+    const int64_t in[] = {C, C, C, 4 * C, C}, out[] = {3 * C, C, 4 * C, C, cfg->padded_vocab};
+    return sz_matmul_host_bytes(workers, threads, (int64_t)B * T, 5, in, out);
+}

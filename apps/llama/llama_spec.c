@@ -209,3 +209,10 @@ int64_t sz_llama_engine_activation_bytes(const sz_llama_config *c, int B, int T,
         *host_bytes = offload ? (int64_t)(ckpt * 4) : 0;
     return (int64_t)(2 * sz_llama_size(c, LL_N, B, T) * 4 + (floats + (offload ? 0 : ckpt)) * 4);
 }
+
+int64_t sz_llama_host_bytes(const sz_llama_config *cfg, int B, int T, int workers, int threads)
+{
+    int64_t C = cfg->channels, F = cfg->hidden;
+    const int64_t in[] = {C, C, C, F, C}, out[] = {3 * C, C, F, C, cfg->vocab};
+    return sz_matmul_host_bytes(workers, threads, (int64_t)B * T, 5, in, out);
+}

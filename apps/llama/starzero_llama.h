@@ -72,6 +72,10 @@ int sz_llama_unit_numels(const sz_llama_config *cfg, int64_t *numel);
  * engine's "activations" category: forward tensors, their gradients, tokens and targets), under
  * checkpointing and offloaded checkpoints; *host_bytes (may be NULL) gets the host pool's (the L
  * block inputs when offloaded). -1 for invalid arguments. */
+/* Host bytes the model's matmuls need beside the engine's tensors (sz_matmul_host_bytes over qkv, the
+ * attention projection, gate, up, down and the head; rows = B*T): sz_llama_create adds it to
+ * sz_zero_config.host_bytes. */
+int64_t sz_llama_host_bytes(const sz_llama_config *cfg, int B, int T, int workers, int threads);
 int64_t sz_llama_engine_activation_bytes(const sz_llama_config *cfg, int B, int T, int checkpoint, int offload,
                                          int64_t *host_bytes);
 

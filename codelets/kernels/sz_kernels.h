@@ -140,6 +140,13 @@ void sz_k_bf16_to_f32(float *dst, const uint16_t *src, size_t n);
 void sz_k_rmsnorm_fwd(float *out, float *rstd, const float *inp, const float *weight, int N, int C, float eps);
 void sz_k_rmsnorm_bwd(float *dinp, float *dweight, const float *dout, const float *inp, const float *weight,
                       const float *rstd, int N, int C);
+/* The residual add fused with the RMSNorm after it: WRITES res = a + b and out, rstd =
+ * rmsnorm(res) as sz_k_rmsnorm_fwd; backward ACCUMULATES the norm's input gradient into dres, then
+ * da += dres, db += dres, and dweight +=. The same bits as the two kernels in turn. */
+void sz_k_residual_rmsnorm_fwd(float *res, float *out, float *rstd, const float *a, const float *b,
+                               const float *weight, int N, int C, float eps);
+void sz_k_rmsnorm_residual_bwd(float *da, float *db, float *dres, float *dweight, const float *dout,
+                               const float *res, const float *weight, const float *rstd, int N, int C);
 
 /* ---- SiLU: out = x σ(x), [n]; dinp += dout · σ(x)(1 + x(1 - σ(x))) ---- */
 void sz_k_silu_fwd(float *out, const float *inp, size_t n);
@@ -172,6 +179,13 @@ void sz_k_mse_bwd(float *dpred, const float *pred, const float *target, float sc
 /* Frees the cached oneDNN primitives and engine. Call once, when no kernel is
  * running; kernels called afterwards rebuild the cache. */
 void sz_k_shutdown(void);
+/* Host memory of the fp32 matmul kernels for out[N,OC] = inp[N,C] . weight^T and its backward, with
+ * nthr threads: *scratch, the oneDNN scratchpads the threads keep (each grows to the largest tile it
+ * ran; queried from the tile primitives, which it creates in the kernels' cache), and *pack, the
+ * packed tiles one call holds while it runs. sz_k_matmul_host_peak: the most both held at once in
+ * this process so far (measured). */
+void sz_k_matmul_host_bytes(int N, int C, int OC, int nthr, size_t *scratch, size_t *pack);
+int64_t sz_k_matmul_host_peak(void);
 
 #ifdef __cplusplus
 }

@@ -3,8 +3,7 @@
  * Prints d12's parameter count and its activation count for B=4, T=64, and exits non-zero
  * unless they are the known figures (124,475,904 parameters; 55,825,152 floats: llm.c's
  * num_activations 73,347,840 less the T x T attention tensors, which StarZeRO does not keep, and
- * less B x T x Vp = 12,877,824 since the head's fused softmax-cross-entropy keeps no
- * probabilities). */
+ * less one B x T x Vp tensor, the fused softmax-cross-entropy leaving dlogits in the logits). */
 #include <stdio.h>
 #include "starzero.h"
 #include "starzero_gpt2.h"
