@@ -15,6 +15,8 @@
 #include "sz_rng.h"
 #include "sz_sched.h"
 #include "sz_deadline.h"
+#include "sz_pool.h"
+#include "sz_cuda.h"
 #include "sz_kernels.h"
 
 void sz_train_config_defaults(sz_train_config *cfg)
@@ -221,12 +223,87 @@ static sz_tensor *pinned_buffer(struct sz_model *m, const char *name, sz_dtype d
     return owned(m, t, cat);
 }
 
+static int state_category(int cat)
+{
+    return cat == SZ_MEM_PARAMS || cat == SZ_MEM_PARAM_SHARD || cat == SZ_MEM_GRADS || cat == SZ_MEM_GRAD_SHARD ||
+           cat == SZ_MEM_MASTER || cat == SZ_MEM_ADAM_M || cat == SZ_MEM_ADAM_V;
+}
+
+#define SZ_GPU_ARENA_ALIGN 256
+
+/* M_D on the GPU memory node (SZ_GPU_ARENA=1, with CUDA workers and arenas on; opt-in because it
+ * has never run): one cudaMalloc region, sized before the units' storage exists from the same
+ * table (sz_plan_storage), holds every model-state tensor that is not pinned host memory, placed
+ * contiguously by graph/pool.c's arena and registered with the GPU as its home node; StarPU is
+ * told of the bytes (starpu_memory_allocate) so its limit on that node counts them. */
+static sz_status gpu_arena_start(struct sz_model *m)
+{
+    const char *env = getenv("SZ_GPU_ARENA");
+#if SZ_WITH_CUDA
+    if (!env || strcmp(env, "1") || !have_cuda() || !m->zero.arenas)
+        return SZ_OK;
+    sz_plan_storage keep;
+    sz_plan_storage_of(m->zero.stage, m->mixed, &keep);
+    int64_t bytes = SZ_GPU_ARENA_ALIGN;
+    for (int i = 0; i < m->nunits; i++)
+        for (int c = 0; c < SZ_MEM_NCATEGORIES; c++)
+            if (state_category(c) && !pinned_category(m, c)) {
+                int64_t b = sz_plan_unit_state(&keep, c, sz_plan_padded(m->units[i]->numel, m->nd), m->nd);
+                bytes += b ? (b + 2 * SZ_GPU_ARENA_ALIGN - 1) / SZ_GPU_ARENA_ALIGN * SZ_GPU_ARENA_ALIGN : 0;
+            }
+    int ids[STARPU_NMAXWORKERS];
+    if (starpu_worker_get_ids_by_type(STARPU_CUDA_WORKER, ids, STARPU_NMAXWORKERS) < 1)
+        return SZ_OK;
+    m->gpu.dev = starpu_worker_get_devid(ids[0]);
+    m->gpu.node = starpu_worker_get_memory_node((unsigned)ids[0]);
+    int rc = sz_cuda_arena_alloc(m->gpu.dev, (size_t)bytes, &m->gpu.base);
+    if (rc) {
+        sz_context_log(m->ctx, SZ_LOG_ERROR, "SZ_GPU_ARENA=1: %.1f MB of device memory on CUDA device %d for the "
+                       "model states could not be allocated (%s); run without SZ_GPU_ARENA", bytes / 1e6, m->gpu.dev,
+                       cudaGetErrorString((cudaError_t)rc));
+        return SZ_ERR_NOMEM;
+    }
+    if (!(m->gpu.pool = sz_pool_create(bytes, SZ_GPU_ARENA_ALIGN))) {
+        sz_cuda_arena_free(m->gpu.dev, m->gpu.base);
+        m->gpu.base = NULL;
+        return SZ_ERR_NOMEM;
+    }
+    m->gpu.bytes = bytes;
+    starpu_memory_allocate(m->gpu.node, (size_t)bytes, STARPU_MEMORY_OVERFLOW);
+    sz_context_log(m->ctx, SZ_LOG_INFO, "GPU arena: %.1f MB of model states on CUDA device %d (memory node %u)",
+                   bytes / 1e6, m->gpu.dev, m->gpu.node);
+#else
+    (void)m, (void)env;
+#endif
+    return SZ_OK;
+}
+
+static void gpu_arena_stop(struct sz_model *m)
+{
+#if SZ_WITH_CUDA
+    if (!m->gpu.base)
+        return;
+    sz_cuda_arena_free(m->gpu.dev, m->gpu.base);
+    starpu_memory_deallocate(m->gpu.node, (size_t)m->gpu.bytes);
+    sz_pool_destroy(m->gpu.pool);
+    m->gpu.base = NULL;
+#else
+    (void)m;
+#endif
+}
+
 static sz_tensor *owned_buffer(struct sz_model *m, const char *name, sz_dtype dtype, int64_t numel, int cat)
 {
     if (numel < 1 || numel > UINT32_MAX)
         return NULL;
     if (pinned_category(m, cat))
         return pinned_buffer(m, name, dtype, numel, cat);
+    if (m->gpu.pool && state_category(cat)) { /* SZ_GPU_ARENA=1: in the GPU arena (already zero) */
+        int64_t off = sz_pool_alloc_arena(m->gpu.pool, numel * (int64_t)sz_dtype_size(dtype));
+        if (off < 0)
+            return NULL;
+        return owned(m, sz_tensor_register_on(m->gpu.node, (char *)m->gpu.base + off, numel, dtype, name), cat);
+    }
     /* on the device pool (the host pool stays apart): in the M_D arena, or among the temporaries */
     size_t bytes = (size_t)numel * sz_dtype_size(dtype);
     int arena = m->zero.arenas;
@@ -702,6 +779,9 @@ sz_status sz_model_finalize(sz_model *m)
     sz_status bst = sz_model_check_budget(m, budget); /* before allocating anything big */
     if (bst != SZ_OK)
         return bst;
+    sz_status gst = gpu_arena_start(m);
+    if (gst != SZ_OK)
+        return gst;
     for (int i = 0; i < m->nunits; i++) {
         sz_status st = unit_storage(m, m->units[i]);
         if (st != SZ_OK)
@@ -739,6 +819,7 @@ void sz_model_free(sz_model *m)
     for (int i = 0; i < m->ntensors; i++)
         sz_tensor_unregister(m->tensors[i]);
     sz_devpool_arena_reset(m->arena_mark); /* models are freed last-made first */
+    gpu_arena_stop(m);
     sz_plan_free(&m->step_plan);
     sz_plan_free(&m->eval_plan);
     sz_model_depcheck(m, 0);
@@ -978,7 +1059,7 @@ static void place_on_gpu(struct sz_model *m)
         return;
     unsigned node = starpu_worker_get_memory_node((unsigned)ids[0]);
     for (int i = 0; i < m->ntensors; i++)
-        if (m->tensors[i]->home && !m->tensors[i]->pinned)
+        if (m->tensors[i]->home && !m->tensors[i]->pinned && !m->tensors[i]->on_gpu)
             starpu_data_prefetch_on_node(m->tensors[i]->h, node, 1);
 }
 

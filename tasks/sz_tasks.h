@@ -20,6 +20,7 @@ struct sz_tensor {
     char name[48];
     void *home;        /* the buffer this tensor registered and owns (NULL for views) */
     size_t pinned;     /* > 0: home is pinned host memory of this many bytes (starpu_malloc_flags) */
+    int on_gpu;        /* home is a block of the model's GPU arena (freed with the arena) */
 };
 
 /* One flat buffer of a unit: a view over all of its handle (registered on a model-owned buffer, or
@@ -107,6 +108,13 @@ struct sz_model {
     uint32_t force_where;        /* nonzero: where the tasks submitted now must run (STARPU_CPU for the
                                     optimizer under offload_optimizer), set by tasks/zero.c per action */
     int placed;                  /* with CUDA workers: the model states were prefetched to the GPU */
+    struct sz_gpu_arena {        /* SZ_GPU_ARENA=1 (opt-in, never run): M_D on the GPU memory node */
+        void *base;              /* one cudaMalloc region holding the model states */
+        struct sz_pool *pool;    /* graph/pool.c's offsets in it (the arena part) */
+        int64_t bytes;
+        int dev;                 /* CUDA device id */
+        unsigned node;           /* its StarPU memory node */
+    } gpu;
     sz_plan step_plan, eval_plan;/* the plans tasks/zero.c submits (built on first use) */
     struct sz_depcheck *depcheck;/* NULL, or the plan-waits check mode (tasks/depcheck.c) */
     int64_t predicted_peak;      /* bytes per rank the plan predicts (sz_model_finalize) */
@@ -183,6 +191,8 @@ sz_status sz_model_take_failure(struct sz_model *m);
 sz_tensor *sz_tensor_register(void *home, int64_t numel, sz_dtype dtype, const char *name);
 /* A handle StarPU allocates itself when first written (home node -1); freed by invalidation. */
 sz_tensor *sz_tensor_register_lazy(int64_t numel, sz_dtype dtype, const char *name);
+/* Registered with its home on memory node `node` (a GPU's: home is device memory the caller owns). */
+sz_tensor *sz_tensor_register_on(unsigned node, void *home, int64_t numel, sz_dtype dtype, const char *name);
 /* Read a fp32 or bf16 view as fp32 values (blocking). */
 sz_status sz_tensor_read_f32(sz_tensor *t, float *dst);
 /* Write fp32 values into a fp32 or bf16 view (rounded to nearest even for bf16; blocking). */

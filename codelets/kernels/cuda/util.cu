@@ -104,6 +104,33 @@ extern "C" int sz_cuda_device_peak(int dev, char *name, size_t name_len, int *sm
     return 0;
 }
 
+/* Device memory for the GPU arena (tasks/model.c), synchronous, on device dev (the calling
+ * thread's current device is set to it): allocated and zeroed, or freed. 0 or a cudaError_t. */
+extern "C" int sz_cuda_arena_alloc(int dev, size_t bytes, void **out)
+{
+    *out = NULL;
+    int rc = (int)cudaSetDevice(dev);
+    if (!rc)
+        rc = (int)cudaMalloc(out, bytes);
+    if (!rc)
+        rc = (int)cudaMemset(*out, 0, bytes);
+    if (!rc)
+        rc = (int)cudaDeviceSynchronize();
+    if (rc) {
+        if (*out)
+            cudaFree(*out);
+        *out = NULL;
+        (void)cudaGetLastError();
+    }
+    return rc;
+}
+
+extern "C" int sz_cuda_arena_free(int dev, void *p)
+{
+    int rc = (int)cudaSetDevice(dev);
+    return rc ? rc : (int)cudaFree(p);
+}
+
 __global__ static void reduce_pieces_k(void *shard, int dt, const void *pieces, int nd, size_t len, int acc)
 {
     SZ_GRID_STRIDE(i, len) {
