@@ -39,7 +39,7 @@ static sz_plan_unit units[NU] = {
 static sz_plan_config config(int stage, int nd, int mixed)
 {
     sz_plan_config c = {.pass = SZ_PASS_STEP, .stage = stage, .nd = nd, .rank = nd - 1, .micro_batches = 1,
-                        .mixed = mixed, .bucket_elems = 100};
+                        .mixed = mixed, .opt_states = 2, .bucket_elems = 100};
     return c;
 }
 

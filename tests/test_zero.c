@@ -16,6 +16,8 @@
  *    their data handles lies within the waits of the action that submitted them, every wait
  *    between the engine's own accesses is one of them, and a plan with a wait removed or a false
  *    one added is refused.
+ * The same with SGD (arguments sgd, sgd0: the optimizer interface, tasks/sz_optimizer.h), whose
+ * state bytes (1 or 0 floats per element) the formulas and the plan count.
  * Every rank checks; the verdict is all-reduced so the exit code is the same everywhere. */
 #include <math.h>
 #include <stdlib.h>
@@ -29,7 +31,9 @@ enum { B = 2, T = 4, STEPS = 3 };
 static sz_context *ctx;
 static int failures;
 static int plan_comm_worker; /* the plans had a communication worker (SZ_COMM_WORKER=1) */
-static sz_precision precision = SZ_PRECISION_FP32; /* argv[1] == "bf16": mixed precision */
+static sz_precision precision = SZ_PRECISION_FP32; /* argument "bf16": mixed precision */
+static sz_optimizer optimizer = SZ_OPTIMIZER_ADAMW; /* argument "sgd": SGD, momentum 0.9; "sgd0": momentum 0 */
+static float momentum;
 
 #define CHECK(cond, ...)                                                                  \
     do {                                                                                  \
@@ -148,7 +152,8 @@ static void check_waits(struct sz_model *m, const char *what)
 static void train_z(const sz_gpt2_config *c, int stage, int M, int zr, struct run *out)
 {
     int nd = sz_context_world_size(ctx), rank = sz_context_rank(ctx);
-    sz_zero_config z = {.stage = stage, .micro_batches = M, .precision = precision};
+    sz_zero_config z = {.stage = stage, .micro_batches = M, .precision = precision, .optimizer = optimizer,
+                        .momentum = momentum};
     if (zr) {
         z.checkpoint = z.offload_checkpoints = 1;
         z.prefetch_bytes = 3000;
@@ -217,15 +222,20 @@ static void train(const sz_gpt2_config *c, int stage, int M, struct run *out) { 
 
 static double model_state_formula(int stage, double psi, int nd)
 {
-    return sz_zero_model_state_bytes(stage, psi, nd, precision == SZ_PRECISION_BF16);
+    return sz_zero_model_state_bytes_opt(stage, psi, nd, precision == SZ_PRECISION_BF16,
+                                         sz_optimizer_states(optimizer, momentum));
 }
 
 int main(int argc, char **argv)
 {
     if (sz_context_init(&ctx, NULL, &argc, &argv) != SZ_OK)
         return 1;
-    if (argc > 1 && !strcmp(argv[1], "bf16"))
-        precision = SZ_PRECISION_BF16;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "bf16"))
+            precision = SZ_PRECISION_BF16;
+        if (!strcmp(argv[i], "sgd") || !strcmp(argv[i], "sgd0"))
+            optimizer = SZ_OPTIMIZER_SGD, momentum = strcmp(argv[i], "sgd") ? 0.0f : 0.9f;
+    }
     int es = precision == SZ_PRECISION_BF16 ? 2 : 4; /* bytes per communicated element */
     int nd = sz_context_world_size(ctx);
     sz_gpt2_config c;
@@ -311,7 +321,8 @@ int main(int argc, char **argv)
     int all = 0;
     MPI_Allreduce(&failures, &all, 1, MPI_INT, MPI_SUM, ctx->host_comm);
     if (sz_context_rank(ctx) == 0)
-        printf("test_zero nd=%d %s%s: %s\n", nd, precision == SZ_PRECISION_BF16 ? "bf16" : "fp32",
+        printf("test_zero nd=%d %s %s (momentum %g)%s: %s\n", nd, precision == SZ_PRECISION_BF16 ? "bf16" : "fp32",
+               sz_optimizer_name(optimizer), (double)momentum,
                plan_comm_worker ? ", communication worker" : "", all ? "FAILED" : "all checks passed");
     sz_context_free(ctx);
     return all ? 1 : 0;
