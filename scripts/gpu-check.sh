@@ -11,6 +11,8 @@
 #   kernels    every CUDA kernel against its CPU twin (tests/test_cuda_kernels)
 #   d2_losses  a d2 model, 1 GPU (STARPU_NCUDA=1) against the CPU-only run: fp32 losses within 1e-4,
 #              and the GPU run must have executed tasks on a CUDA worker (STARPU_WORKER_STATS)
+#   gpu_arena  the d2 GPU run with SZ_GPU_ARENA=1 (the model states in one GPU arena registered on
+#              the GPU's memory node): bitwise the same losses, and the log says the arena was made
 #   stages     stages 0-3 on 2 ranks (sharing one GPU), losses bitwise equal to each other, through
 #              the host-copy (MPI) collectives
 #   stages_nccl  the same with SZ_NCCL=1 and one GPU per rank (needs 2 GPUs; else skip); the JSON
@@ -139,6 +141,19 @@ if go d2_losses; then
         fig="\"max_rel_loss_diff\": $worst, \"steps\": $n, \"cuda_tasks\": $ntask"
         [ "$ok" = 1 ] && json d2_losses pass "$fig" || fail_part d2_losses "$fig, \"note\": \"needs rel diff <= 1e-4 and cuda_tasks > 0\""
     fi
+fi
+
+# ---- M_D on the GPU (SZ_GPU_ARENA=1, opt-in): the d2 GPU run again, bitwise the same losses ----
+if go gpu_arena; then
+    SZ_GPU_ARENA=1 SZ_LOG=info STARPU_NCUDA=1 STARPU_WORKER_STATS=1 timeout $(tl 60) "$build/sz-train" "${train[@]}" \
+        >"$logs/d2_arena.json" 2>"$logs/d2_arena.err"
+    rc=$?
+    nt=$(cuda_tasks "$logs/d2_arena.err")
+    used=$(grep -c "GPU arena:" "$logs/d2_arena.err")
+    same=$([ -n "$(losses "$logs/d2_arena.json")" ] && [ "$(losses "$logs/d2_arena.json")" = "$(losses "$logs/d2_gpu.json")" ] && echo true || echo false)
+    fig="\"rc\": $rc, \"cuda_tasks\": $nt, \"arena_logged\": $used, \"bitwise_equal_to_d2_gpu\": $same"
+    if [ $rc -eq 0 ] && [ "$nt" -gt 0 ] && [ "$used" -gt 0 ] && [ "$same" = true ]; then json gpu_arena pass "$fig"
+    else fail_part gpu_arena "$fig, \"log\": \"$logs/d2_arena.err\""; fi
 fi
 
 # ---- stages 0-3, 2 ranks, bitwise equal: host-copy collectives (the 2 ranks may share one GPU),

@@ -84,6 +84,26 @@ static int bf16_flops_per_clock_sm(int major, int minor)
     return 0;
 }
 
+extern "C" int sz_cuda_mem_info(int dev, int64_t *free_bytes, int64_t *total_bytes)
+{
+    int was = -1;
+    size_t f = 0, t = 0;
+    int rc = (int)cudaGetDevice(&was);
+    if (!rc && was != dev)
+        rc = (int)cudaSetDevice(dev);
+    if (!rc)
+        rc = (int)cudaMemGetInfo(&f, &t);
+    if (was >= 0 && was != dev)
+        (void)cudaSetDevice(was); /* the calling thread's device as it was */
+    if (rc) {
+        (void)cudaGetLastError();
+        return rc;
+    }
+    *free_bytes = (int64_t)f;
+    *total_bytes = (int64_t)t;
+    return 0;
+}
+
 extern "C" int sz_cuda_device_peak(int dev, char *name, size_t name_len, int *sms, int *clock_khz, int *major,
                                    int *minor, int *flops_per_clock_sm, double *bf16_tflops)
 {
@@ -102,6 +122,33 @@ extern "C" int sz_cuda_device_peak(int dev, char *name, size_t name_len, int *sm
     *flops_per_clock_sm = bf16_flops_per_clock_sm(p.major, p.minor);
     *bf16_tflops = (double)*sms * (*clock_khz * 1e3) * *flops_per_clock_sm / 1e12;
     return 0;
+}
+
+/* Device memory for the GPU arena (tasks/model.c), synchronous, on device dev (the calling
+ * thread's current device is set to it): allocated and zeroed, or freed. 0 or a cudaError_t. */
+extern "C" int sz_cuda_arena_alloc(int dev, size_t bytes, void **out)
+{
+    *out = NULL;
+    int rc = (int)cudaSetDevice(dev);
+    if (!rc)
+        rc = (int)cudaMalloc(out, bytes);
+    if (!rc)
+        rc = (int)cudaMemset(*out, 0, bytes);
+    if (!rc)
+        rc = (int)cudaDeviceSynchronize();
+    if (rc) {
+        if (*out)
+            cudaFree(*out);
+        *out = NULL;
+        (void)cudaGetLastError();
+    }
+    return rc;
+}
+
+extern "C" int sz_cuda_arena_free(int dev, void *p)
+{
+    int rc = (int)cudaSetDevice(dev);
+    return rc ? rc : (int)cudaFree(p);
 }
 
 __global__ static void reduce_pieces_k(void *shard, int dt, const void *pieces, int nd, size_t len, int acc)
