@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # tests/optimizer_cli.sh — the optimizer choice end to end (sz-train --optimizer sgd --momentum M):
 #  1. strict options: an unknown optimizer, a momentum outside [0, 1) or not a number, --momentum
-#     with AdamW are refused naming the option and the value;
+#     with AdamW are refused naming the option and the value; ranks started with different
+#     optimizers or momenta refuse at start-up naming the setting (the agreement digest);
 #  2. SGD with momentum: 2 ranks at stages 1 and 3 with the same global batch as one rank agree
 #     with it within 1e-5 (losses, gradient norms), and stage 3 predicts its measured peak;
 #  3. resumable state: 2 steps + --save-state, --resume to 4 gives bitwise the losses and
@@ -44,6 +45,20 @@ expect 2 "--momentum -0.1" "out of range" -- "${small[@]}" --steps 1 --momentum 
 expect 2 "--momentum 0.9x" "not a number" -- "${small[@]}" --steps 1 --momentum 0.9x
 expect 2 "only --optimizer sgd has a momentum" -- "${small[@]}" --steps 1 --optimizer adamw
 "$bin/sz-train" --help | grep -q -- "--optimizer adamw|sgd" || fail "--help lacks --optimizer"
+
+# ranks started with different optimizers (MPMD) refuse before any step, naming the setting
+base=(--config 2,2,32 --vocab 256 --max-seq 32 --train "$dir/lic_train.bin" --seq 16 --batch 2 --steps 1)
+disagree() { # ARGS_RANK0 ARGS_RANK1 EXPECTED
+    # shellcheck disable=SC2086
+    timeout 60 "$mpiexec" -n 1 "$bin/sz-train" "${base[@]}" $1 : -n 1 "$bin/sz-train" "${base[@]}" $2 >"$dir/dis.txt" 2>&1
+    local rc=$?
+    [ $rc -ne 0 ] && [ $rc -ne 124 ] || { cat "$dir/dis.txt"; fail "ranks with $1 / $2: exit $rc"; }
+    grep -qF "the ranks disagree on $3" "$dir/dis.txt" || { cat "$dir/dis.txt"; fail "no disagreement on '$3'"; }
+    grep -q '^step' "$dir/dis.txt" && fail "a step ran although the ranks disagree on $3"
+    echo "ok: $(grep -m1 -o 'the ranks disagree on .*' "$dir/dis.txt")"
+}
+disagree "--optimizer sgd" "--optimizer adamw" "--optimizer: sgd on rank 0; adamw on rank 1"
+disagree "--optimizer sgd --momentum 0.9" "--optimizer sgd --momentum 0.5" "--momentum: 0.899999976 on rank 0; 0.5 on rank 1"
 
 # 2. one rank vs two with the same global batch
 mpi 1 "$bin/sz-train" "${small[@]}" --batch 4 --steps 3 --json >"$dir/ref.json" || fail "one-rank SGD run"
