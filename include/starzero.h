@@ -164,8 +164,13 @@ int64_t sz_memory_available_bytes(void);
 /* This process's resident set now, and its peak so far (bytes; -1 unknown). */
 int64_t sz_memory_rss_bytes(void);
 int64_t sz_memory_rss_peak_bytes(void);
+/* The free memory, now (cudaMemGetInfo), of the GPU this rank's first CUDA worker drives; -1 on a
+ * rank without a CUDA worker or a build without CUDA. */
+int64_t sz_memory_gpu_free_bytes(void);
 /* Collective: the budget each rank gets from the machine (see above; the minimum over ranks, so
- * every rank decides alike); 0 when the machine cannot tell. */
+ * every rank decides alike); 0 when the machine cannot tell. On ranks with CUDA workers (the budget
+ * is then each GPU's, against the plan's device peak) it is the GPU's free memory at start
+ * (sz_memory_gpu_free_bytes) divided by the ranks of the node driving the same GPU. */
 sz_status sz_context_memory_budget(sz_context *ctx, int64_t *bytes);
 
 /* ---- agreement: what every rank must share ----------------------------------------------

@@ -700,10 +700,12 @@ sz_status sz_model_check_budget(struct sz_model *m, int64_t budget)
                    m->zero.checkpoint ? ", checkpointing" : "", m->zero.offload_checkpoints ? ", offloaded checkpoints" : "",
                    m->zero.offload_optimizer ? ", offloaded optimizer" : "",
                    mb_down(budget),
-                   m->budget_from_machine && budget == m->budget
-                       ? " (no budget given: this rank's share of the memory this node has available now, less the "
-                         "runtime's allowance; more ranks on this node would share it, so a larger N_d below means "
-                         "more nodes)" : "",
+                   !(m->budget_from_machine && budget == m->budget) ? ""
+                   : have_cuda() ? " (no budget given: the free memory of this rank's GPU at start (cudaMemGetInfo), "
+                                   "split among the ranks driving that GPU; a larger N_d below means more GPUs)"
+                                 : " (no budget given: this rank's share of the memory this node has available now, less the "
+                                   "runtime's allowance; more ranks on this node would share it, so a larger N_d below means "
+                                   "more nodes)",
                    a.len ? a.text : "none up to N_d 4096 by stage, precision, checkpointing or micro-batch",
                    m->persistent[SZ_MEM_ACTIVATIONS] / 1e6, mb_up(peak));
     return SZ_ERR_BUDGET;

@@ -9,8 +9,8 @@
  *  - under stage 2-3 no full-size gradient buffer is held, and stage 3 holds no full parameters;
  *  - the engine's live-bytes timeline of the last step passes through the plan's fold action by
  *    action (the same levels, in order), and the measured peak and every category's figure equal
- *    the plan's prediction; also with checkpointing, offloaded checkpoints and a stage-3 prefetch
- *    window (whose parameters are bitwise those of the plain run); the bytes it sent equal the
+ *    the plan's prediction; also with checkpointing, offloaded checkpoints, a stage-3 prefetch
+ *    window and 512-byte buckets (whose parameters are bitwise those of the plain run); the bytes it sent equal the
  *    plan's actions' (gathers, reduce-scatter rounds, the norms);
  *  - the plan's waits are true (tasks/depcheck.c): every dependency the tasks of a step get from
  *    their data handles lies within the waits of the action that submitted them, every wait
@@ -148,7 +148,8 @@ static void check_waits(struct sz_model *m, const char *what)
 }
 
 /* STEPS optimizer steps of M micro-batches; rank r takes rows r*B.. of each global micro-batch.
- * zr: ZeRO-R on top (checkpointing, offloaded checkpoints, a stage-3 prefetch window). */
+ * zr: ZeRO-R on top (checkpointing, offloaded checkpoints, a stage-3 prefetch window, 512-byte
+ * buckets: a reduce-scatter is many rounds). */
 static void train_z(const sz_gpt2_config *c, int stage, int M, int zr, struct run *out)
 {
     int nd = sz_context_world_size(ctx), rank = sz_context_rank(ctx);
@@ -157,6 +158,7 @@ static void train_z(const sz_gpt2_config *c, int stage, int M, int zr, struct ru
     if (zr) {
         z.checkpoint = z.offload_checkpoints = 1;
         z.prefetch_bytes = 3000;
+        z.bucket_bytes = 512; /* C_B: reduce-scatters of many rounds (512 / (4 N_d) elements each) */
     }
     gpt2 *g = NULL;
     char err[256];
@@ -207,6 +209,12 @@ static void train_z(const sz_gpt2_config *c, int stage, int M, int zr, struct ru
           (long long)host, (long long)out->rep.bytes[SZ_MEM_ACTIVATIONS], (long long)out->rep.bytes[SZ_MEM_HOST]);
     check_timeline(gpt2_model(g), &out->rep, what);
     check_waits(gpt2_model(g), what);
+    if (zr && nd > 1) { /* the small buckets made reduce-scatters of several rounds */
+        int multi = 0;
+        for (int k = 0; k < gpt2_model(g)->step_plan.n; k++)
+            multi |= gpt2_model(g)->step_plan.a[k].rounds > 1;
+        CHECK(multi, "%s: no reduce-scatter of more than one round", what);
+    }
     free(stream);
     gpt2_free(g);
 }

@@ -35,6 +35,9 @@ extern "C" {
 
 /* Number of CUDA devices, 0 when none or the driver is missing (never fails). */
 int sz_cuda_device_count(void);
+/* Device dev's free and total memory now (cudaMemGetInfo; the calling thread's current device is
+ * left as it was). 0, or a cudaError_t. */
+int sz_cuda_mem_info(int dev, int64_t *free_bytes, int64_t *total_bytes);
 /* Device dev's name, SM count, peak clock (kHz, cudaDevAttrClockRate), compute capability, dense
  * bf16 tensor-core FLOPs per clock per SM (the table in util.cu; 0: none or unknown) and their
  * product, the bf16 peak in TFLOP/s (0 when the table has no entry). 0, or a cudaError_t. */
