@@ -37,7 +37,7 @@ void sz_plan_shard_range(int64_t padded, int nd, int rank, int64_t *lo, int64_t 
     *n = s;
 }
 
-void sz_plan_storage_of(int stage, int mixed, sz_plan_storage *s)
+void sz_plan_storage_of(int stage, int mixed, int opt_states, sz_plan_storage *s)
 {
     memset(s, 0, sizeof *s);
     int p = mixed ? 2 : 4;
@@ -50,7 +50,8 @@ void sz_plan_storage_of(int stage, int mixed, sz_plan_storage *s)
     else
         s->bytes[SZ_MEM_GRAD_SHARD] = p, s->sharded[SZ_MEM_GRAD_SHARD] = 1;
     s->bytes[SZ_MEM_MASTER] = mixed ? 4 : 0;
-    s->bytes[SZ_MEM_ADAM_M] = s->bytes[SZ_MEM_ADAM_V] = 4;
+    s->bytes[SZ_MEM_ADAM_M] = opt_states >= 1 ? 4 : 0;
+    s->bytes[SZ_MEM_ADAM_V] = opt_states >= 2 ? 4 : 0;
     s->sharded[SZ_MEM_MASTER] = s->sharded[SZ_MEM_ADAM_M] = s->sharded[SZ_MEM_ADAM_V] = stage >= 1;
 }
 
@@ -683,6 +684,20 @@ int sz_plan_check_deps(const sz_plan *p, const unsigned char *dep, char *msg, si
     return bad;
 }
 
+/* What the action's collective sends to the other nd - 1 ranks: their shards of a gather, their
+ * pieces of a reduce-scatter round, this rank's norms to each (fp32). */
+static int64_t sent_of(const sz_plan *p, const sz_action *a)
+{
+    int64_t peers = p->cfg.nd - 1;
+    switch (a->kind) {
+    case SZ_ACT_GATHER:
+    case SZ_ACT_ALL_GATHER: return peers * p->shard[a->unit] * elem(p);
+    case SZ_ACT_REDUCE_SCATTER: return peers * a->n * elem(p);
+    case SZ_ACT_CLIP: return peers * p->nunits * 4;
+    default: return 0;
+    }
+}
+
 void sz_plan_free(sz_plan *p)
 {
     if (!p)
@@ -702,7 +717,7 @@ sz_status sz_plan_build(const sz_plan_unit *units, int nunits, const sz_plan_con
     memset(out, 0, sizeof *out);
     if (!units || nunits < 1 || !cfg || cfg->stage < 0 || cfg->stage > 3 || cfg->nd < 1 || cfg->rank < 0 ||
         cfg->rank >= cfg->nd || cfg->micro_batches < 1 || cfg->prefetch_bytes < 0 || cfg->max_live_bytes < 0 ||
-        cfg->bucket_elems < 0 || (cfg->offload && !cfg->checkpoint) ||
+        cfg->bucket_elems < 0 || (cfg->offload && !cfg->checkpoint) || cfg->opt_states < 0 || cfg->opt_states > 2 ||
         (cfg->pass != SZ_PASS_STEP && cfg->pass != SZ_PASS_EVAL))
         return SZ_ERR_INVALID;
     for (int i = 0; i < nunits; i++) {
@@ -746,6 +761,8 @@ sz_status sz_plan_build(const sz_plan_unit *units, int nunits, const sz_plan_con
     }
     if (b.st == SZ_OK)
         b.st = compute_waits(out, units);
+    for (int k = 0; b.st == SZ_OK && k < out->n; k++)
+        out->a[k].sent = sent_of(out, &out->a[k]);
     free(b.gathered);
     free(b.grads_live);
     free(b.ckpt_dev);
@@ -761,7 +778,7 @@ void sz_plan_fold(const sz_plan *p, sz_fold *f, int64_t *live_after)
     memset(f, 0, sizeof *f);
     f->peak_action = -1;
     sz_plan_storage s;
-    sz_plan_storage_of(p->cfg.stage, p->cfg.mixed, &s);
+    sz_plan_storage_of(p->cfg.stage, p->cfg.mixed, p->cfg.opt_states, &s);
     for (int c = 0; c < SZ_MEM_NCATEGORIES; c++) {
         for (int i = 0; i < p->nunits; i++)
             f->persistent[c] += sz_plan_unit_state(&s, c, p->padded[i], p->cfg.nd);
@@ -787,6 +804,7 @@ void sz_plan_fold(const sz_plan *p, sz_fold *f, int64_t *live_after)
         }
         if (live_after)
             live_after[k] = total;
+        f->sent_bytes += a->sent;
     }
     for (int c = 0; c < SZ_MEM_NCATEGORIES; c++) {
         f->bytes[c] = f->persistent[c] + f->transient_peak[c];
@@ -885,6 +903,8 @@ static void print_json(FILE *f, const sz_plan *p, const char *const *names, cons
             a->kind == SZ_ACT_OPTIMIZER)
             cJSON_AddNumberToObject(x, "flag", a->flag);
         cJSON_AddStringToObject(x, "node", a->node == SZ_NODE_HOST ? "host" : "device");
+        if (a->sent)
+            cJSON_AddNumberToObject(x, "sent", (double)a->sent);
         cJSON *d = cJSON_AddObjectToObject(x, "delta");
         for (int cat = 0; cat < SZ_MEM_NCATEGORIES; cat++)
             if (a->delta[cat])
@@ -912,6 +932,7 @@ static void print_json(FILE *f, const sz_plan *p, const char *const *names, cons
     cJSON_AddNumberToObject(fo, "peak_action", fd->peak_action);
     cJSON_AddNumberToObject(fo, "peak_bytes", (double)fd->peak_bytes);
     cJSON_AddNumberToObject(fo, "device_peak_bytes", (double)fd->device_peak_bytes);
+    cJSON_AddNumberToObject(fo, "sent_bytes", (double)fd->sent_bytes);
     if (p->cfg.offload_optimizer)
         cJSON_AddNumberToObject(fo, "host_bytes", (double)fd->host_bytes);
     char *s = cJSON_PrintUnformatted(o);
@@ -970,8 +991,9 @@ void sz_plan_print(FILE *f, const sz_plan *p, const char *const *names, int json
                 label, buf_name(a->buf), range, d, (long long)live[k], waits, k == fd.peak_action ? "  <- peak" : "");
     }
     fprintf(f, "fold: model states %lld B, persistent %lld B, transient peak %lld B (after action %d), "
-            "predicted peak %lld B (device %lld B)\n", (long long)fd.state_bytes, (long long)fd.persistent_bytes,
-            (long long)fd.transient_bytes, fd.peak_action, (long long)fd.peak_bytes, (long long)fd.device_peak_bytes);
+            "predicted peak %lld B (device %lld B); sends %lld B\n", (long long)fd.state_bytes,
+            (long long)fd.persistent_bytes, (long long)fd.transient_bytes, fd.peak_action, (long long)fd.peak_bytes,
+            (long long)fd.device_peak_bytes, (long long)fd.sent_bytes);
     if (p->cfg.offload_optimizer)
         fprintf(f, "  offloaded optimizer: %lld B on the host (host pool, fp32 master, m, v), optimizer actions there\n",
                 (long long)fd.host_bytes);

@@ -39,7 +39,7 @@ static sz_plan_unit units[NU] = {
 static sz_plan_config config(int stage, int nd, int mixed)
 {
     sz_plan_config c = {.pass = SZ_PASS_STEP, .stage = stage, .nd = nd, .rank = nd - 1, .micro_batches = 1,
-                        .mixed = mixed, .bucket_elems = 100};
+                        .mixed = mixed, .opt_states = 2, .bucket_elems = 100};
     return c;
 }
 
@@ -526,7 +526,19 @@ static void test_update(void)
                 CU_ASSERT_EQUAL(a->lo, 2 * p.shard[1] + 100 * r);
                 CU_ASSERT_EQUAL(a->n, r < a->rounds - 1 ? 100 : p.shard[1] - 100 * r);
                 CU_ASSERT_EQUAL(a->delta[SZ_MEM_GRADS_IN_FLIGHT] != 0, stage >= 2 && r == a->rounds - 1);
+                CU_ASSERT_EQUAL(a->sent, 2 * a->n * 4); /* to each of the other 2 ranks, fp32 */
             }
+            /* the fold's bytes sent: every reduce-scatter round and gather, and the norms */
+            sz_fold sf;
+            sz_plan_fold(&p, &sf, NULL);
+            int64_t want = 0;
+            for (int i = 0; i < NU; i++) /* 2 micro-batches of reduce-scatters at 2-3, one at 0-1 */
+                want += 2 * p.shard[i] * 4 * ((stage >= 2 ? 2 : 1) + (stage == 0 || stage == 1 || stage == 2));
+            want += 2 * NU * 4; /* the clip's (or the report's) norms */
+            for (int k = 0; k < p.n; k++)
+                if (p.a[k].kind == SZ_ACT_GATHER)
+                    want += 2 * p.shard[p.a[k].unit] * 4;
+            CU_ASSERT_EQUAL(sf.sent_bytes, want);
             sz_plan_free(&p);
         }
     /* eval: one forward, everything released */

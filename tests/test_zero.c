@@ -9,8 +9,15 @@
  *  - under stage 2-3 no full-size gradient buffer is held, and stage 3 holds no full parameters;
  *  - the engine's live-bytes timeline of the last step passes through the plan's fold action by
  *    action (the same levels, in order), and the measured peak and every category's figure equal
- *    the plan's prediction; also with checkpointing, offloaded checkpoints and a stage-3 prefetch
- *    window (whose parameters are bitwise those of the plain run).
+ *    the plan's prediction; also with checkpointing, offloaded checkpoints, a stage-3 prefetch
+ *    window and 512-byte buckets (whose parameters are bitwise those of the plain run); the bytes it sent equal the
+ *    plan's actions' (gathers, reduce-scatter rounds, the norms);
+ *  - the plan's waits are true (tasks/depcheck.c): every dependency the tasks of a step get from
+ *    their data handles lies within the waits of the action that submitted them, every wait
+ *    between the engine's own accesses is one of them, and a plan with a wait removed or a false
+ *    one added is refused.
+ * The same with SGD (arguments sgd, sgd0: the optimizer interface, tasks/sz_optimizer.h), whose
+ * state bytes (1 or 0 floats per element) the formulas and the plan count.
  * Every rank checks; the verdict is all-reduced so the exit code is the same everywhere. */
 #include <math.h>
 #include <stdlib.h>
@@ -24,7 +31,9 @@ enum { B = 2, T = 4, STEPS = 3 };
 static sz_context *ctx;
 static int failures;
 static int plan_comm_worker; /* the plans had a communication worker (SZ_COMM_WORKER=1) */
-static sz_precision precision = SZ_PRECISION_FP32; /* argv[1] == "bf16": mixed precision */
+static sz_precision precision = SZ_PRECISION_FP32; /* argument "bf16": mixed precision */
+static sz_optimizer optimizer = SZ_OPTIMIZER_ADAMW; /* argument "sgd": SGD, momentum 0.9; "sgd0": momentum 0 */
+static float momentum;
 
 #define CHECK(cond, ...)                                                                  \
     do {                                                                                  \
@@ -71,6 +80,9 @@ static void check_timeline(struct sz_model *m, const sz_memory_report *rep, cons
     CHECK(rep->peak_bytes == f.peak_bytes && rep->predicted_peak_bytes == f.peak_bytes,
           "%s: measured peak %lld, predicted %lld, fold %lld", what, (long long)rep->peak_bytes,
           (long long)rep->predicted_peak_bytes, (long long)f.peak_bytes);
+    /* what the last step sent: the plan's actions' bytes, gather by gather and round by round */
+    CHECK(rep->comm_bytes_sent == f.sent_bytes, "%s: sent %lld bytes, the plan's actions %lld", what,
+          (long long)rep->comm_bytes_sent, (long long)f.sent_bytes);
     for (int c = 0; c < SZ_MEM_NCATEGORIES; c++)
         CHECK(rep->bytes[c] == f.bytes[c], "%s: %s measured %lld, plan %lld", what,
               sz_mem_category_name((sz_mem_category)c), (long long)rep->bytes[c], (long long)f.bytes[c]);
@@ -135,14 +147,17 @@ static void check_waits(struct sz_model *m, const char *what)
 }
 
 /* STEPS optimizer steps of M micro-batches; rank r takes rows r*B.. of each global micro-batch.
- * zr: ZeRO-R on top (checkpointing, offloaded checkpoints, a stage-3 prefetch window). */
+ * zr: ZeRO-R on top (checkpointing, offloaded checkpoints, a stage-3 prefetch window, 512-byte
+ * buckets: a reduce-scatter is many rounds). */
 static void train_z(const sz_gpt2_config *c, int stage, int M, int zr, struct run *out)
 {
     int nd = sz_context_world_size(ctx), rank = sz_context_rank(ctx);
-    sz_zero_config z = {.stage = stage, .micro_batches = M, .precision = precision};
+    sz_zero_config z = {.stage = stage, .micro_batches = M, .precision = precision, .optimizer = optimizer,
+                        .momentum = momentum};
     if (zr) {
         z.checkpoint = z.offload_checkpoints = 1;
         z.prefetch_bytes = 3000;
+        z.bucket_bytes = 512; /* C_B: reduce-scatters of many rounds (512 / (4 N_d) elements each) */
     }
     gpt2 *g = NULL;
     char err[256];
@@ -193,6 +208,12 @@ static void train_z(const sz_gpt2_config *c, int stage, int M, int zr, struct ru
           (long long)host, (long long)out->rep.bytes[SZ_MEM_ACTIVATIONS], (long long)out->rep.bytes[SZ_MEM_HOST]);
     check_timeline(gpt2_model(g), &out->rep, what);
     check_waits(gpt2_model(g), what);
+    if (zr && nd > 1) { /* the small buckets made reduce-scatters of several rounds */
+        int multi = 0;
+        for (int k = 0; k < gpt2_model(g)->step_plan.n; k++)
+            multi |= gpt2_model(g)->step_plan.a[k].rounds > 1;
+        CHECK(multi, "%s: no reduce-scatter of more than one round", what);
+    }
     free(stream);
     gpt2_free(g);
 }
@@ -201,15 +222,20 @@ static void train(const sz_gpt2_config *c, int stage, int M, struct run *out) { 
 
 static double model_state_formula(int stage, double psi, int nd)
 {
-    return sz_zero_model_state_bytes(stage, psi, nd, precision == SZ_PRECISION_BF16);
+    return sz_zero_model_state_bytes_opt(stage, psi, nd, precision == SZ_PRECISION_BF16,
+                                         sz_optimizer_states(optimizer, momentum));
 }
 
 int main(int argc, char **argv)
 {
     if (sz_context_init(&ctx, NULL, &argc, &argv) != SZ_OK)
         return 1;
-    if (argc > 1 && !strcmp(argv[1], "bf16"))
-        precision = SZ_PRECISION_BF16;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "bf16"))
+            precision = SZ_PRECISION_BF16;
+        if (!strcmp(argv[i], "sgd") || !strcmp(argv[i], "sgd0"))
+            optimizer = SZ_OPTIMIZER_SGD, momentum = strcmp(argv[i], "sgd") ? 0.0f : 0.9f;
+    }
     int es = precision == SZ_PRECISION_BF16 ? 2 : 4; /* bytes per communicated element */
     int nd = sz_context_world_size(ctx);
     sz_gpt2_config c;
@@ -295,7 +321,8 @@ int main(int argc, char **argv)
     int all = 0;
     MPI_Allreduce(&failures, &all, 1, MPI_INT, MPI_SUM, ctx->host_comm);
     if (sz_context_rank(ctx) == 0)
-        printf("test_zero nd=%d %s%s: %s\n", nd, precision == SZ_PRECISION_BF16 ? "bf16" : "fp32",
+        printf("test_zero nd=%d %s %s (momentum %g)%s: %s\n", nd, precision == SZ_PRECISION_BF16 ? "bf16" : "fp32",
+               sz_optimizer_name(optimizer), (double)momentum,
                plan_comm_worker ? ", communication worker" : "", all ? "FAILED" : "all checks passed");
     sz_context_free(ctx);
     return all ? 1 : 0;
