@@ -602,7 +602,7 @@ static void report(const struct opts *o, const sz_arch_config *cfg, const sz_mem
     int64_t ms = MAXR(reps, nd, model_state_bytes), peak = MAXR(reps, nd, peak_bytes);
     int64_t sent = MAXR(reps, nd, comm_bytes_sent);
     if (o->json) {
-        printf("{\"report\": true, \"precision\": \"%s\", \"stage\": %d, \"nd\": %d, \"micro_batches\": %d, \"params\": %lld, "
+        printf("{\"report\": true, \"optimizer\": \"%s\", \"optimizer_state_floats\": %d, \"precision\": \"%s\", \"stage\": %d, \"nd\": %d, \"micro_batches\": %d, \"params\": %lld, "
                "\"params_padded\": %lld, \"model_state_bytes\": %lld, \"model_state_bytes_formula\": %.0f, "
                "\"activation_bytes\": %lld, \"activation_bytes_llmc\": %.0f, \"comm_bytes_sent\": %lld, "
                "\"comm_bytes_formula\": %.0f, \"peak_bytes\": %lld, \"rss_peak_bytes\": %lld, "
@@ -610,7 +610,7 @@ static void report(const struct opts *o, const sz_arch_config *cfg, const sz_mem
                "\"budget_from_machine\": %d, \"host_buffer_bytes\": %lld, \"matmul_host_peak_bytes\": %lld, "
                "\"mem_budget\": %lld, \"overlap\": %.4f, \"comm_task_s\": %.4f, \"compute_task_s\": %.4f, "
                "\"arenas\": %d, ",
-               mixed ? "bf16" : "fp32", o->stage, nd, o->micro_batches, (long long)r0->nparams,
+               sz_optimizer_name(o->optimizer), states, mixed ? "bf16" : "fp32", o->stage, nd, o->micro_batches, (long long)r0->nparams,
                (long long)r0->nparams_padded, (long long)ms,
                ms_formula, (long long)MAXR(reps, nd, bytes[SZ_MEM_ACTIVATIONS]), act_llmc, (long long)sent,
                comm_formula, (long long)peak, (long long)MAXR(reps, nd, rss_peak_bytes),
@@ -828,11 +828,16 @@ int main(int argc, char **argv)
     sz_arch_format(&cfg, desc, sizeof desc);
     sz_runtime_info info;
     sz_context_runtime_info(ctx, &info);
+    char opt_desc[48];
+    if (o.optimizer == SZ_OPTIMIZER_SGD)
+        snprintf(opt_desc, sizeof opt_desc, "SGD (momentum %g)", (double)o.momentum);
+    else
+        snprintf(opt_desc, sizeof opt_desc, "AdamW");
     if (lead && !o.json)
-        printf("%s %s, %lld parameters; %d rank(s) x batch %d x %d, %d micro-batch(es), ZeRO stage %d, %s; "
+        printf("%s %s, %lld parameters; %d rank(s) x batch %d x %d, %d micro-batch(es), ZeRO stage %d, %s, %s; "
                "%zu train tokens (%ld batches); StarPU policy '%s'%s\n", sz_arch_title(cfg.kind), desc,
                (long long)sz_model_nparams(sz_arch_model_of(g)), nd,
-               o.batch, o.seq, o.micro_batches, o.stage, o.precision, train.ntokens, train.nbatches, info.sched_policy,
+               o.batch, o.seq, o.micro_batches, o.stage, o.precision, opt_desc, train.ntokens, train.nbatches, info.sched_policy,
                nd > 1 ? (info.shared_collectives ? "; collectives through shared memory" : "; collectives through MPI") : "");
 
     sz_train_config tc;

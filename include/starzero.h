@@ -643,7 +643,8 @@ sz_status sz_model_memory_report_all(const sz_model *m, sz_memory_report *ranks)
 
 /* ---- persistent training state: saving and resuming (tasks/state.c) ----------------------
  * A unit's persistent state is up to four flat arrays over its padded elements (parameters at
- * the model's precision, the fp32 master under mixed precision, Adam's m and v). Whatever the
+ * the model's precision, the fp32 master under mixed precision, the optimizer's states: Adam's m
+ * and v, SGD's momentum buffer, none for SGD without momentum). Whatever the
  * stage, rank r "owns" elements [r*shard, (r+1)*shard) of each: that is what it saves, so N_d
  * ranks write N_d disjoint shards in parallel. When loading, a rank is given every element it
  * holds (all of them where it keeps the full array: stage 0, and the parameters at stages 0-2),
@@ -678,7 +679,7 @@ int sz_model_unit_nparams(const sz_model *m, int unit);
 sz_status sz_model_unit_param_info(const sz_model *m, int unit, int param, const char **name, int64_t *offset,
                                    int64_t *numel);
 /* This rank's owned slice of `kind` for `unit` as fp32 (n floats, n from sz_model_state_shard).
- * Adam's state before the first update reads as zeros. */
+ * The optimizer's state before the first update reads as zeros. */
 sz_status sz_model_state_shard_read(sz_model *m, int unit, sz_state_kind kind, float *dst);
 /* The elements of `kind` this rank holds for `unit` and must be given when loading: [*lo, *lo + *n). */
 sz_status sz_model_state_need(const sz_model *m, int unit, sz_state_kind kind, int64_t *lo, int64_t *n);

@@ -17,7 +17,8 @@
  *    between the engine's own accesses is one of them, and a plan with a wait removed or a false
  *    one added is refused.
  * The same with SGD (arguments sgd, sgd0: the optimizer interface, tasks/sz_optimizer.h), whose
- * state bytes (1 or 0 floats per element) the formulas and the plan count.
+ * state bytes (1 or 0 floats per element) the formulas and the plan count; and at fp32 two SGD
+ * steps through the engine (stages 0 and 3) are torch.optim.SGD's update of the reduced gradients.
  * Every rank checks; the verdict is all-reduced so the exit code is the same everywhere. */
 #include <math.h>
 #include <stdlib.h>
@@ -220,6 +221,57 @@ static void train_z(const sz_gpt2_config *c, int stage, int M, int zr, struct ru
 
 static void train(const sz_gpt2_config *c, int stage, int M, struct run *out) { train_z(c, stage, M, 0, out); }
 
+/* SGD through the engine is torch.optim.SGD: two steps at this stage (no clipping, weight decay on
+ * every tensor), each step's parameters against the host's update from the reduced gradients the
+ * engine reports (g + wd p, buf = momentum buf + that, p -= lr buf), in double. fp32 only. */
+static void sgd_reference(const sz_gpt2_config *c, int stage)
+{
+    int nd = sz_context_world_size(ctx), rank = sz_context_rank(ctx);
+    sz_zero_config z = {.stage = stage, .micro_batches = 1, .optimizer = optimizer, .momentum = momentum};
+    gpt2 *g = NULL;
+    char err[256];
+    if (gpt2_create(&g, ctx, c, B, T, &z, err, sizeof err) != SZ_OK || gpt2_init_random(g, 78) != SZ_OK) {
+        CHECK(0, "sgd reference: create stage %d: %s", stage, err);
+        return;
+    }
+    size_t np = sz_gpt2_num_params(c), n = (size_t)2 * nd * B * T + 1;
+    float *p = malloc(np * sizeof *p), *gr = malloc(np * sizeof *gr);
+    double *want = malloc(np * sizeof *want), *buf = calloc(np, sizeof *buf);
+    uint16_t *stream = malloc(n * sizeof *stream);
+    sz_rng r;
+    sz_rng_seed(&r, 6, 0, 0);
+    for (size_t i = 0; i < n; i++)
+        stream[i] = (uint16_t)(sz_rng_next(&r) % (uint64_t)c->vocab);
+    sz_train_config tc;
+    sz_train_config_defaults(&tc);
+    tc.lr = 0.05f;
+    tc.weight_decay = 0.1f;
+    tc.decay = SZ_DECAY_ALL;
+    CHECK(gpt2_get_params(g, p) == SZ_OK, "sgd reference: params");
+    for (size_t i = 0; i < np; i++)
+        want[i] = p[i];
+    int in[B * T], tg[B * T];
+    for (int s = 0; s < 2; s++) {
+        float l;
+        gpt2_batch_from_stream(stream, n, s, nd * B, rank * B, B, T, in, tg);
+        CHECK(gpt2_set_batch(g, in, tg) == SZ_OK && sz_model_forward_backward(gpt2_model(g), &l) == SZ_OK &&
+              sz_model_update(gpt2_model(g), &tc, s + 1) == SZ_OK, "sgd reference: step %d", s + 1);
+        CHECK(gpt2_get_grads(g, gr) == SZ_OK && gpt2_get_params(g, p) == SZ_OK, "sgd reference: read");
+        double worst = 0;
+        for (size_t i = 0; i < np; i++) {
+            double d = (double)gr[i] + (double)tc.weight_decay * want[i];
+            if (momentum != 0.0f)
+                d = buf[i] = (double)momentum * buf[i] + d;
+            want[i] -= (double)tc.lr * d;
+            worst = fmax(worst, fabs(p[i] - want[i]) / (1.0 + fabs(want[i])));
+        }
+        CHECK(worst <= 1e-6, "sgd reference, stage %d step %d: parameters differ from torch.optim.SGD's update by %g",
+              stage, s + 1, worst);
+    }
+    free(p), free(gr), free(want), free(buf), free(stream);
+    gpt2_free(g);
+}
+
 static double model_state_formula(int stage, double psi, int nd)
 {
     return sz_zero_model_state_bytes_opt(stage, psi, nd, precision == SZ_PRECISION_BF16,
@@ -272,6 +324,9 @@ int main(int argc, char **argv)
     }
     for (int s = 1; s < 4; s++)
         CHECK(!memcmp(base[s].grads, base[0].grads, np * sizeof(float)), "stage %d gradients differ from stage 0", s);
+    if (optimizer == SZ_OPTIMIZER_SGD && precision == SZ_PRECISION_FP32)
+        for (int s = 0; s < 4; s += 3)
+            sgd_reference(&c, s);
     for (int s = 0; s < 4; s++) { /* ZeRO-R changes where bytes live, not the bits */
         struct run zr;
         train_z(&c, s, 1, 1, &zr);

@@ -566,6 +566,20 @@ int sz_state_load(sz_model *m, sz_context *ctx, const char *stepdir, const cJSON
                      !strcmp(saved_opt, "sgd") ? ": SGD at momentum 0 keeps none, resume with --momentum 0" : "");
             failed = 1;
         }
+    const cJSON *sn;
+    cJSON_ArrayForEach(sn, cJSON_GetObjectItemCaseSensitive(op, "states"))
+    {
+        int kept = 0;
+        for (int k = SZ_STATE_OPT0; k <= SZ_STATE_OPT1; k++)
+            kept |= cJSON_IsString(sn) && sz_model_state_has(m, (sz_state_kind)k) &&
+                    !strcmp(sn->valuestring, sz_model_state_name(m, (sz_state_kind)k));
+        if (!failed && !kept) {
+            snprintf(err, errlen, "%s: the state holds %s, which this run keeps none of and would drop%s", stepdir,
+                     cJSON_IsString(sn) ? sn->valuestring : "?",
+                     !strcmp(saved_opt, "sgd") ? " (SGD at momentum 0): resume with the momentum it was saved with" : "");
+            failed = 1;
+        }
+    }
     for (int u = 0; u < nu && !failed; u++) {
         const cJSON *su = cJSON_GetArrayItem(units, u);
         const char *name;
