@@ -828,11 +828,16 @@ int main(int argc, char **argv)
     sz_arch_format(&cfg, desc, sizeof desc);
     sz_runtime_info info;
     sz_context_runtime_info(ctx, &info);
+    char opt_desc[48];
+    if (o.optimizer == SZ_OPTIMIZER_SGD)
+        snprintf(opt_desc, sizeof opt_desc, "SGD (momentum %g)", (double)o.momentum);
+    else
+        snprintf(opt_desc, sizeof opt_desc, "AdamW");
     if (lead && !o.json)
-        printf("%s %s, %lld parameters; %d rank(s) x batch %d x %d, %d micro-batch(es), ZeRO stage %d, %s; "
+        printf("%s %s, %lld parameters; %d rank(s) x batch %d x %d, %d micro-batch(es), ZeRO stage %d, %s, %s; "
                "%zu train tokens (%ld batches); StarPU policy '%s'%s\n", sz_arch_title(cfg.kind), desc,
                (long long)sz_model_nparams(sz_arch_model_of(g)), nd,
-               o.batch, o.seq, o.micro_batches, o.stage, o.precision, train.ntokens, train.nbatches, info.sched_policy,
+               o.batch, o.seq, o.micro_batches, o.stage, o.precision, opt_desc, train.ntokens, train.nbatches, info.sched_policy,
                nd > 1 ? (info.shared_collectives ? "; collectives through shared memory" : "; collectives through MPI") : "");
 
     sz_train_config tc;
