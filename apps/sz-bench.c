@@ -366,6 +366,14 @@ int main(int argc, char **argv)
                     ru1.ru_minflt - ru0.ru_minflt + ru1.ru_majflt - ru0.ru_majflt);
     }
     double step_s = total / (steps > 0 ? steps : 1), flops = gpt2_flops_per_step(g) * micro * nd;
+    /* GPUs: each rank's CUDA worker's device and its dense bf16 tensor-core peak, summed over the
+     * ranks (gpu[0]: ranks with a GPU, gpu[1]: their peaks in TFLOP/s); absent on CPU-only runs. A
+     * rank's StarPU allocations on its GPU at the end (total - available of its memory node). */
+    sz_gpu_info gi;
+    int have_gpu = sz_context_gpu_info(ctx, &gi) == SZ_OK;
+    double gpu[2] = {have_gpu ? 1.0 : 0.0, have_gpu ? gi.bf16_peak_tflops : 0.0};
+    sz_context_sum(ctx, gpu, 2);
+    double gpu_used = have_gpu ? (double)gi.starpu_used_bytes : 0;
     /* ZeRO figures: every rank's memory report, and MPI itself on the same bytes */
     sz_memory_report *reps = calloc((size_t)nd, sizeof *reps);
     sz_model_memory_report_all(gpt2_model(g), rank == 0 ? reps : NULL);
@@ -456,6 +464,19 @@ int main(int argc, char **argv)
         sz_context_runtime_info(ctx, &info);
         cJSON_AddStringToObject(o, "sched_policy", info.sched_policy);
         cJSON_AddStringToObject(o, "collectives", info.shared_collectives ? "shm" : "mpi");
+        if (gpu[0] > 0) { /* only when GPUs ran: a CPU run has no such figures (not zero) */
+            cJSON_AddNumberToObject(o, "gpus", gpu[0]);
+            cJSON_AddStringToObject(o, "gpu_name", have_gpu ? gi.name : "?");
+            cJSON_AddNumberToObject(o, "gpu_sms", have_gpu ? gi.sm_count : 0);
+            cJSON_AddNumberToObject(o, "gpu_clock_mhz", have_gpu ? gi.clock_khz / 1e3 : 0);
+            cJSON_AddNumberToObject(o, "gpu_bf16_flops_per_clock_sm", have_gpu ? gi.bf16_flops_per_clock_sm : 0);
+            cJSON_AddNumberToObject(o, "gpu_used_bytes", gpu_used); /* rank 0's StarPU allocations at the end */
+            cJSON_AddNumberToObject(o, "device_peak_bytes", (double)reps[0].device_peak_bytes);
+            if (gpu[1] > 0) { /* the architecture is in the table (util.cu) */
+                cJSON_AddNumberToObject(o, "gpu_peak_tflops", gpu[1]); /* all ranks' GPUs together */
+                cJSON_AddNumberToObject(o, "mfu", flops / step_s / (gpu[1] * 1e12));
+            }
+        }
         char *text = json ? cJSON_PrintUnformatted(o) : cJSON_Print(o);
         printf("%s\n", text);
         free(text);

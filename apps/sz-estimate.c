@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 
 #include "starzero_gpt2.h"
 #include "starzero_llama.h"
@@ -28,12 +29,15 @@ struct opts {
     int have_model, mixed, vocab, max_seq, batch, seq, micro_batches, max_nd, decimals, json, ckpt;
     int offload;          /* --offload-checkpoints: P_a+cpu, needs --ckpt */
     int plan, stage, rank, comm_worker, clip, nd_set; /* --plan and its configuration */
+    int offload_optimizer; /* --plan --offload-optimizer: ZeRO-Offload (master, m, v on the host) */
     int64_t prefetch_bytes, max_live_bytes;
     int64_t bucket_bytes; /* --bucket-bytes: C_B bucket size (SZ_DEFAULT_BUCKET_BYTES unless given) */
     int vocab_set, max_seq_set, batch_set, seq_set;
     int nd[MAX_ND_VALUES], n_nd;
     sz_gpt2_config cfg;
     int llama;            /* --arch llama: the model is lcfg (apps/llama), not cfg */
+    int kernel_threads;   /* --kernel-threads: OpenMP threads per compute task (0: the machine's cores / N_d) */
+    double data_tokens;   /* --data-tokens: tokens sz-train's data loader holds (train + validation files) */
     sz_llama_config lcfg;
 };
 
@@ -63,6 +67,14 @@ static void usage(FILE *f)
             "  --precision P       mixed (default; 'bf16' is a synonym): bf16 params and grads, fp32\n"
             "                      master, Adam m and v (K = 12), bf16 communication; or fp32:\n"
             "                      fp32 params, grads, m and v, no master, fp32 communication\n"
+            "  --kernel-threads N  OpenMP threads of each compute task, as sz-train's ranks get them\n"
+            "                      (default: this machine's cores / the first --nd value, at least 1):\n"
+            "                      sizes the matmul kernels' host working memory (oneDNN scratchpads,\n"
+            "                      queried from oneDNN, and packed tiles), one CPU worker\n"
+            "  --data-tokens N     tokens sz-train's data loader holds in memory (the train file's plus\n"
+            "                      the validation file's; default 0). Host buffers (--model only) = the\n"
+            "                      matmul working memory + 2 bytes a token + the batch's inputs and\n"
+            "                      targets (2 x B x T int32); counted in the plan and the budget\n"
             "  --micro-batches M   micro-batches per step (default 1): stages 2-3 communicate\n"
             "                      every micro-batch, stages 0-1 once per step\n"
             "activations (--model only):\n"
@@ -108,6 +120,8 @@ static void usage(FILE *f)
             "  --comm-worker       a communication worker (SZ_COMM_WORKER=1): the next unit's\n"
             "                      gradients are allocated before a unit's reduce-scatter\n"
             "  --clip              the update clips the gradients (sz-train --grad-clip > 0)\n"
+            "  --offload-optimizer ZeRO-Offload (sz-train's, GPU ranks): the optimizer actions on the\n"
+            "                      host, the master, m and v counted as host bytes, not device peak\n"
             "                      With --json: {\"config\", \"actions\": [...], \"fold\"}\n"
             "output:\n"
             "  --decimals D        decimals of the GB (1e9 bytes) values in the table (default 1)\n"
@@ -182,6 +196,7 @@ static int parse(int argc, char **argv, struct opts *o)
         if (!strcmp(a, "--plan")) { o->plan = 1; continue; }
         if (!strcmp(a, "--comm-worker")) { o->comm_worker = 1; continue; }
         if (!strcmp(a, "--clip")) { o->clip = 1; continue; }
+        if (!strcmp(a, "--offload-optimizer")) { o->offload_optimizer = 1; continue; }
         if (strncmp(a, "--", 2) != 0)
             BAD("unexpected argument '%s'", a);
         if (!v)
@@ -254,6 +269,12 @@ static int parse(int argc, char **argv, struct opts *o)
             if (sz_parse_bytes(v, &b) != 0 || !(b >= 1) || !(b < 9e18))
                 BAD("--bucket-bytes %s: expected a positive byte size such as 1M (1e6), 32MiB or 64K", v);
             o->bucket_bytes = (int64_t)b;
+        } else if (!strcmp(a, "--kernel-threads")) {
+            if (parse_int(v, 1, 4096, &o->kernel_threads) != 0)
+                BAD("--kernel-threads %s: expected a positive integer", v);
+        } else if (!strcmp(a, "--data-tokens")) {
+            if (sz_parse_count(v, &o->data_tokens) != 0 || o->data_tokens < 0)
+                BAD("--data-tokens %s: expected a token count such as 41856 or 9B", v);
         } else if (!strcmp(a, "--max-nd")) {
             if (parse_int(v, 1, INT_MAX, &o->max_nd) != 0)
                 BAD("--max-nd %s: expected a positive integer", v);
@@ -318,14 +339,28 @@ struct result {
     double ckpt_device;    /* block checkpoints on the device pool at once (at most) */
     int64_t largest_unit;  /* elements of the model's largest unit; -1 without a model (no cap) */
     int64_t comm_buf[MAX_ND_VALUES]; /* C_B buffer bytes per rank, for each --nd value */
+    double host_buffers;   /* host buffers beside the engine's tensors (-1: no model) */
     double extra;          /* per-rank bytes counted against the budget besides model states */
     int min_nd[4];
 };
 
+/* What sz-train's rank holds on the host beside the engine's tensors (SZ_MEM_HOST_BUFFERS): the
+ * matmul kernels' working memory on one CPU worker, the data loader's tokens, the batch. */
+static int64_t host_buffer_bytes(const struct opts *o)
+{
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    int threads = o->kernel_threads > 0 ? o->kernel_threads : (int)(cores / o->nd[0] > 1 ? cores / o->nd[0] : 1);
+    int64_t mm = o->llama ? sz_llama_host_bytes(&o->lcfg, o->batch, o->seq, 1, threads)
+                          : sz_gpt2_host_bytes(&o->cfg, o->batch, o->seq, 1, threads);
+    return mm + (int64_t)o->data_tokens * 2 + 2 * (int64_t)o->batch * o->seq * 4;
+}
+
 static void compute(const struct opts *o, struct result *r)
 {
-    r->act = r->act_ckpt = r->act_offload = r->host_pool = r->ckpt_device = -1.0;
+    r->act = r->act_ckpt = r->act_offload = r->host_pool = r->ckpt_device = r->host_buffers = -1.0;
     r->largest_unit = -1;
+    if (o->have_model)
+        r->host_buffers = (double)host_buffer_bytes(o);
     if (o->have_model && o->llama) {
         const sz_llama_config *l = &o->lcfg;
         double nc4 = (double)o->batch * o->seq * l->channels * 4.0;
@@ -345,7 +380,7 @@ static void compute(const struct opts *o, struct result *r)
     }
     for (int i = 0; i < o->n_nd; i++)
         r->comm_buf[i] = sz_zero_comm_buffer_bytes(o->bucket_bytes, o->nd[i], r->largest_unit);
-    r->extra = o->extra + (o->have_model && o->llama ? sz_llama_activation_bytes(&o->lcfg, o->batch, o->seq, o->ckpt, o->offload)
+    r->extra = o->extra + (o->have_model ? r->host_buffers : 0.0) + (o->have_model && o->llama ? sz_llama_activation_bytes(&o->lcfg, o->batch, o->seq, o->ckpt, o->offload)
                            : o->have_model ? sz_gpt2_activation_bytes_device(&o->cfg, o->batch, o->seq, o->ckpt,
                                                                            o->offload) : 0.0);
     for (int s = 0; s < 4; s++)
@@ -428,6 +463,7 @@ static int print_json(const struct opts *o, const struct result *r)
         cJSON_AddNumberToObject(root, "seq", o->seq);
         cJSON_AddNumberToObject(root, "activation_bytes", r->act);
         cJSON_AddNumberToObject(root, "activation_bytes_ckpt", r->act_ckpt);
+        cJSON_AddNumberToObject(root, "host_buffer_bytes", r->host_buffers);
         cJSON_AddBoolToObject(root, "checkpoint", o->ckpt);
         cJSON_AddBoolToObject(root, "offload_checkpoints", o->offload);
         if (o->offload) {
@@ -550,6 +586,8 @@ static int print_text(const struct opts *o, const struct result *r)
                r->act, d, r->act_ckpt / 1e9, r->act_ckpt);
         if (o->offload)
             print_offload(o, r);
+        printf("  host buffers beside them (matmul working memory, data loader, batch; in the budget): %.0f bytes\n",
+               r->host_buffers);
     }
 
     print_comm_buffer(o, r);
@@ -559,7 +597,7 @@ static int print_text(const struct opts *o, const struct result *r)
         if (r->extra > 0) {
             printf(", of which %.*f GB go to", d, r->extra / 1e9);
             if (o->have_model)
-                printf(" %s activations", o->offload ? "device-pool (checkpoints offloaded)" : activations_counted(o));
+                printf(" %s activations and host buffers", o->offload ? "device-pool (checkpoints offloaded)" : activations_counted(o));
             if (o->have_model && o->extra > 0)
                 printf(" and");
             if (o->extra > 0)
@@ -616,11 +654,13 @@ static int print_plan(const struct opts *o)
                         .micro_batches = o->micro_batches, .mixed = o->mixed, .checkpoint = o->ckpt,
                         .offload = o->offload, .prefetch_bytes = o->prefetch_bytes,
                         .max_live_bytes = o->max_live_bytes, .comm_worker = o->comm_worker, .clip = o->clip,
+                        .offload_optimizer = o->offload_optimizer,
                         .bucket_elems = sz_plan_bucket_elems(o->bucket_bytes, o->nd[0], maxpad)};
     c.extra[SZ_MEM_ACTIVATIONS] =
         o->llama ? sz_llama_engine_activation_bytes(&o->lcfg, o->batch, o->seq, o->ckpt, o->offload, &host)
                  : sz_gpt2_engine_activation_bytes(&o->cfg, o->batch, o->seq, o->ckpt, o->offload, &host);
     c.extra[SZ_MEM_HOST] = host;
+    c.extra[SZ_MEM_HOST_BUFFERS] = host_buffer_bytes(o);
     sz_plan p;
     if (c.extra[SZ_MEM_ACTIVATIONS] < 0 || sz_plan_build(u, n, &c, &p) != SZ_OK) {
         fprintf(stderr, "sz-estimate: could not build the plan for this configuration\n");

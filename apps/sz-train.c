@@ -24,7 +24,7 @@
 struct opts {
     const char *arch, *init, *config, *train, *val, *save, *precision, *decay, *trace, *save_state, *resume, *lr_schedule;
     int vocab, max_seq, batch, seq, steps, val_every, val_steps, json, stage, micro_batches, report, checkpoint,
-        offload, no_arenas, allow_nonfinite, save_every, keep, warmup, global_batch;
+        offload, offload_optimizer, no_arenas, allow_nonfinite, save_every, keep, warmup, global_batch;
     double mem_budget, prefetch_bytes, max_live_bytes, bucket_bytes;
     unsigned long long seed;
     float lr, beta1, beta2, eps, wd, grad_clip, min_lr;
@@ -71,6 +71,9 @@ static void usage(FILE *f)
             "          --offload-checkpoints  P_a+cpu (with --checkpoint): checkpoints wait in a host pool\n"
             "                               between their forward and their recompute\n"
             "          --partition-activations  refused: needs model parallelism, which StarZeRO lacks yet\n"
+            "ZeRO-Offload: --offload-optimizer  (GPU ranks only) fp32 master and optimizer state of the shard in\n"
+            "                               pinned host memory, the optimizer as CPU tasks while the GPU computes;\n"
+            "                               refused on a rank without a CUDA worker\n"
             "          --bucket-bytes B     reduce-scatters run through a constant B-byte buffer (default 32MiB)\n"
             "          --no-arenas          M_D off: long-lived tensors are placed one by one among the\n"
             "                               temporaries instead of in one contiguous arena (--report shows\n"
@@ -197,6 +200,7 @@ static int parse(int argc, char **argv, struct opts *o)
         if (!strcmp(a, "--report")) { o->report = 1; continue; }
         if (!strcmp(a, "--checkpoint")) { o->checkpoint = 1; continue; }
         if (!strcmp(a, "--offload-checkpoints")) { o->offload = 1; continue; }
+        if (!strcmp(a, "--offload-optimizer")) { o->offload_optimizer = 1; continue; }
         if (!strcmp(a, "--no-arenas")) { o->no_arenas = 1; continue; }
         if (!strcmp(a, "--allow-nonfinite")) { o->allow_nonfinite = 1; continue; }
         if (!strcmp(a, "--partition-activations")) {
@@ -311,6 +315,7 @@ static sz_status agree(sz_context *ctx, const struct opts *o, const sz_arch_conf
     sz_settings_add(s, "--max-live-bytes", "%.0f", o->max_live_bytes);
     sz_settings_add(s, "--checkpoint", "%s", o->checkpoint ? "on" : "off");
     sz_settings_add(s, "--offload-checkpoints", "%s", o->offload ? "on" : "off");
+    sz_settings_add(s, "--offload-optimizer", "%s", o->offload_optimizer ? "on" : "off");
     sz_settings_add(s, "--no-arenas", "%s", o->no_arenas ? "given" : "not given");
     sz_settings_add(s, "--mem-budget", o->mem_budget > 0 ? "%.0f bytes" : "not given (the machine's)", o->mem_budget);
     sz_settings_add(s, "--batch", "%d", o->batch);
@@ -587,7 +592,7 @@ static void report(const struct opts *o, const sz_arch_config *cfg, const sz_mem
                "\"activation_bytes\": %lld, \"activation_bytes_llmc\": %.0f, \"comm_bytes_sent\": %lld, "
                "\"comm_bytes_formula\": %.0f, \"peak_bytes\": %lld, \"rss_peak_bytes\": %lld, "
                "\"runtime_allowance_bytes\": %lld, \"device_peak_bytes\": %lld, \"predicted_peak_bytes\": %lld, "
-               "\"budget_from_machine\": %d, "
+               "\"budget_from_machine\": %d, \"host_buffer_bytes\": %lld, \"matmul_host_peak_bytes\": %lld, "
                "\"mem_budget\": %lld, \"overlap\": %.4f, \"comm_task_s\": %.4f, \"compute_task_s\": %.4f, "
                "\"arenas\": %d, ",
                mixed ? "bf16" : "fp32", o->stage, nd, o->micro_batches, (long long)r0->nparams,
@@ -596,6 +601,7 @@ static void report(const struct opts *o, const sz_arch_config *cfg, const sz_mem
                comm_formula, (long long)peak, (long long)MAXR(reps, nd, rss_peak_bytes),
                (long long)SZ_RUNTIME_ALLOWANCE_BYTES, (long long)MAXR(reps, nd, device_peak_bytes),
                (long long)MAXR(reps, nd, predicted_peak_bytes), r0->budget_from_machine,
+               (long long)MAXR(reps, nd, bytes[SZ_MEM_HOST_BUFFERS]), (long long)MAXR(reps, nd, matmul_host_peak_bytes),
                (long long)r0->mem_budget, r0->overlap, r0->comm_task_s, r0->compute_task_s, r0->arenas);
         if (r0->pool_active)
             printf("\"pool\": {\"footprint\": %lld, \"peak_used\": %lld, \"arena_at_peak\": %lld, "
@@ -643,6 +649,8 @@ static void report(const struct opts *o, const sz_arch_config *cfg, const sz_mem
     printf("  %-28s %16lld %16lld  (predicted by the plan before the first step)\n", "peak (all categories)",
            (long long)peak, (long long)MAXR(reps, nd, predicted_peak_bytes));
     printf("  %-28s %16lld\n", "device pool peak", (long long)MAXR(reps, nd, device_peak_bytes));
+    printf("  %-28s %16lld  (measured; counted in host buffers above)\n", "matmul working memory",
+           (long long)MAXR(reps, nd, matmul_host_peak_bytes));
     printf("  %-28s %16lld  (the process: the engine's bytes + the runtime, allowed %lld more than the budget)\n",
            "peak resident set (RSS)", (long long)MAXR(reps, nd, rss_peak_bytes), (long long)SZ_RUNTIME_ALLOWANCE_BYTES);
     if (r0->pool_active) {
@@ -728,6 +736,7 @@ int main(int argc, char **argv)
     sz_context_config_defaults(&ccfg);
     ccfg.trace_dir = o.trace;
     ccfg.timeout_s = o.timeout;
+    ccfg.gpu_mem_limit = (int64_t)o.mem_budget; /* --mem-budget is each GPU's too (STARPU_LIMIT_CUDA_MEM) */
     if ((st = sz_context_init(&ctx, &ccfg, &argc, &argv)) != SZ_OK) {
         fprintf(stderr, "sz-train: cannot start the runtime: %s\n", sz_status_string(st));
         return 1;
@@ -767,7 +776,10 @@ int main(int argc, char **argv)
                            .mem_budget = (int64_t)o.mem_budget, .prefetch_bytes = (int64_t)o.prefetch_bytes,
                            .max_live_bytes = (int64_t)o.max_live_bytes, .checkpoint = o.checkpoint,
                            .bucket_bytes = (int64_t)o.bucket_bytes, .offload_checkpoints = o.offload,
-                           .arenas = !o.no_arenas};
+                           .arenas = !o.no_arenas, .offload_optimizer = o.offload_optimizer,
+                           /* the data loader: the token files held whole, the batch's inputs and targets */
+                           .host_bytes = sz_tokens_host_bytes(&train) + sz_tokens_host_bytes(&val) +
+                                         2 * (int64_t)o.batch * o.seq * (int64_t)sizeof *in};
     if ((st = sz_arch_create(&g, ctx, &cfg, o.batch, o.seq, &zero, err, sizeof err)) != SZ_OK) {
         fprintf(stderr, "sz-train: %s\n", err);
         goto out;

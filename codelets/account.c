@@ -2,10 +2,14 @@
  * category `category` become live, e.g. a unit's gradients allocated for its backward, or a
  * gathered unit released. It runs in dataflow order with the tasks that touch its tensors, so
  * the counters follow what the engine really holds (its tensors are only there for that order;
- * it reads and writes none of them). Also the counters' update function. */
+ * it reads and writes none of them). Also the counters' update function.
+ * Its CUDA implementation is the same host-side counter update run by a CUDA worker: it enqueues
+ * nothing on the stream, but lets the task run where its tensors are (a released unit's gathered
+ * parameters on the GPU) instead of StarPU copying them to the host for a task that reads none. */
 #include <time.h>
 #include "sz_tasks.h"
 #include "starzero_starpu.h"
+#include "sz_cuda.h"
 
 void sz_counters_add(struct sz_counters *c, int category, int64_t bytes)
 {
@@ -54,8 +58,12 @@ static void account_cpu(void *b[], void *arg)
     sz_counters_add(a->stats, a->category, a->bytes);
 }
 
+#if SZ_WITH_CUDA
+static void account_cuda(void *b[], void *arg) { account_cpu(b, arg); }
+#endif
+
 SZ_PERFMODEL(account_model, "sz_account");
-SZ_CODELET(sz_cl_account, account_cpu, "account", account_model);
+SZ_CODELET_CUDA(sz_cl_account, account_cpu, account_cuda, "account", account_model);
 
 /* Also writes the token: a release is ordered among the communication tasks, so a later gather
  * waits for it and the gathered units in flight stay bounded. */

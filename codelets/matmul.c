@@ -57,6 +57,22 @@ SZ_PERFMODEL(bwd_model, "sz_matmul_bwd");
 SZ_CODELET_CUDA(sz_cl_matmul_fwd, fwd_cpu, fwd_cuda, "matmul_fwd", fwd_model);
 SZ_CODELET_CUDA(sz_cl_matmul_bwd, bwd_cpu, bwd_cuda, "matmul_bwd", bwd_model);
 
+int64_t sz_matmul_host_bytes(int workers, int threads, int64_t rows, int n, const int64_t *in, const int64_t *out)
+{
+    if (rows < 1 || n < 0 || (n && (!in || !out)))
+        return 0;
+    int nthr = threads > 0 ? threads : 1;
+    workers = workers > 0 ? workers : 1;
+    size_t scratch = 0, pack = 0;
+    for (int i = 0; i < n; i++) {
+        size_t s, p;
+        sz_k_matmul_host_bytes((int)rows, (int)in[i], (int)out[i], nthr, &s, &p);
+        scratch = s > scratch ? s : scratch;
+        pack = p > pack ? p : pack;
+    }
+    return (int64_t)(scratch + pack) * workers;
+}
+
 static sz_status check_shape(sz_unit *u, const char *op, int N, int C, int OC)
 {
     if (N < 1 || C < 1 || OC < 1)

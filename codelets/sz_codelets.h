@@ -71,8 +71,13 @@ static inline uint16_t sz_f2h(float f)
     X(sz_cl_residual_bwd,     "da, db += dout") \
     X(sz_cl_softmax_xent_fwd, "losses, probs from logits, targets") \
     X(sz_cl_softmax_xent_bwd, "dlogits = (probs - onehot) * scale") \
+    X(sz_cl_softmax_xent_fused, "losses, logits := dlogits in one pass") \
+    X(sz_cl_residual_layernorm_fwd, "res = a + b; out, mean, rstd = layernorm(res)") \
+    X(sz_cl_layernorm_residual_bwd, "dres += layernorm'; da, db += dres; dw [, db_ln] +=") \
     X(sz_cl_rmsnorm_fwd, "out, rstd from inp, w (RMSNorm)") \
     X(sz_cl_rmsnorm_bwd, "dinp, dw += from dout") \
+    X(sz_cl_residual_rmsnorm_fwd, "res = a + b; out, rstd = rmsnorm(res)") \
+    X(sz_cl_rmsnorm_residual_bwd, "dres += rmsnorm'; da, db += dres; dw +=") \
     X(sz_cl_silu_fwd, "out = silu(inp)") \
     X(sz_cl_silu_bwd, "dinp += silu'(inp) * dout") \
     X(sz_cl_mul_fwd, "out = a * b") \

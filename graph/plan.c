@@ -384,6 +384,8 @@ static void update(struct builder *b)
         sz_action *a = emit(b, SZ_ACT_OPTIMIZER, i, SZ_BUF_PARAM);
         if (a) {
             a->flag = fused;
+            if (p->cfg.offload_optimizer)
+                a->node = SZ_NODE_HOST;
             if (s > 0) /* stage 0: every rank updates everything, identically */
                 sz_plan_shard_range(p->padded[i], nd, p->cfg.rank, &a->lo, &a->n);
         }
@@ -681,6 +683,20 @@ int sz_plan_check_deps(const sz_plan *p, const unsigned char *dep, char *msg, si
     return bad;
 }
 
+/* What the action's collective sends to the other nd - 1 ranks: their shards of a gather, their
+ * pieces of a reduce-scatter round, this rank's norms to each (fp32). */
+static int64_t sent_of(const sz_plan *p, const sz_action *a)
+{
+    int64_t peers = p->cfg.nd - 1;
+    switch (a->kind) {
+    case SZ_ACT_GATHER:
+    case SZ_ACT_ALL_GATHER: return peers * p->shard[a->unit] * elem(p);
+    case SZ_ACT_REDUCE_SCATTER: return peers * a->n * elem(p);
+    case SZ_ACT_CLIP: return peers * p->nunits * 4;
+    default: return 0;
+    }
+}
+
 void sz_plan_free(sz_plan *p)
 {
     if (!p)
@@ -744,6 +760,8 @@ sz_status sz_plan_build(const sz_plan_unit *units, int nunits, const sz_plan_con
     }
     if (b.st == SZ_OK)
         b.st = compute_waits(out, units);
+    for (int k = 0; b.st == SZ_OK && k < out->n; k++)
+        out->a[k].sent = sent_of(out, &out->a[k]);
     free(b.gathered);
     free(b.grads_live);
     free(b.ckpt_dev);
@@ -785,6 +803,7 @@ void sz_plan_fold(const sz_plan *p, sz_fold *f, int64_t *live_after)
         }
         if (live_after)
             live_after[k] = total;
+        f->sent_bytes += a->sent;
     }
     for (int c = 0; c < SZ_MEM_NCATEGORIES; c++) {
         f->bytes[c] = f->persistent[c] + f->transient_peak[c];
@@ -794,7 +813,10 @@ void sz_plan_fold(const sz_plan *p, sz_fold *f, int64_t *live_after)
                      f->persistent[SZ_MEM_GRAD_SHARD] + f->persistent[SZ_MEM_MASTER] + f->persistent[SZ_MEM_ADAM_M] +
                      f->persistent[SZ_MEM_ADAM_V];
     f->peak_bytes = f->persistent_bytes + f->transient_bytes;
-    f->device_peak_bytes = f->peak_bytes - f->persistent[SZ_MEM_HOST];
+    f->host_bytes = f->persistent[SZ_MEM_HOST] + f->persistent[SZ_MEM_HOST_BUFFERS];
+    if (p->cfg.offload_optimizer)
+        f->host_bytes += f->persistent[SZ_MEM_MASTER] + f->persistent[SZ_MEM_ADAM_M] + f->persistent[SZ_MEM_ADAM_V];
+    f->device_peak_bytes = f->peak_bytes - f->host_bytes;
 }
 
 /* ---- printing --------------------------------------------------------------------------------- */
@@ -819,7 +841,7 @@ const char *sz_mem_category_key(int c)
 {
     static const char *keys[SZ_MEM_NCATEGORIES] = {
         "params", "param_shard", "gathered", "grads", "grad_shard", "grads_in_flight", "master", "adam_m",
-        "adam_v", "activations", "comm", "checkpoints", "host"};
+        "adam_v", "activations", "comm", "checkpoints", "host", "host_buffers"};
     return c >= 0 && c < SZ_MEM_NCATEGORIES ? keys[c] : "?";
 }
 
@@ -880,6 +902,8 @@ static void print_json(FILE *f, const sz_plan *p, const char *const *names, cons
             a->kind == SZ_ACT_OPTIMIZER)
             cJSON_AddNumberToObject(x, "flag", a->flag);
         cJSON_AddStringToObject(x, "node", a->node == SZ_NODE_HOST ? "host" : "device");
+        if (a->sent)
+            cJSON_AddNumberToObject(x, "sent", (double)a->sent);
         cJSON *d = cJSON_AddObjectToObject(x, "delta");
         for (int cat = 0; cat < SZ_MEM_NCATEGORIES; cat++)
             if (a->delta[cat])
@@ -907,6 +931,9 @@ static void print_json(FILE *f, const sz_plan *p, const char *const *names, cons
     cJSON_AddNumberToObject(fo, "peak_action", fd->peak_action);
     cJSON_AddNumberToObject(fo, "peak_bytes", (double)fd->peak_bytes);
     cJSON_AddNumberToObject(fo, "device_peak_bytes", (double)fd->device_peak_bytes);
+    cJSON_AddNumberToObject(fo, "sent_bytes", (double)fd->sent_bytes);
+    if (p->cfg.offload_optimizer)
+        cJSON_AddNumberToObject(fo, "host_bytes", (double)fd->host_bytes);
     char *s = cJSON_PrintUnformatted(o);
     if (s)
         fprintf(f, "%s\n", s);
@@ -963,8 +990,12 @@ void sz_plan_print(FILE *f, const sz_plan *p, const char *const *names, int json
                 label, buf_name(a->buf), range, d, (long long)live[k], waits, k == fd.peak_action ? "  <- peak" : "");
     }
     fprintf(f, "fold: model states %lld B, persistent %lld B, transient peak %lld B (after action %d), "
-            "predicted peak %lld B (device %lld B)\n", (long long)fd.state_bytes, (long long)fd.persistent_bytes,
-            (long long)fd.transient_bytes, fd.peak_action, (long long)fd.peak_bytes, (long long)fd.device_peak_bytes);
+            "predicted peak %lld B (device %lld B); sends %lld B\n", (long long)fd.state_bytes,
+            (long long)fd.persistent_bytes, (long long)fd.transient_bytes, fd.peak_action, (long long)fd.peak_bytes,
+            (long long)fd.device_peak_bytes, (long long)fd.sent_bytes);
+    if (p->cfg.offload_optimizer)
+        fprintf(f, "  offloaded optimizer: %lld B on the host (host pool, fp32 master, m, v), optimizer actions there\n",
+                (long long)fd.host_bytes);
     for (int c = 0; c < SZ_MEM_NCATEGORIES; c++)
         if (fd.bytes[c])
             fprintf(f, "  %-16s %14lld B (persistent %lld, transient peak %lld)\n", sz_mem_category_key(c),

@@ -65,6 +65,7 @@ typedef struct sz_plan_config {
     int comm_worker;          /* a communication worker: the next unit's gradients are allocated
                                  before a unit's reduce-scatter */
     int clip;                 /* the update clips the gradients by their global norm */
+    int offload_optimizer;    /* ZeRO-Offload: master, m, v on the host; optimizer actions there */
     int64_t extra[SZ_MEM_NCATEGORIES]; /* persistent bytes beside the units' model states
                                           (activations, host pool, communication buffer) */
 } sz_plan_config;
@@ -116,6 +117,8 @@ typedef struct sz_action {
     int node;                 /* memory node of its bytes: SZ_NODE_DEVICE (the device pool) */
     int64_t delta[SZ_MEM_NCATEGORIES]; /* bytes it allocates (+) or frees (-); at most one non-zero */
     int wait_lo, nwaits;      /* what it waits for: p->waits[wait_lo .. wait_lo + nwaits) */
+    int64_t sent;             /* bytes this rank sends to the others (gathers, reduce-scatter rounds,
+                                 the norms' all-gather) */
 } sz_action;
 
 /* What the actions read and write, as data: per unit its full (stage 3: gathered) parameters,
@@ -183,7 +186,10 @@ typedef struct sz_fold {
     int64_t transient_bytes;  /* peak of all transient categories together */
     int peak_action;          /* the action after which it is reached (-1: never above 0) */
     int64_t peak_bytes;       /* persistent_bytes + transient_bytes: the predicted peak */
-    int64_t device_peak_bytes;/* the same without the host pool */
+    int64_t device_peak_bytes;/* the same without what lives on the host (host_bytes) */
+    int64_t host_bytes;       /* persistent bytes on the host: the host pool, the host buffers, and under
+                                 offload_optimizer the fp32 master, m and v */
+    int64_t sent_bytes;       /* bytes this rank sends in the pass (the actions' `sent`) */
 } sz_fold;
 /* live_after: NULL or p->n entries, the transient bytes alive after each action. */
 void sz_plan_fold(const sz_plan *p, sz_fold *out, int64_t *live_after);

@@ -78,9 +78,26 @@ typedef struct sz_context_config {
                                   collective, task and step) and end the job with MPI_Abort (exit code 4);
                                   StarPU's watchdog is armed at 2 x timeout_s unless STARPU_WATCHDOG_TIMEOUT
                                   is set. Default 600; 0: no deadline. */
+    int64_t gpu_mem_limit;     /* bytes StarPU may use on each GPU (STARPU_LIMIT_CUDA_MEM, in MiB,
+                                  rounded down); 0: StarPU's default (90% of the device). A user's
+                                  STARPU_LIMIT_CUDA_MEM wins. Apps pass their --mem-budget. */
 } sz_context_config;
 
 void sz_context_config_defaults(sz_context_config *cfg);
+
+/* The GPU this rank's (first) CUDA worker uses, and its dense bf16 tensor-core peak: SMs x peak
+ * clock x FLOPs per clock per SM for its architecture (table in codelets/kernels/cuda/util.cu;
+ * bf16_peak_tflops 0 where the table has none). sz_context_gpu_info returns SZ_ERR_UNSUPPORTED on
+ * a rank without a CUDA worker (or a build without CUDA): then there is no GPU figure at all. */
+typedef struct sz_gpu_info {
+    int device;                 /* CUDA device id (as this process sees them) */
+    char name[128];
+    int sm_count, clock_khz, cc_major, cc_minor;
+    int bf16_flops_per_clock_sm;
+    double bf16_peak_tflops;
+    int64_t starpu_limit_bytes;  /* what StarPU may allocate on it (STARPU_LIMIT_CUDA_MEM or 90%) */
+    int64_t starpu_used_bytes;   /* what StarPU has allocated there now */
+} sz_gpu_info;
 
 /* Starts MPI (MPI_THREAD_MULTIPLE, if not already started), hwloc, StarPU and StarPU-MPI.
  * argc/argv may be NULL. On success *out owns the runtime until sz_context_free(). */
@@ -118,9 +135,12 @@ typedef struct sz_runtime_info {
     char sched_policy[32];                 /* the policy in effect */
     int shared_collectives;    /* 1: the ranks (all on this node) read each other's device pools
                                   in our collectives; 0: the collectives go through MPI */
+    int compute_workers;       /* CPU workers that run compute tasks (the communication worker excluded) */
+    int kernel_threads;        /* OpenMP threads each compute task uses */
 } sz_runtime_info;
 
 sz_status sz_context_runtime_info(const sz_context *ctx, sz_runtime_info *out);
+sz_status sz_context_gpu_info(const sz_context *ctx, sz_gpu_info *out);
 
 /* Collective: values[i] becomes the sum over ranks (added in rank order) of every rank's values[i]. */
 sz_status sz_context_sum(sz_context *ctx, double *values, int n);
@@ -250,6 +270,16 @@ typedef struct sz_zero_config {
     int arenas;             /* M_D (default 1): long-lived tensors (parameters or shards, gradient
                                shards, optimizer state, checkpoints, activations) in one contiguous
                                arena of the device pool; 0: each placed among the temporaries */
+    int offload_optimizer;  /* ZeRO-Offload (needs CUDA workers): the fp32 master and the optimizer
+                               state of the shard stay in pinned host memory and the optimizer runs
+                               as CPU tasks while the GPU computes; the reduced gradients go to the
+                               host and the updated parameters back to the GPU through StarPU's data
+                               transfers of those tasks. Refused (SZ_ERR_INVALID, with the reason) by
+                               sz_model_finalize on a rank without a CUDA worker. */
+    int64_t host_bytes;     /* host buffers the app holds while it trains, beside the engine's tensors,
+                               that grow with the model or the batch (its data loader, the kernels'
+                               working memory: sz_matmul_host_bytes): the prediction and the budget
+                               count them (SZ_MEM_HOST_BUFFERS); 0: none */
 } sz_zero_config;
 void sz_zero_config_defaults(sz_zero_config *z);
 #define SZ_DEFAULT_BUCKET_BYTES ((int64_t)32 << 20)
@@ -373,6 +403,16 @@ sz_status sz_op_gelu_bwd(sz_unit *u, sz_tensor *dinp, sz_tensor *inp, sz_tensor 
  * db += dout. */
 sz_status sz_op_residual_fwd(sz_unit *u, sz_tensor *out, sz_tensor *a, sz_tensor *b, int64_t n);
 sz_status sz_op_residual_bwd(sz_unit *u, sz_tensor *da, sz_tensor *db, sz_tensor *dout, int64_t n);
+/* The residual add fused with the layernorm that reads its sum, [N,C]: OVERWRITES res = a + b and
+ * out, mean, rstd = layernorm(res; w, b_ln) (b_ln may be NULL). Backward: ACCUMULATES the
+ * layernorm's input gradient into dres (the residual stream's gradient), then da += dres,
+ * db += dres, and dw, db_ln (may be NULL) as sz_op_layernorm_bwd. The same bits as the ops
+ * residual_fwd + layernorm_fwd and layernorm_bwd + residual_bwd. */
+sz_status sz_op_residual_layernorm_fwd(sz_unit *u, sz_tensor *res, sz_tensor *out, sz_tensor *mean, sz_tensor *rstd,
+                                       sz_tensor *a, sz_tensor *b, sz_tensor *w, sz_tensor *b_ln, int N, int C);
+sz_status sz_op_layernorm_residual_bwd(sz_unit *u, sz_tensor *da, sz_tensor *db, sz_tensor *dres, sz_tensor *dw,
+                                       sz_tensor *db_ln, sz_tensor *dout, sz_tensor *res, sz_tensor *w,
+                                       sz_tensor *mean, sz_tensor *rstd, int N, int C);
 /* logits[N,Vp] -> probs[N,Vp], losses[N] over the first V columns (both overwritten); targets
  * int32[N] in [0, V) */
 sz_status sz_op_softmax_xent_fwd(sz_unit *u, sz_tensor *losses, sz_tensor *probs, sz_tensor *logits,
@@ -382,6 +422,12 @@ sz_status sz_op_softmax_xent_fwd(sz_unit *u, sz_tensor *losses, sz_tensor *probs
  * tensor the scale is 1/N. */
 sz_status sz_op_softmax_xent_bwd(sz_unit *u, sz_tensor *dlogits, sz_tensor *probs, sz_tensor *targets,
                                  int N, int V, int Vp);
+/* Both in one pass, in place: WRITES losses[N] and OVERWRITES logits[N,Vp] with dlogits =
+ * (softmax(logits) - onehot(targets)) * sz_unit_loss_scale(u) (columns >= V: 0). Called in a
+ * head's forward, it saves the probs and dlogits tensors (the backward reads logits as dlogits);
+ * the same bits as _fwd then _bwd. */
+sz_status sz_op_softmax_xent_fused(sz_unit *u, sz_tensor *losses, sz_tensor *logits, sz_tensor *targets, int N,
+                                   int V, int Vp);
 
 /* ---- operations of LLaMA-style models (codelets/<op>.c; fp32, the same bits at any thread count).
  * N rows of C channels. Each says whether it OVERWRITES or ACCUMULATES (+=) into its outputs. */
@@ -392,6 +438,14 @@ sz_status sz_op_rmsnorm_fwd(sz_unit *u, sz_tensor *out, sz_tensor *rstd, sz_tens
 /* Accumulates into dinp[N,C] and dw[C] (either may be NULL). */
 sz_status sz_op_rmsnorm_bwd(sz_unit *u, sz_tensor *dinp, sz_tensor *dw, sz_tensor *dout, sz_tensor *inp, sz_tensor *w,
                             sz_tensor *rstd, int N, int C);
+/* The residual add fused with the RMSNorm that reads its sum: OVERWRITES res = a + b, out and rstd
+ * = rmsnorm(res; w). Backward: ACCUMULATES the norm's input gradient into dres (the residual
+ * stream's gradient), then da += dres, db += dres, and dw. The same bits as residual_fwd +
+ * rmsnorm_fwd and rmsnorm_bwd + residual_bwd. */
+sz_status sz_op_residual_rmsnorm_fwd(sz_unit *u, sz_tensor *res, sz_tensor *out, sz_tensor *rstd, sz_tensor *a,
+                                     sz_tensor *b, sz_tensor *w, int N, int C, float eps);
+sz_status sz_op_rmsnorm_residual_bwd(sz_unit *u, sz_tensor *da, sz_tensor *db, sz_tensor *dres, sz_tensor *dw,
+                                     sz_tensor *dout, sz_tensor *res, sz_tensor *w, sz_tensor *rstd, int N, int C);
 /* SiLU: out = inp · sigmoid(inp) over n elements, overwrites out; the backward accumulates into dinp. */
 sz_status sz_op_silu_fwd(sz_unit *u, sz_tensor *out, sz_tensor *inp, int64_t n);
 sz_status sz_op_silu_bwd(sz_unit *u, sz_tensor *dinp, sz_tensor *inp, sz_tensor *dout, int64_t n);
@@ -473,6 +527,9 @@ typedef enum sz_mem_category {
     SZ_MEM_COMM,            /* communication buffers */
     SZ_MEM_CHECKPOINTS,     /* offloaded activation checkpoints while on the device pool (peak) */
     SZ_MEM_HOST,            /* the host pool: offloaded checkpoints (not part of the device peak) */
+    SZ_MEM_HOST_BUFFERS,    /* host buffers beside the engine's tensors that follow the model or the batch
+                               (sz_zero_config.host_bytes: an app's data loader, the matmul kernels'
+                               working memory from sz_matmul_host_bytes); not part of the device peak */
     SZ_MEM_NCATEGORIES
 } sz_mem_category;
 
@@ -530,9 +587,19 @@ typedef struct sz_memory_report {
                                           peers' pool pages this rank has read */
     int budget_from_machine;           /* 1: mem_budget is the machine's (sz_context_memory_budget), no
                                           budget having been given */
+    int64_t matmul_host_peak_bytes;    /* measured: the most host bytes the matmul kernels' working memory
+                                          (oneDNN scratchpads, packed tiles) held at once in this process */
 } sz_memory_report;
 
 sz_status sz_model_memory_report(const sz_model *m, sz_memory_report *out);
+/* Host bytes the matmul kernels hold at most while a model runs its n linear layers y[rows, out[i]] =
+ * x[rows, in[i]] . W^T (forward and backward) on `workers` CPU workers of `threads` kernel threads
+ * each (sz_runtime_info's compute_workers and kernel_threads): oneDNN's scratchpads (queried from the
+ * primitives the kernels will run; each thread keeps the largest it used) and the packed tiles of
+ * the calls running at once. What an app adds to sz_zero_config.host_bytes (the report's
+ * matmul_host_peak_bytes is the measured figure). Pure: no runtime needed. */
+int64_t sz_matmul_host_bytes(int workers, int threads, int64_t rows, int n, const int64_t *in, const int64_t *out);
+
 /* Collective yardstick: plain MPI_Reduce_scatter_block + MPI_Allgather on the same element counts
  * (one per unit), with buffers allocated once and reused, `reps` times. Returns the bytes received
  * per rank per second (what sz-bench reports as mpi_gbps beside the engine's comm_gbps). */

@@ -7,6 +7,10 @@
  * order. Workers are woken on push and sleep when the queue is empty. With a
  * communication worker (sz_comm_worker) it alone takes the communication tasks, so a gather or a
  * reduce-scatter runs while the other workers compute.
+ * With CUDA workers, a task a CUDA worker can run is left to the CUDA workers (compute runs on the
+ * GPU; a CPU worker takes only what has no CUDA implementation or is restricted to the CPU, e.g.
+ * the optimizer under --offload-optimizer); with a communication worker the collectives stay its
+ * own, except those a CUDA worker runs itself (NCCL). Without CUDA workers nothing of this applies.
  * It also records when communication and compute tasks ran, for the overlap figure (the fraction
  * of communication time during which compute was running too).
  * (The budget is checked against the plan's fold before the first step, tasks/model.c; the gather
@@ -44,6 +48,7 @@ struct queue {
     int64_t matmul_ns; /* matmul tasks' run time since the last sz_sched_overlap */
     int64_t optimizer_ns; /* optimizer tasks' run time, the same way */
     int64_t started[STARPU_NMAXWORKERS]; /* when each worker's current task began */
+    int cuda_worker, cuda_known;         /* a CUDA worker of the context (-1: none), once looked up */
 };
 
 int sz_comm_worker = -1;
@@ -198,6 +203,38 @@ static int zero_push(struct starpu_task *task)
     return 0;
 }
 
+/* A worker of the context that is a CUDA worker (-1: none). */
+static int first_cuda_worker(unsigned ctx)
+{
+    struct starpu_worker_collection *workers = starpu_sched_ctx_get_worker_collection(ctx);
+    struct starpu_sched_ctx_iterator it;
+    workers->init_iterator(workers, &it);
+    while (workers->has_next(workers, &it)) {
+        int w = workers->get_next(workers, &it);
+        if (starpu_worker_get_type(w) == STARPU_CUDA_WORKER)
+            return w;
+    }
+    return -1;
+}
+
+/* Whether `worker` may take `t`: the communication split first, then CUDA placement. */
+static int takes(int worker, int is_cuda, int cuda, int split, struct starpu_task *t, unsigned *nimpl)
+{
+    int comm = sz_task_is_comm(t);
+    if (is_cuda) { /* a CUDA worker: compute, and the collectives it runs itself (NCCL) */
+        if (split && comm && t->cl == &sz_cl_clip_scale)
+            return 0; /* the norms' MPI all-gather belongs to the communication worker */
+        return starpu_worker_can_execute_task_first_impl(worker, t, nimpl);
+    }
+    if (split && comm != (worker == sz_comm_worker))
+        return 0; /* the communication worker takes only communication, the others none */
+    unsigned dummy;
+    if (cuda >= 0 && !(split && comm && t->cl == &sz_cl_clip_scale) &&
+        starpu_worker_can_execute_task_first_impl(cuda, t, &dummy))
+        return 0; /* a CUDA worker can run it: compute goes to the GPU */
+    return starpu_worker_can_execute_task_first_impl(worker, t, nimpl);
+}
+
 static struct starpu_task *zero_pop(unsigned ctx)
 {
     struct queue *q = starpu_sched_ctx_get_policy_data(ctx);
@@ -206,12 +243,16 @@ static struct starpu_task *zero_pop(unsigned ctx)
     int worker = starpu_worker_get_id_check();
     struct starpu_task *task = NULL;
     STARPU_PTHREAD_MUTEX_LOCK(&q->lock);
-    int split = sz_comm_worker >= 0, comm_only = worker == sz_comm_worker;
+    int split = sz_comm_worker >= 0;
+    int is_cuda = starpu_worker_get_type(worker) == STARPU_CUDA_WORKER;
+    if (!q->cuda_known) {
+        q->cuda_worker = first_cuda_worker(ctx);
+        q->cuda_known = 1;
+    }
+    int cuda = is_cuda ? worker : q->cuda_worker;
     for (struct node **p = &q->head; *p; p = &(*p)->next) {
         unsigned nimpl;
-        if (split && sz_task_is_comm((*p)->task) != comm_only)
-            continue; /* the communication worker takes only communication, the others none */
-        if (starpu_worker_can_execute_task_first_impl(worker, (*p)->task, &nimpl)) {
+        if (takes(worker, is_cuda, cuda, split, (*p)->task, &nimpl)) {
             struct node *n = *p;
             task = n->task;
             starpu_task_set_implementation(task, nimpl);

@@ -102,6 +102,35 @@ static int want_comm_worker(const sz_context_config *cfg, int world_size, int co
     return cfg->comm_worker >= 0 ? cfg->comm_worker : world_size > 1 && cores >= 2;
 }
 
+/* One rank per GPU by default: with GPUs visible and neither the config nor STARPU_NCUDA naming a
+ * worker count, this rank gets one CUDA worker, on device (local rank mod visible devices) unless
+ * STARPU_WORKERS_CUDAID names one (StarPU reads that variable before starpu_conf's explicit ids).
+ * Under scripts/gpu-rank.sh (CUDA_VISIBLE_DEVICES = the local rank's GPU) that is device 0 of the
+ * one visible; more ranks than GPUs share them round-robin (allowed for testing; NCCL then stays
+ * off, codelets/nccl.c). Nothing happens without CUDA or without a device: a CPU-only run starts as
+ * before. SZ_NCUDA_DEFAULT=0 leaves StarPU's default (every GPU to every rank). */
+static void choose_gpu(struct sz_context *ctx, const sz_context_config *cfg, struct starpu_conf *conf)
+{
+#if SZ_WITH_CUDA
+    const char *off = getenv("SZ_NCUDA_DEFAULT");
+    if (cfg->ncuda >= 0 || getenv("STARPU_NCUDA") || (off && !strcmp(off, "0")))
+        return;
+    int ngpu = sz_cuda_device_count();
+    if (ngpu < 1)
+        return;
+    int dev = ctx->topology.local_rank % ngpu;
+    conf->ncuda = 1;
+    conf->use_explicit_workers_cuda_gpuid = 1;
+    conf->workers_cuda_gpuid[0] = (unsigned)dev;
+    ctx->gpu_device = getenv("STARPU_WORKERS_CUDAID") ? atoi(getenv("STARPU_WORKERS_CUDAID")) : dev;
+    sz_context_log(ctx, SZ_LOG_INFO, "GPU: local rank %d of %d -> CUDA device %d of %d visible%s",
+                   ctx->topology.local_rank, ctx->topology.local_size, ctx->gpu_device, ngpu,
+                   ctx->topology.local_size > ngpu ? " (several ranks share a GPU)" : "");
+#else
+    (void)ctx, (void)cfg, (void)conf;
+#endif
+}
+
 static void make_share_set(struct sz_context *ctx)
 {
     ctx->share_set = hwloc_bitmap_alloc();
@@ -130,6 +159,7 @@ sz_status sz_context_init(sz_context **out, const sz_context_config *cfg_in, int
     ctx->log_fn = cfg.log_fn ? cfg.log_fn : sz_log_stderr;
     ctx->log_user = cfg.log_fn ? cfg.log_user : &ctx->rank;
     ctx->log_level = level_from_env(cfg.log_level);
+    ctx->gpu_device = -1;
 
     int inited = 0;
     MPI_Initialized(&inited);
@@ -187,6 +217,13 @@ sz_status sz_context_init(sz_context **out, const sz_context_config *cfg_in, int
             setenv("STARPU_LIMIT_CPU_MEM", mib, 1);
         }
     }
+    /* The per-GPU budget as StarPU's own limit on each CUDA memory node (the plan's admission,
+     * tasks/model.c, refuses before that a plan whose device peak exceeds it). */
+    if (cfg.gpu_mem_limit > 0 && !getenv("STARPU_LIMIT_CUDA_MEM")) {
+        char mib[32];
+        snprintf(mib, sizeof mib, "%lld", (long long)(cfg.gpu_mem_limit >> 20 > 0 ? cfg.gpu_mem_limit >> 20 : 1));
+        setenv("STARPU_LIMIT_CUDA_MEM", mib, 1);
+    }
     /* Our StarPU build lets idle workers all sleep (deps/starpu-1.3.10-idle-sleep.patch); without
      * it the last idle worker spins and steals a core from MPI and the application thread. */
     setenv("STARPU_WORKERS_ALL_SLEEP", "1", 0);
@@ -217,6 +254,7 @@ sz_status sz_context_init(sz_context **out, const sz_context_config *cfg_in, int
     int comm = want_comm_worker(&cfg, ctx->world_size, ctx->topology.ncores);
     conf.ncpus = cfg.ncpus >= 0 ? cfg.ncpus : 1 + comm;
     if (cfg.ncuda >= 0) conf.ncuda = cfg.ncuda;
+    choose_gpu(ctx, &cfg, &conf);
     conf.nopencl = 0;
     /* The `zero` policy unless the config names another; STARPU_SCHED in the environment wins
      * (STARPU_SCHED=zero names ours, which StarPU's own table does not know). */
@@ -351,7 +389,34 @@ sz_status sz_context_runtime_info(const sz_context *ctx, sz_runtime_info *out)
     struct starpu_sched_policy *pol = starpu_sched_ctx_get_sched_policy(0);
     snprintf(out->sched_policy, sizeof out->sched_policy, "%s", pol && pol->policy_name ? pol->policy_name : "?");
     out->shared_collectives = sz_devpool_shared();
+    out->compute_workers = out->cpu_workers - (sz_comm_worker >= 0 ? 1 : 0);
+    if (out->compute_workers < 1)
+        out->compute_workers = out->cpu_workers > 0 ? 1 : 0;
+    out->kernel_threads = ctx->kernel_threads;
     return SZ_OK;
+}
+
+sz_status sz_context_gpu_info(const sz_context *ctx, sz_gpu_info *out)
+{
+    if (!ctx || !out)
+        return SZ_ERR_INVALID;
+    memset(out, 0, sizeof *out);
+    out->device = -1;
+#if SZ_WITH_CUDA
+    int ids[STARPU_NMAXWORKERS];
+    if (starpu_worker_get_ids_by_type(STARPU_CUDA_WORKER, ids, STARPU_NMAXWORKERS) < 1)
+        return SZ_ERR_UNSUPPORTED;
+    out->device = starpu_worker_get_devid(ids[0]);
+    if (sz_cuda_device_peak(out->device, out->name, sizeof out->name, &out->sm_count, &out->clock_khz, &out->cc_major,
+                            &out->cc_minor, &out->bf16_flops_per_clock_sm, &out->bf16_peak_tflops) != 0)
+        return SZ_ERR_RUNTIME;
+    unsigned node = starpu_worker_get_memory_node((unsigned)ids[0]);
+    out->starpu_limit_bytes = (int64_t)starpu_memory_get_total(node);
+    out->starpu_used_bytes = out->starpu_limit_bytes - (int64_t)starpu_memory_get_available(node);
+    return SZ_OK;
+#else
+    return SZ_ERR_UNSUPPORTED;
+#endif
 }
 
 void sz_context_print(const sz_context *ctx, FILE *f)

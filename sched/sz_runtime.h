@@ -18,6 +18,7 @@ struct sz_context {
     hwloc_bitmap_t share_set;    /* PUs of this rank's cores (NULL when not binding) */
     int kernel_threads;          /* OpenMP threads every compute task uses */
     uint64_t ram_share;          /* this rank's share of the node's RAM (bytes; 0: unknown) */
+    int gpu_device;              /* the CUDA device this rank's worker uses (-1: none chosen here) */
     sz_log_fn log_fn;
     void *log_user;
     sz_log_level log_level;

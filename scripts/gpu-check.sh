@@ -4,25 +4,47 @@
 # has, each part below; prints one JSON line per part: {"part": ..., "result": "pass"|"fail"|
 # "skip"|"not implemented", ...figures}. Logs go to $SZ_GPU_LOG (default <build>/gpu-check-logs).
 # Without a GPU it says so and exits 77; otherwise it exits 1 if any part failed, else 0.
-# Budget: under 8 minutes on one H100/H200-class GPU (each part has its own timeout).
+# Budget: under 8 minutes on one H100/H200-class GPU (each part has its own timeout, and the whole
+# check stops starting parts once SZ_GPU_CHECK_BUDGET_S, default 470 s, has passed: the parts not
+# run then say "skip" with that reason).
 #
 #   kernels    every CUDA kernel against its CPU twin (tests/test_cuda_kernels)
 #   d2_losses  a d2 model, 1 GPU (STARPU_NCUDA=1) against the CPU-only run: fp32 losses within 1e-4,
 #              and the GPU run must have executed tasks on a CUDA worker (STARPU_WORKER_STATS)
+#   gpu_arena  the d2 GPU run with SZ_GPU_ARENA=1 (the model states in one GPU arena registered on
+#              the GPU's memory node): bitwise the same losses, and the log says the arena was made
 #   stages     stages 0-3 on 2 ranks (sharing one GPU), losses bitwise equal to each other, through
 #              the host-copy (MPI) collectives
 #   stages_nccl  the same with SZ_NCCL=1 and one GPU per rank (needs 2 GPUs; else skip); the JSON
 #              says which path ran ("nccl" only if the run logged that NCCL was started)
-#   offload    --offload-optimizer: not implemented in the engine (reported so, never "pass")
-#   budget     per-GPU --mem-budget: not implemented in the engine (reported so)
-#   bench      sz-bench --model d12 --batch 8 --seq 1024 --precision bf16 on one GPU
-# Parts whose engine support does not exist say "not implemented"; they never pass.
+#   offload    --offload-optimizer on 1 GPU against no offload: d2 fp32 losses within 1e-4 (the CPU's
+#              AdamW against the GPU's: equal to rounding; "bitwise" says whether they are equal), the
+#              offloaded run's CPU workers must have run tasks (the optimizer) and its CUDA worker too
+#   budget     per-GPU --mem-budget: 1 MB is refused before any step, "per GPU", with settings that
+#              fit; 2x the needed figure it names runs, its device peak under the budget
+#   bench      sz-bench --model d12 --batch 8 --seq 1024 --precision bf16 on one GPU, with its mfu and
+#              gpu_peak_tflops (absent from the row if sz-bench has none: then a fail)
+#   sched_zero, sched_dmdas, sched_prio, sched_lws   the scheduler rows: 2 ranks sharing the GPU (the
+#              host-copy collectives), ZeRO stage 3, d12 B4 per rank T1024 bf16, STARPU_SCHED each:
+#              step_ms, device_peak_bytes, gpu_used_bytes, overlap (the zero policy measures it; -1
+#              for StarPU's own policies), mfu; "pass" when the run succeeded on the GPU (a row of
+#              figures, not a ranking)
 set -uo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(dirname "$here")"
 build="${SZ_BUILD_DIR:-$root/build-gpu}"
 logs="${SZ_GPU_LOG:-$build/gpu-check-logs}"
 t_start=$(date +%s)
+deadline=$((t_start + ${SZ_GPU_CHECK_BUDGET_S:-470}))
+tl() { # a part's timeout: N seconds, or what is left of the check's budget (at least 5)
+    local left=$((deadline - $(date +%s)))
+    if [ "$left" -lt "$1" ]; then echo $((left > 5 ? left : 5)); else echo "$1"; fi
+}
+go() { # PART: 0 when there is time left to start it, else its "skip" line
+    [ "$(date +%s)" -lt "$deadline" ] && return 0
+    json "$1" skip "\"reason\": \"the check's time budget (${SZ_GPU_CHECK_BUDGET_S:-470} s) is spent\""
+    return 1
+}
 json() { printf '{"part": "%s", "result": "%s"%s}\n' "$1" "$2" "${3:+, $3}"; }
 any_fail=0
 fail_part() { any_fail=1; json "$1" fail "$2"; }
@@ -61,15 +83,17 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_
 gpu_name=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)
 
 # ---- kernels ----
-timeout 300 "$build/tests/test_cuda_kernels" >"$logs/kernels.log" 2>&1
-rc=$?
-case $rc in
-    0) json kernels pass "\"gpu\": \"$gpu_name\", \"log\": \"$logs/kernels.log\"" ;;
-    77) echo "gpu-check: the CUDA runtime sees no device" >&2
-        json kernels skip '"reason": "cudaGetDeviceCount found no device"'
-        [ "$ngpu" = dryrun ] || exit 77 ;;
-    *) fail_part kernels "\"rc\": $rc, \"log\": \"$logs/kernels.log\"" ;;
-esac
+if go kernels; then
+    timeout $(tl 150) "$build/tests/test_cuda_kernels" >"$logs/kernels.log" 2>&1
+    rc=$?
+    case $rc in
+        0) json kernels pass "\"gpu\": \"$gpu_name\", \"log\": \"$logs/kernels.log\"" ;;
+        77) echo "gpu-check: the CUDA runtime sees no device" >&2
+            json kernels skip '"reason": "cudaGetDeviceCount found no device"'
+            [ "$ngpu" = dryrun ] || exit 77 ;;
+        *) fail_part kernels "\"rc\": $rc, \"log\": \"$logs/kernels.log\"" ;;
+    esac
+fi
 
 # ---- data for the training parts ----
 data="$build/gpu-check-data"
@@ -80,26 +104,56 @@ if [ -z "$texts" ]; then
 fi
 "$build/sz-prepare" --out-dir "$data" --prefix chk $texts >"$logs/prepare.log" 2>&1 || fail_part data "\"log\": \"$logs/prepare.log\""
 train=(--config d2 --vocab 256 --max-seq 64 --train "$data/chk_train.bin" --batch 4 --seq 64 --steps 5 --lr 1e-3 --json)
+bench_model=(--model d12 --batch 8 --seq 1024) sched_model=(--model d12 --batch 4 --seq 1024)
+if [ "$ngpu" = dryrun ]; then # the plumbing only: tiny models (a CPU cannot run d12 T1024 in time)
+    bench_model=(--model d2 --vocab 256 --batch 2 --seq 64) sched_model=(--model d2 --vocab 256 --batch 2 --seq 64)
+fi
 losses() { grep '"loss"' "$1" | sed 's/.*"loss": \([-0-9.e]*\).*/\1/'; }
 cuda_tasks() { # tasks executed by CUDA workers, from StarPU's worker statistics
     awk 'tolower($0) ~ /cuda/ {c = 1; next} c && /task/ {for (i = 1; i <= NF; i++) if ($i ~ /^[0-9]+$/) {n += $i; break}; c = 0} END {print n + 0}' "$1"
 }
+cpu_tasks() { # tasks executed by CPU workers ("CPU 0", ...), from the same statistics
+    awk '/^CPU [0-9]/ {c = 1; next} c && /task/ {for (i = 1; i <= NF; i++) if ($i ~ /^[0-9]+$/) {n += $i; break}; c = 0} END {print n + 0}' "$1"
+}
+jnum() { # KEY FILE: a number from the last JSON line of FILE ("null" when absent)
+    tail -1 "$2" | python3 -c 'import json, sys
+try:
+    v = json.loads(sys.stdin.read()).get(sys.argv[1])
+except Exception:
+    v = None
+print("null" if v is None else v)' "$1" 2>/dev/null || echo null
+}
 
 # ---- d2 on 1 GPU against the CPU losses ----
-STARPU_NCUDA=0 timeout 120 "$build/sz-train" "${train[@]}" >"$logs/d2_cpu.json" 2>"$logs/d2_cpu.err"
-rc_cpu=$?
-STARPU_NCUDA=1 STARPU_WORKER_STATS=1 timeout 120 "$build/sz-train" "${train[@]}" >"$logs/d2_gpu.json" 2>"$logs/d2_gpu.err"
-rc_gpu=$?
-ntask=$(cuda_tasks "$logs/d2_gpu.err")
-if [ $rc_cpu -ne 0 ] || [ $rc_gpu -ne 0 ]; then
-    fail_part d2_losses "\"rc_cpu\": $rc_cpu, \"rc_gpu\": $rc_gpu, \"log\": \"$logs/d2_gpu.err\""
-else
-    worst=$(paste <(losses "$logs/d2_cpu.json") <(losses "$logs/d2_gpu.json") |
-        awk '{d = $1 - $2; if (d < 0) d = -d; r = d / ($1 < 0 ? -$1 : $1); if (r > w) w = r} END {printf "%.3g", w + 0}')
-    n=$(losses "$logs/d2_gpu.json" | wc -l)
-    ok=$(awk -v w="$worst" -v n="$n" -v t="$ntask" 'BEGIN {print (w <= 1e-4 && n >= 5 && t > 0) ? 1 : 0}')
-    fig="\"max_rel_loss_diff\": $worst, \"steps\": $n, \"cuda_tasks\": $ntask"
-    [ "$ok" = 1 ] && json d2_losses pass "$fig" || fail_part d2_losses "$fig, \"note\": \"needs rel diff <= 1e-4 and cuda_tasks > 0\""
+if go d2_losses; then
+    STARPU_NCUDA=0 timeout $(tl 60) "$build/sz-train" "${train[@]}" >"$logs/d2_cpu.json" 2>"$logs/d2_cpu.err"
+    rc_cpu=$?
+    STARPU_NCUDA=1 STARPU_WORKER_STATS=1 timeout $(tl 60) "$build/sz-train" "${train[@]}" >"$logs/d2_gpu.json" 2>"$logs/d2_gpu.err"
+    rc_gpu=$?
+    ntask=$(cuda_tasks "$logs/d2_gpu.err")
+    if [ $rc_cpu -ne 0 ] || [ $rc_gpu -ne 0 ]; then
+        fail_part d2_losses "\"rc_cpu\": $rc_cpu, \"rc_gpu\": $rc_gpu, \"log\": \"$logs/d2_gpu.err\""
+    else
+        worst=$(paste <(losses "$logs/d2_cpu.json") <(losses "$logs/d2_gpu.json") |
+            awk '{d = $1 - $2; if (d < 0) d = -d; r = d / ($1 < 0 ? -$1 : $1); if (r > w) w = r} END {printf "%.3g", w + 0}')
+        n=$(losses "$logs/d2_gpu.json" | wc -l)
+        ok=$(awk -v w="$worst" -v n="$n" -v t="$ntask" 'BEGIN {print (w <= 1e-4 && n >= 5 && t > 0) ? 1 : 0}')
+        fig="\"max_rel_loss_diff\": $worst, \"steps\": $n, \"cuda_tasks\": $ntask"
+        [ "$ok" = 1 ] && json d2_losses pass "$fig" || fail_part d2_losses "$fig, \"note\": \"needs rel diff <= 1e-4 and cuda_tasks > 0\""
+    fi
+fi
+
+# ---- M_D on the GPU (SZ_GPU_ARENA=1, opt-in): the d2 GPU run again, bitwise the same losses ----
+if go gpu_arena; then
+    SZ_GPU_ARENA=1 SZ_LOG=info STARPU_NCUDA=1 STARPU_WORKER_STATS=1 timeout $(tl 60) "$build/sz-train" "${train[@]}" \
+        >"$logs/d2_arena.json" 2>"$logs/d2_arena.err"
+    rc=$?
+    nt=$(cuda_tasks "$logs/d2_arena.err")
+    used=$(grep -c "GPU arena:" "$logs/d2_arena.err")
+    same=$([ -n "$(losses "$logs/d2_arena.json")" ] && [ "$(losses "$logs/d2_arena.json")" = "$(losses "$logs/d2_gpu.json")" ] && echo true || echo false)
+    fig="\"rc\": $rc, \"cuda_tasks\": $nt, \"arena_logged\": $used, \"bitwise_equal_to_d2_gpu\": $same"
+    if [ $rc -eq 0 ] && [ "$nt" -gt 0 ] && [ "$used" -gt 0 ] && [ "$same" = true ]; then json gpu_arena pass "$fig"
+    else fail_part gpu_arena "$fig, \"log\": \"$logs/d2_arena.err\""; fi
 fi
 
 # ---- stages 0-3, 2 ranks, bitwise equal: host-copy collectives (the 2 ranks may share one GPU),
@@ -108,7 +162,7 @@ stages() { # PART PATH [ENV...]
     local part=$1 path=$2 ref="" ok=1 fig="" stage rc nt cur
     shift 2
     for stage in 0 1 2 3; do
-        env "$@" STARPU_NCUDA=1 STARPU_WORKER_STATS=1 timeout 150 mpiexec -n 2 "$root/scripts/gpu-rank.sh" \
+        env "$@" STARPU_NCUDA=1 STARPU_WORKER_STATS=1 timeout $(tl 60) mpiexec -n 2 "$root/scripts/gpu-rank.sh" \
             "$build/sz-train" "${train[@]}" --batch 2 --zero-stage $stage >"$logs/$part$stage.json" 2>"$logs/$part$stage.err"
         rc=$?
         nt=$(cuda_tasks "$logs/$part$stage.err")
@@ -122,26 +176,83 @@ stages() { # PART PATH [ENV...]
     fig="$fig\"ranks\": 2, \"gpus\": \"$ngpu\", \"path\": \"$path\""
     [ $ok = 1 ] && json "$part" pass "$fig" || fail_part "$part" "$fig"
 }
-SZ_GPU_SHARE=1 stages stages "host-copy (MPI)" SZ_GPU_SHARE=1 SZ_NCCL=0
-if [ "$ngpu" != unknown ] && [ "$ngpu" != dryrun ] && [ "$ngpu" -ge 2 ]; then
+go stages && stages stages "host-copy (MPI)" SZ_GPU_SHARE=1 SZ_NCCL=0
+if ! go stages_nccl; then
+    :
+elif [ "$ngpu" != unknown ] && [ "$ngpu" != dryrun ] && [ "$ngpu" -ge 2 ]; then
     stages stages_nccl "expected nccl (the log says otherwise)" SZ_NCCL=1 SZ_LOG=info
 else
     json stages_nccl skip '"reason": "NCCL needs a GPU per rank: fewer than 2 GPUs here"'
 fi
 
-# ---- parts the engine does not have yet ----
-json offload "not implemented" '"reason": "--offload-optimizer is not in sz-train yet"'
-json budget "not implemented" '"reason": "the plan predicts host memory only; no per-GPU budget or STARPU_LIMIT_CUDA_MEM yet"'
+# ---- ZeRO-Offload: --offload-optimizer against no offload, 1 GPU, d2 fp32 ----
+if go offload; then
+    STARPU_NCUDA=1 STARPU_WORKER_STATS=1 timeout $(tl 60) "$build/sz-train" "${train[@]}" >"$logs/offload_off.json" 2>"$logs/offload_off.err"
+    rc_off=$?
+    STARPU_NCUDA=1 STARPU_WORKER_STATS=1 timeout $(tl 60) "$build/sz-train" "${train[@]}" --offload-optimizer >"$logs/offload_on.json" 2>"$logs/offload_on.err"
+    rc_on=$?
+    if [ $rc_off -ne 0 ] || [ $rc_on -ne 0 ]; then
+        fail_part offload "\"rc_no_offload\": $rc_off, \"rc_offload\": $rc_on, \"log\": \"$logs/offload_on.err\""
+    else
+        worst=$(paste <(losses "$logs/offload_off.json") <(losses "$logs/offload_on.json") |
+            awk '{d = $1 - $2; if (d < 0) d = -d; r = d / ($1 < 0 ? -$1 : $1); if (r > w) w = r} END {printf "%.3g", w + 0}')
+        n=$(losses "$logs/offload_on.json" | wc -l)
+        bitwise=$([ "$(losses "$logs/offload_off.json")" = "$(losses "$logs/offload_on.json")" ] && echo true || echo false)
+        nc=$(cpu_tasks "$logs/offload_on.err") ng=$(cuda_tasks "$logs/offload_on.err")
+        fig="\"max_rel_loss_diff\": $worst, \"bitwise\": $bitwise, \"steps\": $n, \"cpu_tasks\": $nc, \"cuda_tasks\": $ng"
+        fig="$fig, \"host_bytes_note\": \"master, m, v in pinned host memory\""
+        ok=$(awk -v w="$worst" -v n="$n" -v c="$nc" -v g="$ng" 'BEGIN {print (w <= 1e-4 && n >= 5 && c > 0 && g > 0) ? 1 : 0}')
+        [ "$ok" = 1 ] && json offload pass "$fig" || fail_part offload "$fig, \"note\": \"needs rel diff <= 1e-4, CPU tasks (the optimizer) and CUDA tasks\""
+    fi
+fi
+
+# ---- per-GPU budget: refused with what fits, then a fitting one respected ----
+if go budget; then
+    STARPU_NCUDA=1 timeout $(tl 60) "$build/sz-train" "${train[@]}" --mem-budget 1M >"$logs/budget_small.txt" 2>&1
+    rc_small=$?
+    need=$(grep -o 'the plan needs [0-9.]* MB per GPU' "$logs/budget_small.txt" | head -1 | awk '{print $4}')
+    if [ $rc_small -eq 0 ] || [ -z "$need" ] || ! grep -q "Settings that fit" "$logs/budget_small.txt" ||
+        grep -q '^step' "$logs/budget_small.txt"; then
+        fail_part budget "\"rc_small\": $rc_small, \"needs_mb\": \"${need:-none}\", \"note\": \"1 MB must be refused before any step, per GPU, with settings that fit\", \"log\": \"$logs/budget_small.txt\""
+    else
+        bud=$(awk -v n="$need" 'BEGIN {printf "%.0f", n * 2e6 + 8e6}')
+        STARPU_NCUDA=1 timeout $(tl 60) "$build/sz-train" "${train[@]}" --mem-budget "$bud" >"$logs/budget_fit.json" 2>"$logs/budget_fit.err"
+        rc_fit=$?
+        dpeak=$(jnum device_peak_bytes "$logs/budget_fit.json")
+        fig="\"needs_mb\": $need, \"budget_bytes\": $bud, \"rc_fit\": $rc_fit, \"device_peak_bytes\": $dpeak"
+        ok=$(awk -v r="$rc_fit" -v p="$dpeak" -v b="$bud" 'BEGIN {print (r == 0 && p != "null" && p + 0 <= b + 0) ? 1 : 0}')
+        [ "$ok" = 1 ] && json budget pass "$fig" || fail_part budget "$fig, \"log\": \"$logs/budget_fit.err\""
+    fi
+fi
 
 # ---- sz-bench d12 B8 T1024 bf16 on one GPU ----
-STARPU_NCUDA=1 STARPU_WORKER_STATS=1 timeout 240 "$build/sz-bench" --model d12 --batch 8 --seq 1024 --precision bf16 \
-    --steps 3 --warmup 1 --json >"$logs/bench.json" 2>"$logs/bench.err"
-rc=$?
-nt=$(cuda_tasks "$logs/bench.err")
-if [ $rc -eq 0 ] && [ "$nt" -gt 0 ]; then
-    json bench pass "\"cuda_tasks\": $nt, \"sz_bench\": $(tail -1 "$logs/bench.json"), \"mfu\": \"not implemented\""
-else
-    fail_part bench "\"rc\": $rc, \"cuda_tasks\": $nt, \"log\": \"$logs/bench.err\""
+if go bench; then
+    STARPU_NCUDA=1 STARPU_WORKER_STATS=1 timeout $(tl 150) "$build/sz-bench" "${bench_model[@]}" --precision bf16 \
+        --steps 3 --warmup 1 --json >"$logs/bench.json" 2>"$logs/bench.err"
+    rc=$?
+    nt=$(cuda_tasks "$logs/bench.err")
+    mfu=$(jnum mfu "$logs/bench.json") peak=$(jnum gpu_peak_tflops "$logs/bench.json")
+    if [ $rc -eq 0 ] && [ "$nt" -gt 0 ] && [ "$mfu" != null ] && [ "$peak" != null ]; then
+        json bench pass "\"cuda_tasks\": $nt, \"mfu\": $mfu, \"gpu_peak_tflops\": $peak, \"step_ms\": $(jnum step_ms "$logs/bench.json"), \"sz_bench\": $(tail -1 "$logs/bench.json")"
+    else
+        fail_part bench "\"rc\": $rc, \"cuda_tasks\": $nt, \"mfu\": $mfu, \"gpu_peak_tflops\": $peak, \"log\": \"$logs/bench.err\""
+    fi
 fi
+
+# ---- the scheduler rows: zero against StarPU's dmdas, prio, lws (2 ranks sharing the GPU, stage 3) ----
+for pol in zero dmdas prio lws; do
+    go "sched_$pol" || continue
+    SZ_GPU_SHARE=1 STARPU_SCHED=$pol STARPU_NCUDA=1 STARPU_WORKER_STATS=1 timeout $(tl 60) mpiexec -n 2 "$root/scripts/gpu-rank.sh" \
+        "$build/sz-bench" "${sched_model[@]}" --precision bf16 --zero-stage 3 --steps 2 --warmup 1 --json \
+        >"$logs/sched_$pol.json" 2>"$logs/sched_$pol.err"
+    rc=$?
+    nt=$(cuda_tasks "$logs/sched_$pol.err")
+    fig="\"policy\": \"$pol\", \"ranks\": 2, \"rc\": $rc, \"cuda_tasks\": $nt"
+    for k in step_ms device_peak_bytes gpu_used_bytes peak_bytes overlap mfu sched_policy; do
+        v=$(jnum $k "$logs/sched_$pol.json")
+        case $v in null|[-0-9]*) fig="$fig, \"$k\": $v" ;; *) fig="$fig, \"$k\": \"$v\"" ;; esac
+    done
+    if [ $rc -eq 0 ] && [ "$nt" -gt 0 ]; then json "sched_$pol" pass "$fig"; else fail_part "sched_$pol" "$fig, \"log\": \"$logs/sched_$pol.err\""; fi
+done
 json total "$([ $any_fail = 0 ] && echo pass || echo fail)" "\"seconds\": $(($(date +%s) - t_start))"
 exit $any_fail

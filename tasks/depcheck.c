@@ -5,7 +5,9 @@
  * are compared with the plan's waits (sz_plan_check_deps): the waits must cover every observed one
  * and every wait between the engine's own accesses must be observed. The ordering token and the
  * reduce-scatter's scratch buffer order tasks without carrying data between them: left out.
- * Off unless a test turns it on (sz_model_depcheck); it costs a search per access. */
+ * Off unless a test turns it on (sz_model_depcheck) or SZ_CHECK_WAITS=1 is set when the model is
+ * finalized; then a step whose dependencies leave the plan fails its sz_model_update with
+ * SZ_ERR_STATE and the first violation logged. It costs a search per access. */
 #include <stdlib.h>
 #include <string.h>
 #include "sz_tasks.h"
@@ -176,17 +178,17 @@ void sz_depcheck_action(struct sz_model *m, const sz_plan *p, int k)
         d->action = p == &m->step_plan ? k : -1;
 }
 
-void sz_depcheck_run_end(struct sz_model *m, const sz_plan *p, int to)
+int sz_depcheck_run_end(struct sz_model *m, const sz_plan *p, int to)
 {
     struct sz_depcheck *d = m->depcheck;
     if (!d)
-        return;
+        return 0;
     d->action = -1;
     if (p != &m->step_plan || to != p->n || !d->active)
-        return;
+        return 0;
     d->active = 0;
     if (d->invalid)
-        return;
+        return 0;
     char msg[512];
     int bad = sz_plan_check_deps(p, d->dep, msg, sizeof msg);
     d->steps++;
@@ -196,4 +198,8 @@ void sz_depcheck_run_end(struct sz_model *m, const sz_plan *p, int to)
     if (bad && !d->violations)
         snprintf(d->msg, sizeof d->msg, "%s", msg);
     d->violations += bad;
+    if (bad)
+        sz_context_log(m->ctx, SZ_LOG_ERROR, "step %d: the tasks' data dependencies leave the plan's waits (%d "
+                       "violations): %s", m->steps_done + 1, bad, msg);
+    return bad;
 }

@@ -15,6 +15,9 @@
 #include "sz_rng.h"
 #include "sz_sched.h"
 #include "sz_deadline.h"
+#include "sz_pool.h"
+#include "sz_cuda.h"
+#include "sz_kernels.h"
 
 void sz_train_config_defaults(sz_train_config *cfg)
 {
@@ -74,7 +77,7 @@ sz_status sz_model_set_zero(sz_model *m, const sz_zero_config *z)
         return SZ_ERR_INVALID;
     }
     if ((z->precision != SZ_PRECISION_FP32 && z->precision != SZ_PRECISION_BF16) || z->mem_budget < 0 ||
-        z->prefetch_bytes < 0 || z->max_live_bytes < 0) {
+        z->prefetch_bytes < 0 || z->max_live_bytes < 0 || z->host_bytes < 0) {
         sz_context_log(m->ctx, SZ_LOG_ERROR, "ZeRO config: unknown precision %d or a negative byte limit",
                        (int)z->precision);
         return SZ_ERR_INVALID;
@@ -86,6 +89,7 @@ sz_status sz_model_set_zero(sz_model *m, const sz_zero_config *z)
     }
     m->zero = *z;
     m->mixed = z->precision == SZ_PRECISION_BF16;
+    m->persistent[SZ_MEM_HOST_BUFFERS] = z->host_bytes; /* the app's; counted as held from here on */
     return SZ_OK;
 }
 
@@ -190,10 +194,116 @@ static sz_tensor *owned(struct sz_model *m, sz_tensor *t, int cat)
     return t;
 }
 
+/* CUDA workers on this rank (the GPU path: host pools pinned, budget per GPU). */
+static int have_cuda(void) { return starpu_worker_get_count_by_type(STARPU_CUDA_WORKER) > 0; }
+
+/* What lives in pinned host memory: with CUDA workers the host pool (offloaded checkpoints), and
+ * under ZeRO-Offload the fp32 master and the optimizer state. Zeroed, registered on main RAM. */
+static int pinned_category(const struct sz_model *m, int cat)
+{
+    if (!have_cuda())
+        return 0;
+    return cat == SZ_MEM_HOST ||
+           (m->zero.offload_optimizer && (cat == SZ_MEM_MASTER || cat == SZ_MEM_ADAM_M || cat == SZ_MEM_ADAM_V));
+}
+
+static sz_tensor *pinned_buffer(struct sz_model *m, const char *name, sz_dtype dtype, int64_t numel, int cat)
+{
+    size_t bytes = (size_t)numel * sz_dtype_size(dtype);
+    void *home = NULL;
+    if (starpu_malloc_flags(&home, bytes, STARPU_MALLOC_PINNED) != 0 || !home)
+        return NULL;
+    memset(home, 0, bytes);
+    sz_tensor *t = sz_tensor_register(home, numel, dtype, name);
+    if (!t) {
+        starpu_free_flags(home, bytes, STARPU_MALLOC_PINNED);
+        return NULL;
+    }
+    t->pinned = bytes;
+    return owned(m, t, cat);
+}
+
+static int state_category(int cat)
+{
+    return cat == SZ_MEM_PARAMS || cat == SZ_MEM_PARAM_SHARD || cat == SZ_MEM_GRADS || cat == SZ_MEM_GRAD_SHARD ||
+           cat == SZ_MEM_MASTER || cat == SZ_MEM_ADAM_M || cat == SZ_MEM_ADAM_V;
+}
+
+#define SZ_GPU_ARENA_ALIGN 256
+
+/* M_D on the GPU memory node (SZ_GPU_ARENA=1, with CUDA workers and arenas on; opt-in because it
+ * has never run): one cudaMalloc region, sized before the units' storage exists from the same
+ * table (sz_plan_storage), holds every model-state tensor that is not pinned host memory, placed
+ * contiguously by graph/pool.c's arena and registered with the GPU as its home node; StarPU is
+ * told of the bytes (starpu_memory_allocate) so its limit on that node counts them. */
+static sz_status gpu_arena_start(struct sz_model *m)
+{
+    const char *env = getenv("SZ_GPU_ARENA");
+#if SZ_WITH_CUDA
+    if (!env || strcmp(env, "1") || !have_cuda() || !m->zero.arenas)
+        return SZ_OK;
+    sz_plan_storage keep;
+    sz_plan_storage_of(m->zero.stage, m->mixed, &keep);
+    int64_t bytes = SZ_GPU_ARENA_ALIGN;
+    for (int i = 0; i < m->nunits; i++)
+        for (int c = 0; c < SZ_MEM_NCATEGORIES; c++)
+            if (state_category(c) && !pinned_category(m, c)) {
+                int64_t b = sz_plan_unit_state(&keep, c, sz_plan_padded(m->units[i]->numel, m->nd), m->nd);
+                bytes += b ? (b + 2 * SZ_GPU_ARENA_ALIGN - 1) / SZ_GPU_ARENA_ALIGN * SZ_GPU_ARENA_ALIGN : 0;
+            }
+    int ids[STARPU_NMAXWORKERS];
+    if (starpu_worker_get_ids_by_type(STARPU_CUDA_WORKER, ids, STARPU_NMAXWORKERS) < 1)
+        return SZ_OK;
+    m->gpu.dev = starpu_worker_get_devid(ids[0]);
+    m->gpu.node = starpu_worker_get_memory_node((unsigned)ids[0]);
+    int rc = sz_cuda_arena_alloc(m->gpu.dev, (size_t)bytes, &m->gpu.base);
+    if (rc) {
+        sz_context_log(m->ctx, SZ_LOG_ERROR, "SZ_GPU_ARENA=1: %.1f MB of device memory on CUDA device %d for the "
+                       "model states could not be allocated (%s); run without SZ_GPU_ARENA", bytes / 1e6, m->gpu.dev,
+                       cudaGetErrorString((cudaError_t)rc));
+        return SZ_ERR_NOMEM;
+    }
+    if (!(m->gpu.pool = sz_pool_create(bytes, SZ_GPU_ARENA_ALIGN))) {
+        sz_cuda_arena_free(m->gpu.dev, m->gpu.base);
+        m->gpu.base = NULL;
+        return SZ_ERR_NOMEM;
+    }
+    m->gpu.bytes = bytes;
+    starpu_memory_allocate(m->gpu.node, (size_t)bytes, STARPU_MEMORY_OVERFLOW);
+    sz_context_log(m->ctx, SZ_LOG_INFO, "GPU arena: %.1f MB of model states on CUDA device %d (memory node %u)",
+                   bytes / 1e6, m->gpu.dev, m->gpu.node);
+#else
+    (void)m, (void)env;
+#endif
+    return SZ_OK;
+}
+
+static void gpu_arena_stop(struct sz_model *m)
+{
+#if SZ_WITH_CUDA
+    if (!m->gpu.base)
+        return;
+    sz_cuda_arena_free(m->gpu.dev, m->gpu.base);
+    starpu_memory_deallocate(m->gpu.node, (size_t)m->gpu.bytes);
+    sz_pool_destroy(m->gpu.pool);
+    m->gpu.base = NULL;
+#else
+    (void)m;
+#endif
+}
+
 static sz_tensor *owned_buffer(struct sz_model *m, const char *name, sz_dtype dtype, int64_t numel, int cat)
 {
     if (numel < 1 || numel > UINT32_MAX)
         return NULL;
+    if (pinned_category(m, cat))
+        return pinned_buffer(m, name, dtype, numel, cat);
+    if (m->gpu.pool && state_category(cat)) { /* SZ_GPU_ARENA=1: in the GPU arena (already zero) */
+        int64_t off = sz_pool_alloc_arena(m->gpu.pool, numel * (int64_t)sz_dtype_size(dtype));
+        if (off < 0)
+            return NULL;
+        return owned(m, sz_tensor_register_on(m->gpu.node, (char *)m->gpu.base + off, numel, dtype, name), cat);
+    }
     /* on the device pool (the host pool stays apart): in the M_D arena, or among the temporaries */
     size_t bytes = (size_t)numel * sz_dtype_size(dtype);
     int arena = m->zero.arenas;
@@ -388,7 +498,7 @@ static sz_status unit_storage(struct sz_model *m, struct sz_unit *u)
     char name[48];
     /* Without arenas on the device pool the optimizer state is allocated when the first step first
      * needs it, as PyTorch's optimizers do, so it lands among that step's temporaries. */
-    int late = !m->zero.arenas && sz_devpool_stats(NULL);
+    int late = !m->zero.arenas && sz_devpool_stats(NULL) && !m->zero.offload_optimizer;
     snprintf(name, sizeof name, "adam_m:%s", u->name);
     sz_tensor *am = state_tensor(m, name, n, SZ_MEM_ADAM_M, late);
     snprintf(name, sizeof name, "adam_v:%s", u->name);
@@ -404,12 +514,13 @@ static sz_status unit_storage(struct sz_model *m, struct sz_unit *u)
 /* A configuration the prediction (and the budget advice) folds the plan for: this model's, with
  * these changes. rows: the micro-batch's rows divided by this (activations taken as proportional). */
 struct trial {
-    int stage, nd, mixed, checkpoint, offload, rows;
+    int stage, nd, mixed, checkpoint, offload, rows, offload_optimizer;
 };
 
 static struct trial current(const struct sz_model *m)
 {
-    return (struct trial){m->zero.stage, m->nd, m->mixed, m->zero.checkpoint, m->zero.offload_checkpoints, 1};
+    return (struct trial){m->zero.stage, m->nd, m->mixed, m->zero.checkpoint, m->zero.offload_checkpoints, 1,
+                          m->zero.offload_optimizer};
 }
 
 /* The activation and host-pool bytes this model would register under checkpointing settings
@@ -433,6 +544,7 @@ static sz_status predict(const struct sz_model *m, struct trial t, sz_fold *f)
     c.nd = t.nd;
     c.rank = m->rank < t.nd ? m->rank : 0;
     c.mixed = t.mixed;
+    c.offload_optimizer = t.offload_optimizer;
     c.bucket_elems = sz_zero_bucket_elems(m, t.nd);
     sz_plan_unit *pu = calloc((size_t)m->nunits + 1, sizeof *pu);
     if (!pu)
@@ -457,10 +569,14 @@ static sz_status predict(const struct sz_model *m, struct trial t, sz_fold *f)
     return SZ_OK;
 }
 
+/* The peak the budget is checked against: with CUDA workers the device's (each GPU's budget;
+ * the host pool and an offloaded optimizer live in host memory), else the rank's whole peak. */
 static int64_t predict_peak(const struct sz_model *m, struct trial t)
 {
     sz_fold f;
-    return predict(m, t, &f) == SZ_OK ? f.peak_bytes : INT64_MAX;
+    if (predict(m, t, &f) != SZ_OK)
+        return INT64_MAX;
+    return have_cuda() ? f.device_peak_bytes : f.peak_bytes;
 }
 
 /* "X MB" rounded so that a figure over the budget never prints as one at or under it: needs round
@@ -527,9 +643,11 @@ sz_status sz_model_check_budget(struct sz_model *m, int64_t budget)
     int64_t act, host;
     act_bytes(m, m->zero.checkpoint, m->zero.offload_checkpoints, &act, &host);
     int known = act == m->persistent[SZ_MEM_ACTIVATIONS] && host == m->persistent[SZ_MEM_HOST];
-    struct trial alt[6];
-    const char *what[6];
+    struct trial alt[7];
+    const char *what[7];
     int nalt = 0;
+    if (have_cuda() && !now.offload_optimizer)
+        alt[nalt] = now, alt[nalt].offload_optimizer = 1, what[nalt++] = "--offload-optimizer (master and optimizer state in host memory)";
     if (known && !now.checkpoint) {
         alt[nalt] = now, alt[nalt].checkpoint = 1, what[nalt++] = "activation checkpointing";
         alt[nalt] = now, alt[nalt].checkpoint = alt[nalt].offload = 1,
@@ -565,10 +683,11 @@ sz_status sz_model_check_budget(struct sz_model *m, int64_t budget)
         say(&a, "%s%s: stage %d with N_d >= %d (%.1f MB)", a.len ? "; " : "", what[i], best_s, best_nd, mb_up(best_at));
     }
     sz_context_log(m->ctx, SZ_LOG_ERROR,
-                   "memory budget: the plan needs %.1f MB per rank (stage %d, N_d %d, %s%s%s) but the budget is %.1f MB%s. "
+                   "memory budget: the plan needs %.1f MB per %s (stage %d, N_d %d, %s%s%s%s) but the budget is %.1f MB%s. "
                    "Settings that fit, each predicted by the same plan: %s. Activations take %.1f MB of the %.1f.",
-                   mb_up(peak), m->zero.stage, m->nd, m->mixed ? "bf16" : "fp32",
+                   mb_up(peak), have_cuda() ? "GPU (device memory)" : "rank", m->zero.stage, m->nd, m->mixed ? "bf16" : "fp32",
                    m->zero.checkpoint ? ", checkpointing" : "", m->zero.offload_checkpoints ? ", offloaded checkpoints" : "",
+                   m->zero.offload_optimizer ? ", offloaded optimizer" : "",
                    mb_down(budget),
                    m->budget_from_machine && budget == m->budget
                        ? " (no budget given: this rank's share of the memory this node has available now, less the "
@@ -598,6 +717,8 @@ static sz_status agree_model(struct sz_model *m)
     sz_settings_add(s, "activation checkpointing", "%s", z->checkpoint ? "on" : "off");
     sz_settings_add(s, "offloaded checkpoints", "%s", z->offload_checkpoints ? "on" : "off");
     sz_settings_add(s, "arenas (M_D)", "%s", z->arenas ? "on" : "off");
+    if (z->offload_optimizer) /* (only then: a CPU-only run's digest stays as it was) */
+        sz_settings_add(s, "the offloaded optimizer's CUDA workers", "%s", have_cuda() ? "present" : "none");
     sz_settings_add(s, "the number of units", "%d", m->nunits);
     for (int i = 0; i < m->nunits; i++) {
         const struct sz_unit *u = m->units[i];
@@ -636,6 +757,18 @@ sz_status sz_model_finalize(sz_model *m)
     sz_status ast = agree_model(m); /* every rank the same model, or none goes on */
     if (ast != SZ_OK)
         return ast;
+    if (m->zero.offload_optimizer && !have_cuda()) { /* every rank alike (agreed above) */
+        sz_context_log(m->ctx, SZ_LOG_ERROR,
+                       "--offload-optimizer (ZeRO-Offload) moves the optimizer from the GPU to the CPU, but this rank "
+                       "has no CUDA worker (no GPU visible, STARPU_NCUDA=0, or a StarPU or StarZeRO built without "
+                       "CUDA): on a CPU-only rank the optimizer already runs on the CPU, so there is nothing to "
+                       "offload. Drop --offload-optimizer, or run on a GPU machine");
+        return SZ_ERR_INVALID;
+    }
+    /* SZ_CHECK_WAITS=1: check every step's tasks against the plan's waits (tasks/depcheck.c) */
+    const char *cw = getenv("SZ_CHECK_WAITS");
+    if (cw && *cw && strcmp(cw, "0") && (ast = sz_model_depcheck(m, 1)) != SZ_OK)
+        return ast;
     int64_t budget = m->zero.mem_budget;
     if (budget <= 0) { /* none given: this rank's share of what the machine has (collective) */
         if (sz_context_memory_budget(m->ctx, &budget) != SZ_OK)
@@ -646,6 +779,9 @@ sz_status sz_model_finalize(sz_model *m)
     sz_status bst = sz_model_check_budget(m, budget); /* before allocating anything big */
     if (bst != SZ_OK)
         return bst;
+    sz_status gst = gpu_arena_start(m);
+    if (gst != SZ_OK)
+        return gst;
     for (int i = 0; i < m->nunits; i++) {
         sz_status st = unit_storage(m, m->units[i]);
         if (st != SZ_OK)
@@ -683,6 +819,7 @@ void sz_model_free(sz_model *m)
     for (int i = 0; i < m->ntensors; i++)
         sz_tensor_unregister(m->tensors[i]);
     sz_devpool_arena_reset(m->arena_mark); /* models are freed last-made first */
+    gpu_arena_stop(m);
     sz_plan_free(&m->step_plan);
     sz_plan_free(&m->eval_plan);
     sz_model_depcheck(m, 0);
@@ -909,6 +1046,23 @@ sz_status sz_model_eval(sz_model *m, float *loss)
     return st != SZ_OK ? st : fail;
 }
 
+/* With CUDA workers, before the first step: every tensor the model registered on a buffer of its
+ * own and that is not pinned host memory (parameters or their shard, gradient shards, the master
+ * and optimizer state unless offloaded, activations, the communication buffer) is prefetched to
+ * the GPU's memory node, so the model states live there from the start (StarPU keeps the valid
+ * copy on the GPU as the CUDA tasks write it; the home buffer in RAM stays registered). */
+static void place_on_gpu(struct sz_model *m)
+{
+    m->placed = 1;
+    int ids[STARPU_NMAXWORKERS];
+    if (starpu_worker_get_ids_by_type(STARPU_CUDA_WORKER, ids, STARPU_NMAXWORKERS) < 1)
+        return;
+    unsigned node = starpu_worker_get_memory_node((unsigned)ids[0]);
+    for (int i = 0; i < m->ntensors; i++)
+        if (m->tensors[i]->home && !m->tensors[i]->pinned && !m->tensors[i]->on_gpu)
+            starpu_data_prefetch_on_node(m->tensors[i]->h, node, 1);
+}
+
 sz_status sz_model_forward_backward(sz_model *m, float *loss)
 {
     if (!m)
@@ -920,6 +1074,8 @@ sz_status sz_model_forward_backward(sz_model *m, float *loss)
                        "(micro_batches = %d)", m->micro_batch + 1, m->zero.micro_batches);
         return SZ_ERR_STATE;
     }
+    if (!m->placed && have_cuda())
+        place_on_gpu(m);
     if (m->micro_batch == 0) {
         sz_deadline_set_step(m->steps_done + 1);
         double f, c, k;
@@ -997,7 +1153,7 @@ const char *sz_mem_category_name(sz_mem_category c)
     static const char *names[SZ_MEM_NCATEGORIES] = {
         "full params", "param shard", "gathered units in flight", "grads", "grad shard", "grads in flight",
         "fp32 master", "Adam m", "Adam v", "activations", "communication buffers", "checkpoints on device",
-        "host pool (checkpoints)"};
+        "host pool (checkpoints)", "host buffers"};
     return c >= 0 && c < SZ_MEM_NCATEGORIES ? names[c] : "?";
 }
 
@@ -1016,7 +1172,10 @@ sz_status sz_model_memory_report(const sz_model *m, sz_memory_report *r)
                            r->bytes[SZ_MEM_GRAD_SHARD] + r->bytes[SZ_MEM_MASTER] + r->bytes[SZ_MEM_ADAM_M] +
                            r->bytes[SZ_MEM_ADAM_V];
     r->peak_bytes = persistent + __atomic_load_n(&m->counters.peak_total, __ATOMIC_RELAXED);
-    r->device_peak_bytes = r->peak_bytes - m->persistent[SZ_MEM_HOST];
+    r->device_peak_bytes = r->peak_bytes - m->persistent[SZ_MEM_HOST] - m->persistent[SZ_MEM_HOST_BUFFERS];
+    if (m->zero.offload_optimizer)
+        r->device_peak_bytes -= m->persistent[SZ_MEM_MASTER] + m->persistent[SZ_MEM_ADAM_M] + m->persistent[SZ_MEM_ADAM_V];
+    r->matmul_host_peak_bytes = sz_k_matmul_host_peak();
     r->comm_bytes_sent = m->step_sent;
     r->comm_bytes_received = m->step_received;
     r->comm_seconds = m->step_ns * 1e-9;

@@ -19,6 +19,8 @@ struct sz_tensor {
     sz_dtype dtype;
     char name[48];
     void *home;        /* the buffer this tensor registered and owns (NULL for views) */
+    size_t pinned;     /* > 0: home is pinned host memory of this many bytes (starpu_malloc_flags) */
+    int on_gpu;        /* home is a block of the model's GPU arena (freed with the arena) */
 };
 
 /* One flat buffer of a unit: a view over all of its handle (registered on a model-owned buffer, or
@@ -103,6 +105,16 @@ struct sz_model {
     uint64_t position;           /* plan position of the next task submitted (task->sched_data):
                                     current_action << 16, plus the tasks the action submitted so far */
     int64_t current_action;      /* index in the plan of the action being submitted (tasks/zero.c) */
+    uint32_t force_where;        /* nonzero: where the tasks submitted now must run (STARPU_CPU for the
+                                    optimizer under offload_optimizer), set by tasks/zero.c per action */
+    int placed;                  /* with CUDA workers: the model states were prefetched to the GPU */
+    struct sz_gpu_arena {        /* SZ_GPU_ARENA=1 (opt-in, never run): M_D on the GPU memory node */
+        void *base;              /* one cudaMalloc region holding the model states */
+        struct sz_pool *pool;    /* graph/pool.c's offsets in it (the arena part) */
+        int64_t bytes;
+        int dev;                 /* CUDA device id */
+        unsigned node;           /* its StarPU memory node */
+    } gpu;
     sz_plan step_plan, eval_plan;/* the plans tasks/zero.c submits (built on first use) */
     struct sz_depcheck *depcheck;/* NULL, or the plan-waits check mode (tasks/depcheck.c) */
     int64_t predicted_peak;      /* bytes per rank the plan predicts (sz_model_finalize) */
@@ -130,7 +142,7 @@ const unsigned char *sz_model_depcheck_deps(const struct sz_model *m, int *n);
 void sz_depcheck_access(struct sz_model *m, starpu_data_handle_t h, int write);
 void sz_depcheck_run_begin(struct sz_model *m, const sz_plan *p, int from);
 void sz_depcheck_action(struct sz_model *m, const sz_plan *p, int k);
-void sz_depcheck_run_end(struct sz_model *m, const sz_plan *p, int to);
+int sz_depcheck_run_end(struct sz_model *m, const sz_plan *p, int to); /* violations found */
 
 /* The step's own tasks, each submitted by its codelet's file (codelets/<op>.c). */
 sz_status sz_submit_zero(struct sz_unit *u, const sz_tensor *t, const char *name, struct sz_counters *acct, int category, int64_t bytes,
@@ -179,6 +191,8 @@ sz_status sz_model_take_failure(struct sz_model *m);
 sz_tensor *sz_tensor_register(void *home, int64_t numel, sz_dtype dtype, const char *name);
 /* A handle StarPU allocates itself when first written (home node -1); freed by invalidation. */
 sz_tensor *sz_tensor_register_lazy(int64_t numel, sz_dtype dtype, const char *name);
+/* Registered with its home on memory node `node` (a GPU's: home is device memory the caller owns). */
+sz_tensor *sz_tensor_register_on(unsigned node, void *home, int64_t numel, sz_dtype dtype, const char *name);
 /* Read a fp32 or bf16 view as fp32 values (blocking). */
 sz_status sz_tensor_read_f32(sz_tensor *t, float *dst);
 /* Write fp32 values into a fp32 or bf16 view (rounded to nearest even for bf16; blocking). */

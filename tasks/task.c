@@ -106,6 +106,8 @@ sz_status sz_task_submit_where(struct sz_model *m, int unit, const char *name, c
         l->numel[k] = t->numel;
         l->dtype[k] = t->dtype;
     }
+    if (!where && m)
+        where = m->force_where;
     if (m && m->depcheck)
         for (int j = 0; j < nb; j++)
             sz_depcheck_access(m, d[j].handle, d[j].mode != STARPU_R);

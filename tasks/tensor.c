@@ -30,6 +30,21 @@ sz_tensor *sz_tensor_register(void *home, int64_t numel, sz_dtype dtype, const c
     return t;
 }
 
+sz_tensor *sz_tensor_register_on(unsigned node, void *home, int64_t numel, sz_dtype dtype, const char *name)
+{
+    sz_tensor *t = calloc(1, sizeof *t);
+    if (!t)
+        return NULL;
+    t->numel = t->handle_numel = numel;
+    t->dtype = dtype;
+    t->home = home;
+    t->on_gpu = node != STARPU_MAIN_RAM;
+    snprintf(t->name, sizeof t->name, "%s", name ? name : "");
+    starpu_vector_data_register(&t->h, (int)node, (uintptr_t)home, (uint32_t)numel, sz_dtype_size(dtype));
+    starpu_data_set_name(t->h, t->name);
+    return t;
+}
+
 sz_tensor *sz_tensor_register_lazy(int64_t numel, sz_dtype dtype, const char *name)
 {
     sz_tensor *t = calloc(1, sizeof *t);
@@ -59,7 +74,11 @@ void sz_tensor_unregister(sz_tensor *t)
         return;
     if (t->h)
         starpu_data_unregister(t->h);
-    if (!sz_devpool_release(t->home))
+    if (t->on_gpu)
+        ; /* a block of the model's GPU arena, freed with it */
+    else if (t->pinned)
+        starpu_free_flags(t->home, t->pinned, STARPU_MALLOC_PINNED);
+    else if (!sz_devpool_release(t->home))
         free(t->home);
     free(t);
 }

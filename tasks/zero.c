@@ -44,9 +44,11 @@ void sz_zero_plan_config(const struct sz_model *m, sz_plan_pass pass, int clip, 
     c->bucket_elems = sz_zero_bucket_elems(m, m->nd);
     c->comm_worker = sz_comm_worker >= 0;
     c->clip = clip;
+    c->offload_optimizer = m->zero.offload_optimizer;
     /* what the model holds beside the units' states (registered before sz_model_finalize) */
     c->extra[SZ_MEM_ACTIVATIONS] = m->persistent[SZ_MEM_ACTIVATIONS];
     c->extra[SZ_MEM_HOST] = m->persistent[SZ_MEM_HOST];
+    c->extra[SZ_MEM_HOST_BUFFERS] = m->persistent[SZ_MEM_HOST_BUFFERS];
 }
 
 int64_t sz_zero_bucket_elems(const struct sz_model *m, int nd)
@@ -341,16 +343,18 @@ static sz_status run(struct sz_model *m, const sz_plan *p, int from, int to, con
             return SZ_ERR_STATE;
         m->current_action = k;
         m->position = (uint64_t)k << 16;
+        /* ZeRO-Offload: the plan puts the optimizer on the host; its tasks run on CPU workers */
+        m->force_where = a->node == SZ_NODE_HOST && a->kind == SZ_ACT_OPTIMIZER ? STARPU_CPU : 0;
         sz_depcheck_action(m, p, k);
         struct sz_unit *u = a->unit >= 0 ? m->units[a->unit] : m->units[0];
         sz_status st = k_submit[a->kind](m, u, a, s);
+        m->force_where = 0;
         if (st != SZ_OK) {
             sz_depcheck_action(m, p, -1);
             return st;
         }
     }
-    sz_depcheck_run_end(m, p, to);
-    return SZ_OK;
+    return sz_depcheck_run_end(m, p, to) ? SZ_ERR_STATE : SZ_OK;
 }
 
 sz_status sz_zero_forward_backward(struct sz_model *m)

@@ -3,12 +3,13 @@
 # figures and the machine's yardsticks, bf16 and f32 oneDNN matmul, amx, the stream triad and the step
 # split into matmul_ms and other_ms, the optimizer's time against the bytes it moves, and page faults
 # per step (their presence, not their values: timings are never pass/fail here; optimizer_bytes is
-# exact: 28 bytes per parameter, padded, at stage 0 on one rank).
+# exact: 28 bytes per parameter, padded, at stage 0 on one rank); on a CPU-only run no GPU figure
+# (mfu, gpu_peak_tflops) at all.
 # Usage: bench_cli.sh BUILD_DIR
 set -u
 bin=$1
 fail() { echo "FAIL: $*"; exit 1; }
-out=$(timeout 120 "$bin/sz-bench" --model 2,2,32 --vocab 256 --batch 2 --seq 16 --steps 2 --warmup 1 --json) ||
+out=$(STARPU_NCUDA=0 timeout 120 "$bin/sz-bench" --model 2,2,32 --vocab 256 --batch 2 --seq 16 --steps 2 --warmup 1 --json) ||
     fail "sz-bench exited non-zero"
 [ "$(echo "$out" | wc -l)" -eq 1 ] || fail "expected exactly one JSON line, got: $out"
 num() { echo "$out" | sed -n "s/.*\"$1\":\([-0-9.e+]*\).*/\1/p"; }
@@ -46,6 +47,10 @@ awk -v v="$(num page_faults_per_step)" 'BEGIN { exit !(v >= 0) }' || fail "page_
 echo "$out" | grep -q '"bf16_matmul_impl":"[^"]*"' || fail "no bf16_matmul_impl in $out"
 if grep -q amx_tile /proc/cpuinfo && grep -q amx_bf16 /proc/cpuinfo; then amx=true; else amx=false; fi
 echo "$out" | grep -q "\"amx\":$amx" || fail "amx should be $amx (from /proc/cpuinfo): $out"
+# GPU figures only when a GPU ran (this test runs with STARPU_NCUDA=0): absent, not zero, on a CPU run
+for k in mfu gpu_peak_tflops gpus gpu_name; do
+    echo "$out" | grep -q "\"$k\":" && fail "\"$k\" present on a CPU-only run: $out"
+done
 awk -v a="$(num step_ms_min)" -v b="$(num step_ms)" 'BEGIN { exit !(a <= b) }' || fail "step_ms_min above the mean step"
 [ "$(num model_state_bytes)" = "$(num model_state_bytes_formula)" ] || fail "model-state bytes differ from the formula"
 # STARPU_SCHED=zero names our policy: StarPU must not look it up in its own table (and warn)

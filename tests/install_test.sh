@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # tests/install_test.sh — the installed package works for an app outside the tree:
-#  1. `cmake --install` of this build into a temporary prefix;
+#  1. `cmake --install` of this build into a temporary prefix: exactly the four public headers
+#     (starzero.h, starzero_starpu.h, starzero_gpt2.h, starzero_llama.h), each compiling alone;
 #  2. tests/install/ (a separate CMake project) finds it with find_package(StarZeRO), with
 #     PKG_CONFIG_PATH unset (the package finds StarPU & co. itself), and builds the custom-model
 #     example on the static and on the shared library, a GPT-2 header/library check and the
@@ -24,6 +25,18 @@ for f in include/starzero.h include/starzero_starpu.h include/starzero_gpt2.h li
          lib/cmake/StarZeRO/StarZeROConfigVersion.cmake lib/pkgconfig/starzero.pc lib/pkgconfig/starzero_gpt2.pc bin/sz-train; do
     [ -e "$prefix/$f" ] || fail "not installed: $f"
 done
+
+# exactly the public headers, each one self-contained (compiles alone with the package's flags),
+# none of the tree's private ones (sz_*.h)
+headers=$(cd "$prefix/include" && find . -type f | sed 's|^\./||' | sort | tr '\n' ' ')
+[ "$headers" = "starzero.h starzero_gpt2.h starzero_llama.h starzero_starpu.h " ] \
+    || fail "installed headers are \"$headers\", expected starzero.h starzero_gpt2.h starzero_llama.h starzero_starpu.h"
+for h in starzero.h starzero_gpt2.h starzero_llama.h starzero_starpu.h; do
+    echo "#include \"$h\"" | PKG_CONFIG_PATH=$prefix/lib/pkgconfig:$starpu_pc \
+        "$cc" -fsyntax-only -x c - -I"$prefix/include" $(PKG_CONFIG_PATH=$prefix/lib/pkgconfig:$starpu_pc pkg-config --cflags starzero) \
+        || fail "installed $h does not compile on its own"
+done
+echo "ok: the four public headers are installed, each self-contained"
 
 # the installed commands run without the environment (their RPATH finds StarPU & co.)
 est=$(env -u LD_LIBRARY_PATH "$prefix/bin/sz-estimate" --params 7.5e9 --nd 64 2>&1) || fail "installed sz-estimate: $est"

@@ -192,6 +192,68 @@ static void test_layernorm_nobias(void)
     free(l.inp); free(l.wt); free(l.bias); free(l.w); free(l.out); free(l.mean); free(l.rstd);
 }
 
+/* The residual add fused with the layernorm after it: res = a + b, out = layernorm(res), against
+ * the double reference; backward of L = sum(out * w) + sum(res * w2) (res also feeds the rest of
+ * the graph, whose gradient w2 dres starts from) by finite differences in a, b, weight and bias;
+ * and every output bitwise that of residual then layernorm (forward) and layernorm then residual
+ * (backward). */
+typedef struct { double *a, *b, *w2; ln_ctx l; } rln_ctx;
+static double rln_loss(void *p)
+{
+    rln_ctx *r = p;
+    for (int i = 0; i < N * C; i++) r->l.inp[i] = r->a[i] + r->b[i];
+    ref_layernorm(&r->l);
+    return dot_d(r->l.out, r->l.w, N * C) + dot_d(r->l.inp, r->w2, N * C);
+}
+
+static void test_residual_layernorm(void)
+{
+    float *a = rnd(N * C, 2), *b = rnd(N * C, 1), *wt = rnd(C, 1), *bias = rnd(C, 1), *w = rnd(N * C, 1);
+    float *w2 = rnd(N * C, 1), *res = rnd(N * C, 1), *out = rnd(N * C, 1), mean[N], rstd[N];
+    float *res_r = rnd(N * C, 1), *out_r = rnd(N * C, 1), mean_r[N], rstd_r[N];
+    float *da0 = rnd(N * C, 1), *db0 = rnd(N * C, 1), *dwt0 = rnd(C, 1), *dbias0 = rnd(C, 1);
+    float *da = dup_f(da0, N * C), *db = dup_f(db0, N * C), *dwt = dup_f(dwt0, C), *dbias = dup_f(dbias0, C);
+    float *dres = dup_f(w2, N * C);
+    float *da_r = dup_f(da0, N * C), *db_r = dup_f(db0, N * C), *dwt_r = dup_f(dwt0, C), *dbias_r = dup_f(dbias0, C);
+    float *dres_r = dup_f(w2, N * C);
+    rln_ctx r = { dup_d(a, N * C), dup_d(b, N * C), dup_d(w2, N * C),
+                  { malloc(N * C * sizeof(double)), dup_d(wt, C), dup_d(bias, C), dup_d(w, N * C),
+                    malloc(N * C * sizeof(double)), malloc(N * sizeof(double)), malloc(N * sizeof(double)) } };
+    sz_k_residual_layernorm_fwd(res, out, mean, rstd, a, b, wt, bias, N, C);
+    rln_loss(&r);
+    CU_ASSERT(check_arr("residual+layernorm res", res, r.l.inp, N * C, FWD_TOL, FWD_TOL));
+    CU_ASSERT(check_arr("residual+layernorm out", out, r.l.out, N * C, FWD_TOL, FWD_TOL));
+    CU_ASSERT(check_arr("residual+layernorm rstd", rstd, r.l.rstd, N, FWD_TOL, FWD_TOL));
+    sz_k_residual_fwd(res_r, a, b, N * C);
+    sz_k_layernorm_fwd(out_r, mean_r, rstd_r, res_r, wt, bias, N, C);
+    CU_ASSERT(memcmp(res, res_r, N * C * sizeof(float)) == 0);
+    CU_ASSERT(memcmp(out, out_r, N * C * sizeof(float)) == 0);
+    CU_ASSERT(memcmp(mean, mean_r, sizeof mean) == 0);
+    CU_ASSERT(memcmp(rstd, rstd_r, sizeof rstd) == 0);
+    sz_k_layernorm_residual_bwd(da, db, dres, dwt, dbias, w, res, wt, mean, rstd, N, C);
+    CU_ASSERT(check_fd("residual+layernorm da", rln_loss, &r, r.a, N * C, da, da0, BWD_TOL));
+    CU_ASSERT(check_fd("residual+layernorm db", rln_loss, &r, r.b, N * C, db, db0, BWD_TOL));
+    CU_ASSERT(check_fd("residual+layernorm dweight", rln_loss, &r, r.l.wt, C, dwt, dwt0, BWD_TOL));
+    CU_ASSERT(check_fd("residual+layernorm dbias", rln_loss, &r, r.l.bias, C, dbias, dbias0, BWD_TOL));
+    sz_k_layernorm_bwd(dres_r, dwt_r, dbias_r, w, res_r, wt, mean_r, rstd_r, N, C);
+    sz_k_residual_bwd(da_r, db_r, dres_r, N * C);
+    CU_ASSERT(memcmp(dres, dres_r, N * C * sizeof(float)) == 0);
+    CU_ASSERT(memcmp(da, da_r, N * C * sizeof(float)) == 0);
+    CU_ASSERT(memcmp(db, db_r, N * C * sizeof(float)) == 0);
+    CU_ASSERT(memcmp(dwt, dwt_r, C * sizeof(float)) == 0);
+    CU_ASSERT(memcmp(dbias, dbias_r, C * sizeof(float)) == 0);
+    /* without the bias: dweight and the input gradients as with it */
+    float *da2 = dup_f(da0, N * C), *db2 = dup_f(db0, N * C), *dwt2 = dup_f(dwt0, C), *dres2 = dup_f(w2, N * C);
+    sz_k_layernorm_residual_bwd(da2, db2, dres2, dwt2, NULL, w, res, wt, mean, rstd, N, C);
+    CU_ASSERT(memcmp(da2, da, N * C * sizeof(float)) == 0);
+    CU_ASSERT(memcmp(dwt2, dwt, C * sizeof(float)) == 0);
+    free(a); free(b); free(wt); free(bias); free(w); free(w2); free(res); free(out); free(res_r); free(out_r);
+    free(da0); free(db0); free(dwt0); free(dbias0); free(da); free(db); free(dwt); free(dbias); free(dres);
+    free(da_r); free(db_r); free(dwt_r); free(dbias_r); free(dres_r); free(da2); free(db2); free(dwt2); free(dres2);
+    free(r.a); free(r.b); free(r.w2); free(r.l.inp); free(r.l.wt); free(r.l.bias); free(r.l.w); free(r.l.out);
+    free(r.l.mean); free(r.l.rstd);
+}
+
 /* ---------------------------------------------------------------- matmul */
 
 typedef struct { int n, c, oc; double *inp, *wt, *bias, *w, *out; } mm_ctx;
@@ -546,6 +608,35 @@ static void test_softmax_xent(void)
     free(x.logits); free(x.w); free(x.probs); free(x.losses);
 }
 
+/* Forward and backward in one pass, in place: the losses against the double reference, the
+ * gradient left in the logits by finite differences of L = g sum(losses), the padded columns 0,
+ * and both bitwise those of _fwd then _bwd with dloss = g. */
+static void test_softmax_xent_fused(void)
+{
+    int tgt[N];
+    for (int n = 0; n < N; n++) tgt[n] = (n * 5 + 3) % V;
+    const float g = 0.37f;
+    float *logits = rnd(N * VP, 3), *dl = dup_f(logits, N * VP), *probs = rnd(N * VP, 1);
+    float *dl_r = rnd(N * VP, 1), *w = malloc(N * sizeof(float)), losses[N], losses_r[N];
+    for (int n = 0; n < N; n++) w[n] = g;
+    xent_ctx x = { tgt, dup_d(logits, N * VP), dup_d(w, N), malloc(N * VP * sizeof(double)),
+                   malloc(N * sizeof(double)) };
+    sz_k_softmax_xent_fused(dl, losses, tgt, g, N, V, VP);
+    ref_xent(&x);
+    CU_ASSERT(check_arr("fused xent losses", losses, x.losses, N, FWD_TOL, FWD_TOL));
+    CU_ASSERT(check_fd("fused xent dlogits", xent_loss, &x, x.logits, N * VP, dl, NULL, BWD_TOL));
+    int pad_zero = 1;
+    for (int n = 0; n < N; n++)
+        for (int v = V; v < VP; v++) pad_zero &= dl[n * VP + v] == 0.0f;
+    CU_ASSERT(pad_zero);
+    sz_k_softmax_xent_fwd(probs, losses_r, logits, tgt, N, V, VP);
+    sz_k_softmax_xent_bwd(dl_r, probs, tgt, w, N, V, VP);
+    CU_ASSERT(memcmp(losses, losses_r, sizeof losses) == 0);
+    CU_ASSERT(memcmp(dl, dl_r, N * VP * sizeof(float)) == 0);
+    free(logits); free(dl); free(probs); free(dl_r); free(w);
+    free(x.logits); free(x.w); free(x.probs); free(x.losses);
+}
+
 /* ---------------------------------------------------------------- AdamW */
 
 /* AdamW's fused gradient norm: the same bits as sz_k_sumsq (several chunks and a tail), with 1 or
@@ -702,6 +793,10 @@ static void det_run(det_buf *o, int no, const int *tok, float *const *in)
     sz_k_adamw_step(o[29].buf, x, o[30].buf, o[31].buf, (size_t)DN * DC, 3, 1e-3f, 0.9f,
                     0.999f, 1e-8f, 0.1f, 1.0f, NULL);
     sz_k_f32_to_bf16(o[32].buf, x, (size_t)DN * DC);
+    sz_k_softmax_xent_fused(o[35].buf, o[36].buf, tgt, 1.0f / DN, DN, DV, DVP);
+    sz_k_residual_layernorm_fwd(o[37].buf, o[38].buf, o[39].buf, o[40].buf, x, dout, lw, lb, DN, DC);
+    sz_k_layernorm_residual_bwd(o[41].buf, o[42].buf, o[43].buf, o[44].buf, o[45].buf, dout, x, lw, o[4].buf,
+                                o[5].buf, DN, DC);
 }
 
 static void test_determinism(void)
@@ -741,6 +836,12 @@ static void test_determinism(void)
         { "adamw param", act * 4, 1, 0 }, { "adamw m", act * 4, 1, 0 },
         { "adamw v", act * 4, 1, 0 }, { "f32_to_bf16", act * 2, 0, 1 },
         { "attention (T x T) out", act * 4, 0, 0 }, { "attention (T x T) preatt", att * 4, 0, 0 },
+        { "fused xent dlogits (in place)", (size_t)DN * DVP * 4, 1, 0 }, { "fused xent losses", DN * 4, 0, 0 },
+        { "residual+layernorm res", act * 4, 0, 0 }, { "residual+layernorm out", act * 4, 0, 0 },
+        { "residual+layernorm mean", DN * 4, 0, 0 }, { "residual+layernorm rstd", DN * 4, 0, 0 },
+        { "layernorm+residual da", act * 4, 1, 0 }, { "layernorm+residual db", act * 4, 1, 0 },
+        { "layernorm+residual dres", act * 4, 1, 0 }, { "layernorm+residual dweight", DC * 4, 1, 0 },
+        { "layernorm+residual dbias", DC * 4, 1, 0 },
     };
     enum { NO = sizeof spec / sizeof spec[0] };
     det_buf o[NO];
@@ -762,6 +863,7 @@ static void test_determinism(void)
             for (size_t k = 0; k < nf; k++) init[k] = fabsf(init[k]);
         o[i].init = init;
     }
+    memcpy(o[35].init, in[7], (size_t)DN * DVP * 4); /* the fused softmax-cross-entropy's logits */
     int saved = omp_get_max_threads(), all_same = 1;
     for (int nt = 1; nt <= 4; nt++) {
         omp_set_num_threads(nt);
@@ -793,7 +895,8 @@ int main(void)
         { "matmul fp32", test_matmul }, { "matmul plain fallback", test_matmul_plain },
         { "matmul bf16", test_matmul_bf16 }, { "attention", test_attention },
         { "gelu", test_gelu }, { "residual", test_residual },
-        { "softmax cross-entropy", test_softmax_xent }, { "adamw", test_adamw }, { "adamw fused norm", test_adamw_norm },
+        { "softmax cross-entropy", test_softmax_xent }, { "softmax cross-entropy fused with its backward", test_softmax_xent_fused },
+        { "residual fused with layernorm", test_residual_layernorm }, { "adamw", test_adamw }, { "adamw fused norm", test_adamw_norm },
         { "bf16 conversion", test_bf16 }, { "thread-count determinism", test_determinism },
     };
     for (size_t i = 0; s && i < sizeof tests / sizeof tests[0]; i++)

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "starzero.h"
 #include "sz_kernels.h"
 #include "sz_test.h"
@@ -104,6 +105,56 @@ static void test_rmsnorm(void)
     CU_ASSERT(memcmp(dwt2, dwt, C * sizeof(float)) == 0);
     free(inp); free(wt); free(w); free(out); free(dinp0); free(dwt0); free(dinp); free(dwt); free(dwt2);
     free(r.inp); free(r.wt); free(r.w); free(r.out); free(r.rstd);
+}
+
+/* The residual add fused with the RMSNorm after it: res = a + b, out = rmsnorm(res) against the
+ * double reference; backward of L = sum(out * w) + sum(res * w2) (dres starts from w2, the rest of
+ * the graph's gradient) by finite differences in a, b and the weight; every output bitwise that of
+ * residual then rmsnorm (forward) and rmsnorm then residual (backward). */
+typedef struct { double *a, *b, *w2; rms_ctx r; } rrms_ctx;
+static double rrms_loss(void *p)
+{
+    rrms_ctx *q = p;
+    for (int i = 0; i < N * C; i++) q->r.inp[i] = q->a[i] + q->b[i];
+    ref_rmsnorm(&q->r);
+    return dot_d(q->r.out, q->r.w, N * C) + dot_d(q->r.inp, q->w2, N * C);
+}
+
+static void test_residual_rmsnorm(void)
+{
+    size_t nc = (size_t)N * C;
+    float *a = rnd(nc, 2), *b = rnd(nc, 1), *wt = rnd(C, 1), *w = rnd(nc, 1), *w2 = rnd(nc, 1);
+    float *res = rnd(nc, 1), *out = rnd(nc, 1), rstd[N], *res_r = rnd(nc, 1), *out_r = rnd(nc, 1), rstd_r[N];
+    float *da0 = rnd(nc, 1), *db0 = rnd(nc, 1), *dwt0 = rnd(C, 1);
+    float *da = dup_f(da0, nc), *db = dup_f(db0, nc), *dwt = dup_f(dwt0, C), *dres = dup_f(w2, nc);
+    float *da_r = dup_f(da0, nc), *db_r = dup_f(db0, nc), *dwt_r = dup_f(dwt0, C), *dres_r = dup_f(w2, nc);
+    rrms_ctx q = {dup_d(a, nc), dup_d(b, nc), dup_d(w2, nc),
+                  {N, C, malloc(nc * sizeof(double)), dup_d(wt, C), dup_d(w, nc), malloc(nc * sizeof(double)),
+                   malloc(N * sizeof(double))}};
+    sz_k_residual_rmsnorm_fwd(res, out, rstd, a, b, wt, N, C, EPS);
+    rrms_loss(&q);
+    CU_ASSERT(check_arr("residual+rmsnorm res", res, q.r.inp, nc, TOL, TOL));
+    CU_ASSERT(check_arr("residual+rmsnorm out", out, q.r.out, nc, TOL, TOL));
+    CU_ASSERT(check_arr("residual+rmsnorm rstd", rstd, q.r.rstd, N, TOL, TOL));
+    sz_k_residual_fwd(res_r, a, b, nc);
+    sz_k_rmsnorm_fwd(out_r, rstd_r, res_r, wt, N, C, EPS);
+    CU_ASSERT(memcmp(res, res_r, nc * sizeof(float)) == 0);
+    CU_ASSERT(memcmp(out, out_r, nc * sizeof(float)) == 0);
+    CU_ASSERT(memcmp(rstd, rstd_r, sizeof rstd) == 0);
+    sz_k_rmsnorm_residual_bwd(da, db, dres, dwt, w, res, wt, rstd, N, C);
+    CU_ASSERT(check_fd("residual+rmsnorm da", rrms_loss, &q, q.a, nc, da, da0, TOL));
+    CU_ASSERT(check_fd("residual+rmsnorm db", rrms_loss, &q, q.b, nc, db, db0, TOL));
+    CU_ASSERT(check_fd("residual+rmsnorm dweight", rrms_loss, &q, q.r.wt, C, dwt, dwt0, TOL));
+    sz_k_rmsnorm_bwd(dres_r, dwt_r, w, res_r, wt, rstd_r, N, C);
+    sz_k_residual_bwd(da_r, db_r, dres_r, nc);
+    CU_ASSERT(memcmp(dres, dres_r, nc * sizeof(float)) == 0);
+    CU_ASSERT(memcmp(da, da_r, nc * sizeof(float)) == 0);
+    CU_ASSERT(memcmp(db, db_r, nc * sizeof(float)) == 0);
+    CU_ASSERT(memcmp(dwt, dwt_r, C * sizeof(float)) == 0);
+    free(a); free(b); free(wt); free(w); free(w2); free(res); free(out); free(res_r); free(out_r);
+    free(da0); free(db0); free(dwt0); free(da); free(db); free(dwt); free(dres);
+    free(da_r); free(db_r); free(dwt_r); free(dres_r);
+    free(q.a); free(q.b); free(q.w2); free(q.r.inp); free(q.r.wt); free(q.r.w); free(q.r.out); free(q.r.rstd);
 }
 
 /* ---------------------------------------------------------------- silu, mul */
@@ -297,16 +348,21 @@ static void det_run(float **o, const float *x, const float *w, const float *d, c
     sz_k_embedding_bwd(o[12], d, tok, DN, DC, DV);
     sz_k_mse_fwd(o[13], x, d, DN, DC);
     sz_k_mse_bwd(o[14], x, d, 1.0f / DN, DN, DC);
+    sz_k_residual_rmsnorm_fwd(o[15], o[16], o[17], x, d, w, DN, DC, EPS);
+    sz_k_rmsnorm_residual_bwd(o[18], o[19], o[20], o[21], d, x, w, o[1], DN, DC);
     (void)q;
 }
 
 static void test_determinism(void)
 {
     size_t nc = (size_t)DN * DC;
-    size_t sizes[] = {nc, DN, nc, DC, nc, nc, nc, nc, nc, 3 * nc, 3 * nc, nc, (size_t)DV * DC, DN, nc};
+    size_t sizes[] = {nc, DN, nc, DC, nc, nc, nc, nc, nc, 3 * nc, 3 * nc, nc, (size_t)DV * DC, DN, nc,
+                      nc, nc, DN, nc, nc, nc, DC};
     const char *names[] = {"rmsnorm out", "rmsnorm rstd", "rmsnorm dinp", "rmsnorm dw", "silu out", "silu dinp",
                            "mul out", "mul da", "mul db", "rope out", "rope dinp", "embedding out",
-                           "embedding dwte", "mse losses", "mse dpred"};
+                           "embedding dwte", "mse losses", "mse dpred", "residual+rmsnorm res",
+                           "residual+rmsnorm out", "residual+rmsnorm rstd", "rmsnorm+residual da",
+                           "rmsnorm+residual db", "rmsnorm+residual dres", "rmsnorm+residual dw"};
     enum { NO = sizeof sizes / sizeof sizes[0] };
     float *x = rnd(nc, 2), *w = rnd(nc, 1), *d = rnd(nc, 1), *qkv = rnd(3 * nc, 1), *wte = rnd((size_t)DV * DC, 1);
     int *tok = malloc(DN * sizeof *tok);
@@ -529,6 +585,45 @@ static void test_bad_rope_heads(void)
     mode = 0;
 }
 
+/* The fused ops refuse a bad shape before submitting anything, naming the op and the shape (outside
+ * a unit the message goes to stderr: captured here through a temporary file). */
+static void test_fused_bad_shapes(void)
+{
+    char buf[2048] = "";
+    fflush(stderr);
+    int saved = dup(2);
+    FILE *tmp = tmpfile();
+    CU_ASSERT_FATAL(saved >= 0 && tmp != NULL);
+    dup2(fileno(tmp), 2);
+    sz_status a = sz_op_softmax_xent_fused(NULL, NULL, NULL, NULL, 4, 9, 8);
+    sz_status b = sz_op_residual_layernorm_fwd(NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0, 8);
+    sz_status c = sz_op_layernorm_residual_bwd(NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 4, -1);
+    sz_status d = sz_op_residual_rmsnorm_fwd(NULL, NULL, NULL, NULL, NULL, NULL, NULL, 4, 8, -1.0f);
+    sz_status e = sz_op_rmsnorm_residual_bwd(NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0, 8);
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    rewind(tmp);
+    size_t n = fread(buf, 1, sizeof buf - 1, tmp);
+    buf[n] = 0;
+    fclose(tmp);
+    printf("\n  logged: %s", buf);
+    CU_ASSERT_EQUAL(a, SZ_ERR_INVALID);
+    CU_ASSERT_EQUAL(b, SZ_ERR_INVALID);
+    CU_ASSERT_EQUAL(c, SZ_ERR_INVALID);
+    CU_ASSERT_EQUAL(d, SZ_ERR_INVALID);
+    CU_ASSERT_EQUAL(e, SZ_ERR_INVALID);
+    CU_ASSERT_PTR_NOT_NULL(strstr(buf, "residual_rmsnorm_fwd (outside a unit's callback): N = 4, C = 8, eps = -1: "
+                                       "need N, C >= 1 and eps >= 0"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(buf, "rmsnorm_residual_bwd (outside a unit's callback): N = 0, C = 8: need N, C >= 1"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(buf, "softmax_xent_fused (outside a unit's callback): need N >= 1 and 1 <= V <= Vp "
+                                       "(got N 4, V 9, Vp 8)"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(buf, "residual_layernorm_fwd (outside a unit's callback): N and C must be >= 1 "
+                                       "(got 0, 8)"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(buf, "layernorm_residual_bwd (outside a unit's callback): N and C must be >= 1 "
+                                       "(got 4, -1)"));
+}
+
 static int tasks_init(void)
 {
     sz_context_config cfg;
@@ -546,13 +641,15 @@ int main(void)
 {
     if (CU_initialize_registry() != CUE_SUCCESS)
         return 1;
-    SZ_SUITE("op kernels", {"rmsnorm", test_rmsnorm}, {"silu", test_silu}, {"mul", test_mul}, {"rope", test_rope},
+    SZ_SUITE("op kernels", {"rmsnorm", test_rmsnorm}, {"residual fused with rmsnorm", test_residual_rmsnorm},
+             {"silu", test_silu}, {"mul", test_mul}, {"rope", test_rope},
              {"embedding", test_embedding}, {"mse", test_mse}, {"thread-count determinism", test_determinism});
     CU_pSuite s = CU_add_suite("ops as tasks", tasks_init, tasks_clean);
     CU_add_test(s, "wrappers equal the kernels bitwise", test_tasks_match_kernels);
     CU_add_test(s, "a token outside the vocabulary fails the step, named", test_bad_token);
     CU_add_test(s, "a tensor too small is refused, named", test_bad_shapes);
     CU_add_test(s, "rope refuses an odd head size, named", test_bad_rope_heads);
+    CU_add_test(s, "the fused ops refuse a bad shape, named", test_fused_bad_shapes);
     int rc = sz_test_run();
     sz_k_shutdown();
     return rc;

@@ -10,6 +10,8 @@
  *  - the fold's transient peak equals the prediction the engine used before the plan existed
  *    (copied below) where that one was exact, and never exceeds it elsewhere;
  *  - the prefetch window and --max-live-bytes bound what is gathered;
+ *  - an offloaded optimizer (ZeRO-Offload) changes only its actions' node and where the fold counts
+ *    the master, m and v (host_bytes, not the device peak);
  *  - update plans: the optimizer works on the owned shard, one reduce-scatter per unit and
  *    micro-batch at stages 2-3 (one action per bucket round), bad configurations refused;
  *  - waits: every action's waits point backwards; a compute action waits for the gather (or
@@ -524,7 +526,19 @@ static void test_update(void)
                 CU_ASSERT_EQUAL(a->lo, 2 * p.shard[1] + 100 * r);
                 CU_ASSERT_EQUAL(a->n, r < a->rounds - 1 ? 100 : p.shard[1] - 100 * r);
                 CU_ASSERT_EQUAL(a->delta[SZ_MEM_GRADS_IN_FLIGHT] != 0, stage >= 2 && r == a->rounds - 1);
+                CU_ASSERT_EQUAL(a->sent, 2 * a->n * 4); /* to each of the other 2 ranks, fp32 */
             }
+            /* the fold's bytes sent: every reduce-scatter round and gather, and the norms */
+            sz_fold sf;
+            sz_plan_fold(&p, &sf, NULL);
+            int64_t want = 0;
+            for (int i = 0; i < NU; i++) /* 2 micro-batches of reduce-scatters at 2-3, one at 0-1 */
+                want += 2 * p.shard[i] * 4 * ((stage >= 2 ? 2 : 1) + (stage == 0 || stage == 1 || stage == 2));
+            want += 2 * NU * 4; /* the clip's (or the report's) norms */
+            for (int k = 0; k < p.n; k++)
+                if (p.a[k].kind == SZ_ACT_GATHER)
+                    want += 2 * p.shard[p.a[k].unit] * 4;
+            CU_ASSERT_EQUAL(sf.sent_bytes, want);
             sz_plan_free(&p);
         }
     /* eval: one forward, everything released */
@@ -541,6 +555,40 @@ static void test_update(void)
     CU_ASSERT_EQUAL(live[p.n - 1], 0);
     free(live);
     sz_plan_free(&p);
+}
+
+/* ZeRO-Offload: the same actions and the same fold, but every optimizer action on the host node
+ * and the master, m and v counted on the host (host_bytes), out of the device peak. */
+static void test_offload_optimizer(void)
+{
+    for (int stage = 0; stage < 4; stage++)
+        for (int mixed = 0; mixed < 2; mixed++) {
+            sz_plan_config c = config(stage, 3, mixed);
+            c.extra[SZ_MEM_HOST] = 1000; /* a host pool beside */
+            sz_plan p, q;
+            CU_ASSERT_EQUAL_FATAL(sz_plan_build(units, NU, &c, &p), SZ_OK);
+            c.offload_optimizer = 1;
+            CU_ASSERT_EQUAL_FATAL(sz_plan_build(units, NU, &c, &q), SZ_OK);
+            CU_ASSERT_EQUAL_FATAL(p.n, q.n);
+            for (int k = 0; k < p.n; k++) {
+                CU_ASSERT_EQUAL(p.a[k].kind, q.a[k].kind);
+                CU_ASSERT_EQUAL(p.a[k].node, SZ_NODE_DEVICE);
+                CU_ASSERT_EQUAL(q.a[k].node, q.a[k].kind == SZ_ACT_OPTIMIZER ? SZ_NODE_HOST : SZ_NODE_DEVICE);
+                CU_ASSERT_EQUAL(memcmp(p.a[k].delta, q.a[k].delta, sizeof p.a[k].delta), 0);
+            }
+            sz_fold f, g;
+            sz_plan_fold(&p, &f, NULL);
+            sz_plan_fold(&q, &g, NULL);
+            int64_t opt = g.persistent[SZ_MEM_MASTER] + g.persistent[SZ_MEM_ADAM_M] + g.persistent[SZ_MEM_ADAM_V];
+            CU_ASSERT(opt > 0);
+            CU_ASSERT_EQUAL(f.peak_bytes, g.peak_bytes);
+            CU_ASSERT_EQUAL(f.host_bytes, 1000);
+            CU_ASSERT_EQUAL(f.device_peak_bytes, f.peak_bytes - 1000);
+            CU_ASSERT_EQUAL(g.host_bytes, 1000 + opt);
+            CU_ASSERT_EQUAL(g.device_peak_bytes, g.peak_bytes - 1000 - opt);
+            sz_plan_free(&p);
+            sz_plan_free(&q);
+        }
 }
 
 static void test_invalid(void)
@@ -608,6 +656,7 @@ int main(void)
              {"fold: transient peak against the old prediction", test_old_prediction},
              {"prefetch window and max live bytes", test_prefetch_window},
              {"update and eval plans", test_update},
+             {"offloaded optimizer: host node, host bytes out of the device peak", test_offload_optimizer},
              {"waits: backwards, gathers before compute, reduce-scatters after their backwards", test_waits},
              {"bad configurations", test_invalid},
              {"printing", test_print});

@@ -10,7 +10,12 @@
  *  - the engine's live-bytes timeline of the last step passes through the plan's fold action by
  *    action (the same levels, in order), and the measured peak and every category's figure equal
  *    the plan's prediction; also with checkpointing, offloaded checkpoints and a stage-3 prefetch
- *    window (whose parameters are bitwise those of the plain run).
+ *    window (whose parameters are bitwise those of the plain run); the bytes it sent equal the
+ *    plan's actions' (gathers, reduce-scatter rounds, the norms);
+ *  - the plan's waits are true (tasks/depcheck.c): every dependency the tasks of a step get from
+ *    their data handles lies within the waits of the action that submitted them, every wait
+ *    between the engine's own accesses is one of them, and a plan with a wait removed or a false
+ *    one added is refused.
  * Every rank checks; the verdict is all-reduced so the exit code is the same everywhere. */
 #include <math.h>
 #include <stdlib.h>
@@ -71,6 +76,9 @@ static void check_timeline(struct sz_model *m, const sz_memory_report *rep, cons
     CHECK(rep->peak_bytes == f.peak_bytes && rep->predicted_peak_bytes == f.peak_bytes,
           "%s: measured peak %lld, predicted %lld, fold %lld", what, (long long)rep->peak_bytes,
           (long long)rep->predicted_peak_bytes, (long long)f.peak_bytes);
+    /* what the last step sent: the plan's actions' bytes, gather by gather and round by round */
+    CHECK(rep->comm_bytes_sent == f.sent_bytes, "%s: sent %lld bytes, the plan's actions %lld", what,
+          (long long)rep->comm_bytes_sent, (long long)f.sent_bytes);
     for (int c = 0; c < SZ_MEM_NCATEGORIES; c++)
         CHECK(rep->bytes[c] == f.bytes[c], "%s: %s measured %lld, plan %lld", what,
               sz_mem_category_name((sz_mem_category)c), (long long)rep->bytes[c], (long long)f.bytes[c]);

@@ -37,6 +37,8 @@ void sz_tokens_close(sz_tokens *d)
     }
 }
 
+int64_t sz_tokens_host_bytes(const sz_tokens *d) { return d && d->tokens ? (int64_t)(d->ntokens * sizeof *d->tokens) : 0; }
+
 size_t sz_tokens_row_offset(long nbatches, int nd, int B, int T, long i, int row)
 {
     size_t k = (size_t)(i % nbatches);

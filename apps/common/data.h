@@ -22,6 +22,9 @@ typedef struct sz_tokens {
  * one batch (nd*B*T + 1 tokens) is refused with the numbers. 0 on success, else -1 and err says why. */
 int sz_tokens_open(sz_tokens *d, const char *path, int vocab, int nd, int B, int T, char *err, size_t errlen);
 void sz_tokens_close(sz_tokens *d);
+/* Host bytes the open file holds in memory (the whole token array): what a trainer counts in
+ * sz_zero_config.host_bytes. */
+int64_t sz_tokens_host_bytes(const sz_tokens *d);
 
 /* The token offset in the file at which micro-batch i's row `row` (0 .. nd*B-1) starts. */
 size_t sz_tokens_row_offset(long nbatches, int nd, int B, int T, long i, int row);

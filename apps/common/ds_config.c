@@ -203,8 +203,14 @@ static void zero(struct ctx *c, const cJSON *z, int bf16)
             num_opt(c, key, e, "--prefetch-bytes", 1, size, why);
         else if (!strcmp(e->string, "stage3_max_live_parameters"))
             num_opt(c, key, e, "--max-live-bytes", 1, size, why);
-        else if (!strcmp(e->string, "offload_optimizer") || !strcmp(e->string, "offload_param"))
-            ignore(c, key, e, "ZeRO-Offload/Infinity is not in StarZeRO (only activation checkpoints offload)");
+        else if (!strcmp(e->string, "offload_optimizer")) {
+            const cJSON *dev = cJSON_GetObjectItemCaseSensitive(e, "device");
+            if (cJSON_IsString(dev) && !strcmp(dev->valuestring, "cpu"))
+                use(c, key, "{\"device\": \"cpu\"}", "--offload-optimizer", NULL, "ZeRO-Offload (GPU ranks only)");
+            else
+                ignore(c, key, e, "StarZeRO offloads the optimizer to the CPU only (device \"cpu\"), never to NVMe");
+        } else if (!strcmp(e->string, "offload_param"))
+            ignore(c, key, e, "ZeRO-Infinity's parameter offload is not in StarZeRO");
         else
             ignore(c, key, e, "StarZeRO has no such setting (its communication overlaps by the scheduler's design)");
     }

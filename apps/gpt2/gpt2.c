@@ -34,7 +34,7 @@ struct gpt2 {
     struct block_acts *acts;          /* L */
     struct block_grads grads;
     struct block_unit *blocks;        /* L */
-    sz_tensor *lnf, *lnf_mean, *lnf_rstd, *logits, *probs, *losses, *dlnf, *dlogits;
+    sz_tensor *lnf, *lnf_mean, *lnf_rstd, *logits, *losses, *dlnf; /* logits: dlogits after head_fwd */
     sz_param_spec embed_spec[2], block_spec[12], head_spec[2];
 };
 
@@ -107,8 +107,9 @@ static sz_status block_fwd(sz_unit *u, void *user)
     TRY(sz_op_matmul_fwd(u, a->qkv, a->ln1, P(QKVW), P(QKVB), N, C, 3 * C));
     TRY(sz_op_attention_fwd(u, a->atty, a->attstat, a->qkv, g->B, g->T, C, NH));
     TRY(sz_op_matmul_fwd(u, a->attproj, a->atty, P(ATTPROJW), P(ATTPROJB), N, C, C));
-    TRY(sz_op_residual_fwd(u, a->res2, x, a->attproj, NC));
-    TRY(sz_op_layernorm_fwd(u, a->ln2, a->ln2_mean, a->ln2_rstd, a->res2, P(LN2W), P(LN2B), N, C));
+    /* res2 = x + attproj and ln2 = layernorm(res2) in one pass */
+    TRY(sz_op_residual_layernorm_fwd(u, a->res2, a->ln2, a->ln2_mean, a->ln2_rstd, x, a->attproj, P(LN2W), P(LN2B),
+                                     N, C));
     TRY(sz_op_matmul_fwd(u, a->fch, a->ln2, P(FCW), P(FCB), N, C, 4 * C));
     TRY(sz_op_gelu_fwd(u, a->fch_gelu, a->fch, 4 * NC));
     TRY(sz_op_matmul_fwd(u, a->fcproj, a->fch_gelu, P(FCPROJW), P(FCPROJB), N, 4 * C, C));
@@ -133,8 +134,9 @@ static sz_status block_bwd(sz_unit *u, void *user)
     TRY(sz_op_matmul_bwd(u, d->dfch_gelu, G(FCPROJW), G(FCPROJB), d->dfcproj, a->fch_gelu, P(FCPROJW), N, 4 * C, C));
     TRY(sz_op_gelu_bwd(u, d->dfch, a->fch, d->dfch_gelu, 4 * NC));
     TRY(sz_op_matmul_bwd(u, d->dln2, G(FCW), G(FCB), d->dfch, a->ln2, P(FCW), N, C, 4 * C));
-    TRY(sz_op_layernorm_bwd(u, d->dres2, G(LN2W), G(LN2B), d->dln2, a->res2, P(LN2W), a->ln2_mean, a->ln2_rstd, N, C));
-    TRY(sz_op_residual_bwd(u, dx, d->dattproj, d->dres2, NC));
+    /* dres2 += ln2's input gradient, then dx, dattproj += dres2, in one pass */
+    TRY(sz_op_layernorm_residual_bwd(u, dx, d->dattproj, d->dres2, G(LN2W), G(LN2B), d->dln2, a->res2, P(LN2W),
+                                     a->ln2_mean, a->ln2_rstd, N, C));
     TRY(sz_op_matmul_bwd(u, d->datty, G(ATTPROJW), G(ATTPROJB), d->dattproj, a->atty, P(ATTPROJW), N, C, C));
     TRY(sz_op_attention_bwd(u, d->dqkv, d->datty, a->qkv, a->attstat, g->B, g->T, C, NH));
     TRY(sz_op_matmul_bwd(u, d->dln1, G(QKVW), G(QKVB), d->dqkv, a->ln1, P(QKVW), N, C, 3 * C));
@@ -148,8 +150,8 @@ static sz_status head_fwd(sz_unit *u, void *user)
     sz_tensor *wte = sz_model_param(g->model, 0, 0);
     TRY(sz_op_layernorm_fwd(u, g->lnf, g->lnf_mean, g->lnf_rstd, g->res[L], P(0), P(1), N, C));
     TRY(sz_op_matmul_fwd(u, g->logits, g->lnf, wte, NULL, N, C, g->cfg.padded_vocab));
-    return sz_op_softmax_xent_fwd(u, g->losses, g->probs, g->logits, g->targets, N, g->cfg.vocab,
-                                  g->cfg.padded_vocab);
+    /* the losses, and the logits overwritten with their gradient (read by head_bwd): one pass */
+    return sz_op_softmax_xent_fused(u, g->losses, g->logits, g->targets, N, g->cfg.vocab, g->cfg.padded_vocab);
 }
 
 static sz_status head_bwd(sz_unit *u, void *user)
@@ -159,8 +161,8 @@ static sz_status head_bwd(sz_unit *u, void *user)
     sz_tensor *wte = sz_model_param(g->model, 0, 0), *dwte = sz_model_grad(g->model, 0, 0);
     TRY(sz_op_zero(u, g->dlnf));
     TRY(sz_op_zero(u, g->dres[L]));
-    TRY(sz_op_softmax_xent_bwd(u, g->dlogits, g->probs, g->targets, N, g->cfg.vocab, g->cfg.padded_vocab));
-    TRY(sz_op_matmul_bwd(u, g->dlnf, dwte, NULL, g->dlogits, g->lnf, wte, N, C, g->cfg.padded_vocab));
+    /* g->logits holds dlogits: head_fwd's fused softmax-cross-entropy wrote it */
+    TRY(sz_op_matmul_bwd(u, g->dlnf, dwte, NULL, g->logits, g->lnf, wte, N, C, g->cfg.padded_vocab));
     return sz_op_layernorm_bwd(u, g->dres[L], G(0), G(1), g->dlnf, g->res[L], P(0), g->lnf_mean, g->lnf_rstd, N, C);
 }
 #undef P
@@ -210,7 +212,16 @@ sz_status gpt2_create(gpt2 **out, sz_context *ctx, const sz_gpt2_config *cfg, in
         gpt2_free(g);
         return SZ_ERR_NOMEM;
     }
-    if (zero && (st = sz_model_set_zero(g->model, zero)) != SZ_OK) {
+    /* the budget counts the matmuls' host working memory beside what the app holds */
+    sz_zero_config z;
+    if (zero)
+        z = *zero;
+    else
+        sz_zero_config_defaults(&z);
+    sz_runtime_info info;
+    if (sz_context_runtime_info(ctx, &info) == SZ_OK)
+        z.host_bytes += sz_gpt2_host_bytes(cfg, B, T, info.compute_workers, info.kernel_threads);
+    if ((st = sz_model_set_zero(g->model, &z)) != SZ_OK) {
         snprintf(err, errlen, "invalid ZeRO configuration (the library's error above says why)");
         gpt2_free(g);
         return st;
@@ -280,11 +291,9 @@ sz_status gpt2_create(gpt2 **out, sz_context *ctx, const sz_gpt2_config *cfg, in
     g->lnf_mean = act(g, "lnf_mean", -1, SZ_DTYPE_F32, N);
     g->lnf_rstd = act(g, "lnf_rstd", -1, SZ_DTYPE_F32, N);
     g->logits = act(g, "logits", -1, SZ_DTYPE_F32, NV);
-    g->probs = act(g, "probs", -1, SZ_DTYPE_F32, NV);
     g->losses = act(g, "losses", -1, SZ_DTYPE_F32, N);
     g->dlnf = act(g, "dlnf", -1, SZ_DTYPE_F32, NC);
-    g->dlogits = act(g, "dlogits", -1, SZ_DTYPE_F32, NV);
-    if (st == SZ_OK && (!g->dlogits || !g->losses || !gd->dfcproj))
+    if (st == SZ_OK && (!g->logits || !g->losses || !gd->dfcproj))
         st = SZ_ERR_NOMEM;
     if (st == SZ_OK)
         st = sz_model_set_loss(g->model, g->losses);

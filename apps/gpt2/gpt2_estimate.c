@@ -28,7 +28,7 @@ typedef struct act_spec {
     act_size size;
 } act_spec;
 
-/* llm.c's ActivationTensors, in its order, except for attention's (attstat). */
+/* llm.c's ActivationTensors, in its order, except for attention's (attstat) and probs. */
 static const act_spec k_gpt2_acts[] = {
     {"encoded", ACT_EMBED, ACT_NC},
     {"ln1", ACT_BLOCK, ACT_NC},
@@ -50,8 +50,8 @@ static const act_spec k_gpt2_acts[] = {
     {"lnf", ACT_HEAD, ACT_NC},
     {"lnf_mean", ACT_HEAD, ACT_N},
     {"lnf_rstd", ACT_HEAD, ACT_N},
-    {"logits", ACT_HEAD, ACT_NVP},
-    {"probs", ACT_HEAD, ACT_NVP},
+    {"logits", ACT_HEAD, ACT_NVP}, /* llm.c's probs: our fused softmax-cross-entropy overwrites the
+                                      logits with their gradient and keeps no probabilities */
     {"losses", ACT_HEAD, ACT_N},
 };
 enum { N_GPT2_ACTS = sizeof k_gpt2_acts / sizeof k_gpt2_acts[0] };
@@ -211,9 +211,17 @@ int64_t sz_gpt2_engine_activation_bytes(const sz_gpt2_config *cfg, int B, int T,
                      + NC                                /* res[L], the head's input */
                      + (checkpoint ? 1 : L) * block      /* the blocks' activations */
                      + 17 * NC                           /* dln1 .. dfcproj, shared */
-                     + 2 * NC + 3 * N + 3 * NV;          /* lnf, its mean, rstd, logits, probs, losses, dlnf, dlogits */
+                     + 2 * NC + 3 * N + NV;              /* lnf, its mean, rstd, losses, dlnf; logits (dlogits
+                                                            in place: no probs, no dlogits) */
     int64_t ckpt = L * NC;                               /* res[0..L-1]: the blocks' inputs */
     if (host_bytes)
         *host_bytes = offload ? ckpt * 4 : 0;
     return 2 * N * 4 + (floats + (offload ? 0 : ckpt)) * 4;
+}
+
+int64_t sz_gpt2_host_bytes(const sz_gpt2_config *cfg, int B, int T, int workers, int threads)
+{
+    int64_t C = cfg->channels;
+    const int64_t in[] = {C, C, C, 4 * C, C}, out[] = {3 * C, C, 4 * C, C, cfg->padded_vocab};
+    return sz_matmul_host_bytes(workers, threads, (int64_t)B * T, 5, in, out);
 }

@@ -208,6 +208,11 @@ sz_status sz_llmc_tokens_write(const char *path, const uint16_t *tokens, size_t 
 
 /* ==== the GPT-2 parts of the ZeRO estimator (pure C; conventions as for sz_zero_* in starzero.h) ==== */
 
+/* Host bytes GPT-2's matmuls need beside the engine's tensors (sz_matmul_host_bytes over its five
+ * linear layers: qkv, attention projection, fc, fc projection, the head; rows = B*T), on `workers`
+ * CPU workers of `threads` kernel threads: what gpt2_create adds to sz_zero_config.host_bytes. */
+int64_t sz_gpt2_host_bytes(const sz_gpt2_config *cfg, int B, int T, int workers, int threads);
+
 /* ---- GPT-2 activations ------------------------------------------------------------------- */
 
 /* Bytes of llm.c's ActivationTensors (fp32) for one micro-batch of B sequences of T tokens,

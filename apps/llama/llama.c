@@ -57,8 +57,9 @@ static sz_status block_fwd(sz_unit *u, void *user)
     TRY(sz_op_rope_fwd(u, a[LL_QKV], a[LL_QKV], B, T, C, NH, c->rope_theta)); /* in place */
     TRY(sz_op_attention_fwd(u, a[LL_ATTY], a[LL_STATS], a[LL_QKV], B, T, C, NH));
     TRY(sz_op_matmul_fwd(u, a[LL_ATTPROJ], a[LL_ATTY], P(ATTPROJW), NULL, N, C, C));
-    TRY(sz_op_residual_fwd(u, a[LL_RES2], x, a[LL_ATTPROJ], NC));
-    TRY(sz_op_rmsnorm_fwd(u, a[LL_RMS2], a[LL_RSTD2], a[LL_RES2], P(RMS2W), N, C, c->norm_eps));
+    /* res2 = x + attproj and rms2 = rmsnorm(res2) in one pass */
+    TRY(sz_op_residual_rmsnorm_fwd(u, a[LL_RES2], a[LL_RMS2], a[LL_RSTD2], x, a[LL_ATTPROJ], P(RMS2W), N, C,
+                                   c->norm_eps));
     TRY(sz_op_matmul_fwd(u, a[LL_GATE], a[LL_RMS2], P(GATEW), NULL, N, C, F));
     TRY(sz_op_matmul_fwd(u, a[LL_UP], a[LL_RMS2], P(UPW), NULL, N, C, F));
     TRY(sz_llama_op_swiglu_fwd(u, a[LL_H], a[LL_GATE], a[LL_UP], NF));
@@ -85,8 +86,9 @@ static sz_status block_bwd(sz_unit *u, void *user)
     TRY(sz_llama_op_swiglu_bwd(u, d[LL_DGATE], d[LL_DUP], d[LL_DH], a[LL_GATE], a[LL_UP], NF));
     TRY(sz_op_matmul_bwd(u, d[LL_DRMS2], G(GATEW), NULL, d[LL_DGATE], a[LL_RMS2], P(GATEW), N, C, F));
     TRY(sz_op_matmul_bwd(u, d[LL_DRMS2], G(UPW), NULL, d[LL_DUP], a[LL_RMS2], P(UPW), N, C, F));
-    TRY(sz_op_rmsnorm_bwd(u, d[LL_DRES2], G(RMS2W), d[LL_DRMS2], a[LL_RES2], P(RMS2W), a[LL_RSTD2], N, C));
-    TRY(sz_op_residual_bwd(u, dx, d[LL_DATTPROJ], d[LL_DRES2], NC));
+    /* dres2 += rms2's input gradient, then dx, dattproj += dres2, in one pass */
+    TRY(sz_op_rmsnorm_residual_bwd(u, dx, d[LL_DATTPROJ], d[LL_DRES2], G(RMS2W), d[LL_DRMS2], a[LL_RES2], P(RMS2W),
+                                   a[LL_RSTD2], N, C));
     TRY(sz_op_matmul_bwd(u, d[LL_DATTY], G(ATTPROJW), NULL, d[LL_DATTPROJ], a[LL_ATTY], P(ATTPROJW), N, C, C));
     TRY(sz_op_attention_bwd(u, d[LL_DRQKV], d[LL_DATTY], a[LL_QKV], a[LL_STATS], B, T, C, NH));
     TRY(sz_op_rope_bwd(u, d[LL_DQKV], d[LL_DRQKV], B, T, C, NH, c->rope_theta));
@@ -101,7 +103,8 @@ static sz_status head_fwd(sz_unit *u, void *user)
     int N = m->B * m->T, C = m->cfg.channels, V = m->cfg.vocab;
     TRY(sz_op_rmsnorm_fwd(u, h[LL_RMSF], h[LL_RSTDF], m->res[m->cfg.layers], P(RMSFW), N, C, m->cfg.norm_eps));
     TRY(sz_op_matmul_fwd(u, h[LL_LOGITS], h[LL_RMSF], P(LMW), NULL, N, C, V));
-    return sz_op_softmax_xent_fwd(u, h[LL_LOSSES], h[LL_PROBS], h[LL_LOGITS], m->targets, N, V, V);
+    /* the losses, and the logits overwritten with their gradient (read by head_bwd): one pass */
+    return sz_op_softmax_xent_fused(u, h[LL_LOSSES], h[LL_LOGITS], m->targets, N, V, V);
 }
 
 static sz_status head_bwd(sz_unit *u, void *user)
@@ -111,8 +114,8 @@ static sz_status head_bwd(sz_unit *u, void *user)
     int N = m->B * m->T, C = m->cfg.channels, V = m->cfg.vocab;
     TRY(sz_op_zero(u, m->grads[LL_DRMSF]));
     TRY(sz_op_zero(u, dxL));
-    TRY(sz_op_softmax_xent_bwd(u, m->grads[LL_DLOGITS], h[LL_PROBS], m->targets, N, V, V));
-    TRY(sz_op_matmul_bwd(u, m->grads[LL_DRMSF], G(LMW), NULL, m->grads[LL_DLOGITS], h[LL_RMSF], P(LMW), N, C, V));
+    /* h[LL_LOGITS] holds dlogits: head_fwd's fused softmax-cross-entropy wrote it */
+    TRY(sz_op_matmul_bwd(u, m->grads[LL_DRMSF], G(LMW), NULL, h[LL_LOGITS], h[LL_RMSF], P(LMW), N, C, V));
     return sz_op_rmsnorm_bwd(u, dxL, G(RMSFW), m->grads[LL_DRMSF], m->res[m->cfg.layers], P(RMSFW), h[LL_RSTDF], N, C);
 }
 
@@ -151,7 +154,15 @@ sz_status sz_llama_create(sz_llama **out, sz_context *ctx, const sz_llama_config
         sz_llama_free(m);
         return SZ_ERR_NOMEM;
     }
-    if (zero && (st = sz_model_set_zero(m->model, zero)) != SZ_OK) {
+    sz_zero_config z; /* the budget counts the matmuls' host working memory beside what the app holds */
+    if (zero)
+        z = *zero;
+    else
+        sz_zero_config_defaults(&z);
+    sz_runtime_info info;
+    if (sz_context_runtime_info(ctx, &info) == SZ_OK)
+        z.host_bytes += sz_llama_host_bytes(cfg, B, T, info.compute_workers, info.kernel_threads);
+    if ((st = sz_model_set_zero(m->model, &z)) != SZ_OK) {
         snprintf(err, errlen, "invalid ZeRO configuration (the library's error above says why)");
         sz_llama_free(m);
         return st;

@@ -14,13 +14,14 @@ enum {
     LL_H, LL_DOWN, LL_NBLOCK
 };
 /* The head's forward tensors. */
-enum { LL_RMSF, LL_RSTDF, LL_LOGITS, LL_PROBS, LL_LOSSES, LL_NHEAD };
+enum { LL_RMSF, LL_RSTDF, LL_LOGITS, LL_LOSSES, LL_NHEAD }; /* logits: dlogits after the head's forward */
 
 /* The gradient scratch (shared by the blocks, whose backwards run one after the other) and the
- * head's two gradients. */
+ * head's gradient of its norm (dlogits is the logits tensor itself: the fused softmax-cross-entropy
+ * overwrites it). */
 enum {
     LL_DRMS1, LL_DRQKV, LL_DQKV, LL_DATTY, LL_DATTPROJ, LL_DRES2, LL_DRMS2, LL_DGATE, LL_DUP, LL_DH, LL_DDOWN,
-    LL_DRMSF, LL_DLOGITS, LL_NGRAD
+    LL_DRMSF, LL_NGRAD
 };
 
 typedef struct {

@@ -16,7 +16,7 @@ const ll_act sz_llama_block_acts[LL_NBLOCK] = {
 };
 const ll_act sz_llama_head_acts[LL_NHEAD] = {
     [LL_RMSF] = {"rmsf", LL_NC}, [LL_RSTDF] = {"rstdf", LL_N}, [LL_LOGITS] = {"logits", LL_NV},
-    [LL_PROBS] = {"probs", LL_NV}, [LL_LOSSES] = {"losses", LL_N},
+    [LL_LOSSES] = {"losses", LL_N},
 };
 
 const ll_act sz_llama_grad_acts[LL_NGRAD] = {
@@ -24,7 +24,6 @@ const ll_act sz_llama_grad_acts[LL_NGRAD] = {
     [LL_DATTY] = {"datty", LL_NC},  [LL_DATTPROJ] = {"dattproj", LL_NC}, [LL_DRES2] = {"dres2", LL_NC},
     [LL_DRMS2] = {"drms2", LL_NC},  [LL_DGATE] = {"dgate", LL_NF},  [LL_DUP] = {"dup", LL_NF},
     [LL_DH] = {"dh", LL_NF},        [LL_DDOWN] = {"ddown", LL_NC},  [LL_DRMSF] = {"drmsf", LL_NC},
-    [LL_DLOGITS] = {"dlogits", LL_NV},
 };
 
 double sz_llama_size(const sz_llama_config *c, ll_size s, int B, int T)
@@ -209,4 +208,11 @@ int64_t sz_llama_engine_activation_bytes(const sz_llama_config *c, int B, int T,
     if (host_bytes)
         *host_bytes = offload ? (int64_t)(ckpt * 4) : 0;
     return (int64_t)(2 * sz_llama_size(c, LL_N, B, T) * 4 + (floats + (offload ? 0 : ckpt)) * 4);
+}
+
+int64_t sz_llama_host_bytes(const sz_llama_config *cfg, int B, int T, int workers, int threads)
+{
+    int64_t C = cfg->channels, F = cfg->hidden;
+    const int64_t in[] = {C, C, C, F, C}, out[] = {3 * C, C, F, C, cfg->vocab};
+    return sz_matmul_host_bytes(workers, threads, (int64_t)B * T, 5, in, out);
 }

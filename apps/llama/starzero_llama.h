@@ -60,7 +60,7 @@ int64_t sz_llama_largest_unit_numel(const sz_llama_config *cfg);
  * allocates them (N = B·T): embed output N·C; per block rms1 N·C, rstd1 N, qkv 3N·C (rotated in
  * place), atty N·C, the attention's statistics [B,NH,T,2], attproj N·C, res2 N·C, rms2 N·C,
  * rstd2 N, gate, up, h N·F each, down N·C, the block's output N·C; head rmsf N·C, rstdf N,
- * logits and probs N·V each, losses N. Like sz_gpt2_activation_bytes: forward tensors only, no
+ * logits N·V (overwritten with its gradient: no probs), losses N. Like sz_gpt2_activation_bytes: forward tensors only, no
  * gradients. checkpoint = 1: L block inputs + one block's tensors + the head; offload = 1 (needs
  * checkpoint): the L inputs replaced by min(L, 3) on the device. -1.0 on a bad argument. */
 double sz_llama_activation_bytes(const sz_llama_config *cfg, int B, int T, int checkpoint, int offload);
@@ -72,6 +72,10 @@ int sz_llama_unit_numels(const sz_llama_config *cfg, int64_t *numel);
  * engine's "activations" category: forward tensors, their gradients, tokens and targets), under
  * checkpointing and offloaded checkpoints; *host_bytes (may be NULL) gets the host pool's (the L
  * block inputs when offloaded). -1 for invalid arguments. */
+/* Host bytes the model's matmuls need beside the engine's tensors (sz_matmul_host_bytes over qkv, the
+ * attention projection, gate, up, down and the head; rows = B*T): sz_llama_create adds it to
+ * sz_zero_config.host_bytes. */
+int64_t sz_llama_host_bytes(const sz_llama_config *cfg, int B, int T, int workers, int threads);
 int64_t sz_llama_engine_activation_bytes(const sz_llama_config *cfg, int B, int T, int checkpoint, int offload,
                                          int64_t *host_bytes);
 

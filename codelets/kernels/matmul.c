@@ -159,11 +159,23 @@ void sz_k_shutdown(void)
     pthread_mutex_unlock(&sz_mm_cache.lock);
 }
 
+/* Host bytes the kernels' working memory holds now and at most (thread scratchpads + packed tiles):
+ * sz_k_matmul_host_peak, which the memory report compares with sz_k_matmul_host_bytes. */
+static int64_t sz_mm_live, sz_mm_peak;
+static void sz_mm_count(int64_t delta)
+{
+    int64_t now = __atomic_add_fetch(&sz_mm_live, delta, __ATOMIC_RELAXED);
+    int64_t old = __atomic_load_n(&sz_mm_peak, __ATOMIC_RELAXED);
+    while (now > old && !__atomic_compare_exchange_n(&sz_mm_peak, &old, now, 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+        ;
+}
+int64_t sz_k_matmul_host_peak(void) { return __atomic_load_n(&sz_mm_peak, __ATOMIC_RELAXED); }
+
 /* This thread's scratchpad, grown on demand, freed when the thread ends. */
 static pthread_key_t sz_mm_scratch_key;
 static pthread_once_t sz_mm_scratch_once = PTHREAD_ONCE_INIT;
 typedef struct { void *p; size_t n; } sz_mm_scratch_buf;
-static void sz_mm_scratch_free(void *v) { sz_mm_scratch_buf *b = v; free(b->p); free(b); }
+static void sz_mm_scratch_free(void *v) { sz_mm_scratch_buf *b = v; sz_mm_count(-(int64_t)b->n); free(b->p); free(b); }
 static void sz_mm_scratch_init(void) { pthread_key_create(&sz_mm_scratch_key, sz_mm_scratch_free); }
 
 static void *sz_mm_scratch(size_t n)
@@ -176,9 +188,11 @@ static void *sz_mm_scratch(size_t n)
     }
     if (b->n < n) {
         free(b->p);
+        sz_mm_count(-(int64_t)b->n);
         b->n = 0;
         if (!(b->p = aligned_alloc(64, (n + 63) & ~(size_t)63))) return NULL;
         b->n = n;
+        sz_mm_count((int64_t)n);
     }
     return b->p;
 }
@@ -289,6 +303,16 @@ static void sz_mm_pack_b(const sz_mm_shape *s, int64_t j0, int64_t nt, int64_t l
         memcpy((char *)pb + k * ldpb * eb, (const char *)b + (k * s->b_sk + j0) * eb, nt * eb);
 }
 
+/* Whether sz_mm_tiled copies A's rows / B's columns into contiguous tiles, and their bytes per thread. */
+static void sz_mm_packing(const sz_mm_shape *s, int *pack_a, int *pack_b, size_t *abytes, size_t *bbytes)
+{
+    size_t ea = sz_esize(s->a_dt), eb = sz_esize(s->b_dt);
+    *pack_a = s->a_sm == 1 && s->a_sk != 1 && s->K > 1 && !__builtin_cpu_supports("avx512f");
+    *pack_b = s->b_sn == 1 && s->K > 1 && (s->b_sk * eb) % 2048 == 0;
+    *abytes = *pack_a ? (size_t)SZ_MM_TM * s->K * ea : 0;
+    *bbytes = *pack_b ? (size_t)s->K * (SZ_MM_TN + 16) * eb : 0;
+}
+
 /* Tiles are visited with schedule(static), so a thread gets a contiguous run of
  * them and keeps its packed A rows / B columns while the block stays the same. */
 int sz_mm_tiled(const sz_mm_shape *s, void *d, const void *a, const void *b,
@@ -304,16 +328,16 @@ int sz_mm_tiled(const sz_mm_shape *s, void *d, const void *a, const void *b,
      * rows of A / columns of B (rows padded to TN+16) restores full speed. On AVX-512
      * (brgemm, which copies A itself) packing A costs more than it saves: d12 dweight products
      * went from 210-235 to 260-310 GFLOP/s without it; packing B there is neutral. */
-    int pack_a = s->a_sm == 1 && s->a_sk != 1 && s->K > 1 && !__builtin_cpu_supports("avx512f");
-    int pack_b = s->b_sn == 1 && s->K > 1 && (s->b_sk * eb) % 2048 == 0;
+    int pack_a, pack_b;
     int64_t ldpb = SZ_MM_TN + 16;
-    size_t abytes = pack_a ? (size_t)SZ_MM_TM * s->K * ea : 0;
-    size_t bbytes = pack_b ? (size_t)s->K * ldpb * eb : 0;
+    size_t abytes, bbytes;
+    sz_mm_packing(s, &pack_a, &pack_b, &abytes, &bbytes);
     /* Column-major visit re-packs A once per column block, row-major re-packs B
      * once per row block: take the cheaper. */
     int col_major = pack_b && (!pack_a || nn * s->M < nm * s->N);
     char *scratch = NULL;
     if ((pack_a || pack_b) && !(scratch = malloc((abytes + bbytes) * nthr))) return -1;
+    if (scratch) sz_mm_count((int64_t)((abytes + bbytes) * nthr));
     /* Always a parallel region: omp_set_num_threads(1) inside it only changes
      * the region's own threads, never the caller's setting. */
 #pragma omp parallel num_threads(nthr) reduction(| : plain)
@@ -344,8 +368,39 @@ int sz_mm_tiled(const sz_mm_shape *s, void *d, const void *a, const void *b,
                                 bias ? (const char *)bias + j0 * ebias : NULL);
         }
     }
+    if (scratch) sz_mm_count(-(int64_t)((abytes + bbytes) * nthr));
     free(scratch);
     return plain;
+}
+
+size_t sz_k_matmul_shape_host_bytes(const sz_mm_shape *s, int nthr)
+{
+    int pack_a, pack_b;
+    size_t abytes, bbytes, most = 0;
+    sz_mm_packing(s, &pack_a, &pack_b, &abytes, &bbytes);
+    /* the distinct tiles: whole ones and the edges in each direction, as sz_mm_tiled cuts them (the
+     * packed operands change only the strides the tile sees) */
+#pragma omp parallel num_threads(1)
+    {
+        omp_set_num_threads(1);
+        for (int ei = 0; ei < 2; ei++)
+            for (int ej = 0; ej < 2; ej++) {
+                int64_t i0 = ei ? (s->M - 1) / SZ_MM_TM * SZ_MM_TM : 0, j0 = ej ? (s->N - 1) / SZ_MM_TN * SZ_MM_TN : 0;
+                sz_mm_shape sub;
+                sz_mm_sub(s, i0, j0, &sub);
+                if (pack_a) { sub.a_sm = s->K; sub.a_sk = 1; }
+                if (pack_b) { sub.b_sk = SZ_MM_TN + 16; sub.b_sn = 1; }
+                dnnl_engine_t eng;
+                int owned;
+                size_t scratch = 0;
+                dnnl_primitive_t prim = sz_mm_get(&sub, &eng, &owned, &scratch);
+                if (prim && owned) dnnl_primitive_destroy(prim);
+                most = scratch > most ? scratch : most;
+            }
+    }
+    /* each thread's scratchpad grows to the largest it ran, and stays; +63: its alignment */
+    size_t per_thread = most ? (most + 63) & ~(size_t)63 : 0;
+    return per_thread * (size_t)nthr + (pack_a || pack_b ? (abytes + bbytes) * (size_t)nthr : 0);
 }
 
 int sz_mm_supported(const sz_mm_shape *s)
@@ -408,6 +463,31 @@ int sz_k_matmul_fwd(float *out, const float *inp, const float *weight, const flo
     s.a_sm = C; s.a_sk = 1; s.b_sk = 1; s.b_sn = C; s.ldd = OC;
     if (bias) s.bias_dt = SZ_K_F32;
     return sz_mm_tiled(&s, out, inp, weight, bias);
+}
+
+void sz_k_matmul_host_bytes(int N, int C, int OC, int nthr, size_t *scratch, size_t *pack)
+{
+    sz_mm_shape s[4];
+    sz_mm_init(&s[0], N, OC, C, SZ_K_F32);   /* as sz_k_matmul_fwd, with a bias and without */
+    s[0].a_sm = C; s[0].a_sk = 1; s[0].b_sk = 1; s[0].b_sn = C; s[0].ldd = OC; s[0].bias_dt = SZ_K_F32;
+    s[3] = s[0];
+    s[3].bias_dt = -1;
+    sz_mm_init(&s[1], N, C, OC, SZ_K_F32);   /* as sz_k_matmul_bwd: dinp, then dweight */
+    s[1].a_sm = OC; s[1].a_sk = 1; s[1].b_sk = C; s[1].b_sn = 1; s[1].ldd = C; s[1].accumulate = 1;
+    sz_mm_init(&s[2], OC, C, N, SZ_K_F32);
+    s[2].a_sm = 1; s[2].a_sk = OC; s[2].b_sk = C; s[2].b_sn = 1; s[2].ldd = C; s[2].accumulate = 1;
+    size_t scratch_most = 0, pack_most = 0;
+    for (int i = 0; i < 4; i++) {
+        int pa, pb;
+        size_t ab, bb, all = sz_k_matmul_shape_host_bytes(&s[i], nthr);
+        sz_mm_packing(&s[i], &pa, &pb, &ab, &bb);
+        size_t pack = (ab + bb) * (size_t)nthr;
+        /* the scratchpads persist (the largest of the three), the packed tiles only during a call */
+        scratch_most = all - pack > scratch_most ? all - pack : scratch_most;
+        pack_most = pack > pack_most ? pack : pack_most;
+    }
+    *scratch = scratch_most;
+    *pack = pack_most;
 }
 
 int sz_k_matmul_bwd(float *dinp, float *dweight, float *dbias, const float *dout,

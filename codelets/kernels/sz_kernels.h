@@ -80,6 +80,16 @@ void sz_k_gelu_bwd(float *dinp, const float *inp, const float *dout, size_t n);
 /* ---- residual: out = a + b; da += dout, db += dout, all [n] ---- */
 void sz_k_residual_fwd(float *out, const float *a, const float *b, size_t n);
 void sz_k_residual_bwd(float *da, float *db, const float *dout, size_t n);
+/* ---- residual add fused with the layernorm after it, [N,C] rows: WRITES res = a + b (res may
+ *      alias a or b) and out, mean, rstd = layernorm(res) as sz_k_layernorm_fwd; backward:
+ *      ACCUMULATES the layernorm's input gradient into dres (which holds the residual stream's
+ *      other gradient), then da += dres, db += dres, and dweight, dbias += as sz_k_layernorm_bwd.
+ *      The same bits as the two kernels one after the other. ---- */
+void sz_k_residual_layernorm_fwd(float *res, float *out, float *mean, float *rstd, const float *a,
+                                 const float *b, const float *weight, const float *bias, int N, int C);
+void sz_k_layernorm_residual_bwd(float *da, float *db, float *dres, float *dweight, float *dbias,
+                                 const float *dout, const float *res, const float *weight,
+                                 const float *mean, const float *rstd, int N, int C);
 
 /* ---- fused softmax + cross-entropy: logits, probs [N,Vp], real vocab V <= Vp,
  *      targets int32 [N] in [0,V); losses[n] = -log probs[n, target[n]].
@@ -90,6 +100,11 @@ void sz_k_softmax_xent_fwd(float *probs, float *losses, const float *logits,
  * 0 for V <= v < Vp. dloss [N] (e.g. 1/(B*T) each for the mean loss). */
 void sz_k_softmax_xent_bwd(float *dlogits, const float *probs, const int *targets,
                            const float *dloss, int N, int V, int Vp);
+/* Both in one pass, in place: WRITES losses and OVERWRITES logits with dlogits =
+ * (softmax(logits) - onehot(target)) * g (columns >= V: 0); no probabilities kept. The same bits
+ * as _fwd then _bwd with dloss[n] = g. */
+void sz_k_softmax_xent_fused(float *logits, float *losses, const int *targets, float g, int N, int V,
+                             int Vp);
 
 /* ---- AdamW (llm.c gpt2_update), step t >= 1, on n elements:
  *      m = b1 m + (1-b1) g;  v = b2 v + (1-b2) g^2;
@@ -125,6 +140,13 @@ void sz_k_bf16_to_f32(float *dst, const uint16_t *src, size_t n);
 void sz_k_rmsnorm_fwd(float *out, float *rstd, const float *inp, const float *weight, int N, int C, float eps);
 void sz_k_rmsnorm_bwd(float *dinp, float *dweight, const float *dout, const float *inp, const float *weight,
                       const float *rstd, int N, int C);
+/* The residual add fused with the RMSNorm after it: WRITES res = a + b and out, rstd =
+ * rmsnorm(res) as sz_k_rmsnorm_fwd; backward ACCUMULATES the norm's input gradient into dres, then
+ * da += dres, db += dres, and dweight +=. The same bits as the two kernels in turn. */
+void sz_k_residual_rmsnorm_fwd(float *res, float *out, float *rstd, const float *a, const float *b,
+                               const float *weight, int N, int C, float eps);
+void sz_k_rmsnorm_residual_bwd(float *da, float *db, float *dres, float *dweight, const float *dout,
+                               const float *res, const float *weight, const float *rstd, int N, int C);
 
 /* ---- SiLU: out = x σ(x), [n]; dinp += dout · σ(x)(1 + x(1 - σ(x))) ---- */
 void sz_k_silu_fwd(float *out, const float *inp, size_t n);
@@ -157,6 +179,13 @@ void sz_k_mse_bwd(float *dpred, const float *pred, const float *target, float sc
 /* Frees the cached oneDNN primitives and engine. Call once, when no kernel is
  * running; kernels called afterwards rebuild the cache. */
 void sz_k_shutdown(void);
+/* Host memory of the fp32 matmul kernels for out[N,OC] = inp[N,C] . weight^T and its backward, with
+ * nthr threads: *scratch, the oneDNN scratchpads the threads keep (each grows to the largest tile it
+ * ran; queried from the tile primitives, which it creates in the kernels' cache), and *pack, the
+ * packed tiles one call holds while it runs. sz_k_matmul_host_peak: the most both held at once in
+ * this process so far (measured). */
+void sz_k_matmul_host_bytes(int N, int C, int OC, int nthr, size_t *scratch, size_t *pack);
+int64_t sz_k_matmul_host_peak(void);
 
 #ifdef __cplusplus
 }

@@ -85,6 +85,8 @@ int sz_mm_tiled(const sz_mm_shape *s, void *d, const void *a, const void *b,
                 const void *bias);
 /* 1 if oneDNN has an implementation for the tiles of s (e.g. bf16 needs AVX-512). */
 int sz_mm_supported(const sz_mm_shape *s);
+/* Host bytes of sz_mm_tiled(s) with nthr threads: the largest tile scratchpad per thread + packed tiles. */
+size_t sz_k_matmul_shape_host_bytes(const sz_mm_shape *s, int nthr);
 /* The plain fallback (any dtypes), exposed for the tests. */
 void sz_mm_plain(const sz_mm_shape *s, void *d, const void *a, const void *b,
                  const void *bias);

@@ -35,6 +35,15 @@ extern "C" {
 
 /* Number of CUDA devices, 0 when none or the driver is missing (never fails). */
 int sz_cuda_device_count(void);
+/* Device dev's name, SM count, peak clock (kHz, cudaDevAttrClockRate), compute capability, dense
+ * bf16 tensor-core FLOPs per clock per SM (the table in util.cu; 0: none or unknown) and their
+ * product, the bf16 peak in TFLOP/s (0 when the table has no entry). 0, or a cudaError_t. */
+/* The GPU arena's one region (tasks/model.c): cudaMalloc + cudaMemset on device dev, synchronous;
+ * and its cudaFree. 0 or a cudaError_t. */
+int sz_cuda_arena_alloc(int dev, size_t bytes, void **out);
+int sz_cuda_arena_free(int dev, void *p);
+int sz_cuda_device_peak(int dev, char *name, size_t name_len, int *sms, int *clock_khz, int *major, int *minor,
+                        int *flops_per_clock_sm, double *bf16_tflops);
 
 /* ---- encoder (GPT-2): out[B,T,C] = wte[tok[b,t]] + wpe[t]; backward adds into dwte [Vp,C] and
  *      dwpe [maxT,C] in (b,t) order per element, as the CPU (bitwise the same sums) ---- */

@@ -2,6 +2,7 @@
  * optional accumulation (codelets/convert.c: bitwise the CPU's), the clip factor from the
  * per-unit squared norms (codelets/clip_scale.c, bitwise: the same double sums in the same order),
  * scale, zero, the device count, and reduce-scatter's rank-ordered sum of received pieces. */
+#include <stdio.h>
 #include "sz_cuda_common.cuh"
 
 __global__ static void convert_k(void *dst, int ddt, const void *src, int sdt, size_t n, int acc)
@@ -64,6 +65,70 @@ extern "C" int sz_cuda_device_count(void)
         return 0;
     }
     return n;
+}
+
+/* Dense bf16 tensor-core FLOPs per clock per SM (fp32 accumulation), by compute capability, from
+ * NVIDIA's datasheet peaks divided by SMs x the clock the datasheet uses: sm_80 (A100: 312 TFLOP/s
+ * = 108 SMs x 1.41 GHz x 2048), sm_86/sm_87/sm_89 (A10/A40/L40-class professional parts: 1024;
+ * GeForce parts with fp32 accumulation have half), sm_90 (H100/H200: 989 TFLOP/s = 132 x 1.83 GHz
+ * x 4096), sm_100/sm_103 (B200-class: 8192). 0 where there are no bf16 tensor cores (before sm_80)
+ * or the architecture is not in this table. */
+static int bf16_flops_per_clock_sm(int major, int minor)
+{
+    if (major == 8)
+        return minor == 0 ? 2048 : 1024;
+    if (major == 9)
+        return 4096;
+    if (major == 10)
+        return 8192;
+    return 0;
+}
+
+extern "C" int sz_cuda_device_peak(int dev, char *name, size_t name_len, int *sms, int *clock_khz, int *major,
+                                   int *minor, int *flops_per_clock_sm, double *bf16_tflops)
+{
+    cudaDeviceProp p;
+    int rc = (int)cudaGetDeviceProperties(&p, dev);
+    if (!rc)
+        rc = (int)cudaDeviceGetAttribute(clock_khz, cudaDevAttrClockRate, dev); /* peak clock (kHz) */
+    if (rc) {
+        (void)cudaGetLastError();
+        return rc;
+    }
+    snprintf(name, name_len, "%s", p.name);
+    *sms = p.multiProcessorCount;
+    *major = p.major;
+    *minor = p.minor;
+    *flops_per_clock_sm = bf16_flops_per_clock_sm(p.major, p.minor);
+    *bf16_tflops = (double)*sms * (*clock_khz * 1e3) * *flops_per_clock_sm / 1e12;
+    return 0;
+}
+
+/* Device memory for the GPU arena (tasks/model.c), synchronous, on device dev (the calling
+ * thread's current device is set to it): allocated and zeroed, or freed. 0 or a cudaError_t. */
+extern "C" int sz_cuda_arena_alloc(int dev, size_t bytes, void **out)
+{
+    *out = NULL;
+    int rc = (int)cudaSetDevice(dev);
+    if (!rc)
+        rc = (int)cudaMalloc(out, bytes);
+    if (!rc)
+        rc = (int)cudaMemset(*out, 0, bytes);
+    if (!rc)
+        rc = (int)cudaDeviceSynchronize();
+    if (rc) {
+        if (*out)
+            cudaFree(*out);
+        *out = NULL;
+        (void)cudaGetLastError();
+    }
+    return rc;
+}
+
+extern "C" int sz_cuda_arena_free(int dev, void *p)
+{
+    int rc = (int)cudaSetDevice(dev);
+    return rc ? rc : (int)cudaFree(p);
 }
 
 __global__ static void reduce_pieces_k(void *shard, int dt, const void *pieces, int nd, size_t len, int acc)

@@ -1,0 +1,119 @@
+/* codelets/residual_layernorm.c — a residual add fused with the layernorm that reads its sum
+ * (GPT-2's res2 = x + attproj, ln2 = layernorm(res2)), forward and backward, [N,C] rows, eps 1e-5.
+ * Forward overwrites res (= a + b), out, mean, rstd, row by row while the row is in cache (one
+ * read of a and b instead of writing res and reading it back). Backward accumulates the
+ * layernorm's input gradient into dres (the residual stream's gradient, which already holds what
+ * the rest of the graph gave it), then adds dres into da and db, and accumulates dw and db_ln. The
+ * same bits as residual_fwd + layernorm_fwd, and layernorm_bwd + residual_bwd. The layernorm's
+ * bias is optional (b_ln NULL forward, db_ln NULL backward). */
+#include "sz_tasks.h"
+#include "starzero_starpu.h"
+#include "sz_kernels.h"
+#include "sz_cuda.h"
+
+struct residual_layernorm_args {
+    int N, C;
+};
+
+enum { FWD_RES, FWD_OUT, FWD_MEAN, FWD_RSTD, FWD_A, FWD_B, FWD_W, FWD_BLN };
+static void fwd_cpu(void *b[], void *arg)
+{
+    const struct residual_layernorm_args *a = sz_task_params(arg);
+    sz_k_residual_layernorm_fwd(sz_task_ptr(b, arg, FWD_RES), sz_task_ptr(b, arg, FWD_OUT),
+                                sz_task_ptr(b, arg, FWD_MEAN), sz_task_ptr(b, arg, FWD_RSTD),
+                                sz_task_ptr(b, arg, FWD_A), sz_task_ptr(b, arg, FWD_B), sz_task_ptr(b, arg, FWD_W),
+                                sz_task_ptr(b, arg, FWD_BLN), a->N, a->C);
+}
+
+enum { BWD_DA, BWD_DB, BWD_DRES, BWD_DW, BWD_DBLN, BWD_DOUT, BWD_RES, BWD_W, BWD_MEAN, BWD_RSTD };
+static void bwd_cpu(void *b[], void *arg)
+{
+    const struct residual_layernorm_args *a = sz_task_params(arg);
+    sz_k_layernorm_residual_bwd(sz_task_ptr(b, arg, BWD_DA), sz_task_ptr(b, arg, BWD_DB),
+                                sz_task_ptr(b, arg, BWD_DRES), sz_task_ptr(b, arg, BWD_DW),
+                                sz_task_ptr(b, arg, BWD_DBLN), sz_task_ptr(b, arg, BWD_DOUT),
+                                sz_task_ptr(b, arg, BWD_RES), sz_task_ptr(b, arg, BWD_W),
+                                sz_task_ptr(b, arg, BWD_MEAN), sz_task_ptr(b, arg, BWD_RSTD), a->N, a->C);
+}
+
+#if SZ_WITH_CUDA
+/* The separate CUDA kernels one after the other on the worker's stream: their bits. */
+static void fwd_cuda(void *b[], void *arg)
+{
+    const struct residual_layernorm_args *a = sz_task_params(arg);
+    size_t NC = (size_t)a->N * a->C;
+    float *res = sz_task_ptr(b, arg, FWD_RES);
+    if (sz_cuda_task_rc(arg, "residual_layernorm_fwd",
+                        sz_cuda_residual_fwd(SZ_STREAM, res, sz_task_ptr(b, arg, FWD_A), sz_task_ptr(b, arg, FWD_B),
+                                             NC)))
+        return;
+    sz_cuda_task_rc(arg, "residual_layernorm_fwd",
+                    sz_cuda_layernorm_fwd(SZ_STREAM, sz_task_ptr(b, arg, FWD_OUT), sz_task_ptr(b, arg, FWD_MEAN),
+                                          sz_task_ptr(b, arg, FWD_RSTD), res, sz_task_ptr(b, arg, FWD_W),
+                                          sz_task_ptr(b, arg, FWD_BLN), a->N, a->C));
+}
+
+static void bwd_cuda(void *b[], void *arg)
+{
+    const struct residual_layernorm_args *a = sz_task_params(arg);
+    float *dres = sz_task_ptr(b, arg, BWD_DRES);
+    if (sz_cuda_task_rc(arg, "layernorm_residual_bwd",
+                        sz_cuda_layernorm_bwd(SZ_STREAM, dres, sz_task_ptr(b, arg, BWD_DW), sz_task_ptr(b, arg, BWD_DBLN),
+                                              sz_task_ptr(b, arg, BWD_DOUT), sz_task_ptr(b, arg, BWD_RES),
+                                              sz_task_ptr(b, arg, BWD_W), sz_task_ptr(b, arg, BWD_MEAN),
+                                              sz_task_ptr(b, arg, BWD_RSTD), a->N, a->C)))
+        return;
+    sz_cuda_task_rc(arg, "layernorm_residual_bwd",
+                    sz_cuda_residual_bwd(SZ_STREAM, sz_task_ptr(b, arg, BWD_DA), sz_task_ptr(b, arg, BWD_DB), dres,
+                                         (size_t)a->N * a->C));
+}
+#endif
+
+SZ_PERFMODEL(fwd_model, "sz_residual_layernorm_fwd");
+SZ_PERFMODEL(bwd_model, "sz_layernorm_residual_bwd");
+SZ_CODELET_CUDA(sz_cl_residual_layernorm_fwd, fwd_cpu, fwd_cuda, "residual_layernorm_fwd", fwd_model);
+SZ_CODELET_CUDA(sz_cl_layernorm_residual_bwd, bwd_cpu, bwd_cuda, "layernorm_residual_bwd", bwd_model);
+
+static sz_status check_shape(sz_unit *u, const char *op, int N, int C)
+{
+    if (N < 1 || C < 1)
+        return sz_task_refuse(u, op, "N and C must be >= 1 (got %d, %d)", N, C);
+    return SZ_OK;
+}
+
+sz_status sz_op_residual_layernorm_fwd(sz_unit *u, sz_tensor *res, sz_tensor *out, sz_tensor *mean, sz_tensor *rstd,
+                                       sz_tensor *a, sz_tensor *b, sz_tensor *w, sz_tensor *b_ln, int N, int C)
+{
+    sz_status st = check_shape(u, "residual_layernorm_fwd", N, C);
+    if (st != SZ_OK)
+        return st;
+    int64_t NC = (int64_t)N * C;
+    struct residual_layernorm_args p = {N, C};
+    sz_task_tensor t[] = {{res, SZ_WRITE, SZ_DTYPE_F32, NC, "res", 0},  {out, SZ_WRITE, SZ_DTYPE_F32, NC, "out", 0},
+                          {mean, SZ_WRITE, SZ_DTYPE_F32, N, "mean", 0}, {rstd, SZ_WRITE, SZ_DTYPE_F32, N, "rstd", 0},
+                          {a, SZ_READ, SZ_DTYPE_F32, NC, "a", 0},       {b, SZ_READ, SZ_DTYPE_F32, NC, "b", 0},
+                          {w, SZ_READ, SZ_DTYPE_F32, C, "w", 0},        {b_ln, SZ_READ, SZ_DTYPE_F32, C, "b_ln", 1}};
+    return sz_task_submit(u, &sz_cl_residual_layernorm_fwd, "residual_layernorm_fwd", t, 8, &p, sizeof p);
+}
+
+sz_status sz_op_layernorm_residual_bwd(sz_unit *u, sz_tensor *da, sz_tensor *db, sz_tensor *dres, sz_tensor *dw,
+                                       sz_tensor *db_ln, sz_tensor *dout, sz_tensor *res, sz_tensor *w,
+                                       sz_tensor *mean, sz_tensor *rstd, int N, int C)
+{
+    sz_status st = check_shape(u, "layernorm_residual_bwd", N, C);
+    if (st != SZ_OK)
+        return st;
+    int64_t NC = (int64_t)N * C;
+    struct residual_layernorm_args p = {N, C};
+    sz_task_tensor t[] = {{da, SZ_ACCUMULATE, SZ_DTYPE_F32, NC, "da", 0},
+                          {db, SZ_ACCUMULATE, SZ_DTYPE_F32, NC, "db", 0},
+                          {dres, SZ_ACCUMULATE, SZ_DTYPE_F32, NC, "dres", 0},
+                          {dw, SZ_ACCUMULATE, SZ_DTYPE_F32, C, "dw", 0},
+                          {db_ln, SZ_ACCUMULATE, SZ_DTYPE_F32, C, "db_ln", 1},
+                          {dout, SZ_READ, SZ_DTYPE_F32, NC, "dout", 0},
+                          {res, SZ_READ, SZ_DTYPE_F32, NC, "res", 0},
+                          {w, SZ_READ, SZ_DTYPE_F32, C, "w", 0},
+                          {mean, SZ_READ, SZ_DTYPE_F32, N, "mean", 0},
+                          {rstd, SZ_READ, SZ_DTYPE_F32, N, "rstd", 0}};
+    return sz_task_submit(u, &sz_cl_layernorm_residual_bwd, "layernorm_residual_bwd", t, 10, &p, sizeof p);
+}

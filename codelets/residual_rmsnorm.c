@@ -1,0 +1,96 @@
+/* codelets/residual_rmsnorm.c — a residual add fused with the RMSNorm that reads its sum (the
+ * LLaMA-style block's res2 = x + attproj, rms2 = rmsnorm(res2)), forward and backward, [N,C]
+ * rows. Forward overwrites res (= a + b), out and rstd, row by row while the row is in cache.
+ * Backward accumulates the norm's input gradient into dres (the residual stream's gradient, which
+ * already holds the rest of the graph's), then adds dres into da and db, and accumulates dw. The
+ * same bits as residual_fwd + rmsnorm_fwd, and rmsnorm_bwd + residual_bwd. */
+#include "sz_tasks.h"
+#include "starzero_starpu.h"
+#include "sz_kernels.h"
+#include "sz_cuda.h"
+
+struct residual_rmsnorm_args {
+    int N, C;
+    float eps; /* forward only */
+};
+
+enum { FWD_RES, FWD_OUT, FWD_RSTD, FWD_A, FWD_B, FWD_W };
+static void fwd_cpu(void *b[], void *arg)
+{
+    const struct residual_rmsnorm_args *a = sz_task_params(arg);
+    sz_k_residual_rmsnorm_fwd(sz_task_ptr(b, arg, FWD_RES), sz_task_ptr(b, arg, FWD_OUT), sz_task_ptr(b, arg, FWD_RSTD),
+                              sz_task_ptr(b, arg, FWD_A), sz_task_ptr(b, arg, FWD_B), sz_task_ptr(b, arg, FWD_W), a->N,
+                              a->C, a->eps);
+}
+
+enum { BWD_DA, BWD_DB, BWD_DRES, BWD_DW, BWD_DOUT, BWD_RES, BWD_W, BWD_RSTD };
+static void bwd_cpu(void *b[], void *arg)
+{
+    const struct residual_rmsnorm_args *a = sz_task_params(arg);
+    sz_k_rmsnorm_residual_bwd(sz_task_ptr(b, arg, BWD_DA), sz_task_ptr(b, arg, BWD_DB), sz_task_ptr(b, arg, BWD_DRES),
+                              sz_task_ptr(b, arg, BWD_DW), sz_task_ptr(b, arg, BWD_DOUT), sz_task_ptr(b, arg, BWD_RES),
+                              sz_task_ptr(b, arg, BWD_W), sz_task_ptr(b, arg, BWD_RSTD), a->N, a->C);
+}
+
+#if SZ_WITH_CUDA
+/* The separate CUDA kernels one after the other on the worker's stream: their bits. */
+static void fwd_cuda(void *b[], void *arg)
+{
+    const struct residual_rmsnorm_args *a = sz_task_params(arg);
+    float *res = sz_task_ptr(b, arg, FWD_RES);
+    if (sz_cuda_task_rc(arg, "residual_rmsnorm_fwd",
+                        sz_cuda_residual_fwd(SZ_STREAM, res, sz_task_ptr(b, arg, FWD_A), sz_task_ptr(b, arg, FWD_B),
+                                             (size_t)a->N * a->C)))
+        return;
+    sz_cuda_task_rc(arg, "residual_rmsnorm_fwd",
+                    sz_cuda_rmsnorm_fwd(SZ_STREAM, sz_task_ptr(b, arg, FWD_OUT), sz_task_ptr(b, arg, FWD_RSTD), res,
+                                        sz_task_ptr(b, arg, FWD_W), a->N, a->C, a->eps));
+}
+
+static void bwd_cuda(void *b[], void *arg)
+{
+    const struct residual_rmsnorm_args *a = sz_task_params(arg);
+    float *dres = sz_task_ptr(b, arg, BWD_DRES);
+    if (sz_cuda_task_rc(arg, "rmsnorm_residual_bwd",
+                        sz_cuda_rmsnorm_bwd(SZ_STREAM, dres, sz_task_ptr(b, arg, BWD_DW), sz_task_ptr(b, arg, BWD_DOUT),
+                                            sz_task_ptr(b, arg, BWD_RES), sz_task_ptr(b, arg, BWD_W),
+                                            sz_task_ptr(b, arg, BWD_RSTD), a->N, a->C)))
+        return;
+    sz_cuda_task_rc(arg, "rmsnorm_residual_bwd",
+                    sz_cuda_residual_bwd(SZ_STREAM, sz_task_ptr(b, arg, BWD_DA), sz_task_ptr(b, arg, BWD_DB), dres,
+                                         (size_t)a->N * a->C));
+}
+#endif
+
+SZ_PERFMODEL(fwd_model, "sz_residual_rmsnorm_fwd");
+SZ_PERFMODEL(bwd_model, "sz_rmsnorm_residual_bwd");
+SZ_CODELET_CUDA(sz_cl_residual_rmsnorm_fwd, fwd_cpu, fwd_cuda, "residual_rmsnorm_fwd", fwd_model);
+SZ_CODELET_CUDA(sz_cl_rmsnorm_residual_bwd, bwd_cpu, bwd_cuda, "rmsnorm_residual_bwd", bwd_model);
+
+sz_status sz_op_residual_rmsnorm_fwd(sz_unit *u, sz_tensor *res, sz_tensor *out, sz_tensor *rstd, sz_tensor *a,
+                                     sz_tensor *b, sz_tensor *w, int N, int C, float eps)
+{
+    if (N < 1 || C < 1 || !(eps >= 0.0f))
+        return sz_op_invalid(u, "residual_rmsnorm_fwd", "N = %d, C = %d, eps = %g: need N, C >= 1 and eps >= 0", N,
+                             C, eps);
+    int64_t NC = (int64_t)N * C;
+    struct residual_rmsnorm_args p = {N, C, eps};
+    sz_task_tensor t[] = {{res, SZ_WRITE, SZ_DTYPE_F32, NC, "res", 0}, {out, SZ_WRITE, SZ_DTYPE_F32, NC, "out", 0},
+                          {rstd, SZ_WRITE, SZ_DTYPE_F32, N, "rstd", 0}, {a, SZ_READ, SZ_DTYPE_F32, NC, "a", 0},
+                          {b, SZ_READ, SZ_DTYPE_F32, NC, "b", 0},       {w, SZ_READ, SZ_DTYPE_F32, C, "w", 0}};
+    return sz_task_submit(u, &sz_cl_residual_rmsnorm_fwd, "residual_rmsnorm_fwd", t, 6, &p, sizeof p);
+}
+
+sz_status sz_op_rmsnorm_residual_bwd(sz_unit *u, sz_tensor *da, sz_tensor *db, sz_tensor *dres, sz_tensor *dw,
+                                     sz_tensor *dout, sz_tensor *res, sz_tensor *w, sz_tensor *rstd, int N, int C)
+{
+    if (N < 1 || C < 1)
+        return sz_op_invalid(u, "rmsnorm_residual_bwd", "N = %d, C = %d: need N, C >= 1", N, C);
+    int64_t NC = (int64_t)N * C;
+    struct residual_rmsnorm_args p = {N, C, 0.0f};
+    sz_task_tensor t[] = {{da, SZ_ACCUMULATE, SZ_DTYPE_F32, NC, "da", 0},     {db, SZ_ACCUMULATE, SZ_DTYPE_F32, NC, "db", 0},
+                          {dres, SZ_ACCUMULATE, SZ_DTYPE_F32, NC, "dres", 0}, {dw, SZ_ACCUMULATE, SZ_DTYPE_F32, C, "dw", 0},
+                          {dout, SZ_READ, SZ_DTYPE_F32, NC, "dout", 0},       {res, SZ_READ, SZ_DTYPE_F32, NC, "res", 0},
+                          {w, SZ_READ, SZ_DTYPE_F32, C, "w", 0},              {rstd, SZ_READ, SZ_DTYPE_F32, N, "rstd", 0}};
+    return sz_task_submit(u, &sz_cl_rmsnorm_residual_bwd, "rmsnorm_residual_bwd", t, 8, &p, sizeof p);
+}
