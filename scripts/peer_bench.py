@@ -615,7 +615,7 @@ def driver(a):
     if a.check_only:
         return 0
     name, amx, bf16 = cpu_model()
-    res = {"command": a.command_line, "date": datetime.datetime.now().strftime("%Y-%m-%d %H:%M %Z").strip(),
+    res = {"command": a.command_line, "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
            "machine": {"cpu": name, "amx": amx, "avx512_bf16": bf16, "cpus": os.cpu_count(),
                        "loadavg": open("/proc/loadavg").read().split()[0]},
            "settings": {k: getattr(a, k) for k in ("model", "batch", "seq", "steps", "warmup", "threads", "rounds")},
