@@ -423,11 +423,13 @@ int main(int argc, char **argv)
         cJSON_AddNumberToObject(o, "matmul_ms", reps[0].matmul_task_s * 1e3);
         cJSON_AddNumberToObject(o, "other_ms", (reps[0].compute_task_s - reps[0].matmul_task_s) * 1e3);
         /* the optimizer's tasks (last step, rank 0) against the bytes they must move: per element of
-         * the rank's owned range, p, m and v read and written and the gradient read (fp32: 28 B;
-         * mixed: master, m, v read and written, the bf16 gradient read and bf16 param written: 28 B),
-         * counted as STREAM counts (no write-allocate), so optimizer_gbps compares with stream_gbps */
+         * the rank's owned range, fp32: p read and written, the gradient read, each fp32 state read
+         * and written (AdamW: 12 + 2 x 8 = 28 B); mixed: the master read and written, the bf16
+         * gradient read and the bf16 param written, the states the same (AdamW: 28 B); counted as
+         * STREAM counts (no write-allocate), so optimizer_gbps compares with stream_gbps */
         double owned = stage == 0 ? (double)reps[0].nparams_padded : (double)reps[0].nparams_padded / nd;
-        double opt_bytes = 28.0 * owned, opt_s = reps[0].optimizer_task_s;
+        int nstates = sz_optimizer_states(zero.optimizer, zero.momentum);
+        double opt_bytes = (12.0 + 8.0 * (nstates > 0 ? nstates : 0)) * owned, opt_s = reps[0].optimizer_task_s;
         cJSON_AddNumberToObject(o, "optimizer_ms", opt_s * 1e3);
         cJSON_AddNumberToObject(o, "optimizer_bytes", opt_bytes);
         cJSON_AddNumberToObject(o, "optimizer_gbps", opt_s > 0 ? opt_bytes / opt_s / 1e9 : 0);

@@ -18,6 +18,7 @@
 #include "starzero_gpt2.h"
 #include "starzero_llama.h"
 #include "sz_plan.h"
+#include "opts.h"
 
 #define MAX_ND_VALUES 64
 
@@ -36,6 +37,9 @@ struct opts {
     int nd[MAX_ND_VALUES], n_nd;
     sz_gpt2_config cfg;
     int llama;            /* --arch llama: the model is lcfg (apps/llama), not cfg */
+    sz_optimizer optimizer; /* --optimizer adamw|sgd */
+    float momentum;       /* --momentum (SGD) */
+    int opt_states;       /* fp32 optimizer state floats per element (sz_optimizer_states) */
     int kernel_threads;   /* --kernel-threads: OpenMP threads per compute task (0: the machine's cores / N_d) */
     double data_tokens;   /* --data-tokens: tokens sz-train's data loader holds (train + validation files) */
     sz_llama_config lcfg;
@@ -67,6 +71,10 @@ static void usage(FILE *f)
             "  --precision P       mixed (default; 'bf16' is a synonym): bf16 params and grads, fp32\n"
             "                      master, Adam m and v (K = 12), bf16 communication; or fp32:\n"
             "                      fp32 params, grads, m and v, no master, fp32 communication\n"
+            "  --optimizer O       adamw (default: fp32 m and v) or sgd (torch.optim.SGD): its fp32\n"
+            "                      state per parameter counts in the model states (K = 12 for AdamW\n"
+            "                      mixed; SGD: K = 8 with --momentum, 4 without)\n"
+            "  --momentum M        SGD's momentum in [0, 1) (default 0: no momentum buffer)\n"
             "  --kernel-threads N  OpenMP threads of each compute task, as sz-train's ranks get them\n"
             "                      (default: this machine's cores / the first --nd value, at least 1):\n"
             "                      sizes the matmul kernels' host working memory (oneDNN scratchpads,\n"
@@ -236,6 +244,12 @@ static int parse(int argc, char **argv, struct opts *o)
             if (parse_nd_list(v, o) != 0)
                 BAD("--nd %s: expected a comma-separated list of at most %d positive integers, e.g. 1,8,64",
                     v, MAX_ND_VALUES);
+        } else if (!strcmp(a, "--optimizer")) {
+            if (sz_opt_optimizer(a, v, &o->optimizer) != 0)
+                return -1;
+        } else if (!strcmp(a, "--momentum")) {
+            if (sz_opt_real(a, v, 0, 0, 1, 1, &o->momentum) != 0)
+                return -1;
         } else if (!strcmp(a, "--precision")) {
             if (!strcmp(v, "mixed") || !strcmp(v, "bf16"))
                 o->mixed = 1;
@@ -290,6 +304,9 @@ static int parse(int argc, char **argv, struct opts *o)
     if (o->params_str && (o->vocab_set || o->max_seq_set || o->batch_set || o->seq_set || o->ckpt || o->offload))
         BAD("--vocab, --max-seq, --batch, --seq, --ckpt and --offload-checkpoints describe a GPT-2 model: use them "
             "with --model, not --params");
+    if (o->momentum != 0.0f && o->optimizer != SZ_OPTIMIZER_SGD)
+        BAD("--momentum %g: only --optimizer sgd has a momentum", (double)o->momentum);
+    o->opt_states = sz_optimizer_states(o->optimizer, o->momentum);
     if (o->offload && !o->ckpt) /* as sz-train's --offload-checkpoints without --checkpoint */
         BAD("--offload-checkpoints needs --ckpt: offloading moves the block checkpoints to a host pool, and "
             "without activation checkpointing there are none");
@@ -384,7 +401,7 @@ static void compute(const struct opts *o, struct result *r)
                            : o->have_model ? sz_gpt2_activation_bytes_device(&o->cfg, o->batch, o->seq, o->ckpt,
                                                                            o->offload) : 0.0);
     for (int s = 0; s < 4; s++)
-        r->min_nd[s] = o->budget_str ? sz_zero_min_nd(s, o->psi, o->mixed, o->budget, r->extra, o->max_nd) : -1;
+        r->min_nd[s] = o->budget_str ? sz_zero_min_nd_opt(s, o->psi, o->mixed, o->opt_states, o->budget, r->extra, o->max_nd) : -1;
 }
 
 /* Which activations the budget counts: none (no model), full, checkpointed, or offloaded (the
@@ -426,6 +443,9 @@ static int print_json(const struct opts *o, const struct result *r)
         cJSON_AddNumberToObject(m, "max_seq", o->cfg.max_seq);
     }
     cJSON_AddStringToObject(root, "precision", o->mixed ? "mixed" : "fp32");
+    cJSON_AddStringToObject(root, "optimizer", sz_optimizer_name(o->optimizer));
+    cJSON_AddNumberToObject(root, "momentum", o->momentum);
+    cJSON_AddNumberToObject(root, "optimizer_state_floats", o->opt_states);
     cJSON_AddNumberToObject(root, "comm_dtype_bytes", o->mixed ? 2 : 4);
     cJSON_AddNumberToObject(root, "micro_batches", o->micro_batches);
     cJSON_AddItemToObject(root, "nd", cJSON_CreateIntArray(o->nd, o->n_nd));
@@ -439,10 +459,10 @@ static int print_json(const struct opts *o, const struct result *r)
         for (int i = 0; i < o->n_nd; i++) {
             int nd = o->nd[i];
             sz_zero_breakdown b;
-            sz_zero_state_breakdown(s, o->psi, nd, o->mixed, &b);
+            sz_zero_state_breakdown_opt(s, o->psi, nd, o->mixed, o->opt_states, &b);
             cJSON *e = cJSON_CreateObject();
             cJSON_AddNumberToObject(e, "nd", nd);
-            cJSON_AddNumberToObject(e, "model_state_bytes", sz_zero_model_state_bytes(s, o->psi, nd, o->mixed));
+            cJSON_AddNumberToObject(e, "model_state_bytes", sz_zero_model_state_bytes_opt(s, o->psi, nd, o->mixed, o->opt_states));
             cJSON *bd = cJSON_AddObjectToObject(e, "breakdown");
             cJSON_AddNumberToObject(bd, "params", b.params);
             cJSON_AddNumberToObject(bd, "param_shard", b.param_shard);
@@ -555,16 +575,23 @@ static int print_text(const struct opts *o, const struct result *r)
     } else {
         printf("Ψ = %.0f parameters (%.4g)\n", o->psi, o->psi);
     }
-    printf("precision: %s\n\n",
-           o->mixed ? "mixed (bf16 params and grads; fp32 master, Adam m and v: K = 12)"
-                    : "fp32 (params, grads, Adam m and v; no master)");
+    static const char *const states[3] = {"no optimizer state", "the momentum buffer", "Adam m and v"};
+    if (o->mixed)
+        printf("precision: mixed (bf16 params and grads; fp32 master, %s: K = %d)\n", states[o->opt_states],
+               4 + 4 * o->opt_states);
+    else
+        printf("precision: fp32 (params, grads, %s; no master)\n", states[o->opt_states]);
+    printf("optimizer: %s", sz_optimizer_name(o->optimizer));
+    if (o->optimizer == SZ_OPTIMIZER_SGD)
+        printf(" (momentum %g)", (double)o->momentum);
+    printf("\n\n");
 
     printf("Model states per rank, GB (1e9 bytes):\n");
     print_header_row(o);
     for (int s = 0; s < 4; s++) {
         print_stage_label(s);
         for (int i = 0; i < o->n_nd; i++)
-            printf(" %10.*f", d, sz_zero_model_state_bytes(s, o->psi, o->nd[i], o->mixed) / 1e9);
+            printf(" %10.*f", d, sz_zero_model_state_bytes_opt(s, o->psi, o->nd[i], o->mixed, o->opt_states) / 1e9);
         printf("\n");
     }
 
@@ -608,7 +635,7 @@ static int print_text(const struct opts *o, const struct result *r)
             print_stage_label(s);
             if (r->min_nd[s] > 0)
                 printf(" %d (%.*f GB of model states)\n", r->min_nd[s], d,
-                       sz_zero_model_state_bytes(s, o->psi, r->min_nd[s], o->mixed) / 1e9);
+                       sz_zero_model_state_bytes_opt(s, o->psi, r->min_nd[s], o->mixed, o->opt_states) / 1e9);
             else
                 printf(" none up to N_d=%d\n", o->max_nd);
         }
@@ -651,7 +678,8 @@ static int print_plan(const struct opts *o)
         u[n - 1].nuses = 1;
     }
     sz_plan_config c = {.pass = SZ_PASS_STEP, .stage = o->stage, .nd = o->nd[0], .rank = o->rank,
-                        .micro_batches = o->micro_batches, .mixed = o->mixed, .checkpoint = o->ckpt,
+                        .micro_batches = o->micro_batches, .mixed = o->mixed, .opt_states = o->opt_states,
+                        .checkpoint = o->ckpt,
                         .offload = o->offload, .prefetch_bytes = o->prefetch_bytes,
                         .max_live_bytes = o->max_live_bytes, .comm_worker = o->comm_worker, .clip = o->clip,
                         .offload_optimizer = o->offload_optimizer,

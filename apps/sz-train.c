@@ -27,8 +27,10 @@ struct opts {
         offload, offload_optimizer, no_arenas, allow_nonfinite, save_every, keep, warmup, global_batch;
     double mem_budget, prefetch_bytes, max_live_bytes, bucket_bytes;
     unsigned long long seed;
-    float lr, beta1, beta2, eps, wd, grad_clip, min_lr;
+    float lr, beta1, beta2, eps, wd, grad_clip, min_lr, momentum;
     float timeout;
+    sz_optimizer optimizer;
+    int momentum_set;
 };
 
 static void usage(FILE *f)
@@ -48,7 +50,10 @@ static void usage(FILE *f)
             "          --val-steps N        validation reads the val file's first N batches (default 20;\n"
             "                               fewer if the file holds fewer), as llm.c does\n"
             "step:     --batch B --seq T --steps N   (defaults 4, 64, 10)\n"
-            "optim:    --lr (3e-4) --beta1 (0.9) --beta2 (0.999) --eps (1e-8) --wd (0)\n"
+            "optim:    --optimizer adamw|sgd  adamw (default; llm.c's, decoupled weight decay) or sgd\n"
+            "                               (torch.optim.SGD: --wd is L2, added to the gradient)\n"
+            "          --momentum M         SGD's momentum in [0, 1) (default 0: plain SGD, no state kept)\n"
+            "          --lr (3e-4) --beta1 (0.9) --beta2 (0.999) --eps (1e-8) --wd (0)   (betas, eps: AdamW)\n"
             "          --decay matrices|all which tensors weight decay applies to (default matrices;\n"
             "                               all reproduces llm.c's CPU trainer)\n"
             "          --grad-clip X        clip the global gradient norm to X (default off)\n"
@@ -56,7 +61,7 @@ static void usage(FILE *f)
             "          --lr-schedule constant|cosine  after the warmup: constant (default) or llm.c's cosine\n"
             "                               decay from --lr to --min-lr (default 0) at step --steps\n"
             "          --precision fp32|bf16 bf16: bf16 params and grads (stored, communicated), fp32 master\n"
-            "                               weights and Adam state; compute reads fp32 working copies\n"
+            "                               weights and optimizer state; compute reads fp32 working copies\n"
             "ZeRO:     --zero-stage 0|1|2|3 (default 0) under mpirun: 0 plain data parallelism, 1 optimizer\n"
             "                               states, 2 + gradients, 3 + parameters partitioned across ranks\n"
             "          --micro-batches M    forward/backward passes per optimizer step (default 1)\n"
@@ -82,11 +87,11 @@ static void usage(FILE *f)
             "                               ends the job on every rank, saying which rank it waited for and where\n"
             "                               (default 600; 0: wait forever; exit status 4)\n"
             "config:   --ds-config FILE     a DeepSpeed JSON config: the keys that map onto these options\n"
-            "                               (micro-batch, accumulation, clipping, AdamW, WarmupLR/WarmupCosineLR,\n"
+            "                               (micro-batch, accumulation, clipping, AdamW or SGD, WarmupLR/WarmupCosineLR,\n"
             "                               bf16, zero_optimization, activation_checkpointing) become them, each\n"
             "                               key reported; the command line wins over the file\n"
             "output:   --save FILE          write an llm.c checkpoint (fp32) at the end\n"
-            "          --save-state DIR     write the whole training state (parameters, fp32 master, Adam\n"
+            "          --save-state DIR     write the whole training state (parameters, fp32 master, optimizer\n"
             "                               state, step, data position), each rank its shard, into\n"
             "                               DIR/step-NNNNNNNN after the last step and every --save-every N\n"
             "          --save-every N       also every N steps (default 0: only after the last step)\n"
@@ -138,6 +143,8 @@ static int parse_value(struct opts *o, const char *a, const char *v)
     if (!strcmp(a, "--eps")) return sz_opt_real(a, v, 0, 1, inf, 0, &o->eps);
     if (!strcmp(a, "--wd")) return sz_opt_real(a, v, 0, 0, inf, 0, &o->wd);
     if (!strcmp(a, "--grad-clip")) return sz_opt_real(a, v, 0, 0, inf, 0, &o->grad_clip);
+    if (!strcmp(a, "--optimizer")) return sz_opt_optimizer(a, v, &o->optimizer);
+    if (!strcmp(a, "--momentum")) { o->momentum_set = 1; return sz_opt_real(a, v, 0, 0, 1, 1, &o->momentum); }
     fprintf(stderr, "sz-train: unknown option %s (see --help)\n", a);
     return -1;
 }
@@ -238,6 +245,11 @@ static int parse(int argc, char **argv, struct opts *o)
         fprintf(stderr, "sz-train: --zero-stage must be 0..3 and --micro-batches >= 1\n");
         return -1;
     }
+    if (o->momentum_set && o->optimizer != SZ_OPTIMIZER_SGD) {
+        fprintf(stderr, "sz-train: --momentum %g: only --optimizer sgd has a momentum (AdamW's are --beta1, --beta2)\n",
+                (double)o->momentum);
+        return -1;
+    }
     if (sz_lr_kind_parse(o->lr_schedule) < 0) {
         fprintf(stderr, "sz-train: --lr-schedule %s: must be constant or cosine\n", o->lr_schedule);
         return -1;
@@ -324,7 +336,8 @@ static sz_status agree(sz_context *ctx, const struct opts *o, const sz_arch_conf
     sz_settings_add(s, "--val-every", "%d", o->val_every);
     sz_settings_add(s, "--val-steps", "%d", o->val_steps);
     sz_settings_add(s, "--allow-nonfinite", "%s", o->allow_nonfinite ? "given" : "not given");
-    sz_settings_add(s, "the optimizer", "AdamW");
+    sz_settings_add(s, "--optimizer", "%s", sz_optimizer_name(o->optimizer));
+    sz_settings_add(s, "--momentum", "%.9g", o->momentum);
     sz_settings_add(s, "--lr", "%.9g", o->lr);
     sz_settings_add(s, "--beta1", "%.9g", o->beta1);
     sz_settings_add(s, "--beta2", "%.9g", o->beta2);
@@ -396,7 +409,8 @@ static cJSON *state_info(const struct opts *o, sz_arch_config *cfg, const sz_tok
     cJSON_AddItemToObject(a, "zero", z);
     cJSON_AddNumberToObject(a, "batch", o->batch);
     cJSON_AddNumberToObject(a, "seq", o->seq);
-    cJSON_AddStringToObject(op, "name", "adamw");
+    cJSON_AddStringToObject(op, "name", sz_optimizer_name(o->optimizer));
+    cJSON_AddNumberToObject(op, "momentum", o->momentum);
     cJSON_AddNumberToObject(op, "lr", o->lr);
     cJSON_AddNumberToObject(op, "beta1", o->beta1);
     cJSON_AddNumberToObject(op, "beta2", o->beta2);
@@ -575,19 +589,20 @@ static void report(const struct opts *o, const sz_arch_config *cfg, const sz_mem
     double psi = (double)r0->nparams;
     int mixed = r0->precision == SZ_PRECISION_BF16;
     sz_zero_breakdown f;
-    sz_zero_state_breakdown(o->stage, psi, nd, mixed, &f);
+    int states = sz_optimizer_states(o->optimizer, o->momentum);
+    sz_zero_state_breakdown_opt(o->stage, psi, nd, mixed, states, &f);
     double formula[SZ_MEM_NCATEGORIES] = {[SZ_MEM_PARAMS] = f.params, [SZ_MEM_PARAM_SHARD] = f.param_shard,
                                           [SZ_MEM_GRADS] = f.grads, [SZ_MEM_GRAD_SHARD] = f.grad_shard,
                                           [SZ_MEM_MASTER] = f.master, [SZ_MEM_ADAM_M] = f.adam_m,
                                           [SZ_MEM_ADAM_V] = f.adam_v};
-    double ms_formula = sz_zero_model_state_bytes(o->stage, psi, nd, mixed);
+    double ms_formula = sz_zero_model_state_bytes_opt(o->stage, psi, nd, mixed, states);
     double comm_formula = sz_zero_comm_bytes_mb(o->stage, psi, nd, mixed, o->micro_batches);
     double act_llmc = cfg->kind == SZ_ARCH_GPT2 ? sz_gpt2_activation_bytes(&cfg->gpt2, o->batch, o->seq)
                                                 : sz_arch_activation_bytes(cfg, o->batch, o->seq, 0, 0);
     int64_t ms = MAXR(reps, nd, model_state_bytes), peak = MAXR(reps, nd, peak_bytes);
     int64_t sent = MAXR(reps, nd, comm_bytes_sent);
     if (o->json) {
-        printf("{\"report\": true, \"precision\": \"%s\", \"stage\": %d, \"nd\": %d, \"micro_batches\": %d, \"params\": %lld, "
+        printf("{\"report\": true, \"optimizer\": \"%s\", \"optimizer_state_floats\": %d, \"precision\": \"%s\", \"stage\": %d, \"nd\": %d, \"micro_batches\": %d, \"params\": %lld, "
                "\"params_padded\": %lld, \"model_state_bytes\": %lld, \"model_state_bytes_formula\": %.0f, "
                "\"activation_bytes\": %lld, \"activation_bytes_llmc\": %.0f, \"comm_bytes_sent\": %lld, "
                "\"comm_bytes_formula\": %.0f, \"peak_bytes\": %lld, \"rss_peak_bytes\": %lld, "
@@ -595,7 +610,7 @@ static void report(const struct opts *o, const sz_arch_config *cfg, const sz_mem
                "\"budget_from_machine\": %d, \"host_buffer_bytes\": %lld, \"matmul_host_peak_bytes\": %lld, "
                "\"mem_budget\": %lld, \"overlap\": %.4f, \"comm_task_s\": %.4f, \"compute_task_s\": %.4f, "
                "\"arenas\": %d, ",
-               mixed ? "bf16" : "fp32", o->stage, nd, o->micro_batches, (long long)r0->nparams,
+               sz_optimizer_name(o->optimizer), states, mixed ? "bf16" : "fp32", o->stage, nd, o->micro_batches, (long long)r0->nparams,
                (long long)r0->nparams_padded, (long long)ms,
                ms_formula, (long long)MAXR(reps, nd, bytes[SZ_MEM_ACTIVATIONS]), act_llmc, (long long)sent,
                comm_formula, (long long)peak, (long long)MAXR(reps, nd, rss_peak_bytes),
@@ -777,6 +792,7 @@ int main(int argc, char **argv)
                            .max_live_bytes = (int64_t)o.max_live_bytes, .checkpoint = o.checkpoint,
                            .bucket_bytes = (int64_t)o.bucket_bytes, .offload_checkpoints = o.offload,
                            .arenas = !o.no_arenas, .offload_optimizer = o.offload_optimizer,
+                           .optimizer = o.optimizer, .momentum = o.momentum,
                            /* the data loader: the token files held whole, the batch's inputs and targets */
                            .host_bytes = sz_tokens_host_bytes(&train) + sz_tokens_host_bytes(&val) +
                                          2 * (int64_t)o.batch * o.seq * (int64_t)sizeof *in};
@@ -812,11 +828,16 @@ int main(int argc, char **argv)
     sz_arch_format(&cfg, desc, sizeof desc);
     sz_runtime_info info;
     sz_context_runtime_info(ctx, &info);
+    char opt_desc[48];
+    if (o.optimizer == SZ_OPTIMIZER_SGD)
+        snprintf(opt_desc, sizeof opt_desc, "SGD (momentum %g)", (double)o.momentum);
+    else
+        snprintf(opt_desc, sizeof opt_desc, "AdamW");
     if (lead && !o.json)
-        printf("%s %s, %lld parameters; %d rank(s) x batch %d x %d, %d micro-batch(es), ZeRO stage %d, %s; "
+        printf("%s %s, %lld parameters; %d rank(s) x batch %d x %d, %d micro-batch(es), ZeRO stage %d, %s, %s; "
                "%zu train tokens (%ld batches); StarPU policy '%s'%s\n", sz_arch_title(cfg.kind), desc,
                (long long)sz_model_nparams(sz_arch_model_of(g)), nd,
-               o.batch, o.seq, o.micro_batches, o.stage, o.precision, train.ntokens, train.nbatches, info.sched_policy,
+               o.batch, o.seq, o.micro_batches, o.stage, o.precision, opt_desc, train.ntokens, train.nbatches, info.sched_policy,
                nd > 1 ? (info.shared_collectives ? "; collectives through shared memory" : "; collectives through MPI") : "");
 
     sz_train_config tc;

@@ -5,15 +5,23 @@
  * overwrite or free what was read (both wait under the deadline, sched/deadline.c). Each byte
  * crosses memory once, at memcpy speed; through MPI on this node the same collectives ran at a
  * fraction of that (docs/BENCHMARKS.md, the transport on one node).
- * The sums are the MPI path's, in rank order: the same bits. */
+ * The sums are the MPI path's, in rank order: the same bits. Without shared pools (MPI's
+ * collectives) these return 0 at once and exchange nothing. */
 #include <stdlib.h>
 #include <string.h>
 #include "sz_codelets.h"
 #include "sz_deadline.h"
+#include "sz_runtime.h"
 
-/* Every rank's offset of its buffer in its pool; 0 when some rank's is not in it. */
+/* Every rank's offset of its buffer in its pool; 0 when some rank's is not in it. Where the pools
+ * are not shared (SZ_COLLECTIVES=mpi, ranks on several nodes, no device pool: the same on every
+ * rank, agreed when the pools were mapped, sched/devpool.c) nothing is exchanged: the caller goes
+ * through MPI at once. Where they are, the offsets cannot be known in advance (the temporaries are
+ * placed by the allocator as the step runs), so they travel with every collective. */
 static int offsets(const struct sz_comm *a, const void *p, size_t len, int64_t *all)
 {
+    if (!sz_devpool_shared())
+        return 0;
     int64_t off = sz_shared_offset(p, len);
     int rc = sz_allgather(&off, 1, MPI_INT64_T, all, 1, MPI_INT64_T, a->comm, "all-gather of pool offsets");
     STARPU_ASSERT_MSG(rc == MPI_SUCCESS, "collective: MPI_Allgather of offsets failed (%d)", rc);

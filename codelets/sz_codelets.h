@@ -89,12 +89,14 @@ static inline uint16_t sz_f2h(float f)
     X(sz_cl_mse_fwd, "losses = mean over C of (pred - target)^2") \
     X(sz_cl_mse_bwd, "dpred = 2 (pred - target) / C * scale") \
     X(sz_cl_sumsq,            "out = sum x^2 (double)") \
-    X(sz_cl_clip_scale,       "clip factor and global norm from every rank's sums") \
+    X(sz_cl_clip_scale,       "clip factor and global norm from every rank's sums (CUDA: sums on the device, ranks' through host MPI)") \
     X(sz_cl_adamw,            "AdamW on a view [, fused squared norm]") \
     X(sz_cl_adamw_mixed,      "AdamW: fp32 master, bf16 params and grads") \
-    X(sz_cl_reduce_scatter,   "rank-ordered reduce-scatter of a unit's gradients") \
-    X(sz_cl_all_gather,       "all-gather of a unit's parameters") \
-    X(sz_cl_account,          "live-bytes accounting in dataflow order") \
+    X(sz_cl_sgd,              "SGD (momentum buffer if any) on a view [, fused squared norm]") \
+    X(sz_cl_sgd_mixed,        "SGD: fp32 master, bf16 params and grads") \
+    X(sz_cl_reduce_scatter,   "rank-ordered reduce-scatter of a unit's gradients (CUDA: NCCL only, SZ_NCCL=1)") \
+    X(sz_cl_all_gather,       "all-gather of a unit's parameters (CUDA: NCCL only, SZ_NCCL=1)") \
+    X(sz_cl_account,          "live-bytes accounting in dataflow order (CUDA: host counters, nothing on the stream)") \
     X(sz_cl_convert,          "copy converting fp32 <-> bf16 [, accumulate]")
 #define SZ_DECLARE_CODELET(var, doc) extern struct starpu_codelet var;
 SZ_CODELETS(SZ_DECLARE_CODELET)

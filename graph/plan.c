@@ -37,7 +37,7 @@ void sz_plan_shard_range(int64_t padded, int nd, int rank, int64_t *lo, int64_t 
     *n = s;
 }
 
-void sz_plan_storage_of(int stage, int mixed, sz_plan_storage *s)
+void sz_plan_storage_of(int stage, int mixed, int opt_states, sz_plan_storage *s)
 {
     memset(s, 0, sizeof *s);
     int p = mixed ? 2 : 4;
@@ -50,7 +50,8 @@ void sz_plan_storage_of(int stage, int mixed, sz_plan_storage *s)
     else
         s->bytes[SZ_MEM_GRAD_SHARD] = p, s->sharded[SZ_MEM_GRAD_SHARD] = 1;
     s->bytes[SZ_MEM_MASTER] = mixed ? 4 : 0;
-    s->bytes[SZ_MEM_ADAM_M] = s->bytes[SZ_MEM_ADAM_V] = 4;
+    s->bytes[SZ_MEM_ADAM_M] = opt_states >= 1 ? 4 : 0;
+    s->bytes[SZ_MEM_ADAM_V] = opt_states >= 2 ? 4 : 0;
     s->sharded[SZ_MEM_MASTER] = s->sharded[SZ_MEM_ADAM_M] = s->sharded[SZ_MEM_ADAM_V] = stage >= 1;
 }
 
@@ -716,7 +717,7 @@ sz_status sz_plan_build(const sz_plan_unit *units, int nunits, const sz_plan_con
     memset(out, 0, sizeof *out);
     if (!units || nunits < 1 || !cfg || cfg->stage < 0 || cfg->stage > 3 || cfg->nd < 1 || cfg->rank < 0 ||
         cfg->rank >= cfg->nd || cfg->micro_batches < 1 || cfg->prefetch_bytes < 0 || cfg->max_live_bytes < 0 ||
-        cfg->bucket_elems < 0 || (cfg->offload && !cfg->checkpoint) ||
+        cfg->bucket_elems < 0 || (cfg->offload && !cfg->checkpoint) || cfg->opt_states < 0 || cfg->opt_states > 2 ||
         (cfg->pass != SZ_PASS_STEP && cfg->pass != SZ_PASS_EVAL))
         return SZ_ERR_INVALID;
     for (int i = 0; i < nunits; i++) {
@@ -777,7 +778,7 @@ void sz_plan_fold(const sz_plan *p, sz_fold *f, int64_t *live_after)
     memset(f, 0, sizeof *f);
     f->peak_action = -1;
     sz_plan_storage s;
-    sz_plan_storage_of(p->cfg.stage, p->cfg.mixed, &s);
+    sz_plan_storage_of(p->cfg.stage, p->cfg.mixed, p->cfg.opt_states, &s);
     for (int c = 0; c < SZ_MEM_NCATEGORIES; c++) {
         for (int i = 0; i < p->nunits; i++)
             f->persistent[c] += sz_plan_unit_state(&s, c, p->padded[i], p->cfg.nd);

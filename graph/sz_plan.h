@@ -33,7 +33,9 @@ typedef struct sz_plan_storage {
     int bytes[SZ_MEM_NCATEGORIES];
     int sharded[SZ_MEM_NCATEGORIES];
 } sz_plan_storage;
-void sz_plan_storage_of(int stage, int mixed, sz_plan_storage *out);
+/* opt_states: the optimizer's fp32 state floats per element (sz_optimizer_states: AdamW 2, SGD
+ * with momentum 1 in SZ_MEM_ADAM_M, plain SGD 0). */
+void sz_plan_storage_of(int stage, int mixed, int opt_states, sz_plan_storage *out);
 /* Bytes of category `cat` one unit of `padded` elements keeps at nd ranks under s. */
 int64_t sz_plan_unit_state(const sz_plan_storage *s, int cat, int64_t padded, int nd);
 
@@ -58,6 +60,7 @@ typedef struct sz_plan_config {
     sz_plan_pass pass;
     int stage, nd, rank, micro_batches;
     int mixed;                /* bf16 parameters and gradients, fp32 working copies */
+    int opt_states;           /* the optimizer's fp32 state floats per element (AdamW 2, SGD 1 or 0) */
     int checkpoint, offload;  /* activation checkpointing; offloaded checkpoints (P_a+cpu) */
     int64_t prefetch_bytes;   /* stage 3: parameter bytes gathered ahead of the unit computing */
     int64_t max_live_bytes;   /* stage 3: gathered bytes alive at once for a prefetch (0: no limit) */
@@ -89,7 +92,7 @@ typedef enum sz_action_kind {
     SZ_ACT_ALL_GATHER,        /* in place: the updated shards (1-2) or the reduced gradients (0) */
     SZ_ACT_NORM,              /* squared norm of the owned gradient slice */
     SZ_ACT_CLIP,              /* the global norm and clip factor (all ranks) */
-    SZ_ACT_OPTIMIZER,         /* AdamW on elements [lo, lo + n) of the unit */
+    SZ_ACT_OPTIMIZER,         /* the optimizer (AdamW, SGD) on elements [lo, lo + n) of the unit */
     SZ_ACT_NKINDS
 } sz_action_kind;
 

@@ -17,12 +17,17 @@ static int args_ok(int stage, double psi, int nd)
 
 sz_status sz_zero_state_breakdown(int stage, double psi, int nd, int mixed, sz_zero_breakdown *out)
 {
-    if (!out || !args_ok(stage, psi, nd))
+    return sz_zero_state_breakdown_opt(stage, psi, nd, mixed, 2, out); /* AdamW: m and v */
+}
+
+sz_status sz_zero_state_breakdown_opt(int stage, double psi, int nd, int mixed, int states, sz_zero_breakdown *out)
+{
+    if (!out || !args_ok(stage, psi, nd) || states < 0 || states > 2)
         return SZ_ERR_INVALID;
     /* What each stage stores per parameter (graph/plan.c's table, the one the engine allocates
      * by), over Ψ or Ψ/N_d. */
     sz_plan_storage s;
-    sz_plan_storage_of(stage, mixed, &s);
+    sz_plan_storage_of(stage, mixed, states, &s);
     double v[SZ_MEM_NCATEGORIES];
     for (int c = 0; c < SZ_MEM_NCATEGORIES; c++)
         v[c] = s.bytes[c] * (s.sharded[c] ? psi / (double)nd : psi);
@@ -35,8 +40,13 @@ sz_status sz_zero_state_breakdown(int stage, double psi, int nd, int mixed, sz_z
 
 double sz_zero_model_state_bytes(int stage, double psi, int nd, int mixed)
 {
+    return sz_zero_model_state_bytes_opt(stage, psi, nd, mixed, 2);
+}
+
+double sz_zero_model_state_bytes_opt(int stage, double psi, int nd, int mixed, int states)
+{
     sz_zero_breakdown b;
-    if (sz_zero_state_breakdown(stage, psi, nd, mixed, &b) != SZ_OK)
+    if (sz_zero_state_breakdown_opt(stage, psi, nd, mixed, states, &b) != SZ_OK)
         return -1.0;
     return b.params + b.param_shard + b.grads + b.grad_shard + b.master + b.adam_m + b.adam_v;
 }
@@ -119,24 +129,31 @@ int64_t sz_zero_comm_buffer_bytes(int64_t bucket_bytes, int nd, int64_t largest_
 
 /* bytes <= budget, up to the rounding of the sum: an exact fit on paper (4Ψ + 12Ψ/45 = 32e9 for
  * Ψ = 7.5e9) must not fail on its last bit. */
-static int fits(int stage, double psi, int nd, int mixed, double budget, double extra)
+static int fits(int stage, double psi, int nd, int mixed, int states, double budget, double extra)
 {
-    double need = sz_zero_model_state_bytes(stage, psi, nd, mixed) + extra;
+    double need = sz_zero_model_state_bytes_opt(stage, psi, nd, mixed, states) + extra;
     return need <= budget * (1.0 + 1e-12);
 }
 
 int sz_zero_min_nd(int stage, double psi, int mixed, double budget_bytes, double extra_bytes, int max_nd)
 {
-    if (!args_ok(stage, psi, 1) || max_nd < 1 || !(budget_bytes >= 0.0) || !(extra_bytes >= 0.0))
+    return sz_zero_min_nd_opt(stage, psi, mixed, 2, budget_bytes, extra_bytes, max_nd);
+}
+
+int sz_zero_min_nd_opt(int stage, double psi, int mixed, int states, double budget_bytes, double extra_bytes,
+                       int max_nd)
+{
+    if (!args_ok(stage, psi, 1) || max_nd < 1 || !(budget_bytes >= 0.0) || !(extra_bytes >= 0.0) || states < 0 ||
+        states > 2)
         return -1;
     /* Model-state bytes never grow with N_d: if max_nd does not fit, nothing does; otherwise
      * bisect for the first N_d that fits (fits(hi) holds throughout). */
-    if (!fits(stage, psi, max_nd, mixed, budget_bytes, extra_bytes))
+    if (!fits(stage, psi, max_nd, mixed, states, budget_bytes, extra_bytes))
         return -1;
     int lo = 1, hi = max_nd;
     while (lo < hi) {
         int mid = lo + (hi - lo) / 2;
-        if (fits(stage, psi, mid, mixed, budget_bytes, extra_bytes))
+        if (fits(stage, psi, mid, mixed, states, budget_bytes, extra_bytes))
             hi = mid;
         else
             lo = mid + 1;

@@ -164,8 +164,13 @@ int64_t sz_memory_available_bytes(void);
 /* This process's resident set now, and its peak so far (bytes; -1 unknown). */
 int64_t sz_memory_rss_bytes(void);
 int64_t sz_memory_rss_peak_bytes(void);
+/* The free memory, now (cudaMemGetInfo), of the GPU this rank's first CUDA worker drives; -1 on a
+ * rank without a CUDA worker or a build without CUDA. */
+int64_t sz_memory_gpu_free_bytes(void);
 /* Collective: the budget each rank gets from the machine (see above; the minimum over ranks, so
- * every rank decides alike); 0 when the machine cannot tell. */
+ * every rank decides alike); 0 when the machine cannot tell. On ranks with CUDA workers (the budget
+ * is then each GPU's, against the plan's device peak) it is the GPU's free memory at start
+ * (sz_memory_gpu_free_bytes) divided by the ranks of the node driving the same GPU. */
 sz_status sz_context_memory_budget(sz_context *ctx, int64_t *bytes);
 
 /* ---- agreement: what every rank must share ----------------------------------------------
@@ -250,6 +255,27 @@ typedef enum sz_precision {
                               one unit at a time and write fp32 working gradients */
 } sz_precision;
 
+/* The optimizer sz_model_update runs (tasks/sz_optimizer.h is the interface behind it). Its
+ * choice fixes the fp32 state the model keeps per parameter element, so it is part of the
+ * sz_zero_config (set before sz_model_finalize); the per-step values (learning rate, Adam's betas
+ * and eps, the weight decay) are sz_train_config's.
+ *  - SZ_OPTIMIZER_ADAMW (default): llm.c's AdamW, bias-corrected, decoupled weight decay
+ *    p -= lr (m_hat / (sqrt(v_hat) + eps) + wd p); state m and v (2 floats per element).
+ *  - SZ_OPTIMIZER_SGD: torch.optim.SGD (dampening 0, not Nesterov): g += wd p (the weight decay is
+ *    L2, added to the gradient, as PyTorch's SGD), buf = momentum buf + g, p -= lr buf; with
+ *    momentum 0, p -= lr g and no state (0 floats per element), else the buffer (1 float). */
+typedef enum sz_optimizer {
+    SZ_OPTIMIZER_ADAMW = 0,
+    SZ_OPTIMIZER_SGD,
+    SZ_OPTIMIZER_NKINDS
+} sz_optimizer;
+/* "adamw", "sgd" (NULL outside the enum); sz_optimizer_parse takes them case-insensitively. */
+const char *sz_optimizer_name(sz_optimizer o);
+sz_status sz_optimizer_parse(const char *name, sz_optimizer *out);
+/* fp32 optimizer state floats per parameter element: AdamW 2, SGD 1 with momentum, 0 without;
+ * -1 for an unknown optimizer or a momentum outside [0, 1). */
+int sz_optimizer_states(sz_optimizer o, float momentum);
+
 typedef struct sz_zero_config {
     int stage;            /* 0 plain data parallelism, 1 P_os, 2 P_os+g, 3 P_os+g+p */
     int micro_batches;    /* forward/backward passes per optimizer step (gradient accumulation) */
@@ -270,6 +296,9 @@ typedef struct sz_zero_config {
     int arenas;             /* M_D (default 1): long-lived tensors (parameters or shards, gradient
                                shards, optimizer state, checkpoints, activations) in one contiguous
                                arena of the device pool; 0: each placed among the temporaries */
+    sz_optimizer optimizer; /* default SZ_OPTIMIZER_ADAMW (see sz_optimizer) */
+    float momentum;         /* SGD's momentum in [0, 1) (default 0: plain SGD, no state); ignored
+                               by AdamW */
     int offload_optimizer;  /* ZeRO-Offload (needs CUDA workers): the fp32 master and the optimizer
                                state of the shard stay in pinned host memory and the optimizer runs
                                as CPU tasks while the GPU computes; the reduced gradients go to the
@@ -489,7 +518,8 @@ sz_status sz_codelet_info(int i, sz_codelet_desc *out);
 typedef enum sz_decay { SZ_DECAY_MATRICES = 0, SZ_DECAY_ALL } sz_decay;
 
 typedef struct sz_train_config {
-    float lr, beta1, beta2, eps, weight_decay;
+    float lr, beta1, beta2, eps, weight_decay; /* beta1, beta2, eps: AdamW's (SGD ignores them);
+                                  weight_decay: decoupled for AdamW, L2 for SGD (see sz_optimizer) */
     float grad_clip;      /* clip the global gradient norm to this; 0: off */
     sz_decay decay;       /* which tensors weight decay applies to */
 } sz_train_config;
@@ -504,7 +534,8 @@ sz_status sz_model_eval(sz_model *m, float *loss);
  * the mean over all ranks of this micro-batch's loss. Call it micro_batches times per step. */
 sz_status sz_model_forward_backward(sz_model *m, float *loss);
 /* The optimizer step t >= 1 after micro_batches forward/backward passes: reduce gradients,
- * clip, AdamW on the owned shard, share the updated parameters (as the stage requires). */
+ * clip, the optimizer (sz_zero_config.optimizer: AdamW or SGD) on the owned shard, share the
+ * updated parameters (as the stage requires). */
 sz_status sz_model_update(sz_model *m, const sz_train_config *cfg, int t);
 /* forward_backward + update, for micro_batches == 1. */
 sz_status sz_model_train_step(sz_model *m, const sz_train_config *cfg, int t, float *loss);
@@ -521,8 +552,8 @@ typedef enum sz_mem_category {
     SZ_MEM_GRADS_IN_FLIGHT, /* a unit's gradients between its backward and their reduce-scatter (stages 2-3)
                                or their conversion to bf16 (mixed precision) (peak) */
     SZ_MEM_MASTER,          /* fp32 master weights (mixed precision) */
-    SZ_MEM_ADAM_M,
-    SZ_MEM_ADAM_V,
+    SZ_MEM_ADAM_M,          /* the optimizer's first fp32 state: Adam's m, SGD's momentum buffer */
+    SZ_MEM_ADAM_V,          /* its second: Adam's v (SGD has none) */
     SZ_MEM_ACTIVATIONS,     /* model tensors: activations, their gradients, inputs */
     SZ_MEM_COMM,            /* communication buffers */
     SZ_MEM_CHECKPOINTS,     /* offloaded activation checkpoints while on the device pool (peak) */
@@ -612,7 +643,8 @@ sz_status sz_model_memory_report_all(const sz_model *m, sz_memory_report *ranks)
 
 /* ---- persistent training state: saving and resuming (tasks/state.c) ----------------------
  * A unit's persistent state is up to four flat arrays over its padded elements (parameters at
- * the model's precision, the fp32 master under mixed precision, Adam's m and v). Whatever the
+ * the model's precision, the fp32 master under mixed precision, the optimizer's states: Adam's m
+ * and v, SGD's momentum buffer, none for SGD without momentum). Whatever the
  * stage, rank r "owns" elements [r*shard, (r+1)*shard) of each: that is what it saves, so N_d
  * ranks write N_d disjoint shards in parallel. When loading, a rank is given every element it
  * holds (all of them where it keeps the full array: stage 0, and the parameters at stages 0-2),
@@ -621,11 +653,22 @@ sz_status sz_model_memory_report_all(const sz_model *m, sz_memory_report *ranks)
  * data (call them between steps). Values travel as fp32; bf16 parameters widen exactly and round
  * back to the same bits. */
 typedef enum sz_state_kind {
-    SZ_STATE_PARAMS = 0, SZ_STATE_MASTER, SZ_STATE_ADAM_M, SZ_STATE_ADAM_V, SZ_STATE_NKINDS
+    SZ_STATE_PARAMS = 0, SZ_STATE_MASTER,
+    SZ_STATE_ADAM_M,     /* the optimizer's first state (Adam's m, SGD's momentum buffer) */
+    SZ_STATE_ADAM_V,     /* its second (Adam's v) */
+    SZ_STATE_NKINDS
 } sz_state_kind;
+#define SZ_STATE_OPT0 SZ_STATE_ADAM_M
+#define SZ_STATE_OPT1 SZ_STATE_ADAM_V
 
 const char *sz_state_kind_name(sz_state_kind kind);     /* "params", "master", "adam_m", "adam_v" */
-/* 1 when the model keeps state `kind` (the master only under mixed precision), else 0. */
+/* The name of `kind` under this model's optimizer, as saved states name their files: "params",
+ * "master", and the optimizer's own ("adam_m", "adam_v"; SGD's "momentum"). */
+const char *sz_model_state_name(const sz_model *m, sz_state_kind kind);
+/* The model's optimizer as sz_optimizer_name says it (what a saved state records). */
+const char *sz_model_optimizer_name(const sz_model *m);
+/* 1 when the model keeps state `kind` (the master only under mixed precision, the optimizer's as
+ * many as sz_optimizer_states), else 0. */
 int sz_model_state_has(const sz_model *m, sz_state_kind kind);
 /* Unit `unit` (after sz_model_finalize): its name, real and padded element counts, and the slice
  * this rank owns, [*lo, *lo + *n). Any output pointer may be NULL. */
@@ -636,7 +679,7 @@ int sz_model_unit_nparams(const sz_model *m, int unit);
 sz_status sz_model_unit_param_info(const sz_model *m, int unit, int param, const char **name, int64_t *offset,
                                    int64_t *numel);
 /* This rank's owned slice of `kind` for `unit` as fp32 (n floats, n from sz_model_state_shard).
- * Adam's state before the first update reads as zeros. */
+ * The optimizer's state before the first update reads as zeros. */
 sz_status sz_model_state_shard_read(sz_model *m, int unit, sz_state_kind kind, float *dst);
 /* The elements of `kind` this rank holds for `unit` and must be given when loading: [*lo, *lo + *n). */
 sz_status sz_model_state_need(const sz_model *m, int unit, sz_state_kind kind, int64_t *lo, int64_t *n);
@@ -680,13 +723,22 @@ typedef struct sz_zero_breakdown {
     double grads;       /* full gradient buffer (stages 0-1): 2Ψ mixed, 4Ψ fp32 */
     double grad_shard;  /* stages 2-3: this rank's 1/N of the gradients */
     double master;      /* fp32 master parameters, mixed only: 4Ψ at stage 0, 4Ψ/N otherwise */
-    double adam_m;      /* fp32 Adam first moment: 4Ψ at stage 0, 4Ψ/N otherwise */
-    double adam_v;      /* fp32 Adam second moment: 4Ψ at stage 0, 4Ψ/N otherwise */
+    double adam_m;      /* fp32 Adam first moment (SGD's momentum buffer): 4Ψ at stage 0, 4Ψ/N otherwise */
+    double adam_v;      /* fp32 Adam second moment: 4Ψ at stage 0, 4Ψ/N otherwise (0 for SGD) */
 } sz_zero_breakdown;
 
 /* Fills *out (every field) for (stage, psi, nd, mixed). SZ_ERR_INVALID, and *out untouched, for
  * an invalid argument or out == NULL. */
 sz_status sz_zero_state_breakdown(int stage, double psi, int nd, int mixed, sz_zero_breakdown *out);
+
+/* The same two for an optimizer keeping `states` fp32 floats per element (sz_optimizer_states:
+ * AdamW 2 (what the functions above assume), SGD with momentum 1 (its buffer in adam_m), plain
+ * SGD 0). With S states, K = 4 + 4S under mixed precision (master + states) and the optimizer
+ * state is 4SΨ fp32: e.g. SGD with momentum, mixed, K = 8:
+ *   stage 0: 12Ψ, 1: 4Ψ + 8Ψ/N, 2: 2Ψ + 10Ψ/N, 3: 12Ψ/N (fp32: 12Ψ, 8Ψ + 4Ψ/N, 4Ψ + 8Ψ/N, 12Ψ/N).
+ * states outside 0..2: -1.0 / SZ_ERR_INVALID. */
+double sz_zero_model_state_bytes_opt(int stage, double psi, int nd, int mixed, int states);
+sz_status sz_zero_state_breakdown_opt(int stage, double psi, int nd, int mixed, int states, sz_zero_breakdown *out);
 
 /* ---- communication ----------------------------------------------------------------------- */
 
@@ -735,6 +787,9 @@ int64_t sz_zero_comm_buffer_bytes(int64_t bucket_bytes, int nd, int64_t largest_
  * 1e-12 so an exact fit on paper survives rounding), or -1 when none does or an argument is
  * invalid (stage outside 0..3, psi < 0, max_nd < 1, negative bytes). */
 int sz_zero_min_nd(int stage, double psi, int mixed, double budget_bytes, double extra_bytes, int max_nd);
+/* The same for an optimizer keeping `states` fp32 floats per element (see sz_zero_model_state_bytes_opt). */
+int sz_zero_min_nd_opt(int stage, double psi, int mixed, int states, double budget_bytes, double extra_bytes,
+                       int max_nd);
 
 #ifdef __cplusplus
 }

@@ -101,9 +101,18 @@ static size_t rank_list(char *out, size_t len, const int *same, int nd)
         int e = r;
         while (e + 1 < nd && same[e + 1])
             e++;
+        /* ranks on several nodes: a run never spans two nodes, and names its node */
+        const char *h = sz_rank_host(r);
+        for (int q = r + 1; h && q <= e; q++)
+            if (strcmp(sz_rank_host(q), h)) {
+                e = q - 1;
+                break;
+            }
         n += (size_t)snprintf(out + n, len - n, "%s%d", n ? ", " : "", r);
         if (e > r)
             n += (size_t)snprintf(out + n, len - n, "%s%d", e == r + 1 ? ", " : "-", e);
+        if (h)
+            n += (size_t)snprintf(out + n, len - n, " (on %s)", h);
         r = e;
     }
     return n;

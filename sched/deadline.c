@@ -41,6 +41,8 @@ static struct {
     pthread_mutex_t lock;
     pthread_cond_t cond;
     int stop;
+    char (*hosts)[MPI_MAX_PROCESSOR_NAME]; /* every rank's node (MPI_Get_processor_name) */
+    int multinode;                    /* the ranks run on more than one node */
 } dl = {.base_s = 0, .node = MPI_COMM_NULL, .win = MPI_WIN_NULL, .lock = PTHREAD_MUTEX_INITIALIZER};
 
 static struct slot solo; /* before start (or without a window): our own slot only */
@@ -53,6 +55,41 @@ static int64_t now_ns(void)
 }
 
 static struct slot *mine(void) { return dl.me ? dl.me : &solo; }
+
+const char *sz_rank_host(int rank)
+{
+    return dl.multinode && dl.hosts && dl.ctx && rank >= 0 && rank < dl.ctx->world_size ? dl.hosts[rank] : NULL;
+}
+
+/* " on <host>" for rank r where the ranks span several nodes, else "". */
+static const char *on_host(int r, char *buf, size_t len)
+{
+    const char *h = sz_rank_host(r);
+    if (!h)
+        return "";
+    snprintf(buf, len, " on %s", h);
+    return buf;
+}
+
+/* "\n  ranks 2-3 on nodeB, rank 4 on nodeC": the ranks outside this node, by node. */
+static size_t other_nodes(char *out, size_t len)
+{
+    size_t n = 0;
+    int ws = dl.ctx->world_size, me = dl.ctx->rank;
+    for (int r = 0; r < ws && n + 160 < len; r++) {
+        if (!strcmp(dl.hosts[r], dl.hosts[me]))
+            continue;
+        int e = r;
+        while (e + 1 < ws && !strcmp(dl.hosts[e + 1], dl.hosts[r]))
+            e++;
+        n += (size_t)snprintf(out + n, len - n, "%s%s %d", n ? ", " : "", e > r ? "ranks" : "rank", r);
+        if (e > r)
+            n += (size_t)snprintf(out + n, len - n, "-%d", e);
+        n += (size_t)snprintf(out + n, len - n, " on %s", dl.hosts[r]);
+        r = e;
+    }
+    return n;
+}
 
 static void *heartbeat(void *arg)
 {
@@ -106,9 +143,15 @@ static void describe_peers(char *out, size_t len, int s, int64_t entered)
             n += (size_t)snprintf(out + n, len - n, "; alive");
     }
     int ws = dl.ctx ? dl.ctx->world_size : 1;
-    if (dl.nlocal < ws && n + 120 < len)
-        n += (size_t)snprintf(out + n, len - n, "\n  %d rank(s) on other nodes: not visible from here (look at their "
-                              "own messages)", ws - dl.nlocal);
+    if (dl.nlocal < ws && n + 120 < len) {
+        n += (size_t)snprintf(out + n, len - n, "\n  %d rank(s) on other nodes", ws - dl.nlocal);
+        if (dl.multinode && dl.hosts && n + 200 < len) {
+            n += (size_t)snprintf(out + n, len - n, " (");
+            n += other_nodes(out + n, len - n - 80);
+            n += (size_t)snprintf(out + n, len - n, ")");
+        }
+        n += (size_t)snprintf(out + n, len - n, ": not visible from here (look at their own messages)");
+    }
     if (dl.nlocal == ws && !behind && n + 120 < len)
         snprintf(out + n, len - n, "\n  every rank reached it: the one(s) without a sign of life above hold it up");
 }
@@ -119,14 +162,14 @@ static void expire(int s, const char *what, int64_t entered, double waited, doub
     char peers[2048];
     describe_peers(peers, sizeof peers, s, entered);
     int rank = dl.ctx ? dl.ctx->rank : -1;
-    char msg[3072];
+    char msg[3072], host[MPI_MAX_PROCESSOR_NAME + 8];
     snprintf(msg, sizeof msg,
-             "deadline: rank %d waited %.1f s (the limit) in %s%s%s%s at step %lld (collective #%lld on the %s "
-             "stream); the other ranks:%s\n  Stopping the job (MPI_Abort). If a step can really take this long, "
+             "deadline: rank %d%s waited %.1f s (the limit) in %s%s%s%s at step %lld (collective #%lld on the %s "
+             "stream); the other ranks%s:%s\n  Stopping the job (MPI_Abort). If a step can really take this long, "
              "raise --timeout (sz_context_config.timeout_s; now %.0f s, or 5x the slowest step); 0 disables it.",
-             rank, waited, what, task && task->name ? " (task " : "", task && task->name ? task->name : "",
+             rank, on_host(rank, host, sizeof host), waited, what, task && task->name ? " (task " : "", task && task->name ? task->name : "",
              task && task->name ? ")" : "", (long long)mine()->step, (long long)entered, stream_name[s],
-             peers[0] ? peers : " (no side channel: cannot tell)", limit);
+             dl.multinode ? " on this node" : "", peers[0] ? peers : " (no side channel: cannot tell)", limit);
     (void)waited;
     if (dl.ctx)
         sz_context_log(dl.ctx, SZ_LOG_ERROR, "%s", msg);
@@ -249,10 +292,10 @@ static void watchdog(void *arg)
     describe_peers(peers, sizeof peers, STREAM_TASK, __atomic_load_n(&mine()->entered[STREAM_TASK], __ATOMIC_RELAXED));
     const char *crash = getenv("STARPU_WATCHDOG_CRASH"), *period = getenv("STARPU_WATCHDOG_TIMEOUT");
     int stop = crash && atoi(crash) != 0;
-    char msg[3072];
-    snprintf(msg, sizeof msg, "watchdog: on rank %d no task finished for %.0f s at step %lld (a task is stuck: a "
+    char msg[3072], host[MPI_MAX_PROCESSOR_NAME + 8];
+    snprintf(msg, sizeof msg, "watchdog: on rank %d%s no task finished for %.0f s at step %lld (a task is stuck: a "
              "device, a kernel, or a collective that never completes); the node's ranks:%s%s",
-             dl.ctx ? dl.ctx->rank : -1, period ? atof(period) / 1e6 : 0.0, (long long)mine()->step,
+             dl.ctx ? dl.ctx->rank : -1, on_host(dl.ctx ? dl.ctx->rank : -1, host, sizeof host), period ? atof(period) / 1e6 : 0.0, (long long)mine()->step,
              peers[0] ? peers : " (no other rank here)",
              stop ? "\n  Stopping the job (MPI_Abort); STARPU_WATCHDOG_TIMEOUT / --timeout set the period." : "");
     if (dl.ctx)
@@ -296,6 +339,24 @@ sz_status sz_deadline_start(struct sz_context *ctx, double timeout_s)
             }
         }
     }
+    /* every rank's node, for the messages (SZ_HOST_NAME overrides what MPI says: the name a user knows) */
+    char name[MPI_MAX_PROCESSOR_NAME] = "";
+    int nlen = 0;
+    const char *env = getenv("SZ_HOST_NAME");
+    if (env && *env)
+        snprintf(name, sizeof name, "%s", env);
+    else if (MPI_Get_processor_name(name, &nlen) != MPI_SUCCESS)
+        snprintf(name, sizeof name, "%s", ctx->topology.hostname);
+    free(dl.hosts);
+    dl.multinode = 0;
+    if ((dl.hosts = calloc((size_t)ctx->world_size, sizeof *dl.hosts)) &&
+        sz_allgather(name, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, dl.hosts, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, ctx->comm,
+                     "start-up: host names") == MPI_SUCCESS) {
+        for (int r = 0; r < ctx->world_size; r++) {
+            dl.hosts[r][MPI_MAX_PROCESSOR_NAME - 1] = 0;
+            dl.multinode |= strcmp(dl.hosts[r], dl.hosts[0]) != 0;
+        }
+    }
     struct slot *s = mine();
     s->pid = getpid();
     s->world_rank = ctx->rank;
@@ -331,6 +392,9 @@ void sz_deadline_stop(void)
         MPI_Comm_free(&dl.node);
     free(dl.peers);
     dl.peers = NULL;
+    free(dl.hosts);
+    dl.hosts = NULL;
+    dl.multinode = 0;
     dl.nlocal = 0;
     dl.ctx = NULL;
     for (int s = 0; s < NSTREAMS; s++)

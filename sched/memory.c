@@ -11,6 +11,10 @@
 #include <sys/resource.h>
 #include "sz_deadline.h"
 #include "sz_runtime.h"
+#include "sz_cuda.h"
+#if SZ_WITH_CUDA
+#include "sz_cuda_kernels.h"
+#endif
 
 /* A number from a one-line file (cgroup v2 memory.max says "max" for no limit): -1 if none. */
 static int64_t read_number(const char *path)
@@ -70,10 +74,67 @@ int64_t sz_memory_rss_peak_bytes(void)
     return getrusage(RUSAGE_SELF, &ru) == 0 ? (int64_t)ru.ru_maxrss * 1024 : -1;
 }
 
+/* The CUDA device of this rank's first CUDA worker; -1 without one. */
+static int gpu_device(void)
+{
+#if SZ_WITH_CUDA
+    int ids[STARPU_NMAXWORKERS];
+    if (starpu_worker_get_ids_by_type(STARPU_CUDA_WORKER, ids, STARPU_NMAXWORKERS) >= 1)
+        return starpu_worker_get_devid(ids[0]);
+#endif
+    return -1;
+}
+
+int64_t sz_memory_gpu_free_bytes(void)
+{
+#if SZ_WITH_CUDA
+    int dev = gpu_device();
+    int64_t free_b = 0, total_b = 0;
+    if (dev >= 0 && sz_cuda_mem_info(dev, &free_b, &total_b) == 0)
+        return free_b;
+#endif
+    return -1;
+}
+
+/* Collective: with CUDA workers on any rank, each GPU rank's share of its GPU's free memory (the
+ * ranks of a node driving the same device split it), -1 on ranks without one; SZ_OK or an MPI failure. */
+static sz_status gpu_share(sz_context *ctx, int64_t *share)
+{
+    int64_t mine[3] = {gpu_device(), 0, 0};
+    *share = -1;
+    for (const char *c = ctx->topology.hostname; *c; c++) /* the node, as a number */
+        mine[1] = mine[1] * 131 + (unsigned char)*c;
+    int64_t any = mine[0] >= 0;
+    if (ctx->world_size > 1 && sz_allreduce(MPI_IN_PLACE, &any, 1, MPI_INT64_T, MPI_MAX, ctx->host_comm,
+                                            "memory budget: GPUs") != MPI_SUCCESS)
+        return SZ_ERR_RUNTIME;
+    if (!any)
+        return SZ_OK; /* no rank has a GPU: nothing changes */
+    int64_t *all = malloc((size_t)ctx->world_size * 3 * sizeof *all);
+    if (!all)
+        return SZ_ERR_NOMEM;
+    if (sz_allgather(mine, 3, MPI_INT64_T, all, 3, MPI_INT64_T, ctx->host_comm, "memory budget: GPUs") != MPI_SUCCESS) {
+        free(all);
+        return SZ_ERR_RUNTIME;
+    }
+    int sharing = 0;
+    for (int r = 0; r < ctx->world_size; r++)
+        sharing += all[3 * r] == mine[0] && all[3 * r + 1] == mine[1];
+    free(all);
+    int64_t f = mine[0] >= 0 ? sz_memory_gpu_free_bytes() : -1;
+    if (f >= 0)
+        *share = f / (sharing > 0 ? sharing : 1);
+    return SZ_OK;
+}
+
 sz_status sz_context_memory_budget(sz_context *ctx, int64_t *bytes)
 {
     if (!ctx || !bytes)
         return SZ_ERR_INVALID;
+    int64_t gpu;
+    sz_status gst = gpu_share(ctx, &gpu);
+    if (gst != SZ_OK)
+        return gst;
     int64_t avail = sz_memory_available_bytes(), rss = sz_memory_rss_bytes();
     int64_t share = avail < 0 ? -1 : avail / (ctx->topology.local_size > 0 ? ctx->topology.local_size : 1) +
                                      (rss > 0 ? rss : 0) - SZ_RUNTIME_ALLOWANCE_BYTES;
@@ -81,6 +142,8 @@ sz_status sz_context_memory_budget(sz_context *ctx, int64_t *bytes)
         share = 1; /* nothing left: every plan is refused */
     if (share < 0)
         share = INT64_MAX; /* unknown (no /proc): no limit from here, marked below */
+    if (gpu >= 0)
+        share = gpu > 0 ? gpu : 1; /* a GPU rank: its device's memory is what the budget bounds */
     if (ctx->world_size > 1 && sz_allreduce(MPI_IN_PLACE, &share, 1, MPI_INT64_T, MPI_MIN, ctx->host_comm,
                                             "memory budget minimum") != MPI_SUCCESS)
         return SZ_ERR_RUNTIME;

@@ -55,7 +55,7 @@ int sz_comm_worker = -1;
 
 int sz_task_is_optimizer(const struct starpu_task *t)
 {
-    return t->cl == &sz_cl_adamw || t->cl == &sz_cl_adamw_mixed;
+    return t->cl == &sz_cl_adamw || t->cl == &sz_cl_adamw_mixed || t->cl == &sz_cl_sgd || t->cl == &sz_cl_sgd_mixed;
 }
 
 int sz_task_is_comm(const struct starpu_task *t)

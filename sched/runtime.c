@@ -103,8 +103,10 @@ static int want_comm_worker(const sz_context_config *cfg, int world_size, int co
 }
 
 /* One rank per GPU by default: with GPUs visible and neither the config nor STARPU_NCUDA naming a
- * worker count, this rank gets one CUDA worker, on device (local rank mod visible devices) unless
- * STARPU_WORKERS_CUDAID names one (StarPU reads that variable before starpu_conf's explicit ids).
+ * worker count, this rank gets one CUDA worker; its n CUDA workers (that one, or the count named)
+ * drive devices (local rank x n + i) mod visible devices, unless STARPU_WORKERS_CUDAID names them
+ * (StarPU reads that variable before starpu_conf's explicit ids). So STARPU_NCUDA=1 on a node of
+ * several GPUs still gives each rank its own, where StarPU alone would put every rank on device 0.
  * Under scripts/gpu-rank.sh (CUDA_VISIBLE_DEVICES = the local rank's GPU) that is device 0 of the
  * one visible; more ranks than GPUs share them round-robin (allowed for testing; NCCL then stays
  * off, codelets/nccl.c). Nothing happens without CUDA or without a device: a CPU-only run starts as
@@ -112,16 +114,23 @@ static int want_comm_worker(const sz_context_config *cfg, int world_size, int co
 static void choose_gpu(struct sz_context *ctx, const sz_context_config *cfg, struct starpu_conf *conf)
 {
 #if SZ_WITH_CUDA
-    const char *off = getenv("SZ_NCUDA_DEFAULT");
-    if (cfg->ncuda >= 0 || getenv("STARPU_NCUDA") || (off && !strcmp(off, "0")))
+    const char *off = getenv("SZ_NCUDA_DEFAULT"), *env_n = getenv("STARPU_NCUDA");
+    if (off && !strcmp(off, "0"))
+        return;
+    int n = env_n && *env_n ? atoi(env_n) : cfg->ncuda;
+    if (n == 0)
         return;
     int ngpu = sz_cuda_device_count();
     if (ngpu < 1)
         return;
-    int dev = ctx->topology.local_rank % ngpu;
-    conf->ncuda = 1;
+    if (n < 0) /* not named: one (StarPU's default would be every GPU for every rank) */
+        conf->ncuda = n = 1;
+    if (n > STARPU_NMAXWORKERS)
+        n = STARPU_NMAXWORKERS;
+    int dev = ctx->topology.local_rank * n % ngpu;
     conf->use_explicit_workers_cuda_gpuid = 1;
-    conf->workers_cuda_gpuid[0] = (unsigned)dev;
+    for (int i = 0; i < n; i++)
+        conf->workers_cuda_gpuid[i] = (unsigned)((ctx->topology.local_rank * n + i) % ngpu);
     ctx->gpu_device = getenv("STARPU_WORKERS_CUDAID") ? atoi(getenv("STARPU_WORKERS_CUDAID")) : dev;
     sz_context_log(ctx, SZ_LOG_INFO, "GPU: local rank %d of %d -> CUDA device %d of %d visible%s",
                    ctx->topology.local_rank, ctx->topology.local_size, ctx->gpu_device, ngpu,

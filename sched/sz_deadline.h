@@ -18,6 +18,10 @@
 
 struct sz_context;
 
+/* Rank r's node name (MPI_Get_processor_name, or SZ_HOST_NAME) when the ranks run on more than one
+ * node, for messages that name other ranks; NULL on one node (or before sz_deadline_start). */
+const char *sz_rank_host(int r);
+
 /* The exit code of a job ended by a deadline (MPI_Abort's errorcode; mpirun returns it). */
 #define SZ_DEADLINE_EXIT 4
 

@@ -14,7 +14,7 @@ int sz_task_is_comm(const struct starpu_task *t);
  * (matmul_s may be NULL), and the seconds the optimizer tasks (sz_task_is_optimizer) ran, summed
  * (optimizer_s may be NULL). -1 when the policy in effect is not `zero` (which records the intervals). */
 int sz_sched_overlap(double *fraction, double *comm_s, double *compute_s, double *matmul_s, double *optimizer_s);
-/* 1 for the optimizer-update codelets (AdamW fp32 and mixed). */
+/* 1 for the optimizer-update codelets (AdamW and SGD, fp32 and mixed). */
 int sz_task_is_optimizer(const struct starpu_task *t);
 /* task->sched_data for a task at `position` of the plan (its action's index << 16, plus its rank
  * among that action's tasks), of unit `unit`. */

@@ -11,6 +11,7 @@
 #   kernels    every CUDA kernel against its CPU twin (tests/test_cuda_kernels)
 #   d2_losses  a d2 model, 1 GPU (STARPU_NCUDA=1) against the CPU-only run: fp32 losses within 1e-4,
 #              and the GPU run must have executed tasks on a CUDA worker (STARPU_WORKER_STATS)
+#   placement  on that d2 GPU run, the zero policy left every task to the CUDA worker (CPU tasks: 0)
 #   gpu_arena  the d2 GPU run with SZ_GPU_ARENA=1 (the model states in one GPU arena registered on
 #              the GPU's memory node): bitwise the same losses, and the log says the arena was made
 #   stages     stages 0-3 on 2 ranks (sharing one GPU), losses bitwise equal to each other, through
@@ -110,10 +111,10 @@ if [ "$ngpu" = dryrun ]; then # the plumbing only: tiny models (a CPU cannot run
 fi
 losses() { grep '"loss"' "$1" | sed 's/.*"loss": \([-0-9.e]*\).*/\1/'; }
 cuda_tasks() { # tasks executed by CUDA workers, from StarPU's worker statistics
-    awk 'tolower($0) ~ /cuda/ {c = 1; next} c && /task/ {for (i = 1; i <= NF; i++) if ($i ~ /^[0-9]+$/) {n += $i; break}; c = 0} END {print n + 0}' "$1"
+    awk '/^CUDA [0-9]/ {c = 1; next} c && /task\(s\)/ {for (i = 1; i <= NF; i++) if ($i ~ /^[0-9]+$/) {n += $i; break}; c = 0} END {print n + 0}' "$1"
 }
 cpu_tasks() { # tasks executed by CPU workers ("CPU 0", ...), from the same statistics
-    awk '/^CPU [0-9]/ {c = 1; next} c && /task/ {for (i = 1; i <= NF; i++) if ($i ~ /^[0-9]+$/) {n += $i; break}; c = 0} END {print n + 0}' "$1"
+    awk '/^CPU [0-9]/ {c = 1; next} c && /task\(s\)/ {for (i = 1; i <= NF; i++) if ($i ~ /^[0-9]+$/) {n += $i; break}; c = 0} END {print n + 0}' "$1"
 }
 jnum() { # KEY FILE: a number from the last JSON line of FILE ("null" when absent)
     tail -1 "$2" | python3 -c 'import json, sys
@@ -141,6 +142,14 @@ if go d2_losses; then
         fig="\"max_rel_loss_diff\": $worst, \"steps\": $n, \"cuda_tasks\": $ntask"
         [ "$ok" = 1 ] && json d2_losses pass "$fig" || fail_part d2_losses "$fig, \"note\": \"needs rel diff <= 1e-4 and cuda_tasks > 0\""
     fi
+fi
+
+# ---- placement: on that 1-rank GPU run (no communication worker) every task has a CUDA
+# implementation, so under the zero policy the CPU worker must have run none ----
+if go placement; then
+    nc=$(cpu_tasks "$logs/d2_gpu.err") ng=$(cuda_tasks "$logs/d2_gpu.err")
+    fig="\"cpu_tasks\": $nc, \"cuda_tasks\": $ng, \"policy\": \"zero\""
+    if [ "$ng" -gt 0 ] && [ "$nc" -eq 0 ]; then json placement pass "$fig"; else fail_part placement "$fig, \"log\": \"$logs/d2_gpu.err\""; fi
 fi
 
 # ---- M_D on the GPU (SZ_GPU_ARENA=1, opt-in): the d2 GPU run again, bitwise the same losses ----

@@ -1,6 +1,6 @@
 /* tasks/model.c — sz_model: units and their tensor tables, model-owned working tensors, and the
  * storage each ZeRO stage keeps per rank (docs/ARCHITECTURE.md, ZeRO semantics):
- *   stage 0: full params, full grads, full Adam m and v
+ *   stage 0: full params, full grads, full optimizer state (Adam m and v, SGD's momentum)
  *   stage 1: full params, full grads, m and v for the owned slice
  *   stage 2: full params, a gradient shard (+ one unit's gradients in flight), m, v shards
  *   stage 3: a parameter shard (+ gathered units in flight), gradient shard, m, v shards
@@ -52,6 +52,8 @@ sz_status sz_model_init(sz_model **out, sz_context *ctx)
     m->rank = ctx->rank;
     m->arena_mark = -1;
     sz_zero_config_defaults(&m->zero);
+    m->opt = sz_optimizer_get(m->zero.optimizer);
+    m->nopt_states = m->opt->nstates(&m->zero);
     *out = m;
     return SZ_OK;
 }
@@ -87,8 +89,15 @@ sz_status sz_model_set_zero(sz_model *m, const sz_zero_config *z)
                        "enable checkpoint too");
         return SZ_ERR_INVALID;
     }
+    if (!sz_optimizer_get(z->optimizer) || sz_optimizer_states(z->optimizer, z->momentum) < 0) {
+        sz_context_log(m->ctx, SZ_LOG_ERROR, "ZeRO config: unknown optimizer %d or SGD momentum %g outside [0, 1)",
+                       (int)z->optimizer, (double)z->momentum);
+        return SZ_ERR_INVALID;
+    }
     m->zero = *z;
     m->mixed = z->precision == SZ_PRECISION_BF16;
+    m->opt = sz_optimizer_get(z->optimizer);
+    m->nopt_states = m->opt->nstates(z);
     m->persistent[SZ_MEM_HOST_BUFFERS] = z->host_bytes; /* the app's; counted as held from here on */
     return SZ_OK;
 }
@@ -243,7 +252,7 @@ static sz_status gpu_arena_start(struct sz_model *m)
     if (!env || strcmp(env, "1") || !have_cuda() || !m->zero.arenas)
         return SZ_OK;
     sz_plan_storage keep;
-    sz_plan_storage_of(m->zero.stage, m->mixed, &keep);
+    sz_plan_storage_of(m->zero.stage, m->mixed, m->nopt_states, &keep);
     int64_t bytes = SZ_GPU_ARENA_ALIGN;
     for (int i = 0; i < m->nunits; i++)
         for (int c = 0; c < SZ_MEM_NCATEGORIES; c++)
@@ -467,7 +476,7 @@ static sz_status unit_storage(struct sz_model *m, struct sz_unit *u)
 {
     sz_status st;
     sz_plan_storage keep;
-    sz_plan_storage_of(m->zero.stage, m->mixed, &keep);
+    sz_plan_storage_of(m->zero.stage, m->mixed, m->nopt_states, &keep);
     int64_t lo;
     u->padded = sz_plan_padded(u->numel, m->nd);
     sz_plan_shard_range(u->padded, m->nd, m->rank, &lo, &u->shard);
@@ -494,20 +503,22 @@ static sz_status unit_storage(struct sz_model *m, struct sz_unit *u)
         u->wp = &u->work;
         u->wg = &u->wgrad;
     }
+    /* the optimizer's states (tasks/sz_optimizer.h), in categories SZ_MEM_ADAM_M, SZ_MEM_ADAM_V */
     int64_t n = keep.sharded[SZ_MEM_ADAM_M] ? u->shard : u->padded;
     char name[48];
+    if (m->opt->kind != SZ_OPTIMIZER_ADAMW)
+        snprintf(u->opt_name, sizeof u->opt_name, "%s:%s", m->opt->name, u->name);
     /* Without arenas on the device pool the optimizer state is allocated when the first step first
      * needs it, as PyTorch's optimizers do, so it lands among that step's temporaries. */
     int late = !m->zero.arenas && sz_devpool_stats(NULL) && !m->zero.offload_optimizer;
-    snprintf(name, sizeof name, "adam_m:%s", u->name);
-    sz_tensor *am = state_tensor(m, name, n, SZ_MEM_ADAM_M, late);
-    snprintf(name, sizeof name, "adam_v:%s", u->name);
-    sz_tensor *av = state_tensor(m, name, n, SZ_MEM_ADAM_V, late);
-    u->state_unset = late;
-    if (!am || !av)
-        return SZ_ERR_NOMEM;
-    u->adam_m = *am;
-    u->adam_v = *av;
+    for (int k = 0; k < m->nopt_states; k++) {
+        snprintf(name, sizeof name, "%s:%s", m->opt->state_name[k], u->name);
+        sz_tensor *t = state_tensor(m, name, n, SZ_MEM_ADAM_M + k, late);
+        if (!t)
+            return SZ_ERR_NOMEM;
+        u->opt_state[k] = *t;
+    }
+    u->state_unset = late && m->nopt_states > 0;
     return SZ_OK;
 }
 
@@ -689,10 +700,12 @@ sz_status sz_model_check_budget(struct sz_model *m, int64_t budget)
                    m->zero.checkpoint ? ", checkpointing" : "", m->zero.offload_checkpoints ? ", offloaded checkpoints" : "",
                    m->zero.offload_optimizer ? ", offloaded optimizer" : "",
                    mb_down(budget),
-                   m->budget_from_machine && budget == m->budget
-                       ? " (no budget given: this rank's share of the memory this node has available now, less the "
-                         "runtime's allowance; more ranks on this node would share it, so a larger N_d below means "
-                         "more nodes)" : "",
+                   !(m->budget_from_machine && budget == m->budget) ? ""
+                   : have_cuda() ? " (no budget given: the free memory of this rank's GPU at start (cudaMemGetInfo), "
+                                   "split among the ranks driving that GPU; a larger N_d below means more GPUs)"
+                                 : " (no budget given: this rank's share of the memory this node has available now, less the "
+                                   "runtime's allowance; more ranks on this node would share it, so a larger N_d below means "
+                                   "more nodes)",
                    a.len ? a.text : "none up to N_d 4096 by stage, precision, checkpointing or micro-batch",
                    m->persistent[SZ_MEM_ACTIVATIONS] / 1e6, mb_up(peak));
     return SZ_ERR_BUDGET;
@@ -717,6 +730,8 @@ static sz_status agree_model(struct sz_model *m)
     sz_settings_add(s, "activation checkpointing", "%s", z->checkpoint ? "on" : "off");
     sz_settings_add(s, "offloaded checkpoints", "%s", z->offload_checkpoints ? "on" : "off");
     sz_settings_add(s, "arenas (M_D)", "%s", z->arenas ? "on" : "off");
+    sz_settings_add(s, "the optimizer", "%s", m->opt->name);
+    sz_settings_add(s, "SGD momentum", "%.9g", z->optimizer == SZ_OPTIMIZER_SGD ? (double)z->momentum : 0.0);
     if (z->offload_optimizer) /* (only then: a CPU-only run's digest stays as it was) */
         sz_settings_add(s, "the offloaded optimizer's CUDA workers", "%s", have_cuda() ? "present" : "none");
     sz_settings_add(s, "the number of units", "%d", m->nunits);
@@ -1152,7 +1167,7 @@ const char *sz_mem_category_name(sz_mem_category c)
 {
     static const char *names[SZ_MEM_NCATEGORIES] = {
         "full params", "param shard", "gathered units in flight", "grads", "grad shard", "grads in flight",
-        "fp32 master", "Adam m", "Adam v", "activations", "communication buffers", "checkpoints on device",
+        "fp32 master", "Adam m / SGD momentum", "Adam v", "activations", "communication buffers", "checkpoints on device",
         "host pool (checkpoints)", "host buffers"};
     return c >= 0 && c < SZ_MEM_NCATEGORIES ? names[c] : "?";
 }

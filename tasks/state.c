@@ -1,4 +1,5 @@
-/* tasks/state.c — a unit's persistent state (parameters, fp32 master, Adam m and v) read by the
+/* tasks/state.c — a unit's persistent state (parameters, fp32 master, the optimizer's states:
+ * Adam's m and v, SGD's momentum buffer; tasks/sz_optimizer.h) read by the
  * owned slice and written by element range, so that a training state saved at one N_d and stage
  * loads at any other (see starzero.h, "persistent training state"). Which tensor holds what at
  * each stage is tasks/model.c's layout: full arrays at stage 0 (and the parameters at stages 0-2),
@@ -13,10 +14,31 @@ const char *sz_state_kind_name(sz_state_kind kind)
     return kind >= 0 && kind < SZ_STATE_NKINDS ? names[kind] : "?";
 }
 
+const char *sz_model_state_name(const sz_model *m, sz_state_kind kind)
+{
+    if (m && (kind == SZ_STATE_OPT0 || kind == SZ_STATE_OPT1)) {
+        const char *n = m->opt->state_name[kind - SZ_STATE_OPT0];
+        return n ? n : "?";
+    }
+    return sz_state_kind_name(kind);
+}
+
+const char *sz_model_optimizer_name(const sz_model *m)
+{
+    return m ? m->opt->name : "?";
+}
+
+static int is_opt_state(sz_state_kind kind)
+{
+    return kind == SZ_STATE_OPT0 || kind == SZ_STATE_OPT1;
+}
+
 int sz_model_state_has(const sz_model *m, sz_state_kind kind)
 {
     if (!m || kind < 0 || kind >= SZ_STATE_NKINDS)
         return 0;
+    if (is_opt_state(kind))
+        return (int)kind - SZ_STATE_OPT0 < m->nopt_states;
     return kind != SZ_STATE_MASTER || m->mixed;
 }
 
@@ -73,8 +95,8 @@ static sz_tensor *held(const struct sz_model *m, struct sz_unit *u, sz_state_kin
     switch (kind) {
     case SZ_STATE_PARAMS: return full ? &u->param.all : &u->pshard;
     case SZ_STATE_MASTER: return m->mixed ? &u->master : NULL;
-    case SZ_STATE_ADAM_M: return &u->adam_m;
-    case SZ_STATE_ADAM_V: return &u->adam_v;
+    case SZ_STATE_OPT0:
+    case SZ_STATE_OPT1: return (int)kind - SZ_STATE_OPT0 < m->nopt_states ? &u->opt_state[kind - SZ_STATE_OPT0] : NULL;
     default: return NULL;
     }
 }
@@ -98,7 +120,7 @@ sz_status sz_model_state_shard_read(sz_model *m, int unit, sz_state_kind kind, f
     sz_tensor *t = u && dst ? held(m, u, kind, &hlo) : NULL;
     if (!t)
         return SZ_ERR_INVALID;
-    if (u->state_unset && (kind == SZ_STATE_ADAM_M || kind == SZ_STATE_ADAM_V)) {
+    if (u->state_unset && is_opt_state(kind)) {
         memset(dst, 0, (size_t)u->shard * sizeof *dst); /* not allocated yet: the first update zeroes it */
         return SZ_OK;
     }
@@ -113,14 +135,14 @@ sz_status sz_model_state_write(sz_model *m, int unit, sz_state_kind kind, int64_
     sz_tensor *t = u && src && n >= 0 ? held(m, u, kind, &hlo) : NULL;
     if (!t)
         return SZ_ERR_INVALID;
-    if (u->state_unset && (kind == SZ_STATE_ADAM_M || kind == SZ_STATE_ADAM_V)) {
-        /* --no-arenas: the state is allocated now, zeroed, and the first update must not zero it again */
-        float *zero = calloc((size_t)u->adam_m.numel, sizeof *zero);
+    if (u->state_unset && is_opt_state(kind)) {
+        /* --no-arenas: the states are allocated now, zeroed, and the first update must not zero them again */
+        float *zero = calloc((size_t)u->opt_state[0].numel, sizeof *zero);
         if (!zero)
             return SZ_ERR_NOMEM;
-        sz_status st = sz_tensor_write_f32(&u->adam_m, zero);
-        if (st == SZ_OK)
-            st = sz_tensor_write_f32(&u->adam_v, zero);
+        sz_status st = SZ_OK;
+        for (int k = 0; k < m->nopt_states && st == SZ_OK; k++)
+            st = sz_tensor_write_f32(&u->opt_state[k], zero);
         free(zero);
         if (st != SZ_OK)
             return st;

@@ -10,6 +10,7 @@
 #include "sz_runtime.h"
 #include "sz_codelets.h"
 #include "sz_plan.h"
+#include "sz_optimizer.h"
 
 /* A tensor is a view: `numel` elements at element `offset` of the vector handle `h`, which holds
  * `handle_numel` elements. A unit's parameters are views of one flat handle, and so on. */
@@ -34,7 +35,7 @@ struct sz_flat {
 struct sz_unit {
     struct sz_model *model;
     int index;
-    int state_unset;             /* Adam m, v not allocated yet: zeroed (so allocated) by the first update */
+    int state_unset;             /* optimizer state not allocated yet: zeroed (so allocated) by the first update */
     /* task names as traces show them: fwd:block3, bwd:block3, gather:block3 (stage 3 gather or the
      * mixed-precision working copy), release:block3, rs:block3, ag:block3, adam:block3 */
     char name[32], fwd_name[40], bwd_name[40], opt_name[40], gather_name[40], release_name[40], rs_name[40],
@@ -61,7 +62,8 @@ struct sz_unit {
     sz_tensor master;  /* mixed precision: fp32 master weights, full (stage 0) or the owned slice */
     sz_tensor pshard;  /* this rank's parameter slice: a view of param (stages 0-2) or its own buffer (3) */
     sz_tensor gshard;  /* this rank's reduced gradient slice: a view of grad (0-1) or its own buffer (2-3) */
-    sz_tensor adam_m, adam_v;   /* full (stage 0) or shard */
+    sz_tensor opt_state[SZ_OPT_MAX_STATES]; /* the optimizer's fp32 states (m->opt->nstates of them:
+                                    Adam's m, v; SGD's momentum buffer): full (stage 0) or shard */
     sz_tensor sumsq;   /* view: squared norm of this rank's gradient slice (one float of model->sumsq) */
 };
 
@@ -76,6 +78,8 @@ struct sz_model {
     sz_zero_config zero;
     int nd, rank;
     int mixed;                   /* zero.precision == SZ_PRECISION_BF16 */
+    const sz_optimizer_impl *opt;/* zero.optimizer's implementation (tasks/optimizer.c) */
+    int nopt_states;             /* opt->nstates(&zero) */
     int64_t arena_mark;          /* the device pool's arena before our first tensor (-1: none) */
     struct sz_unit **units;
     int nunits, cap_units;
@@ -164,6 +168,11 @@ sz_status sz_submit_convert(struct sz_model *m, const sz_tensor *dst, const sz_t
 sz_status sz_submit_adamw_mixed(struct sz_unit *u, const sz_tensor *master, const sz_tensor *p, const sz_tensor *g, const sz_tensor *m,
                                 const sz_tensor *v, const sz_tensor *scale, const sz_tensor *norm, int acc,
                                 const sz_train_config *cfg, float wd, int t, const char *name);
+/* codelets/sgd.c: SGD with momentum (PyTorch's) on a view; buf NULL without momentum; master
+ * (fp32) with bf16 p and g under mixed precision, else NULL. norm as AdamW's. */
+sz_status sz_submit_sgd(struct sz_unit *u, const sz_tensor *master, const sz_tensor *p, const sz_tensor *g,
+                        const sz_tensor *buf, const sz_tensor *scale, const sz_tensor *norm, int acc, float lr,
+                        float momentum, float wd, const char *name);
 
 /* codelets/scale.c: x *= alpha (tests of the runtime and of CUDA); where: 0 any worker, else
  * STARPU_CPU / STARPU_CUDA. */

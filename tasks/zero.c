@@ -37,6 +37,7 @@ void sz_zero_plan_config(const struct sz_model *m, sz_plan_pass pass, int clip, 
     c->rank = m->rank;
     c->micro_batches = m->zero.micro_batches;
     c->mixed = m->zero.precision == SZ_PRECISION_BF16;
+    c->opt_states = m->opt->nstates(&m->zero);
     c->checkpoint = m->zero.checkpoint;
     c->offload = m->zero.offload_checkpoints;
     c->prefetch_bytes = m->zero.prefetch_bytes;
@@ -273,11 +274,12 @@ static sz_status do_clip(struct sz_model *m, struct sz_unit *u, const sz_action 
     return sz_submit_clip(m, a->flag ? s->cfg->grad_clip : 0.0f);
 }
 
-/* AdamW on the piece of each tensor that lies in [lo, lo + n) of the unit's flat buffer. The
- * parameter, gradient (and mixed precision's master) views start at flat element lo. With norm,
- * the tasks also leave the range's squared gradient norm there (0 for a range of padding only). */
-static sz_status adam_range(struct sz_model *m, struct sz_unit *u, const sz_train_config *cfg, int t, int64_t lo,
-                            int64_t n, const sz_tensor *p, const sz_tensor *g, const sz_tensor *norm)
+/* The optimizer (m->opt, tasks/sz_optimizer.h) on the piece of each tensor that lies in [lo, lo + n)
+ * of the unit's flat buffer. The parameter, gradient (and mixed precision's master) views start at
+ * flat element lo. With norm, the tasks also leave the range's squared gradient norm there (0 for a
+ * range of padding only). */
+static sz_status opt_range(struct sz_model *m, struct sz_unit *u, const sz_train_config *cfg, int t, int64_t lo,
+                           int64_t n, const sz_tensor *p, const sz_tensor *g, const sz_tensor *norm)
 {
     int acc = 0;
     for (int k = 0; k < u->nparams; k++) {
@@ -288,14 +290,19 @@ static sz_status adam_range(struct sz_model *m, struct sz_unit *u, const sz_trai
         float wd = (cfg->decay == SZ_DECAY_ALL || u->params[k].decay) ? cfg->weight_decay : 0.0f;
         int64_t off = from - lo, len = to - from;
         sz_tensor pv = sz_tensor_view(p, off, len, NULL), gv = sz_tensor_view(g, off, len, NULL);
-        sz_tensor mv = sz_tensor_view(&u->adam_m, off, len, NULL), vv = sz_tensor_view(&u->adam_v, off, len, NULL);
+        sz_tensor sv[SZ_OPT_MAX_STATES];
+        sz_opt_range r = {.p = &pv, .g = &gv, .norm = norm, .acc = acc, .wd = wd};
+        for (int s = 0; s < m->nopt_states; s++) {
+            sv[s] = sz_tensor_view(&u->opt_state[s], off, len, NULL);
+            r.state[s] = &sv[s];
+        }
         /* without clipping the factor is a constant 1: the update of a shard then waits only for
          * its own reduced gradients, not for every unit's norm */
         sz_tensor scale = sz_tensor_view(cfg->grad_clip > 0 ? m->clip : m->one, 0, 1, NULL);
         sz_tensor master = m->mixed ? sz_tensor_view(&u->master, off, len, NULL) : pv;
-        sz_status st = m->mixed ? sz_submit_adamw_mixed(u, &master, &pv, &gv, &mv, &vv, &scale, norm, acc, cfg, wd, t,
-                                                        u->opt_name)
-                                : sz_submit_adamw(u, &pv, &gv, &mv, &vv, &scale, norm, acc, cfg, wd, t, u->opt_name);
+        r.scale = &scale;
+        r.master = m->mixed ? &master : NULL;
+        sz_status st = m->opt->step(u, &r, &m->zero, cfg, t, u->opt_name);
         if (st != SZ_OK)
             return st;
         acc = 1;
@@ -307,15 +314,15 @@ static sz_status do_optimizer(struct sz_model *m, struct sz_unit *u, const sz_ac
 {
     sz_status st;
     if (u->state_unset) { /* --no-arenas: the optimizer state appears now */
-        if ((st = sz_submit_zero(u, &u->adam_m, u->opt_name, NULL, 0, 0, NULL)) != SZ_OK ||
-            (st = sz_submit_zero(u, &u->adam_v, u->opt_name, NULL, 0, 0, NULL)) != SZ_OK)
-            return st;
+        for (int k = 0; k < m->nopt_states; k++)
+            if ((st = sz_submit_zero(u, &u->opt_state[k], u->opt_name, NULL, 0, 0, NULL)) != SZ_OK)
+                return st;
         u->state_unset = 0;
     }
     const sz_tensor *norm = a->flag ? &u->sumsq : NULL;
     if (m->zero.stage == 0) /* every rank updates everything, identically */
-        return adam_range(m, u, s->cfg, s->t, a->lo, a->n, &u->param.all, &u->grad.all, norm);
-    return adam_range(m, u, s->cfg, s->t, a->lo, a->n, &u->pshard, &u->gshard, norm);
+        return opt_range(m, u, s->cfg, s->t, a->lo, a->n, &u->param.all, &u->grad.all, norm);
+    return opt_range(m, u, s->cfg, s->t, a->lo, a->n, &u->pshard, &u->gshard, norm);
 }
 
 static const submit_fn k_submit[SZ_ACT_NKINDS] = {

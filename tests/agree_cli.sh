@@ -3,7 +3,8 @@
 # with different options (MPMD: `mpiexec -n 1 sz-train A : -n 1 sz-train B`) must both exit non-zero
 # within 10 s (the runtime's start included), each printing the one message that names the first
 # differing setting and both ranks' values, no step run; through the shared-memory transport and
-# through MPI's collectives (SZ_COLLECTIVES=mpi). A matching pair still trains.
+# through MPI's collectives (SZ_COLLECTIVES=mpi). A matching pair still trains. Ranks on two nodes
+# (SZ_HOST_NAME) are named with their node.
 # Usage: agree_cli.sh BUILD_DIR MPIEXEC
 set -u
 bin=$1 mpiexec=$2
@@ -54,6 +55,14 @@ unset SZ_COLLECTIVES COLL
 head -c 20000 /usr/share/common-licenses/GPL-3 >"$dir/short.txt"
 "$bin/sz-prepare" --out-dir "$dir" --prefix short "$dir/short.txt" >/dev/null || fail "sz-prepare short"
 pair "train file" "" "--train $dir/short_train.bin" "the --train file:"
+
+# ranks on several nodes: each value names its ranks' node (SZ_HOST_NAME stands for the name
+# MPI_Get_processor_name gives on a real second node)
+timeout 60 "$mpiexec" -n 1 env SZ_HOST_NAME=nodeA "$bin/sz-train" $base --seed 1 : \
+    -n 1 env SZ_HOST_NAME=nodeB "$bin/sz-train" $base --seed 2 >"$dir/out.txt" 2>&1
+grep -q "the ranks disagree on --seed: 1 on rank 0 (on nodeA); 2 on rank 1 (on nodeB)" "$dir/out.txt" ||
+    { cat "$dir/out.txt"; fail "two nodes: the message does not name each rank's node"; }
+echo "two nodes: $(grep -m1 'the ranks disagree' "$dir/out.txt" | sed 's/.*error: //')"
 
 # the library's own check, for any app: sz_model_finalize compares units and the ZeRO config
 # (sz-train's check comes first, so it is exercised by test_zero's agree case)

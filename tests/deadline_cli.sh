@@ -3,7 +3,8 @@
 #  1. one rank frozen (SIGSTOP) with --timeout 5 (5 s, or 5x the slowest step if a loaded machine made
 #     one slower than 1 s): every rank is gone within 30 s, exit status non-zero,
 #     and the survivor said which rank it waited for, in which collective, task and step; while it
-#     waited it used little CPU (printed, not judged: the machine is shared). In both transports.
+#     waited it used little CPU (printed, not judged: the machine is shared). In both transports; through
+#     MPI with the ranks named as on two nodes (SZ_HOST_NAME), the message names the node.
 #  2. one rank killed (SIGKILL): the job is gone within 10 s, non-zero.
 #  3. --timeout 0 waits: a rank frozen for 8 s and resumed lets the run finish normally.
 #  4. a task that never ends (tests/test_watchdog.c, timeout 1 s): StarPU's watchdog, armed at twice the
@@ -30,8 +31,13 @@ texts=$(ls /usr/share/common-licenses/{GPL-3,Apache-2.0} 2>/dev/null)
 start() {
     local steps=$1; shift
     rm -f "$dir/out.txt" # (not the last run's steps)
-    "$mpiexec" -n 2 "$bin/sz-train" --config d2 --vocab 256 --max-seq 64 --train "$dir/lic_train.bin" --batch 4 \
-        --seq 32 --steps "$steps" "$@" >"$dir/out.txt" 2>&1 &
+    local run=("$bin/sz-train" --config d2 --vocab 256 --max-seq 64 --train "$dir/lic_train.bin" --batch 4 \
+        --seq 32 --steps "$steps" "$@")
+    if [ -n "${TWO_NODES:-}" ]; then # each rank named as on a node of its own (SZ_HOST_NAME)
+        "$mpiexec" -n 1 env SZ_HOST_NAME=nodeA "${run[@]}" : -n 1 env SZ_HOST_NAME=nodeB "${run[@]}" >"$dir/out.txt" 2>&1 &
+    else
+        "$mpiexec" -n 2 "${run[@]}" >"$dir/out.txt" 2>&1 &
+    fi
     mp=$!
     for _ in $(seq 200); do # until the second step is printed (the deadline then is 5 s: steps are short)
         grep -q '^step    2/' "$dir/out.txt" 2>/dev/null && break
@@ -66,6 +72,8 @@ cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
 
 for coll in shm mpi; do
     export SZ_COLLECTIVES=$coll
+    # through MPI, the ranks as on two nodes: the messages name the node of each rank
+    if [ $coll = mpi ]; then TWO_NODES=1; else TWO_NODES=; fi
     start 100000 --timeout 5
     t0=$(date +%s.%N)
     kill -STOP "$r1"
@@ -75,7 +83,8 @@ for coll in shm mpi; do
     c1=$(cpu_ticks "$r0" 2>/dev/null || echo "$c0")
     gone_within 30
     [ $rc -ne 0 ] || fail "$coll: a frozen rank, and the job exited 0"
-    grep -q "deadline: rank 0 waited [0-9.]* s (the limit)" "$dir/out.txt" || { cat "$dir/out.txt"; fail "$coll: no deadline message"; }
+    grep -q "deadline: rank 0${TWO_NODES:+ on nodeA} waited [0-9.]* s (the limit)" "$dir/out.txt" ||
+        { cat "$dir/out.txt"; fail "$coll: no deadline message${TWO_NODES:+ naming the node}"; }
     grep -q "at step [0-9]* (collective #[0-9]* on the [a-z-]* stream)" "$dir/out.txt" ||
         { cat "$dir/out.txt"; fail "$coll: the message lacks the collective's step"; }
     # inside a task, the task names the unit (e.g. "rs:block1"); on the application thread, the loss
@@ -88,7 +97,7 @@ for coll in shm mpi; do
     echo "frozen rank ($coll): gone after $took s, exit $rc; survivor's CPU while waiting: $(((c1 - c0) * 100 / $(getconf CLK_TCK) / 3))% of a core"
     grep "deadline:" -A1 "$dir/out.txt" | head -2 | cut -c1-240
 done
-unset SZ_COLLECTIVES
+unset SZ_COLLECTIVES TWO_NODES
 
 start 100000
 t0=$(date +%s.%N)

@@ -1,5 +1,6 @@
 /* tests/test_cuda.c — the CUDA path: the `scale` codelet forced onto a CUDA worker gives the same
- * values as on the CPU. Exits 77 (skipped) where the build has no CUDA or no GPU is present. */
+ * values as on the CPU; a GPU rank's default budget is its GPU's free memory (cudaMemGetInfo).
+ * Exits 77 (skipped) where the build has no CUDA or no GPU is present. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <starpu.h>
@@ -35,6 +36,14 @@ int main(int argc, char **argv)
     for (int i = 0; i < N; i++)
         bad += x[i] != (float)(i % 1000) * 0.5f;
     printf("cuda scale: %s\n", bad ? "FAILED" : "ok");
+    /* with no --mem-budget a GPU rank's budget is its GPU's free memory at start (one rank here) */
+    int64_t gfree = sz_memory_gpu_free_bytes(), budget = -1;
+    sz_gpu_info gi;
+    int mem_bad = gfree <= 0 || sz_context_gpu_info(ctx, &gi) != SZ_OK || sz_context_memory_budget(ctx, &budget) != SZ_OK ||
+                  budget <= 0 || budget > gfree + ((int64_t)64 << 20) || budget < gfree - ((int64_t)256 << 20);
+    printf("gpu free memory %lld bytes, machine budget %lld bytes: %s\n", (long long)gfree, (long long)budget,
+           mem_bad ? "FAILED" : "ok");
+    bad += mem_bad;
     if (t) {
         starpu_data_release(sz_tensor_handle(t));
         sz_tensor_unregister(t);

@@ -633,6 +633,26 @@ static void test_sgd(void)
         free(rp), free(rb), free(op), free(ob);
     }
     free(p), free(gr), free(b);
+    /* mixed precision (bf16 gradients onto the fp32 master, the bf16 copy) and no momentum (no
+     * buffer), against the CPU kernel (codelets/kernels/sgd.c) */
+    for (int mom = 0; mom < 2; mom++) {
+        float *m = rnd(n, 1), *g32 = rnd(n, 1), *bb = rnd(n, 1);
+        uint16_t *gh = bf16_of(g32, n), *pb = malloc(n * 2), *gpb = malloc(n * 2);
+        float *cm = malloc(n * 4), *cb = malloc(n * 4);
+        memcpy(cm, m, n * 4), memcpy(cb, bb, n * 4);
+        sz_k_sgd_step(cm, pb, gh, 1, mom ? cb : NULL, n, 0.1f, mom ? 0.9f : 0.0f, 0.01f, 0, 0.5f, NULL);
+        float *dm = dput(m, n * 4), *db = dput(bb, n * 4), *ds = dput(&sc, 4);
+        uint16_t *dg = dput(gh, n * 2), *dpb = dput(NULL, n * 2);
+        CUOK(sz_cuda_sgd_any(S, dm, dpb, dg, SZ_CUDA_BF16, mom ? db : NULL, n, 0.1f, mom ? 0.9f : 0.0f, 0.01f, 0, ds));
+        float *om = malloc(n * 4), *ob = malloc(n * 4);
+        dget(om, dm, n * 4), dget(ob, db, n * 4), dget(gpb, dpb, n * 2);
+        CU_ASSERT(close_f("sgd mixed master", om, cm, n, 1e-6, 1e-6));
+        CU_ASSERT(close_f(mom ? "sgd mixed momentum" : "sgd without momentum: buffer untouched", ob, mom ? cb : bb, n,
+                          1e-6, 1e-6));
+        CU_ASSERT(close_h("sgd mixed bf16 param", gpb, pb, n, 1e-6));
+        dfree(dm), dfree(db), dfree(ds), dfree(dg), dfree(dpb);
+        free(m), free(g32), free(bb), free(gh), free(pb), free(gpb), free(cm), free(cb), free(om), free(ob);
+    }
 }
 
 static void test_sumsq(void)

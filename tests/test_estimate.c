@@ -70,6 +70,46 @@ static void test_fp32_table(void)
     }
 }
 
+/* Other optimizers (sz_zero_model_state_bytes_opt): K = 4 + 4S mixed, 4S of optimizer state at
+ * fp32; S = 2 is AdamW's table above; SGD with momentum S = 1, without S = 0 (docs/ARCHITECTURE.md). */
+static void test_optimizer_tables(void)
+{
+    const double psi = 1e6;
+    for (int i = 0; i < N_NDS; i++) {
+        double n = k_nds[i];
+        /* SGD + momentum, mixed (K = 8) and fp32 */
+        CHECK_CLOSE(sz_zero_model_state_bytes_opt(0, psi, k_nds[i], 1, 1), 12 * psi);
+        CHECK_CLOSE(sz_zero_model_state_bytes_opt(1, psi, k_nds[i], 1, 1), 4 * psi + 8 * psi / n);
+        CHECK_CLOSE(sz_zero_model_state_bytes_opt(2, psi, k_nds[i], 1, 1), 2 * psi + 10 * psi / n);
+        CHECK_CLOSE(sz_zero_model_state_bytes_opt(3, psi, k_nds[i], 1, 1), 12 * psi / n);
+        CHECK_CLOSE(sz_zero_model_state_bytes_opt(1, psi, k_nds[i], 0, 1), 8 * psi + 4 * psi / n);
+        CHECK_CLOSE(sz_zero_model_state_bytes_opt(2, psi, k_nds[i], 0, 1), 4 * psi + 8 * psi / n);
+        /* plain SGD: the master alone (mixed), nothing at fp32 */
+        CHECK_CLOSE(sz_zero_model_state_bytes_opt(1, psi, k_nds[i], 1, 0), 4 * psi + 4 * psi / n);
+        CHECK_CLOSE(sz_zero_model_state_bytes_opt(2, psi, k_nds[i], 1, 0), 2 * psi + 6 * psi / n);
+        CHECK_CLOSE(sz_zero_model_state_bytes_opt(1, psi, k_nds[i], 0, 0), 8 * psi);
+        CHECK_CLOSE(sz_zero_model_state_bytes_opt(3, psi, k_nds[i], 0, 0), 8 * psi / n);
+        for (int s = 0; s < 4; s++) /* AdamW's are S = 2 */
+            CHECK_CLOSE(sz_zero_model_state_bytes_opt(s, psi, k_nds[i], 1, 2), sz_zero_model_state_bytes(s, psi, k_nds[i], 1));
+        sz_zero_breakdown b;
+        CU_ASSERT_EQUAL(sz_zero_state_breakdown_opt(1, psi, k_nds[i], 1, 1, &b), SZ_OK);
+        CHECK_CLOSE(b.adam_m, 4 * psi / n); /* the momentum buffer */
+        CHECK_CLOSE(b.adam_v, 0);
+    }
+    CU_ASSERT_EQUAL(sz_optimizer_states(SZ_OPTIMIZER_ADAMW, 0), 2);
+    CU_ASSERT_EQUAL(sz_optimizer_states(SZ_OPTIMIZER_SGD, 0.9f), 1);
+    CU_ASSERT_EQUAL(sz_optimizer_states(SZ_OPTIMIZER_SGD, 0), 0);
+    CU_ASSERT_EQUAL(sz_optimizer_states(SZ_OPTIMIZER_SGD, 1.0f), -1);
+    CU_ASSERT(sz_zero_model_state_bytes_opt(1, psi, 4, 1, 3) < 0);
+    sz_zero_breakdown b;
+    CU_ASSERT_EQUAL(sz_zero_state_breakdown_opt(1, psi, 4, 1, -1, &b), SZ_ERR_INVALID);
+    /* the budget search with the optimizer's state: 4Ψ + 8Ψ/N <= 6Ψ from N = 4 */
+    CU_ASSERT_EQUAL(sz_zero_min_nd_opt(1, psi, 1, 1, 6 * psi, 0, 1024), 4);
+    sz_optimizer o;
+    CU_ASSERT(sz_optimizer_parse("SGD", &o) == SZ_OK && o == SZ_OPTIMIZER_SGD);
+    CU_ASSERT(sz_optimizer_parse("adam", &o) == SZ_ERR_INVALID);
+}
+
 static void test_invalid(void)
 {
     CU_ASSERT(sz_zero_model_state_bytes(-1, 1e6, 4, 1) < 0);
@@ -474,6 +514,7 @@ int main(void)
              {"paper check values (7.5B, N=64, mixed)", test_paper_values},
              {"mixed-precision table", test_mixed_table},
              {"fp32 table", test_fp32_table},
+             {"SGD tables (other optimizers' state)", test_optimizer_tables},
              {"invalid arguments", test_invalid},
              {"breakdown sums to the total", test_breakdown},
              {"communication volume", test_comm},

@@ -39,7 +39,7 @@ static sz_plan_unit units[NU] = {
 static sz_plan_config config(int stage, int nd, int mixed)
 {
     sz_plan_config c = {.pass = SZ_PASS_STEP, .stage = stage, .nd = nd, .rank = nd - 1, .micro_batches = 1,
-                        .mixed = mixed, .bucket_elems = 100};
+                        .mixed = mixed, .opt_states = 2, .bucket_elems = 100};
     return c;
 }
 
@@ -318,10 +318,13 @@ static void test_stage3_gathers(void)
 
 static void test_state_formula(void)
 {
+    /* os: the optimizer's fp32 state floats per element (AdamW 2, SGD with momentum 1, plain SGD 0) */
+    for (int os = 0; os <= 2; os++)
     for (int mixed = 0; mixed < 2; mixed++)
         for (int stage = 0; stage < 4; stage++)
             for (int nd = 1; nd <= 5; nd++) {
                 sz_plan_config c = config(stage, nd, mixed);
+                c.opt_states = os;
                 c.extra[SZ_MEM_ACTIVATIONS] = 1000;
                 sz_plan p;
                 CU_ASSERT_EQUAL_FATAL(sz_plan_build(units, NU, &c, &p), SZ_OK);
@@ -333,9 +336,10 @@ static void test_state_formula(void)
                     CU_ASSERT_EQUAL(p.padded[i] % nd, 0);
                     CU_ASSERT(p.padded[i] - units[i].numel < nd);
                 }
-                CU_ASSERT_EQUAL((double)f.state_bytes, sz_zero_model_state_bytes(stage, psi, nd, mixed));
+                CU_ASSERT_EQUAL((double)f.state_bytes, sz_zero_model_state_bytes_opt(stage, psi, nd, mixed, os));
                 sz_zero_breakdown b;
-                CU_ASSERT_EQUAL_FATAL(sz_zero_state_breakdown(stage, psi, nd, mixed, &b), SZ_OK);
+                CU_ASSERT_EQUAL_FATAL(sz_zero_state_breakdown_opt(stage, psi, nd, mixed, os, &b), SZ_OK);
+                CU_ASSERT((f.persistent[SZ_MEM_ADAM_M] > 0) == (os >= 1) && (f.persistent[SZ_MEM_ADAM_V] > 0) == (os >= 2));
                 CU_ASSERT_EQUAL((double)f.persistent[SZ_MEM_PARAMS], b.params);
                 CU_ASSERT_EQUAL((double)f.persistent[SZ_MEM_PARAM_SHARD], b.param_shard);
                 CU_ASSERT_EQUAL((double)f.persistent[SZ_MEM_GRADS], b.grads);
@@ -349,6 +353,10 @@ static void test_state_formula(void)
                 CU_ASSERT_EQUAL(f.peak_bytes, f.persistent_bytes + f.transient_bytes);
                 sz_plan_free(&p);
             }
+    sz_plan_config c = config(1, 2, 1);
+    sz_plan p;
+    c.opt_states = 3; /* no optimizer keeps three */
+    CU_ASSERT_EQUAL(sz_plan_build(units, NU, &c, &p), SZ_ERR_INVALID);
 }
 
 /* ---- the prediction before the plan existed (graph/zero_plan.c until the plan replaced it) ----- */
@@ -633,6 +641,8 @@ static void test_print(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(buf, "ckpt_offload"));
     CU_ASSERT_PTR_NOT_NULL(strstr(buf, "block1"));
     CU_ASSERT_PTR_NOT_NULL(strstr(buf, "<- peak"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(buf, "reduce_scatter 1/")); /* 100-element buckets: several rounds */
+    CU_ASSERT_PTR_NOT_NULL(strstr(buf, "waits for"));
     free(buf);
     f = open_memstream(&buf, &len);
     sz_plan_print(f, &p, names, 1);
@@ -642,6 +652,14 @@ static void test_print(void)
         kinds++;
     CU_ASSERT_EQUAL(kinds, p.n);
     CU_ASSERT_PTR_NOT_NULL(strstr(buf, "\"peak_bytes\""));
+    /* every action's waits, a reduce-scatter's round, the bytes sent */
+    int waits = 0;
+    for (char *s = buf; (s = strstr(s, "\"waits\"")); s++)
+        waits++;
+    CU_ASSERT_EQUAL(waits, p.n);
+    CU_ASSERT_PTR_NOT_NULL(strstr(buf, "\"round\""));
+    CU_ASSERT_PTR_NOT_NULL(strstr(buf, "\"assumed\":true"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(buf, "\"sent_bytes\""));
     free(buf);
     sz_plan_free(&p);
 }

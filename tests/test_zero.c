@@ -9,13 +9,16 @@
  *  - under stage 2-3 no full-size gradient buffer is held, and stage 3 holds no full parameters;
  *  - the engine's live-bytes timeline of the last step passes through the plan's fold action by
  *    action (the same levels, in order), and the measured peak and every category's figure equal
- *    the plan's prediction; also with checkpointing, offloaded checkpoints and a stage-3 prefetch
- *    window (whose parameters are bitwise those of the plain run); the bytes it sent equal the
+ *    the plan's prediction; also with checkpointing, offloaded checkpoints, a stage-3 prefetch
+ *    window and 512-byte buckets (whose parameters are bitwise those of the plain run); the bytes it sent equal the
  *    plan's actions' (gathers, reduce-scatter rounds, the norms);
  *  - the plan's waits are true (tasks/depcheck.c): every dependency the tasks of a step get from
  *    their data handles lies within the waits of the action that submitted them, every wait
  *    between the engine's own accesses is one of them, and a plan with a wait removed or a false
  *    one added is refused.
+ * The same with SGD (arguments sgd, sgd0: the optimizer interface, tasks/sz_optimizer.h), whose
+ * state bytes (1 or 0 floats per element) the formulas and the plan count; and at fp32 two SGD
+ * steps through the engine (stages 0 and 3) are torch.optim.SGD's update of the reduced gradients.
  * Every rank checks; the verdict is all-reduced so the exit code is the same everywhere. */
 #include <math.h>
 #include <stdlib.h>
@@ -29,7 +32,9 @@ enum { B = 2, T = 4, STEPS = 3 };
 static sz_context *ctx;
 static int failures;
 static int plan_comm_worker; /* the plans had a communication worker (SZ_COMM_WORKER=1) */
-static sz_precision precision = SZ_PRECISION_FP32; /* argv[1] == "bf16": mixed precision */
+static sz_precision precision = SZ_PRECISION_FP32; /* argument "bf16": mixed precision */
+static sz_optimizer optimizer = SZ_OPTIMIZER_ADAMW; /* argument "sgd": SGD, momentum 0.9; "sgd0": momentum 0 */
+static float momentum;
 
 #define CHECK(cond, ...)                                                                  \
     do {                                                                                  \
@@ -143,14 +148,17 @@ static void check_waits(struct sz_model *m, const char *what)
 }
 
 /* STEPS optimizer steps of M micro-batches; rank r takes rows r*B.. of each global micro-batch.
- * zr: ZeRO-R on top (checkpointing, offloaded checkpoints, a stage-3 prefetch window). */
+ * zr: ZeRO-R on top (checkpointing, offloaded checkpoints, a stage-3 prefetch window, 512-byte
+ * buckets: a reduce-scatter is many rounds). */
 static void train_z(const sz_gpt2_config *c, int stage, int M, int zr, struct run *out)
 {
     int nd = sz_context_world_size(ctx), rank = sz_context_rank(ctx);
-    sz_zero_config z = {.stage = stage, .micro_batches = M, .precision = precision};
+    sz_zero_config z = {.stage = stage, .micro_batches = M, .precision = precision, .optimizer = optimizer,
+                        .momentum = momentum};
     if (zr) {
         z.checkpoint = z.offload_checkpoints = 1;
         z.prefetch_bytes = 3000;
+        z.bucket_bytes = 512; /* C_B: reduce-scatters of many rounds (512 / (4 N_d) elements each) */
     }
     gpt2 *g = NULL;
     char err[256];
@@ -201,23 +209,85 @@ static void train_z(const sz_gpt2_config *c, int stage, int M, int zr, struct ru
           (long long)host, (long long)out->rep.bytes[SZ_MEM_ACTIVATIONS], (long long)out->rep.bytes[SZ_MEM_HOST]);
     check_timeline(gpt2_model(g), &out->rep, what);
     check_waits(gpt2_model(g), what);
+    if (zr && nd > 1) { /* the small buckets made reduce-scatters of several rounds */
+        int multi = 0;
+        for (int k = 0; k < gpt2_model(g)->step_plan.n; k++)
+            multi |= gpt2_model(g)->step_plan.a[k].rounds > 1;
+        CHECK(multi, "%s: no reduce-scatter of more than one round", what);
+    }
     free(stream);
     gpt2_free(g);
 }
 
 static void train(const sz_gpt2_config *c, int stage, int M, struct run *out) { train_z(c, stage, M, 0, out); }
 
+/* SGD through the engine is torch.optim.SGD: two steps at this stage (no clipping, weight decay on
+ * every tensor), each step's parameters against the host's update from the reduced gradients the
+ * engine reports (g + wd p, buf = momentum buf + that, p -= lr buf), in double. fp32 only. */
+static void sgd_reference(const sz_gpt2_config *c, int stage)
+{
+    int nd = sz_context_world_size(ctx), rank = sz_context_rank(ctx);
+    sz_zero_config z = {.stage = stage, .micro_batches = 1, .optimizer = optimizer, .momentum = momentum};
+    gpt2 *g = NULL;
+    char err[256];
+    if (gpt2_create(&g, ctx, c, B, T, &z, err, sizeof err) != SZ_OK || gpt2_init_random(g, 78) != SZ_OK) {
+        CHECK(0, "sgd reference: create stage %d: %s", stage, err);
+        return;
+    }
+    size_t np = sz_gpt2_num_params(c), n = (size_t)2 * nd * B * T + 1;
+    float *p = malloc(np * sizeof *p), *gr = malloc(np * sizeof *gr);
+    double *want = malloc(np * sizeof *want), *buf = calloc(np, sizeof *buf);
+    uint16_t *stream = malloc(n * sizeof *stream);
+    sz_rng r;
+    sz_rng_seed(&r, 6, 0, 0);
+    for (size_t i = 0; i < n; i++)
+        stream[i] = (uint16_t)(sz_rng_next(&r) % (uint64_t)c->vocab);
+    sz_train_config tc;
+    sz_train_config_defaults(&tc);
+    tc.lr = 0.05f;
+    tc.weight_decay = 0.1f;
+    tc.decay = SZ_DECAY_ALL;
+    CHECK(gpt2_get_params(g, p) == SZ_OK, "sgd reference: params");
+    for (size_t i = 0; i < np; i++)
+        want[i] = p[i];
+    int in[B * T], tg[B * T];
+    for (int s = 0; s < 2; s++) {
+        float l;
+        gpt2_batch_from_stream(stream, n, s, nd * B, rank * B, B, T, in, tg);
+        CHECK(gpt2_set_batch(g, in, tg) == SZ_OK && sz_model_forward_backward(gpt2_model(g), &l) == SZ_OK &&
+              sz_model_update(gpt2_model(g), &tc, s + 1) == SZ_OK, "sgd reference: step %d", s + 1);
+        CHECK(gpt2_get_grads(g, gr) == SZ_OK && gpt2_get_params(g, p) == SZ_OK, "sgd reference: read");
+        double worst = 0;
+        for (size_t i = 0; i < np; i++) {
+            double d = (double)gr[i] + (double)tc.weight_decay * want[i];
+            if (momentum != 0.0f)
+                d = buf[i] = (double)momentum * buf[i] + d;
+            want[i] -= (double)tc.lr * d;
+            worst = fmax(worst, fabs(p[i] - want[i]) / (1.0 + fabs(want[i])));
+        }
+        CHECK(worst <= 1e-6, "sgd reference, stage %d step %d: parameters differ from torch.optim.SGD's update by %g",
+              stage, s + 1, worst);
+    }
+    free(p), free(gr), free(want), free(buf), free(stream);
+    gpt2_free(g);
+}
+
 static double model_state_formula(int stage, double psi, int nd)
 {
-    return sz_zero_model_state_bytes(stage, psi, nd, precision == SZ_PRECISION_BF16);
+    return sz_zero_model_state_bytes_opt(stage, psi, nd, precision == SZ_PRECISION_BF16,
+                                         sz_optimizer_states(optimizer, momentum));
 }
 
 int main(int argc, char **argv)
 {
     if (sz_context_init(&ctx, NULL, &argc, &argv) != SZ_OK)
         return 1;
-    if (argc > 1 && !strcmp(argv[1], "bf16"))
-        precision = SZ_PRECISION_BF16;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "bf16"))
+            precision = SZ_PRECISION_BF16;
+        if (!strcmp(argv[i], "sgd") || !strcmp(argv[i], "sgd0"))
+            optimizer = SZ_OPTIMIZER_SGD, momentum = strcmp(argv[i], "sgd") ? 0.0f : 0.9f;
+    }
     int es = precision == SZ_PRECISION_BF16 ? 2 : 4; /* bytes per communicated element */
     int nd = sz_context_world_size(ctx);
     sz_gpt2_config c;
@@ -254,6 +324,9 @@ int main(int argc, char **argv)
     }
     for (int s = 1; s < 4; s++)
         CHECK(!memcmp(base[s].grads, base[0].grads, np * sizeof(float)), "stage %d gradients differ from stage 0", s);
+    if (optimizer == SZ_OPTIMIZER_SGD && precision == SZ_PRECISION_FP32)
+        for (int s = 0; s < 4; s += 3)
+            sgd_reference(&c, s);
     for (int s = 0; s < 4; s++) { /* ZeRO-R changes where bytes live, not the bits */
         struct run zr;
         train_z(&c, s, 1, 1, &zr);
@@ -303,7 +376,8 @@ int main(int argc, char **argv)
     int all = 0;
     MPI_Allreduce(&failures, &all, 1, MPI_INT, MPI_SUM, ctx->host_comm);
     if (sz_context_rank(ctx) == 0)
-        printf("test_zero nd=%d %s%s: %s\n", nd, precision == SZ_PRECISION_BF16 ? "bf16" : "fp32",
+        printf("test_zero nd=%d %s %s (momentum %g)%s: %s\n", nd, precision == SZ_PRECISION_BF16 ? "bf16" : "fp32",
+               sz_optimizer_name(optimizer), (double)momentum,
                plan_comm_worker ? ", communication worker" : "", all ? "FAILED" : "all checks passed");
     sz_context_free(ctx);
     return all ? 1 : 0;

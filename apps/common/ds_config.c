@@ -115,17 +115,47 @@ static int truthy(const cJSON *o, const char *k)
     return cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, k));
 }
 
+/* optimizer.type SGD: torch.optim.SGD's params (lr, momentum, weight_decay as L2; dampening 0 and
+ * nesterov false are all sz-train has). */
+static void sgd_params(struct ctx *c, const cJSON *p)
+{
+    const cJSON *e;
+    cJSON_ArrayForEach(e, p)
+    {
+        char key[96];
+        snprintf(key, sizeof key, "optimizer.params.%s", e->string);
+        if (!strcmp(e->string, "lr"))
+            num_opt(c, key, e, "--lr", 0, 1, NULL);
+        else if (!strcmp(e->string, "momentum"))
+            num_opt(c, key, e, "--momentum", 0, 1, NULL);
+        else if (!strcmp(e->string, "weight_decay"))
+            num_opt(c, key, e, "--wd", 0, 1, "L2, added to the gradient, as torch.optim.SGD");
+        else if (!strcmp(e->string, "dampening") && !(cJSON_IsNumber(e) && e->valuedouble == 0.0))
+            refuse(c, "%s: sz-train's SGD has no dampening (0 only)", key);
+        else if (!strcmp(e->string, "nesterov") && !cJSON_IsFalse(e))
+            refuse(c, "%s: sz-train's SGD is not Nesterov's (false only)", key);
+        else if (!strcmp(e->string, "betas") || !strcmp(e->string, "eps"))
+            refuse(c, "%s: not a parameter of SGD (Adam's)", key);
+        else if (strcmp(e->string, "dampening") && strcmp(e->string, "nesterov"))
+            ignore(c, key, e, "no sz-train option");
+    }
+}
+
 static void optimizer(struct ctx *c, const cJSON *o)
 {
     const cJSON *t = cJSON_GetObjectItemCaseSensitive(o, "type"), *p = cJSON_GetObjectItemCaseSensitive(o, "params"), *e;
-    if (!cJSON_IsString(t) || (strcasecmp(t->valuestring, "adam") && strcasecmp(t->valuestring, "adamw"))) {
-        refuse(c, "optimizer.type %s: sz-train trains with AdamW only (type Adam or AdamW)",
+    int sgd = cJSON_IsString(t) && !strcasecmp(t->valuestring, "sgd");
+    if (!cJSON_IsString(t) || (!sgd && strcasecmp(t->valuestring, "adam") && strcasecmp(t->valuestring, "adamw"))) {
+        refuse(c, "optimizer.type %s: sz-train trains with AdamW or SGD (type Adam, AdamW or SGD)",
                cJSON_IsString(t) ? t->valuestring : "(missing)");
         return;
     }
-    if (c->log)
-        fprintf(c->log, "ds-config: optimizer.type = %s -> AdamW (decoupled weight decay, as DeepSpeed's adam_w_mode)\n",
-                t->valuestring);
+    use(c, "optimizer.type", t->valuestring, "--optimizer", sgd ? "sgd" : "adamw",
+        sgd ? "torch.optim.SGD" : "decoupled weight decay, as DeepSpeed's adam_w_mode");
+    if (sgd) {
+        sgd_params(c, p);
+        return;
+    }
     cJSON_ArrayForEach(e, p)
     {
         char key[96];

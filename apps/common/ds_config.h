@@ -2,7 +2,8 @@
  * options, turned into those options: train_batch_size (--global-batch, a check),
  * train_micro_batch_size_per_gpu (--batch),
  * gradient_accumulation_steps (--micro-batches), gradient_clipping (--grad-clip), optimizer
- * Adam/AdamW and its params (--lr, --beta1, --beta2, --eps, --wd), scheduler WarmupLR and
+ * Adam/AdamW (--optimizer adamw) and its params (--lr, --beta1, --beta2, --eps, --wd) or SGD
+ * (--optimizer sgd; lr, momentum, weight_decay: --lr, --momentum, --wd), scheduler WarmupLR and
  * WarmupCosineLR (--warmup, --lr-schedule, --min-lr, --steps), bf16.enabled (--precision bf16),
  * zero_optimization.stage (--zero-stage), its reduce_bucket_size, stage3_prefetch_bucket_size
  * and stage3_max_live_parameters (DeepSpeed counts elements; converted to --bucket-bytes,

@@ -88,6 +88,13 @@ int sz_opt_real(const char *opt, const char *v, double lo, int lo_open, double h
     return 0;
 }
 
+int sz_opt_optimizer(const char *opt, const char *v, sz_optimizer *out)
+{
+    if (!v || sz_optimizer_parse(v, out) != SZ_OK)
+        return refuse(opt, v ? v : "", "not an optimizer (allowed: adamw, sgd)");
+    return 0;
+}
+
 int sz_opt_bytes(const char *opt, const char *v, double *out)
 {
     double x = 0;

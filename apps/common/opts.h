@@ -15,6 +15,9 @@ int sz_opt_int(const char *opt, const char *v, long lo, long hi, int *out);
 int sz_opt_u64(const char *opt, const char *v, unsigned long long *out);
 /* A finite real in the range [lo or (lo, hi] or hi); hi = INFINITY for no upper bound. */
 int sz_opt_real(const char *opt, const char *v, double lo, int lo_open, double hi, int hi_open, float *out);
+/* An optimizer name (sz_optimizer_parse: adamw, sgd). */
+#include "starzero.h"
+int sz_opt_optimizer(const char *opt, const char *v, sz_optimizer *out);
 /* A byte size (sz_parse_bytes: 512M, 2GiB, ...), finite and >= 0. */
 int sz_opt_bytes(const char *opt, const char *v, double *out);
 /* Checks that a value from elsewhere (a config file) lies in the same kind of range. */

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -227,12 +228,12 @@ int sz_state_save(sz_model *m, sz_context *ctx, const char *dir, int step, cJSON
             int64_t n;
             sz_model_state_shard(m, u, NULL, NULL, NULL, NULL, &n);
             if (sz_model_state_shard_read(m, u, (sz_state_kind)k, buf + at) != SZ_OK) {
-                snprintf(err, errlen, "reading %s of unit %d failed", sz_state_kind_name((sz_state_kind)k), u);
+                snprintf(err, errlen, "reading %s of unit %d failed", sz_model_state_name(m, (sz_state_kind)k), u);
                 failed = 1;
             }
             at += n;
         }
-        file_name(name, sizeof name, sz_state_kind_name((sz_state_kind)k), rank);
+        file_name(name, sizeof name, sz_model_state_name(m, (sz_state_kind)k), rank);
         snprintf(path, sizeof path, "%s/%s", tmp, name);
         if (!failed && write_file(path, buf, (size_t)at * sizeof *buf, err, errlen) != 0)
             failed = 1;
@@ -264,15 +265,28 @@ int sz_state_save(sz_model *m, sz_context *ctx, const char *dir, int step, cJSON
         cJSON_AddNumberToObject(man, "step", step);
         cJSON_AddNumberToObject(man, "nd", nd);
         cJSON_AddItemToObject(man, "units", units_json(m));
+        /* which optimizer's state this is (what a resume must match), beside the app's settings */
+        cJSON *op = cJSON_GetObjectItemCaseSensitive(man, "optimizer");
+        if (!cJSON_IsObject(op)) {
+            cJSON_DeleteItemFromObjectCaseSensitive(man, "optimizer");
+            op = cJSON_AddObjectToObject(man, "optimizer");
+        }
+        cJSON_DeleteItemFromObjectCaseSensitive(op, "name");
+        cJSON_DeleteItemFromObjectCaseSensitive(op, "states");
+        cJSON_AddStringToObject(op, "name", sz_model_optimizer_name(m));
+        cJSON *sn = cJSON_AddArrayToObject(op, "states");
+        for (int k = SZ_STATE_OPT0; k <= SZ_STATE_OPT1; k++)
+            if (sz_model_state_has(m, (sz_state_kind)k))
+                cJSON_AddItemToArray(sn, cJSON_CreateString(sz_model_state_name(m, (sz_state_kind)k)));
         cJSON *files = cJSON_CreateArray();
         for (int r = 0; r < nd; r++)
             for (int k = 0; k < SZ_STATE_NKINDS; k++) {
                 if (!sz_model_state_has(m, (sz_state_kind)k))
                     continue;
                 cJSON *f = cJSON_CreateObject();
-                file_name(name, sizeof name, sz_state_kind_name((sz_state_kind)k), r);
+                file_name(name, sizeof name, sz_model_state_name(m, (sz_state_kind)k), r);
                 cJSON_AddStringToObject(f, "name", name);
-                cJSON_AddStringToObject(f, "kind", sz_state_kind_name((sz_state_kind)k));
+                cJSON_AddStringToObject(f, "kind", sz_model_state_name(m, (sz_state_kind)k));
                 cJSON_AddNumberToObject(f, "rank", r);
                 cJSON_AddNumberToObject(f, "bytes", info[((size_t)r * SZ_STATE_NKINDS + k) * 2]);
                 cJSON_AddNumberToObject(f, "crc32", info[((size_t)r * SZ_STATE_NKINDS + k) * 2 + 1]);
@@ -535,6 +549,37 @@ int sz_state_load(sz_model *m, sz_context *ctx, const char *stepdir, const cJSON
                  sz_model_nunits(m));
         failed = 1;
     }
+    /* the optimizer: a state saved by another one does not carry over (states without the field
+     * were saved by AdamW, the only optimizer then) */
+    const cJSON *op = cJSON_GetObjectItemCaseSensitive(man, "optimizer");
+    const char *saved_opt = sz_json_str(op, "name", "adamw");
+    if (!failed && strcasecmp(saved_opt, sz_model_optimizer_name(m))) {
+        snprintf(err, errlen, "%s: the state was saved by optimizer %s, this run trains with %s (field optimizer.name): "
+                 "one optimizer's state cannot continue another's; resume with --optimizer %s", stepdir, saved_opt,
+                 sz_model_optimizer_name(m), saved_opt);
+        failed = 1;
+    }
+    for (int k = SZ_STATE_OPT0; k <= SZ_STATE_OPT1 && !failed; k++)
+        if (sz_model_state_has(m, (sz_state_kind)k) && !file_entry(man, sz_model_state_name(m, (sz_state_kind)k), 0)) {
+            snprintf(err, errlen, "%s: the state has no %s (saved by %s without it%s); this run needs it", stepdir,
+                     sz_model_state_name(m, (sz_state_kind)k), saved_opt,
+                     !strcmp(saved_opt, "sgd") ? ": SGD at momentum 0 keeps none, resume with --momentum 0" : "");
+            failed = 1;
+        }
+    const cJSON *sn;
+    cJSON_ArrayForEach(sn, cJSON_GetObjectItemCaseSensitive(op, "states"))
+    {
+        int kept = 0;
+        for (int k = SZ_STATE_OPT0; k <= SZ_STATE_OPT1; k++)
+            kept |= cJSON_IsString(sn) && sz_model_state_has(m, (sz_state_kind)k) &&
+                    !strcmp(sn->valuestring, sz_model_state_name(m, (sz_state_kind)k));
+        if (!failed && !kept) {
+            snprintf(err, errlen, "%s: the state holds %s, which this run keeps none of and would drop%s", stepdir,
+                     cJSON_IsString(sn) ? sn->valuestring : "?",
+                     !strcmp(saved_opt, "sgd") ? " (SGD at momentum 0): resume with the momentum it was saved with" : "");
+            failed = 1;
+        }
+    }
     for (int u = 0; u < nu && !failed; u++) {
         const cJSON *su = cJSON_GetArrayItem(units, u);
         const char *name;
@@ -549,7 +594,7 @@ int sz_state_load(sz_model *m, sz_context *ctx, const char *stepdir, const cJSON
     for (int k = 0; k < SZ_STATE_NKINDS && !failed; k++) {
         if (!sz_model_state_has(m, (sz_state_kind)k))
             continue;
-        const char *kind = sz_state_kind_name((sz_state_kind)k);
+        const char *kind = sz_model_state_name(m, (sz_state_kind)k);
         for (int r = 0; r < nd && !failed; r++) {
             /* does any unit's holding on this rank overlap saved rank r's slice? */
             int wanted = 0;

@@ -1,6 +1,7 @@
 /* apps/common/state_io.h — resumable training state on disk, for any model built on the public
  * API. A state is a directory DIR/step-NNNNNNNN/ holding, for every persistent state the model
- * keeps (params, master, adam_m, adam_v: sz_state_kind), one file per rank, <kind>-rRRRRR.bin:
+ * keeps (params, master, and the optimizer's: adam_m, adam_v or SGD's momentum; sz_model_state_name),
+ * one file per rank, <kind>-rRRRRR.bin:
  * that rank's owned slice of every unit, unit after unit, fp32. Every rank writes its own files
  * in parallel; rank 0 writes manifest.json last (cJSON): format and version, step, N_d, the
  * units' sizes and tensors, each file's size and crc32, and what the app adds (architecture and
@@ -33,7 +34,9 @@ int sz_state_manifest(const char *stepdir, cJSON **out, char *err, size_t errlen
 
 /* Collective. Loads every state the model holds on this rank from the step directory,
  * verifying the size and crc32 of each file read; refuses a manifest whose units differ from
- * the model's (naming the unit) or that lacks a state the model keeps. */
+ * the model's (naming the unit), that lacks a state the model keeps, that was saved by another
+ * optimizer (the manifest's optimizer.name; absent: AdamW) or holds optimizer state the model
+ * would drop (SGD saved with momentum, loaded without). */
 int sz_state_load(sz_model *m, sz_context *ctx, const char *stepdir, const cJSON *manifest, char *err,
                   size_t errlen);
 

@@ -123,6 +123,15 @@ int sz_k_adamw_step_bf16(float *param, uint16_t *param_bf16, const uint16_t *gra
                          float beta1, float beta2, float eps, float wd, float scale,
                          double *sumsq);
 
+/* ---- SGD with momentum (torch.optim.SGD, dampening 0) on n elements:
+ *      g = scale * grad + wd * p;  with buf: buf = momentum * buf + g, d = buf (nesterov:
+ *      d = g + momentum * buf); without (buf NULL, momentum 0): d = g;  p -= lr * d.
+ *      grad is fp32 (bf16 = 0) or bf16 (bf16 = 1, then param is the fp32 master and, if not NULL,
+ *      param_bf16 receives the result rounded to bf16). sumsq as sz_k_adamw_step. -1 when out of
+ *      memory (nothing updated), else 0. ---- */
+int sz_k_sgd_step(float *param, uint16_t *param_bf16, const void *grad, int bf16, float *buf, size_t n, float lr,
+                  float momentum, float wd, int nesterov, float scale, double *sumsq);
+
 /* ---- squared L2 norm of n fp32 (bf16 = 0) or bf16 values, in double; the same bits whatever the
  *      thread count (fixed chunks of SZ_SUMSQ_CHUNK, 16 fixed lanes each); -1 if out of memory ---- */
 #define SZ_SUMSQ_CHUNK 65536

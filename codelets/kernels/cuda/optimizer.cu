@@ -136,23 +136,38 @@ extern "C" int sz_cuda_sumsq(cudaStream_t s, float *out, const void *x, int dt, 
                       [&](double *part) { sumsq_k<<<blocks, SZ_OPT_THREADS, 0, s>>>(x, dt, (size_t)n, part); });
 }
 
-__global__ static void sgd_k(float *p, const float *grad, float *buf, size_t n, float lr, float mom, float wd,
-                             int nesterov, const float *scale)
+/* SGD: grad fp32 or bf16 (gdt); buf NULL without momentum; param_bf16 (mixed) the rounded copy. */
+__global__ static void sgd_k(float *p, uint16_t *p_bf16, const void *grad, int gdt, float *buf, size_t n, float lr,
+                             float mom, float wd, int nesterov, const float *scale)
 {
     float sc = scale ? *scale : 1.0f;
     SZ_GRID_STRIDE(i, n) {
-        float g = sc * grad[i] + wd * p[i];
-        float b = mom * buf[i] + g;
-        buf[i] = b;
-        p[i] -= lr * (nesterov ? g + mom * b : b);
+        float g = sz_d_ld(grad, gdt, i) * sc + wd * p[i];
+        float d = g;
+        if (buf) {
+            float b = mom * buf[i] + g;
+            buf[i] = b;
+            d = nesterov ? g + mom * b : b;
+        }
+        float q = p[i] - lr * d;
+        p[i] = q;
+        if (p_bf16)
+            p_bf16[i] = sz_d_f2h(q);
     }
+}
+
+extern "C" int sz_cuda_sgd_any(cudaStream_t s, float *param, uint16_t *param_bf16, const void *grad, int gdt,
+                               float *buf, size_t n, float lr, float momentum, float wd, int nesterov,
+                               const float *scale)
+{
+    if (!n)
+        return 0;
+    sgd_k<<<sz_blocks(n, 256), 256, 0, s>>>(param, param_bf16, grad, gdt, buf, n, lr, momentum, wd, nesterov, scale);
+    return sz_launch_rc();
 }
 
 extern "C" int sz_cuda_sgd(cudaStream_t s, float *param, const float *grad, float *buf, size_t n, float lr,
                            float momentum, float wd, int nesterov, const float *scale)
 {
-    if (!n)
-        return 0;
-    sgd_k<<<sz_blocks(n, 256), 256, 0, s>>>(param, grad, buf, n, lr, momentum, wd, nesterov, scale);
-    return sz_launch_rc();
+    return sz_cuda_sgd_any(s, param, NULL, grad, SZ_CUDA_F32, buf, n, lr, momentum, wd, nesterov, scale);
 }

@@ -35,6 +35,9 @@ extern "C" {
 
 /* Number of CUDA devices, 0 when none or the driver is missing (never fails). */
 int sz_cuda_device_count(void);
+/* Device dev's free and total memory now (cudaMemGetInfo; the calling thread's current device is
+ * left as it was). 0, or a cudaError_t. */
+int sz_cuda_mem_info(int dev, int64_t *free_bytes, int64_t *total_bytes);
 /* Device dev's name, SM count, peak clock (kHz, cudaDevAttrClockRate), compute capability, dense
  * bf16 tensor-core FLOPs per clock per SM (the table in util.cu; 0: none or unknown) and their
  * product, the bf16 peak in TFLOP/s (0 when the table has no entry). 0, or a cudaError_t. */
@@ -149,6 +152,11 @@ int sz_cuda_adamw_mixed(cudaStream_t s, float *master, uint16_t *param_bf16, con
  *      step's buf is g. scale is a device pointer (NULL: 1). ---- */
 int sz_cuda_sgd(cudaStream_t s, float *param, const float *grad, float *buf, size_t n, float lr,
                 float momentum, float wd, int nesterov, const float *scale);
+/* The same on grad of dtype gdt (SZ_CUDA_F32 / SZ_CUDA_BF16), buf NULL without momentum (no
+ * state), and under mixed precision param the fp32 master with param_bf16 (not NULL) its bf16
+ * copy rounded to nearest even. */
+int sz_cuda_sgd_any(cudaStream_t s, float *param, uint16_t *param_bf16, const void *grad, int gdt, float *buf,
+                    size_t n, float lr, float momentum, float wd, int nesterov, const float *scale);
 
 /* ---- conversions, as codelets/convert.c: dst (+)= src, each fp32 or bf16 (dt 0/1); a bf16
  *      destination is rounded once (round(f32(dst) + f32(src)) when acc). Bitwise as the CPU. ---- */

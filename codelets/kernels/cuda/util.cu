@@ -84,6 +84,26 @@ static int bf16_flops_per_clock_sm(int major, int minor)
     return 0;
 }
 
+extern "C" int sz_cuda_mem_info(int dev, int64_t *free_bytes, int64_t *total_bytes)
+{
+    int was = -1;
+    size_t f = 0, t = 0;
+    int rc = (int)cudaGetDevice(&was);
+    if (!rc && was != dev)
+        rc = (int)cudaSetDevice(dev);
+    if (!rc)
+        rc = (int)cudaMemGetInfo(&f, &t);
+    if (was >= 0 && was != dev)
+        (void)cudaSetDevice(was); /* the calling thread's device as it was */
+    if (rc) {
+        (void)cudaGetLastError();
+        return rc;
+    }
+    *free_bytes = (int64_t)f;
+    *total_bytes = (int64_t)t;
+    return 0;
+}
+
 extern "C" int sz_cuda_device_peak(int dev, char *name, size_t name_len, int *sms, int *clock_khz, int *major,
                                    int *minor, int *flops_per_clock_sm, double *bf16_tflops)
 {
