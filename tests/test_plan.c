@@ -641,6 +641,8 @@ static void test_print(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(buf, "ckpt_offload"));
     CU_ASSERT_PTR_NOT_NULL(strstr(buf, "block1"));
     CU_ASSERT_PTR_NOT_NULL(strstr(buf, "<- peak"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(buf, "reduce_scatter 1/")); /* 100-element buckets: several rounds */
+    CU_ASSERT_PTR_NOT_NULL(strstr(buf, "waits for"));
     free(buf);
     f = open_memstream(&buf, &len);
     sz_plan_print(f, &p, names, 1);
@@ -650,6 +652,14 @@ static void test_print(void)
         kinds++;
     CU_ASSERT_EQUAL(kinds, p.n);
     CU_ASSERT_PTR_NOT_NULL(strstr(buf, "\"peak_bytes\""));
+    /* every action's waits, a reduce-scatter's round, the bytes sent */
+    int waits = 0;
+    for (char *s = buf; (s = strstr(s, "\"waits\"")); s++)
+        waits++;
+    CU_ASSERT_EQUAL(waits, p.n);
+    CU_ASSERT_PTR_NOT_NULL(strstr(buf, "\"round\""));
+    CU_ASSERT_PTR_NOT_NULL(strstr(buf, "\"assumed\":true"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(buf, "\"sent_bytes\""));
     free(buf);
     sz_plan_free(&p);
 }
