@@ -57,7 +57,7 @@ SZ_PERFMODEL(bwd_model, "sz_matmul_bwd");
 SZ_CODELET_CUDA(sz_cl_matmul_fwd, fwd_cpu, fwd_cuda, "matmul_fwd", fwd_model);
 SZ_CODELET_CUDA(sz_cl_matmul_bwd, bwd_cpu, bwd_cuda, "matmul_bwd", bwd_model);
 
-int64_t sz_matmul_host_bytes(int workers, int threads, int64_t rows, int n, const int64_t *in, const int64_t *out)
+static int64_t host_bytes(int bf16, int workers, int threads, int64_t rows, int n, const int64_t *in, const int64_t *out)
 {
     if (rows < 1 || n < 0 || (n && (!in || !out)))
         return 0;
@@ -66,11 +66,21 @@ int64_t sz_matmul_host_bytes(int workers, int threads, int64_t rows, int n, cons
     size_t scratch = 0, pack = 0;
     for (int i = 0; i < n; i++) {
         size_t s, p;
-        sz_k_matmul_host_bytes((int)rows, (int)in[i], (int)out[i], nthr, &s, &p);
+        (bf16 ? sz_k_matmul_bf16_host_bytes : sz_k_matmul_host_bytes)((int)rows, (int)in[i], (int)out[i], nthr, &s, &p);
         scratch = s > scratch ? s : scratch;
         pack = p > pack ? p : pack;
     }
     return (int64_t)(scratch + pack) * workers;
+}
+
+int64_t sz_matmul_host_bytes(int workers, int threads, int64_t rows, int n, const int64_t *in, const int64_t *out)
+{
+    return host_bytes(0, workers, threads, rows, n, in, out);
+}
+
+int64_t sz_matmul_host_bytes_bf16(int workers, int threads, int64_t rows, int n, const int64_t *in, const int64_t *out)
+{
+    return host_bytes(1, workers, threads, rows, n, in, out);
 }
 
 static sz_status check_shape(sz_unit *u, const char *op, int N, int C, int OC)

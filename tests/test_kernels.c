@@ -884,6 +884,49 @@ static void test_determinism(void)
     free(dloss);
 }
 
+/* What the matmul kernels say they need on the host (sz_k_matmul_host_bytes and its bf16 twin:
+ * oneDNN's scratchpads queried, packed tiles, the bf16 emulation's fp32 copies) bounds what they
+ * really take when run, on shapes that pack and that do not, fp32 and bf16, 1 and 2 threads. */
+static void test_matmul_host_bytes(void)
+{
+    const int shapes[][3] = {{64, 512, 512}, {130, 96, 200}, {32, 128, 1536}};
+    int saved = omp_get_max_threads();
+    for (int nt = 1; nt <= 2; nt++)
+        for (size_t k = 0; k < sizeof shapes / sizeof shapes[0]; k++) {
+            int N = shapes[k][0], C = shapes[k][1], OC = shapes[k][2];
+            omp_set_num_threads(nt);
+            float *x = calloc((size_t)N * C, 4), *w = calloc((size_t)OC * C, 4), *b = calloc((size_t)OC, 4);
+            float *y = calloc((size_t)N * OC, 4), *dx = calloc((size_t)N * C, 4), *dw = calloc((size_t)OC * C, 4);
+            float *db = calloc((size_t)OC, 4);
+            uint16_t *hx = calloc((size_t)N * C, 2), *hw = calloc((size_t)OC * C, 2), *hb = calloc((size_t)OC, 2);
+            uint16_t *hy = calloc((size_t)N * OC, 2);
+            CU_ASSERT_FATAL(x && w && b && y && dx && dw && db && hx && hw && hb && hy);
+            size_t sc, pk, sc16, pk16;
+            sz_k_matmul_host_bytes(N, C, OC, nt, &sc, &pk);
+            sz_k_matmul_bf16_host_bytes(N, C, OC, nt, &sc16, &pk16);
+            int64_t before = sz_k_matmul_host_live();
+            sz_k_matmul_host_peak_reset();
+            CU_ASSERT(sz_k_matmul_fwd(y, x, w, b, N, C, OC) >= 0);
+            CU_ASSERT(sz_k_matmul_fwd(y, x, w, NULL, N, C, OC) >= 0);
+            CU_ASSERT(sz_k_matmul_bwd(dx, dw, db, y, x, w, N, C, OC) >= 0);
+            int64_t used = sz_k_matmul_host_peak() - before;
+            CU_ASSERT(used >= 0 && used <= (int64_t)(sc + pk));
+            before = sz_k_matmul_host_live();
+            sz_k_matmul_host_peak_reset();
+            CU_ASSERT(sz_k_matmul_fwd_bf16(hy, SZ_K_BF16, hx, hw, hb, N, C, OC) >= 0);
+            CU_ASSERT(sz_k_matmul_fwd_bf16(y, SZ_K_F32, hx, hw, NULL, N, C, OC) >= 0);
+            CU_ASSERT(sz_k_matmul_bwd_bf16(dx, SZ_K_F32, dw, db, SZ_K_F32, hy, hx, hw, N, C, OC) >= 0);
+            int64_t used16 = sz_k_matmul_host_peak() - before;
+            CU_ASSERT(used16 >= 0 && used16 <= (int64_t)(sc16 + pk16));
+            if (used > (int64_t)(sc + pk) || used16 > (int64_t)(sc16 + pk16))
+                printf("\n  %d x %d x %d, %d thread(s): fp32 used %lld > %zu, bf16 used %lld > %zu\n", N, C, OC, nt,
+                       (long long)used, sc + pk, (long long)used16, sc16 + pk16);
+            free(x); free(w); free(b); free(y); free(dx); free(dw); free(db);
+            free(hx); free(hw); free(hb); free(hy);
+        }
+    omp_set_num_threads(saved);
+}
+
 /* ---------------------------------------------------------------- main */
 
 int main(void)
@@ -898,6 +941,7 @@ int main(void)
         { "softmax cross-entropy", test_softmax_xent }, { "softmax cross-entropy fused with its backward", test_softmax_xent_fused },
         { "residual fused with layernorm", test_residual_layernorm }, { "adamw", test_adamw }, { "adamw fused norm", test_adamw_norm },
         { "bf16 conversion", test_bf16 }, { "thread-count determinism", test_determinism },
+        { "matmul host memory within what is counted", test_matmul_host_bytes },
     };
     for (size_t i = 0; s && i < sizeof tests / sizeof tests[0]; i++)
         if (!CU_add_test(s, tests[i].name, tests[i].fn)) s = NULL;

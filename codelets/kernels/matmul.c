@@ -162,7 +162,7 @@ void sz_k_shutdown(void)
 /* Host bytes the kernels' working memory holds now and at most (thread scratchpads + packed tiles):
  * sz_k_matmul_host_peak, which the memory report compares with sz_k_matmul_host_bytes. */
 static int64_t sz_mm_live, sz_mm_peak;
-static void sz_mm_count(int64_t delta)
+void sz_mm_count(int64_t delta)
 {
     int64_t now = __atomic_add_fetch(&sz_mm_live, delta, __ATOMIC_RELAXED);
     int64_t old = __atomic_load_n(&sz_mm_peak, __ATOMIC_RELAXED);
@@ -170,6 +170,8 @@ static void sz_mm_count(int64_t delta)
         ;
 }
 int64_t sz_k_matmul_host_peak(void) { return __atomic_load_n(&sz_mm_peak, __ATOMIC_RELAXED); }
+int64_t sz_k_matmul_host_live(void) { return __atomic_load_n(&sz_mm_live, __ATOMIC_RELAXED); }
+void sz_k_matmul_host_peak_reset(void) { __atomic_store_n(&sz_mm_peak, sz_k_matmul_host_live(), __ATOMIC_RELAXED); }
 
 /* This thread's scratchpad, grown on demand, freed when the thread ends. */
 static pthread_key_t sz_mm_scratch_key;
@@ -478,16 +480,23 @@ void sz_k_matmul_host_bytes(int N, int C, int OC, int nthr, size_t *scratch, siz
     s[2].a_sm = 1; s[2].a_sk = OC; s[2].b_sk = C; s[2].b_sn = 1; s[2].ldd = C; s[2].accumulate = 1;
     size_t scratch_most = 0, pack_most = 0;
     for (int i = 0; i < 4; i++) {
-        int pa, pb;
-        size_t ab, bb, all = sz_k_matmul_shape_host_bytes(&s[i], nthr);
-        sz_mm_packing(&s[i], &pa, &pb, &ab, &bb);
-        size_t pack = (ab + bb) * (size_t)nthr;
-        /* the scratchpads persist (the largest of the three), the packed tiles only during a call */
-        scratch_most = all - pack > scratch_most ? all - pack : scratch_most;
-        pack_most = pack > pack_most ? pack : pack_most;
+        size_t sc, pk;
+        sz_mm_shape_host_split(&s[i], nthr, &sc, &pk);
+        /* the scratchpads persist (the largest of them), the packed tiles only during a call */
+        scratch_most = sc > scratch_most ? sc : scratch_most;
+        pack_most = pk > pack_most ? pk : pack_most;
     }
     *scratch = scratch_most;
     *pack = pack_most;
+}
+
+void sz_mm_shape_host_split(const sz_mm_shape *s, int nthr, size_t *scratch, size_t *pack)
+{
+    int pa, pb;
+    size_t ab, bb, all = sz_k_matmul_shape_host_bytes(s, nthr);
+    sz_mm_packing(s, &pa, &pb, &ab, &bb);
+    *pack = (ab + bb) * (size_t)nthr;
+    *scratch = all - *pack;
 }
 
 int sz_k_matmul_bwd(float *dinp, float *dweight, float *dbias, const float *dout,

@@ -23,6 +23,7 @@ static int sz_mm_emulate(const sz_mm_shape *s, void *d, const uint16_t *a,
     size_t nd = bf16_out ? (size_t)s->M * s->N : 0, nbias = bias ? (size_t)s->N : 0;
     float *buf = malloc((na + nb + nd + nbias + 1) * sizeof(float));
     if (!buf) return -1;
+    sz_mm_count((int64_t)((na + nb + nd + nbias + 1) * sizeof(float)));
     float *fa = buf, *fb = fa + na, *fd = fb + nb, *fbias = fd + nd;
     sz_k_bf16_to_f32(fa, a, na);
     sz_k_bf16_to_f32(fb, b, nb);
@@ -43,6 +44,7 @@ static int sz_mm_emulate(const sz_mm_shape *s, void *d, const uint16_t *a,
                 hd[i * s->ldd + j] = sz_f32_to_bf16_1(x);
             }
     }
+    sz_mm_count(-(int64_t)((na + nb + nd + nbias + 1) * sizeof(float)));
     free(buf);
     return rc;
 }
@@ -103,4 +105,51 @@ int sz_k_matmul_bwd_bf16(void *dinp, sz_k_dtype dinp_dt, void *dweight, void *db
     }
     if (dbias) sz_mm_colsum(dbias, dparam_dt, dout, SZ_K_BF16, N, OC);
     return rc;
+}
+
+/* Host memory of the bf16 kernels for out[N,OC] = inp[N,C] . weight^T and its backward, with either
+ * destination dtype: natively (SZ_ONEDNN_BF16=1 where oneDNN has the tiles) the tiles' scratchpads
+ * and packed copies; emulated, the fp32 widening of the operands (and of a bf16 destination) one
+ * call holds, plus the fp32 tiles' own. As sz_k_matmul_host_bytes: *scratch kept per thread, *pack
+ * held by a running call. */
+void sz_k_matmul_bf16_host_bytes(int N, int C, int OC, int nthr, size_t *scratch, size_t *pack)
+{
+    sz_mm_shape s[8];
+    int n = 0;
+    for (int dt = 0; dt < 2; dt++) {
+        int d_dt = dt ? SZ_K_BF16 : SZ_K_F32;
+        sz_mm_init16(&s[n], N, OC, C, d_dt); /* forward, with a bias and without */
+        s[n].a_sm = C; s[n].a_sk = 1; s[n].b_sk = 1; s[n].b_sn = C; s[n].ldd = OC; s[n].bias_dt = SZ_K_BF16;
+        s[n + 1] = s[n];
+        s[n + 1].bias_dt = -1;
+        sz_mm_init16(&s[n + 2], N, C, OC, d_dt); /* dinp, then dweight */
+        s[n + 2].a_sm = OC; s[n + 2].a_sk = 1; s[n + 2].b_sk = C; s[n + 2].b_sn = 1; s[n + 2].ldd = C;
+        s[n + 2].accumulate = 1;
+        sz_mm_init16(&s[n + 3], OC, C, N, d_dt);
+        s[n + 3].a_sm = 1; s[n + 3].a_sk = OC; s[n + 3].b_sk = C; s[n + 3].b_sn = 1; s[n + 3].ldd = C;
+        s[n + 3].accumulate = 1;
+        n += 4;
+    }
+    const char *native = getenv("SZ_ONEDNN_BF16");
+    size_t sc_most = 0, pk_most = 0;
+    for (int i = 0; i < n; i++) {
+        size_t sc, pk;
+        if (native && native[0] == '1' && sz_mm_supported(&s[i])) {
+            sz_mm_shape_host_split(&s[i], nthr, &sc, &pk);
+        } else { /* as sz_mm_emulate */
+            size_t na = sz_span(s[i].M, s[i].K, s[i].a_sm, s[i].a_sk), nb = sz_span(s[i].K, s[i].N, s[i].b_sk, s[i].b_sn);
+            int bf16_out = s[i].d_dt == SZ_K_BF16;
+            size_t nd = bf16_out ? (size_t)s[i].M * s[i].N : 0, nbias = s[i].bias_dt >= 0 ? (size_t)s[i].N : 0;
+            sz_mm_shape f = s[i];
+            f.a_dt = f.b_dt = f.d_dt = SZ_K_F32;
+            if (f.bias_dt >= 0) f.bias_dt = SZ_K_F32;
+            if (bf16_out) { f.ldd = s[i].N; f.accumulate = 0; }
+            sz_mm_shape_host_split(&f, nthr, &sc, &pk);
+            pk += (na + nb + nd + nbias + 1) * sizeof(float);
+        }
+        sc_most = sc > sc_most ? sc : sc_most;
+        pk_most = pk > pk_most ? pk : pk_most;
+    }
+    *scratch = sc_most;
+    *pack = pk_most;
 }

@@ -194,7 +194,12 @@ void sz_k_shutdown(void);
  * packed tiles one call holds while it runs. sz_k_matmul_host_peak: the most both held at once in
  * this process so far (measured). */
 void sz_k_matmul_host_bytes(int N, int C, int OC, int nthr, size_t *scratch, size_t *pack);
+/* The same for the bf16 kernels (sz_k_matmul_*_bf16): native tiles, or the emulation's fp32 copies. */
+void sz_k_matmul_bf16_host_bytes(int N, int C, int OC, int nthr, size_t *scratch, size_t *pack);
 int64_t sz_k_matmul_host_peak(void);
+/* What they hold now; the high-water set back to it (tests measure one shape from there). */
+int64_t sz_k_matmul_host_live(void);
+void sz_k_matmul_host_peak_reset(void);
 
 #ifdef __cplusplus
 }

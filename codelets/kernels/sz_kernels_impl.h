@@ -87,6 +87,10 @@ int sz_mm_tiled(const sz_mm_shape *s, void *d, const void *a, const void *b,
 int sz_mm_supported(const sz_mm_shape *s);
 /* Host bytes of sz_mm_tiled(s) with nthr threads: the largest tile scratchpad per thread + packed tiles. */
 size_t sz_k_matmul_shape_host_bytes(const sz_mm_shape *s, int nthr);
+/* Host bytes the kernels' working memory takes (+) or gives back (-): the measured high-water. */
+void sz_mm_count(int64_t delta);
+/* The same split: *scratch the scratchpads the threads keep, *pack the packed tiles of one call. */
+void sz_mm_shape_host_split(const sz_mm_shape *s, int nthr, size_t *scratch, size_t *pack);
 /* The plain fallback (any dtypes), exposed for the tests. */
 void sz_mm_plain(const sz_mm_shape *s, void *d, const void *a, const void *b,
                  const void *bias);
