@@ -227,7 +227,7 @@ static double stream_triad_gbps(int threads)
 
 int main(int argc, char **argv)
 {
-    const char *model = "d12", *precision = "fp32";
+    const char *model = "d12", *precision = "fp32", *bf16_compute = "auto";
     int B = 4, T = 64, steps = 10, warmup = 2, json = 0, vocab = 50257, stage = 0, micro = 1, ckpt = 0, arenas = 1;
     int64_t prefetch = 0;
     for (int i = 1; i < argc; i++) {
@@ -242,6 +242,7 @@ int main(int argc, char **argv)
         }
         else if (!strcmp(a, "--model")) model = argv[++i];
         else if (!strcmp(a, "--precision")) precision = argv[++i];
+        else if (!strcmp(a, "--bf16-compute")) bf16_compute = argv[++i];
         else if (!strcmp(a, "--batch")) B = atoi(argv[++i]);
         else if (!strcmp(a, "--seq")) T = atoi(argv[++i]);
         else if (!strcmp(a, "--steps")) steps = atoi(argv[++i]);
@@ -251,7 +252,7 @@ int main(int argc, char **argv)
         else if (!strcmp(a, "--micro-batches")) micro = atoi(argv[++i]);
         else {
             fprintf(stderr, "usage: sz-bench [--model d2|d6|d12|L,H,C] [--batch B] [--seq T] [--steps N] [--warmup W]\n"
-                            "                [--precision fp32|bf16] [--vocab V] [--zero-stage S] [--micro-batches M]\n"
+                            "                [--precision fp32|bf16] [--bf16-compute auto|native|emulated] [--vocab V] [--zero-stage S] [--micro-batches M]\n"
                             "                [--checkpoint] [--no-arenas] [--prefetch-bytes B] [--json]\n"
                             "                (got '%s' '%s')\n", a, v);
             return 2;
@@ -260,6 +261,11 @@ int main(int argc, char **argv)
     }
     if (strcmp(precision, "fp32") && strcmp(precision, "bf16")) {
         fprintf(stderr, "sz-bench: --precision %s: must be fp32 or bf16\n", precision);
+        return 2;
+    }
+    sz_bf16_compute bf16c;
+    if (sz_bf16_compute_parse(bf16_compute, &bf16c) != SZ_OK) {
+        fprintf(stderr, "sz-bench: --bf16-compute %s: must be auto, native or emulated\n", bf16_compute);
         return 2;
     }
     int mixed = !strcmp(precision, "bf16");
@@ -318,7 +324,7 @@ int main(int argc, char **argv)
     double peak = yard[0], sgemm = yard[1], bf16_peak = yard[2];
     sz_zero_config zero = {.stage = stage, .micro_batches = micro, .checkpoint = ckpt, .arenas = arenas,
                            .prefetch_bytes = prefetch,
-                           .precision = mixed ? SZ_PRECISION_BF16 : SZ_PRECISION_FP32};
+                           .precision = mixed ? SZ_PRECISION_BF16 : SZ_PRECISION_FP32, .bf16_compute = bf16c};
 
     gpt2 *g = NULL;
     if (gpt2_create(&g, ctx, &cfg, B, T, &zero, err, sizeof err) != SZ_OK || gpt2_init_random(g, 1) != SZ_OK) {
@@ -397,6 +403,7 @@ int main(int argc, char **argv)
         cJSON *o = cJSON_CreateObject();
         cJSON_AddStringToObject(o, "model", model);
         cJSON_AddStringToObject(o, "precision", precision);
+        cJSON_AddStringToObject(o, "bf16_path", sz_model_bf16_path(gpt2_model(g)));
         cJSON_AddNumberToObject(o, "batch", B);
         cJSON_AddNumberToObject(o, "seq", T);
         cJSON_AddNumberToObject(o, "steps", steps);

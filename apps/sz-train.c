@@ -22,7 +22,7 @@
 #include "ds_config.h"
 
 struct opts {
-    const char *arch, *init, *config, *train, *val, *save, *precision, *decay, *trace, *save_state, *resume, *lr_schedule;
+    const char *arch, *init, *config, *train, *val, *save, *precision, *decay, *trace, *save_state, *resume, *lr_schedule, *bf16_compute;
     int vocab, max_seq, batch, seq, steps, val_every, val_steps, json, stage, micro_batches, report, checkpoint,
         offload, offload_optimizer, no_arenas, allow_nonfinite, save_every, keep, warmup, global_batch;
     double mem_budget, prefetch_bytes, max_live_bytes, bucket_bytes;
@@ -61,7 +61,11 @@ static void usage(FILE *f)
             "          --lr-schedule constant|cosine  after the warmup: constant (default) or llm.c's cosine\n"
             "                               decay from --lr to --min-lr (default 0) at step --steps\n"
             "          --precision fp32|bf16 bf16: bf16 params and grads (stored, communicated), fp32 master\n"
-            "                               weights and optimizer state; compute reads fp32 working copies\n"
+            "                               weights and optimizer state\n"
+            "          --bf16-compute auto|native|emulated  how bf16 computes: native (bf16 activations, bf16\n"
+            "                               matmuls through oneDNN with fp32 accumulation) or emulated (fp32\n"
+            "                               working copies, fp32 math); auto (default): native where the CPU\n"
+            "                               has AMX or a fast AVX512-BF16 (AMD Zen 4+); printed as bf16_path\n"
             "ZeRO:     --zero-stage 0|1|2|3 (default 0) under mpirun: 0 plain data parallelism, 1 optimizer\n"
             "                               states, 2 + gradients, 3 + parameters partitioned across ranks\n"
             "          --micro-batches M    forward/backward passes per optimizer step (default 1)\n"
@@ -199,7 +203,8 @@ static int parse(int argc, char **argv, struct opts *o)
     *o = (struct opts){.vocab = 50257, .max_seq = 1024, .batch = 4, .seq = 64, .steps = 10, .val_steps = 20,
                        .micro_batches = 1,
                        .seed = 1337, .lr = 3e-4f, .beta1 = 0.9f, .beta2 = 0.999f, .eps = 1e-8f,
-                       .precision = "fp32", .decay = "matrices", .lr_schedule = "constant", .timeout = 600};
+                       .precision = "fp32", .decay = "matrices", .lr_schedule = "constant", .timeout = 600,
+                       .bf16_compute = "auto"};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) { usage(stdout); exit(0); }
@@ -228,6 +233,7 @@ static int parse(int argc, char **argv, struct opts *o)
         else if (!strcmp(a, "--save-state")) o->save_state = v;
         else if (!strcmp(a, "--resume")) o->resume = v;
         else if (!strcmp(a, "--precision")) o->precision = v;
+        else if (!strcmp(a, "--bf16-compute")) o->bf16_compute = v;
         else if (!strcmp(a, "--decay")) o->decay = v;
         else if (!strcmp(a, "--lr-schedule")) o->lr_schedule = v;
         else if (parse_value(o, a, v) != 0) return -1;
@@ -264,6 +270,11 @@ static int parse(int argc, char **argv, struct opts *o)
     }
     if (strcmp(o->precision, "fp32") && strcmp(o->precision, "bf16")) {
         fprintf(stderr, "sz-train: --precision %s: must be fp32 or bf16\n", o->precision);
+        return -1;
+    }
+    sz_bf16_compute bc;
+    if (sz_bf16_compute_parse(o->bf16_compute, &bc) != SZ_OK) {
+        fprintf(stderr, "sz-train: --bf16-compute %s: must be auto, native or emulated\n", o->bf16_compute);
         return -1;
     }
     return 0;
@@ -322,6 +333,7 @@ static sz_status agree(sz_context *ctx, const struct opts *o, const sz_arch_conf
     sz_settings_add(s, "--zero-stage", "%d", o->stage);
     sz_settings_add(s, "--micro-batches", "%d", o->micro_batches);
     sz_settings_add(s, "--precision", "%s", o->precision);
+    sz_settings_add(s, "--bf16-compute", "%s", o->bf16_compute);
     sz_settings_add(s, "--bucket-bytes", "%.0f", o->bucket_bytes);
     sz_settings_add(s, "--prefetch-bytes", "%.0f", o->prefetch_bytes);
     sz_settings_add(s, "--max-live-bytes", "%.0f", o->max_live_bytes);
@@ -602,7 +614,7 @@ static void report(const struct opts *o, const sz_arch_config *cfg, const sz_mem
     int64_t ms = MAXR(reps, nd, model_state_bytes), peak = MAXR(reps, nd, peak_bytes);
     int64_t sent = MAXR(reps, nd, comm_bytes_sent);
     if (o->json) {
-        printf("{\"report\": true, \"optimizer\": \"%s\", \"optimizer_state_floats\": %d, \"precision\": \"%s\", \"stage\": %d, \"nd\": %d, \"micro_batches\": %d, \"params\": %lld, "
+        printf("{\"report\": true, \"optimizer\": \"%s\", \"optimizer_state_floats\": %d, \"precision\": \"%s\", \"bf16_path\": \"%s\", \"stage\": %d, \"nd\": %d, \"micro_batches\": %d, \"params\": %lld, "
                "\"params_padded\": %lld, \"model_state_bytes\": %lld, \"model_state_bytes_formula\": %.0f, "
                "\"activation_bytes\": %lld, \"activation_bytes_llmc\": %.0f, \"comm_bytes_sent\": %lld, "
                "\"comm_bytes_formula\": %.0f, \"peak_bytes\": %lld, \"rss_peak_bytes\": %lld, "
@@ -610,7 +622,7 @@ static void report(const struct opts *o, const sz_arch_config *cfg, const sz_mem
                "\"budget_from_machine\": %d, \"host_buffer_bytes\": %lld, \"matmul_host_peak_bytes\": %lld, "
                "\"mem_budget\": %lld, \"overlap\": %.4f, \"comm_task_s\": %.4f, \"compute_task_s\": %.4f, "
                "\"arenas\": %d, ",
-               sz_optimizer_name(o->optimizer), states, mixed ? "bf16" : "fp32", o->stage, nd, o->micro_batches, (long long)r0->nparams,
+               sz_optimizer_name(o->optimizer), states, mixed ? "bf16" : "fp32", r0->bf16_path, o->stage, nd, o->micro_batches, (long long)r0->nparams,
                (long long)r0->nparams_padded, (long long)ms,
                ms_formula, (long long)MAXR(reps, nd, bytes[SZ_MEM_ACTIVATIONS]), act_llmc, (long long)sent,
                comm_formula, (long long)peak, (long long)MAXR(reps, nd, rss_peak_bytes),
@@ -798,6 +810,7 @@ int main(int argc, char **argv)
                            .host_bytes = sz_tokens_host_bytes(&train) + sz_tokens_host_bytes(&val) +
                                          2 * (int64_t)o.batch * o.seq * (int64_t)sizeof *in +
                                          (o.save_state ? (sz_arch_largest_unit_numel(&cfg) + nd - 1) / nd * 4 : 0)};
+    sz_bf16_compute_parse(o.bf16_compute, &zero.bf16_compute); /* checked by parse() */
     if ((st = sz_arch_create(&g, ctx, &cfg, o.batch, o.seq, &zero, err, sizeof err)) != SZ_OK) {
         fprintf(stderr, "sz-train: %s\n", err);
         goto out;
@@ -836,10 +849,11 @@ int main(int argc, char **argv)
     else
         snprintf(opt_desc, sizeof opt_desc, "AdamW");
     if (lead && !o.json)
-        printf("%s %s, %lld parameters; %d rank(s) x batch %d x %d, %d micro-batch(es), ZeRO stage %d, %s, %s; "
-               "%zu train tokens (%ld batches); StarPU policy '%s'%s\n", sz_arch_title(cfg.kind), desc,
+        printf("%s %s, %lld parameters; %d rank(s) x batch %d x %d, %d micro-batch(es), ZeRO stage %d, %s "
+               "(bf16_path %s), %s; %zu train tokens (%ld batches); StarPU policy '%s'%s\n", sz_arch_title(cfg.kind), desc,
                (long long)sz_model_nparams(sz_arch_model_of(g)), nd,
-               o.batch, o.seq, o.micro_batches, o.stage, o.precision, opt_desc, train.ntokens, train.nbatches, info.sched_policy,
+               o.batch, o.seq, o.micro_batches, o.stage, o.precision, sz_model_bf16_path(sz_arch_model_of(g)), opt_desc,
+               train.ntokens, train.nbatches, info.sched_policy,
                nd > 1 ? (info.shared_collectives ? "; collectives through shared memory" : "; collectives through MPI") : "");
 
     sz_train_config tc;

@@ -9,13 +9,14 @@
 
 struct attention_args {
     int B, T, C, NH;
+    int out_dt, dout_dt; /* sz_k_dtype: forward out / backward dinp, and backward dout (bf16 path) */
 };
 
 static void fwd_cpu(void *b[], void *arg)
 {
     const struct attention_args *a = sz_task_params(arg);
-    int rc = sz_k_attention_fwd(sz_task_ptr(b, arg, 0), sz_task_ptr(b, arg, 1), sz_task_ptr(b, arg, 2), a->B, a->T,
-                                a->C, a->NH);
+    int rc = sz_k_attention_fwd_mx(sz_task_ptr(b, arg, 0), a->out_dt, sz_task_ptr(b, arg, 1), sz_task_ptr(b, arg, 2),
+                                   a->B, a->T, a->C, a->NH);
     if (rc != 0)
         sz_task_fail(arg, "out of memory");
 }
@@ -23,8 +24,11 @@ static void fwd_cpu(void *b[], void *arg)
 static void bwd_cpu(void *b[], void *arg)
 {
     const struct attention_args *a = sz_task_params(arg);
-    int rc = sz_k_attention_bwd(sz_task_ptr(b, arg, 0), sz_task_ptr(b, arg, 1), sz_task_ptr(b, arg, 2),
-                                sz_task_ptr(b, arg, 3), a->B, a->T, a->C, a->NH);
+    int rc = a->out_dt || a->dout_dt
+                 ? sz_k_attention_bwd_mx(sz_task_ptr(b, arg, 0), a->out_dt, sz_task_ptr(b, arg, 1), a->dout_dt,
+                                         sz_task_ptr(b, arg, 2), sz_task_ptr(b, arg, 3), a->B, a->T, a->C, a->NH)
+                 : sz_k_attention_bwd(sz_task_ptr(b, arg, 0), sz_task_ptr(b, arg, 1), sz_task_ptr(b, arg, 2),
+                                      sz_task_ptr(b, arg, 3), a->B, a->T, a->C, a->NH);
     if (rc != 0)
         sz_task_fail(arg, "out of memory");
 }
@@ -66,8 +70,8 @@ sz_status sz_op_attention_fwd(sz_unit *u, sz_tensor *out, sz_tensor *stats, sz_t
     if (st != SZ_OK)
         return st;
     int64_t N = (int64_t)B * T, S = 2 * (int64_t)B * NH * T;
-    struct attention_args a = {B, T, C, NH};
-    sz_task_tensor t[] = {{out, SZ_WRITE, SZ_DTYPE_F32, N * C, "out", 0},
+    struct attention_args a = {B, T, C, NH, sz_kdt(out), 0};
+    sz_task_tensor t[] = {{out, SZ_WRITE, sz_fb(out), N * C, "out", 0},
                           {stats, SZ_WRITE, SZ_DTYPE_F32, S, "stats", 0},
                           {inp, SZ_READ, SZ_DTYPE_F32, N * 3 * C, "inp", 0}};
     return sz_task_submit(u, &sz_cl_attention_fwd, "attention_fwd", t, 3, &a, sizeof a);
@@ -80,9 +84,9 @@ sz_status sz_op_attention_bwd(sz_unit *u, sz_tensor *dinp, sz_tensor *dout, sz_t
     if (st != SZ_OK)
         return st;
     int64_t N = (int64_t)B * T, S = 2 * (int64_t)B * NH * T;
-    struct attention_args a = {B, T, C, NH};
-    sz_task_tensor t[] = {{dinp, SZ_ACCUMULATE, SZ_DTYPE_F32, N * 3 * C, "dinp", 0},
-                          {dout, SZ_READ, SZ_DTYPE_F32, N * C, "dout", 0},
+    struct attention_args a = {B, T, C, NH, sz_kdt(dinp), sz_kdt(dout)};
+    sz_task_tensor t[] = {{dinp, SZ_ACCUMULATE, sz_fb(dinp), N * 3 * C, "dinp", 0},
+                          {dout, SZ_READ, sz_fb(dout), N * C, "dout", 0},
                           {inp, SZ_READ, SZ_DTYPE_F32, N * 3 * C, "inp", 0},
                           {stats, SZ_READ, SZ_DTYPE_F32, S, "stats", 0}};
     return sz_task_submit(u, &sz_cl_attention_bwd, "attention_bwd", t, 4, &a, sizeof a);

@@ -9,6 +9,7 @@
 struct encoder_args {
     int B, T, C;
     int64_t V; /* rows of wte: tokens must lie in [0, V) */
+    int p_dt;  /* forward: sz_k_dtype of wte and wpe (bf16 on the native bf16 path) */
 };
 
 enum { FWD_OUT, FWD_TOK, FWD_WTE, FWD_WPE };
@@ -18,8 +19,12 @@ static void fwd_cpu(void *b[], void *arg)
     const int *tok = sz_task_ptr(b, arg, FWD_TOK);
     if (sz_task_check_ids(arg, "token", tok, (int64_t)a->B * a->T, a->V))
         return;
-    sz_k_encoder_fwd(sz_task_ptr(b, arg, FWD_OUT), tok, sz_task_ptr(b, arg, FWD_WTE), sz_task_ptr(b, arg, FWD_WPE),
-                     a->B, a->T, a->C);
+    if (a->p_dt)
+        sz_k_encoder_fwd_mx(sz_task_ptr(b, arg, FWD_OUT), tok, sz_task_ptr(b, arg, FWD_WTE), sz_task_ptr(b, arg, FWD_WPE),
+                            a->p_dt, a->B, a->T, a->C);
+    else
+        sz_k_encoder_fwd(sz_task_ptr(b, arg, FWD_OUT), tok, sz_task_ptr(b, arg, FWD_WTE), sz_task_ptr(b, arg, FWD_WPE),
+                         a->B, a->T, a->C);
 }
 
 enum { BWD_DWTE, BWD_DWPE, BWD_DOUT, BWD_TOK };
@@ -77,11 +82,11 @@ sz_status sz_op_encoder_fwd(sz_unit *u, sz_tensor *out, sz_tensor *tok, sz_tenso
     if (st != SZ_OK)
         return st;
     int64_t N = (int64_t)B * T;
-    struct encoder_args a = {B, T, C, vocab(wte, C)};
+    struct encoder_args a = {B, T, C, vocab(wte, C), sz_kdt(wte)};
     sz_task_tensor t[] = {{out, SZ_WRITE, SZ_DTYPE_F32, N * C, "out", 0},
                           {tok, SZ_READ, SZ_DTYPE_I32, N, "tokens", 0},
-                          {wte, SZ_READ, SZ_DTYPE_F32, C, "wte", 0},
-                          {wpe, SZ_READ, SZ_DTYPE_F32, (int64_t)T * C, "wpe", 0}};
+                          {wte, SZ_READ, sz_fb(wte), C, "wte", 0},
+                          {wpe, SZ_READ, sz_fb(wte), (int64_t)T * C, "wpe", 0}};
     return sz_task_submit(u, &sz_cl_encoder_fwd, "encoder_fwd", t, 4, &a, sizeof a);
 }
 
@@ -92,7 +97,7 @@ sz_status sz_op_encoder_bwd(sz_unit *u, sz_tensor *dwte, sz_tensor *dwpe, sz_ten
     if (st != SZ_OK)
         return st;
     int64_t N = (int64_t)B * T;
-    struct encoder_args a = {B, T, C, vocab(dwte, C)};
+    struct encoder_args a = {B, T, C, vocab(dwte, C), 0};
     sz_task_tensor t[] = {{dwte, SZ_ACCUMULATE, SZ_DTYPE_F32, C, "dwte", 0},
                           {dwpe, SZ_ACCUMULATE, SZ_DTYPE_F32, (int64_t)T * C, "dwpe", 0},
                           {dout, SZ_READ, SZ_DTYPE_F32, N * C, "dout", 0},

@@ -7,18 +7,26 @@
 
 struct gelu_args {
     int64_t n;
+    int out_dt, dout_dt; /* sz_k_dtype: forward out / backward dinp, and backward dout (bf16 path) */
 };
 
 static void fwd_cpu(void *b[], void *arg)
 {
     const struct gelu_args *a = sz_task_params(arg);
-    sz_k_gelu_fwd(sz_task_ptr(b, arg, 0), sz_task_ptr(b, arg, 1), (size_t)a->n);
+    if (a->out_dt)
+        sz_k_gelu_fwd_mx(sz_task_ptr(b, arg, 0), a->out_dt, sz_task_ptr(b, arg, 1), (size_t)a->n);
+    else
+        sz_k_gelu_fwd(sz_task_ptr(b, arg, 0), sz_task_ptr(b, arg, 1), (size_t)a->n);
 }
 
 static void bwd_cpu(void *b[], void *arg)
 {
     const struct gelu_args *a = sz_task_params(arg);
-    sz_k_gelu_bwd(sz_task_ptr(b, arg, 0), sz_task_ptr(b, arg, 1), sz_task_ptr(b, arg, 2), (size_t)a->n);
+    if (a->out_dt || a->dout_dt)
+        sz_k_gelu_bwd_mx(sz_task_ptr(b, arg, 0), a->out_dt, sz_task_ptr(b, arg, 1), sz_task_ptr(b, arg, 2), a->dout_dt,
+                         (size_t)a->n);
+    else
+        sz_k_gelu_bwd(sz_task_ptr(b, arg, 0), sz_task_ptr(b, arg, 1), sz_task_ptr(b, arg, 2), (size_t)a->n);
 }
 
 #if SZ_WITH_CUDA
@@ -45,8 +53,8 @@ sz_status sz_op_gelu_fwd(sz_unit *u, sz_tensor *out, sz_tensor *inp, int64_t n)
 {
     if (n < 1)
         return sz_task_refuse(u, "gelu_fwd", "n must be >= 1 (got %lld)", (long long)n);
-    struct gelu_args a = {n};
-    sz_task_tensor t[] = {{out, SZ_WRITE, SZ_DTYPE_F32, n, "out", 0}, {inp, SZ_READ, SZ_DTYPE_F32, n, "inp", 0}};
+    struct gelu_args a = {n, sz_kdt(out), 0};
+    sz_task_tensor t[] = {{out, SZ_WRITE, sz_fb(out), n, "out", 0}, {inp, SZ_READ, SZ_DTYPE_F32, n, "inp", 0}};
     return sz_task_submit(u, &sz_cl_gelu_fwd, "gelu_fwd", t, 2, &a, sizeof a);
 }
 
@@ -54,9 +62,9 @@ sz_status sz_op_gelu_bwd(sz_unit *u, sz_tensor *dinp, sz_tensor *inp, sz_tensor 
 {
     if (n < 1)
         return sz_task_refuse(u, "gelu_bwd", "n must be >= 1 (got %lld)", (long long)n);
-    struct gelu_args a = {n};
-    sz_task_tensor t[] = {{dinp, SZ_ACCUMULATE, SZ_DTYPE_F32, n, "dinp", 0},
+    struct gelu_args a = {n, sz_kdt(dinp), sz_kdt(dout)};
+    sz_task_tensor t[] = {{dinp, SZ_ACCUMULATE, sz_fb(dinp), n, "dinp", 0},
                           {inp, SZ_READ, SZ_DTYPE_F32, n, "inp", 0},
-                          {dout, SZ_READ, SZ_DTYPE_F32, n, "dout", 0}};
+                          {dout, SZ_READ, sz_fb(dout), n, "dout", 0}};
     return sz_task_submit(u, &sz_cl_gelu_bwd, "gelu_bwd", t, 3, &a, sizeof a);
 }

@@ -8,12 +8,20 @@
 
 struct layernorm_args {
     int N, C;
+    int out_dt, p_dt, dout_dt; /* sz_k_dtype of out (fwd), of w and b, of dout (bwd); all 0: fp32 */
 };
 
 enum { FWD_OUT, FWD_MEAN, FWD_RSTD, FWD_INP, FWD_W, FWD_B };
 static void fwd_cpu(void *b[], void *arg)
 {
     const struct layernorm_args *a = sz_task_params(arg);
+    if (a->out_dt || a->p_dt) {
+        if (sz_k_layernorm_fwd_mx(sz_task_ptr(b, arg, FWD_OUT), a->out_dt, sz_task_ptr(b, arg, FWD_MEAN),
+                                  sz_task_ptr(b, arg, FWD_RSTD), sz_task_ptr(b, arg, FWD_INP), sz_task_ptr(b, arg, FWD_W),
+                                  sz_task_ptr(b, arg, FWD_B), a->p_dt, a->N, a->C))
+            sz_task_fail(arg, "out of memory");
+        return;
+    }
     sz_k_layernorm_fwd(sz_task_ptr(b, arg, FWD_OUT), sz_task_ptr(b, arg, FWD_MEAN), sz_task_ptr(b, arg, FWD_RSTD),
                        sz_task_ptr(b, arg, FWD_INP), sz_task_ptr(b, arg, FWD_W), sz_task_ptr(b, arg, FWD_B), a->N,
                        a->C);
@@ -23,6 +31,14 @@ enum { BWD_DINP, BWD_DW, BWD_DB, BWD_DOUT, BWD_INP, BWD_W, BWD_MEAN, BWD_RSTD };
 static void bwd_cpu(void *b[], void *arg)
 {
     const struct layernorm_args *a = sz_task_params(arg);
+    if (a->dout_dt || a->p_dt) {
+        if (sz_k_layernorm_bwd_mx(sz_task_ptr(b, arg, BWD_DINP), sz_task_ptr(b, arg, BWD_DW), sz_task_ptr(b, arg, BWD_DB),
+                                  sz_task_ptr(b, arg, BWD_DOUT), a->dout_dt, sz_task_ptr(b, arg, BWD_INP),
+                                  sz_task_ptr(b, arg, BWD_W), a->p_dt, sz_task_ptr(b, arg, BWD_MEAN),
+                                  sz_task_ptr(b, arg, BWD_RSTD), a->N, a->C))
+            sz_task_fail(arg, "out of memory");
+        return;
+    }
     sz_k_layernorm_bwd(sz_task_ptr(b, arg, BWD_DINP), sz_task_ptr(b, arg, BWD_DW), sz_task_ptr(b, arg, BWD_DB),
                        sz_task_ptr(b, arg, BWD_DOUT), sz_task_ptr(b, arg, BWD_INP), sz_task_ptr(b, arg, BWD_W),
                        sz_task_ptr(b, arg, BWD_MEAN), sz_task_ptr(b, arg, BWD_RSTD), a->N, a->C);
@@ -68,10 +84,11 @@ sz_status sz_op_layernorm_fwd(sz_unit *u, sz_tensor *out, sz_tensor *mean, sz_te
     if (st != SZ_OK)
         return st;
     int64_t NC = (int64_t)N * C;
-    struct layernorm_args a = {N, C};
-    sz_task_tensor t[] = {{out, SZ_WRITE, SZ_DTYPE_F32, NC, "out", 0},   {mean, SZ_WRITE, SZ_DTYPE_F32, N, "mean", 0},
+    /* out and the parameters (w's type; b must match) may be bf16: the native bf16 path */
+    struct layernorm_args a = {N, C, sz_kdt(out), sz_kdt(w), 0};
+    sz_task_tensor t[] = {{out, SZ_WRITE, sz_fb(out), NC, "out", 0},   {mean, SZ_WRITE, SZ_DTYPE_F32, N, "mean", 0},
                           {rstd, SZ_WRITE, SZ_DTYPE_F32, N, "rstd", 0},  {inp, SZ_READ, SZ_DTYPE_F32, NC, "inp", 0},
-                          {w, SZ_READ, SZ_DTYPE_F32, C, "w", 0},         {b, SZ_READ, SZ_DTYPE_F32, C, "b", 1}};
+                          {w, SZ_READ, sz_fb(w), C, "w", 0},         {b, SZ_READ, sz_fb(w), C, "b", 1}};
     return sz_task_submit(u, &sz_cl_layernorm_fwd, "layernorm_fwd", t, 6, &a, sizeof a);
 }
 
@@ -82,13 +99,14 @@ sz_status sz_op_layernorm_bwd(sz_unit *u, sz_tensor *dinp, sz_tensor *dw, sz_ten
     if (st != SZ_OK)
         return st;
     int64_t NC = (int64_t)N * C;
-    struct layernorm_args a = {N, C};
+    /* dout and w may be bf16 (the native bf16 path); the gradients are fp32 */
+    struct layernorm_args a = {N, C, 0, sz_kdt(w), sz_kdt(dout)};
     sz_task_tensor t[] = {{dinp, SZ_ACCUMULATE, SZ_DTYPE_F32, NC, "dinp", 0},
                           {dw, SZ_ACCUMULATE, SZ_DTYPE_F32, C, "dw", 0},
                           {db, SZ_ACCUMULATE, SZ_DTYPE_F32, C, "db", 1},
-                          {dout, SZ_READ, SZ_DTYPE_F32, NC, "dout", 0},
+                          {dout, SZ_READ, sz_fb(dout), NC, "dout", 0},
                           {inp, SZ_READ, SZ_DTYPE_F32, NC, "inp", 0},
-                          {w, SZ_READ, SZ_DTYPE_F32, C, "w", 0},
+                          {w, SZ_READ, sz_fb(w), C, "w", 0},
                           {mean, SZ_READ, SZ_DTYPE_F32, N, "mean", 0},
                           {rstd, SZ_READ, SZ_DTYPE_F32, N, "rstd", 0}};
     return sz_task_submit(u, &sz_cl_layernorm_bwd, "layernorm_bwd", t, 8, &a, sizeof a);

@@ -1,6 +1,8 @@
 /* codelets/matmul.c — linear layer out = inp . w^T (+ b) through oneDNN, forward and backward.
  * Forward overwrites out; backward accumulates into dinp, dw and db. The bias is optional (the
- * GPT-2 head has none): b and db may be NULL. */
+ * GPT-2 head has none): b and db may be NULL. Operands fp32, or (the native bf16 path) the inputs
+ * bf16 — inp, w and b in the forward; dout, inp and w in the backward — with fp32 accumulation in
+ * oneDNN's bf16 tiles (kernels/matmul_bf16.c); out, dinp and (dw, db) are then fp32 or bf16 each. */
 #include "sz_tasks.h"
 #include "starzero_starpu.h"
 #include "sz_kernels.h"
@@ -8,14 +10,18 @@
 
 struct matmul_args {
     int N, C, OC;
+    int bf16;                  /* 1: the inputs are bf16 (sz_k_matmul_*_bf16) */
+    int out_dt, dinp_dt, dparam_dt; /* sz_k_dtype of out (forward), dinp and (dw, db) (backward) */
 };
 
 enum { FWD_OUT, FWD_INP, FWD_W, FWD_B };
 static void fwd_cpu(void *b[], void *arg)
 {
     const struct matmul_args *a = sz_task_params(arg);
-    int rc = sz_k_matmul_fwd(sz_task_ptr(b, arg, FWD_OUT), sz_task_ptr(b, arg, FWD_INP), sz_task_ptr(b, arg, FWD_W),
-                             sz_task_ptr(b, arg, FWD_B), a->N, a->C, a->OC);
+    int rc = a->bf16 ? sz_k_matmul_fwd_bf16(sz_task_ptr(b, arg, FWD_OUT), a->out_dt, sz_task_ptr(b, arg, FWD_INP),
+                                            sz_task_ptr(b, arg, FWD_W), sz_task_ptr(b, arg, FWD_B), a->N, a->C, a->OC)
+                     : sz_k_matmul_fwd(sz_task_ptr(b, arg, FWD_OUT), sz_task_ptr(b, arg, FWD_INP),
+                                       sz_task_ptr(b, arg, FWD_W), sz_task_ptr(b, arg, FWD_B), a->N, a->C, a->OC);
     if (rc < 0)
         sz_task_fail(arg, "out of memory");
 }
@@ -24,7 +30,10 @@ enum { BWD_DINP, BWD_DW, BWD_DOUT, BWD_INP, BWD_W, BWD_DB };
 static void bwd_cpu(void *b[], void *arg)
 {
     const struct matmul_args *a = sz_task_params(arg);
-    int rc = sz_k_matmul_bwd(sz_task_ptr(b, arg, BWD_DINP), sz_task_ptr(b, arg, BWD_DW), sz_task_ptr(b, arg, BWD_DB),
+    int rc = a->bf16 ? sz_k_matmul_bwd_bf16(sz_task_ptr(b, arg, BWD_DINP), a->dinp_dt, sz_task_ptr(b, arg, BWD_DW),
+                                            sz_task_ptr(b, arg, BWD_DB), a->dparam_dt, sz_task_ptr(b, arg, BWD_DOUT),
+                                            sz_task_ptr(b, arg, BWD_INP), sz_task_ptr(b, arg, BWD_W), a->N, a->C, a->OC)
+                     : sz_k_matmul_bwd(sz_task_ptr(b, arg, BWD_DINP), sz_task_ptr(b, arg, BWD_DW), sz_task_ptr(b, arg, BWD_DB),
                              sz_task_ptr(b, arg, BWD_DOUT), sz_task_ptr(b, arg, BWD_INP), sz_task_ptr(b, arg, BWD_W),
                              a->N, a->C, a->OC);
     if (rc < 0)
@@ -96,11 +105,13 @@ sz_status sz_op_matmul_fwd(sz_unit *u, sz_tensor *out, sz_tensor *inp, sz_tensor
     sz_status st = check_shape(u, "matmul_fwd", N, C, OC);
     if (st != SZ_OK)
         return st;
-    struct matmul_args a = {N, C, OC};
-    sz_task_tensor t[] = {{out, SZ_WRITE, SZ_DTYPE_F32, (int64_t)N * OC, "out", 0},
-                          {inp, SZ_READ, SZ_DTYPE_F32, (int64_t)N * C, "inp", 0},
-                          {w, SZ_READ, SZ_DTYPE_F32, (int64_t)OC * C, "w", 0},
-                          {b, SZ_READ, SZ_DTYPE_F32, OC, "b", 1}};
+    /* the inputs' type is inp's: w and b must match it; out is either */
+    sz_dtype in = sz_fb(inp), od = in == SZ_DTYPE_BF16 ? sz_fb(out) : SZ_DTYPE_F32;
+    struct matmul_args a = {N, C, OC, in == SZ_DTYPE_BF16, od == SZ_DTYPE_BF16, 0, 0};
+    sz_task_tensor t[] = {{out, SZ_WRITE, od, (int64_t)N * OC, "out", 0},
+                          {inp, SZ_READ, in, (int64_t)N * C, "inp", 0},
+                          {w, SZ_READ, in, (int64_t)OC * C, "w", 0},
+                          {b, SZ_READ, in, OC, "b", 1}};
     return sz_task_submit(u, &sz_cl_matmul_fwd, "matmul_fwd", t, 4, &a, sizeof a);
 }
 
@@ -110,12 +121,15 @@ sz_status sz_op_matmul_bwd(sz_unit *u, sz_tensor *dinp, sz_tensor *dw, sz_tensor
     sz_status st = check_shape(u, "matmul_bwd", N, C, OC);
     if (st != SZ_OK)
         return st;
-    struct matmul_args a = {N, C, OC};
-    sz_task_tensor t[] = {{dinp, SZ_ACCUMULATE, SZ_DTYPE_F32, (int64_t)N * C, "dinp", 0},
-                          {dw, SZ_ACCUMULATE, SZ_DTYPE_F32, (int64_t)OC * C, "dw", 0},
-                          {dout, SZ_READ, SZ_DTYPE_F32, (int64_t)N * OC, "dout", 0},
-                          {inp, SZ_READ, SZ_DTYPE_F32, (int64_t)N * C, "inp", 0},
-                          {w, SZ_READ, SZ_DTYPE_F32, (int64_t)OC * C, "w", 0},
-                          {db, SZ_ACCUMULATE, SZ_DTYPE_F32, OC, "db", 1}};
+    /* the inputs' type is dout's: inp and w must match it; dinp and (dw, db) are either */
+    sz_dtype in = sz_fb(dout), di = in == SZ_DTYPE_BF16 ? sz_fb(dinp) : SZ_DTYPE_F32,
+             dp = in == SZ_DTYPE_BF16 ? sz_fb(dw) : SZ_DTYPE_F32;
+    struct matmul_args a = {N, C, OC, in == SZ_DTYPE_BF16, 0, di == SZ_DTYPE_BF16, dp == SZ_DTYPE_BF16};
+    sz_task_tensor t[] = {{dinp, SZ_ACCUMULATE, di, (int64_t)N * C, "dinp", 0},
+                          {dw, SZ_ACCUMULATE, dp, (int64_t)OC * C, "dw", 0},
+                          {dout, SZ_READ, in, (int64_t)N * OC, "dout", 0},
+                          {inp, SZ_READ, in, (int64_t)N * C, "inp", 0},
+                          {w, SZ_READ, in, (int64_t)OC * C, "w", 0},
+                          {db, SZ_ACCUMULATE, dp, OC, "db", 1}};
     return sz_task_submit(u, &sz_cl_matmul_bwd, "matmul_bwd", t, 6, &a, sizeof a);
 }

@@ -7,6 +7,7 @@
 
 struct residual_args {
     int64_t n;
+    int da_dt, db_dt; /* backward: sz_k_dtype of da and db (either may be bf16: the bf16 path) */
 };
 
 static void fwd_cpu(void *b[], void *arg)
@@ -18,7 +19,11 @@ static void fwd_cpu(void *b[], void *arg)
 static void bwd_cpu(void *b[], void *arg)
 {
     const struct residual_args *a = sz_task_params(arg);
-    sz_k_residual_bwd(sz_task_ptr(b, arg, 0), sz_task_ptr(b, arg, 1), sz_task_ptr(b, arg, 2), (size_t)a->n);
+    if (a->da_dt || a->db_dt)
+        sz_k_residual_bwd_mx(sz_task_ptr(b, arg, 0), a->da_dt, sz_task_ptr(b, arg, 1), a->db_dt, sz_task_ptr(b, arg, 2),
+                             (size_t)a->n);
+    else
+        sz_k_residual_bwd(sz_task_ptr(b, arg, 0), sz_task_ptr(b, arg, 1), sz_task_ptr(b, arg, 2), (size_t)a->n);
 }
 
 #if SZ_WITH_CUDA
@@ -46,7 +51,7 @@ sz_status sz_op_residual_fwd(sz_unit *u, sz_tensor *out, sz_tensor *a, sz_tensor
 {
     if (n < 1)
         return sz_task_refuse(u, "residual_fwd", "n must be >= 1 (got %lld)", (long long)n);
-    struct residual_args p = {n};
+    struct residual_args p = {n, 0, 0};
     sz_task_tensor t[] = {{out, SZ_WRITE, SZ_DTYPE_F32, n, "out", 0},
                           {a, SZ_READ, SZ_DTYPE_F32, n, "a", 0},
                           {b, SZ_READ, SZ_DTYPE_F32, n, "b", 0}};
@@ -57,9 +62,11 @@ sz_status sz_op_residual_bwd(sz_unit *u, sz_tensor *da, sz_tensor *db, sz_tensor
 {
     if (n < 1)
         return sz_task_refuse(u, "residual_bwd", "n must be >= 1 (got %lld)", (long long)n);
-    struct residual_args p = {n};
-    sz_task_tensor t[] = {{da, SZ_ACCUMULATE, SZ_DTYPE_F32, n, "da", 0},
-                          {db, SZ_ACCUMULATE, SZ_DTYPE_F32, n, "db", 0},
+    struct residual_args p = {n, 0, 0};
+    p.da_dt = sz_kdt(da);
+    p.db_dt = sz_kdt(db);
+    sz_task_tensor t[] = {{da, SZ_ACCUMULATE, sz_fb(da), n, "da", 0},
+                          {db, SZ_ACCUMULATE, sz_fb(db), n, "db", 0},
                           {dout, SZ_READ, SZ_DTYPE_F32, n, "dout", 0}};
     return sz_task_submit(u, &sz_cl_residual_bwd, "residual_bwd", t, 3, &p, sizeof p);
 }

@@ -13,12 +13,22 @@
 
 struct residual_layernorm_args {
     int N, C;
+    int out_dt, p_dt, db_dt; /* sz_k_dtype of out (fwd) / dout (bwd), of w and b_ln, of db (bwd): the
+                                native bf16 path's (include/starzero.h); all 0: fp32 */
 };
 
 enum { FWD_RES, FWD_OUT, FWD_MEAN, FWD_RSTD, FWD_A, FWD_B, FWD_W, FWD_BLN };
 static void fwd_cpu(void *b[], void *arg)
 {
     const struct residual_layernorm_args *a = sz_task_params(arg);
+    if (a->out_dt || a->p_dt) {
+        if (sz_k_residual_layernorm_fwd_mx(sz_task_ptr(b, arg, FWD_RES), sz_task_ptr(b, arg, FWD_OUT), a->out_dt,
+                                           sz_task_ptr(b, arg, FWD_MEAN), sz_task_ptr(b, arg, FWD_RSTD),
+                                           sz_task_ptr(b, arg, FWD_A), sz_task_ptr(b, arg, FWD_B),
+                                           sz_task_ptr(b, arg, FWD_W), sz_task_ptr(b, arg, FWD_BLN), a->p_dt, a->N, a->C))
+            sz_task_fail(arg, "out of memory");
+        return;
+    }
     sz_k_residual_layernorm_fwd(sz_task_ptr(b, arg, FWD_RES), sz_task_ptr(b, arg, FWD_OUT),
                                 sz_task_ptr(b, arg, FWD_MEAN), sz_task_ptr(b, arg, FWD_RSTD),
                                 sz_task_ptr(b, arg, FWD_A), sz_task_ptr(b, arg, FWD_B), sz_task_ptr(b, arg, FWD_W),
@@ -29,6 +39,15 @@ enum { BWD_DA, BWD_DB, BWD_DRES, BWD_DW, BWD_DBLN, BWD_DOUT, BWD_RES, BWD_W, BWD
 static void bwd_cpu(void *b[], void *arg)
 {
     const struct residual_layernorm_args *a = sz_task_params(arg);
+    if (a->out_dt || a->p_dt || a->db_dt) {
+        if (sz_k_layernorm_residual_bwd_mx(sz_task_ptr(b, arg, BWD_DA), sz_task_ptr(b, arg, BWD_DB), a->db_dt,
+                                           sz_task_ptr(b, arg, BWD_DRES), sz_task_ptr(b, arg, BWD_DW),
+                                           sz_task_ptr(b, arg, BWD_DBLN), sz_task_ptr(b, arg, BWD_DOUT), a->out_dt,
+                                           sz_task_ptr(b, arg, BWD_RES), sz_task_ptr(b, arg, BWD_W), a->p_dt,
+                                           sz_task_ptr(b, arg, BWD_MEAN), sz_task_ptr(b, arg, BWD_RSTD), a->N, a->C))
+            sz_task_fail(arg, "out of memory");
+        return;
+    }
     sz_k_layernorm_residual_bwd(sz_task_ptr(b, arg, BWD_DA), sz_task_ptr(b, arg, BWD_DB),
                                 sz_task_ptr(b, arg, BWD_DRES), sz_task_ptr(b, arg, BWD_DW),
                                 sz_task_ptr(b, arg, BWD_DBLN), sz_task_ptr(b, arg, BWD_DOUT),
@@ -88,11 +107,11 @@ sz_status sz_op_residual_layernorm_fwd(sz_unit *u, sz_tensor *res, sz_tensor *ou
     if (st != SZ_OK)
         return st;
     int64_t NC = (int64_t)N * C;
-    struct residual_layernorm_args p = {N, C};
-    sz_task_tensor t[] = {{res, SZ_WRITE, SZ_DTYPE_F32, NC, "res", 0},  {out, SZ_WRITE, SZ_DTYPE_F32, NC, "out", 0},
+    struct residual_layernorm_args p = {N, C, sz_kdt(out), sz_kdt(w), 0}; /* out, w, b_ln may be bf16 */
+    sz_task_tensor t[] = {{res, SZ_WRITE, SZ_DTYPE_F32, NC, "res", 0},  {out, SZ_WRITE, sz_fb(out), NC, "out", 0},
                           {mean, SZ_WRITE, SZ_DTYPE_F32, N, "mean", 0}, {rstd, SZ_WRITE, SZ_DTYPE_F32, N, "rstd", 0},
                           {a, SZ_READ, SZ_DTYPE_F32, NC, "a", 0},       {b, SZ_READ, SZ_DTYPE_F32, NC, "b", 0},
-                          {w, SZ_READ, SZ_DTYPE_F32, C, "w", 0},        {b_ln, SZ_READ, SZ_DTYPE_F32, C, "b_ln", 1}};
+                          {w, SZ_READ, sz_fb(w), C, "w", 0},        {b_ln, SZ_READ, sz_fb(w), C, "b_ln", 1}};
     return sz_task_submit(u, &sz_cl_residual_layernorm_fwd, "residual_layernorm_fwd", t, 8, &p, sizeof p);
 }
 
@@ -104,15 +123,15 @@ sz_status sz_op_layernorm_residual_bwd(sz_unit *u, sz_tensor *da, sz_tensor *db,
     if (st != SZ_OK)
         return st;
     int64_t NC = (int64_t)N * C;
-    struct residual_layernorm_args p = {N, C};
+    struct residual_layernorm_args p = {N, C, sz_kdt(dout), sz_kdt(w), sz_kdt(db)}; /* dout, w, db may be bf16 */
     sz_task_tensor t[] = {{da, SZ_ACCUMULATE, SZ_DTYPE_F32, NC, "da", 0},
-                          {db, SZ_ACCUMULATE, SZ_DTYPE_F32, NC, "db", 0},
+                          {db, SZ_ACCUMULATE, sz_fb(db), NC, "db", 0},
                           {dres, SZ_ACCUMULATE, SZ_DTYPE_F32, NC, "dres", 0},
                           {dw, SZ_ACCUMULATE, SZ_DTYPE_F32, C, "dw", 0},
                           {db_ln, SZ_ACCUMULATE, SZ_DTYPE_F32, C, "db_ln", 1},
-                          {dout, SZ_READ, SZ_DTYPE_F32, NC, "dout", 0},
+                          {dout, SZ_READ, sz_fb(dout), NC, "dout", 0},
                           {res, SZ_READ, SZ_DTYPE_F32, NC, "res", 0},
-                          {w, SZ_READ, SZ_DTYPE_F32, C, "w", 0},
+                          {w, SZ_READ, sz_fb(w), C, "w", 0},
                           {mean, SZ_READ, SZ_DTYPE_F32, N, "mean", 0},
                           {rstd, SZ_READ, SZ_DTYPE_F32, N, "rstd", 0}};
     return sz_task_submit(u, &sz_cl_layernorm_residual_bwd, "layernorm_residual_bwd", t, 10, &p, sizeof p);

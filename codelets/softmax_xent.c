@@ -12,6 +12,7 @@
 struct softmax_xent_args {
     int N, V, Vp;
     float scale; /* backward: d(loss) / d(one row's loss) */
+    int dlogits_dt; /* backward: sz_k_dtype of dlogits (bf16 on the native bf16 path) */
 };
 
 enum { FWD_LOSSES, FWD_PROBS, FWD_LOGITS, FWD_TARGETS };
@@ -39,8 +40,8 @@ static void bwd_cpu(void *b[], void *arg)
     }
     for (int i = 0; i < a->N; i++)
         dloss[i] = a->scale;
-    sz_k_softmax_xent_bwd(sz_task_ptr(b, arg, BWD_DLOGITS), sz_task_ptr(b, arg, BWD_PROBS), targets, dloss, a->N,
-                          a->V, a->Vp);
+    sz_k_softmax_xent_bwd_mx(sz_task_ptr(b, arg, BWD_DLOGITS), a->dlogits_dt, sz_task_ptr(b, arg, BWD_PROBS), targets,
+                             dloss, a->N, a->V, a->Vp);
     free(dloss);
 }
 
@@ -84,7 +85,7 @@ sz_status sz_op_softmax_xent_fwd(sz_unit *u, sz_tensor *losses, sz_tensor *probs
     sz_status st = check_shape(u, "softmax_xent_fwd", N, V, Vp);
     if (st != SZ_OK)
         return st;
-    struct softmax_xent_args a = {N, V, Vp, 0.0f};
+    struct softmax_xent_args a = {N, V, Vp, 0.0f, 0};
     sz_task_tensor t[] = {{losses, SZ_WRITE, SZ_DTYPE_F32, N, "losses", 0},
                           {probs, SZ_WRITE, SZ_DTYPE_F32, (int64_t)N * Vp, "probs", 0},
                           {logits, SZ_READ, SZ_DTYPE_F32, (int64_t)N * Vp, "logits", 0},
@@ -99,8 +100,8 @@ sz_status sz_op_softmax_xent_bwd(sz_unit *u, sz_tensor *dlogits, sz_tensor *prob
     if (st != SZ_OK)
         return st;
     float scale = u ? sz_unit_loss_scale(u) : 0.0f;
-    struct softmax_xent_args a = {N, V, Vp, scale > 0 ? scale : 1.0f / (float)N};
-    sz_task_tensor t[] = {{dlogits, SZ_WRITE, SZ_DTYPE_F32, (int64_t)N * Vp, "dlogits", 0},
+    struct softmax_xent_args a = {N, V, Vp, scale > 0 ? scale : 1.0f / (float)N, sz_kdt(dlogits)};
+    sz_task_tensor t[] = {{dlogits, SZ_WRITE, sz_fb(dlogits), (int64_t)N * Vp, "dlogits", 0},
                           {probs, SZ_READ, SZ_DTYPE_F32, (int64_t)N * Vp, "probs", 0},
                           {targets, SZ_READ, SZ_DTYPE_I32, N, "targets", 0}};
     return sz_task_submit(u, &sz_cl_softmax_xent_bwd, "softmax_xent_bwd", t, 3, &a, sizeof a);

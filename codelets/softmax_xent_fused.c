@@ -14,6 +14,7 @@
 struct softmax_xent_fused_args {
     int N, V, Vp;
     float scale; /* d(loss) / d(one row's loss) */
+    int dt;      /* sz_k_dtype of logits: bf16 on the native bf16 path (fp32 math from widened rows) */
 };
 
 enum { LOSSES, LOGITS, TARGETS };
@@ -23,8 +24,9 @@ static void fused_cpu(void *b[], void *arg)
     const int *targets = sz_task_ptr(b, arg, TARGETS);
     if (sz_task_check_ids(arg, "target", targets, a->N, a->V))
         return;
-    sz_k_softmax_xent_fused(sz_task_ptr(b, arg, LOGITS), sz_task_ptr(b, arg, LOSSES), targets, a->scale, a->N,
-                            a->V, a->Vp);
+    if (sz_k_softmax_xent_fused_mx(sz_task_ptr(b, arg, LOGITS), a->dt, sz_task_ptr(b, arg, LOSSES), targets, a->scale,
+                                   a->N, a->V, a->Vp))
+        sz_task_fail(arg, "out of memory");
 }
 
 #if SZ_WITH_CUDA
@@ -56,9 +58,9 @@ sz_status sz_op_softmax_xent_fused(sz_unit *u, sz_tensor *losses, sz_tensor *log
         return sz_task_refuse(u, "softmax_xent_fused", "need N >= 1 and 1 <= V <= Vp (got N %d, V %d, Vp %d)", N,
                               V, Vp);
     float scale = u ? sz_unit_loss_scale(u) : 0.0f;
-    struct softmax_xent_fused_args a = {N, V, Vp, scale > 0 ? scale : 1.0f / (float)N};
+    struct softmax_xent_fused_args a = {N, V, Vp, scale > 0 ? scale : 1.0f / (float)N, sz_kdt(logits)};
     sz_task_tensor t[] = {{losses, SZ_WRITE, SZ_DTYPE_F32, N, "losses", 0},
-                          {logits, SZ_READ_WRITE, SZ_DTYPE_F32, (int64_t)N * Vp, "logits", 0},
+                          {logits, SZ_READ_WRITE, sz_fb(logits), (int64_t)N * Vp, "logits", 0},
                           {targets, SZ_READ, SZ_DTYPE_I32, N, "targets", 0}};
     return sz_task_submit(u, &sz_cl_softmax_xent_fused, "softmax_xent_fused", t, 3, &a, sizeof a);
 }

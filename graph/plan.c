@@ -117,9 +117,17 @@ static void delta(sz_action *a, int cat, int64_t bytes)
 
 static int64_t elem(const sz_plan *p) { return p->cfg.mixed ? 2 : 4; }
 
+/* Unit i's compute reads an fp32 working copy of its parameters (mixed precision, unless the unit
+ * reads the bf16 parameters on the native path). */
+static int work_copy(const struct builder *b, int i)
+{
+    return b->p->cfg.mixed && !(b->p->cfg.native && b->u[i].bf16_params);
+}
+
 int64_t sz_plan_params_bytes(const sz_plan *p, int i)
 {
-    return (p->cfg.stage == 3 ? p->padded[i] * elem(p) : 0) + (p->cfg.mixed ? p->padded[i] * 4 : 0);
+    int work = p->cfg.mixed && !(p->cfg.native && p->bf16_params[i]);
+    return (p->cfg.stage == 3 ? p->padded[i] * elem(p) : 0) + (work ? p->padded[i] * 4 : 0);
 }
 
 static int has_ckpt(const struct builder *b, int i)
@@ -151,7 +159,7 @@ static void gather(struct builder *b, int i)
     b->gathered[i] = 1;
     if (p->cfg.stage == 3)
         delta(emit(b, SZ_ACT_GATHER, i, SZ_BUF_PARAM), SZ_MEM_GATHERED, p->padded[i] * elem(p));
-    if (p->cfg.mixed) {
+    if (work_copy(b, i)) {
         delta(emit(b, SZ_ACT_CONVERT, i, SZ_BUF_WORK), SZ_MEM_GATHERED, p->padded[i] * 4);
         if (p->cfg.stage == 3) /* the bf16 gathered copy is not needed any more */
             delta(emit(b, SZ_ACT_RELEASE, i, SZ_BUF_PARAM), SZ_MEM_GATHERED, -p->padded[i] * 2);
@@ -164,10 +172,10 @@ static void release(struct builder *b, int i)
     if (!b->gathered[i])
         return;
     b->gathered[i] = 0;
-    if (p->cfg.mixed)
+    if (work_copy(b, i))
         delta(emit(b, SZ_ACT_RELEASE, i, SZ_BUF_WORK), SZ_MEM_GATHERED, -p->padded[i] * 4);
     else if (p->cfg.stage == 3)
-        delta(emit(b, SZ_ACT_RELEASE, i, SZ_BUF_PARAM), SZ_MEM_GATHERED, -p->padded[i] * 4);
+        delta(emit(b, SZ_ACT_RELEASE, i, SZ_BUF_PARAM), SZ_MEM_GATHERED, -p->padded[i] * elem(p));
 }
 
 static void with_uses(struct builder *b, int i, void (*fn)(struct builder *, int))
@@ -444,7 +452,8 @@ static void add_access(const sz_plan *p, struct access *acc, int *n, int unit, s
 static int accesses_of(const sz_plan *p, const sz_plan_unit *units, const sz_action *a, struct access *acc)
 {
     int n = 0, u = a->unit, s = p->cfg.stage;
-    sz_plan_res wp = p->cfg.mixed ? SZ_RES_WORK : SZ_RES_PARAM;
+    /* the working copy, except for a unit reading its bf16 parameters on the native bf16 path */
+#define WP(i) (p->cfg.mixed && !(p->cfg.native && units[i].bf16_params) ? SZ_RES_WORK : SZ_RES_PARAM)
     const sz_plan_unit *x = u >= 0 ? &units[u] : NULL;
     switch (a->kind) {
     case SZ_ACT_GATHER:
@@ -475,9 +484,9 @@ static int accesses_of(const sz_plan *p, const sz_plan_unit *units, const sz_act
     case SZ_ACT_BWD: {
         int bwd = a->kind == SZ_ACT_BWD;
         if (!bwd || !x->backward_skips_params)
-            add_access(p, acc, &n, u, wp, 0, x->numel == 0);
+            add_access(p, acc, &n, u, WP(u), 0, x->numel == 0);
         for (int k = 0; k < x->nuses; k++) {
-            add_access(p, acc, &n, x->uses[k], wp, 0, 1);
+            add_access(p, acc, &n, x->uses[k], WP(x->uses[k]), 0, 1);
             if (bwd)
                 add_access(p, acc, &n, x->uses[k], SZ_RES_WGRAD, 1, 1);
         }
@@ -528,6 +537,7 @@ static int accesses_of(const sz_plan *p, const sz_plan_unit *units, const sz_act
     default:
         break;
     }
+#undef WP
     return n;
 }
 
@@ -705,6 +715,7 @@ void sz_plan_free(sz_plan *p)
     free(p->a);
     free(p->padded);
     free(p->shard);
+    free(p->bf16_params);
     free(p->mb_begin);
     free(p->waits);
     memset(p, 0, sizeof *p);
@@ -732,14 +743,16 @@ sz_status sz_plan_build(const sz_plan_unit *units, int nunits, const sz_plan_con
     int nmb = cfg->pass == SZ_PASS_STEP ? cfg->micro_batches : 1;
     out->padded = calloc((size_t)nunits, sizeof *out->padded);
     out->shard = calloc((size_t)nunits, sizeof *out->shard);
+    out->bf16_params = calloc((size_t)nunits, 1);
     out->mb_begin = calloc((size_t)nmb + 1, sizeof *out->mb_begin);
     struct builder b = {.p = out, .u = units, .gathered = calloc((size_t)nunits, 1),
                         .grads_live = calloc((size_t)nunits, 1), .ckpt_dev = calloc((size_t)nunits, 1)};
-    if (!out->padded || !out->shard || !out->mb_begin || !b.gathered || !b.grads_live || !b.ckpt_dev)
+    if (!out->padded || !out->shard || !out->bf16_params || !out->mb_begin || !b.gathered || !b.grads_live || !b.ckpt_dev)
         b.st = SZ_ERR_NOMEM;
     for (int i = 0; b.st == SZ_OK && i < nunits; i++) {
         out->padded[i] = sz_plan_padded(units[i].numel, cfg->nd);
         out->shard[i] = out->padded[i] / cfg->nd;
+        out->bf16_params[i] = units[i].bf16_params != 0;
         if (out->padded[i] < 0)
             b.st = SZ_ERR_INVALID;
     }
@@ -872,6 +885,8 @@ static void print_json(FILE *f, const sz_plan *p, const char *const *names, cons
     cJSON_AddNumberToObject(c, "rank", g->rank);
     cJSON_AddNumberToObject(c, "micro_batches", g->micro_batches);
     cJSON_AddStringToObject(c, "precision", g->mixed ? "bf16" : "fp32");
+    if (g->mixed)
+        cJSON_AddStringToObject(c, "bf16_path", g->native ? "native" : "emulated");
     cJSON_AddBoolToObject(c, "checkpoint", g->checkpoint);
     cJSON_AddBoolToObject(c, "offload_checkpoints", g->offload);
     cJSON_AddNumberToObject(c, "prefetch_bytes", (double)g->prefetch_bytes);
@@ -957,7 +972,8 @@ void sz_plan_print(FILE *f, const sz_plan *p, const char *const *names, int json
     const sz_plan_config *g = &p->cfg;
     fprintf(f, "plan: %s, stage %d, N_d %d, rank %d, %d micro-batch%s, %s%s%s, prefetch %lld B, max live %lld B, "
             "bucket %lld elements%s%s; %d actions\n", g->pass == SZ_PASS_STEP ? "step" : "eval", g->stage, g->nd,
-            g->rank, g->micro_batches, g->micro_batches == 1 ? "" : "es", g->mixed ? "bf16" : "fp32",
+            g->rank, g->micro_batches, g->micro_batches == 1 ? "" : "es",
+            g->mixed ? (g->native ? "bf16 native" : "bf16 emulated") : "fp32",
             g->checkpoint ? ", checkpointing" : "", g->offload ? ", offloaded checkpoints" : "",
             (long long)g->prefetch_bytes, (long long)g->max_live_bytes, (long long)g->bucket_elems,
             g->comm_worker ? ", communication worker" : "", g->clip ? ", clipping" : "", p->n);

@@ -49,6 +49,7 @@ typedef struct sz_plan_unit {
     int checkpointable;       /* recomputed under checkpointing */
     int backward_skips_params;/* its backward reads no parameter (sz_unit_desc) */
     int64_t ckpt_bytes;       /* bytes of its input checkpoint when offloaded (0: none) */
+    int bf16_params;          /* its compute reads bf16 parameters on the native path (sz_unit_desc) */
 } sz_plan_unit;
 
 typedef enum sz_plan_pass {
@@ -60,6 +61,9 @@ typedef struct sz_plan_config {
     sz_plan_pass pass;
     int stage, nd, rank, micro_batches;
     int mixed;                /* bf16 parameters and gradients, fp32 working copies */
+    int native;               /* mixed on the native bf16 path: units with bf16_params read the bf16
+                                 parameters (stage 3: the gathered copy, kept until the release) and
+                                 get no fp32 working copy */
     int opt_states;           /* the optimizer's fp32 state floats per element (AdamW 2, SGD 1 or 0) */
     int checkpoint, offload;  /* activation checkpointing; offloaded checkpoints (P_a+cpu) */
     int64_t prefetch_bytes;   /* stage 3: parameter bytes gathered ahead of the unit computing */
@@ -154,6 +158,7 @@ typedef struct sz_plan {
     sz_plan_config cfg;
     int nunits;
     int64_t *padded, *shard;  /* per unit */
+    char *bf16_params;        /* per unit: sz_plan_unit.bf16_params */
     sz_action *a;
     int n, cap;
     int *mb_begin;            /* micro_batches + 1 entries: first action of each micro-batch; the

@@ -244,6 +244,11 @@ typedef struct sz_unit_desc {
                                       lookup's backward only scatters gradients), so ZeRO-3 does
                                       not gather them for it (nor mixed precision convert them),
                                       unless the unit is recomputed under checkpointing */
+    int bf16_params;               /* 1: its callbacks accept bf16 parameters (every op they pass a
+                                      parameter to takes bf16 there), so under the native bf16 path
+                                      (sz_model_bf16_native) they read the stored bf16 parameters
+                                      directly, with no fp32 working copy; 0: the unit always gets
+                                      fp32 working copies under mixed precision (the emulated path) */
 } sz_unit_desc;
 
 /* ZeRO: where model states live. Set before sz_model_finalize; defaults: stage 0, 1 micro-batch,
@@ -251,9 +256,49 @@ typedef struct sz_unit_desc {
 typedef enum sz_precision {
     SZ_PRECISION_FP32 = 0, /* fp32 params, grads, Adam m and v */
     SZ_PRECISION_BF16,     /* mixed: bf16 params and grads (stored and communicated), fp32 master
-                              weights and Adam m, v; compute tasks read an fp32 working copy of
-                              one unit at a time and write fp32 working gradients */
+                              weights and Adam m, v; compute tasks write fp32 working gradients
+                              and read either an fp32 working copy of one unit at a time
+                              ("emulated") or, on the native path, the bf16 parameters themselves
+                              with bf16 activations (sz_bf16_compute) */
 } sz_precision;
+
+/* How bf16 mixed precision computes. Chosen once per run, before anything is allocated, by a
+ * CPUID rule (never a timed probe, so every rank decides alike; sz_model_finalize checks the ranks
+ * agree):
+ *  - native: matrix products run bf16 x bf16 with fp32 accumulation through oneDNN (AMX or
+ *    AVX512-BF16 tiles, fixed tiles so the bits do not depend on the thread count); the
+ *    activations the matmuls read and their gradients are bf16 (the model chooses them, asking
+ *    sz_model_bf16_native); layernorm, softmax, GELU and attention compute in fp32 from bf16
+ *    inputs; units with sz_unit_desc.bf16_params read the bf16 parameters directly (no fp32
+ *    working copy). Master weights, Adam state and the working gradients stay fp32.
+ *  - emulated: every compute task reads fp32 working copies (the exact widening of the bf16
+ *    parameters) and fp32 activations: the math of fp32 at fp32 speed.
+ * The rule (sz_bf16_compute_decide): native where the CPU has AMX-BF16, or AVX512-BF16 on a CPU
+ * whose bf16 dot product is known to run at >= 1.5x its fp32 FMA rate (AMD Zen 4 and later:
+ * measured 2.0-2.9x); emulated elsewhere (Intel CPUs with AVX512-BF16 but no AMX run vdpbf16ps at
+ * half the FMA rate; no AVX512-BF16 at all: oneDNN would widen anyway), and with CUDA workers. */
+typedef enum sz_bf16_compute {
+    SZ_BF16_COMPUTE_AUTO = 0,  /* the CPU rule */
+    SZ_BF16_COMPUTE_NATIVE,
+    SZ_BF16_COMPUTE_EMULATED,
+} sz_bf16_compute;
+
+/* What CPUID says about this CPU's bf16 units. */
+typedef struct sz_cpu_bf16 {
+    char vendor[16];           /* "AuthenticAMD", "GenuineIntel", ... */
+    char model[64];            /* the brand string ("AMD EPYC 9R14 ...") */
+    int family;                /* the display family (AMD Zen 4: 0x19, Zen 5: 0x1a) */
+    int avx512f, avx512_bf16, amx_bf16, amx_tile;
+} sz_cpu_bf16;
+/* This CPU (CPUID leaves 0, 1, 7.0, 7.1 and the brand string); zeros where it cannot tell. */
+void sz_cpu_bf16_query(sz_cpu_bf16 *out);
+/* The rule above for `cpu` (NATIVE or EMULATED); why (a static sentence) in *why (may be NULL). */
+sz_bf16_compute sz_bf16_compute_decide(const sz_cpu_bf16 *cpu, const char **why);
+/* The rule for this CPU: sz_bf16_compute_decide of sz_cpu_bf16_query. */
+sz_bf16_compute sz_bf16_compute_auto(const char **why);
+/* "auto", "native", "emulated"; parse accepts those (SZ_ERR_INVALID otherwise). */
+const char *sz_bf16_compute_name(sz_bf16_compute c);
+sz_status sz_bf16_compute_parse(const char *s, sz_bf16_compute *out);
 
 /* The optimizer sz_model_update runs (tasks/sz_optimizer.h is the interface behind it). Its
  * choice fixes the fp32 state the model keeps per parameter element, so it is part of the
@@ -296,6 +341,9 @@ typedef struct sz_zero_config {
     int arenas;             /* M_D (default 1): long-lived tensors (parameters or shards, gradient
                                shards, optimizer state, checkpoints, activations) in one contiguous
                                arena of the device pool; 0: each placed among the temporaries */
+    sz_bf16_compute bf16_compute; /* under SZ_PRECISION_BF16: native or emulated compute (default
+                               AUTO: the CPU rule, resolved by sz_model_set_zero; forcing NATIVE with
+                               CUDA workers is refused) */
     sz_optimizer optimizer; /* default SZ_OPTIMIZER_ADAMW (see sz_optimizer) */
     float momentum;         /* SGD's momentum in [0, 1) (default 0: plain SGD, no state); ignored
                                by AdamW */
@@ -346,6 +394,11 @@ sz_status sz_model_finalize(sz_model *m);
 
 int sz_model_nunits(const sz_model *m);
 int64_t sz_model_nparams(const sz_model *m);          /* real parameters, padding excluded */
+/* 1 when the model computes bf16 natively: SZ_PRECISION_BF16 and the native path (sz_bf16_compute,
+ * resolved at sz_model_set_zero, so a model can choose its activations' dtypes after it); else 0. */
+int sz_model_bf16_native(const sz_model *m);
+/* The path in effect: "native" or "emulated" under bf16 mixed precision, "fp32" otherwise. */
+const char *sz_model_bf16_path(const sz_model *m);
 /* Parameter i of unit u, in the unit's table order: read or write its values (fp32). With several
  * ranks these are collective (every rank calls them, in the same order): values are assembled
  * from the owners' shards. Gradients are the reduced ones of the last step. */
@@ -618,6 +671,7 @@ typedef struct sz_memory_report {
                                           peers' pool pages this rank has read */
     int budget_from_machine;           /* 1: mem_budget is the machine's (sz_context_memory_budget), no
                                           budget having been given */
+    char bf16_path[16];                /* sz_model_bf16_path: "native", "emulated" or "fp32" */
     int64_t matmul_host_peak_bytes;    /* measured: the most host bytes the matmul kernels' working memory
                                           (oneDNN scratchpads, packed tiles) held at once in this process */
 } sz_memory_report;

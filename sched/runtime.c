@@ -447,6 +447,16 @@ void sz_context_print(const sz_context *ctx, FILE *f)
     if (info.comm_worker >= 0)
         fprintf(f, "; worker %d runs only communication", info.comm_worker);
     fprintf(f, "\n  collectives: %s\n", info.shared_collectives ? "shared memory (every rank's device pool mapped here)" : "MPI");
+    sz_cpu_bf16 cpu;
+    const char *why;
+    sz_cpu_bf16_query(&cpu);
+    sz_bf16_compute path = info.cuda_workers > 0 ? SZ_BF16_COMPUTE_EMULATED : sz_bf16_compute_decide(&cpu, &why);
+    if (info.cuda_workers > 0)
+        why = "CUDA workers: the native bf16 kernels are CPU kernels";
+    fprintf(f, "  cpu: %s (%s, family 0x%x): AVX-512 %s, AVX512-BF16 %s, AMX-BF16 %s\n", cpu.model[0] ? cpu.model : "?",
+            cpu.vendor[0] ? cpu.vendor : "?", cpu.family, cpu.avx512f ? "yes" : "no", cpu.avx512_bf16 ? "yes" : "no",
+            cpu.amx_bf16 && cpu.amx_tile ? "yes" : "no");
+    fprintf(f, "  bf16_path: %s under --precision bf16 with --bf16-compute auto (%s)\n", sz_bf16_compute_name(path), why);
     for (int w = 0; w < info.workers; w++) {
         char name[64];
         starpu_worker_get_name(w, name, sizeof name);

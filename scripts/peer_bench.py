@@ -384,7 +384,10 @@ def run_torch(a, mode, dtype, ckpt, steps, warmup, tokens=None, nranks=1, dist=N
     if log:
         print(f"  $ {'(x%d ranks) ' % nranks if nranks > 1 else ''}" + " ".join(shlex.quote(c) for c in cmd),
               file=log, flush=True)
-    port = str(29500 + os.getpid() % 1000)
+    import socket
+    with socket.socket() as so:  # a free port for this run's rendezvous
+        so.bind(("127.0.0.1", 0))
+        port = str(so.getsockname()[1])
     procs = []
     for r in range(nranks):
         env = dict(os.environ, OMP_NUM_THREADS=str(threads), MKL_NUM_THREADS=str(threads), RANK=str(r),
@@ -530,19 +533,23 @@ def markdown(res):
                  f" (sz-train / PyTorch), largest difference {lc['max_diff']:.1e} "
                  f"({'within' if lc['ok'] else 'OUTSIDE'} {lc['tol']:g}).")
     lines.append("")
-    lines.append("| system | ranks | ms per timed step | median ms | tokens/s | first step ms | "
-                 "peak PSS MB per rank (RSS) | Δ loss vs StarZeRO |")
-    lines.append("|---|---|---|---|---|---|---|---|")
+    lines.append("| system | ranks | ms per timed step (rounds split by ·) | median ms | tokens/s | first step ms | "
+                 "peak PSS MB per rank (RSS) | Δ loss vs StarZeRO: step 1 / all steps | load average |")
+    lines.append("|---|---|---|---|---|---|---|---|---|")
     for r in res["rows"]:
         if r["error"]:
-            lines.append(f"| {r['name']} | {r['ranks']} | not run: {r['error'].replace('|', '/')[:160]} | | | | | |")
+            lines.append(f"| {r['name']} | {r['ranks']} | not run: {r['error'].replace('|', '/')[:160]} | | | | | | |")
             continue
         pss = " / ".join(f"{x:.0f}" for x in r.get("pss_mb_per_rank", []))
         rss = " / ".join(f"{x:.0f}" for x in r.get("rss_mb_per_rank", []))
         d = r.get("loss_diff")
-        ds = "—" if d is None else f"{d:.1e}"
-        lines.append(f"| {r['name']} | {r['ranks']} | {' '.join(f'{x:.0f}' for x in r['step_ms'])} | "
-                     f"{r['median_ms']:.0f} | {r['tokens_per_s']:.0f} | {r['first_step_ms']:.0f} | {pss} ({rss}) | {ds} |")
+        ds = "—" if d is None else f"{r['loss_diff_step1']:.1e} / {d:.1e}"
+        steps = " · ".join(" ".join(f"{x:.0f}" for x in rd) for rd in r["step_ms_per_round"])
+        loads = " · ".join(f"{x:.1f}" for x in r["load_per_round"])
+        if r.get("round_error"):
+            steps += f" (failed: {r['round_error'].replace('|', '/')[:120]})"
+        lines.append(f"| {r['name']} | {r['ranks']} | {steps} | {r['median_ms']:.0f} | {r['tokens_per_s']:.0f} | "
+                     f"{r['first_step_ms']:.0f} | {pss} ({rss}) | {ds} | {loads} |")
     return "\n".join(lines)
 
 
@@ -570,8 +577,13 @@ block, `device_id=cpu`). PyTorch's AdamW is `fused=True`; torch.compile compiles
 backward), not the optimizer; bf16 is `torch.autocast('cpu', bfloat16)` on fp32 parameters, StarZeRO's is
 `--precision bf16` (bf16 parameters and gradients, fp32 master). Memory: the peak of PSS per process
 (`/proc/PID/smaps_rollup`, sampled every 0.2 s from the end of the first step on; RSS in parentheses, which counts a shared page in every
-process that maps it). Δ loss: the largest difference of the run's per-step losses from the StarZeRO run
-of the same precision and ranks (sz-bench prints 4 decimals; bf16 rows are informational).{ys}
+process that maps it). First step: the slowest first (warm-up) step over the rounds; torch.compile
+compiles in it. Δ loss: the difference of the run's losses from the StarZeRO run of the same precision and
+ranks (round 1), at step 1 (the same init and batch: the same forward) and the largest over all steps
+(sz-bench prints 4 decimals; every step repeats one batch at lr 3e-4, where the loss swings by ±1 from
+step to step and rounding differences grow, so later fp32 steps may differ by a few 1e-4; bf16 rows are
+informational: the two bf16 schemes round differently). Load average: the 1-minute load when each
+round's run started.{ys}
 **The machine is shared** (2 cores, other jobs building and testing during the run): single steps vary by
 tens of percent; compare medians of neighbouring rows, not single figures.
 
@@ -603,7 +615,7 @@ def driver(a):
     if a.check_only:
         return 0
     name, amx, bf16 = cpu_model()
-    res = {"command": a.command_line, "date": datetime.datetime.now().strftime("%Y-%m-%d %H:%M %Z").strip(),
+    res = {"command": a.command_line, "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
            "machine": {"cpu": name, "amx": amx, "avx512_bf16": bf16, "cpus": os.cpu_count(),
                        "loadavg": open("/proc/loadavg").read().split()[0]},
            "settings": {k: getattr(a, k) for k in ("model", "batch", "seq", "steps", "warmup", "threads", "rounds")},
@@ -626,7 +638,8 @@ def driver(a):
     acc = {}
     for rnd in range(a.rounds):
         for key, label, kind, args in plan:
-            print(f"peer-bench: round {rnd + 1}/{a.rounds}: {label}", flush=True)
+            load = float(open("/proc/loadavg").read().split()[0])
+            print(f"peer-bench: round {rnd + 1}/{a.rounds}: {label} (load average {load:.1f})", flush=True)
             if kind == "sz":
                 recs, mem, info, err = run_sz_bench(a, args[0], args[1], args[2], a.steps, a.warmup, log)
                 if info and "sz_yardsticks" not in res:
@@ -640,15 +653,17 @@ def driver(a):
                     res["torch"] = info.get("torch")
             e = acc.setdefault(key, {"label": label, "kind": kind, "ranks": args[1] if kind == "sz" else args[2],
                                      "recs": [], "mem": {"pss_mb_per_rank": [], "rss_mb_per_rank": []}, "err": None,
-                                     "first": [], "precision": args[0] if kind == "sz" else args[1]})
+                                     "first": [], "rounds": [], "loads": [], "precision": args[0] if kind == "sz" else args[1]})
             if err:
-                e["err"] = err
+                e["err"] = f"round {rnd + 1}: {err}"
                 print(f"  not run: {err}", flush=True)
                 continue
             timed = [r["ms"] for r in recs if r["timed"]]
             losses = " ".join(f"{r['loss']:.4f}" for r in recs)
             print(f"  ms per timed step: {' '.join(f'{x:.0f}' for x in timed)}; losses {losses}", flush=True)
             e["recs"] += recs
+            e["rounds"].append(timed)
+            e["loads"].append(load)
             e["first"].append(recs[0]["ms"] if recs else 0)
             for k in ("pss_mb_per_rank", "rss_mb_per_rank"):
                 old = e["mem"][k]
@@ -657,17 +672,22 @@ def driver(a):
     ref = {}
     for key, e in acc.items():
         if e["kind"] == "sz" and not e["err"]:
-            ref[(e["precision"], e["ranks"])] = [r["loss"] for r in e["recs"]][:a.warmup + a.steps]
+            ref[(e["precision"], e["ranks"])] = [r["loss"] for r in e["recs"]][:a.warmup + a.steps]  # round 1
     for key, label, kind, args in plan:
         e = acc[key]
         if e["err"] and not e["recs"]:
             res["rows"].append(summarize(label, key, None, None, None, e["err"], e["ranks"], a))
             continue
         row = summarize(label, key, e["recs"], e["mem"], None, None, e["ranks"], a,
-                        {"first_step_ms": max(e["first"])})
+                        {"first_step_ms": max(e["first"]), "step_ms_per_round": e["rounds"],
+                         "load_per_round": e["loads"]})
         r0 = ref.get((e["precision"], e["ranks"]))
         mine = [r["loss"] for r in e["recs"]][:a.warmup + a.steps]
-        row["loss_diff"] = max(abs(x - y) for x, y in zip(r0, mine)) if (r0 and kind == "torch") else None
+        if r0 and kind == "torch":
+            row["loss_diff_step1"] = abs(r0[0] - mine[0])
+            row["loss_diff"] = max(abs(x - y) for x, y in zip(r0, mine))
+        if e["err"]:
+            row["round_error"] = e["err"]
         res["rows"].append(row)
     table = markdown(res)
     print("\n" + table + "\n")

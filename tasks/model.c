@@ -94,12 +94,48 @@ sz_status sz_model_set_zero(sz_model *m, const sz_zero_config *z)
                        (int)z->optimizer, (double)z->momentum);
         return SZ_ERR_INVALID;
     }
+    if (z->bf16_compute != SZ_BF16_COMPUTE_AUTO && z->bf16_compute != SZ_BF16_COMPUTE_NATIVE &&
+        z->bf16_compute != SZ_BF16_COMPUTE_EMULATED) {
+        sz_context_log(m->ctx, SZ_LOG_ERROR, "ZeRO config: unknown bf16 compute path %d (auto, native or emulated)",
+                       (int)z->bf16_compute);
+        return SZ_ERR_INVALID;
+    }
+    /* The bf16 compute path, decided once here (the CPU rule for AUTO) so that the model can choose
+     * its activations' dtypes before creating them. The native kernels are CPU kernels: with CUDA
+     * workers AUTO is emulated, and NATIVE is refused. */
+    sz_runtime_info info;
+    int cuda = sz_context_runtime_info(m->ctx, &info) == SZ_OK && info.cuda_workers > 0;
+    sz_bf16_compute path = z->bf16_compute;
+    if (path == SZ_BF16_COMPUTE_NATIVE && cuda) {
+        sz_context_log(m->ctx, SZ_LOG_ERROR, "the native bf16 compute path runs on CPU workers only, and this "
+                       "rank has %d CUDA worker(s): use the emulated path (--bf16-compute emulated) or "
+                       "STARPU_NCUDA=0", info.cuda_workers);
+        return SZ_ERR_UNSUPPORTED;
+    }
+    if (path == SZ_BF16_COMPUTE_AUTO)
+        path = cuda ? SZ_BF16_COMPUTE_EMULATED : sz_bf16_compute_auto(NULL);
     m->zero = *z;
+    m->zero.bf16_compute = path;
     m->mixed = z->precision == SZ_PRECISION_BF16;
+    m->native = m->mixed && path == SZ_BF16_COMPUTE_NATIVE;
     m->opt = sz_optimizer_get(z->optimizer);
     m->nopt_states = m->opt->nstates(z);
     m->persistent[SZ_MEM_HOST_BUFFERS] = z->host_bytes; /* the app's; counted as held from here on */
     return SZ_OK;
+}
+
+int sz_model_bf16_native(const sz_model *m) { return m ? m->native : 0; }
+
+/* "native" only when some unit really reads bf16 (a model whose units take no bf16 parameters
+ * computes emulated whatever the rule said). */
+const char *sz_model_bf16_path(const sz_model *m)
+{
+    if (!m || !m->mixed)
+        return "fp32";
+    for (int i = 0; m->native && i < m->nunits; i++)
+        if (m->units[i]->bf16_params)
+            return "native";
+    return "emulated";
 }
 
 static void *grow(void *arr, int *cap, int need, size_t elem)
@@ -160,6 +196,7 @@ sz_status sz_model_add_unit(sz_model *m, const sz_unit_desc *d)
     snprintf(u->fetch_name, sizeof u->fetch_name, "fetch:%s", d->name);
     u->checkpointable = d->checkpointable;
     u->backward_skips_params = d->backward_skips_params;
+    u->bf16_params = d->bf16_params;
     u->nparams = d->nparams;
     u->params = calloc((size_t)d->nparams + 1, sizeof *u->params);
     u->offset = calloc((size_t)d->nparams + 1, sizeof *u->offset);
@@ -500,7 +537,7 @@ static sz_status unit_storage(struct sz_model *m, struct sz_unit *u)
             (st = flat_init(m, u, &u->wgrad, "wgrad:", SZ_DTYPE_F32, -1)) != SZ_OK)
             return master ? st : SZ_ERR_NOMEM;
         u->master = *master;
-        u->wp = &u->work;
+        u->wp = m->native && u->bf16_params ? &u->param : &u->work; /* native: the bf16 parameters */
         u->wg = &u->wgrad;
     }
     /* the optimizer's states (tasks/sz_optimizer.h), in categories SZ_MEM_ADAM_M, SZ_MEM_ADAM_V */
@@ -723,6 +760,7 @@ static sz_status agree_model(struct sz_model *m)
     sz_settings_add(s, "the ZeRO stage", "%d", z->stage);
     sz_settings_add(s, "micro-batches", "%d", z->micro_batches);
     sz_settings_add(s, "the precision", "%s", z->precision == SZ_PRECISION_BF16 ? "bf16" : "fp32");
+    sz_settings_add(s, "the bf16 compute path (--bf16-compute; auto: the CPU rule)", "%s", sz_model_bf16_path(m));
     sz_settings_add(s, "the memory budget", "%lld bytes", (long long)z->mem_budget);
     sz_settings_add(s, "prefetch bytes", "%lld", (long long)z->prefetch_bytes);
     sz_settings_add(s, "max live bytes", "%lld", (long long)z->max_live_bytes);
@@ -739,9 +777,10 @@ static sz_status agree_model(struct sz_model *m)
         const struct sz_unit *u = m->units[i];
         char name[96];
         snprintf(name, sizeof name, "unit %d", i);
-        sz_settings_add(s, name, "%s: %d tensors, %lld elements%s%s%s%s", u->name, u->nparams, (long long)u->numel,
+        sz_settings_add(s, name, "%s: %d tensors, %lld elements%s%s%s%s%s", u->name, u->nparams, (long long)u->numel,
                         u->checkpointable ? ", checkpointable" : "", u->backward ? "" : ", no backward",
                         u->backward_skips_params ? ", backward reads no parameter" : "",
+                        u->bf16_params ? ", takes bf16 parameters" : "",
                         u->nuses ? ", uses earlier units" : "");
         for (int k = 0; k < u->nparams; k++) {
             const sz_param_spec *p = &u->params[k];
@@ -1208,6 +1247,7 @@ sz_status sz_model_memory_report(const sz_model *m, sz_memory_report *r)
     memcpy(r->timeline_bytes, m->timeline_bytes, sizeof r->timeline_bytes);
     r->mem_budget = m->budget;
     r->budget_from_machine = m->budget_from_machine;
+    snprintf(r->bf16_path, sizeof r->bf16_path, "%s", sz_model_bf16_path(m));
     r->rss_peak_bytes = sz_memory_rss_peak_bytes();
     r->arenas = m->zero.arenas;
     r->comm_task_s = m->comm_busy_s;

@@ -42,6 +42,7 @@ struct sz_unit {
         ag_name[40], recompute_name[40], offload_name[40], fetch_name[40];
     int checkpointable;
     int backward_skips_params;   /* see sz_unit_desc */
+    int bf16_params;             /* see sz_unit_desc: on the native bf16 path it reads param, not work */
     sz_tensor *ckpt, *ckpt_host; /* offloaded checkpoint: device tensor (lazy) and its host pool copy */
     int64_t ckpt_bytes;          /* bytes of its offloadable input checkpoint (sz_model_checkpoint;
                                     0: none), whether or not this configuration offloads it */
@@ -78,6 +79,7 @@ struct sz_model {
     sz_zero_config zero;
     int nd, rank;
     int mixed;                   /* zero.precision == SZ_PRECISION_BF16 */
+    int native;                  /* mixed, and the native bf16 compute path (zero.bf16_compute) */
     const sz_optimizer_impl *opt;/* zero.optimizer's implementation (tasks/optimizer.c) */
     int nopt_states;             /* opt->nstates(&zero) */
     int64_t arena_mark;          /* the device pool's arena before our first tensor (-1: none) */
@@ -235,5 +237,10 @@ sz_status sz_zero_assemble(struct sz_model *m, struct sz_unit *u, int which, flo
  * precision) on rank root only (dst: n floats there, unused elsewhere); each rank reads only its
  * part, so host memory stays n floats on root and at most n on the others. */
 sz_status sz_zero_assemble_range(struct sz_model *m, struct sz_unit *u, int root, int64_t lo, int64_t n, float *dst);
+
+/* Element types an op takes either way (the native bf16 path, include/starzero.h): the tensor's own
+ * type when it is bf16, else f32 (so anything else is refused as not f32), and its kernel type. */
+static inline sz_dtype sz_fb(const sz_tensor *t) { return t && t->dtype == SZ_DTYPE_BF16 ? SZ_DTYPE_BF16 : SZ_DTYPE_F32; }
+static inline int sz_kdt(const sz_tensor *t) { return sz_fb(t) == SZ_DTYPE_BF16 ? 1 : 0; }
 
 #endif

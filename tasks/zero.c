@@ -24,7 +24,7 @@ void sz_zero_plan_units(const struct sz_model *m, sz_plan_unit *pu)
         const struct sz_unit *u = m->units[i];
         pu[i] = (sz_plan_unit){.numel = u->numel, .uses = u->uses, .nuses = u->nuses, .has_backward = u->backward != NULL,
                                .checkpointable = u->checkpointable, .backward_skips_params = u->backward_skips_params,
-                               .ckpt_bytes = u->ckpt_bytes};
+                               .ckpt_bytes = u->ckpt_bytes, .bf16_params = u->bf16_params};
     }
 }
 
@@ -37,6 +37,7 @@ void sz_zero_plan_config(const struct sz_model *m, sz_plan_pass pass, int clip, 
     c->rank = m->rank;
     c->micro_batches = m->zero.micro_batches;
     c->mixed = m->zero.precision == SZ_PRECISION_BF16;
+    c->native = m->native;
     c->opt_states = m->opt->nstates(&m->zero);
     c->checkpoint = m->zero.checkpoint;
     c->offload = m->zero.offload_checkpoints;

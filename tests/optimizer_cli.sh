@@ -8,6 +8,7 @@
 #  3. resumable state: 2 steps + --save-state, --resume to 4 gives bitwise the losses and
 #     parameters of 4 straight steps (2 ranks, stage 2); the manifest records the optimizer and
 #     its momentum file; resuming it with AdamW, or with SGD at momentum 0, is refused with the reason;
+#     --ds-config's optimizer type SGD trains bitwise like the options it maps to;
 #  4. sz-estimate --optimizer sgd: the model-state formula with 1 (momentum) or 0 fp32 states
 #     per parameter (K = 8 / 4 under mixed precision).
 # Usage: optimizer_cli.sh BUILD_DIR MPIEXEC
@@ -97,6 +98,22 @@ expect 1 "the state holds momentum, which this run keeps none of" -- "${small[@]
     --resume "$dir/st"
 mpi 1 "$bin/sz-train" "${small[@]}" --momentum 0 --batch 2 --steps 1 --save-state "$dir/st0" >/dev/null || fail "SGD momentum 0 save"
 expect 1 "the state has no momentum" "resume with --momentum 0" -- "${small[@]}" --batch 2 --steps 2 --resume "$dir/st0"
+
+# --ds-config optimizer type SGD: the same bits as its options on the command line
+cat >"$dir/sgd.json" <<'JSON'
+{"train_micro_batch_size_per_gpu": 2,
+ "optimizer": {"type": "SGD", "params": {"lr": 0.05, "momentum": 0.9, "weight_decay": 0.01, "dampening": 0, "nesterov": false}}}
+JSON
+base_ds=(--config 2,2,32 --vocab 256 --max-seq 32 --train "$dir/lic_train.bin" --seq 16 --steps 2 --json)
+mpi 2 "$bin/sz-train" "${base_ds[@]}" --ds-config "$dir/sgd.json" >"$dir/ds.json" 2>"$dir/ds.err" || { cat "$dir/ds.err"; fail "ds-config SGD"; }
+grep -qF "optimizer.type = SGD -> --optimizer sgd" "$dir/ds.err" && grep -qF "optimizer.params.momentum = 0.9 -> --momentum 0.9" "$dir/ds.err" \
+    || { cat "$dir/ds.err"; fail "ds-config SGD: the mapping is not reported"; }
+mpi 2 "$bin/sz-train" "${base_ds[@]}" --batch 2 --optimizer sgd --momentum 0.9 --lr 0.05 --wd 0.01 >"$dir/dscli.json" 2>/dev/null \
+    || fail "ds-config SGD's options on the command line"
+cmp -s <(losses "$dir/ds.json") <(losses "$dir/dscli.json") || fail "--ds-config SGD and its options differ"
+sed 's/"nesterov": false/"nesterov": true/' "$dir/sgd.json" >"$dir/nest.json"
+expect 2 "optimizer.params.nesterov: sz-train's SGD is not Nesterov's" -- "${base_ds[@]}" --ds-config "$dir/nest.json"
+echo "ok: --ds-config optimizer SGD trains bitwise like --optimizer sgd --momentum 0.9 --lr 0.05 --wd 0.01"
 
 # 4. sz-estimate
 est() { "$bin/sz-estimate" --params 1e6 --nd 4 --json "$@" | grep -o '"model_state_bytes":[[:space:]]*[0-9.e+]*' | sed 's/.*:[[:space:]]*//'; }

@@ -1,4 +1,10 @@
 /* apps/gpt2/gpt2.c — GPT-2 on the StarZeRO task API, exactly llm.c's forward and backward.
+ * On the native bf16 path (sz_model_bf16_native) the activations the matmuls read (ln1, atty, ln2,
+ * fch_gelu, lnf), the logits (bf16 as a matmul's output under autocast; the fused softmax-xent
+ * computes in fp32 from them and leaves the bf16 gradient in place) and the gradients the matmuls
+ * read or write (dqkv, dattproj, dfch, dfcproj; dln1, datty, dln2, dfch_gelu, dlnf) are bf16, and
+ * every unit reads its bf16 parameters directly (bf16_params); the residual stream and its gradient,
+ * the other matmul outputs, the norms' statistics and the parameter gradients stay fp32.
  * Units: "embed" (wte, wpe), "block<l>" (the 12 per-layer tensors), "head" (lnfw, lnfb; it reads
  * the embedding's wte: tied weights, whose gradients from the head and the embedding accumulate
  * into one tensor). Parameter rows come from the GPT-2 table (sz_gpt2_tensor), never by hand. */
@@ -176,6 +182,11 @@ static sz_tensor *block_act(struct gpt2 *g, const char *what, int layer, int64_t
     return sz_model_activation(g->model, 1 + layer, what, SZ_DTYPE_F32, n);
 }
 
+static sz_tensor *block_act_dt(struct gpt2 *g, const char *what, int layer, sz_dtype dt, int64_t n)
+{
+    return sz_model_activation(g->model, 1 + layer, what, dt, n);
+}
+
 static sz_tensor *act(struct gpt2 *g, const char *what, int layer, sz_dtype dt, int64_t n)
 {
     char name[48];
@@ -233,26 +244,28 @@ sz_status gpt2_create(gpt2 **out, sz_context *ctx, const sz_gpt2_config *cfg, in
     for (int i = 0; i < NELEM(HEAD_IDS); i++)
         spec_from_table(cfg, HEAD_IDS[i], &g->head_spec[i]);
 
+    /* every op GPT-2's units pass parameters to takes bf16 ones: bf16_params */
     sz_unit_desc d = {.name = "embed", .params = g->embed_spec, .nparams = NELEM(EMBED_IDS), .forward = embed_fwd,
-                      .backward = embed_bwd, .user = g, .backward_skips_params = 1};
+                      .backward = embed_bwd, .user = g, .backward_skips_params = 1, .bf16_params = 1};
     st = sz_model_add_unit(g->model, &d);
     for (int l = 0; l < L && st == SZ_OK; l++) {
         char name[32];
         snprintf(name, sizeof name, "block%d", l);
         g->blocks[l] = (struct block_unit){g, l};
         sz_unit_desc bd = {.name = name, .params = g->block_spec, .nparams = NELEM(BLOCK_IDS), .forward = block_fwd,
-                           .backward = block_bwd, .user = &g->blocks[l], .checkpointable = 1};
+                           .backward = block_bwd, .user = &g->blocks[l], .checkpointable = 1, .bf16_params = 1};
         st = sz_model_add_unit(g->model, &bd);
     }
     if (st == SZ_OK) {
         static const int tied[] = {0}; /* the head reads the embedding's wte */
         sz_unit_desc hd = {.name = "head", .params = g->head_spec, .nparams = NELEM(HEAD_IDS), .forward = head_fwd,
-                           .backward = head_bwd, .user = g, .uses = tied, .nuses = 1};
+                           .backward = head_bwd, .user = g, .uses = tied, .nuses = 1, .bf16_params = 1};
         st = sz_model_add_unit(g->model, &hd);
     }
 
     int64_t N = (int64_t)B * T, C = cfg->channels, NC = N * C, A = 2 * (int64_t)B * cfg->heads * T;
     int64_t NV = N * cfg->padded_vocab;
+    sz_dtype X = sz_model_bf16_native(g->model) ? SZ_DTYPE_BF16 : SZ_DTYPE_F32; /* what the matmuls read */
     g->tokens = act(g, "tokens", -1, SZ_DTYPE_I32, N);
     g->targets = act(g, "targets", -1, SZ_DTYPE_I32, N);
     for (int l = 0; l <= L; l++) { /* block l's input res[l] is its checkpoint */
@@ -262,37 +275,37 @@ sz_status gpt2_create(gpt2 **out, sz_context *ctx, const sz_gpt2_config *cfg, in
     }
     for (int l = 0; l < L; l++) {
         struct block_acts *a = &g->acts[l];
-        a->ln1 = block_act(g, "ln1", l, NC);
+        a->ln1 = block_act_dt(g, "ln1", l, X, NC);
         a->ln1_mean = block_act(g, "ln1_mean", l, N);
         a->ln1_rstd = block_act(g, "ln1_rstd", l, N);
         a->qkv = block_act(g, "qkv", l, 3 * NC);
-        a->atty = block_act(g, "atty", l, NC);
+        a->atty = block_act_dt(g, "atty", l, X, NC);
         a->attstat = block_act(g, "attstat", l, A); /* softmax max, 1/sum per query row */
         a->attproj = block_act(g, "attproj", l, NC);
         a->res2 = block_act(g, "res2", l, NC);
-        a->ln2 = block_act(g, "ln2", l, NC);
+        a->ln2 = block_act_dt(g, "ln2", l, X, NC);
         a->ln2_mean = block_act(g, "ln2_mean", l, N);
         a->ln2_rstd = block_act(g, "ln2_rstd", l, N);
         a->fch = block_act(g, "fch", l, 4 * NC);
-        a->fch_gelu = block_act(g, "fch_gelu", l, 4 * NC);
+        a->fch_gelu = block_act_dt(g, "fch_gelu", l, X, 4 * NC);
         a->fcproj = block_act(g, "fcproj", l, NC);
     }
     struct block_grads *gd = &g->grads;
-    gd->dln1 = act(g, "dln1", -1, SZ_DTYPE_F32, NC);
-    gd->dqkv = act(g, "dqkv", -1, SZ_DTYPE_F32, 3 * NC);
-    gd->datty = act(g, "datty", -1, SZ_DTYPE_F32, NC);
-    gd->dattproj = act(g, "dattproj", -1, SZ_DTYPE_F32, NC);
+    gd->dln1 = act(g, "dln1", -1, X, NC);
+    gd->dqkv = act(g, "dqkv", -1, X, 3 * NC);
+    gd->datty = act(g, "datty", -1, X, NC);
+    gd->dattproj = act(g, "dattproj", -1, X, NC);
     gd->dres2 = act(g, "dres2", -1, SZ_DTYPE_F32, NC);
-    gd->dln2 = act(g, "dln2", -1, SZ_DTYPE_F32, NC);
-    gd->dfch = act(g, "dfch", -1, SZ_DTYPE_F32, 4 * NC);
-    gd->dfch_gelu = act(g, "dfch_gelu", -1, SZ_DTYPE_F32, 4 * NC);
-    gd->dfcproj = act(g, "dfcproj", -1, SZ_DTYPE_F32, NC);
-    g->lnf = act(g, "lnf", -1, SZ_DTYPE_F32, NC);
+    gd->dln2 = act(g, "dln2", -1, X, NC);
+    gd->dfch = act(g, "dfch", -1, X, 4 * NC);
+    gd->dfch_gelu = act(g, "dfch_gelu", -1, X, 4 * NC);
+    gd->dfcproj = act(g, "dfcproj", -1, X, NC);
+    g->lnf = act(g, "lnf", -1, X, NC);
     g->lnf_mean = act(g, "lnf_mean", -1, SZ_DTYPE_F32, N);
     g->lnf_rstd = act(g, "lnf_rstd", -1, SZ_DTYPE_F32, N);
-    g->logits = act(g, "logits", -1, SZ_DTYPE_F32, NV);
+    g->logits = act(g, "logits", -1, X, NV);
     g->losses = act(g, "losses", -1, SZ_DTYPE_F32, N);
-    g->dlnf = act(g, "dlnf", -1, SZ_DTYPE_F32, NC);
+    g->dlnf = act(g, "dlnf", -1, X, NC);
     if (st == SZ_OK && (!g->logits || !g->losses || !gd->dfcproj))
         st = SZ_ERR_NOMEM;
     if (st == SZ_OK)

@@ -202,8 +202,29 @@ int64_t sz_gpt2_largest_unit_numel(const sz_gpt2_config *cfg)
 int64_t sz_gpt2_engine_activation_bytes(const sz_gpt2_config *cfg, int B, int T, int checkpoint, int offload,
                                         int64_t *host_bytes)
 {
+    return sz_gpt2_engine_activation_bytes_bf16(cfg, B, T, checkpoint, offload, 0, host_bytes);
+}
+
+int64_t sz_gpt2_engine_activation_bytes_bf16(const sz_gpt2_config *cfg, int B, int T, int checkpoint, int offload,
+                                             int native, int64_t *host_bytes)
+{
     if (!act_args_ok(cfg, B, T) || (offload && !checkpoint))
         return -1;
+    if (native) { /* gpt2.c's bf16 tensors (the matmuls' inputs and their gradients) at 2 bytes */
+        int64_t N = (int64_t)B * T, C = cfg->channels, NC = N * C, A = 2 * (int64_t)B * cfg->heads * T;
+        int64_t NV = N * cfg->padded_vocab, L = cfg->layers, nb = checkpoint ? 1 : L;
+        int64_t f32 = (L + 1) * NC + NC                  /* dres[0..L], res[L] */
+                      + nb * (10 * NC + 4 * N + A)       /* qkv, attproj, res2, fch, fcproj; stats */
+                      + NC                               /* dres2 */
+                      + 3 * N;                           /* lnf mean, rstd, losses */
+        int64_t bf16 = nb * 7 * NC                       /* ln1, atty, ln2, fch_gelu */
+                       + 16 * NC                         /* dln1, dqkv, datty, dattproj, dln2, dfch, dfch_gelu, dfcproj */
+                       + 2 * NC + NV;                    /* lnf, dlnf, logits (dlogits in place) */
+        int64_t ckpt = L * NC;
+        if (host_bytes)
+            *host_bytes = offload ? ckpt * 4 : 0;
+        return 2 * N * 4 + (f32 + (offload ? 0 : ckpt)) * 4 + bf16 * 2;
+    }
     int64_t N = (int64_t)B * T, C = cfg->channels, NC = N * C, A = 2 * (int64_t)B * cfg->heads * T;
     int64_t NV = N * cfg->padded_vocab, L = cfg->layers;
     int64_t block = 17 * NC + 4 * N + A;               /* ln1 .. fcproj; A: attention's row statistics */

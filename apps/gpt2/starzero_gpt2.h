@@ -279,6 +279,10 @@ int sz_gpt2_unit_numels(const sz_gpt2_config *cfg, int64_t *numel);
  * invalid arguments. */
 int64_t sz_gpt2_engine_activation_bytes(const sz_gpt2_config *cfg, int B, int T, int checkpoint, int offload,
                                         int64_t *host_bytes);
+/* The same on the native bf16 path (native = 1: sz_model_bf16_native): the matmuls' bf16 inputs and
+ * their gradients at 2 bytes each (apps/gpt2/gpt2.c says which); native = 0 is the function above. */
+int64_t sz_gpt2_engine_activation_bytes_bf16(const sz_gpt2_config *cfg, int B, int T, int checkpoint, int offload,
+                                             int native, int64_t *host_bytes);
 
 #ifdef __cplusplus
 }

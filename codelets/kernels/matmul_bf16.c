@@ -1,7 +1,7 @@
 /* matmul_bf16.c — the linear layer with bf16 inputs (inp, weight, bias, dout) and
  * fp32 accumulation; out / dinp / (dweight, dbias) are fp32 or bf16 as asked.
- * Native oneDNN bf16 matmul where the CPU has it (AVX-512 BF16) and SZ_ONEDNN_BF16=1; otherwise the
- * operands are widened to fp32 (exact) and the fp32 tiles run ("emulated"),
+ * Native oneDNN bf16 matmul where the CPU has it (AMX, AVX-512 BF16) unless SZ_ONEDNN_BF16=0; otherwise
+ * the operands are widened to fp32 (exact) and the fp32 tiles run ("emulated"),
  * which gives the same math at fp32 speed. A bf16 destination is accumulated as
  * round_bf16(f32(dst) + f32 result), like oneDNN's sum post-op. */
 #include <stdlib.h>
@@ -49,17 +49,18 @@ static int sz_mm_emulate(const sz_mm_shape *s, void *d, const uint16_t *a,
     return rc;
 }
 
-/* oneDNN's native bf16 kernels: opt in with SZ_ONEDNN_BF16=1; by default the exact widening path.
- * Checked on a Zen 4 EPYC with AVX512_BF16 (impl brg:avx512_core_bf16): test_kernels_bf16_native
- * passes (references, finite differences, the same bits at 1-4 threads), and at GPT-2 124M's shapes
- * the tiles beat the fp32 ones in 19 of 21 pairs, mostly by 1.3-3x, on a loaded machine
- * (docs/BENCHMARKS.md). The model does not call
- * these kernels yet (mixed precision computes in fp32 working copies). */
+/* oneDNN's native bf16 kernels (AMX or AVX512-BF16 tiles) wherever oneDNN has them for the tile
+ * shape; the exact widening path where it has not (no AVX-512, or only its reference kernel), or
+ * when SZ_ONEDNN_BF16=0 asks for it (the tests cover both). The native bf16 compute path
+ * (include/starzero.h, sz_bf16_compute) runs the model's matmuls here. Checked on a Zen 4 EPYC with
+ * AVX512_BF16 (impl brg:avx512_core_bf16): test_kernels_bf16_native passes (references, finite
+ * differences, the same bits at 1-4 threads), and at GPT-2 124M's shapes the tiles beat the fp32
+ * ones in 19 of 21 pairs, mostly by 1.3-3x, on a loaded machine (docs/BENCHMARKS.md). */
 static int sz_mm_bf16(const sz_mm_shape *s, void *d, const uint16_t *a, const uint16_t *b,
                       const uint16_t *bias)
 {
     const char *native = getenv("SZ_ONEDNN_BF16");
-    if (native && native[0] == '1' && sz_mm_supported(s)) return sz_mm_tiled(s, d, a, b, bias);
+    if (!(native && native[0] == '0') && sz_mm_supported(s)) return sz_mm_tiled(s, d, a, b, bias);
     return sz_mm_emulate(s, d, a, b, bias);
 }
 

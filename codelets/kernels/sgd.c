@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include "sz_kernels_impl.h"
 
+/* The update of one element from its (fp32) gradient; buf NULL: no momentum. */
 static inline float sz_sgd_1(float p, float g, float *buf, float lr, float mom, float wd, int nesterov,
                              float scale)
 {
@@ -20,11 +21,29 @@ static inline float sz_sgd_1(float p, float g, float *buf, float lr, float mom, 
     return p - lr * d;
 }
 
+/* Elements [lo, hi). The cases are separate loops with the branches outside, so each vectorizes
+ * (the same operations in the same order as sz_sgd_1: the same bits). */
 static void sz_sgd_range(float *param, uint16_t *param_bf16, const void *grad, int bf16, float *buf, size_t lo,
                          size_t hi, float lr, float mom, float wd, int nesterov, float scale)
 {
     const float *gf = grad;
     const uint16_t *gh = grad;
+    if (!bf16 && buf && !nesterov) {
+#pragma omp simd
+        for (size_t i = lo; i < hi; i++) {
+            float g = gf[i] * scale + wd * param[i];
+            float b = mom * buf[i] + g;
+            buf[i] = b;
+            param[i] = param[i] - lr * b;
+        }
+        return;
+    }
+    if (!bf16 && !buf) {
+#pragma omp simd
+        for (size_t i = lo; i < hi; i++)
+            param[i] = param[i] - lr * (gf[i] * scale + wd * param[i]);
+        return;
+    }
     for (size_t i = lo; i < hi; i++) {
         float g = bf16 ? sz_bf16_to_f32_1(gh[i]) : gf[i];
         float p = sz_sgd_1(param[i], g, buf ? &buf[i] : NULL, lr, mom, wd, nesterov, scale);

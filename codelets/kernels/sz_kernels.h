@@ -142,6 +142,40 @@ double sz_k_sumsq_chunk(const void *x, int bf16, int64_t n);
 void sz_k_f32_to_bf16(uint16_t *dst, const float *src, size_t n);
 void sz_k_bf16_to_f32(float *dst, const uint16_t *src, size_t n);
 
+/* ==== the native bf16 path's kernels (bf16_act.c): fp32 math, some operands bf16 ====
+ * A bf16 input is widened exactly, a bf16 output rounded once (RNE) from the fp32 value, and a bf16
+ * destination that accumulates becomes round_bf16(f32(dst) + contribution). *_dt name the type of
+ * the void* operands; p_dt the parameters'. Those returning int give 0, or -1 when their scratch
+ * (C floats; attention: B*T*C and 3*B*T*C floats) could not be allocated (nothing written, except
+ * layernorm_bwd's dinp, partly). */
+int sz_k_layernorm_fwd_mx(void *out, sz_k_dtype out_dt, float *mean, float *rstd, const float *inp,
+                          const void *weight, const void *bias, sz_k_dtype p_dt, int N, int C);
+int sz_k_layernorm_bwd_mx(float *dinp, float *dweight, float *dbias, const void *dout, sz_k_dtype dout_dt,
+                          const float *inp, const void *weight, sz_k_dtype p_dt, const float *mean,
+                          const float *rstd, int N, int C);
+void sz_k_gelu_fwd_mx(void *out, sz_k_dtype out_dt, const float *inp, size_t n);
+void sz_k_gelu_bwd_mx(void *dinp, sz_k_dtype dinp_dt, const float *inp, const void *dout, sz_k_dtype dout_dt,
+                      size_t n);
+void sz_k_residual_bwd_mx(void *da, sz_k_dtype da_dt, void *db, sz_k_dtype db_dt, const float *dout, size_t n);
+void sz_k_softmax_xent_bwd_mx(void *dlogits, sz_k_dtype dt, const float *probs, const int *targets,
+                              const float *dloss, int N, int V, int Vp);
+void sz_k_encoder_fwd_mx(float *out, const int *tok, const void *wte, const void *wpe, sz_k_dtype p_dt,
+                         int B, int T, int C);
+int sz_k_attention_fwd_mx(void *out, sz_k_dtype out_dt, float *stats, const float *inp, int B, int T, int C,
+                          int NH);
+int sz_k_attention_bwd_mx(void *dinp, sz_k_dtype dinp_dt, const void *dout, sz_k_dtype dout_dt, const float *inp,
+                          const float *stats, int B, int T, int C, int NH);
+/* The fusions (residual + layernorm, softmax-xent in place) with bf16 operands: the fp32 fused kernels
+ * row by row on widened rows (a row's scratch: C or Vp floats). */
+int sz_k_residual_layernorm_fwd_mx(float *res, void *out, sz_k_dtype out_dt, float *mean, float *rstd,
+                                   const float *a, const float *b, const void *weight, const void *bias,
+                                   sz_k_dtype p_dt, int N, int C);
+int sz_k_layernorm_residual_bwd_mx(float *da, void *db, sz_k_dtype db_dt, float *dres, float *dweight, float *dbias,
+                                   const void *dout, sz_k_dtype dout_dt, const float *res, const void *weight,
+                                   sz_k_dtype p_dt, const float *mean, const float *rstd, int N, int C);
+int sz_k_softmax_xent_fused_mx(void *logits, sz_k_dtype dt, float *losses, const int *targets, float g, int N, int V,
+                               int Vp);
+
 /* ==== operations of LLaMA-style models (rmsnorm.c, silu.c, mul.c, rope.c, embedding.c, mse.c) ==== */
 
 /* ---- RMSNorm over the last dim: out[N,C] = inp · rstd · w, rstd[N] = 1/sqrt(mean(inp²) + eps)

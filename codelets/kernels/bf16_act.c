@@ -1,0 +1,356 @@
+/* bf16_act.c — the non-matmul kernels of the native bf16 compute path (include/starzero.h,
+ * sz_bf16_compute): the same math as the fp32 kernels, computed in fp32, with some operands bf16
+ * (the activations a matmul reads and their gradients, and the parameters: bf16 on the native
+ * path). A bf16 input is widened exactly; a bf16 output is rounded to nearest even once, from the
+ * fp32 value the fp32 kernel would produce; a bf16 destination that accumulates becomes
+ * round_bf16(f32(dst) + fp32 contribution), like the bf16 matmul's. Each kernel's order of
+ * operations is fixed by the shapes alone (rows or elements split statically, row reductions by
+ * column blocks summing rows 0..N-1), so the bits do not depend on the thread count. The codelets
+ * call these only when some operand is bf16; all-fp32 calls go to the fp32 kernels. */
+#include <math.h>
+#include <stdlib.h>
+#include "sz_kernels_impl.h"
+
+static inline float ldx(const void *p, int dt, size_t i)
+{
+    return dt == SZ_K_BF16 ? sz_bf16_to_f32_1(((const uint16_t *)p)[i]) : ((const float *)p)[i];
+}
+
+static inline void stx(void *p, int dt, size_t i, float v)
+{
+    if (dt == SZ_K_BF16) ((uint16_t *)p)[i] = sz_f32_to_bf16_1(v);
+    else ((float *)p)[i] = v;
+}
+
+/* p[i] += v in p's type */
+static inline void accx(void *p, int dt, size_t i, float v)
+{
+    if (dt == SZ_K_BF16) ((uint16_t *)p)[i] = sz_f32_to_bf16_1(sz_bf16_to_f32_1(((uint16_t *)p)[i]) + v);
+    else ((float *)p)[i] += v;
+}
+
+/* dst[0..n) = src widened to fp32 */
+static void widen(float *dst, const void *src, int dt, size_t n)
+{
+    if (dt == SZ_K_BF16) sz_k_bf16_to_f32(dst, src, n);
+    else memcpy(dst, src, n * sizeof *dst);
+}
+
+/* ---- layernorm (layernorm.c's formulas) ---- */
+
+int sz_k_layernorm_fwd_mx(void *out, sz_k_dtype out_dt, float *mean, float *rstd, const float *inp,
+                           const void *weight, const void *bias, sz_k_dtype p_dt, int N, int C)
+{
+    const float eps = 1e-5f;
+    float *wf = malloc(2 * (size_t)C * sizeof *wf);
+    if (!wf) return -1;
+    float *bf = wf + C;
+    widen(wf, weight, p_dt, (size_t)C);
+    if (bias) widen(bf, bias, p_dt, (size_t)C);
+#pragma omp parallel for schedule(static) if ((size_t)N * C >= SZ_PAR_MIN)
+    for (int n = 0; n < N; n++) {
+        const float *x = inp + (size_t)n * C;
+        float m = 0.0f, v = 0.0f;
+#pragma omp simd reduction(+ : m)
+        for (int i = 0; i < C; i++) m += x[i];
+        m = m / C;
+#pragma omp simd reduction(+ : v)
+        for (int i = 0; i < C; i++) v += (x[i] - m) * (x[i] - m);
+        v = v / C;
+        float s = 1.0f / sqrtf(v + eps);
+        if (out_dt == SZ_K_BF16) {
+            uint16_t *o = (uint16_t *)out + (size_t)n * C;
+            if (bias)
+                for (int i = 0; i < C; i++) o[i] = sz_f32_to_bf16_1((s * (x[i] - m)) * wf[i] + bf[i]);
+            else
+                for (int i = 0; i < C; i++) o[i] = sz_f32_to_bf16_1((s * (x[i] - m)) * wf[i]);
+        } else {
+            float *o = (float *)out + (size_t)n * C;
+            if (bias)
+                for (int i = 0; i < C; i++) o[i] = (s * (x[i] - m)) * wf[i] + bf[i];
+            else
+                for (int i = 0; i < C; i++) o[i] = (s * (x[i] - m)) * wf[i];
+        }
+        mean[n] = m;
+        rstd[n] = s;
+    }
+    free(wf);
+    return 0;
+}
+
+int sz_k_layernorm_bwd_mx(float *dinp, float *dweight, float *dbias, const void *dout, sz_k_dtype dout_dt,
+                          const float *inp, const void *weight, sz_k_dtype p_dt, const float *mean,
+                          const float *rstd, int N, int C)
+{
+    int par = (size_t)N * C >= SZ_PAR_MIN;
+    float *wf = malloc((size_t)C * sizeof *wf);
+    if (!wf) return -1;
+    widen(wf, weight, p_dt, (size_t)C);
+    int fail = 0;
+#pragma omp parallel if (par) reduction(| : fail)
+    {
+        float *d = malloc((size_t)C * sizeof *d); /* this thread's row of dout, widened */
+        if (!d) fail = 1;
+#pragma omp for schedule(static)
+        for (int n = 0; n < N; n++) {
+            if (!d) continue;
+            const float *x = inp + (size_t)n * C;
+            float *di = dinp + (size_t)n * C;
+            widen(d, (const char *)dout + (size_t)n * C * (dout_dt == SZ_K_BF16 ? 2 : 4), dout_dt, (size_t)C);
+            float m = mean[n], s = rstd[n];
+            float dnorm_mean = 0.0f, dnorm_norm_mean = 0.0f;
+#pragma omp simd reduction(+ : dnorm_mean, dnorm_norm_mean)
+            for (int i = 0; i < C; i++) {
+                float dnorm_i = wf[i] * d[i];
+                dnorm_mean += dnorm_i;
+                dnorm_norm_mean += dnorm_i * ((x[i] - m) * s);
+            }
+            dnorm_mean = dnorm_mean / C;
+            dnorm_norm_mean = dnorm_norm_mean / C;
+            for (int i = 0; i < C; i++) {
+                float norm_i = (x[i] - m) * s;
+                float dval = wf[i] * d[i] - dnorm_mean - norm_i * dnorm_norm_mean;
+                di[i] += dval * s;
+            }
+        }
+        free(d);
+    }
+    free(wf);
+    if (fail) return -1; /* only dinp was touched, and only when some thread had its row */
+    int nb = (C + SZ_COL_BLOCK - 1) / SZ_COL_BLOCK;
+#pragma omp parallel for schedule(static) if (par)
+    for (int blk = 0; blk < nb; blk++) {
+        int c0 = blk * SZ_COL_BLOCK, w = C - c0 < SZ_COL_BLOCK ? C - c0 : SZ_COL_BLOCK;
+        for (int n = 0; n < N; n++) {
+            const float *x = inp + (size_t)n * C + c0;
+            size_t o = (size_t)n * C + c0;
+            float m = mean[n], s = rstd[n];
+            if (dbias)
+                for (int i = 0; i < w; i++) dbias[c0 + i] += ldx(dout, dout_dt, o + i);
+            for (int i = 0; i < w; i++) dweight[c0 + i] += ((x[i] - m) * s) * ldx(dout, dout_dt, o + i);
+        }
+    }
+    return 0;
+}
+
+/* ---- GELU (gelu.c's formula) ---- */
+
+#define SZ_PI 3.14159265358979323846
+#define SZ_GELU_SCALE sqrtf((float)(2.0 / SZ_PI))
+
+void sz_k_gelu_fwd_mx(void *out, sz_k_dtype out_dt, const float *inp, size_t n)
+{
+    const float s = SZ_GELU_SCALE;
+    if (out_dt != SZ_K_BF16) {
+        sz_k_gelu_fwd(out, inp, n);
+        return;
+    }
+    uint16_t *o = out;
+#pragma omp parallel for simd schedule(static) if (n >= SZ_PAR_MIN)
+    for (size_t i = 0; i < n; i++) {
+        float x = inp[i];
+        float cube = 0.044715f * x * x * x;
+        float g = 1.0f / (1.0f + sz_expf(-2.0f * s * (x + cube)));
+        o[i] = sz_f32_to_bf16_1(x * g);
+    }
+}
+
+void sz_k_gelu_bwd_mx(void *dinp, sz_k_dtype dinp_dt, const float *inp, const void *dout, sz_k_dtype dout_dt,
+                      size_t n)
+{
+    const float s = SZ_GELU_SCALE;
+#pragma omp parallel for schedule(static) if (n >= SZ_PAR_MIN)
+    for (size_t i = 0; i < n; i++) {
+        float x = inp[i];
+        float cube = 0.044715f * x * x * x;
+        float g = 1.0f / (1.0f + sz_expf(-2.0f * s * (x + cube)));
+        float sech2 = 4.0f * g * (1.0f - g);
+        float local_grad = g + x * 0.5f * sech2 * s * (1.0f + 3.0f * 0.044715f * x * x);
+        accx(dinp, dinp_dt, i, local_grad * ldx(dout, dout_dt, i));
+    }
+}
+
+/* ---- residual backward: da += dout, db += dout ---- */
+
+void sz_k_residual_bwd_mx(void *da, sz_k_dtype da_dt, void *db, sz_k_dtype db_dt, const float *dout, size_t n)
+{
+#pragma omp parallel for schedule(static) if (n >= SZ_PAR_MIN)
+    for (size_t i = 0; i < n; i++) {
+        accx(da, da_dt, i, dout[i]);
+        accx(db, db_dt, i, dout[i]);
+    }
+}
+
+/* ---- softmax cross-entropy backward, dlogits bf16 (softmax_xent.c's formula) ---- */
+
+void sz_k_softmax_xent_bwd_mx(void *dlogits, sz_k_dtype dt, const float *probs, const int *targets,
+                              const float *dloss, int N, int V, int Vp)
+{
+    if (dt != SZ_K_BF16) {
+        sz_k_softmax_xent_bwd(dlogits, probs, targets, dloss, N, V, Vp);
+        return;
+    }
+#pragma omp parallel for schedule(static) if ((size_t)N * Vp >= SZ_PAR_MIN)
+    for (int n = 0; n < N; n++) {
+        const float *p = probs + (size_t)n * Vp;
+        uint16_t *dl = (uint16_t *)dlogits + (size_t)n * Vp;
+        float g = dloss[n];
+        int ix = targets[n];
+        for (int i = 0; i < V; i++) dl[i] = sz_f32_to_bf16_1((p[i] - (i == ix ? 1.0f : 0.0f)) * g);
+        for (int i = V; i < Vp; i++) dl[i] = 0;
+    }
+}
+
+/* ---- encoder forward with bf16 tables (encoder.c's sum) ---- */
+
+void sz_k_encoder_fwd_mx(float *out, const int *tok, const void *wte, const void *wpe, sz_k_dtype p_dt,
+                         int B, int T, int C)
+{
+#pragma omp parallel for schedule(static) if ((size_t)B * T * C >= SZ_PAR_MIN)
+    for (int bt = 0; bt < B * T; bt++) {
+        float *o = out + (size_t)bt * C;
+        size_t we = (size_t)tok[bt] * C, pe = (size_t)(bt % T) * C;
+        for (int c = 0; c < C; c++) o[c] = ldx(wte, p_dt, we + c) + ldx(wpe, p_dt, pe + c);
+    }
+}
+
+/* ---- attention: the fp32 kernel (attention.c) on an fp32 staging copy of the bf16 operands ---- */
+
+int sz_k_attention_fwd_mx(void *out, sz_k_dtype out_dt, float *stats, const float *inp, int B, int T, int C,
+                          int NH)
+{
+    if (out_dt != SZ_K_BF16) return sz_k_attention_fwd(out, stats, inp, B, T, C, NH);
+    size_t n = (size_t)B * T * C;
+    float *o = malloc(n * sizeof *o);
+    if (!o) return -1;
+    int rc = sz_k_attention_fwd(o, stats, inp, B, T, C, NH);
+    if (rc == 0) sz_k_f32_to_bf16(out, o, n);
+    free(o);
+    return rc;
+}
+
+int sz_k_attention_bwd_mx(void *dinp, sz_k_dtype dinp_dt, const void *dout, sz_k_dtype dout_dt, const float *inp,
+                          const float *stats, int B, int T, int C, int NH)
+{
+    size_t n = (size_t)B * T * C, n3 = 3 * n;
+    int wide_d = dout_dt == SZ_K_BF16, wide_i = dinp_dt == SZ_K_BF16;
+    float *buf = malloc(((wide_d ? n : 0) + (wide_i ? n3 : 0) + 1) * sizeof *buf);
+    if (!buf) return -1;
+    float *d = wide_d ? buf : (float *)dout, *di = wide_i ? buf + (wide_d ? n : 0) : dinp;
+    if (wide_d) sz_k_bf16_to_f32(d, dout, n);
+    if (wide_i) memset(di, 0, n3 * sizeof *di);
+    int rc = sz_k_attention_bwd(di, d, inp, stats, B, T, C, NH);
+    if (rc == 0 && wide_i) {
+        uint16_t *h = dinp;
+#pragma omp parallel for schedule(static) if (n3 >= SZ_PAR_MIN)
+        for (size_t i = 0; i < n3; i++) h[i] = sz_f32_to_bf16_1(sz_bf16_to_f32_1(h[i]) + di[i]);
+    }
+    free(buf);
+    return rc;
+}
+
+/* ---- E's fusions on the bf16 path: the fp32 fused kernels (layernorm.c, softmax_xent.c) row by
+ * row on widened rows, so the math and its order are theirs ---- */
+
+int sz_k_residual_layernorm_fwd_mx(float *res, void *out, sz_k_dtype out_dt, float *mean, float *rstd,
+                                   const float *a, const float *b, const void *weight, const void *bias,
+                                   sz_k_dtype p_dt, int N, int C)
+{
+    float *wf = malloc(2 * (size_t)C * sizeof *wf);
+    if (!wf) return -1;
+    float *bf = wf + C;
+    widen(wf, weight, p_dt, (size_t)C);
+    if (bias) widen(bf, bias, p_dt, (size_t)C);
+    int fail = 0;
+#pragma omp parallel if ((size_t)N * C >= SZ_PAR_MIN) reduction(| : fail)
+    {
+        float *o = out_dt == SZ_K_BF16 ? malloc((size_t)C * sizeof *o) : NULL;
+        if (out_dt == SZ_K_BF16 && !o) fail = 1;
+#pragma omp for schedule(static)
+        for (int n = 0; n < N; n++) {
+            size_t r = (size_t)n * C;
+            if (out_dt != SZ_K_BF16) {
+                sz_k_residual_layernorm_fwd(res + r, (float *)out + r, mean + n, rstd + n, a + r, b + r, wf,
+                                            bias ? bf : NULL, 1, C);
+            } else if (o) {
+                sz_k_residual_layernorm_fwd(res + r, o, mean + n, rstd + n, a + r, b + r, wf, bias ? bf : NULL, 1, C);
+                sz_k_f32_to_bf16((uint16_t *)out + r, o, (size_t)C);
+            }
+        }
+        free(o);
+    }
+    free(wf);
+    return fail ? -1 : 0;
+}
+
+int sz_k_layernorm_residual_bwd_mx(float *da, void *db, sz_k_dtype db_dt, float *dres, float *dweight, float *dbias,
+                                   const void *dout, sz_k_dtype dout_dt, const float *res, const void *weight,
+                                   sz_k_dtype p_dt, const float *mean, const float *rstd, int N, int C)
+{
+    float *wf = malloc((size_t)C * sizeof *wf);
+    if (!wf) return -1;
+    widen(wf, weight, p_dt, (size_t)C);
+    int fail = 0;
+    size_t es = dout_dt == SZ_K_BF16 ? 2 : 4, eb = db_dt == SZ_K_BF16 ? 2 : 4;
+#pragma omp parallel if ((size_t)N * C >= SZ_PAR_MIN) reduction(| : fail)
+    {
+        /* this thread's rows of dout and db widened, and a sink for the row's parameter gradients
+         * (they are summed below, by column blocks in row order) */
+        float *d = malloc(4 * (size_t)C * sizeof *d), *dbr = d ? d + C : NULL, *junk = d ? d + 2 * C : NULL;
+        if (!d) fail = 1;
+#pragma omp for schedule(static)
+        for (int n = 0; n < N; n++) {
+            if (!d) continue;
+            size_t r = (size_t)n * C;
+            widen(d, (const char *)dout + r * es, dout_dt, (size_t)C);
+            widen(dbr, (char *)db + r * eb, db_dt, (size_t)C);
+            memset(junk, 0, 2 * (size_t)C * sizeof *junk);
+            sz_k_layernorm_residual_bwd(da + r, dbr, dres + r, junk, junk + C, d, res + r, wf, mean + n, rstd + n,
+                                        1, C);
+            if (db_dt == SZ_K_BF16) sz_k_f32_to_bf16((uint16_t *)db + r, dbr, (size_t)C);
+            else memcpy((float *)db + r, dbr, (size_t)C * sizeof *dbr);
+        }
+        free(d);
+    }
+    free(wf);
+    if (fail) return -1;
+    int nb = (C + SZ_COL_BLOCK - 1) / SZ_COL_BLOCK;
+#pragma omp parallel for schedule(static) if ((size_t)N * C >= SZ_PAR_MIN)
+    for (int blk = 0; blk < nb; blk++) {
+        int c0 = blk * SZ_COL_BLOCK, w = C - c0 < SZ_COL_BLOCK ? C - c0 : SZ_COL_BLOCK;
+        for (int n = 0; n < N; n++) {
+            const float *x = res + (size_t)n * C + c0;
+            size_t o = (size_t)n * C + c0;
+            float m = mean[n], s = rstd[n];
+            if (dbias)
+                for (int i = 0; i < w; i++) dbias[c0 + i] += ldx(dout, dout_dt, o + i);
+            for (int i = 0; i < w; i++) dweight[c0 + i] += ((x[i] - m) * s) * ldx(dout, dout_dt, o + i);
+        }
+    }
+    return 0;
+}
+
+int sz_k_softmax_xent_fused_mx(void *logits, sz_k_dtype dt, float *losses, const int *targets, float g, int N, int V,
+                               int Vp)
+{
+    if (dt != SZ_K_BF16) {
+        sz_k_softmax_xent_fused(logits, losses, targets, g, N, V, Vp);
+        return 0;
+    }
+    int fail = 0;
+#pragma omp parallel if ((size_t)N * Vp >= SZ_PAR_MIN) reduction(| : fail)
+    {
+        float *row = malloc((size_t)Vp * sizeof *row);
+        if (!row) fail = 1;
+#pragma omp for schedule(static)
+        for (int n = 0; n < N; n++) {
+            if (!row) continue;
+            uint16_t *l = (uint16_t *)logits + (size_t)n * Vp;
+            sz_k_bf16_to_f32(row, l, (size_t)Vp);
+            sz_k_softmax_xent_fused(row, losses + n, targets + n, g, 1, V, Vp);
+            sz_k_f32_to_bf16(l, row, (size_t)Vp);
+        }
+        free(row);
+    }
+    return fail ? -1 : 0;
+}

@@ -1,0 +1,287 @@
+/* tests/test_bf16_act.c — the kernels of the native bf16 compute path (codelets/kernels/bf16_act.c):
+ * layernorm, GELU, residual, softmax-xent backward, encoder and attention with bf16 operands.
+ *  - each against a double reference on the bf16-rounded inputs: fp32 outputs to fp32 tolerance,
+ *    bf16 outputs to bf16's (2^-8 relative);
+ *  - each against the fp32 kernel on the widened inputs: a bf16 output is bitwise that kernel's
+ *    result rounded once, an fp32 one bitwise equal (the same formula, the same order);
+ *  - each gives the same bits with 1, 2 and 3 OpenMP threads (sizes above the parallel threshold).
+ * Exit code = failures. */
+#include <math.h>
+#include <omp.h>
+#include <stdlib.h>
+#include <string.h>
+#include <CUnit/Basic.h>
+#include "sz_kernels.h"
+#include "sz_kernels_impl.h"
+#include "sz_test_data.h"
+
+enum { N = 64, C = 384, NC = N * C }; /* N*C > SZ_PAR_MIN: the kernels run in parallel */
+
+static uint16_t *h16(const float *x, size_t n) /* bf16 copy */
+{
+    uint16_t *h = malloc(n * sizeof *h);
+    sz_k_f32_to_bf16(h, x, n);
+    return h;
+}
+static float *w32(const uint16_t *h, size_t n) /* widened copy */
+{
+    float *x = malloc(n * sizeof *x);
+    sz_k_bf16_to_f32(x, h, n);
+    return x;
+}
+static int close_to(const char *what, const float *got, const double *ref, size_t n, double rel, double abs_tol)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!(fabs(got[i] - ref[i]) <= abs_tol + rel * fabs(ref[i]))) {
+            fprintf(stderr, "%s[%zu]: %.9g, reference %.9g\n", what, i, got[i], ref[i]);
+            return 0;
+        }
+    return 1;
+}
+static int same16(const uint16_t *a, const float *f, size_t n) /* a == bf16(f) bitwise */
+{
+    for (size_t i = 0; i < n; i++)
+        if (a[i] != sz_f32_to_bf16_1(f[i])) return 0;
+    return 1;
+}
+
+/* ---- layernorm: out bf16 from fp32 inp and bf16 w, b; backward from bf16 dout ---- */
+static void test_layernorm(void)
+{
+    float *x = rnd(NC, 2.0f), *wf = rnd(C, 1.0f), *bf = rnd(C, 0.5f), *df = rnd(NC, 1.0f);
+    uint16_t *w = h16(wf, C), *b = h16(bf, C), *d = h16(df, NC);
+    float *ww = w32(w, C), *bw = w32(b, C), *dw32 = w32(d, NC);
+    uint16_t *out = malloc(NC * 2);
+    float mean[N], rstd[N], ref_out[NC], m2[N], r2[N];
+    CU_ASSERT_EQUAL(sz_k_layernorm_fwd_mx(out, SZ_K_BF16, mean, rstd, x, w, b, SZ_K_BF16, N, C), 0);
+    sz_k_layernorm_fwd(ref_out, m2, r2, x, ww, bw, N, C);
+    CU_ASSERT(same16(out, ref_out, NC));
+    CU_ASSERT(!memcmp(mean, m2, sizeof mean) && !memcmp(rstd, r2, sizeof rstd));
+    double *ref = malloc(NC * sizeof *ref);
+    for (int n = 0; n < N; n++) { /* double reference */
+        double m = 0, v = 0;
+        for (int i = 0; i < C; i++) m += x[n * C + i];
+        m /= C;
+        for (int i = 0; i < C; i++) v += (x[n * C + i] - m) * (x[n * C + i] - m);
+        double s = 1.0 / sqrt(v / C + 1e-5);
+        for (int i = 0; i < C; i++) ref[n * C + i] = (x[n * C + i] - m) * s * ww[i] + bw[i];
+    }
+    float *o32 = w32(out, NC);
+    CU_ASSERT(close_to("layernorm out (bf16)", o32, ref, NC, 1.0 / 256, 1e-6));
+    /* backward: the fp32 kernel on the widened dout and w, bitwise */
+    float *di = rnd(NC, 0.1f), *di2 = dup_f(di, NC), gw[C] = {0}, gb[C] = {0}, gw2[C] = {0}, gb2[C] = {0};
+    CU_ASSERT_EQUAL(sz_k_layernorm_bwd_mx(di, gw, gb, d, SZ_K_BF16, x, w, SZ_K_BF16, mean, rstd, N, C), 0);
+    sz_k_layernorm_bwd(di2, gw2, gb2, dw32, x, ww, mean, rstd, N, C);
+    CU_ASSERT(!memcmp(di, di2, NC * 4) && !memcmp(gw, gw2, sizeof gw) && !memcmp(gb, gb2, sizeof gb));
+    /* and against double: dbias = column sums of dout */
+    double refb[C];
+    for (int i = 0; i < C; i++) {
+        refb[i] = 0;
+        for (int n = 0; n < N; n++) refb[i] += dw32[n * C + i];
+    }
+    CU_ASSERT(close_to("layernorm dbias", gb, refb, C, 1e-5, 1e-5));
+    /* threads */
+    uint16_t *o1 = malloc(NC * 2);
+    for (int th = 1; th <= 3; th++) {
+        omp_set_num_threads(th);
+        sz_k_layernorm_fwd_mx(o1, SZ_K_BF16, m2, r2, x, w, b, SZ_K_BF16, N, C);
+        CU_ASSERT(!memcmp(o1, out, NC * 2));
+        float *dt = rnd(NC, 0.0f), gwt[C] = {0}, gbt[C] = {0};
+        memset(dt, 0, NC * 4);
+        float *dref = calloc(NC, 4), gwr[C] = {0}, gbr[C] = {0};
+        omp_set_num_threads(1);
+        sz_k_layernorm_bwd_mx(dref, gwr, gbr, d, SZ_K_BF16, x, w, SZ_K_BF16, mean, rstd, N, C);
+        omp_set_num_threads(th);
+        sz_k_layernorm_bwd_mx(dt, gwt, gbt, d, SZ_K_BF16, x, w, SZ_K_BF16, mean, rstd, N, C);
+        CU_ASSERT(!memcmp(dt, dref, NC * 4) && !memcmp(gwt, gwr, sizeof gwt) && !memcmp(gbt, gbr, sizeof gbt));
+        free(dt);
+        free(dref);
+    }
+    omp_set_num_threads(2);
+    free(x); free(wf); free(bf); free(df); free(w); free(b); free(d); free(ww); free(bw); free(dw32);
+    free(out); free(ref); free(o32); free(di); free(di2); free(o1);
+}
+
+/* ---- GELU: out bf16; backward dinp bf16 (accumulated), dout bf16 ---- */
+static void test_gelu(void)
+{
+    const size_t n = 4 * NC;
+    float *x = rnd(n, 3.0f), *df = rnd(n, 1.0f), *ref32 = malloc(n * 4);
+    uint16_t *out = malloc(n * 2), *d = h16(df, n);
+    sz_k_gelu_fwd_mx(out, SZ_K_BF16, x, n);
+    sz_k_gelu_fwd(ref32, x, n);
+    CU_ASSERT(same16(out, ref32, n));
+    double *ref = malloc(n * sizeof *ref);
+    for (size_t i = 0; i < n; i++) {
+        double v = x[i];
+        ref[i] = 0.5 * v * (1 + tanh(sqrt(2 / M_PI) * (v + 0.044715 * v * v * v)));
+    }
+    float *o32 = w32(out, n);
+    CU_ASSERT(close_to("gelu out (bf16)", o32, ref, n, 1.0 / 256, 1e-6));
+    /* backward into a bf16 dinp holding some values: round(dinp + local_grad * dout) */
+    float *di0 = rnd(n, 0.5f);
+    uint16_t *di = h16(di0, n);
+    float *diw = w32(di, n), *dw = w32(d, n), *acc = calloc(n, 4);
+    sz_k_gelu_bwd_mx(di, SZ_K_BF16, x, d, SZ_K_BF16, n);
+    sz_k_gelu_bwd(acc, x, dw, n); /* the contribution alone, fp32 */
+    int ok = 1;
+    for (size_t i = 0; i < n; i++) ok &= di[i] == sz_f32_to_bf16_1(diw[i] + acc[i]);
+    CU_ASSERT(ok);
+    for (size_t i = 0; i < n; i++) {
+        double v = x[i], u = sqrt(2 / M_PI) * (v + 0.044715 * v * v * v), t = tanh(u);
+        ref[i] = diw[i] + (0.5 * (1 + t) + 0.5 * v * (1 - t * t) * sqrt(2 / M_PI) * (1 + 3 * 0.044715 * v * v)) * dw[i];
+    }
+    float *d32 = w32(di, n);
+    CU_ASSERT(close_to("gelu dinp (bf16)", d32, ref, n, 1.0 / 128, 1e-5));
+    for (int th = 1; th <= 3; th++) {
+        omp_set_num_threads(th);
+        uint16_t *o1 = malloc(n * 2), *dd = h16(di0, n);
+        sz_k_gelu_fwd_mx(o1, SZ_K_BF16, x, n);
+        sz_k_gelu_bwd_mx(dd, SZ_K_BF16, x, d, SZ_K_BF16, n);
+        CU_ASSERT(!memcmp(o1, out, n * 2) && !memcmp(dd, di, n * 2));
+        free(o1);
+        free(dd);
+    }
+    omp_set_num_threads(2);
+    free(x); free(df); free(ref32); free(out); free(d); free(ref); free(o32); free(di0); free(di); free(diw);
+    free(dw); free(acc); free(d32);
+}
+
+/* ---- residual backward into fp32 da and bf16 db; softmax-xent backward to bf16; encoder ---- */
+static void test_small(void)
+{
+    float *dout = rnd(NC, 1.0f), *da = rnd(NC, 1.0f), *da2 = dup_f(da, NC), *dbf = rnd(NC, 1.0f);
+    uint16_t *db = h16(dbf, NC);
+    float *dbw = w32(db, NC);
+    sz_k_residual_bwd_mx(da, SZ_K_F32, db, SZ_K_BF16, dout, NC);
+    int ok = 1;
+    for (int i = 0; i < NC; i++) ok &= da[i] == da2[i] + dout[i] && db[i] == sz_f32_to_bf16_1(dbw[i] + dout[i]);
+    CU_ASSERT(ok);
+
+    enum { V = 300, VP = 320 };
+    float *probs = rnd((size_t)N * VP, 1.0f), dloss[N], *ref32 = malloc((size_t)N * VP * 4);
+    int tg[N];
+    for (int n = 0; n < N; n++) { dloss[n] = 1.0f / N; tg[n] = (n * 37) % V; }
+    uint16_t *dl = malloc((size_t)N * VP * 2);
+    sz_k_softmax_xent_bwd_mx(dl, SZ_K_BF16, probs, tg, dloss, N, V, VP);
+    sz_k_softmax_xent_bwd(ref32, probs, tg, dloss, N, V, VP);
+    CU_ASSERT(same16(dl, ref32, (size_t)N * VP));
+
+    enum { Bn = 4, Tn = 16, VV = 50 };
+    float *wtef = rnd((size_t)VV * C, 1.0f), *wpef = rnd((size_t)Tn * C, 1.0f);
+    uint16_t *wte = h16(wtef, (size_t)VV * C), *wpe = h16(wpef, (size_t)Tn * C);
+    float *wtew = w32(wte, (size_t)VV * C), *wpew = w32(wpe, (size_t)Tn * C);
+    int tok[Bn * Tn];
+    for (int i = 0; i < Bn * Tn; i++) tok[i] = (i * 13) % VV;
+    float *o = malloc((size_t)Bn * Tn * C * 4), *o2 = malloc((size_t)Bn * Tn * C * 4);
+    sz_k_encoder_fwd_mx(o, tok, wte, wpe, SZ_K_BF16, Bn, Tn, C);
+    sz_k_encoder_fwd(o2, tok, wtew, wpew, Bn, Tn, C);
+    CU_ASSERT(!memcmp(o, o2, (size_t)Bn * Tn * C * 4));
+    free(dout); free(da); free(da2); free(dbf); free(db); free(dbw); free(probs); free(ref32); free(dl);
+    free(wtef); free(wpef); free(wte); free(wpe); free(wtew); free(wpew); free(o); free(o2);
+}
+
+/* ---- attention: out bf16 from fp32 qkv; backward from bf16 dout into bf16 dqkv ---- */
+static void test_attention(void)
+{
+    enum { Bn = 2, Tn = 32, Cn = 64, NH = 4 };
+    size_t n = (size_t)Bn * Tn * Cn, n3 = 3 * n, ns = 2 * (size_t)Bn * NH * Tn;
+    float *qkv = rnd(n3, 1.0f), *o32 = malloc(n * 4), *st = malloc(ns * 4), *st2 = malloc(ns * 4);
+    uint16_t *out = malloc(n * 2);
+    CU_ASSERT_EQUAL(sz_k_attention_fwd_mx(out, SZ_K_BF16, st, qkv, Bn, Tn, Cn, NH), 0);
+    CU_ASSERT_EQUAL(sz_k_attention_fwd(o32, st2, qkv, Bn, Tn, Cn, NH), 0);
+    CU_ASSERT(same16(out, o32, n));
+    CU_ASSERT(!memcmp(st, st2, ns * 4));
+    /* against llm.c's T x T kernel in double-free fp32: within bf16 rounding */
+    float *pre = malloc((size_t)Bn * NH * Tn * Tn * 4), *att = malloc((size_t)Bn * NH * Tn * Tn * 4),
+          *ott = malloc(n * 4), *ow = w32(out, n);
+    sz_k_attention_tt_fwd(ott, pre, att, qkv, Bn, Tn, Cn, NH);
+    double *ref = malloc(n3 * sizeof *ref);
+    for (size_t i = 0; i < n; i++) ref[i] = ott[i];
+    CU_ASSERT(close_to("attention out (bf16)", ow, ref, n, 1.0 / 256, 1e-5));
+    float *df = rnd(n, 1.0f);
+    uint16_t *d = h16(df, n), *di = calloc(n3, 2);
+    float *dw = w32(d, n), *di32 = calloc(n3, 4);
+    CU_ASSERT_EQUAL(sz_k_attention_bwd_mx(di, SZ_K_BF16, d, SZ_K_BF16, qkv, st, Bn, Tn, Cn, NH), 0);
+    CU_ASSERT_EQUAL(sz_k_attention_bwd(di32, dw, qkv, st, Bn, Tn, Cn, NH), 0);
+    CU_ASSERT(same16(di, di32, n3));
+    float *ditt = calloc(n3, 4), *diw = w32(di, n3);
+    CU_ASSERT_EQUAL(sz_k_attention_tt_bwd(ditt, dw, qkv, att, Bn, Tn, Cn, NH), 0);
+    for (size_t i = 0; i < n3; i++) ref[i] = ditt[i];
+    CU_ASSERT(close_to("attention dqkv (bf16)", diw, ref, n3, 1.0 / 128, 1e-4));
+    for (int th = 1; th <= 3; th++) {
+        omp_set_num_threads(th);
+        uint16_t *o1 = malloc(n * 2), *dd = calloc(n3, 2);
+        sz_k_attention_fwd_mx(o1, SZ_K_BF16, st2, qkv, Bn, Tn, Cn, NH);
+        sz_k_attention_bwd_mx(dd, SZ_K_BF16, d, SZ_K_BF16, qkv, st, Bn, Tn, Cn, NH);
+        CU_ASSERT(!memcmp(o1, out, n * 2) && !memcmp(dd, di, n3 * 2));
+        free(o1);
+        free(dd);
+    }
+    omp_set_num_threads(2);
+    free(qkv); free(o32); free(st); free(st2); free(out); free(pre); free(att); free(ott); free(ow); free(ref);
+    free(df); free(d); free(di); free(dw); free(di32); free(ditt); free(diw);
+}
+
+/* ---- the fusions: residual + layernorm (bf16 out, bf16 params; bwd bf16 dout and db), softmax-xent
+ * in place on bf16 logits: the fp32 fused kernels on the widened operands, bitwise, at 1-3 threads ---- */
+static void test_fused(void)
+{
+    float *a = rnd(NC, 1.0f), *b = rnd(NC, 1.0f), *wf = rnd(C, 1.0f), *bf = rnd(C, 0.5f);
+    uint16_t *w = h16(wf, C), *bb = h16(bf, C), *out = malloc(NC * 2), *out1 = malloc(NC * 2);
+    float *ww = w32(w, C), *bw = w32(bb, C), *res = malloc(NC * 4), *res2 = malloc(NC * 4), *o32 = malloc(NC * 4);
+    float mean[N], rstd[N], m2[N], r2[N];
+    CU_ASSERT_EQUAL(sz_k_residual_layernorm_fwd_mx(res, out, SZ_K_BF16, mean, rstd, a, b, w, bb, SZ_K_BF16, N, C), 0);
+    sz_k_residual_layernorm_fwd(res2, o32, m2, r2, a, b, ww, bw, N, C);
+    CU_ASSERT(!memcmp(res, res2, NC * 4) && same16(out, o32, NC) && !memcmp(mean, m2, sizeof mean));
+    float *df = rnd(NC, 1.0f), *dbf = rnd(NC, 1.0f), *da = rnd(NC, 1.0f), *dres = rnd(NC, 1.0f);
+    uint16_t *d = h16(df, NC), *db = h16(dbf, NC);
+    float *dw32 = w32(d, NC), *db32 = w32(db, NC), *da2 = dup_f(da, NC), *dres2 = dup_f(dres, NC);
+    float gw[C] = {0}, gb[C] = {0}, gw2[C] = {0}, gb2[C] = {0};
+    CU_ASSERT_EQUAL(sz_k_layernorm_residual_bwd_mx(da, db, SZ_K_BF16, dres, gw, gb, d, SZ_K_BF16, res, w, SZ_K_BF16,
+                                                   mean, rstd, N, C), 0);
+    sz_k_layernorm_residual_bwd(da2, db32, dres2, gw2, gb2, dw32, res, ww, mean, rstd, N, C);
+    CU_ASSERT(!memcmp(da, da2, NC * 4) && !memcmp(dres, dres2, NC * 4) && same16(db, db32, NC));
+    double ref[C];
+    for (int i = 0; i < C; i++) ref[i] = gw2[i];
+    CU_ASSERT(close_to("layernorm_residual dweight", gw, ref, C, 1e-5, 1e-5));
+    enum { V = 300, VP = 320 };
+    float *lf = rnd((size_t)N * VP, 4.0f), loss[N], loss2[N];
+    int tg[N];
+    for (int n = 0; n < N; n++) tg[n] = (n * 37) % V;
+    uint16_t *l = h16(lf, (size_t)N * VP), *l1 = malloc((size_t)N * VP * 2);
+    float *lw = w32(l, (size_t)N * VP);
+    CU_ASSERT_EQUAL(sz_k_softmax_xent_fused_mx(l, SZ_K_BF16, loss, tg, 0.5f, N, V, VP), 0);
+    sz_k_softmax_xent_fused(lw, loss2, tg, 0.5f, N, V, VP);
+    CU_ASSERT(same16(l, lw, (size_t)N * VP) && !memcmp(loss, loss2, sizeof loss));
+    for (int th = 1; th <= 3; th++) {
+        omp_set_num_threads(th);
+        sz_k_residual_layernorm_fwd_mx(res2, out1, SZ_K_BF16, m2, r2, a, b, w, bb, SZ_K_BF16, N, C);
+        CU_ASSERT(!memcmp(out1, out, NC * 2));
+        sz_k_f32_to_bf16(l1, lf, (size_t)N * VP);
+        sz_k_softmax_xent_fused_mx(l1, SZ_K_BF16, loss2, tg, 0.5f, N, V, VP);
+        CU_ASSERT(!memcmp(l1, l, (size_t)N * VP * 2));
+    }
+    omp_set_num_threads(2);
+    free(a); free(b); free(wf); free(bf); free(w); free(bb); free(out); free(out1); free(ww); free(bw); free(res);
+    free(res2); free(o32); free(df); free(dbf); free(da); free(dres); free(d); free(db); free(dw32); free(db32);
+    free(da2); free(dres2); free(lf); free(l); free(l1); free(lw);
+}
+
+int main(void)
+{
+    if (CU_initialize_registry() != CUE_SUCCESS) return 1;
+    CU_pSuite s = CU_add_suite("bf16 activations", NULL, NULL);
+    if (!s || !CU_add_test(s, "layernorm", test_layernorm) || !CU_add_test(s, "gelu", test_gelu) ||
+        !CU_add_test(s, "residual, softmax-xent, encoder", test_small) || !CU_add_test(s, "attention", test_attention) ||
+        !CU_add_test(s, "fusions", test_fused)) {
+        CU_cleanup_registry();
+        return 1;
+    }
+    omp_set_num_threads(2);
+    CU_basic_set_mode(CU_BRM_VERBOSE);
+    CU_basic_run_tests();
+    unsigned fails = CU_get_number_of_failures();
+    CU_cleanup_registry();
+    return fails > 100 ? 100 : (int)fails;
+}
