@@ -805,9 +805,11 @@ int main(int argc, char **argv)
                            .bucket_bytes = (int64_t)o.bucket_bytes, .offload_checkpoints = o.offload,
                            .arenas = !o.no_arenas, .offload_optimizer = o.offload_optimizer,
                            .optimizer = o.optimizer, .momentum = o.momentum,
-                           /* the data loader: the token files held whole, the batch's inputs and targets */
+                           /* the data loader: the token files held whole, the batch's inputs and targets;
+                              --save-state: the largest unit's shard, the buffer each state file goes through */
                            .host_bytes = sz_tokens_host_bytes(&train) + sz_tokens_host_bytes(&val) +
-                                         2 * (int64_t)o.batch * o.seq * (int64_t)sizeof *in};
+                                         2 * (int64_t)o.batch * o.seq * (int64_t)sizeof *in +
+                                         (o.save_state ? (sz_arch_largest_unit_numel(&cfg) + nd - 1) / nd * 4 : 0)};
     sz_bf16_compute_parse(o.bf16_compute, &zero.bf16_compute); /* checked by parse() */
     if ((st = sz_arch_create(&g, ctx, &cfg, o.batch, o.seq, &zero, err, sizeof err)) != SZ_OK) {
         fprintf(stderr, "sz-train: %s\n", err);

@@ -685,10 +685,10 @@ sz_status sz_model_memory_report(const sz_model *m, sz_memory_report *out);
  * matmul_host_peak_bytes is the measured figure). Pure: no runtime needed. */
 int64_t sz_matmul_host_bytes(int workers, int threads, int64_t rows, int n, const int64_t *in, const int64_t *out);
 /* The same for linear layers computed by the bf16 kernels (bf16 inputs and weights, fp32 or bf16
- * outputs): oneDNN's native bf16 tiles with SZ_ONEDNN_BF16=1, else the fp32 copies the emulation
- * widens the operands into (a call's inputs, weights and bf16 output, in fp32) — the working copies
- * a model using those kernels adds to sz_zero_config.host_bytes. GPT-2 and LLaMA compute in fp32
- * working copies today, so they count the fp32 kernels. */
+ * outputs): oneDNN's native bf16 tiles where it has them (unless SZ_ONEDNN_BF16=0), else the fp32
+ * copies the emulation widens the operands into (a call's inputs, weights and bf16 output, in
+ * fp32) — the working copies a model using those kernels adds to sz_zero_config.host_bytes (GPT-2
+ * adds both figures on the native bf16 path, sz_model_bf16_native: an upper bound). */
 int64_t sz_matmul_host_bytes_bf16(int workers, int threads, int64_t rows, int n, const int64_t *in, const int64_t *out);
 
 /* Collective yardstick: plain MPI_Reduce_scatter_block + MPI_Allgather on the same element counts

@@ -72,6 +72,38 @@ static int write_file(const char *path, const void *buf, size_t n, char *err, si
     return 0;
 }
 
+/* n bytes to an open file (path for the message). */
+static int write_fd(int fd, const char *path, const void *buf, size_t n, char *err, size_t errlen)
+{
+    const char *p = buf;
+    size_t left = n;
+    while (left > 0) {
+        ssize_t w = write(fd, p, left > (1u << 30) ? (1u << 30) : left);
+        if (w < 0) {
+            if (errno == EINTR)
+                continue;
+            snprintf(err, errlen, "%s: write failed: %s", path, strerror(errno));
+            return -1;
+        }
+        p += w;
+        left -= (size_t)w;
+    }
+    return 0;
+}
+
+/* crc32 c continued over n more bytes. */
+static uLong crc_add(uLong c, const void *buf, size_t n)
+{
+    const Bytef *p = buf;
+    while (n > 0) {
+        uInt k = n > (1u << 30) ? (1u << 30) : (uInt)n;
+        c = crc32(c, p, k);
+        p += k;
+        n -= k;
+    }
+    return c;
+}
+
 static uint32_t crc_of(const void *buf, size_t n)
 {
     uLong c = crc32(0L, Z_NULL, 0);
@@ -206,39 +238,52 @@ int sz_state_save(sz_model *m, sz_context *ctx, const char *dir, int step, cJSON
         cJSON_Delete(app);
         return -1;
     }
-    /* every rank its shard of every state, in parallel; bytes and crc32 gathered on all ranks */
-    int64_t total = 0, maxn = 0;
+    /* every rank its shard of every state, in parallel, one unit's shard at a time (host memory:
+     * the largest unit's shard, not the rank's whole state); bytes and crc32 gathered on all ranks */
+    int64_t maxn = 0;
     for (int u = 0; u < nu; u++) {
         int64_t n;
         sz_model_state_shard(m, u, NULL, NULL, NULL, NULL, &n);
-        total += n;
+        maxn = n > maxn ? n : maxn;
     }
-    maxn = total;
     double *info = calloc((size_t)nd * SZ_STATE_NKINDS * 2, sizeof *info);
     float *buf = malloc((size_t)(maxn > 0 ? maxn : 1) * sizeof *buf);
     if (!info || !buf) {
-        snprintf(err, errlen, "out of memory for the state's shard (%lld floats)", (long long)maxn);
+        snprintf(err, errlen, "out of memory for a unit's state shard (%lld floats)", (long long)maxn);
         failed = 1;
     }
     for (int k = 0; k < SZ_STATE_NKINDS && !failed; k++) {
         if (!sz_model_state_has(m, (sz_state_kind)k))
             continue;
+        file_name(name, sizeof name, sz_model_state_name(m, (sz_state_kind)k), rank);
+        snprintf(path, sizeof path, "%s/%s", tmp, name);
+        int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        if (fd < 0) {
+            snprintf(err, errlen, "%s: cannot create: %s", path, strerror(errno));
+            failed = 1;
+            break;
+        }
         int64_t at = 0;
+        uLong c = crc32(0L, Z_NULL, 0);
         for (int u = 0; u < nu && !failed; u++) {
             int64_t n;
             sz_model_state_shard(m, u, NULL, NULL, NULL, NULL, &n);
-            if (sz_model_state_shard_read(m, u, (sz_state_kind)k, buf + at) != SZ_OK) {
+            if (sz_model_state_shard_read(m, u, (sz_state_kind)k, buf) != SZ_OK) {
                 snprintf(err, errlen, "reading %s of unit %d failed", sz_model_state_name(m, (sz_state_kind)k), u);
                 failed = 1;
+            } else if (write_fd(fd, path, buf, (size_t)n * sizeof *buf, err, errlen) != 0) {
+                failed = 1;
+            } else {
+                c = crc_add(c, buf, (size_t)n * sizeof *buf);
+                at += n;
             }
-            at += n;
         }
-        file_name(name, sizeof name, sz_model_state_name(m, (sz_state_kind)k), rank);
-        snprintf(path, sizeof path, "%s/%s", tmp, name);
-        if (!failed && write_file(path, buf, (size_t)at * sizeof *buf, err, errlen) != 0)
+        if ((fsync(fd) != 0 || close(fd) != 0) && !failed) {
+            snprintf(err, errlen, "%s: fsync/close failed: %s", path, strerror(errno));
             failed = 1;
+        }
         info[((size_t)rank * SZ_STATE_NKINDS + k) * 2] = (double)at * sizeof *buf;
-        info[((size_t)rank * SZ_STATE_NKINDS + k) * 2 + 1] = failed ? 0 : crc_of(buf, (size_t)at * sizeof *buf);
+        info[((size_t)rank * SZ_STATE_NKINDS + k) * 2 + 1] = failed ? 0 : (uint32_t)c;
     }
     free(buf);
     double flag = failed;

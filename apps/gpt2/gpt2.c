@@ -230,9 +230,18 @@ sz_status gpt2_create(gpt2 **out, sz_context *ctx, const sz_gpt2_config *cfg, in
     else
         sz_zero_config_defaults(&z);
     sz_runtime_info info;
+    int64_t app_bytes = z.host_bytes, mm = 0;
     if (sz_context_runtime_info(ctx, &info) == SZ_OK)
-        z.host_bytes += sz_gpt2_host_bytes(cfg, B, T, info.compute_workers, info.kernel_threads);
-    if ((st = sz_model_set_zero(g->model, &z)) != SZ_OK) {
+        mm = sz_gpt2_host_bytes(cfg, B, T, info.compute_workers, info.kernel_threads);
+    z.host_bytes = app_bytes + mm;
+    st = sz_model_set_zero(g->model, &z);
+    if (st == SZ_OK && sz_model_bf16_native(g->model)) { /* its matmuls may also run the bf16 kernels */
+        int64_t C = cfg->channels;
+        const int64_t in[] = {C, C, C, 4 * C, C}, out[] = {3 * C, C, 4 * C, C, cfg->padded_vocab};
+        z.host_bytes += sz_matmul_host_bytes_bf16(info.compute_workers, info.kernel_threads, (int64_t)B * T, 5, in, out);
+        st = sz_model_set_zero(g->model, &z);
+    }
+    if (st != SZ_OK) {
         snprintf(err, errlen, "invalid ZeRO configuration (the library's error above says why)");
         gpt2_free(g);
         return st;

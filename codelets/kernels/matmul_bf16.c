@@ -109,7 +109,7 @@ int sz_k_matmul_bwd_bf16(void *dinp, sz_k_dtype dinp_dt, void *dweight, void *db
 }
 
 /* Host memory of the bf16 kernels for out[N,OC] = inp[N,C] . weight^T and its backward, with either
- * destination dtype: natively (SZ_ONEDNN_BF16=1 where oneDNN has the tiles) the tiles' scratchpads
+ * destination dtype: natively (where oneDNN has the tiles, unless SZ_ONEDNN_BF16=0) the tiles' scratchpads
  * and packed copies; emulated, the fp32 widening of the operands (and of a bf16 destination) one
  * call holds, plus the fp32 tiles' own. As sz_k_matmul_host_bytes: *scratch kept per thread, *pack
  * held by a running call. */
@@ -132,10 +132,10 @@ void sz_k_matmul_bf16_host_bytes(int N, int C, int OC, int nthr, size_t *scratch
         n += 4;
     }
     const char *native = getenv("SZ_ONEDNN_BF16");
-    size_t sc_most = 0, pk_most = 0;
+    size_t sc_most = 0, pk_most = 0; /* the choice sz_mm_bf16 makes */
     for (int i = 0; i < n; i++) {
         size_t sc, pk;
-        if (native && native[0] == '1' && sz_mm_supported(&s[i])) {
+        if (!(native && native[0] == '0') && sz_mm_supported(&s[i])) {
             sz_mm_shape_host_split(&s[i], nthr, &sc, &pk);
         } else { /* as sz_mm_emulate */
             size_t na = sz_span(s[i].M, s[i].K, s[i].a_sm, s[i].a_sk), nb = sz_span(s[i].K, s[i].N, s[i].b_sk, s[i].b_sn);
