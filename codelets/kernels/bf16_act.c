@@ -36,46 +36,44 @@ static void widen(float *dst, const void *src, int dt, size_t n)
     else memcpy(dst, src, n * sizeof *dst);
 }
 
-/* ---- layernorm (layernorm.c's formulas) ---- */
+/* ---- layernorm (layernorm.c's row math, sz_ln_row_fwd / sz_ln_row_bwd / sz_ln_params_bwd) ---- */
 
-int sz_k_layernorm_fwd_mx(void *out, sz_k_dtype out_dt, float *mean, float *rstd, const float *inp,
-                           const void *weight, const void *bias, sz_k_dtype p_dt, int N, int C)
+/* The forward on fp32 rows: res NULL: layernorm(a) (sz_ln_row_fwd); else res = a + b and
+ * layernorm(res) (sz_k_residual_layernorm_fwd, row by row); a bf16 out is the fp32 row rounded. */
+static int ln_fwd_mx(float *res, void *out, sz_k_dtype out_dt, float *mean, float *rstd, const float *a,
+                     const float *b, const void *weight, const void *bias, sz_k_dtype p_dt, int N, int C)
 {
-    const float eps = 1e-5f;
     float *wf = malloc(2 * (size_t)C * sizeof *wf);
     if (!wf) return -1;
     float *bf = wf + C;
     widen(wf, weight, p_dt, (size_t)C);
     if (bias) widen(bf, bias, p_dt, (size_t)C);
-#pragma omp parallel for schedule(static) if ((size_t)N * C >= SZ_PAR_MIN)
-    for (int n = 0; n < N; n++) {
-        const float *x = inp + (size_t)n * C;
-        float m = 0.0f, v = 0.0f;
-#pragma omp simd reduction(+ : m)
-        for (int i = 0; i < C; i++) m += x[i];
-        m = m / C;
-#pragma omp simd reduction(+ : v)
-        for (int i = 0; i < C; i++) v += (x[i] - m) * (x[i] - m);
-        v = v / C;
-        float s = 1.0f / sqrtf(v + eps);
-        if (out_dt == SZ_K_BF16) {
-            uint16_t *o = (uint16_t *)out + (size_t)n * C;
-            if (bias)
-                for (int i = 0; i < C; i++) o[i] = sz_f32_to_bf16_1((s * (x[i] - m)) * wf[i] + bf[i]);
+    int fail = 0;
+#pragma omp parallel if ((size_t)N * C >= SZ_PAR_MIN) reduction(| : fail)
+    {
+        float *o = out_dt == SZ_K_BF16 ? malloc((size_t)C * sizeof *o) : NULL; /* this thread's fp32 row */
+        if (out_dt == SZ_K_BF16 && !o) fail = 1;
+#pragma omp for schedule(static)
+        for (int n = 0; n < N; n++) {
+            size_t r = (size_t)n * C;
+            float *on = out_dt == SZ_K_BF16 ? o : (float *)out + r;
+            if (!on) continue;
+            if (res)
+                sz_k_residual_layernorm_fwd(res + r, on, mean + n, rstd + n, a + r, b + r, wf, bias ? bf : NULL, 1, C);
             else
-                for (int i = 0; i < C; i++) o[i] = sz_f32_to_bf16_1((s * (x[i] - m)) * wf[i]);
-        } else {
-            float *o = (float *)out + (size_t)n * C;
-            if (bias)
-                for (int i = 0; i < C; i++) o[i] = (s * (x[i] - m)) * wf[i] + bf[i];
-            else
-                for (int i = 0; i < C; i++) o[i] = (s * (x[i] - m)) * wf[i];
+                sz_ln_row_fwd(on, mean + n, rstd + n, a + r, wf, bias ? bf : NULL, C);
+            if (out_dt == SZ_K_BF16) sz_k_f32_to_bf16((uint16_t *)out + r, o, (size_t)C);
         }
-        mean[n] = m;
-        rstd[n] = s;
+        free(o);
     }
     free(wf);
-    return 0;
+    return fail ? -1 : 0;
+}
+
+int sz_k_layernorm_fwd_mx(void *out, sz_k_dtype out_dt, float *mean, float *rstd, const float *inp,
+                           const void *weight, const void *bias, sz_k_dtype p_dt, int N, int C)
+{
+    return ln_fwd_mx(NULL, out, out_dt, mean, rstd, inp, NULL, weight, bias, p_dt, N, C);
 }
 
 int sz_k_layernorm_bwd_mx(float *dinp, float *dweight, float *dbias, const void *dout, sz_k_dtype dout_dt,
@@ -97,46 +95,17 @@ int sz_k_layernorm_bwd_mx(float *dinp, float *dweight, float *dbias, const void 
             const float *x = inp + (size_t)n * C;
             float *di = dinp + (size_t)n * C;
             widen(d, (const char *)dout + (size_t)n * C * (dout_dt == SZ_K_BF16 ? 2 : 4), dout_dt, (size_t)C);
-            float m = mean[n], s = rstd[n];
-            float dnorm_mean = 0.0f, dnorm_norm_mean = 0.0f;
-#pragma omp simd reduction(+ : dnorm_mean, dnorm_norm_mean)
-            for (int i = 0; i < C; i++) {
-                float dnorm_i = wf[i] * d[i];
-                dnorm_mean += dnorm_i;
-                dnorm_norm_mean += dnorm_i * ((x[i] - m) * s);
-            }
-            dnorm_mean = dnorm_mean / C;
-            dnorm_norm_mean = dnorm_norm_mean / C;
-            for (int i = 0; i < C; i++) {
-                float norm_i = (x[i] - m) * s;
-                float dval = wf[i] * d[i] - dnorm_mean - norm_i * dnorm_norm_mean;
-                di[i] += dval * s;
-            }
+            sz_ln_row_bwd(di, d, x, wf, mean[n], rstd[n], C);
         }
         free(d);
     }
     free(wf);
     if (fail) return -1; /* only dinp was touched, and only when some thread had its row */
-    int nb = (C + SZ_COL_BLOCK - 1) / SZ_COL_BLOCK;
-#pragma omp parallel for schedule(static) if (par)
-    for (int blk = 0; blk < nb; blk++) {
-        int c0 = blk * SZ_COL_BLOCK, w = C - c0 < SZ_COL_BLOCK ? C - c0 : SZ_COL_BLOCK;
-        for (int n = 0; n < N; n++) {
-            const float *x = inp + (size_t)n * C + c0;
-            size_t o = (size_t)n * C + c0;
-            float m = mean[n], s = rstd[n];
-            if (dbias)
-                for (int i = 0; i < w; i++) dbias[c0 + i] += ldx(dout, dout_dt, o + i);
-            for (int i = 0; i < w; i++) dweight[c0 + i] += ((x[i] - m) * s) * ldx(dout, dout_dt, o + i);
-        }
-    }
+    sz_ln_params_bwd(dweight, dbias, dout, dout_dt, inp, mean, rstd, N, C, par);
     return 0;
 }
 
 /* ---- GELU (gelu.c's formula) ---- */
-
-#define SZ_PI 3.14159265358979323846
-#define SZ_GELU_SCALE sqrtf((float)(2.0 / SZ_PI))
 
 void sz_k_gelu_fwd_mx(void *out, sz_k_dtype out_dt, const float *inp, size_t n)
 {
@@ -148,10 +117,7 @@ void sz_k_gelu_fwd_mx(void *out, sz_k_dtype out_dt, const float *inp, size_t n)
     uint16_t *o = out;
 #pragma omp parallel for simd schedule(static) if (n >= SZ_PAR_MIN)
     for (size_t i = 0; i < n; i++) {
-        float x = inp[i];
-        float cube = 0.044715f * x * x * x;
-        float g = 1.0f / (1.0f + sz_expf(-2.0f * s * (x + cube)));
-        o[i] = sz_f32_to_bf16_1(x * g);
+        o[i] = sz_f32_to_bf16_1(sz_gelu_1(inp[i], s));
     }
 }
 
@@ -161,12 +127,7 @@ void sz_k_gelu_bwd_mx(void *dinp, sz_k_dtype dinp_dt, const float *inp, const vo
     const float s = SZ_GELU_SCALE;
 #pragma omp parallel for schedule(static) if (n >= SZ_PAR_MIN)
     for (size_t i = 0; i < n; i++) {
-        float x = inp[i];
-        float cube = 0.044715f * x * x * x;
-        float g = 1.0f / (1.0f + sz_expf(-2.0f * s * (x + cube)));
-        float sech2 = 4.0f * g * (1.0f - g);
-        float local_grad = g + x * 0.5f * sech2 * s * (1.0f + 3.0f * 0.044715f * x * x);
-        accx(dinp, dinp_dt, i, local_grad * ldx(dout, dout_dt, i));
+        accx(dinp, dinp_dt, i, sz_gelu_grad_1(inp[i], s) * ldx(dout, dout_dt, i));
     }
 }
 
@@ -224,31 +185,7 @@ int sz_k_residual_layernorm_fwd_mx(float *res, void *out, sz_k_dtype out_dt, flo
                                    const float *a, const float *b, const void *weight, const void *bias,
                                    sz_k_dtype p_dt, int N, int C)
 {
-    float *wf = malloc(2 * (size_t)C * sizeof *wf);
-    if (!wf) return -1;
-    float *bf = wf + C;
-    widen(wf, weight, p_dt, (size_t)C);
-    if (bias) widen(bf, bias, p_dt, (size_t)C);
-    int fail = 0;
-#pragma omp parallel if ((size_t)N * C >= SZ_PAR_MIN) reduction(| : fail)
-    {
-        float *o = out_dt == SZ_K_BF16 ? malloc((size_t)C * sizeof *o) : NULL;
-        if (out_dt == SZ_K_BF16 && !o) fail = 1;
-#pragma omp for schedule(static)
-        for (int n = 0; n < N; n++) {
-            size_t r = (size_t)n * C;
-            if (out_dt != SZ_K_BF16) {
-                sz_k_residual_layernorm_fwd(res + r, (float *)out + r, mean + n, rstd + n, a + r, b + r, wf,
-                                            bias ? bf : NULL, 1, C);
-            } else if (o) {
-                sz_k_residual_layernorm_fwd(res + r, o, mean + n, rstd + n, a + r, b + r, wf, bias ? bf : NULL, 1, C);
-                sz_k_f32_to_bf16((uint16_t *)out + r, o, (size_t)C);
-            }
-        }
-        free(o);
-    }
-    free(wf);
-    return fail ? -1 : 0;
+    return ln_fwd_mx(res, out, out_dt, mean, rstd, a, b, weight, bias, p_dt, N, C);
 }
 
 int sz_k_layernorm_residual_bwd_mx(float *da, void *db, sz_k_dtype db_dt, float *dres, float *dweight, float *dbias,
@@ -282,19 +219,7 @@ int sz_k_layernorm_residual_bwd_mx(float *da, void *db, sz_k_dtype db_dt, float 
     }
     free(wf);
     if (fail) return -1;
-    int nb = (C + SZ_COL_BLOCK - 1) / SZ_COL_BLOCK;
-#pragma omp parallel for schedule(static) if ((size_t)N * C >= SZ_PAR_MIN)
-    for (int blk = 0; blk < nb; blk++) {
-        int c0 = blk * SZ_COL_BLOCK, w = C - c0 < SZ_COL_BLOCK ? C - c0 : SZ_COL_BLOCK;
-        for (int n = 0; n < N; n++) {
-            const float *x = res + (size_t)n * C + c0;
-            size_t o = (size_t)n * C + c0;
-            float m = mean[n], s = rstd[n];
-            if (dbias)
-                for (int i = 0; i < w; i++) dbias[c0 + i] += ldx(dout, dout_dt, o + i);
-            for (int i = 0; i < w; i++) dweight[c0 + i] += ((x[i] - m) * s) * ldx(dout, dout_dt, o + i);
-        }
-    }
+    sz_ln_params_bwd(dweight, dbias, dout, dout_dt, res, mean, rstd, N, C, (size_t)N * C >= SZ_PAR_MIN);
     return 0;
 }
 

@@ -6,18 +6,14 @@
 #include <math.h>
 #include "sz_kernels_impl.h"
 
-#define SZ_PI 3.14159265358979323846
-#define SZ_GELU_SCALE sqrtf((float)(2.0 / SZ_PI))
+/* the formulas are sz_gelu_1 and sz_gelu_grad_1 (sz_kernels_impl.h), shared with bf16_act.c */
 
 void sz_k_gelu_fwd(float *out, const float *inp, size_t n)
 {
     const float s = SZ_GELU_SCALE;
 #pragma omp parallel for simd schedule(static) if (n >= SZ_PAR_MIN)
     for (size_t i = 0; i < n; i++) {
-        float x = inp[i];
-        float cube = 0.044715f * x * x * x;
-        float g = 1.0f / (1.0f + sz_expf(-2.0f * s * (x + cube)));
-        out[i] = x * g;
+        out[i] = sz_gelu_1(inp[i], s);
     }
 }
 
@@ -26,11 +22,6 @@ void sz_k_gelu_bwd(float *dinp, const float *inp, const float *dout, size_t n)
     const float s = SZ_GELU_SCALE;
 #pragma omp parallel for simd schedule(static) if (n >= SZ_PAR_MIN)
     for (size_t i = 0; i < n; i++) {
-        float x = inp[i];
-        float cube = 0.044715f * x * x * x;
-        float g = 1.0f / (1.0f + sz_expf(-2.0f * s * (x + cube)));
-        float sech2 = 4.0f * g * (1.0f - g);
-        float local_grad = g + x * 0.5f * sech2 * s * (1.0f + 3.0f * 0.044715f * x * x);
-        dinp[i] += local_grad * dout[i];
+        dinp[i] += sz_gelu_grad_1(inp[i], s) * dout[i];
     }
 }

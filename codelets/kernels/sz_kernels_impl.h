@@ -4,6 +4,7 @@
 #ifndef SZ_KERNELS_IMPL_H
 #define SZ_KERNELS_IMPL_H
 
+#include <math.h>
 #include <stdint.h>
 #include <string.h>
 #include "sz_kernels.h"
@@ -96,5 +97,70 @@ void sz_mm_plain(const sz_mm_shape *s, void *d, const void *a, const void *b,
                  const void *bias);
 /* dbias[o] (+)= sum_n dout[n,o], rows in order; dout fp32 or bf16, dbias likewise. */
 void sz_mm_colsum(void *dbias, int dbias_dt, const void *dout, int dout_dt, int N, int OC);
+
+/* ---- row math shared by the fp32 kernels and their bf16-operand variants (bf16_act.c), so each
+ * formula has one copy and both give the same bits ---- */
+
+/* GELU, tanh approximation (gelu.c): x g and the local gradient, g = 1 / (1 + e^(-2u)). */
+#define SZ_PI 3.14159265358979323846
+#define SZ_GELU_SCALE sqrtf((float)(2.0 / SZ_PI))
+static inline float sz_gelu_g(float x, float s)
+{
+    float cube = 0.044715f * x * x * x;
+    return 1.0f / (1.0f + sz_expf(-2.0f * s * (x + cube)));
+}
+static inline float sz_gelu_1(float x, float s) { return x * sz_gelu_g(x, s); }
+static inline float sz_gelu_grad_1(float x, float s)
+{
+    float g = sz_gelu_g(x, s);
+    float sech2 = 4.0f * g * (1.0f - g);
+    return g + x * 0.5f * sech2 * s * (1.0f + 3.0f * 0.044715f * x * x);
+}
+
+/* LayerNorm (layernorm.c), one row: mean, rstd and the normalised, scaled and shifted output. */
+static inline void sz_ln_row_fwd(float *o, float *mean, float *rstd, const float *x, const float *weight,
+                                 const float *bias, int C)
+{
+    const float eps = 1e-5f;
+    float m = 0.0f, v = 0.0f;
+#pragma omp simd reduction(+ : m)
+    for (int i = 0; i < C; i++) m += x[i];
+    m = m / C;
+#pragma omp simd reduction(+ : v)
+    for (int i = 0; i < C; i++) v += (x[i] - m) * (x[i] - m);
+    v = v / C;
+    float s = 1.0f / sqrtf(v + eps);
+    if (bias)
+        for (int i = 0; i < C; i++) o[i] = (s * (x[i] - m)) * weight[i] + bias[i];
+    else
+        for (int i = 0; i < C; i++) o[i] = (s * (x[i] - m)) * weight[i];
+    *mean = m;
+    *rstd = s;
+}
+
+/* LayerNorm, one row's input gradient, added to di. */
+static inline void sz_ln_row_bwd(float *di, const float *d, const float *x, const float *weight, float m, float s,
+                                 int C)
+{
+    float dnorm_mean = 0.0f, dnorm_norm_mean = 0.0f;
+#pragma omp simd reduction(+ : dnorm_mean, dnorm_norm_mean)
+    for (int i = 0; i < C; i++) {
+        float dnorm_i = weight[i] * d[i];
+        dnorm_mean += dnorm_i;
+        dnorm_norm_mean += dnorm_i * ((x[i] - m) * s);
+    }
+    dnorm_mean = dnorm_mean / C;
+    dnorm_norm_mean = dnorm_norm_mean / C;
+    for (int i = 0; i < C; i++) {
+        float norm_i = (x[i] - m) * s;
+        float dval = weight[i] * d[i] - dnorm_mean - norm_i * dnorm_norm_mean;
+        di[i] += dval * s;
+    }
+}
+
+/* LayerNorm dweight, dbias (dbias may be NULL) from dout (fp32 or bf16, widened by column block):
+ * column blocks, each adding rows 0..N-1 in order; in parallel when par (layernorm.c). */
+void sz_ln_params_bwd(float *dweight, float *dbias, const void *dout, sz_k_dtype dout_dt, const float *inp,
+                      const float *mean, const float *rstd, int N, int C, int par);
 
 #endif /* SZ_KERNELS_IMPL_H */
