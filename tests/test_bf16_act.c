@@ -209,6 +209,28 @@ static void test_attention(void)
     CU_ASSERT_EQUAL(sz_k_attention_tt_bwd(ditt, dw, qkv, att, Bn, Tn, Cn, NH), 0);
     for (size_t i = 0; i < n3; i++) ref[i] = ditt[i];
     CU_ASSERT(close_to("attention dqkv (bf16)", diw, ref, n3, 1.0 / 128, 1e-4));
+    /* into a dinp that already holds gradients: bf16(dinp + the fp32 kernel's gradient), and the
+     * mixed cases (fp32 dout into bf16 dinp, bf16 dout into fp32 dinp) likewise */
+    {
+        float *pf = rnd(n3, 0.5f), *pw = malloc(n3 * 4), *acc = malloc(n3 * 4);
+        uint16_t *p16 = h16(pf, n3), *e16 = malloc(n3 * 2);
+        for (size_t i = 0; i < n3; i++) pw[i] = sz_bf16_to_f32_1(p16[i]);
+        for (size_t i = 0; i < n3; i++) e16[i] = sz_f32_to_bf16_1(sz_bf16_to_f32_1(p16[i]) + di32[i]);
+        uint16_t *a16 = malloc(n3 * 2);
+        memcpy(a16, p16, n3 * 2);
+        CU_ASSERT_EQUAL(sz_k_attention_bwd_mx(a16, SZ_K_BF16, d, SZ_K_BF16, qkv, st, Bn, Tn, Cn, NH), 0);
+        CU_ASSERT(!memcmp(a16, e16, n3 * 2));
+        memcpy(a16, p16, n3 * 2);
+        CU_ASSERT_EQUAL(sz_k_attention_bwd_mx(a16, SZ_K_BF16, dw, SZ_K_F32, qkv, st, Bn, Tn, Cn, NH), 0);
+        CU_ASSERT(!memcmp(a16, e16, n3 * 2));
+        memcpy(acc, pw, n3 * 4);
+        float *acc2 = malloc(n3 * 4);
+        memcpy(acc2, pw, n3 * 4);
+        CU_ASSERT_EQUAL(sz_k_attention_bwd_mx(acc, SZ_K_F32, d, SZ_K_BF16, qkv, st, Bn, Tn, Cn, NH), 0);
+        CU_ASSERT_EQUAL(sz_k_attention_bwd(acc2, dw, qkv, st, Bn, Tn, Cn, NH), 0);
+        CU_ASSERT(!memcmp(acc, acc2, n3 * 4));
+        free(pf); free(pw); free(acc); free(acc2); free(p16); free(e16); free(a16);
+    }
     for (int th = 1; th <= 3; th++) {
         omp_set_num_threads(th);
         uint16_t *o1 = malloc(n * 2), *dd = calloc(n3, 2);

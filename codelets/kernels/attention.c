@@ -12,7 +12,10 @@
  * and sum is computed in a fixed order that depends on no thread count, and the forward and the
  * backward compute scores with the one function below (sz_att_scores), so the probabilities the
  * backward recomputes are bitwise those the forward used. Scratch per thread: (hs + SZ_ATT_QB) T16
- * floats forward, 2 (hs + SZ_ATT_QB) T16 + 2 T hs floats backward. */
+ * floats forward, 2 (hs + SZ_ATT_QB) T16 + 2 T hs floats backward. bf16 operands (the native bf16
+ * path, the _mx entry points) are widened and rounded per (b, h) pair inside that scratch (hs more
+ * floats forward, T hs more for a bf16 dout and T hs more for a bf16 dinp backward), with the bits
+ * of the fp32 kernel on whole fp32 copies. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -143,13 +146,16 @@ static float *sz_att_alloc(size_t nfloats)
     return aligned_alloc(64, (nfloats * sizeof(float) + 63) / 64 * 64);
 }
 
-int sz_k_attention_fwd(float *out, float *stats, const float *inp, int B, int T, int C, int NH)
+/* out fp32 or bf16 (out_dt): a bf16 row is computed in fp32 in a per-thread row of hs floats and
+ * rounded once, so its bits are those of the fp32 output rounded. */
+static int sz_att_fwd(void *out, sz_k_dtype out_dt, float *stats, const float *inp, int B, int T, int C, int NH)
 {
     int C3 = 3 * C, hs = C / NH, T16 = (T + 15) & ~15, fail = 0;
     float scale = 1.0f / sqrtf((float)hs);
 #pragma omp parallel if ((size_t)B * T * T * NH >= SZ_PAR_MIN) shared(fail)
     {
-        float *kt = sz_att_alloc(((size_t)hs + SZ_ATT_QB) * T16), *S = kt ? kt + (size_t)hs * T16 : NULL;
+        float *kt = sz_att_alloc(((size_t)hs + SZ_ATT_QB) * T16 + hs), *S = kt ? kt + (size_t)hs * T16 : NULL;
+        float *orow = S ? S + (size_t)SZ_ATT_QB * T16 : NULL;
         int any;
         if (!kt) {
 #pragma omp atomic write
@@ -184,9 +190,12 @@ int sz_k_attention_fwd(float *out, float *stats, const float *inp, int B, int T,
                             float *st = stats + (((size_t)b * NH + h) * T + t) * 2;
                             st[0] = maxval;
                             st[1] = inv;
-                            float *o = out + ((size_t)b * T + t) * C + h * hs;   /* p . v */
+                            size_t oo = ((size_t)b * T + t) * C + h * hs;
+                            float *o = out_dt == SZ_K_BF16 ? orow : (float *)out + oo;   /* p . v */
                             for (int i = 0; i < hs; i++) o[i] = 0.0f;
                             sz_att_axpy_rows(o, p, base + 2 * C, C3, t + 1, hs);
+                            if (out_dt == SZ_K_BF16)
+                                for (int i = 0; i < hs; i++) ((uint16_t *)out)[oo + i] = sz_f32_to_bf16_1(o[i]);
                         }
                     }
                 }
@@ -194,6 +203,17 @@ int sz_k_attention_fwd(float *out, float *stats, const float *inp, int B, int T,
         free(kt);
     }
     return fail ? -1 : 0;
+}
+
+int sz_k_attention_fwd(float *out, float *stats, const float *inp, int B, int T, int C, int NH)
+{
+    return sz_att_fwd(out, SZ_K_F32, stats, inp, B, T, C, NH);
+}
+
+int sz_k_attention_fwd_mx(void *out, sz_k_dtype out_dt, float *stats, const float *inp, int B, int T, int C,
+                          int NH)
+{
+    return sz_att_fwd(out, out_dt, stats, inp, B, T, C, NH);
 }
 
 /* Per (b, h), query rows t = 0..T-1 in order: recompute the scores and p = exp(s - max) * inv
@@ -237,15 +257,20 @@ static void sz_att_rank_tile(float *dk, float *dv, const float *g, const float *
     }
 }
 
-int sz_k_attention_bwd(float *dinp, const float *dout, const float *inp, const float *stats,
-                       int B, int T, int C, int NH)
+/* dout and dinp fp32 or bf16. A bf16 dout is widened one (b, h) pair at a time into a per-thread
+ * [T][hs] scratch (exact); into a bf16 dinp, dq collects in a per-thread [T][hs] scratch from zero
+ * and the pair's dq, dk, dv are added to dinp once, rounded: bitwise the fp32 kernel on a zeroed
+ * fp32 copy, added to dinp and rounded (0.0f + dk, as the copy's k, v slots hold). */
+static int sz_att_bwd(void *dinp, sz_k_dtype dinp_dt, const void *dout, sz_k_dtype dout_dt, const float *inp,
+                      const float *stats, int B, int T, int C, int NH)
 {
+    int wide_d = dout_dt == SZ_K_BF16, wide_i = dinp_dt == SZ_K_BF16;
     int C3 = 3 * C, hs = C / NH, T16 = (T + 15) & ~15, fail = 0;
     float scale = 1.0f / sqrtf((float)hs);
     size_t th = (size_t)T * hs, tile = (size_t)hs * T16;
 #pragma omp parallel if ((size_t)B * T * T * NH >= SZ_PAR_MIN) shared(fail)
     {
-        float *kt = sz_att_alloc(2 * tile + 2 * (size_t)SZ_ATT_QB * T16 + 2 * th);
+        float *kt = sz_att_alloc(2 * tile + 2 * (size_t)SZ_ATT_QB * T16 + (2 + wide_d + wide_i) * th);
         int any;
         if (!kt) {
 #pragma omp atomic write
@@ -256,21 +281,30 @@ int sz_k_attention_bwd(float *dinp, const float *dout, const float *inp, const f
         any = fail;
         if (!any) {
             float *vt = kt + tile, *S = vt + tile, *DA = S + (size_t)SZ_ATT_QB * T16;
-            float *dk = DA + (size_t)SZ_ATT_QB * T16, *dv = dk + th;
+            float *dk = DA + (size_t)SZ_ATT_QB * T16, *dv = dk + th, *dw = dv + th, *dq = dw + (wide_d ? th : 0);
+            const uint16_t *dout16 = dout;
+            uint16_t *dinp16 = dinp;
 #pragma omp for collapse(2) schedule(static)
             for (int b = 0; b < B; b++)
                 for (int h = 0; h < NH; h++) {
                     const float *base = inp + (size_t)b * T * C3 + h * hs;
-                    float *dbase = dinp + (size_t)b * T * C3 + h * hs;
+                    size_t dofs = (size_t)b * T * C3 + h * hs;
+                    float *dbase = wide_i ? NULL : (float *)dinp + dofs;
                     sz_att_transpose(kt, base + C, C3, T, T16, hs);
                     sz_att_transpose(vt, base + 2 * C, C3, T, T16, hs);
                     memset(dk, 0, 2 * th * sizeof(float));
+                    if (wide_i) memset(dq, 0, th * sizeof(float));
+                    if (wide_d)
+                        for (int t = 0; t < T; t++)
+                            for (int i = 0; i < hs; i++)
+                                dw[(size_t)t * hs + i] = sz_bf16_to_f32_1(dout16[((size_t)b * T + t) * C + h * hs + i]);
                     for (int t0 = 0; t0 < T; t0 += SZ_ATT_QB) {
                         int nr = T - t0 < SZ_ATT_QB ? T - t0 : SZ_ATT_QB, n16 = (t0 + nr + 15) & ~15;
                         const float *q[SZ_ATT_QB], *d[SZ_ATT_QB];
                         for (int r = 0; r < nr; r++) {
                             q[r] = base + (size_t)(t0 + r) * C3;
-                            d[r] = dout + ((size_t)b * T + t0 + r) * C + h * hs;
+                            d[r] = wide_d ? dw + (size_t)(t0 + r) * hs
+                                          : (const float *)dout + ((size_t)b * T + t0 + r) * C + h * hs;
                         }
                         sz_att_scores(S, T16, q, nr, kt, T16, n16, hs, scale);
                         sz_att_scores(DA, T16, d, nr, vt, T16, n16, hs, 1.0f);
@@ -285,7 +319,8 @@ int sz_k_attention_bwd(float *dinp, const float *dout, const float *inp, const f
                             for (int j = 0; j <= t; j++) s += Sr[j] * Dr[j];
 #pragma omp simd
                             for (int j = 0; j <= t; j++) Dr[j] = Sr[j] * (Dr[j] - s) * scale;
-                            sz_att_axpy_rows(dbase + (size_t)t * C3, Dr, base + C, C3, t + 1, hs);   /* dq */
+                            sz_att_axpy_rows(wide_i ? dq + (size_t)t * hs : dbase + (size_t)t * C3, Dr, base + C,
+                                             C3, t + 1, hs);   /* dq */
                         }
                         /* keys j <= t0 take every row of the tile; key t0 + r0 only rows r >= r0 */
                         sz_att_rank_tile(dk, dv, DA, S, T16, q, d, nr, 0, t0 + 1, hs);
@@ -293,16 +328,39 @@ int sz_k_attention_bwd(float *dinp, const float *dout, const float *inp, const f
                             sz_att_rank_tile(dk, dv, DA + (size_t)r0 * T16, S + (size_t)r0 * T16, T16, q + r0,
                                              d + r0, nr - r0, t0 + r0, t0 + r0 + 1, hs);
                     }
-                    for (int t = 0; t < T; t++) {
-                        float *dkr = dbase + (size_t)t * C3 + C, *dvr = dkr + C;
-                        for (int i = 0; i < hs; i++) {
-                            dkr[i] += dk[(size_t)t * hs + i];
-                            dvr[i] += dv[(size_t)t * hs + i];
+                    if (!wide_i)
+                        for (int t = 0; t < T; t++) {
+                            float *dkr = dbase + (size_t)t * C3 + C, *dvr = dkr + C;
+                            for (int i = 0; i < hs; i++) {
+                                dkr[i] += dk[(size_t)t * hs + i];
+                                dvr[i] += dv[(size_t)t * hs + i];
+                            }
                         }
-                    }
+                    else
+                        for (int t = 0; t < T; t++) {
+                            uint16_t *hq = dinp16 + dofs + (size_t)t * C3, *hk = hq + C, *hv = hk + C;
+                            const float *q_ = dq + (size_t)t * hs, *k_ = dk + (size_t)t * hs, *v_ = dv + (size_t)t * hs;
+                            for (int i = 0; i < hs; i++) {
+                                hq[i] = sz_f32_to_bf16_1(sz_bf16_to_f32_1(hq[i]) + q_[i]);
+                                hk[i] = sz_f32_to_bf16_1(sz_bf16_to_f32_1(hk[i]) + (0.0f + k_[i]));
+                                hv[i] = sz_f32_to_bf16_1(sz_bf16_to_f32_1(hv[i]) + (0.0f + v_[i]));
+                            }
+                        }
                 }
         }
         free(kt);
     }
     return fail ? -1 : 0;
+}
+
+int sz_k_attention_bwd(float *dinp, const float *dout, const float *inp, const float *stats,
+                       int B, int T, int C, int NH)
+{
+    return sz_att_bwd(dinp, SZ_K_F32, dout, SZ_K_F32, inp, stats, B, T, C, NH);
+}
+
+int sz_k_attention_bwd_mx(void *dinp, sz_k_dtype dinp_dt, const void *dout, sz_k_dtype dout_dt, const float *inp,
+                          const float *stats, int B, int T, int C, int NH)
+{
+    return sz_att_bwd(dinp, dinp_dt, dout, dout_dt, inp, stats, B, T, C, NH);
 }

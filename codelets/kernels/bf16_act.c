@@ -175,40 +175,8 @@ void sz_k_encoder_fwd_mx(float *out, const int *tok, const void *wte, const void
     }
 }
 
-/* ---- attention: the fp32 kernel (attention.c) on an fp32 staging copy of the bf16 operands ---- */
-
-int sz_k_attention_fwd_mx(void *out, sz_k_dtype out_dt, float *stats, const float *inp, int B, int T, int C,
-                          int NH)
-{
-    if (out_dt != SZ_K_BF16) return sz_k_attention_fwd(out, stats, inp, B, T, C, NH);
-    size_t n = (size_t)B * T * C;
-    float *o = malloc(n * sizeof *o);
-    if (!o) return -1;
-    int rc = sz_k_attention_fwd(o, stats, inp, B, T, C, NH);
-    if (rc == 0) sz_k_f32_to_bf16(out, o, n);
-    free(o);
-    return rc;
-}
-
-int sz_k_attention_bwd_mx(void *dinp, sz_k_dtype dinp_dt, const void *dout, sz_k_dtype dout_dt, const float *inp,
-                          const float *stats, int B, int T, int C, int NH)
-{
-    size_t n = (size_t)B * T * C, n3 = 3 * n;
-    int wide_d = dout_dt == SZ_K_BF16, wide_i = dinp_dt == SZ_K_BF16;
-    float *buf = malloc(((wide_d ? n : 0) + (wide_i ? n3 : 0) + 1) * sizeof *buf);
-    if (!buf) return -1;
-    float *d = wide_d ? buf : (float *)dout, *di = wide_i ? buf + (wide_d ? n : 0) : dinp;
-    if (wide_d) sz_k_bf16_to_f32(d, dout, n);
-    if (wide_i) memset(di, 0, n3 * sizeof *di);
-    int rc = sz_k_attention_bwd(di, d, inp, stats, B, T, C, NH);
-    if (rc == 0 && wide_i) {
-        uint16_t *h = dinp;
-#pragma omp parallel for schedule(static) if (n3 >= SZ_PAR_MIN)
-        for (size_t i = 0; i < n3; i++) h[i] = sz_f32_to_bf16_1(sz_bf16_to_f32_1(h[i]) + di[i]);
-    }
-    free(buf);
-    return rc;
-}
+/* ---- attention: bf16 operands in attention.c itself (sz_k_attention_fwd_mx, _bwd_mx), widened and
+ * rounded per (b, h) pair in per-thread scratch ---- */
 
 /* ---- E's fusions on the bf16 path: the fp32 fused kernels (layernorm.c, softmax_xent.c) row by
  * row on widened rows, so the math and its order are theirs ---- */
