@@ -21,12 +21,7 @@
 # Usage: longrun_cli.sh BUILD_DIR MPIEXEC
 set -u
 bin=$1 mpiexec=$2
-dir=$(mktemp -d)
-trap 'rm -rf "$dir"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
-texts=$(ls /usr/share/common-licenses/{GPL-3,Apache-2.0} 2>/dev/null)
-[ -n "$texts" ] || { echo "skipped: no text corpus in /usr/share/common-licenses"; exit 77; }
-"$bin/sz-prepare" --out-dir "$dir" --prefix lic $texts >/dev/null || fail "sz-prepare"
+. "$(dirname "$0")/cli_common.sh"   # $dir, fail, the corpus $dir/lic_{train,val}.bin (or skipped)
 tr=$dir/lic_train.bin
 base=(--config d2 --vocab 256 --max-seq 64 --train "$tr" --batch 2 --seq 32)
 sztrain() { timeout 120 "$bin/sz-train" "$@"; }

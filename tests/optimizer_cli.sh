@@ -14,12 +14,7 @@
 # Usage: optimizer_cli.sh BUILD_DIR MPIEXEC
 set -u
 bin=$1 mpiexec=$2
-dir=$(mktemp -d)
-trap 'rm -rf "$dir"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
-texts=$(ls /usr/share/common-licenses/{GPL-3,Apache-2.0} 2>/dev/null)
-[ -n "$texts" ] || { echo "skipped: no text corpus in /usr/share/common-licenses"; exit 77; }
-"$bin/sz-prepare" --out-dir "$dir" --prefix lic $texts >/dev/null || fail "sz-prepare"
+. "$(dirname "$0")/cli_common.sh"   # $dir, fail, the corpus $dir/lic_{train,val}.bin (or skipped)
 small=(--config 2,2,32 --vocab 256 --max-seq 32 --train "$dir/lic_train.bin" --seq 16 --lr 0.05 --grad-clip 1.0
        --optimizer sgd --momentum 0.9 --wd 0.01)
 mpi() { local np=$1; shift; timeout 120 "$mpiexec" -n "$np" "$@"; }

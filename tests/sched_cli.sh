@@ -9,12 +9,7 @@
 # Usage: sched_cli.sh BUILD_DIR MPIEXEC
 set -u
 bin=$1 mpiexec=$2
-dir=$(mktemp -d)
-trap 'rm -rf "$dir"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
-texts=$(ls /usr/share/common-licenses/{GPL-3,Apache-2.0} 2>/dev/null)
-[ -n "$texts" ] || { echo "skipped: no text corpus"; exit 77; }
-"$bin/sz-prepare" --out-dir "$dir" --prefix lic $texts >/dev/null || fail "sz-prepare"
+. "$(dirname "$0")/cli_common.sh"   # $dir, fail, the corpus $dir/lic_{train,val}.bin (or skipped)
 train() { timeout 120 "$mpiexec" -n 2 "$bin/sz-train" --config d2 --vocab 256 --max-seq 64 \
             --train "$dir/lic_train.bin" --batch 4 --seq 32 --steps 3 --zero-stage 3 --grad-clip 1.0 "$@"; }
 # (a later --zero-stage overrides the 3 above)
