@@ -44,33 +44,30 @@ static void sz_adamw_range(float *param, uint16_t *param_bf16, const void *grad,
     }
 }
 
+typedef struct {
+    float *param, *m, *v;
+    uint16_t *param_bf16;
+    const void *grad;
+    int bf16;
+    float lr, b1, b2, eps, wd, c1, c2, scale;
+} sz_adamw_args;
+
+static void sz_adamw_chunk(void *ctx, size_t lo, size_t hi)
+{
+    const sz_adamw_args *a = ctx;
+    sz_adamw_range(a->param, a->param_bf16, a->grad, a->bf16, a->m, a->v, lo, hi, a->lr, a->b1, a->b2, a->eps,
+                   a->wd, a->c1, a->c2, a->scale);
+}
+
 /* Fixed chunks (those of sz_k_sumsq), each updated and then, while in cache, its squared norm
- * taken: the norm has the same bits whatever the thread count. */
+ * taken (sz_k_update_chunks): the norm has the same bits whatever the thread count. */
 static int sz_adamw(float *param, uint16_t *param_bf16, const void *grad, int bf16, float *m,
                     float *v, size_t n, int t, float lr, float b1, float b2, float eps, float wd,
                     float scale, double *sumsq)
 {
-    float c1 = 1.0f - powf(b1, (float)t), c2 = 1.0f - powf(b2, (float)t);
-    int64_t nchunks = ((int64_t)n + SZ_SUMSQ_CHUNK - 1) / SZ_SUMSQ_CHUNK;
-    double one, *part = !sumsq ? NULL : nchunks > 1 ? malloc((size_t)nchunks * sizeof *part) : &one;
-    if (sumsq && !part)
-        return -1;
-#pragma omp parallel for schedule(static) if (n >= SZ_PAR_MIN)
-    for (int64_t c = 0; c < nchunks; c++) {
-        size_t lo = (size_t)c * SZ_SUMSQ_CHUNK, hi = lo + SZ_SUMSQ_CHUNK < n ? lo + SZ_SUMSQ_CHUNK : n;
-        sz_adamw_range(param, param_bf16, grad, bf16, m, v, lo, hi, lr, b1, b2, eps, wd, c1, c2, scale);
-        if (part)
-            part[c] = sz_k_sumsq_chunk((const char *)grad + lo * (bf16 ? 2 : 4), bf16, (int64_t)(hi - lo));
-    }
-    if (sumsq) {
-        double s = 0.0;
-        for (int64_t c = 0; c < nchunks; c++)
-            s += part[c];
-        *sumsq = s;
-    }
-    if (part != &one)
-        free(part);
-    return 0;
+    sz_adamw_args a = {param, m, v, param_bf16, grad, bf16, lr, b1, b2, eps, wd,
+                       1.0f - powf(b1, (float)t), 1.0f - powf(b2, (float)t), scale};
+    return sz_k_update_chunks(n, grad, bf16, sumsq, sz_adamw_chunk, &a);
 }
 
 int sz_k_adamw_step(float *param, const float *grad, float *m, float *v, size_t n,

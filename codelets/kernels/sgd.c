@@ -53,27 +53,24 @@ static void sz_sgd_range(float *param, uint16_t *param_bf16, const void *grad, i
     }
 }
 
+typedef struct {
+    float *param, *buf;
+    uint16_t *param_bf16;
+    const void *grad;
+    int bf16, nesterov;
+    float lr, mom, wd, scale;
+} sz_sgd_args;
+
+static void sz_sgd_chunk(void *ctx, size_t lo, size_t hi)
+{
+    const sz_sgd_args *a = ctx;
+    sz_sgd_range(a->param, a->param_bf16, a->grad, a->bf16, a->buf, lo, hi, a->lr, a->mom, a->wd, a->nesterov,
+                 a->scale);
+}
+
 int sz_k_sgd_step(float *param, uint16_t *param_bf16, const void *grad, int bf16, float *buf, size_t n, float lr,
                   float momentum, float wd, int nesterov, float scale, double *sumsq)
 {
-    int64_t nchunks = ((int64_t)n + SZ_SUMSQ_CHUNK - 1) / SZ_SUMSQ_CHUNK;
-    double one, *part = !sumsq ? NULL : nchunks > 1 ? malloc((size_t)nchunks * sizeof *part) : &one;
-    if (sumsq && !part)
-        return -1;
-#pragma omp parallel for schedule(static) if (n >= SZ_PAR_MIN)
-    for (int64_t c = 0; c < nchunks; c++) {
-        size_t lo = (size_t)c * SZ_SUMSQ_CHUNK, hi = lo + SZ_SUMSQ_CHUNK < n ? lo + SZ_SUMSQ_CHUNK : n;
-        sz_sgd_range(param, param_bf16, grad, bf16, buf, lo, hi, lr, momentum, wd, nesterov, scale);
-        if (part)
-            part[c] = sz_k_sumsq_chunk((const char *)grad + lo * (bf16 ? 2 : 4), bf16, (int64_t)(hi - lo));
-    }
-    if (sumsq) {
-        double s = 0.0;
-        for (int64_t c = 0; c < nchunks; c++)
-            s += part[c];
-        *sumsq = nchunks ? s : 0.0;
-    }
-    if (part != &one)
-        free(part);
-    return 0;
+    sz_sgd_args a = {param, buf, param_bf16, grad, bf16, nesterov, lr, momentum, wd, scale};
+    return sz_k_update_chunks(n, grad, bf16, sumsq, sz_sgd_chunk, &a);
 }

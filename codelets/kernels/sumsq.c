@@ -1,6 +1,6 @@
 /* sumsq.c — the squared L2 norm of n fp32 or bf16 values, in double: fixed 64K-element chunks, each
  * summed over 16 fixed lanes, the chunk sums added in chunk order, so the result never depends on
- * the thread count. Used by the sumsq codelet and, fused, by AdamW. */
+ * the thread count. Used by the sumsq codelet and, fused, by AdamW and SGD (sz_k_update_chunks). */
 #include <stdlib.h>
 #include "sz_kernels_impl.h"
 
@@ -49,4 +49,29 @@ double sz_k_sumsq(const void *x, int bf16, int64_t n)
     if (part != &one)
         free(part);
     return s;
+}
+
+int sz_k_update_chunks(size_t n, const void *grad, int bf16, double *sumsq,
+                       void (*range)(void *ctx, size_t lo, size_t hi), void *ctx)
+{
+    int64_t nchunks = ((int64_t)n + SZ_SUMSQ_CHUNK - 1) / SZ_SUMSQ_CHUNK;
+    double one, *part = !sumsq ? NULL : nchunks > 1 ? malloc((size_t)nchunks * sizeof *part) : &one;
+    if (sumsq && !part)
+        return -1;
+#pragma omp parallel for schedule(static) if (n >= SZ_PAR_MIN)
+    for (int64_t c = 0; c < nchunks; c++) {
+        size_t lo = (size_t)c * SZ_SUMSQ_CHUNK, hi = lo + SZ_SUMSQ_CHUNK < n ? lo + SZ_SUMSQ_CHUNK : n;
+        range(ctx, lo, hi);
+        if (part)
+            part[c] = sz_k_sumsq_chunk((const char *)grad + lo * (bf16 ? 2 : 4), bf16, (int64_t)(hi - lo));
+    }
+    if (sumsq) {
+        double s = 0.0;
+        for (int64_t c = 0; c < nchunks; c++)
+            s += part[c];
+        *sumsq = s;
+    }
+    if (part != &one)
+        free(part);
+    return 0;
 }

@@ -163,4 +163,11 @@ static inline void sz_ln_row_bwd(float *di, const float *d, const float *x, cons
 void sz_ln_params_bwd(float *dweight, float *dbias, const void *dout, sz_k_dtype dout_dt, const float *inp,
                       const float *mean, const float *rstd, int N, int C, int par);
 
+/* The optimizers' step loop (adamw.c, sgd.c; sumsq.c): range(ctx, lo, hi) on the fixed chunks of
+ * sz_k_sumsq, in parallel, each followed while in cache by its gradient's squared norm (grad fp32
+ * or bf16); *sumsq (when not NULL) = the chunk norms added in chunk order, so the same bits
+ * whatever the thread count. -1, nothing done, when out of memory. */
+int sz_k_update_chunks(size_t n, const void *grad, int bf16, double *sumsq,
+                       void (*range)(void *ctx, size_t lo, size_t hi), void *ctx);
+
 #endif /* SZ_KERNELS_IMPL_H */
