@@ -43,6 +43,9 @@ struct opts {
     int kernel_threads;   /* --kernel-threads: OpenMP threads per compute task (0: the machine's cores / N_d) */
     double data_tokens;   /* --data-tokens: tokens sz-train's data loader holds (train + validation files) */
     sz_llama_config lcfg;
+    const char *bf16_compute; /* --bf16-compute auto|native|emulated */
+    int native;           /* the native bf16 path: mixed, GPT-2 and (forced or the CPU rule's) native */
+    const char *bf16_why; /* why auto chose what it chose (NULL when forced) */
 };
 
 static void usage(FILE *f)
@@ -71,6 +74,14 @@ static void usage(FILE *f)
             "  --precision P       mixed (default; 'bf16' is a synonym): bf16 params and grads, fp32\n"
             "                      master, Adam m and v (K = 12), bf16 communication; or fp32:\n"
             "                      fp32 params, grads, m and v, no master, fp32 communication\n"
+            "  --bf16-compute M    auto (default), native or emulated, as sz-train's: how mixed\n"
+            "                      precision computes. native (GPT-2 only; LLaMA computes emulated):\n"
+            "                      bf16 activations and matmul operands, no fp32 working copies of the\n"
+            "                      parameters; --plan counts its activation bytes and the bf16 matmul\n"
+            "                      kernels' host memory. auto applies sz-train's CPU rule on this\n"
+            "                      machine (AMX-BF16, or AVX512-BF16 on AMD Zen 4+: native) and cannot\n"
+            "                      see CUDA workers (sz-train computes emulated with them). Printed as\n"
+            "                      bf16_path (native, emulated, or fp32)\n"
             "  --optimizer O       adamw (default: fp32 m and v) or sgd (torch.optim.SGD): its fp32\n"
             "                      state per parameter counts in the model states (K = 12 for AdamW\n"
             "                      mixed; SGD: K = 8 with --momentum, 4 without)\n"
@@ -191,7 +202,7 @@ static int parse(int argc, char **argv, struct opts *o)
 {
     *o = (struct opts){.stage = 3, .precision = "mixed", .mixed = 1, .vocab = 50257, .max_seq = 1024, .batch = 1,
                        .micro_batches = 1, .max_nd = 65536, .decimals = 1, .bucket_bytes = SZ_DEFAULT_BUCKET_BYTES,
-                       .nd = {1, 2, 4, 8, 16, 64}, .n_nd = 6};
+                       .nd = {1, 2, 4, 8, 16, 64}, .n_nd = 6, .bf16_compute = "auto"};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
@@ -258,6 +269,11 @@ static int parse(int argc, char **argv, struct opts *o)
             else
                 BAD("--precision %s: expected mixed (or bf16) or fp32", v);
             o->precision = v;
+        } else if (!strcmp(a, "--bf16-compute")) {
+            sz_bf16_compute bc;
+            if (sz_bf16_compute_parse(v, &bc) != SZ_OK)
+                BAD("--bf16-compute %s: must be auto, native or emulated", v);
+            o->bf16_compute = v;
         } else if (!strcmp(a, "--batch")) {
             if (parse_int(v, 1, INT_MAX, &o->batch) != 0)
                 BAD("--batch %s: expected a positive integer", v);
@@ -344,7 +360,19 @@ static int parse(int argc, char **argv, struct opts *o)
     }
     if (o->extra_str && !o->budget_str)
         BAD("--extra counts bytes against --budget: give --budget too");
+    /* sz-train's choice (sz_model_set_zero's rule; GPT-2's units take bf16 parameters, LLaMA's not) */
+    sz_bf16_compute bc = SZ_BF16_COMPUTE_AUTO;
+    sz_bf16_compute_parse(o->bf16_compute, &bc); /* checked above */
+    o->bf16_why = NULL;
+    if (bc == SZ_BF16_COMPUTE_AUTO)
+        bc = sz_bf16_compute_auto(&o->bf16_why);
+    o->native = o->mixed && !o->llama && bc == SZ_BF16_COMPUTE_NATIVE;
     return 0;
+}
+
+static const char *bf16_path(const struct opts *o)
+{
+    return !o->mixed ? "fp32" : o->native ? "native" : "emulated";
 }
 
 /* ---- what is computed once and printed either way --------------------------------------- */
@@ -369,6 +397,11 @@ static int64_t host_buffer_bytes(const struct opts *o)
     int threads = o->kernel_threads > 0 ? o->kernel_threads : (int)(cores / o->nd[0] > 1 ? cores / o->nd[0] : 1);
     int64_t mm = o->llama ? sz_llama_host_bytes(&o->lcfg, o->batch, o->seq, 1, threads)
                           : sz_gpt2_host_bytes(&o->cfg, o->batch, o->seq, 1, threads);
+    if (o->native) { /* gpt2.c: its matmuls may also run the bf16 kernels */
+        int64_t C = o->cfg.channels;
+        const int64_t in[] = {C, C, C, 4 * C, C}, out[] = {3 * C, C, 4 * C, C, o->cfg.padded_vocab};
+        mm += sz_matmul_host_bytes_bf16(1, threads, (int64_t)o->batch * o->seq, 5, in, out);
+    }
     return mm + (int64_t)o->data_tokens * 2 + 2 * (int64_t)o->batch * o->seq * 4;
 }
 
@@ -443,6 +476,7 @@ static int print_json(const struct opts *o, const struct result *r)
         cJSON_AddNumberToObject(m, "max_seq", o->cfg.max_seq);
     }
     cJSON_AddStringToObject(root, "precision", o->mixed ? "mixed" : "fp32");
+    cJSON_AddStringToObject(root, "bf16_path", bf16_path(o));
     cJSON_AddStringToObject(root, "optimizer", sz_optimizer_name(o->optimizer));
     cJSON_AddNumberToObject(root, "momentum", o->momentum);
     cJSON_AddNumberToObject(root, "optimizer_state_floats", o->opt_states);
@@ -581,6 +615,12 @@ static int print_text(const struct opts *o, const struct result *r)
                4 + 4 * o->opt_states);
     else
         printf("precision: fp32 (params, grads, %s; no master)\n", states[o->opt_states]);
+    printf("bf16_path: %s", bf16_path(o));
+    if (o->mixed)
+        printf(" (--bf16-compute %s%s%s%s)%s", o->bf16_compute, o->bf16_why ? ": " : "", o->bf16_why ? o->bf16_why : "",
+               o->llama && strcmp(o->bf16_compute, "emulated") ? "; LLaMA computes emulated" : "",
+               o->native && o->have_model ? "; the activation figures below are the emulated path's, --plan counts the native ones" : "");
+    printf("\n");
     printf("optimizer: %s", sz_optimizer_name(o->optimizer));
     if (o->optimizer == SZ_OPTIMIZER_SGD)
         printf(" (momentum %g)", (double)o->momentum);
@@ -659,7 +699,7 @@ static int print_plan(const struct opts *o)
         goto out;
     int64_t maxpad = 1, ckpt = (int64_t)o->batch * o->seq * o->cfg.channels * 4;
     for (int i = 0; i < n; i++) {
-        u[i] = (sz_plan_unit){.numel = numel[i], .has_backward = 1};
+        u[i] = (sz_plan_unit){.numel = numel[i], .has_backward = 1, .bf16_params = !o->llama};
         if (i == 0 || i == n - 1)
             snprintf(label[i], sizeof label[i], "%s", i == 0 ? "embed" : "head");
         else
@@ -682,11 +722,12 @@ static int print_plan(const struct opts *o)
                         .checkpoint = o->ckpt,
                         .offload = o->offload, .prefetch_bytes = o->prefetch_bytes,
                         .max_live_bytes = o->max_live_bytes, .comm_worker = o->comm_worker, .clip = o->clip,
-                        .offload_optimizer = o->offload_optimizer,
+                        .offload_optimizer = o->offload_optimizer, .native = o->native,
                         .bucket_elems = sz_plan_bucket_elems(o->bucket_bytes, o->nd[0], maxpad)};
     c.extra[SZ_MEM_ACTIVATIONS] =
         o->llama ? sz_llama_engine_activation_bytes(&o->lcfg, o->batch, o->seq, o->ckpt, o->offload, &host)
-                 : sz_gpt2_engine_activation_bytes(&o->cfg, o->batch, o->seq, o->ckpt, o->offload, &host);
+                 : sz_gpt2_engine_activation_bytes_bf16(&o->cfg, o->batch, o->seq, o->ckpt, o->offload, o->native,
+                                                        &host);
     c.extra[SZ_MEM_HOST] = host;
     c.extra[SZ_MEM_HOST_BUFFERS] = host_buffer_bytes(o);
     sz_plan p;

@@ -7,7 +7,10 @@
 #  3. deterministic: bitwise the same losses and saved parameters with STARPU_NCPU=1 and 2;
 #  4. a state saved at step 2 resumes to bitwise the uninterrupted run's step 4 loss and parameters;
 #  5. 2 ranks at ZeRO stage 3 with checkpointing give bitwise the losses of stage 0 (N_d = 2);
-#  6. a bad --bf16-compute value is refused with a message.
+#  6. a bad --bf16-compute value is refused with a message;
+#  7. sz-estimate --plan --bf16-compute native|emulated predicts the peak sz-train --json measures on
+#     that path (stage 0, and stage 3 with checkpointing), prints bf16_path in text and JSON, and
+#     refuses a bad --bf16-compute value.
 # Usage: bf16_native_cli.sh BUILD_DIR [MPIEXEC]
 set -u
 bin=$1 mpiexec=${2:-mpiexec}
@@ -67,4 +70,30 @@ echo "2 ranks: stage 3 with checkpointing bitwise stage 0"
 if train --steps 1 --bf16-compute fast >"$dir/out.txt" 2>&1; then fail "accepted --bf16-compute fast"; fi
 grep -q "auto, native or emulated" "$dir/out.txt" || { cat "$dir/out.txt"; fail "message lacks the choices"; }
 echo "refused as expected: $(head -1 "$dir/out.txt")"
+
+# 7. sz-estimate --bf16-compute: the plan's peak on each path is what sz-train measures
+ntok=$(( ($(stat -c %s "$dir/lic_train.bin") - 1024) / 2 ))
+for p in "native 0" "emulated 0" "native 3 --checkpoint --ckpt"; do
+    set -- $p
+    rep=$(train --steps 1 --json --precision bf16 --bf16-compute "$1" --zero-stage "$2" ${3:-} | tail -1) \
+        || fail "sz-train --bf16-compute $1 --zero-stage $2 ${3:-}"
+    peak=$(echo "$rep" | sed 's/.*"peak_bytes": \([0-9]*\).*/\1/')
+    est=$("$bin/sz-estimate" --model d2 --vocab 256 --max-seq 64 --batch 4 --seq 32 --nd 1 --stage "$2" ${4:-} \
+          --precision bf16 --bf16-compute "$1" --data-tokens $ntok --plan --json) || fail "sz-estimate --bf16-compute $1"
+    echo "$est" | grep -q "\"bf16_path\":\"$1\"" || fail "sz-estimate --plan --json lacks bf16_path $1"
+    est=$(echo "$est" | sed 's/.*"peak_bytes":\([0-9]*\).*/\1/')
+    [ -n "$peak" ] && [ "$est" = "$peak" ] || fail "sz-estimate --plan --bf16-compute $1 (stage $2 ${3:-}) predicts $est bytes, sz-train measured $peak"
+    eval "peak_$1_$2=$peak"
+    echo "sz-estimate --plan --bf16-compute $1, stage $2 ${3:-}: predicted $est = sz-train's peak"
+done
+[ "$peak_native_0" -lt "$peak_emulated_0" ] || fail "native peak $peak_native_0 not below emulated $peak_emulated_0"
+"$bin/sz-estimate" --model d2 --vocab 256 --bf16-compute native | grep -q "^bf16_path: native" \
+    || fail "sz-estimate text lacks bf16_path: native"
+"$bin/sz-estimate" --model d2 --vocab 256 --precision fp32 --json | tr -d ' \t\n' | grep -q '"bf16_path":"fp32"' \
+    || fail "sz-estimate --json lacks bf16_path fp32"
+"$bin/sz-estimate" --arch llama --model 2,2,32 --vocab 256 --max-seq 32 --bf16-compute native | grep -q "^bf16_path: emulated" \
+    || fail "sz-estimate --arch llama does not say emulated"
+if "$bin/sz-estimate" --model d2 --bf16-compute fast >"$dir/est.txt" 2>&1; then fail "sz-estimate accepted --bf16-compute fast"; fi
+grep -q "auto, native or emulated" "$dir/est.txt" || { cat "$dir/est.txt"; fail "sz-estimate's message lacks the choices"; }
+echo "sz-estimate: bf16_path in text and JSON; refused: $(head -1 "$dir/est.txt")"
 echo "bf16_native_cli: all checks passed"
