@@ -43,35 +43,6 @@ static int fsync_path(const char *path)
     return rc;
 }
 
-/* Writes all of buf to path, fsync'ed; crc32 of the bytes into *crc. */
-static int write_file(const char *path, const void *buf, size_t n, char *err, size_t errlen)
-{
-    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    if (fd < 0) {
-        snprintf(err, errlen, "%s: cannot create: %s", path, strerror(errno));
-        return -1;
-    }
-    const char *p = buf;
-    size_t left = n;
-    while (left > 0) {
-        ssize_t w = write(fd, p, left > (1u << 30) ? (1u << 30) : left);
-        if (w < 0) {
-            if (errno == EINTR)
-                continue;
-            snprintf(err, errlen, "%s: write failed: %s", path, strerror(errno));
-            close(fd);
-            return -1;
-        }
-        p += w;
-        left -= (size_t)w;
-    }
-    if (fsync(fd) != 0 || close(fd) != 0) {
-        snprintf(err, errlen, "%s: fsync/close failed: %s", path, strerror(errno));
-        return -1;
-    }
-    return 0;
-}
-
 /* n bytes to an open file (path for the message). */
 static int write_fd(int fd, const char *path, const void *buf, size_t n, char *err, size_t errlen)
 {
@@ -87,6 +58,25 @@ static int write_fd(int fd, const char *path, const void *buf, size_t n, char *e
         }
         p += w;
         left -= (size_t)w;
+    }
+    return 0;
+}
+
+/* Writes all of buf to path, fsync'ed. */
+static int write_file(const char *path, const void *buf, size_t n, char *err, size_t errlen)
+{
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd < 0) {
+        snprintf(err, errlen, "%s: cannot create: %s", path, strerror(errno));
+        return -1;
+    }
+    if (write_fd(fd, path, buf, n, err, errlen) != 0) {
+        close(fd);
+        return -1;
+    }
+    if (fsync(fd) != 0 || close(fd) != 0) {
+        snprintf(err, errlen, "%s: fsync/close failed: %s", path, strerror(errno));
+        return -1;
     }
     return 0;
 }

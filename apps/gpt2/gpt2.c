@@ -64,6 +64,16 @@ static void locate(const struct gpt2 *g, int id, int l, int *unit, int *param)
     *unit = *param = -1;
 }
 
+/* Tensor `id`, layer `l`: its unit and parameter (locate), its element count *n and its offset
+ * in llm.c's flat order. */
+static size_t place(const struct gpt2 *g, int id, int l, int *unit, int *param, int64_t *n)
+{
+    *n = 0;
+    locate(g, id, l, unit, param);
+    sz_model_unit_param_info(g->model, *unit, *param, NULL, NULL, n);
+    return sz_gpt2_tensor_layer_offset(&g->cfg, id, l);
+}
+
 static void spec_from_table(const sz_gpt2_config *cfg, int id, sz_param_spec *s)
 {
     const sz_gpt2_tensor_spec *t = sz_gpt2_tensor(id);
@@ -408,10 +418,8 @@ sz_status gpt2_load(gpt2 *g, const char *path, char *err, size_t errlen)
             int layers = t->per_layer ? g->cfg.layers : 1;
             for (int l = 0; l < layers && st == SZ_OK; l++) {
                 int unit, param;
-                int64_t n = 0;
-                locate(g, id, l, &unit, &param);
-                sz_model_unit_param_info(g->model, unit, param, NULL, NULL, &n);
-                size_t at = sz_gpt2_tensor_layer_offset(&g->cfg, id, l);
+                int64_t n;
+                size_t at = place(g, id, l, &unit, &param, &n);
                 for (int64_t k = 0; k < n && st == SZ_OK; k += GPT2_IO_CHUNK) {
                     int64_t c = n - k < GPT2_IO_CHUNK ? n - k : GPT2_IO_CHUNK;
                     if ((st = sz_llmc_reader_get(r, at + (size_t)k, buf, (size_t)c, err, errlen)) != SZ_OK)
@@ -460,10 +468,8 @@ sz_status gpt2_save(gpt2 *g, int root, const char *path, char *err, size_t errle
         int layers = sz_gpt2_tensor(id)->per_layer ? g->cfg.layers : 1;
         for (int l = 0; l < layers && st == SZ_OK; l++) {
             int unit, param;
-            int64_t n = 0;
-            locate(g, id, l, &unit, &param);
-            sz_model_unit_param_info(g->model, unit, param, NULL, NULL, &n);
-            size_t at = sz_gpt2_tensor_layer_offset(&g->cfg, id, l);
+            int64_t n;
+            size_t at = place(g, id, l, &unit, &param, &n);
             for (int64_t k = 0; k < n && st == SZ_OK; k += GPT2_SAVE_CHUNK) {
                 int64_t c = n - k < GPT2_SAVE_CHUNK ? n - k : GPT2_SAVE_CHUNK;
                 st = sz_model_param_read_range(g->model, unit, param, k, c, root, buf);
