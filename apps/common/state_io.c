@@ -94,18 +94,7 @@ static uLong crc_add(uLong c, const void *buf, size_t n)
     return c;
 }
 
-static uint32_t crc_of(const void *buf, size_t n)
-{
-    uLong c = crc32(0L, Z_NULL, 0);
-    const Bytef *p = buf;
-    while (n > 0) {
-        uInt k = n > (1u << 30) ? (1u << 30) : (uInt)n;
-        c = crc32(c, p, k);
-        p += k;
-        n -= k;
-    }
-    return (uint32_t)c;
-}
+static uint32_t crc_of(const void *buf, size_t n) { return (uint32_t)crc_add(crc32(0L, Z_NULL, 0), buf, n); }
 
 static void remove_tree(const char *path)
 {
