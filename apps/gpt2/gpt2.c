@@ -397,8 +397,9 @@ sz_status gpt2_set_params(gpt2 *g, const float *flat) { return transfer(g, (floa
 sz_status gpt2_get_params(gpt2 *g, float *flat) { return transfer(g, flat, 1); }
 sz_status gpt2_get_grads(gpt2 *g, float *flat) { return transfer(g, flat, 2); }
 
-/* Loading streams the file through one buffer of GPT2_IO_CHUNK floats, twice: first every value
- * is checked finite (nothing is half-loaded), then each piece goes into what each rank holds. */
+/* Loading and saving stream the model, in llm.c's file order, through one buffer of GPT2_IO_CHUNK
+ * floats. Loading reads the file twice: first every value is checked finite (nothing is
+ * half-loaded), then each piece goes into what each rank holds. */
 #define GPT2_IO_CHUNK ((int64_t)1 << 18)
 
 sz_status gpt2_load(gpt2 *g, const char *path, char *err, size_t errlen)
@@ -449,9 +450,6 @@ sz_status gpt2_load(gpt2 *g, const char *path, char *err, size_t errlen)
     return st;
 }
 
-/* Saving streams the model in llm.c's file order through one buffer of this many floats. */
-#define GPT2_SAVE_CHUNK ((int64_t)1 << 18)
-
 /* Collective: every tensor, in llm.c's order, in fixed chunks gathered on rank `root` from what
  * each rank holds (sz_model_param_read_range), which writes them: host memory for one chunk,
  * never a unit or the whole model, on any rank. */
@@ -459,7 +457,7 @@ sz_status gpt2_save(gpt2 *g, int root, const char *path, char *err, size_t errle
 {
     int me = sz_context_rank(g->ctx) == root;
     sz_llmc_writer *w = NULL;
-    float *buf = me ? malloc((size_t)GPT2_SAVE_CHUNK * sizeof *buf) : NULL;
+    float *buf = me ? malloc((size_t)GPT2_IO_CHUNK * sizeof *buf) : NULL;
     sz_status st = me && !buf ? SZ_ERR_NOMEM : SZ_OK, wst = SZ_OK;
     if (me && st == SZ_OK)
         wst = sz_llmc_writer_open(&w, path, &g->cfg, err, errlen);
@@ -470,8 +468,8 @@ sz_status gpt2_save(gpt2 *g, int root, const char *path, char *err, size_t errle
             int unit, param;
             int64_t n;
             size_t at = place(g, id, l, &unit, &param, &n);
-            for (int64_t k = 0; k < n && st == SZ_OK; k += GPT2_SAVE_CHUNK) {
-                int64_t c = n - k < GPT2_SAVE_CHUNK ? n - k : GPT2_SAVE_CHUNK;
+            for (int64_t k = 0; k < n && st == SZ_OK; k += GPT2_IO_CHUNK) {
+                int64_t c = n - k < GPT2_IO_CHUNK ? n - k : GPT2_IO_CHUNK;
                 st = sz_model_param_read_range(g->model, unit, param, k, c, root, buf);
                 if (st == SZ_OK && me && wst == SZ_OK)
                     wst = sz_llmc_writer_put(w, at + (size_t)k, buf, (size_t)c, err, errlen);
