@@ -658,6 +658,9 @@ typedef struct sz_memory_report {
                                           ran, summed over tasks (zero policy; else 0) */
     double optimizer_task_s;           /* last step: seconds the optimizer-update tasks ran, summed
                                           over tasks (zero policy; else 0) */
+    double convert_task_s;             /* last step: seconds the fp32 <-> bf16 conversion tasks
+                                          (working copies, gradient rounding) ran, summed (zero policy) */
+    double zero_task_s;                /* last step: seconds the zeroing tasks ran, summed (zero policy) */
     int ntimeline;                     /* last step: live transient bytes over time, at most 64 points */
     double timeline_ms[64];            /*   ms since the step began */
     int64_t timeline_bytes[64];        /*   transient bytes alive then (persistent ones come on top) */
