@@ -227,9 +227,14 @@ if go budget; then
         bud=$(awk -v n="$need" 'BEGIN {printf "%.0f", n * 2e6 + 8e6}')
         STARPU_NCUDA=1 timeout $(tl 60) "$build/sz-train" "${train[@]}" --mem-budget "$bud" >"$logs/budget_fit.json" 2>"$logs/budget_fit.err"
         rc_fit=$?
-        dpeak=$(jnum device_peak_bytes "$logs/budget_fit.json")
+        dpeak=$(jnum device_peak_bytes "$logs/budget_fit.json") mpeak=$(jnum device_measured_peak_bytes "$logs/budget_fit.json")
+        cused=$(jnum gpu_cuda_used_bytes "$logs/budget_fit.json") cstart=$(jnum gpu_cuda_used_at_start_bytes "$logs/budget_fit.json")
         fig="\"needs_mb\": $need, \"budget_bytes\": $bud, \"rc_fit\": $rc_fit, \"device_peak_bytes\": $dpeak"
-        ok=$(awk -v r="$rc_fit" -v p="$dpeak" -v b="$bud" 'BEGIN {print (r == 0 && p != "null" && p + 0 <= b + 0) ? 1 : 0}')
+        fig="$fig, \"device_measured_peak_bytes\": $mpeak, \"gpu_cuda_used_bytes\": $cused, \"gpu_cuda_used_at_start_bytes\": $cstart"
+        # the engine's count and StarPU's allocations on the GPU (measured) both within the budget
+        # (the run itself stops with an error if either went over: tasks/devwatch.c)
+        ok=$(awk -v r="$rc_fit" -v p="$dpeak" -v q="$mpeak" -v b="$bud" \
+            'BEGIN {print (r == 0 && p != "null" && q != "null" && p + 0 <= b + 0 && q + 0 <= b + 0) ? 1 : 0}')
         [ "$ok" = 1 ] && json budget pass "$fig" || fail_part budget "$fig, \"log\": \"$logs/budget_fit.err\""
     fi
 fi

@@ -18,6 +18,7 @@
 #include "sz_pool.h"
 #include "sz_cuda.h"
 #include "sz_kernels.h"
+#include "sz_devcheck.h"
 
 void sz_train_config_defaults(sz_train_config *cfg)
 {
@@ -617,14 +618,19 @@ static sz_status predict(const struct sz_model *m, struct trial t, sz_fold *f)
     return SZ_OK;
 }
 
+/* What the budget holds beside the plan: with CUDA workers StarPU's allocation chunks on the GPU
+ * (graph/sz_devcheck.h), else nothing (on the host the device pool serves StarPU exactly). */
+static int64_t allocator_slack(void) { return have_cuda() ? SZ_STARPU_CUDA_SLACK_BYTES : 0; }
+
 /* The peak the budget is checked against: with CUDA workers the device's (each GPU's budget;
- * the host pool and an offloaded optimizer live in host memory), else the rank's whole peak. */
+ * the host pool and an offloaded optimizer live in host memory) plus StarPU's chunks, else the
+ * rank's whole peak. */
 static int64_t predict_peak(const struct sz_model *m, struct trial t)
 {
     sz_fold f;
     if (predict(m, t, &f) != SZ_OK)
         return INT64_MAX;
-    return have_cuda() ? f.device_peak_bytes : f.peak_bytes;
+    return have_cuda() ? f.device_peak_bytes + allocator_slack() : f.peak_bytes;
 }
 
 /* "X MB" rounded so that a figure over the budget never prints as one at or under it: needs round
@@ -668,7 +674,7 @@ sz_status sz_model_check_budget(struct sz_model *m, int64_t budget)
     int64_t peak = predict_peak(m, now);
     if (peak == INT64_MAX)
         return SZ_ERR_NOMEM;
-    m->predicted_peak = peak;
+    m->predicted_peak = peak - allocator_slack(); /* the plan's own figure (the engine's count) */
     if (budget <= 0 || peak <= budget)
         return SZ_OK;
     /* What fits, each by the same fold: every stage's smallest N_d >= ours as configured; then,
@@ -730,10 +736,13 @@ sz_status sz_model_check_budget(struct sz_model *m, int64_t budget)
         said_rows |= alt[i].rows > 1;
         say(&a, "%s%s: stage %d with N_d >= %d (%.1f MB)", a.len ? "; " : "", what[i], best_s, best_nd, mb_up(best_at));
     }
+    char slack_note[96] = "";
+    if (have_cuda())
+        snprintf(slack_note, sizeof slack_note, "with %.1f MB for StarPU's allocation chunks)", allocator_slack() / 1e6);
     sz_context_log(m->ctx, SZ_LOG_ERROR,
-                   "memory budget: the plan needs %.1f MB per %s (stage %d, N_d %d, %s%s%s%s) but the budget is %.1f MB%s. "
+                   "memory budget: the plan needs %.1f MB per %s%s (stage %d, N_d %d, %s%s%s%s) but the budget is %.1f MB%s. "
                    "Settings that fit, each predicted by the same plan: %s. Activations take %.1f MB of the %.1f.",
-                   mb_up(peak), have_cuda() ? "GPU (device memory)" : "rank", m->zero.stage, m->nd, m->mixed ? "bf16" : "fp32",
+                   mb_up(peak), have_cuda() ? "GPU (device memory, " : "rank", slack_note, m->zero.stage, m->nd, m->mixed ? "bf16" : "fp32",
                    m->zero.checkpoint ? ", checkpointing" : "", m->zero.offload_checkpoints ? ", offloaded checkpoints" : "",
                    m->zero.offload_optimizer ? ", offloaded optimizer" : "",
                    mb_down(budget),
@@ -830,6 +839,9 @@ sz_status sz_model_finalize(sz_model *m)
         m->budget_from_machine = budget > 0;
     }
     m->budget = budget;
+    sz_status wst = sz_devwatch_start(m); /* collective: every rank, before any may refuse below */
+    if (wst != SZ_OK)
+        return wst;
     sz_status bst = sz_model_check_budget(m, budget); /* before allocating anything big */
     if (bst != SZ_OK)
         return bst;
@@ -1175,6 +1187,9 @@ sz_status sz_model_update(sz_model *m, const sz_train_config *cfg, int t)
     sz_deadline_step_done((sz_now_ns() - m->counters.t0_ns) * 1e-9); /* later deadlines: >= 5x this */
     if (sz_sched_overlap(&m->overlap, &m->comm_busy_s, &m->compute_busy_s, &m->matmul_busy_s, &m->optimizer_busy_s) != 0)
         m->overlap = -1;
+    sz_status dst = sz_devwatch_step(m); /* collective with GPUs: every rank, whatever st says */
+    if (st == SZ_OK)
+        st = dst;
     /* keep 64 samples of the step's live-bytes timeline, each the maximum of its stretch */
     int n = m->counters.ntimeline < SZ_TIMELINE ? m->counters.ntimeline : SZ_TIMELINE;
     m->ntimeline = n < 64 ? n : 64;
@@ -1255,6 +1270,7 @@ sz_status sz_model_memory_report(const sz_model *m, sz_memory_report *r)
     r->matmul_task_s = m->matmul_busy_s;
     r->optimizer_task_s = m->optimizer_busy_s;
     r->pool_active = sz_devpool_stats(&r->pool);
+    sz_devwatch_report(m, r);
     return SZ_OK;
 }
 
