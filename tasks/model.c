@@ -278,11 +278,18 @@ static int state_category(int cat)
 
 #define SZ_GPU_ARENA_ALIGN 256
 
+/* The communication buffer lives on the GPU only when the collectives run there (NCCL); the
+ * host-copy collectives are CPU tasks, which keep it in RAM. */
+static int comm_on_gpu(const struct sz_model *m) { return m->nd > 1 && sz_nccl_active(); }
+
 /* M_D on the GPU memory node (SZ_GPU_ARENA=1, with CUDA workers and arenas on; opt-in because it
  * has never run): one cudaMalloc region, sized before the units' storage exists from the same
- * table (sz_plan_storage), holds every model-state tensor that is not pinned host memory, placed
- * contiguously by graph/pool.c's arena and registered with the GPU as its home node; StarPU is
- * told of the bytes (starpu_memory_allocate) so its limit on that node counts them. */
+ * table (sz_plan_storage), holds every model-state tensor that is not pinned host memory and,
+ * with NCCL, the communication buffer, placed contiguously by graph/pool.c's arena and registered
+ * with the GPU as its home node, so StarPU allocates nothing for them; StarPU is told of the bytes
+ * (starpu_memory_allocate) so its limit on that node counts them. (The activations and inputs are
+ * declared before sz_model_finalize, so before the arena exists: StarPU allocates their device
+ * copies, as it does the transients'.) */
 static sz_status gpu_arena_start(struct sz_model *m)
 {
     const char *env = getenv("SZ_GPU_ARENA");
@@ -298,6 +305,9 @@ static sz_status gpu_arena_start(struct sz_model *m)
                 int64_t b = sz_plan_unit_state(&keep, c, sz_plan_padded(m->units[i]->numel, m->nd), m->nd);
                 bytes += b ? (b + 2 * SZ_GPU_ARENA_ALIGN - 1) / SZ_GPU_ARENA_ALIGN * SZ_GPU_ARENA_ALIGN : 0;
             }
+    if (comm_on_gpu(m)) /* the reduce-scatter buffer (sz_model_finalize: nd * bucket floats) */
+        bytes += ((int64_t)m->nd * sz_zero_bucket_elems(m, m->nd) * 4 + 2 * SZ_GPU_ARENA_ALIGN - 1) /
+                 SZ_GPU_ARENA_ALIGN * SZ_GPU_ARENA_ALIGN;
     int ids[STARPU_NMAXWORKERS];
     if (starpu_worker_get_ids_by_type(STARPU_CUDA_WORKER, ids, STARPU_NMAXWORKERS) < 1)
         return SZ_OK;
@@ -317,8 +327,8 @@ static sz_status gpu_arena_start(struct sz_model *m)
     }
     m->gpu.bytes = bytes;
     starpu_memory_allocate(m->gpu.node, (size_t)bytes, STARPU_MEMORY_OVERFLOW);
-    sz_context_log(m->ctx, SZ_LOG_INFO, "GPU arena: %.1f MB of model states on CUDA device %d (memory node %u)",
-                   bytes / 1e6, m->gpu.dev, m->gpu.node);
+    sz_context_log(m->ctx, SZ_LOG_INFO, "GPU arena: %.1f MB of model states%s on CUDA device %d (memory node %u)",
+                   bytes / 1e6, comm_on_gpu(m) ? " and the communication buffer" : "", m->gpu.dev, m->gpu.node);
 #else
     (void)m, (void)env;
 #endif
@@ -345,7 +355,8 @@ static sz_tensor *owned_buffer(struct sz_model *m, const char *name, sz_dtype dt
         return NULL;
     if (pinned_category(m, cat))
         return pinned_buffer(m, name, dtype, numel, cat);
-    if (m->gpu.pool && state_category(cat)) { /* SZ_GPU_ARENA=1: in the GPU arena (already zero) */
+    if (m->gpu.pool && (state_category(cat) || (cat == SZ_MEM_COMM && comm_on_gpu(m)))) {
+        /* SZ_GPU_ARENA=1: in the GPU arena (already zero) */
         int64_t off = sz_pool_alloc_arena(m->gpu.pool, numel * (int64_t)sz_dtype_size(dtype));
         if (off < 0)
             return NULL;
@@ -1114,9 +1125,12 @@ sz_status sz_model_eval(sz_model *m, float *loss)
 
 /* With CUDA workers, before the first step: every tensor the model registered on a buffer of its
  * own and that is not pinned host memory (parameters or their shard, gradient shards, the master
- * and optimizer state unless offloaded, activations, the communication buffer) is prefetched to
- * the GPU's memory node, so the model states live there from the start (StarPU keeps the valid
- * copy on the GPU as the CUDA tasks write it; the home buffer in RAM stays registered). */
+ * and optimizer state unless offloaded, activations, the communication buffer when NCCL uses it
+ * on the GPU) is prefetched to the GPU's memory node, so the model states live there from the
+ * start (StarPU keeps the valid copy on the GPU as the CUDA tasks write it; the home buffer in RAM
+ * stays registered). With the host-copy collectives the communication buffer is only ever used by
+ * CPU tasks: a device copy would hold device memory for nothing (the fold still counts it on the
+ * device, so the prediction errs on the safe side by its size). */
 static void place_on_gpu(struct sz_model *m)
 {
     m->placed = 1;
@@ -1125,7 +1139,8 @@ static void place_on_gpu(struct sz_model *m)
         return;
     unsigned node = starpu_worker_get_memory_node((unsigned)ids[0]);
     for (int i = 0; i < m->ntensors; i++)
-        if (m->tensors[i]->home && !m->tensors[i]->pinned && !m->tensors[i]->on_gpu)
+        if (m->tensors[i]->home && !m->tensors[i]->pinned && !m->tensors[i]->on_gpu &&
+            !(m->tensors[i] == m->comm_buf && m->nd > 1 && !comm_on_gpu(m))) /* host collectives: stays in RAM */
             starpu_data_prefetch_on_node(m->tensors[i]->h, node, 1);
 }
 
