@@ -630,6 +630,16 @@ static void report(const struct opts *o, const sz_arch_config *cfg, const sz_mem
                (long long)MAXR(reps, nd, predicted_peak_bytes), r0->budget_from_machine,
                (long long)MAXR(reps, nd, bytes[SZ_MEM_HOST_BUFFERS]), (long long)MAXR(reps, nd, matmul_host_peak_bytes),
                (long long)r0->mem_budget, r0->overlap, r0->comm_task_s, r0->compute_task_s, r0->arenas);
+        printf("\"starpu_node_peak_bytes\": %lld, ", (long long)MAXR(reps, nd, starpu_node_peak_bytes));
+        int gpu_ranks = 0;
+        for (int r = 0; r < nd; r++)
+            gpu_ranks += reps[r].gpu_device >= 0;
+        if (gpu_ranks) /* the measured device peak (tasks/devwatch.c), only when GPUs ran */
+            printf("\"gpu_ranks\": %d, \"device_measured_peak_bytes\": %lld, \"gpu_cuda_used_bytes\": %lld, "
+                   "\"gpu_cuda_used_at_start_bytes\": %lld, \"gpu_arena_bytes\": %lld, \"gpu_sharers\": %d, ",
+                   gpu_ranks, (long long)MAXR(reps, nd, starpu_node_peak_bytes),
+                   (long long)MAXR(reps, nd, gpu_cuda_used_bytes), (long long)MAXR(reps, nd, gpu_cuda_used_at_start_bytes),
+                   (long long)MAXR(reps, nd, gpu_arena_bytes), r0->gpu_sharers);
         if (r0->pool_active)
             printf("\"pool\": {\"footprint\": %lld, \"peak_used\": %lld, \"arena_at_peak\": %lld, "
                    "\"free_at_peak\": %lld, \"largest_free_at_peak\": %lld, \"worst_free\": %lld, "
@@ -676,6 +686,11 @@ static void report(const struct opts *o, const sz_arch_config *cfg, const sz_mem
     printf("  %-28s %16lld %16lld  (predicted by the plan before the first step)\n", "peak (all categories)",
            (long long)peak, (long long)MAXR(reps, nd, predicted_peak_bytes));
     printf("  %-28s %16lld\n", "device pool peak", (long long)MAXR(reps, nd, device_peak_bytes));
+    if (r0->gpu_device >= 0)
+        printf("  %-28s %16lld  (StarPU's allocations on the GPU at their most, its cache included; "
+               "cudaMemGetInfo: %lld in use, %lld at start)\n", "device peak measured",
+               (long long)MAXR(reps, nd, starpu_node_peak_bytes), (long long)MAXR(reps, nd, gpu_cuda_used_bytes),
+               (long long)MAXR(reps, nd, gpu_cuda_used_at_start_bytes));
     printf("  %-28s %16lld  (measured; counted in host buffers above)\n", "matmul working memory",
            (long long)MAXR(reps, nd, matmul_host_peak_bytes));
     printf("  %-28s %16lld  (the process: the engine's bytes + the runtime, allowed %lld more than the budget)\n",

@@ -70,9 +70,23 @@ sz_status sz_nccl_start(MPI_Comm comm, int rank, int nd, char *why, size_t why_l
         snprintf(why, why_len, "host-copy collectives (NCCL needs SZ_NCCL=1 and one GPU per rank)");
         return SZ_OK;
     }
-    if (rank == 0 && ncclGetUniqueId(&sz_nccl_id) != ncclSuccess)
-        memset(&sz_nccl_id, 0, sizeof sz_nccl_id); /* every rank's init then fails the same way */
-    MPI_Bcast(&sz_nccl_id, (int)sizeof sz_nccl_id, MPI_BYTE, 0, comm);
+    /* rank 0's id, and whether it has one: without it no rank may call ncclCommInitRank (a rank
+     * bootstrapping from a made-up id would wait for peers that never come) */
+    struct {
+        ncclUniqueId id;
+        int ok;
+    } boot;
+    memset(&boot, 0, sizeof boot);
+    ncclResult_t idrc = ncclSuccess;
+    if (rank == 0)
+        boot.ok = (idrc = ncclGetUniqueId(&boot.id)) == ncclSuccess;
+    MPI_Bcast(&boot, (int)sizeof boot, MPI_BYTE, 0, comm);
+    if (!boot.ok) {
+        snprintf(why, why_len, "ncclGetUniqueId failed on rank 0 (%s); host-copy collectives",
+                 rank == 0 ? ncclGetErrorString(idrc) : "see rank 0");
+        return SZ_ERR_RUNTIME;
+    }
+    sz_nccl_id = boot.id;
     sz_nccl_rank = rank;
     sz_nccl_nd = nd;
     starpu_execute_on_each_worker(init_on_worker, NULL, STARPU_CUDA);

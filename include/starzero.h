@@ -674,6 +674,16 @@ typedef struct sz_memory_report {
     char bf16_path[16];                /* sz_model_bf16_path: "native", "emulated" or "fp32" */
     int64_t matmul_host_peak_bytes;    /* measured: the most host bytes the matmul kernels' working memory
                                           (oneDNN scratchpads, packed tiles) held at once in this process */
+    /* Measured device memory (tasks/devwatch.c), sampled at every release and after each step: */
+    int64_t starpu_node_peak_bytes;    /* the most StarPU had allocated on this rank's compute memory node:
+                                          the GPU's with a CUDA worker (every device copy, its cache of freed
+                                          buffers, the GPU arena), else main RAM (there only its temporaries:
+                                          the model's own buffers are registered, not StarPU's); -1 unknown */
+    int gpu_device;                    /* the CUDA device measured (-1: no CUDA worker; the rest is -1 then) */
+    int64_t gpu_cuda_used_bytes;       /* cudaMemGetInfo total - free after a step, the most (every process) */
+    int64_t gpu_cuda_used_at_start_bytes; /* the same when the budget was taken */
+    int64_t gpu_arena_bytes;           /* SZ_GPU_ARENA=1: the arena (part of starpu_node_peak_bytes); else 0 */
+    int gpu_sharers;                   /* ranks of this node driving that device */
 } sz_memory_report;
 
 sz_status sz_model_memory_report(const sz_model *m, sz_memory_report *out);
