@@ -95,6 +95,17 @@ sz_load_env
 export STARPU_SILENT=1 STARPU_FXT_TRACE=0 STARPU_HOME="$build/starpu-home"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
 gpu_name=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)
+# Two ranks on one GPU (the stages and scheduler parts) need the Default compute mode: in
+# Exclusive_Process mode the second process cannot create its context there
+cmode=$(nvidia-smi --query-gpu=compute_mode --format=csv,noheader 2>/dev/null | head -1)
+share_skip() { # PART: 0 (after its skip line) when two ranks cannot share the GPU
+    case "$cmode" in
+        Exclusive_Process|Prohibited)
+            json "$1" skip "\"reason\": \"the GPU's compute mode is $cmode: two ranks cannot share it (nvidia-smi -c DEFAULT)\""
+            return 0 ;;
+    esac
+    return 1
+}
 
 # ---- kernels ----
 if go kernels; then
@@ -203,7 +214,7 @@ stages() { # PART PATH [ENV...]
     fig="$fig\"ranks\": 2, \"gpus\": \"$ngpu\", \"path\": \"$path\""
     [ $ok = 1 ] && json "$part" pass "$fig" || fail_part "$part" "$fig"
 }
-go stages && stages stages "host-copy (MPI)" SZ_GPU_SHARE=1 SZ_NCCL=0
+go stages && ! share_skip stages && stages stages "host-copy (MPI)" SZ_GPU_SHARE=1 SZ_NCCL=0
 if ! go stages_nccl; then
     :
 elif [ "$ngpu" != unknown ] && [ "$ngpu" != dryrun ] && [ "$ngpu" -ge 2 ]; then
@@ -278,6 +289,7 @@ rows="$logs/sched_rows.jsonl"
 nsched=0
 for pol in zero dmdas prio lws; do
     go "sched_$pol" || continue
+    share_skip "sched_$pol" && continue
     nsched=$((nsched + 1))
     SZ_GPU_SHARE=1 STARPU_SCHED=$pol STARPU_NCUDA=1 STARPU_WORKER_STATS=1 timeout $(tl 60) mpiexec -n 2 "$root/scripts/gpu-rank.sh" \
         "$build/sz-bench" "${sched_model[@]}" --precision bf16 --zero-stage 3 --steps 2 --warmup 1 --json \

@@ -850,6 +850,8 @@ sz_status sz_model_finalize(sz_model *m)
         m->budget_from_machine = budget > 0;
     }
     m->budget = budget;
+    const char *gp = getenv("SZ_GPU_PLACEMENT");
+    m->gpu_compute = have_cuda() && !(gp && !strcmp(gp, "0"));
     sz_status wst = sz_devwatch_start(m); /* collective: every rank, before any may refuse below */
     if (wst != SZ_OK)
         return wst;

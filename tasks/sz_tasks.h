@@ -114,6 +114,9 @@ struct sz_model {
     uint32_t force_where;        /* nonzero: where the tasks submitted now must run (STARPU_CPU for the
                                     optimizer under offload_optimizer), set by tasks/zero.c per action */
     int placed;                  /* with CUDA workers: the model states were prefetched to the GPU */
+    int gpu_compute;             /* CUDA workers, and SZ_GPU_PLACEMENT is not 0: every task whose codelet
+                                    has a CUDA implementation and is not a collective runs on a CUDA
+                                    worker, whatever the policy (tasks/task.c) */
     struct sz_gpu_arena {        /* SZ_GPU_ARENA=1 (opt-in, never run): M_D on the GPU memory node */
         void *base;              /* one cudaMalloc region holding the model states */
         struct sz_pool *pool;    /* graph/pool.c's offsets in it (the arena part) */
