@@ -300,6 +300,21 @@ sz_bf16_compute sz_bf16_compute_auto(const char **why);
 const char *sz_bf16_compute_name(sz_bf16_compute c);
 sz_status sz_bf16_compute_parse(const char *s, sz_bf16_compute *out);
 
+/* One bf16 value (the upper half of an fp32's bits) from an fp32, rounded to nearest even (a NaN
+ * stays a quiet NaN), and its exact widening back: the library's own rounding, for an app's own
+ * operations on the native bf16 path (sz_task_tensor dtype SZ_DTYPE_BF16; apps/llama/swiglu.c). */
+static inline uint16_t sz_bf16_from_f32(float f)
+{
+    union { float f; uint32_t u; } v = {f};
+    uint32_t u = v.u, r = (u + 0x7FFFu + ((u >> 16) & 1u)) >> 16, q = (u >> 16) | 0x40u;
+    return (uint16_t)(((u & 0x7FFFFFFFu) > 0x7F800000u) ? q : r);
+}
+static inline float sz_bf16_to_f32(uint16_t h)
+{
+    union { uint32_t u; float f; } v = {(uint32_t)h << 16};
+    return v.f;
+}
+
 /* The optimizer sz_model_update runs (tasks/sz_optimizer.h is the interface behind it). Its
  * choice fixes the fp32 state the model keeps per parameter element, so it is part of the
  * sz_zero_config (set before sz_model_finalize); the per-step values (learning rate, Adam's betas
