@@ -128,7 +128,8 @@ struct sz_model {
         int on;                  /* some rank has a CUDA worker: every rank takes part in the check */
         int gpu;                 /* this rank has one */
         int dev, sharers;        /* its device; the ranks of this node driving it */
-        unsigned node;           /* its StarPU memory node */
+        unsigned node;           /* its StarPU memory node (main RAM without one) */
+        int64_t host_budget;     /* a CPU-only rank: SZ_DEVWATCH_BUDGET (0: no check of main RAM) */
         int64_t cuda_total, cuda_start_used, cuda_used_peak; /* cudaMemGetInfo: total, used at start,
                                                                 the most used after a step (-1: unknown) */
     } watch;
