@@ -9,6 +9,7 @@ extern struct starpu_sched_policy sz_zero_policy;
 extern int sz_comm_worker;
 /* 1 for the communication codelets (gather, reduce-scatter, all-gather, clip factor). */
 int sz_task_is_comm(const struct starpu_task *t);
+int sz_codelet_is_comm(const struct starpu_codelet *cl);
 /* Seconds some kinds of compute task ran, summed over tasks: matmuls (sz_cl_matmul_fwd/bwd), the
  * optimizer updates (sz_task_is_optimizer), fp32 <-> bf16 conversions (sz_cl_convert: working
  * copies, gradient rounding, checkpoint copies) and zeroing (sz_cl_zero). */
