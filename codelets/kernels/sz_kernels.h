@@ -145,9 +145,10 @@ void sz_k_bf16_to_f32(float *dst, const uint16_t *src, size_t n);
 /* ==== the native bf16 path's kernels (bf16_act.c): fp32 math, some operands bf16 ====
  * A bf16 input is widened exactly, a bf16 output rounded once (RNE) from the fp32 value, and a bf16
  * destination that accumulates becomes round_bf16(f32(dst) + contribution). *_dt name the type of
- * the void* operands; p_dt the parameters'. Those returning int give 0, or -1 when their scratch
- * (C floats; attention: B*T*C and 3*B*T*C floats) could not be allocated (nothing written, except
- * layernorm_bwd's dinp, partly). */
+ * the void* operands; p_dt the parameters'. Those returning int give 0, or -1 when a thread's scratch
+ * could not be allocated: the layernorm backwards' 2 C floats (on the stack up to C = 2048), the
+ * softmax's Vp floats, attention's per-(b, h) tiles (attention.c). Then nothing is written, except by
+ * the layernorm backwards: the rows of the threads that had scratch (dinp; dres, da, db). */
 int sz_k_layernorm_fwd_mx(void *out, sz_k_dtype out_dt, float *mean, float *rstd, const float *inp,
                           const void *weight, const void *bias, sz_k_dtype p_dt, int N, int C);
 int sz_k_layernorm_bwd_mx(float *dinp, float *dweight, float *dbias, const void *dout, sz_k_dtype dout_dt,
@@ -166,7 +167,7 @@ int sz_k_attention_fwd_mx(void *out, sz_k_dtype out_dt, float *stats, const floa
 int sz_k_attention_bwd_mx(void *dinp, sz_k_dtype dinp_dt, const void *dout, sz_k_dtype dout_dt, const float *inp,
                           const float *stats, int B, int T, int C, int NH);
 /* The fusions (residual + layernorm, softmax-xent in place) with bf16 operands: the fp32 fused kernels
- * row by row on widened rows (a row's scratch: C or Vp floats). */
+ * row by row (a bf16 row widened first where the fp32 kernel sums over it: C or Vp floats). */
 int sz_k_residual_layernorm_fwd_mx(float *res, void *out, sz_k_dtype out_dt, float *mean, float *rstd,
                                    const float *a, const float *b, const void *weight, const void *bias,
                                    sz_k_dtype p_dt, int N, int C);
