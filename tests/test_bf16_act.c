@@ -361,6 +361,8 @@ static void test_convert_rows(void)
     for (int i = 0; i < 65536; i++) ok &= sz_f32_bits(wa[i]) == (uint32_t)i << 16;
     CU_ASSERT(ok);
     free(f); free(w); free(h); free(all); free(wa);
+}
+
 /* ---- the LLaMA-style model's ops ---- */
 
 /* Double references of RMSNorm (eps 1e-5) on fp32 rows x and weight w: out, and the input gradient of

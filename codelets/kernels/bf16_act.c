@@ -68,14 +68,16 @@ int sz_k_layernorm_fwd_mx(void *out, sz_k_dtype out_dt, float *mean, float *rstd
 }
 
 /* The rows of the layernorm backward: di (fp32) += the input gradient of row n (sz_ln_row_bwd on the
- * widened weight and dout rows), then, given da (the fused residual's backward), da += di and
- * db += di (db of type db_dt). 0, or -1 when a thread's scratch (2 C floats beyond SZ_ROW_STACK)
- * could not be allocated (then some rows are not done). */
+ * widened weight and dout rows; set & SZ_K_SET_DINP without da: written instead), then, given da
+ * (the fused residual's backward: di, i.e. dres, always accumulates), da += di and db += di (db of
+ * type db_dt; set & SZ_K_SET_A, SZ_K_SET_B: da = di, db = di instead). 0, or -1 when a thread's
+ * scratch (2 C floats beyond SZ_ROW_STACK) could not be allocated (then some rows are not done). */
 static int ln_bwd_rows(float *dinp, float *da, void *db, sz_k_dtype db_dt, const void *dout, sz_k_dtype dout_dt,
                        const float *inp, const void *weight, sz_k_dtype p_dt, const float *mean, const float *rstd,
-                       int N, int C, int par)
+                       int N, int C, int par, int set)
 {
     int dh = dout_dt == BF, ph = p_dt == BF, fail = 0;
+    int sd = !da && (set & SZ_K_SET_DINP), sa = da && (set & SZ_K_SET_A), sb = da && (set & SZ_K_SET_B);
     size_t need = (size_t)(dh + ph) * C;
 #pragma omp parallel if (par) reduction(| : fail)
     {
@@ -94,23 +96,25 @@ static int ln_bwd_rows(float *dinp, float *da, void *db, sz_k_dtype db_dt, const
                 d = drow;
             }
             float *di = dinp + r;
-            sz_ln_row_bwd(di, d, inp + r, w, mean[n], rstd[n], C);
+            sz_ln_row_bwd(di, d, inp + r, w, mean[n], rstd[n], C, sd);
             if (!da) continue;
+            if (db_dt != BF) {
+                sz_k_residual_bwd_row(da + r, (float *)db + r, di, (size_t)C, set & (SZ_K_SET_A | SZ_K_SET_B));
+                continue;
+            }
             float *dan = da + r;
-            if (db_dt == BF) {
-                uint16_t *dbn = (uint16_t *)db + r;
+            uint16_t *dbn = (uint16_t *)db + r;
+            if (sa) {
 #pragma omp simd
-                for (int i = 0; i < C; i++) {
-                    dan[i] += di[i];
-                    sz_accx(dbn, BF, i, di[i]);
-                }
+                for (int i = 0; i < C; i++) dan[i] = di[i];
             } else {
-                float *dbn = (float *)db + r;
 #pragma omp simd
-                for (int i = 0; i < C; i++) {
-                    dan[i] += di[i];
-                    dbn[i] += di[i];
-                }
+                for (int i = 0; i < C; i++) dan[i] += di[i];
+            }
+            if (sb) sz_f32_to_bf16_row(dbn, di, (size_t)C);
+            else {
+#pragma omp simd
+                for (int i = 0; i < C; i++) sz_accx(dbn, BF, i, di[i]);
             }
         }
         if (buf != stk) free(buf);
@@ -122,8 +126,15 @@ int sz_k_layernorm_bwd_mx(float *dinp, float *dweight, float *dbias, const void 
                           const float *inp, const void *weight, sz_k_dtype p_dt, const float *mean,
                           const float *rstd, int N, int C)
 {
+    return sz_k_layernorm_bwd_mx_set(dinp, dweight, dbias, dout, dout_dt, inp, weight, p_dt, mean, rstd, N, C, 0);
+}
+
+int sz_k_layernorm_bwd_mx_set(float *dinp, float *dweight, float *dbias, const void *dout, sz_k_dtype dout_dt,
+                              const float *inp, const void *weight, sz_k_dtype p_dt, const float *mean,
+                              const float *rstd, int N, int C, int set)
+{
     int par = (size_t)N * C >= SZ_PAR_MIN;
-    if (ln_bwd_rows(dinp, NULL, NULL, F32, dout, dout_dt, inp, weight, p_dt, mean, rstd, N, C, par))
+    if (ln_bwd_rows(dinp, NULL, NULL, F32, dout, dout_dt, inp, weight, p_dt, mean, rstd, N, C, par, set))
         return -1; /* only dinp was touched, and only the rows some thread had scratch for */
     sz_ln_params_bwd(dweight, dbias, dout, dout_dt, inp, mean, rstd, N, C, par);
     return 0;
@@ -160,7 +171,14 @@ SZ_INLINE void gelu_contrib(float *v, const float *x, const void *d, int d_dt, s
 void sz_k_gelu_bwd_mx(void *dinp, sz_k_dtype dinp_dt, const float *inp, const void *dout, sz_k_dtype dout_dt,
                       size_t n)
 {
-    int ih = dinp_dt == BF, dh = dout_dt == BF;
+    sz_k_gelu_bwd_mx_set(dinp, dinp_dt, inp, dout, dout_dt, n, 0);
+}
+
+/* set & SZ_K_SET_DINP: dinp = the contribution (rounded once to a bf16 dinp) instead */
+void sz_k_gelu_bwd_mx_set(void *dinp, sz_k_dtype dinp_dt, const float *inp, const void *dout, sz_k_dtype dout_dt,
+                          size_t n, int set)
+{
+    int ih = dinp_dt == BF, dh = dout_dt == BF, sd = set & SZ_K_SET_DINP;
     size_t np = (n + SZ_GELU_PIECE - 1) / SZ_GELU_PIECE;
 #pragma omp parallel for schedule(static) if (n >= SZ_PAR_MIN)
     for (size_t p = 0; p < np; p++) {
@@ -168,10 +186,14 @@ void sz_k_gelu_bwd_mx(void *dinp, sz_k_dtype dinp_dt, const float *inp, const vo
         float v[SZ_GELU_PIECE];
         if (dh) gelu_contrib(v, inp + lo, (const uint16_t *)dout + lo, BF, m);
         else gelu_contrib(v, inp + lo, (const float *)dout + lo, F32, m);
-        if (ih) {
+        if (ih && sd) {
+            sz_f32_to_bf16_row((uint16_t *)dinp + lo, v, m);
+        } else if (ih) {
             uint16_t *di = (uint16_t *)dinp + lo;
 #pragma omp simd
             for (size_t i = 0; i < m; i++) sz_accx(di, BF, i, v[i]);
+        } else if (sd) {
+            memcpy((float *)dinp + lo, v, m * sizeof *v);
         } else {
             float *di = (float *)dinp + lo;
 #pragma omp simd
@@ -180,29 +202,41 @@ void sz_k_gelu_bwd_mx(void *dinp, sz_k_dtype dinp_dt, const float *inp, const vo
     }
 }
 
-/* ---- residual backward: da += dout, db += dout ---- */
+/* ---- residual backward: da += dout, db += dout (set: da = dout, db = dout) ---- */
 
-SZ_INLINE void res_bwd_range(void *da, int da_dt, void *db, int db_dt, const float *dout, size_t lo, size_t hi)
+/* Elements [lo, hi) with the types and set bits fixed by the caller's branch. */
+SZ_INLINE void res_bwd_range(void *da, int da_dt, int sa, void *db, int db_dt, int sb, const float *dout, size_t lo,
+                             size_t hi)
 {
 #pragma omp simd
     for (size_t i = lo; i < hi; i++) {
-        sz_accx(da, da_dt, i, dout[i]);
-        sz_accx(db, db_dt, i, dout[i]);
+        if (sa) sz_stx(da, da_dt, i, dout[i]);
+        else sz_accx(da, da_dt, i, dout[i]);
+        if (sb) sz_stx(db, db_dt, i, dout[i]);
+        else sz_accx(db, db_dt, i, dout[i]);
     }
 }
 
 void sz_k_residual_bwd_mx(void *da, sz_k_dtype da_dt, void *db, sz_k_dtype db_dt, const float *dout, size_t n)
 {
-    int ah = da_dt == BF, bh = db_dt == BF;
-    /* fixed pieces of 4096 elements (elementwise: the bits depend on no partition) */
+    sz_k_residual_bwd_mx_set(da, da_dt, db, db_dt, dout, n, 0);
+}
+
+void sz_k_residual_bwd_mx_set(void *da, sz_k_dtype da_dt, void *db, sz_k_dtype db_dt, const float *dout, size_t n,
+                              int set)
+{
+    int ah = da_dt == BF, bh = db_dt == BF, sa = !!(set & SZ_K_SET_A), sb = !!(set & SZ_K_SET_B);
+    /* fixed pieces of 4096 elements (elementwise: the bits depend on no partition); GPT-2's native
+     * path (fp32 da, bf16 db) gets its own branches, any other combination the generic one */
     size_t np = (n + 4095) / 4096;
 #pragma omp parallel for schedule(static) if (n >= SZ_PAR_MIN)
     for (size_t p = 0; p < np; p++) {
         size_t lo = p * 4096, hi = lo + 4096 < n ? lo + 4096 : n;
-        if (ah && bh) res_bwd_range(da, BF, db, BF, dout, lo, hi);
-        else if (ah) res_bwd_range(da, BF, db, F32, dout, lo, hi);
-        else if (bh) res_bwd_range(da, F32, db, BF, dout, lo, hi);
-        else res_bwd_range(da, F32, db, F32, dout, lo, hi);
+        if (!ah && bh && !sa && !sb) res_bwd_range(da, F32, 0, db, BF, 0, dout, lo, hi);
+        else if (!ah && bh && sa && sb) res_bwd_range(da, F32, 1, db, BF, 1, dout, lo, hi);
+        else if (!ah && bh && !sa && sb) res_bwd_range(da, F32, 0, db, BF, 1, dout, lo, hi);
+        else if (!ah && bh && sa && !sb) res_bwd_range(da, F32, 1, db, BF, 0, dout, lo, hi);
+        else res_bwd_range(da, da_dt, sa, db, db_dt, sb, dout, lo, hi);
     }
 }
 
@@ -264,8 +298,17 @@ int sz_k_layernorm_residual_bwd_mx(float *da, void *db, sz_k_dtype db_dt, float 
                                    const void *dout, sz_k_dtype dout_dt, const float *res, const void *weight,
                                    sz_k_dtype p_dt, const float *mean, const float *rstd, int N, int C)
 {
+    return sz_k_layernorm_residual_bwd_mx_set(da, db, db_dt, dres, dweight, dbias, dout, dout_dt, res, weight, p_dt,
+                                              mean, rstd, N, C, 0);
+}
+
+int sz_k_layernorm_residual_bwd_mx_set(float *da, void *db, sz_k_dtype db_dt, float *dres, float *dweight,
+                                       float *dbias, const void *dout, sz_k_dtype dout_dt, const float *res,
+                                       const void *weight, sz_k_dtype p_dt, const float *mean, const float *rstd,
+                                       int N, int C, int set)
+{
     int par = (size_t)N * C >= SZ_PAR_MIN;
-    if (ln_bwd_rows(dres, da, db, db_dt, dout, dout_dt, res, weight, p_dt, mean, rstd, N, C, par))
+    if (ln_bwd_rows(dres, da, db, db_dt, dout, dout_dt, res, weight, p_dt, mean, rstd, N, C, par, set))
         return -1;
     sz_ln_params_bwd(dweight, dbias, dout, dout_dt, res, mean, rstd, N, C, par);
     return 0;
