@@ -108,6 +108,11 @@ sz_status sz_task_submit_where(struct sz_model *m, int unit, const char *name, c
     }
     if (!where && m)
         where = m->force_where;
+    /* With CUDA workers the compute runs on the GPU under every policy (the zero policy does this
+     * itself; StarPU's own would also hand GPU-capable compute to the CPU workers, which serve the
+     * host side): a codelet with a CUDA implementation that is not a collective goes to CUDA. */
+    if (!where && m && m->gpu_compute && cl->cuda_funcs[0] && !sz_codelet_is_comm(cl))
+        where = STARPU_CUDA;
     if (m && m->depcheck)
         for (int j = 0; j < nb; j++)
             sz_depcheck_access(m, d[j].handle, d[j].mode != STARPU_R);

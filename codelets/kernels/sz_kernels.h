@@ -191,6 +191,23 @@ int sz_k_layernorm_residual_bwd_mx(float *da, void *db, sz_k_dtype db_dt, float 
 int sz_k_softmax_xent_fused_mx(void *logits, sz_k_dtype dt, float *losses, const int *targets, float g, int N, int V,
                                int Vp);
 
+/* The LLaMA-style model's ops with bf16 operands (out / dout / db / dinp and the weight, p_dt), the fp32
+ * row math on widened rows (a row's scratch: C floats; rope 6C): RMSNorm forward and backward, fused
+ * with the residual add (res, da, dres fp32), RoPE's backward, and the embedding lookup from a bf16
+ * table (its return as sz_k_embedding_fwd's). */
+int sz_k_rmsnorm_fwd_mx(void *out, sz_k_dtype out_dt, float *rstd, const float *inp, const void *weight,
+                        sz_k_dtype p_dt, int N, int C, float eps);
+int sz_k_rmsnorm_bwd_mx(float *dinp, float *dweight, const void *dout, sz_k_dtype dout_dt, const float *inp,
+                        const void *weight, sz_k_dtype p_dt, const float *rstd, int N, int C);
+int sz_k_residual_rmsnorm_fwd_mx(float *res, void *out, sz_k_dtype out_dt, float *rstd, const float *a,
+                                 const float *b, const void *weight, sz_k_dtype p_dt, int N, int C, float eps);
+int sz_k_rmsnorm_residual_bwd_mx(float *da, void *db, sz_k_dtype db_dt, float *dres, float *dweight,
+                                 const void *dout, sz_k_dtype dout_dt, const float *res, const void *weight,
+                                 sz_k_dtype p_dt, const float *rstd, int N, int C);
+int sz_k_rope_bwd_mx(void *dinp, sz_k_dtype dinp_dt, const void *dout, sz_k_dtype dout_dt, int B, int T, int C,
+                     int NH, float theta);
+int64_t sz_k_embedding_fwd_mx(float *out, const int *tok, const void *wte, sz_k_dtype p_dt, int N, int C, int V);
+
 /* ==== operations of LLaMA-style models (rmsnorm.c, silu.c, mul.c, rope.c, embedding.c, mse.c) ==== */
 
 /* ---- RMSNorm over the last dim: out[N,C] = inp · rstd · w, rstd[N] = 1/sqrt(mean(inp²) + eps)

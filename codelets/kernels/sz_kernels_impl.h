@@ -186,6 +186,68 @@ static inline void sz_ln_row_bwd(float *di, const float *d, const float *x, cons
 void sz_ln_params_bwd(float *dweight, float *dbias, const void *dout, sz_k_dtype dout_dt, const float *inp,
                       const float *mean, const float *rstd, int N, int C, int par);
 
+/* RMSNorm (rmsnorm.c), one row: rstd and the scaled output. */
+static inline void sz_rms_row_fwd(float *o, float *rstd, const float *x, const float *weight, int C, float eps)
+{
+    float ss = 0.0f;
+#pragma omp simd reduction(+ : ss)
+    for (int i = 0; i < C; i++) ss += x[i] * x[i];
+    float s = 1.0f / sqrtf(ss / C + eps);
+    for (int i = 0; i < C; i++) o[i] = (x[i] * s) * weight[i];
+    *rstd = s;
+}
+
+/* RMSNorm, one row's input gradient, added to di. out_i = x_i s w_i, s = (Σx²/C + eps)^(-1/2),
+ * ds/dx_j = -s³ x_j / C: dx_j = s w_j d_j - (s³/C) x_j Σ_i d_i w_i x_i. */
+static inline void sz_rms_row_bwd(float *di, const float *d, const float *x, const float *weight, float s, int C)
+{
+    float dot = 0.0f;
+#pragma omp simd reduction(+ : dot)
+    for (int i = 0; i < C; i++) dot += d[i] * weight[i] * x[i];
+    float k = s * s * s * dot / C;
+    for (int i = 0; i < C; i++) di[i] += s * weight[i] * d[i] - k * x[i];
+}
+
+/* RMSNorm dweight (dw_i = Σ_n d_i x_i s) from dout (fp32 or bf16, widened by column block): column
+ * blocks, each adding rows 0..N-1 in order; in parallel when par (rmsnorm.c). */
+void sz_rms_weight_bwd(float *dweight, const void *dout, sz_k_dtype dout_dt, const float *inp, const float *rstd,
+                       int N, int C, int par);
+
+/* RoPE (rope.c): the cos/sin table [T, hs/2] (cos, sin pairs, computed in double; NULL when out of
+ * memory; the caller frees it), and one row [3C] of qkv at the position whose table row is cs. */
+float *sz_rope_table(int T, int hs, float theta);
+static inline void sz_rope_row_fwd(float *o, const float *x, const float *cs, int C, int NH)
+{
+    int hs = C / NH, h2 = hs / 2;
+    for (int part = 0; part < 2; part++) /* q, k */
+        for (int h = 0; h < NH; h++) {
+            const float *xh = x + part * C + h * hs;
+            float *oh = o + part * C + h * hs;
+            for (int i = 0; i < h2; i++) {
+                float c = cs[2 * i], s = cs[2 * i + 1], x0 = xh[2 * i], x1 = xh[2 * i + 1];
+                oh[2 * i] = x0 * c - x1 * s;
+                oh[2 * i + 1] = x0 * s + x1 * c;
+            }
+        }
+    for (int j = 2 * C; j < 3 * C; j++) o[j] = x[j];
+}
+/* The rotation's transpose, added to di: dx0 = c d0 + s d1, dx1 = -s d0 + c d1; v's gradient passes. */
+static inline void sz_rope_row_bwd(float *di, const float *d, const float *cs, int C, int NH)
+{
+    int hs = C / NH, h2 = hs / 2;
+    for (int part = 0; part < 2; part++)
+        for (int h = 0; h < NH; h++) {
+            const float *dh = d + part * C + h * hs;
+            float *gh = di + part * C + h * hs;
+            for (int i = 0; i < h2; i++) {
+                float c = cs[2 * i], s = cs[2 * i + 1], d0 = dh[2 * i], d1 = dh[2 * i + 1];
+                gh[2 * i] += d0 * c + d1 * s;
+                gh[2 * i + 1] += d1 * c - d0 * s;
+            }
+        }
+    for (int j = 2 * C; j < 3 * C; j++) di[j] += d[j];
+}
+
 /* The optimizers' step loop (adamw.c, sgd.c; sumsq.c): range(ctx, lo, hi) on the fixed chunks of
  * sz_k_sumsq, in parallel, each followed while in cache by its gradient's squared norm (grad fp32
  * or bf16); *sumsq (when not NULL) = the chunk norms added in chunk order, so the same bits
