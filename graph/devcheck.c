@@ -16,6 +16,19 @@ int sz_device_budget_check(const sz_device_sample *s, char *msg, size_t len)
     if (!s || s->budget <= 0)
         return 0;
     int sharers = s->sharers > 0 ? s->sharers : 1;
+    if (s->host && s->starpu_peak >= 0 && s->starpu_peak > s->budget) {
+        if (msg)
+            snprintf(msg, len,
+                     "device memory over the budget: rank %d, main RAM (StarPU memory node %d), step %d: StarPU's "
+                     "allocations there (its temporaries and their cache) reached %.1f MB, over the %.1f MB "
+                     "SZ_DEVWATCH_BUDGET gives the run-time check on a CPU-only rank (the plan predicted %.1f MB "
+                     "for the whole rank). What to do: unset SZ_DEVWATCH_BUDGET or raise it to at least %.1f MB",
+                     s->rank, s->node, s->step, up(s->starpu_peak), down(s->budget), up(s->predicted),
+                     up(s->starpu_peak));
+        return 1;
+    }
+    if (s->host)
+        return 0;
     if (s->starpu_peak >= 0 && s->starpu_peak > s->budget) {
         if (msg)
             snprintf(msg, len,

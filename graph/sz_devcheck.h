@@ -25,6 +25,7 @@
 
 typedef struct sz_device_sample {
     int rank;                 /* MPI rank */
+    int host;                 /* 1: the node is main RAM (a CPU-only rank, SZ_DEVWATCH_BUDGET), not a GPU */
     int device;               /* CUDA device id (as the process sees them) */
     int node;                 /* its StarPU memory node */
     int step;                 /* the optimizer step just finished (1-based) */

@@ -12,7 +12,10 @@
  * graph/devcheck.c decides and words the verdict. When a rank's GPU is over, every rank learns it
  * in the same step (one all-reduce on the host communicator, under the deadline), so all stop
  * together with SZ_ERR_BUDGET and nothing waits. With no CUDA worker on any rank nothing is
- * collective; StarPU's main-RAM allocations are still sampled (the report's host-node analogue). */
+ * collective; StarPU's main-RAM allocations are still sampled (the report's host-node analogue),
+ * and SZ_DEVWATCH_BUDGET=<bytes> (set alike on every rank) turns the same check on for them on a
+ * CPU-only rank: StarPU's main-RAM allocations against that figure, stopping every rank as a GPU
+ * over its budget would (tests/devwatch_cli.sh makes it happen on CPUs). */
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,6 +40,14 @@ static int64_t cuda_used(int dev, int64_t *total)
     return -1;
 }
 
+/* SZ_DEVWATCH_BUDGET: bytes (> 0), else 0. */
+static int64_t host_budget(void)
+{
+    const char *e = getenv("SZ_DEVWATCH_BUDGET");
+    long long v = e && *e ? strtoll(e, NULL, 10) : 0;
+    return v > 0 ? (int64_t)v : 0;
+}
+
 sz_status sz_devwatch_start(struct sz_model *m)
 {
     struct sz_devwatch *w = &m->watch;
@@ -54,7 +65,8 @@ sz_status sz_devwatch_start(struct sz_model *m)
     sz_status st = sz_context_gpu_sharers(m->ctx, &any, &w->sharers);
     if (st != SZ_OK)
         return st;
-    w->on = any;
+    w->host_budget = w->gpu ? 0 : host_budget();
+    w->on = any || host_budget() > 0;
     m->counters.sample_node = w->node;
     m->counters.node_peak = 0;
     __atomic_store_n(&m->counters.sample_on, 1, __ATOMIC_RELEASE);
@@ -69,6 +81,13 @@ sz_status sz_devwatch_step(struct sz_model *m)
         return SZ_OK;
     char msg[1400] = "";
     int bad = 0;
+    if (!w->gpu && w->host_budget > 0) { /* the host-node analogue (SZ_DEVWATCH_BUDGET) */
+        sz_device_sample s = {.rank = m->rank, .host = 1, .device = -1, .node = (int)w->node, .step = m->steps_done,
+                              .sharers = 1, .budget = w->host_budget, .predicted = m->predicted_peak,
+                              .starpu_peak = __atomic_load_n(&m->counters.node_peak, __ATOMIC_RELAXED),
+                              .cuda_start_used = -1, .cuda_used = -1};
+        bad = sz_device_budget_check(&s, msg, sizeof msg);
+    }
     if (w->gpu) {
         int64_t total, used = cuda_used(w->dev, &total);
         if (used > w->cuda_used_peak)

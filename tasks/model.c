@@ -52,6 +52,8 @@ sz_status sz_model_init(sz_model **out, sz_context *ctx)
     m->nd = ctx->world_size;
     m->rank = ctx->rank;
     m->arena_mark = -1;
+    const char *fold = getenv("SZ_ZERO_FOLD"); /* 0: every sz_op_zero is its own task (codelets/zero.c) */
+    m->fold_zeros = !(fold && fold[0] == '0');
     sz_zero_config_defaults(&m->zero);
     m->opt = sz_optimizer_get(m->zero.optimizer);
     m->nopt_states = m->opt->nstates(&m->zero);

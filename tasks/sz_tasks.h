@@ -128,7 +128,8 @@ struct sz_model {
         int on;                  /* some rank has a CUDA worker: every rank takes part in the check */
         int gpu;                 /* this rank has one */
         int dev, sharers;        /* its device; the ranks of this node driving it */
-        unsigned node;           /* its StarPU memory node */
+        unsigned node;           /* its StarPU memory node (main RAM without one) */
+        int64_t host_budget;     /* a CPU-only rank: SZ_DEVWATCH_BUDGET (0: no check of main RAM) */
         int64_t cuda_total, cuda_start_used, cuda_used_peak; /* cudaMemGetInfo: total, used at start,
                                                                 the most used after a step (-1: unknown) */
     } watch;
@@ -145,6 +146,13 @@ struct sz_model {
     struct sz_counters counters; /* updated by tasks: transient memory, communication bytes */
     int64_t step_sent, step_received, step_ns;
     struct sz_task_failure failure;
+    /* sz_op_zero calls of the callback being submitted, not submitted yet (codelets/zero.c): each
+     * folded into the next task on its tensor that can set it, else submitted right before that task
+     * or when the callback returns (sz_zero_flush) */
+    int fold_zeros;              /* 0 under SZ_ZERO_FOLD=0 */
+    int npending;
+    struct sz_pending_zero { struct sz_unit *u; sz_tensor *t; } pending[16];
+    int64_t zeros_folded, zeros_run; /* counts since sz_model_init: folded into an op / submitted */
 };
 
 /* tasks/depcheck.c: the check that a real step's tasks depend only on data written (or read) by
@@ -200,6 +208,16 @@ sz_status sz_submit_sgd(struct sz_unit *u, const sz_tensor *master, const sz_ten
 /* codelets/scale.c: x *= alpha (tests of the runtime and of CUDA); where: 0 any worker, else
  * STARPU_CPU / STARPU_CUDA. */
 sz_status sz_submit_scale(const sz_tensor *x, float alpha, const char *name, uint32_t where);
+
+/* codelets/zero.c: the pending zeros of m (see struct sz_model). _resolve, for the task being built
+ * on tensors tt[0..n) (codelet cl, workers `where`): each tensor of a pending zero either takes it
+ * (set[k] = 1: an SZ_ACCUMULATE_OR_SET tensor covering its whole handle, the task's only tensor on
+ * that handle, on CPUs) or has it submitted first. _flush submits every pending zero (the end of a
+ * callback); both return the first failure. */
+struct sz_task_tensor;
+sz_status sz_zero_resolve(struct sz_model *m, struct starpu_codelet *cl, const struct sz_task_tensor *tt, int n,
+                          uint32_t where, unsigned char *set);
+sz_status sz_zero_flush(struct sz_model *m);
 
 /* tasks/task.c: the task builder behind sz_task_submit (include/starzero_starpu.h) for the library's
  * own tasks: `name` is the task's full name, `op` the operation's (for messages); m may be NULL

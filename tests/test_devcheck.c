@@ -3,7 +3,7 @@
  * the GPU's node over the budget fail, naming rank, device, node, step, the figures and what to
  * do; the device's memory in use (cudaMemGetInfo) grown past the sharing ranks' budgets plus the
  * runtime allowance fails, naming the other-process case; no budget, or unknown figures, check
- * nothing. Pure C, no runtime, no GPU: what a GPU run would meet. */
+ * nothing; the host-node analogue (SZ_DEVWATCH_BUDGET on a CPU-only rank) names main RAM. Pure C, no runtime, no GPU: what a GPU run would meet. */
 #include <string.h>
 #include "sz_test.h"
 #include "sz_devcheck.h"
@@ -87,11 +87,27 @@ static void test_nothing_to_check(void)
     CU_ASSERT_EQUAL(sz_device_budget_check(NULL, NULL, 0), 0);
 }
 
+static void test_host(void)
+{
+    sz_device_sample s = {.rank = 0, .host = 1, .device = -1, .node = 0, .step = 1, .sharers = 1, .budget = 100000,
+                          .predicted = 9 * MB, .starpu_peak = 1436928, .cuda_start_used = -1, .cuda_used = -1};
+    char msg[1400];
+    CU_ASSERT_EQUAL(sz_device_budget_check(&s, msg, sizeof msg), 1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(msg, "rank 0, main RAM (StarPU memory node 0), step 1"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(msg, "reached 1.5 MB, over the 0.1 MB SZ_DEVWATCH_BUDGET"));
+    CU_ASSERT_PTR_NULL(strstr(msg, "CUDA device"));
+    s.budget = 2 * MB;
+    CU_ASSERT_EQUAL(sz_device_budget_check(&s, msg, sizeof msg), 0);
+    s.cuda_start_used = 0, s.cuda_used = 100 * MB; /* the device half never applies to main RAM */
+    CU_ASSERT_EQUAL(sz_device_budget_check(&s, msg, sizeof msg), 0);
+}
+
 int main(void)
 {
     if (CU_initialize_registry() != CUE_SUCCESS)
         return 1;
     SZ_SUITE("devcheck", {"within the budget", test_within}, {"StarPU's allocations over", test_starpu_over},
-             {"the device's memory over", test_cuda_over}, {"nothing to check", test_nothing_to_check});
+             {"the device's memory over", test_cuda_over}, {"nothing to check", test_nothing_to_check},
+             {"main RAM on a CPU-only rank", test_host});
     return sz_test_run();
 }

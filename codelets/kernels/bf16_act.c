@@ -82,7 +82,14 @@ int sz_k_layernorm_bwd_mx(float *dinp, float *dweight, float *dbias, const void 
                           const float *inp, const void *weight, sz_k_dtype p_dt, const float *mean,
                           const float *rstd, int N, int C)
 {
-    int par = (size_t)N * C >= SZ_PAR_MIN;
+    return sz_k_layernorm_bwd_mx_set(dinp, dweight, dbias, dout, dout_dt, inp, weight, p_dt, mean, rstd, N, C, 0);
+}
+
+int sz_k_layernorm_bwd_mx_set(float *dinp, float *dweight, float *dbias, const void *dout, sz_k_dtype dout_dt,
+                              const float *inp, const void *weight, sz_k_dtype p_dt, const float *mean,
+                              const float *rstd, int N, int C, int set)
+{
+    int par = (size_t)N * C >= SZ_PAR_MIN, sd = set & SZ_K_SET_DINP;
     float *wf = malloc((size_t)C * sizeof *wf);
     if (!wf) return -1;
     widen(wf, weight, p_dt, (size_t)C);
@@ -97,7 +104,7 @@ int sz_k_layernorm_bwd_mx(float *dinp, float *dweight, float *dbias, const void 
             const float *x = inp + (size_t)n * C;
             float *di = dinp + (size_t)n * C;
             widen(d, (const char *)dout + (size_t)n * C * (dout_dt == SZ_K_BF16 ? 2 : 4), dout_dt, (size_t)C);
-            sz_ln_row_bwd(di, d, x, wf, mean[n], rstd[n], C);
+            sz_ln_row_bwd(di, d, x, wf, mean[n], rstd[n], C, sd);
         }
         free(d);
     }
@@ -126,21 +133,43 @@ void sz_k_gelu_fwd_mx(void *out, sz_k_dtype out_dt, const float *inp, size_t n)
 void sz_k_gelu_bwd_mx(void *dinp, sz_k_dtype dinp_dt, const float *inp, const void *dout, sz_k_dtype dout_dt,
                       size_t n)
 {
+    sz_k_gelu_bwd_mx_set(dinp, dinp_dt, inp, dout, dout_dt, n, 0);
+}
+
+void sz_k_gelu_bwd_mx_set(void *dinp, sz_k_dtype dinp_dt, const float *inp, const void *dout, sz_k_dtype dout_dt,
+                          size_t n, int set)
+{
     const float s = SZ_GELU_SCALE;
+    if (set & SZ_K_SET_DINP) {
+#pragma omp parallel for schedule(static) if (n >= SZ_PAR_MIN)
+        for (size_t i = 0; i < n; i++) {
+            stx(dinp, dinp_dt, i, sz_gelu_grad_1(inp[i], s) * ldx(dout, dout_dt, i));
+        }
+        return;
+    }
 #pragma omp parallel for schedule(static) if (n >= SZ_PAR_MIN)
     for (size_t i = 0; i < n; i++) {
         accx(dinp, dinp_dt, i, sz_gelu_grad_1(inp[i], s) * ldx(dout, dout_dt, i));
     }
 }
 
-/* ---- residual backward: da += dout, db += dout ---- */
+/* ---- residual backward: da += dout, db += dout (set: da = dout, db = dout) ---- */
 
 void sz_k_residual_bwd_mx(void *da, sz_k_dtype da_dt, void *db, sz_k_dtype db_dt, const float *dout, size_t n)
 {
+    sz_k_residual_bwd_mx_set(da, da_dt, db, db_dt, dout, n, 0);
+}
+
+void sz_k_residual_bwd_mx_set(void *da, sz_k_dtype da_dt, void *db, sz_k_dtype db_dt, const float *dout, size_t n,
+                              int set)
+{
+    int sa = set & SZ_K_SET_A, sb = set & SZ_K_SET_B;
 #pragma omp parallel for schedule(static) if (n >= SZ_PAR_MIN)
     for (size_t i = 0; i < n; i++) {
-        accx(da, da_dt, i, dout[i]);
-        accx(db, db_dt, i, dout[i]);
+        if (sa) stx(da, da_dt, i, dout[i]);
+        else accx(da, da_dt, i, dout[i]);
+        if (sb) stx(db, db_dt, i, dout[i]);
+        else accx(db, db_dt, i, dout[i]);
     }
 }
 
@@ -194,6 +223,15 @@ int sz_k_layernorm_residual_bwd_mx(float *da, void *db, sz_k_dtype db_dt, float 
                                    const void *dout, sz_k_dtype dout_dt, const float *res, const void *weight,
                                    sz_k_dtype p_dt, const float *mean, const float *rstd, int N, int C)
 {
+    return sz_k_layernorm_residual_bwd_mx_set(da, db, db_dt, dres, dweight, dbias, dout, dout_dt, res, weight, p_dt,
+                                              mean, rstd, N, C, 0);
+}
+
+int sz_k_layernorm_residual_bwd_mx_set(float *da, void *db, sz_k_dtype db_dt, float *dres, float *dweight,
+                                       float *dbias, const void *dout, sz_k_dtype dout_dt, const float *res,
+                                       const void *weight, sz_k_dtype p_dt, const float *mean, const float *rstd,
+                                       int N, int C, int set)
+{
     float *wf = malloc((size_t)C * sizeof *wf);
     if (!wf) return -1;
     widen(wf, weight, p_dt, (size_t)C);
@@ -210,10 +248,11 @@ int sz_k_layernorm_residual_bwd_mx(float *da, void *db, sz_k_dtype db_dt, float 
             if (!d) continue;
             size_t r = (size_t)n * C;
             widen(d, (const char *)dout + r * es, dout_dt, (size_t)C);
-            widen(dbr, (char *)db + r * eb, db_dt, (size_t)C);
+            if (!(set & SZ_K_SET_B)) /* set: the row is written whole */
+                widen(dbr, (char *)db + r * eb, db_dt, (size_t)C);
             memset(junk, 0, 2 * (size_t)C * sizeof *junk);
-            sz_k_layernorm_residual_bwd(da + r, dbr, dres + r, junk, junk + C, d, res + r, wf, mean + n, rstd + n,
-                                        1, C);
+            sz_k_layernorm_residual_bwd_set(da + r, dbr, dres + r, junk, junk + C, d, res + r, wf, mean + n,
+                                            rstd + n, 1, C, set);
             if (db_dt == SZ_K_BF16) sz_k_f32_to_bf16((uint16_t *)db + r, dbr, (size_t)C);
             else memcpy((float *)db + r, dbr, (size_t)C * sizeof *dbr);
         }

@@ -138,9 +138,9 @@ static inline void sz_ln_row_fwd(float *o, float *mean, float *rstd, const float
     *rstd = s;
 }
 
-/* LayerNorm, one row's input gradient, added to di. */
+/* LayerNorm, one row's input gradient, added to di (set: written to di). */
 static inline void sz_ln_row_bwd(float *di, const float *d, const float *x, const float *weight, float m, float s,
-                                 int C)
+                                 int C, int set)
 {
     float dnorm_mean = 0.0f, dnorm_norm_mean = 0.0f;
 #pragma omp simd reduction(+ : dnorm_mean, dnorm_norm_mean)
@@ -151,10 +151,44 @@ static inline void sz_ln_row_bwd(float *di, const float *d, const float *x, cons
     }
     dnorm_mean = dnorm_mean / C;
     dnorm_norm_mean = dnorm_norm_mean / C;
-    for (int i = 0; i < C; i++) {
-        float norm_i = (x[i] - m) * s;
-        float dval = weight[i] * d[i] - dnorm_mean - norm_i * dnorm_norm_mean;
-        di[i] += dval * s;
+    if (set)
+        for (int i = 0; i < C; i++) {
+            float norm_i = (x[i] - m) * s;
+            float dval = weight[i] * d[i] - dnorm_mean - norm_i * dnorm_norm_mean;
+            di[i] = dval * s;
+        }
+    else
+        for (int i = 0; i < C; i++) {
+            float norm_i = (x[i] - m) * s;
+            float dval = weight[i] * d[i] - dnorm_mean - norm_i * dnorm_norm_mean;
+            di[i] += dval * s;
+        }
+}
+
+/* The residual add's backward on n elements, serially: da += dr, db += dr, or (set: SZ_K_SET_A,
+ * SZ_K_SET_B) da = dr, db = dr (layernorm.c's fused backward, row by row). */
+static inline void sz_k_residual_bwd_row(float *da, float *db, const float *dr, size_t n, int set)
+{
+    int sa = set & SZ_K_SET_A, sb = set & SZ_K_SET_B;
+    if (sa && sb) {
+#pragma omp simd
+        for (size_t i = 0; i < n; i++) {
+            da[i] = dr[i];
+            db[i] = dr[i];
+        }
+    } else if (sa || sb) {
+        float *s = sa ? da : db, *g = sa ? db : da;
+#pragma omp simd
+        for (size_t i = 0; i < n; i++) {
+            s[i] = dr[i];
+            g[i] += dr[i];
+        }
+    } else {
+#pragma omp simd
+        for (size_t i = 0; i < n; i++) {
+            da[i] += dr[i];
+            db[i] += dr[i];
+        }
     }
 }
 
