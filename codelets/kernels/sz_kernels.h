@@ -56,6 +56,21 @@ int sz_k_matmul_bwd_bf16(void *dinp, sz_k_dtype dinp_dt, void *dweight, void *db
                          sz_k_dtype dparam_dt, const uint16_t *dout, const uint16_t *inp,
                          const uint16_t *weight, int N, int C, int OC);
 
+/* ---- the linear layer fused with GELU (matmul_gelu.c; GPT-2's MLP), the bits of the separate
+ *      kernels. Inputs (inp, weight, bias; dout, inp, weight) fp32 or bf16 (in_dt) as above.
+ *      Forward: out[N,OC] = inp . weight^T + bias (fp32, overwritten) and gout[N,OC] = gelu(out)
+ *      (gout_dt; overwritten), each output tile's GELU right after its product: sz_k_matmul_fwd(_bf16)
+ *      then sz_k_gelu_fwd(_mx). Backward of a linear layer whose input inp was gelu(pre), pre [N,C]
+ *      fp32: dinp[N,C] = gelu'(pre) * (dout . weight), OVERWRITTEN (dinp_dt; F32 when in_dt is) —
+ *      the bits of zeroing dinp and a scratch t of dinp's type, sz_k_matmul_bwd(t, ...) and
+ *      sz_k_gelu_bwd(_mx)(dinp, pre, t), with no t; dweight, dbias (dparam_dt) accumulate as in
+ *      sz_k_matmul_bwd(_bf16). Any of dinp, dweight, dbias may be NULL. Return as the matmuls. ---- */
+int sz_k_matmul_gelu_fwd(float *out, void *gout, sz_k_dtype gout_dt, const void *inp, const void *weight,
+                         const void *bias, sz_k_dtype in_dt, int N, int C, int OC);
+int sz_k_gelu_matmul_bwd(void *dinp, sz_k_dtype dinp_dt, void *dweight, void *dbias, sz_k_dtype dparam_dt,
+                         const void *dout, const void *inp, const void *weight, const float *pre, sz_k_dtype in_dt,
+                         int N, int C, int OC);
+
 /* ---- causal self-attention, NH heads of size hs = C/NH, scale 1/sqrt(hs), llm.c semantics.
  *      inp [B,T,3C] = q | k | v; out [B,T,C]. Memory linear in T: the forward saves only
  *      stats [B,NH,T,2] (per query row: softmax max, 1/sum), the backward recomputes the

@@ -84,6 +84,29 @@ typedef struct {
  * nothing written). */
 int sz_mm_tiled(const sz_mm_shape *s, void *d, const void *a, const void *b,
                 const void *bias);
+
+/* Per-tile hooks (matmul_gelu.c's fusions): on the thread that computes the tile of d at rows
+ * i0..i0+m-1, columns j0..j0+n-1, `before` runs right before its product and `after` right after,
+ * while the tile is in cache. Either may be NULL; ctx is theirs. The tiles are the same whatever
+ * the thread count, so hooks that touch only their tile keep the results thread-count free. */
+typedef struct sz_mm_epi {
+    void (*before)(const struct sz_mm_epi *e, int64_t i0, int64_t j0, int64_t m, int64_t n);
+    void (*after)(const struct sz_mm_epi *e, int64_t i0, int64_t j0, int64_t m, int64_t n);
+    void *ctx;
+} sz_mm_epi;
+/* sz_mm_tiled with the hooks (epi NULL: none), and the bf16-operand dispatcher of matmul_bf16.c
+ * (native oneDNN bf16 tiles, else the exact widening to fp32) with them: there the hooks see d's
+ * tiles holding their final values (a bf16 d rounded, as without hooks). */
+int sz_mm_tiled_epi(const sz_mm_shape *s, void *d, const void *a, const void *b,
+                    const void *bias, const sz_mm_epi *epi);
+int sz_mm_bf16_epi(const sz_mm_shape *s, void *d, const uint16_t *a, const uint16_t *b,
+                   const uint16_t *bias, const sz_mm_epi *epi);
+/* The linear layer's products as the kernels run them (one definition, so fused and plain calls
+ * share the tiles' primitives and bits), inputs of in_dt:
+ * forward out[N,OC] = inp[N,C] . weight[OC,C]^T (+ bias when has_bias), out of out_dt;
+ * backward dinp[N,C] += dout[N,OC] . weight, dinp of dinp_dt. */
+void sz_mm_shape_fwd(sz_mm_shape *s, int N, int C, int OC, int in_dt, int out_dt, int has_bias);
+void sz_mm_shape_dinp(sz_mm_shape *s, int N, int C, int OC, int in_dt, int dinp_dt);
 /* 1 if oneDNN has an implementation for the tiles of s (e.g. bf16 needs AVX-512). */
 int sz_mm_supported(const sz_mm_shape *s);
 /* Host bytes of sz_mm_tiled(s) with nthr threads: the largest tile scratchpad per thread + packed tiles. */
