@@ -850,6 +850,8 @@ void sz_plan_fold(const sz_plan *p, sz_fold *f, int64_t *live_after)
     f->host_bytes = f->persistent[SZ_MEM_HOST] + f->persistent[SZ_MEM_HOST_BUFFERS];
     if (p->cfg.offload_optimizer)
         f->host_bytes += f->persistent[SZ_MEM_MASTER] + f->persistent[SZ_MEM_ADAM_M] + f->persistent[SZ_MEM_ADAM_V];
+    if (p->cfg.comm_on_host)
+        f->host_bytes += f->persistent[SZ_MEM_COMM];
     f->device_peak_bytes = f->peak_bytes - f->host_bytes;
 }
 

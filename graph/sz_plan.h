@@ -73,6 +73,8 @@ typedef struct sz_plan_config {
                                  before a unit's reduce-scatter */
     int clip;                 /* the update clips the gradients by their global norm */
     int offload_optimizer;    /* ZeRO-Offload: master, m, v on the host; optimizer actions there */
+    int comm_on_host;         /* the communication buffer lives in host memory (CUDA workers with the
+                                 host-copy collectives, which are CPU tasks): not part of the device peak */
     int64_t extra[SZ_MEM_NCATEGORIES]; /* persistent bytes beside the units' model states
                                           (activations, host pool, communication buffer) */
 } sz_plan_config;
@@ -208,8 +210,9 @@ typedef struct sz_fold {
     int peak_action;          /* the action after which it is reached (-1: never above 0) */
     int64_t peak_bytes;       /* persistent_bytes + transient_bytes: the predicted peak */
     int64_t device_peak_bytes;/* the same without what lives on the host (host_bytes) */
-    int64_t host_bytes;       /* persistent bytes on the host: the host pool, the host buffers, and under
-                                 offload_optimizer the fp32 master, m and v */
+    int64_t host_bytes;       /* persistent bytes on the host: the host pool, the host buffers, under
+                                 offload_optimizer the fp32 master, m and v, under comm_on_host the
+                                 communication buffer */
     int64_t sent_bytes;       /* bytes this rank sends in the pass (the actions' `sent`) */
 } sz_fold;
 /* live_after: NULL or p->n entries, the transient bytes alive after each action. */

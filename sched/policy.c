@@ -45,7 +45,7 @@ struct queue {
     int n;
     starpu_pthread_mutex_t span_lock;
     struct spans comm, compute;
-    int64_t matmul_ns; /* matmul tasks' run time since the last sz_sched_overlap */
+    int64_t matmul_ns; /* matmul tasks' run time (with the GELU-fused ones) since the last sz_sched_overlap */
     int64_t optimizer_ns; /* optimizer tasks' run time, the same way */
     int64_t convert_ns;   /* fp32 <-> bf16 conversion tasks' (working copies, gradient rounding) */
     int64_t zero_ns;      /* zeroing tasks' */
@@ -115,7 +115,8 @@ static void zero_post_exec(struct starpu_task *task, unsigned ctx)
     struct span sp = {q->started[w], sz_now_ns()};
     struct spans *s = sz_task_is_comm(task) ? &q->comm : &q->compute;
     STARPU_PTHREAD_MUTEX_LOCK(&q->span_lock);
-    if (task->cl == &sz_cl_matmul_fwd || task->cl == &sz_cl_matmul_bwd)
+    if (task->cl == &sz_cl_matmul_fwd || task->cl == &sz_cl_matmul_bwd || task->cl == &sz_cl_matmul_gelu_fwd ||
+        task->cl == &sz_cl_gelu_matmul_bwd) /* the fused ones: the products and their GELU tiles */
         q->matmul_ns += sp.t1 - sp.t0;
     else if (sz_task_is_optimizer(task))
         q->optimizer_ns += sp.t1 - sp.t0;

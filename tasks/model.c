@@ -1133,8 +1133,8 @@ sz_status sz_model_eval(sz_model *m, float *loss)
  * on the GPU) is prefetched to the GPU's memory node, so the model states live there from the
  * start (StarPU keeps the valid copy on the GPU as the CUDA tasks write it; the home buffer in RAM
  * stays registered). With the host-copy collectives the communication buffer is only ever used by
- * CPU tasks: a device copy would hold device memory for nothing (the fold still counts it on the
- * device, so the prediction errs on the safe side by its size). */
+ * CPU tasks: a device copy would hold device memory for nothing, and the plan counts it on the
+ * host (comm_on_host). */
 static void place_on_gpu(struct sz_model *m)
 {
     m->placed = 1;
@@ -1263,6 +1263,8 @@ sz_status sz_model_memory_report(const sz_model *m, sz_memory_report *r)
     r->device_peak_bytes = r->peak_bytes - m->persistent[SZ_MEM_HOST] - m->persistent[SZ_MEM_HOST_BUFFERS];
     if (m->zero.offload_optimizer)
         r->device_peak_bytes -= m->persistent[SZ_MEM_MASTER] + m->persistent[SZ_MEM_ADAM_M] + m->persistent[SZ_MEM_ADAM_V];
+    if (m->nd > 1 && have_cuda() && !comm_on_gpu(m)) /* the plan's comm_on_host (tasks/zero.c) */
+        r->device_peak_bytes -= m->persistent[SZ_MEM_COMM];
     r->matmul_host_peak_bytes = sz_k_matmul_host_peak();
     r->comm_bytes_sent = m->step_sent;
     r->comm_bytes_received = m->step_received;

@@ -623,6 +623,17 @@ static void test_offload_optimizer(void)
             CU_ASSERT_EQUAL(f.device_peak_bytes, f.peak_bytes - 1000);
             CU_ASSERT_EQUAL(g.host_bytes, 1000 + opt);
             CU_ASSERT_EQUAL(g.device_peak_bytes, g.peak_bytes - 1000 - opt);
+            /* the host-copy collectives with CUDA workers: the communication buffer on the host */
+            sz_plan r;
+            c.comm_on_host = 1;
+            CU_ASSERT_EQUAL_FATAL(sz_plan_build(units, NU, &c, &r), SZ_OK);
+            sz_fold h;
+            sz_plan_fold(&r, &h, NULL);
+            CU_ASSERT_EQUAL(h.peak_bytes, g.peak_bytes);
+            CU_ASSERT_EQUAL(h.host_bytes, 1000 + opt + g.persistent[SZ_MEM_COMM]);
+            CU_ASSERT_EQUAL(h.device_peak_bytes, g.device_peak_bytes - g.persistent[SZ_MEM_COMM]);
+            CU_ASSERT(g.persistent[SZ_MEM_COMM] > 0); /* N_d 3 */
+            sz_plan_free(&r);
             sz_plan_free(&p);
             sz_plan_free(&q);
         }
