@@ -8,7 +8,7 @@
  * column blocks summing rows 0..N-1), so the bits do not depend on the thread count. The codelets
  * call these only when some operand is bf16; all-fp32 calls go to the fp32 kernels. GPT-2's ops
  * (layernorm, GELU, residual, softmax-xent, encoder, their fusions) and the LLaMA-style model's
- * (RMSNorm and its fusion with the residual, RoPE's backward, the embedding). */
+ * (RMSNorm and its fusion with the residual, RoPE's backward, the embedding; SiLU and the product). */
 #include <math.h>
 #include <stdlib.h>
 #include "sz_kernels_impl.h"
@@ -434,4 +434,71 @@ int64_t sz_k_embedding_fwd_mx(float *out, const int *tok, const void *wte, sz_k_
         widen(out + (size_t)n * C, (const char *)wte + (size_t)tok[n] * C * (p_dt == SZ_K_BF16 ? 2 : 4), p_dt,
               (size_t)C);
     return -1;
+}
+
+/* ---- SiLU and the elementwise product (silu.c, mul.c): out bf16; gradients bf16 (accumulated) from a
+ * bf16 or fp32 dout; the inputs (a matmul's fp32 outputs) fp32 ---- */
+
+void sz_k_silu_fwd_mx(void *out, sz_k_dtype out_dt, const float *inp, size_t n)
+{
+    if (out_dt != SZ_K_BF16) {
+        sz_k_silu_fwd(out, inp, n);
+        return;
+    }
+    uint16_t *o = out;
+#pragma omp parallel for simd schedule(static) if (n >= SZ_PAR_MIN)
+    for (size_t i = 0; i < n; i++) o[i] = sz_f32_to_bf16_1(sz_silu_1(inp[i]));
+}
+
+/* The backwards run the fp32 kernels themselves on blocks widened into fp32 (the contraction of
+ * dst + dout * grad into one fused multiply-add is then the fp32 kernel's too), blocks of EW_BLOCK
+ * elements split statically over the threads, each bf16 destination's block rounded back. */
+#define EW_BLOCK 512
+
+void sz_k_silu_bwd_mx(void *dinp, sz_k_dtype dinp_dt, const float *inp, const void *dout, sz_k_dtype dout_dt,
+                      size_t n)
+{
+    size_t nb = (n + EW_BLOCK - 1) / EW_BLOCK;
+#pragma omp parallel for schedule(static) if (n >= SZ_PAR_MIN)
+    for (size_t k = 0; k < nb; k++) {
+        size_t lo = k * EW_BLOCK, len = n - lo < EW_BLOCK ? n - lo : EW_BLOCK;
+        float di[EW_BLOCK], d[EW_BLOCK];
+        float *dp = dinp_dt == SZ_K_BF16 ? di : (float *)dinp + lo;
+        const float *op = dout_dt == SZ_K_BF16 ? d : (const float *)dout + lo;
+        if (dinp_dt == SZ_K_BF16) widen(di, (const uint16_t *)dinp + lo, dinp_dt, len);
+        if (dout_dt == SZ_K_BF16) widen(d, (const uint16_t *)dout + lo, dout_dt, len);
+        sz_k_silu_bwd(dp, inp + lo, op, len);
+        if (dinp_dt == SZ_K_BF16) sz_k_f32_to_bf16((uint16_t *)dinp + lo, di, len);
+    }
+}
+
+void sz_k_mul_fwd_mx(void *out, sz_k_dtype out_dt, const float *a, const float *b, size_t n)
+{
+    if (out_dt != SZ_K_BF16) {
+        sz_k_mul_fwd(out, a, b, n);
+        return;
+    }
+    uint16_t *o = out;
+#pragma omp parallel for simd schedule(static) if (n >= SZ_PAR_MIN)
+    for (size_t i = 0; i < n; i++) o[i] = sz_f32_to_bf16_1(a[i] * b[i]);
+}
+
+void sz_k_mul_bwd_mx(void *da, sz_k_dtype da_dt, void *db, sz_k_dtype db_dt, const void *dout, sz_k_dtype dout_dt,
+                     const float *a, const float *b, size_t n)
+{
+    size_t nb = (n + EW_BLOCK - 1) / EW_BLOCK;
+#pragma omp parallel for schedule(static) if (n >= SZ_PAR_MIN)
+    for (size_t k = 0; k < nb; k++) {
+        size_t lo = k * EW_BLOCK, len = n - lo < EW_BLOCK ? n - lo : EW_BLOCK;
+        float ga[EW_BLOCK], gb[EW_BLOCK], d[EW_BLOCK];
+        float *pa = !da ? NULL : da_dt == SZ_K_BF16 ? ga : (float *)da + lo;
+        float *pb = !db ? NULL : db_dt == SZ_K_BF16 ? gb : (float *)db + lo;
+        const float *op = dout_dt == SZ_K_BF16 ? d : (const float *)dout + lo;
+        if (da && da_dt == SZ_K_BF16) widen(ga, (const uint16_t *)da + lo, da_dt, len);
+        if (db && db_dt == SZ_K_BF16) widen(gb, (const uint16_t *)db + lo, db_dt, len);
+        if (dout_dt == SZ_K_BF16) widen(d, (const uint16_t *)dout + lo, dout_dt, len);
+        sz_k_mul_bwd(pa, pb, op, a + lo, b + lo, len);
+        if (da && da_dt == SZ_K_BF16) sz_k_f32_to_bf16((uint16_t *)da + lo, ga, len);
+        if (db && db_dt == SZ_K_BF16) sz_k_f32_to_bf16((uint16_t *)db + lo, gb, len);
+    }
 }

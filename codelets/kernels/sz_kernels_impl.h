@@ -117,6 +117,14 @@ static inline float sz_gelu_grad_1(float x, float s)
     return g + x * 0.5f * sech2 * s * (1.0f + 3.0f * 0.044715f * x * x);
 }
 
+/* SiLU (silu.c): x σ(x), σ(x) = 1/(1 + e^(-x)), and its derivative σ(x) (1 + x (1 - σ(x))). */
+static inline float sz_silu_1(float x) { return x / (1.0f + sz_expf(-x)); }
+static inline float sz_silu_grad_1(float x)
+{
+    float s = 1.0f / (1.0f + sz_expf(-x));
+    return s * (1.0f + x * (1.0f - s));
+}
+
 /* LayerNorm (layernorm.c), one row: mean, rstd and the normalised, scaled and shifted output. */
 static inline void sz_ln_row_fwd(float *o, float *mean, float *rstd, const float *x, const float *weight,
                                  const float *bias, int C)
