@@ -170,7 +170,8 @@ int64_t sz_memory_gpu_free_bytes(void);
 /* Collective: the budget each rank gets from the machine (see above; the minimum over ranks, so
  * every rank decides alike); 0 when the machine cannot tell. On ranks with CUDA workers (the budget
  * is then each GPU's, against the plan's device peak) it is the GPU's free memory at start
- * (sz_memory_gpu_free_bytes) divided by the ranks of the node driving the same GPU. */
+ * (sz_memory_gpu_free_bytes) divided by the ranks of the node driving the same GPU, at most what
+ * StarPU may allocate on it (its limit on that memory node). */
 sz_status sz_context_memory_budget(sz_context *ctx, int64_t *bytes);
 
 /* ---- agreement: what every rank must share ----------------------------------------------
