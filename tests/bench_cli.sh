@@ -8,7 +8,8 @@
 # Usage: bench_cli.sh BUILD_DIR
 set -u
 bin=$1
-fail() { echo "FAIL: $*"; exit 1; }
+corpus=none
+. "$(dirname "$0")/cli_common.sh"   # fail
 out=$(STARPU_NCUDA=0 timeout 120 "$bin/sz-bench" --model 2,2,32 --vocab 256 --batch 2 --seq 16 --steps 2 --warmup 1 --json) ||
     fail "sz-bench exited non-zero"
 [ "$(echo "$out" | wc -l)" -eq 1 ] || fail "expected exactly one JSON line, got: $out"

@@ -14,13 +14,8 @@
 # Usage: bf16_native_cli.sh BUILD_DIR [MPIEXEC]
 set -u
 bin=$1 mpiexec=${2:-mpiexec}
-dir=$(mktemp -d)
-trap 'rm -rf "$dir"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
-
-texts=$(ls /usr/share/common-licenses/{GPL-3,LGPL-3,Apache-2.0,MPL-2.0} 2>/dev/null)
-[ -n "$texts" ] || { echo "skipped: no text corpus in /usr/share/common-licenses"; exit 77; }
-"$bin/sz-prepare" --out-dir "$dir" --prefix lic $texts >/dev/null || fail "sz-prepare"
+corpus="GPL-3 LGPL-3 Apache-2.0 MPL-2.0"
+. "$(dirname "$0")/cli_common.sh"   # $dir, fail, the corpus $dir/lic_{train,val}.bin (or skipped)
 train() { "$bin/sz-train" --config d2 --vocab 256 --max-seq 64 --train "$dir/lic_train.bin" --batch 4 --seq 32 \
           --lr 2e-3 --grad-clip 1.0 "$@"; }
 losses() { grep -o '"loss": [0-9.]*' | sed 's/"loss": //'; }

@@ -18,8 +18,6 @@ bin=$1 mpiexec=$2
 small=(--config 2,2,32 --vocab 256 --max-seq 32 --train "$dir/lic_train.bin" --seq 16 --lr 0.05 --grad-clip 1.0
        --optimizer sgd --momentum 0.9 --wd 0.01)
 mpi() { local np=$1; shift; timeout 120 "$mpiexec" -n "$np" "$@"; }
-field() { grep "\"$1\"" | sed "s/.*\"$1\": \([-0-9.e]*\).*/\1/"; }
-close() { awk -v a="$1" -v b="$2" -v t="$3" 'BEGIN { d = a - b; if (d < 0) d = -d; m = (a < 0 ? -a : a); exit !(d <= t * (m + 1e-6)) }'; }
 expect() { # RC WORDS... -- ARGS...
     local want=$1; shift
     local words=()
