@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # tests/zero_cli.sh — sz-train under mpiexec: N_d ranks with --batch B equal one rank with
 # --batch N_d*B (the same global batch) to float rounding, for every ZeRO stage: same losses and
-# same gradient norms; and --json ends with the memory/communication report.
+# same gradient norms; and --json ends with the memory/communication report (AdamW's states labelled
+# adamw state adam_m, adam_v).
 # Usage: zero_cli.sh BUILD_DIR MPIEXEC
 set -u
 bin=$1 mpiexec=$2
@@ -15,6 +16,9 @@ run() { # NP BATCH STAGE MICRO [CLIP] -> json lines
 }
 
 run 1 4 0 1 >"$dir/ref.json" || fail "single-rank reference run"
+# the report names AdamW's states by their own names (sz_mem_category_label)
+tail -1 "$dir/ref.json" | grep -q '"adamw state adam_m": [1-9].*"adamw state adam_v": [1-9]' ||
+    fail "the report does not label AdamW's m and v by their state names: $(tail -1 "$dir/ref.json")"
 for stage in 0 1 2 3; do
     for np in 2 4; do
         run $np $((4 / np)) $stage 1 >"$dir/s$stage.n$np.json" || fail "stage $stage np $np exited non-zero"
