@@ -505,6 +505,11 @@ int main(int argc, char **argv)
             cJSON_AddNumberToObject(o, "gpu_bf16_flops_per_clock_sm", have_gpu ? gi.bf16_flops_per_clock_sm : 0);
             cJSON_AddNumberToObject(o, "gpu_used_bytes", gpu_used); /* rank 0's StarPU allocations at the end */
             cJSON_AddNumberToObject(o, "device_peak_bytes", (double)reps[0].device_peak_bytes);
+            /* measured (tasks/devwatch.c): StarPU's allocations on rank 0's GPU at their most, and
+             * cudaMemGetInfo's figure after a step (every process on the device) */
+            cJSON_AddNumberToObject(o, "device_measured_peak_bytes", (double)reps[0].starpu_node_peak_bytes);
+            cJSON_AddNumberToObject(o, "gpu_cuda_used_bytes", (double)reps[0].gpu_cuda_used_bytes);
+            cJSON_AddNumberToObject(o, "gpu_cuda_used_at_start_bytes", (double)reps[0].gpu_cuda_used_at_start_bytes);
             if (gpu[1] > 0) { /* the architecture is in the table (util.cu) */
                 cJSON_AddNumberToObject(o, "gpu_peak_tflops", gpu[1]); /* all ranks' GPUs together */
                 cJSON_AddNumberToObject(o, "mfu", flops / step_s / (gpu[1] * 1e12));

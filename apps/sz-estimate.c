@@ -76,8 +76,8 @@ static void usage(FILE *f)
             "                      master, Adam m and v (K = 12), bf16 communication; or fp32:\n"
             "                      fp32 params, grads, m and v, no master, fp32 communication\n"
             "  --bf16-compute M    auto (default), native or emulated, as sz-train's: how mixed\n"
-            "                      precision computes. native (GPT-2 only; LLaMA computes emulated):\n"
-            "                      bf16 activations and matmul operands, no fp32 working copies of the\n"
+            "                      precision computes. native (GPT-2 and --arch llama alike): bf16\n"
+            "                      activations and matmul operands, no fp32 working copies of the\n"
             "                      parameters; the table and --plan count its activation bytes and\n"
             "                      the bf16 matmul kernels' host memory. auto applies sz-train's CPU\n"
             "                      rule on this machine (AMX-BF16, or AVX512-BF16 on AMD Zen 4+:\n"
@@ -366,13 +366,13 @@ static int parse(int argc, char **argv, struct opts *o)
     }
     if (o->extra_str && !o->budget_str)
         BAD("--extra counts bytes against --budget: give --budget too");
-    /* sz-train's choice (sz_model_set_zero's rule; GPT-2's units take bf16 parameters, LLaMA's not) */
+    /* sz-train's choice (sz_model_set_zero's rule; GPT-2's and LLaMA's units take bf16 parameters) */
     sz_bf16_compute bc = SZ_BF16_COMPUTE_AUTO;
     sz_bf16_compute_parse(o->bf16_compute, &bc); /* checked above */
     o->bf16_why = NULL;
     if (bc == SZ_BF16_COMPUTE_AUTO)
         bc = sz_bf16_compute_auto(&o->bf16_why);
-    o->native = o->mixed && !o->llama && bc == SZ_BF16_COMPUTE_NATIVE;
+    o->native = o->mixed && bc == SZ_BF16_COMPUTE_NATIVE;
     return 0;
 }
 
@@ -407,7 +407,9 @@ static int64_t host_buffer_bytes(const struct opts *o, int nd)
     int threads = o->kernel_threads > 0 ? o->kernel_threads : (int)(cores / nd > 1 ? cores / nd : 1);
     int64_t mm = o->llama ? sz_llama_host_bytes(&o->lcfg, o->batch, o->seq, 1, threads)
                           : sz_gpt2_host_bytes(&o->cfg, o->batch, o->seq, 1, threads);
-    if (o->native) { /* gpt2.c: its matmuls may also run the bf16 kernels */
+    if (o->native && o->llama) /* llama.c: its matmuls may also run the bf16 kernels */
+        mm += sz_llama_host_bytes_bf16(&o->lcfg, o->batch, o->seq, 1, threads);
+    else if (o->native) { /* gpt2.c: likewise */
         int64_t C = o->cfg.channels;
         const int64_t in[] = {C, C, C, 4 * C, C}, out[] = {3 * C, C, 4 * C, C, o->cfg.padded_vocab};
         mm += sz_matmul_host_bytes_bf16(1, threads, (int64_t)o->batch * o->seq, 5, in, out);
@@ -419,7 +421,7 @@ static int64_t host_buffer_bytes(const struct opts *o, int nd)
  * *host gets the host pool's. */
 static int64_t engine_activation_bytes(const struct opts *o, int ckpt, int offload, int64_t *host)
 {
-    return o->llama ? sz_llama_engine_activation_bytes(&o->lcfg, o->batch, o->seq, ckpt, offload, host)
+    return o->llama ? sz_llama_engine_activation_bytes_bf16(&o->lcfg, o->batch, o->seq, ckpt, offload, o->native, host)
                     : sz_gpt2_engine_activation_bytes_bf16(&o->cfg, o->batch, o->seq, ckpt, offload, o->native, host);
 }
 
@@ -455,7 +457,7 @@ static int units_build(const struct opts *o, struct units *s)
     }
     int64_t ckpt = (int64_t)o->batch * o->seq * o->cfg.channels * 4;
     for (int i = 0; i < n; i++) {
-        s->u[i] = (sz_plan_unit){.numel = s->numel[i], .has_backward = 1, .bf16_params = !o->llama};
+        s->u[i] = (sz_plan_unit){.numel = s->numel[i], .has_backward = 1, .bf16_params = 1}; /* both models' units */
         if (i == 0 || i == n - 1)
             snprintf(s->label[i], sizeof s->label[i], "%s", i == 0 ? "embed" : "head");
         else
@@ -736,8 +738,7 @@ static int print_text(const struct opts *o, const struct result *r)
         printf("precision: fp32 (params, grads, %s; no master)\n", states[o->opt_states]);
     printf("bf16_path: %s", bf16_path(o));
     if (o->mixed)
-        printf(" (--bf16-compute %s%s%s%s)", o->bf16_compute, o->bf16_why ? ": " : "", o->bf16_why ? o->bf16_why : "",
-               o->llama && strcmp(o->bf16_compute, "emulated") ? "; LLaMA computes emulated" : "");
+        printf(" (--bf16-compute %s%s%s)", o->bf16_compute, o->bf16_why ? ": " : "", o->bf16_why ? o->bf16_why : "");
     printf("\n");
     printf("optimizer: %s", sz_optimizer_name(o->optimizer));
     if (o->optimizer == SZ_OPTIMIZER_SGD)
@@ -823,7 +824,7 @@ static int print_text(const struct opts *o, const struct result *r)
     return 0;
 }
 
-/* ---- --plan: GPT-2's units as apps/gpt2 declares them, through graph/plan.c ------------------- */
+/* ---- --plan: GPT-2's (or LLaMA's) units as apps/gpt2 (apps/llama) declares them, through graph/plan.c */
 
 static int print_plan(const struct opts *o)
 {

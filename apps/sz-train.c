@@ -24,7 +24,8 @@
 struct opts {
     const char *arch, *init, *config, *train, *val, *save, *precision, *decay, *trace, *save_state, *resume, *lr_schedule, *bf16_compute;
     int vocab, max_seq, batch, seq, steps, val_every, val_steps, json, stage, micro_batches, report, checkpoint,
-        offload, offload_optimizer, no_arenas, allow_nonfinite, save_every, keep, warmup, global_batch;
+        offload, offload_optimizer, no_arenas, allow_nonfinite, save_every, keep, warmup, global_batch,
+        kernel_threads;
     double mem_budget, prefetch_bytes, max_live_bytes, bucket_bytes;
     unsigned long long seed;
     float lr, beta1, beta2, eps, wd, grad_clip, min_lr, momentum;
@@ -66,6 +67,8 @@ static void usage(FILE *f)
             "                               matmuls through oneDNN with fp32 accumulation) or emulated (fp32\n"
             "                               working copies, fp32 math); auto (default): native where the CPU\n"
             "                               has AMX or a fast AVX512-BF16 (AMD Zen 4+); printed as bf16_path\n"
+            "          --kernel-threads N   OpenMP threads per compute task (default: this rank's cores); the\n"
+            "                               results are bitwise the same whatever N\n"
             "ZeRO:     --zero-stage 0|1|2|3 (default 0) under mpirun: 0 plain data parallelism, 1 optimizer\n"
             "                               states, 2 + gradients, 3 + parameters partitioned across ranks\n"
             "          --micro-batches M    forward/backward passes per optimizer step (default 1)\n"
@@ -138,6 +141,7 @@ static int parse_value(struct opts *o, const char *a, const char *v)
     if (!strcmp(a, "--max-live-bytes")) return sz_opt_bytes(a, v, &o->max_live_bytes);
     if (!strcmp(a, "--bucket-bytes")) return sz_opt_bytes(a, v, &o->bucket_bytes);
     if (!strcmp(a, "--timeout")) return sz_opt_real(a, v, 0, 0, inf, 0, &o->timeout);
+    if (!strcmp(a, "--kernel-threads")) return sz_opt_int(a, v, 1, 4096, &o->kernel_threads);
     if (!strcmp(a, "--lr")) return sz_opt_real(a, v, 0, 0, inf, 0, &o->lr);
     if (!strcmp(a, "--min-lr")) return sz_opt_real(a, v, 0, 0, inf, 0, &o->min_lr);
     if (!strcmp(a, "--warmup")) return sz_opt_int(a, v, 0, INT_MAX, &o->warmup);
@@ -631,6 +635,16 @@ static void report(const struct opts *o, const sz_arch_config *cfg, const sz_mem
                (long long)MAXR(reps, nd, predicted_peak_bytes), r0->budget_from_machine,
                (long long)MAXR(reps, nd, bytes[SZ_MEM_HOST_BUFFERS]), (long long)MAXR(reps, nd, matmul_host_peak_bytes),
                (long long)r0->mem_budget, r0->overlap, r0->comm_task_s, r0->compute_task_s, r0->arenas);
+        printf("\"starpu_node_peak_bytes\": %lld, ", (long long)MAXR(reps, nd, starpu_node_peak_bytes));
+        int gpu_ranks = 0;
+        for (int r = 0; r < nd; r++)
+            gpu_ranks += reps[r].gpu_device >= 0;
+        if (gpu_ranks) /* the measured device peak (tasks/devwatch.c), only when GPUs ran */
+            printf("\"gpu_ranks\": %d, \"device_measured_peak_bytes\": %lld, \"gpu_cuda_used_bytes\": %lld, "
+                   "\"gpu_cuda_used_at_start_bytes\": %lld, \"gpu_arena_bytes\": %lld, \"gpu_sharers\": %d, ",
+                   gpu_ranks, (long long)MAXR(reps, nd, starpu_node_peak_bytes),
+                   (long long)MAXR(reps, nd, gpu_cuda_used_bytes), (long long)MAXR(reps, nd, gpu_cuda_used_at_start_bytes),
+                   (long long)MAXR(reps, nd, gpu_arena_bytes), r0->gpu_sharers);
         if (r0->pool_active)
             printf("\"pool\": {\"footprint\": %lld, \"peak_used\": %lld, \"arena_at_peak\": %lld, "
                    "\"free_at_peak\": %lld, \"largest_free_at_peak\": %lld, \"worst_free\": %lld, "
@@ -679,6 +693,11 @@ static void report(const struct opts *o, const sz_arch_config *cfg, const sz_mem
     printf("  %-28s %16lld %16lld  (predicted by the plan before the first step)\n", "peak (all categories)",
            (long long)peak, (long long)MAXR(reps, nd, predicted_peak_bytes));
     printf("  %-28s %16lld\n", "device pool peak", (long long)MAXR(reps, nd, device_peak_bytes));
+    if (r0->gpu_device >= 0)
+        printf("  %-28s %16lld  (StarPU's allocations on the GPU at their most, its cache included; "
+               "cudaMemGetInfo: %lld in use, %lld at start)\n", "device peak measured",
+               (long long)MAXR(reps, nd, starpu_node_peak_bytes), (long long)MAXR(reps, nd, gpu_cuda_used_bytes),
+               (long long)MAXR(reps, nd, gpu_cuda_used_at_start_bytes));
     printf("  %-28s %16lld  (measured; counted in host buffers above)\n", "matmul working memory",
            (long long)MAXR(reps, nd, matmul_host_peak_bytes));
     printf("  %-28s %16lld  (the process: the engine's bytes + the runtime, allowed %lld more than the budget)\n",
@@ -766,6 +785,8 @@ int main(int argc, char **argv)
     sz_context_config_defaults(&ccfg);
     ccfg.trace_dir = o.trace;
     ccfg.timeout_s = o.timeout;
+    if (o.kernel_threads > 0)
+        ccfg.kernel_threads = o.kernel_threads;
     ccfg.gpu_mem_limit = (int64_t)o.mem_budget; /* --mem-budget is each GPU's too (STARPU_LIMIT_CUDA_MEM) */
     if ((st = sz_context_init(&ctx, &ccfg, &argc, &argv)) != SZ_OK) {
         fprintf(stderr, "sz-train: cannot start the runtime: %s\n", sz_status_string(st));

@@ -5,7 +5,9 @@
  * it reads and writes none of them). Also the counters' update function.
  * Its CUDA implementation is the same host-side counter update run by a CUDA worker: it enqueues
  * nothing on the stream, but lets the task run where its tensors are (a released unit's gathered
- * parameters on the GPU) instead of StarPU copying them to the host for a task that reads none. */
+ * parameters on the GPU) instead of StarPU copying them to the host for a task that reads none.
+ * Each account task also samples StarPU's allocations on the rank's compute memory node
+ * (sz_counters_sample: the measured device peak of tasks/devwatch.c). */
 #include <time.h>
 #include "sz_tasks.h"
 #include "starzero_starpu.h"
@@ -29,6 +31,20 @@ void sz_counters_add(struct sz_counters *c, int category, int64_t bytes)
         c->timeline[k][0] = sz_now_ns() - c->t0_ns;
         c->timeline[k][1] = total;
     }
+}
+
+void sz_counters_sample(struct sz_counters *c)
+{
+    if (!c || !__atomic_load_n(&c->sample_on, __ATOMIC_ACQUIRE))
+        return;
+    starpu_ssize_t total = starpu_memory_get_total(c->sample_node);
+    starpu_ssize_t avail = starpu_memory_get_available(c->sample_node);
+    if (total <= 0)
+        return; /* no limit known on that node: StarPU keeps no count */
+    int64_t used = (int64_t)total - (int64_t)avail, p;
+    while (used > (p = __atomic_load_n(&c->node_peak, __ATOMIC_RELAXED)) &&
+           !__atomic_compare_exchange_n(&c->node_peak, &p, used, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+        ;
 }
 
 void sz_counters_comm(struct sz_counters *c, int64_t bytes, int64_t ns)
@@ -56,6 +72,7 @@ static void account_cpu(void *b[], void *arg)
     (void)b;
     const struct account_args *a = sz_task_params(arg);
     sz_counters_add(a->stats, a->category, a->bytes);
+    sz_counters_sample(a->stats); /* a release: StarPU's allocations are near a local peak */
 }
 
 #if SZ_WITH_CUDA

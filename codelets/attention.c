@@ -1,6 +1,7 @@
 /* codelets/attention.c — causal multi-head self-attention (llm.c layout) whose memory is linear in T,
  * forward and backward; the math is codelets/kernels/attention.c. Forward overwrites out and stats
- * (per query row: softmax max and 1/sum, [B,NH,T,2]); backward accumulates into dinp, recomputing
+ * (per query row: softmax max and 1/sum, [B,NH,T,2]); backward accumulates into dinp (or sets it: a
+ * folded sz_op_zero), recomputing
  * the probabilities from inp and stats. */
 #include "sz_tasks.h"
 #include "starzero_starpu.h"
@@ -24,11 +25,13 @@ static void fwd_cpu(void *b[], void *arg)
 static void bwd_cpu(void *b[], void *arg)
 {
     const struct attention_args *a = sz_task_params(arg);
+    int set = sz_task_sets(arg, 0) ? SZ_K_SET_DINP : 0; /* a folded sz_op_zero of dinp */
     int rc = a->out_dt || a->dout_dt
-                 ? sz_k_attention_bwd_mx(sz_task_ptr(b, arg, 0), a->out_dt, sz_task_ptr(b, arg, 1), a->dout_dt,
-                                         sz_task_ptr(b, arg, 2), sz_task_ptr(b, arg, 3), a->B, a->T, a->C, a->NH)
-                 : sz_k_attention_bwd(sz_task_ptr(b, arg, 0), sz_task_ptr(b, arg, 1), sz_task_ptr(b, arg, 2),
-                                      sz_task_ptr(b, arg, 3), a->B, a->T, a->C, a->NH);
+                 ? sz_k_attention_bwd_mx_set(sz_task_ptr(b, arg, 0), a->out_dt, sz_task_ptr(b, arg, 1), a->dout_dt,
+                                             sz_task_ptr(b, arg, 2), sz_task_ptr(b, arg, 3), a->B, a->T, a->C, a->NH,
+                                             set)
+                 : sz_k_attention_bwd_set(sz_task_ptr(b, arg, 0), sz_task_ptr(b, arg, 1), sz_task_ptr(b, arg, 2),
+                                          sz_task_ptr(b, arg, 3), a->B, a->T, a->C, a->NH, set);
     if (rc != 0)
         sz_task_fail(arg, "out of memory");
 }
@@ -85,7 +88,7 @@ sz_status sz_op_attention_bwd(sz_unit *u, sz_tensor *dinp, sz_tensor *dout, sz_t
         return st;
     int64_t N = (int64_t)B * T, S = 2 * (int64_t)B * NH * T;
     struct attention_args a = {B, T, C, NH, sz_kdt(dinp), sz_kdt(dout)};
-    sz_task_tensor t[] = {{dinp, SZ_ACCUMULATE, sz_fb(dinp), N * 3 * C, "dinp", 0},
+    sz_task_tensor t[] = {{dinp, SZ_ACCUMULATE_OR_SET, sz_fb(dinp), N * 3 * C, "dinp", 0},
                           {dout, SZ_READ, sz_fb(dout), N * C, "dout", 0},
                           {inp, SZ_READ, SZ_DTYPE_F32, N * 3 * C, "inp", 0},
                           {stats, SZ_READ, SZ_DTYPE_F32, S, "stats", 0}};

@@ -1,7 +1,8 @@
 /* codelets/embedding.c — a token embedding without a position table: the typed wrappers
  * sz_op_embedding_fwd/bwd, their argument struct, codelets and perf models; the math is
  * codelets/kernels/embedding.c. A token outside [0, V) fails the task (sz_task_fail) with the op,
- * the value and the row; the model's next call returns SZ_ERR_INVALID. */
+ * the value and the row; the model's next call returns SZ_ERR_INVALID. On the native bf16 path the
+ * forward reads a bf16 table (widened: codelets/kernels/bf16_act.c); the gradient is fp32. */
 #include "starzero_starpu.h"
 #include "sz_kernels.h"
 #include "sz_tasks.h"
@@ -9,13 +10,16 @@
 
 struct embedding_args {
     int N, C, V;
+    int p_dt; /* forward: sz_k_dtype of wte */
 };
 
 static void fwd_cpu(void *b[], void *arg)
 {
     const struct embedding_args *a = sz_task_params(arg);
     const int *tok = sz_task_ptr(b, arg, 1);
-    int64_t bad = sz_k_embedding_fwd(sz_task_ptr(b, arg, 0), tok, sz_task_ptr(b, arg, 2), a->N, a->C, a->V);
+    int64_t bad = a->p_dt ? sz_k_embedding_fwd_mx(sz_task_ptr(b, arg, 0), tok, sz_task_ptr(b, arg, 2), a->p_dt, a->N,
+                                                  a->C, a->V)
+                          : sz_k_embedding_fwd(sz_task_ptr(b, arg, 0), tok, sz_task_ptr(b, arg, 2), a->N, a->C, a->V);
     if (bad >= 0)
         sz_task_fail(arg, "embedding: token %d at row %lld is outside the vocabulary [0, %d)", tok[bad],
                      (long long)bad, a->V);
@@ -62,10 +66,10 @@ sz_status sz_op_embedding_fwd(sz_unit *u, sz_tensor *out, sz_tensor *tokens, sz_
 {
     if (N < 1 || C < 1 || V < 1)
         return sz_op_invalid(u, "embedding", "N = %d, C = %d, V = %d: need all >= 1", N, C, V);
-    struct embedding_args a = {N, C, V};
+    struct embedding_args a = {N, C, V, sz_kdt(wte)}; /* wte may be bf16 */
     sz_task_tensor t[] = {{out, SZ_WRITE, SZ_DTYPE_F32, (int64_t)N * C, "out", 0},
                           {tokens, SZ_READ, SZ_DTYPE_I32, N, "tokens", 0},
-                          {wte, SZ_READ, SZ_DTYPE_F32, (int64_t)V * C, "wte", 0}};
+                          {wte, SZ_READ, sz_fb(wte), (int64_t)V * C, "wte", 0}};
     return sz_task_submit(u, &sz_cl_embedding_fwd, "embedding", t, 3, &a, sizeof a);
 }
 
@@ -73,7 +77,7 @@ sz_status sz_op_embedding_bwd(sz_unit *u, sz_tensor *dwte, sz_tensor *dout, sz_t
 {
     if (N < 1 || C < 1 || V < 1)
         return sz_op_invalid(u, "embedding_bwd", "N = %d, C = %d, V = %d: need all >= 1", N, C, V);
-    struct embedding_args a = {N, C, V};
+    struct embedding_args a = {N, C, V, 0};
     sz_task_tensor t[] = {{dwte, SZ_ACCUMULATE, SZ_DTYPE_F32, (int64_t)V * C, "dwte", 0},
                           {dout, SZ_READ, SZ_DTYPE_F32, (int64_t)N * C, "dout", 0},
                           {tokens, SZ_READ, SZ_DTYPE_I32, N, "tokens", 0}};

@@ -1,5 +1,5 @@
 /* codelets/gelu.c — GELU (tanh form) on n elements, forward and backward. Forward overwrites
- * out; backward accumulates into dinp. */
+ * out; backward accumulates into dinp (or sets it: a folded sz_op_zero). */
 #include "sz_tasks.h"
 #include "starzero_starpu.h"
 #include "sz_kernels.h"
@@ -22,11 +22,12 @@ static void fwd_cpu(void *b[], void *arg)
 static void bwd_cpu(void *b[], void *arg)
 {
     const struct gelu_args *a = sz_task_params(arg);
+    int set = sz_task_sets(arg, 0) ? SZ_K_SET_DINP : 0; /* a folded sz_op_zero of dinp */
     if (a->out_dt || a->dout_dt)
-        sz_k_gelu_bwd_mx(sz_task_ptr(b, arg, 0), a->out_dt, sz_task_ptr(b, arg, 1), sz_task_ptr(b, arg, 2), a->dout_dt,
-                         (size_t)a->n);
+        sz_k_gelu_bwd_mx_set(sz_task_ptr(b, arg, 0), a->out_dt, sz_task_ptr(b, arg, 1), sz_task_ptr(b, arg, 2),
+                             a->dout_dt, (size_t)a->n, set);
     else
-        sz_k_gelu_bwd(sz_task_ptr(b, arg, 0), sz_task_ptr(b, arg, 1), sz_task_ptr(b, arg, 2), (size_t)a->n);
+        sz_k_gelu_bwd_set(sz_task_ptr(b, arg, 0), sz_task_ptr(b, arg, 1), sz_task_ptr(b, arg, 2), (size_t)a->n, set);
 }
 
 #if SZ_WITH_CUDA
@@ -63,7 +64,7 @@ sz_status sz_op_gelu_bwd(sz_unit *u, sz_tensor *dinp, sz_tensor *inp, sz_tensor 
     if (n < 1)
         return sz_task_refuse(u, "gelu_bwd", "n must be >= 1 (got %lld)", (long long)n);
     struct gelu_args a = {n, sz_kdt(dinp), sz_kdt(dout)};
-    sz_task_tensor t[] = {{dinp, SZ_ACCUMULATE, sz_fb(dinp), n, "dinp", 0},
+    sz_task_tensor t[] = {{dinp, SZ_ACCUMULATE_OR_SET, sz_fb(dinp), n, "dinp", 0},
                           {inp, SZ_READ, SZ_DTYPE_F32, n, "inp", 0},
                           {dout, SZ_READ, sz_fb(dout), n, "dout", 0}};
     return sz_task_submit(u, &sz_cl_gelu_bwd, "gelu_bwd", t, 3, &a, sizeof a);

@@ -1,5 +1,6 @@
 /* codelets/layernorm.c — layernorm over the channel dimension (eps 1e-5), forward and backward.
- * Forward overwrites out, mean, rstd; backward accumulates into dinp, dw and db. The bias is
+ * Forward overwrites out, mean, rstd; backward accumulates into dinp (or sets it: a folded
+ * sz_op_zero), dw and db. The bias is
  * optional: b (forward) and db (backward) may be NULL (a layernorm without bias). */
 #include "sz_tasks.h"
 #include "starzero_starpu.h"
@@ -31,17 +32,18 @@ enum { BWD_DINP, BWD_DW, BWD_DB, BWD_DOUT, BWD_INP, BWD_W, BWD_MEAN, BWD_RSTD };
 static void bwd_cpu(void *b[], void *arg)
 {
     const struct layernorm_args *a = sz_task_params(arg);
+    int set = sz_task_sets(arg, BWD_DINP) ? SZ_K_SET_DINP : 0; /* a folded sz_op_zero of dinp */
     if (a->dout_dt || a->p_dt) {
-        if (sz_k_layernorm_bwd_mx(sz_task_ptr(b, arg, BWD_DINP), sz_task_ptr(b, arg, BWD_DW), sz_task_ptr(b, arg, BWD_DB),
-                                  sz_task_ptr(b, arg, BWD_DOUT), a->dout_dt, sz_task_ptr(b, arg, BWD_INP),
-                                  sz_task_ptr(b, arg, BWD_W), a->p_dt, sz_task_ptr(b, arg, BWD_MEAN),
-                                  sz_task_ptr(b, arg, BWD_RSTD), a->N, a->C))
+        if (sz_k_layernorm_bwd_mx_set(sz_task_ptr(b, arg, BWD_DINP), sz_task_ptr(b, arg, BWD_DW),
+                                      sz_task_ptr(b, arg, BWD_DB), sz_task_ptr(b, arg, BWD_DOUT), a->dout_dt,
+                                      sz_task_ptr(b, arg, BWD_INP), sz_task_ptr(b, arg, BWD_W), a->p_dt,
+                                      sz_task_ptr(b, arg, BWD_MEAN), sz_task_ptr(b, arg, BWD_RSTD), a->N, a->C, set))
             sz_task_fail(arg, "out of memory");
         return;
     }
-    sz_k_layernorm_bwd(sz_task_ptr(b, arg, BWD_DINP), sz_task_ptr(b, arg, BWD_DW), sz_task_ptr(b, arg, BWD_DB),
-                       sz_task_ptr(b, arg, BWD_DOUT), sz_task_ptr(b, arg, BWD_INP), sz_task_ptr(b, arg, BWD_W),
-                       sz_task_ptr(b, arg, BWD_MEAN), sz_task_ptr(b, arg, BWD_RSTD), a->N, a->C);
+    sz_k_layernorm_bwd_set(sz_task_ptr(b, arg, BWD_DINP), sz_task_ptr(b, arg, BWD_DW), sz_task_ptr(b, arg, BWD_DB),
+                           sz_task_ptr(b, arg, BWD_DOUT), sz_task_ptr(b, arg, BWD_INP), sz_task_ptr(b, arg, BWD_W),
+                           sz_task_ptr(b, arg, BWD_MEAN), sz_task_ptr(b, arg, BWD_RSTD), a->N, a->C, set);
 }
 
 #if SZ_WITH_CUDA
@@ -101,7 +103,7 @@ sz_status sz_op_layernorm_bwd(sz_unit *u, sz_tensor *dinp, sz_tensor *dw, sz_ten
     int64_t NC = (int64_t)N * C;
     /* dout and w may be bf16 (the native bf16 path); the gradients are fp32 */
     struct layernorm_args a = {N, C, 0, sz_kdt(w), sz_kdt(dout)};
-    sz_task_tensor t[] = {{dinp, SZ_ACCUMULATE, SZ_DTYPE_F32, NC, "dinp", 0},
+    sz_task_tensor t[] = {{dinp, SZ_ACCUMULATE_OR_SET, SZ_DTYPE_F32, NC, "dinp", 0},
                           {dw, SZ_ACCUMULATE, SZ_DTYPE_F32, C, "dw", 0},
                           {db, SZ_ACCUMULATE, SZ_DTYPE_F32, C, "db", 1},
                           {dout, SZ_READ, sz_fb(dout), NC, "dout", 0},

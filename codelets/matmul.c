@@ -1,5 +1,5 @@
 /* codelets/matmul.c — linear layer out = inp . w^T (+ b) through oneDNN, forward and backward.
- * Forward overwrites out; backward accumulates into dinp, dw and db. The bias is optional (the
+ * Forward overwrites out; backward accumulates into dinp (or sets it: a folded sz_op_zero), dw and db. The bias is optional (the
  * GPT-2 head has none): b and db may be NULL. Operands fp32, or (the native bf16 path) the inputs
  * bf16 — inp, w and b in the forward; dout, inp and w in the backward — with fp32 accumulation in
  * oneDNN's bf16 tiles (kernels/matmul_bf16.c); out, dinp and (dw, db) are then fp32 or bf16 each. */
@@ -30,12 +30,15 @@ enum { BWD_DINP, BWD_DW, BWD_DOUT, BWD_INP, BWD_W, BWD_DB };
 static void bwd_cpu(void *b[], void *arg)
 {
     const struct matmul_args *a = sz_task_params(arg);
-    int rc = a->bf16 ? sz_k_matmul_bwd_bf16(sz_task_ptr(b, arg, BWD_DINP), a->dinp_dt, sz_task_ptr(b, arg, BWD_DW),
-                                            sz_task_ptr(b, arg, BWD_DB), a->dparam_dt, sz_task_ptr(b, arg, BWD_DOUT),
-                                            sz_task_ptr(b, arg, BWD_INP), sz_task_ptr(b, arg, BWD_W), a->N, a->C, a->OC)
-                     : sz_k_matmul_bwd(sz_task_ptr(b, arg, BWD_DINP), sz_task_ptr(b, arg, BWD_DW), sz_task_ptr(b, arg, BWD_DB),
-                             sz_task_ptr(b, arg, BWD_DOUT), sz_task_ptr(b, arg, BWD_INP), sz_task_ptr(b, arg, BWD_W),
-                             a->N, a->C, a->OC);
+    int set = sz_task_sets(arg, BWD_DINP) ? SZ_K_SET_DINP : 0; /* a folded sz_op_zero of dinp */
+    int rc = a->bf16 ? sz_k_matmul_bwd_bf16_set(sz_task_ptr(b, arg, BWD_DINP), a->dinp_dt, sz_task_ptr(b, arg, BWD_DW),
+                                                sz_task_ptr(b, arg, BWD_DB), a->dparam_dt, sz_task_ptr(b, arg, BWD_DOUT),
+                                                sz_task_ptr(b, arg, BWD_INP), sz_task_ptr(b, arg, BWD_W), a->N, a->C,
+                                                a->OC, set)
+                     : sz_k_matmul_bwd_set(sz_task_ptr(b, arg, BWD_DINP), sz_task_ptr(b, arg, BWD_DW),
+                                           sz_task_ptr(b, arg, BWD_DB), sz_task_ptr(b, arg, BWD_DOUT),
+                                           sz_task_ptr(b, arg, BWD_INP), sz_task_ptr(b, arg, BWD_W), a->N, a->C, a->OC,
+                                           set);
     if (rc < 0)
         sz_task_fail(arg, "out of memory");
 }
@@ -125,7 +128,7 @@ sz_status sz_op_matmul_bwd(sz_unit *u, sz_tensor *dinp, sz_tensor *dw, sz_tensor
     sz_dtype in = sz_fb(dout), di = in == SZ_DTYPE_BF16 ? sz_fb(dinp) : SZ_DTYPE_F32,
              dp = in == SZ_DTYPE_BF16 ? sz_fb(dw) : SZ_DTYPE_F32;
     struct matmul_args a = {N, C, OC, in == SZ_DTYPE_BF16, 0, di == SZ_DTYPE_BF16, dp == SZ_DTYPE_BF16};
-    sz_task_tensor t[] = {{dinp, SZ_ACCUMULATE, di, (int64_t)N * C, "dinp", 0},
+    sz_task_tensor t[] = {{dinp, SZ_ACCUMULATE_OR_SET, di, (int64_t)N * C, "dinp", 0},
                           {dw, SZ_ACCUMULATE, dp, (int64_t)OC * C, "dw", 0},
                           {dout, SZ_READ, in, (int64_t)N * OC, "dout", 0},
                           {inp, SZ_READ, in, (int64_t)N * C, "inp", 0},

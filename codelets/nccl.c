@@ -6,7 +6,8 @@
  * every rank has exactly one CUDA worker and no two ranks share a device (their PCI bus ids are
  * compared; NCCL refuses two ranks on one GPU), rank 0 creates an ncclUniqueId, broadcasts it over
  * the ranks' MPI communicator, and each rank's CUDA worker calls ncclCommInitRank on its device.
- * The same decision is taken on every rank (an MPI_Allreduce of "can"). Otherwise nothing changes:
+ * The same decision is taken on every rank (an all-reduce of "can"; every collective here is under
+ * the deadline, sched/deadline.c, so a rank that never arrives is named). Otherwise nothing changes:
  * the codelets' CPU implementations move host copies (shared memory or MPI) as before.
  *
  * Bitwise results: the reduce-scatter does not use ncclReduceScatter (whose summation order NCCL
@@ -22,6 +23,7 @@
 #include "sz_tasks.h"
 #include "starzero_starpu.h"
 #include "sz_cuda.h"
+#include "sz_deadline.h"
 
 #if SZ_WITH_CUDA && defined(SZ_HAVE_NCCL)
 #include <nccl.h>
@@ -58,26 +60,49 @@ sz_status sz_nccl_start(MPI_Comm comm, int rank, int nd, char *why, size_t why_l
     char *all = malloc((size_t)nd * sizeof bus);
     if (!all)
         return SZ_ERR_NOMEM;
-    MPI_Allgather(bus, (int)sizeof bus, MPI_CHAR, all, (int)sizeof bus, MPI_CHAR, comm);
+    if (sz_allgather(bus, (int)sizeof bus, MPI_CHAR, all, (int)sizeof bus, MPI_CHAR, comm, "NCCL: PCI bus ids") !=
+        MPI_SUCCESS) {
+        free(all);
+        return SZ_ERR_RUNTIME;
+    }
     for (int r = 0; can && r < nd; r++)
         for (int q = r + 1; q < nd; q++)
             if (!strcmp(all + (size_t)r * sizeof bus, all + (size_t)q * sizeof bus))
                 can = 0; /* two ranks on one GPU: NCCL refuses, the host path serves */
     free(all);
     int every = 0;
-    MPI_Allreduce(&can, &every, 1, MPI_INT, MPI_MIN, comm);
+    if (sz_allreduce(&can, &every, 1, MPI_INT, MPI_MIN, comm, "NCCL: every rank can") != MPI_SUCCESS)
+        return SZ_ERR_RUNTIME;
     if (!every) {
         snprintf(why, why_len, "host-copy collectives (NCCL needs SZ_NCCL=1 and one GPU per rank)");
         return SZ_OK;
     }
-    if (rank == 0 && ncclGetUniqueId(&sz_nccl_id) != ncclSuccess)
-        memset(&sz_nccl_id, 0, sizeof sz_nccl_id); /* every rank's init then fails the same way */
-    MPI_Bcast(&sz_nccl_id, (int)sizeof sz_nccl_id, MPI_BYTE, 0, comm);
+    /* rank 0's id, and whether it has one: without it no rank may call ncclCommInitRank (a rank
+     * bootstrapping from a made-up id would wait for peers that never come) */
+    struct {
+        ncclUniqueId id;
+        int ok;
+    } boot;
+    memset(&boot, 0, sizeof boot);
+    ncclResult_t idrc = ncclSuccess;
+    if (rank == 0)
+        boot.ok = (idrc = ncclGetUniqueId(&boot.id)) == ncclSuccess;
+    MPI_Request rq;
+    if (MPI_Ibcast(&boot, (int)sizeof boot, MPI_BYTE, 0, comm, &rq) != MPI_SUCCESS ||
+        sz_mpi_wait(&rq, comm, "NCCL: unique id") != MPI_SUCCESS)
+        return SZ_ERR_RUNTIME;
+    if (!boot.ok) {
+        snprintf(why, why_len, "ncclGetUniqueId failed on rank 0 (%s); host-copy collectives",
+                 rank == 0 ? ncclGetErrorString(idrc) : "see rank 0");
+        return SZ_ERR_RUNTIME;
+    }
+    sz_nccl_id = boot.id;
     sz_nccl_rank = rank;
     sz_nccl_nd = nd;
     starpu_execute_on_each_worker(init_on_worker, NULL, STARPU_CUDA);
     int ok = sz_nccl_init_rc == ncclSuccess, all_ok = 0;
-    MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, comm);
+    if (sz_allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, comm, "NCCL: communicators made") != MPI_SUCCESS)
+        all_ok = 0;
     if (!all_ok) {
         if (ok)
             starpu_execute_on_each_worker(destroy_on_worker, NULL, STARPU_CUDA);

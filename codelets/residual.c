@@ -1,5 +1,6 @@
 /* codelets/residual.c — residual add out = a + b on n elements, forward and backward. Forward
- * overwrites out (which may be a or b); backward accumulates dout into da and db. */
+ * overwrites out (which may be a or b); backward accumulates dout into da and db (or sets either:
+ * a folded sz_op_zero). */
 #include "sz_tasks.h"
 #include "starzero_starpu.h"
 #include "sz_kernels.h"
@@ -19,11 +20,12 @@ static void fwd_cpu(void *b[], void *arg)
 static void bwd_cpu(void *b[], void *arg)
 {
     const struct residual_args *a = sz_task_params(arg);
+    int set = (sz_task_sets(arg, 0) ? SZ_K_SET_A : 0) | (sz_task_sets(arg, 1) ? SZ_K_SET_B : 0); /* folded zeros */
     if (a->da_dt || a->db_dt)
-        sz_k_residual_bwd_mx(sz_task_ptr(b, arg, 0), a->da_dt, sz_task_ptr(b, arg, 1), a->db_dt, sz_task_ptr(b, arg, 2),
-                             (size_t)a->n);
+        sz_k_residual_bwd_mx_set(sz_task_ptr(b, arg, 0), a->da_dt, sz_task_ptr(b, arg, 1), a->db_dt,
+                                 sz_task_ptr(b, arg, 2), (size_t)a->n, set);
     else
-        sz_k_residual_bwd(sz_task_ptr(b, arg, 0), sz_task_ptr(b, arg, 1), sz_task_ptr(b, arg, 2), (size_t)a->n);
+        sz_k_residual_bwd_set(sz_task_ptr(b, arg, 0), sz_task_ptr(b, arg, 1), sz_task_ptr(b, arg, 2), (size_t)a->n, set);
 }
 
 #if SZ_WITH_CUDA
@@ -65,8 +67,8 @@ sz_status sz_op_residual_bwd(sz_unit *u, sz_tensor *da, sz_tensor *db, sz_tensor
     struct residual_args p = {n, 0, 0};
     p.da_dt = sz_kdt(da);
     p.db_dt = sz_kdt(db);
-    sz_task_tensor t[] = {{da, SZ_ACCUMULATE, sz_fb(da), n, "da", 0},
-                          {db, SZ_ACCUMULATE, sz_fb(db), n, "db", 0},
+    sz_task_tensor t[] = {{da, SZ_ACCUMULATE_OR_SET, sz_fb(da), n, "da", 0},
+                          {db, SZ_ACCUMULATE_OR_SET, sz_fb(db), n, "db", 0},
                           {dout, SZ_READ, SZ_DTYPE_F32, n, "dout", 0}};
     return sz_task_submit(u, &sz_cl_residual_bwd, "residual_bwd", t, 3, &p, sizeof p);
 }

@@ -3,7 +3,8 @@
  * Forward overwrites res (= a + b), out, mean, rstd, row by row while the row is in cache (one
  * read of a and b instead of writing res and reading it back). Backward accumulates the
  * layernorm's input gradient into dres (the residual stream's gradient, which already holds what
- * the rest of the graph gave it), then adds dres into da and db, and accumulates dw and db_ln. The
+ * the rest of the graph gave it), then adds dres into da and db (or sets either: a folded
+ * sz_op_zero), and accumulates dw and db_ln. The
  * same bits as residual_fwd + layernorm_fwd, and layernorm_bwd + residual_bwd. The layernorm's
  * bias is optional (b_ln NULL forward, db_ln NULL backward). */
 #include "sz_tasks.h"
@@ -39,20 +40,22 @@ enum { BWD_DA, BWD_DB, BWD_DRES, BWD_DW, BWD_DBLN, BWD_DOUT, BWD_RES, BWD_W, BWD
 static void bwd_cpu(void *b[], void *arg)
 {
     const struct residual_layernorm_args *a = sz_task_params(arg);
+    int set = (sz_task_sets(arg, BWD_DA) ? SZ_K_SET_A : 0) | (sz_task_sets(arg, BWD_DB) ? SZ_K_SET_B : 0);
     if (a->out_dt || a->p_dt || a->db_dt) {
-        if (sz_k_layernorm_residual_bwd_mx(sz_task_ptr(b, arg, BWD_DA), sz_task_ptr(b, arg, BWD_DB), a->db_dt,
-                                           sz_task_ptr(b, arg, BWD_DRES), sz_task_ptr(b, arg, BWD_DW),
-                                           sz_task_ptr(b, arg, BWD_DBLN), sz_task_ptr(b, arg, BWD_DOUT), a->out_dt,
-                                           sz_task_ptr(b, arg, BWD_RES), sz_task_ptr(b, arg, BWD_W), a->p_dt,
-                                           sz_task_ptr(b, arg, BWD_MEAN), sz_task_ptr(b, arg, BWD_RSTD), a->N, a->C))
+        if (sz_k_layernorm_residual_bwd_mx_set(sz_task_ptr(b, arg, BWD_DA), sz_task_ptr(b, arg, BWD_DB), a->db_dt,
+                                               sz_task_ptr(b, arg, BWD_DRES), sz_task_ptr(b, arg, BWD_DW),
+                                               sz_task_ptr(b, arg, BWD_DBLN), sz_task_ptr(b, arg, BWD_DOUT), a->out_dt,
+                                               sz_task_ptr(b, arg, BWD_RES), sz_task_ptr(b, arg, BWD_W), a->p_dt,
+                                               sz_task_ptr(b, arg, BWD_MEAN), sz_task_ptr(b, arg, BWD_RSTD), a->N, a->C,
+                                               set))
             sz_task_fail(arg, "out of memory");
         return;
     }
-    sz_k_layernorm_residual_bwd(sz_task_ptr(b, arg, BWD_DA), sz_task_ptr(b, arg, BWD_DB),
-                                sz_task_ptr(b, arg, BWD_DRES), sz_task_ptr(b, arg, BWD_DW),
-                                sz_task_ptr(b, arg, BWD_DBLN), sz_task_ptr(b, arg, BWD_DOUT),
-                                sz_task_ptr(b, arg, BWD_RES), sz_task_ptr(b, arg, BWD_W),
-                                sz_task_ptr(b, arg, BWD_MEAN), sz_task_ptr(b, arg, BWD_RSTD), a->N, a->C);
+    sz_k_layernorm_residual_bwd_set(sz_task_ptr(b, arg, BWD_DA), sz_task_ptr(b, arg, BWD_DB),
+                                    sz_task_ptr(b, arg, BWD_DRES), sz_task_ptr(b, arg, BWD_DW),
+                                    sz_task_ptr(b, arg, BWD_DBLN), sz_task_ptr(b, arg, BWD_DOUT),
+                                    sz_task_ptr(b, arg, BWD_RES), sz_task_ptr(b, arg, BWD_W),
+                                    sz_task_ptr(b, arg, BWD_MEAN), sz_task_ptr(b, arg, BWD_RSTD), a->N, a->C, set);
 }
 
 #if SZ_WITH_CUDA
@@ -124,8 +127,8 @@ sz_status sz_op_layernorm_residual_bwd(sz_unit *u, sz_tensor *da, sz_tensor *db,
         return st;
     int64_t NC = (int64_t)N * C;
     struct residual_layernorm_args p = {N, C, sz_kdt(dout), sz_kdt(w), sz_kdt(db)}; /* dout, w, db may be bf16 */
-    sz_task_tensor t[] = {{da, SZ_ACCUMULATE, SZ_DTYPE_F32, NC, "da", 0},
-                          {db, SZ_ACCUMULATE, sz_fb(db), NC, "db", 0},
+    sz_task_tensor t[] = {{da, SZ_ACCUMULATE_OR_SET, SZ_DTYPE_F32, NC, "da", 0},
+                          {db, SZ_ACCUMULATE_OR_SET, sz_fb(db), NC, "db", 0},
                           {dres, SZ_ACCUMULATE, SZ_DTYPE_F32, NC, "dres", 0},
                           {dw, SZ_ACCUMULATE, SZ_DTYPE_F32, C, "dw", 0},
                           {db_ln, SZ_ACCUMULATE, SZ_DTYPE_F32, C, "db_ln", 1},

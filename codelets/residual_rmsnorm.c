@@ -3,7 +3,8 @@
  * rows. Forward overwrites res (= a + b), out and rstd, row by row while the row is in cache.
  * Backward accumulates the norm's input gradient into dres (the residual stream's gradient, which
  * already holds the rest of the graph's), then adds dres into da and db, and accumulates dw. The
- * same bits as residual_fwd + rmsnorm_fwd, and rmsnorm_bwd + residual_bwd. */
+ * same bits as residual_fwd + rmsnorm_fwd, and rmsnorm_bwd + residual_bwd. On the native bf16 path
+ * out (forward) / dout and db (backward) and w may be bf16 (codelets/kernels/bf16_act.c). */
 #include "sz_tasks.h"
 #include "starzero_starpu.h"
 #include "sz_kernels.h"
@@ -12,12 +13,21 @@
 struct residual_rmsnorm_args {
     int N, C;
     float eps; /* forward only */
+    int out_dt, p_dt, db_dt; /* sz_k_dtype of out (fwd) / dout (bwd), of w, of db (bwd); all 0: fp32 */
 };
 
 enum { FWD_RES, FWD_OUT, FWD_RSTD, FWD_A, FWD_B, FWD_W };
 static void fwd_cpu(void *b[], void *arg)
 {
     const struct residual_rmsnorm_args *a = sz_task_params(arg);
+    if (a->out_dt || a->p_dt) {
+        if (sz_k_residual_rmsnorm_fwd_mx(sz_task_ptr(b, arg, FWD_RES), sz_task_ptr(b, arg, FWD_OUT), a->out_dt,
+                                         sz_task_ptr(b, arg, FWD_RSTD), sz_task_ptr(b, arg, FWD_A),
+                                         sz_task_ptr(b, arg, FWD_B), sz_task_ptr(b, arg, FWD_W), a->p_dt, a->N, a->C,
+                                         a->eps))
+            sz_task_fail(arg, "out of memory");
+        return;
+    }
     sz_k_residual_rmsnorm_fwd(sz_task_ptr(b, arg, FWD_RES), sz_task_ptr(b, arg, FWD_OUT), sz_task_ptr(b, arg, FWD_RSTD),
                               sz_task_ptr(b, arg, FWD_A), sz_task_ptr(b, arg, FWD_B), sz_task_ptr(b, arg, FWD_W), a->N,
                               a->C, a->eps);
@@ -27,6 +37,15 @@ enum { BWD_DA, BWD_DB, BWD_DRES, BWD_DW, BWD_DOUT, BWD_RES, BWD_W, BWD_RSTD };
 static void bwd_cpu(void *b[], void *arg)
 {
     const struct residual_rmsnorm_args *a = sz_task_params(arg);
+    if (a->out_dt || a->p_dt || a->db_dt) {
+        if (sz_k_rmsnorm_residual_bwd_mx(sz_task_ptr(b, arg, BWD_DA), sz_task_ptr(b, arg, BWD_DB), a->db_dt,
+                                         sz_task_ptr(b, arg, BWD_DRES), sz_task_ptr(b, arg, BWD_DW),
+                                         sz_task_ptr(b, arg, BWD_DOUT), a->out_dt, sz_task_ptr(b, arg, BWD_RES),
+                                         sz_task_ptr(b, arg, BWD_W), a->p_dt, sz_task_ptr(b, arg, BWD_RSTD), a->N,
+                                         a->C))
+            sz_task_fail(arg, "out of memory");
+        return;
+    }
     sz_k_rmsnorm_residual_bwd(sz_task_ptr(b, arg, BWD_DA), sz_task_ptr(b, arg, BWD_DB), sz_task_ptr(b, arg, BWD_DRES),
                               sz_task_ptr(b, arg, BWD_DW), sz_task_ptr(b, arg, BWD_DOUT), sz_task_ptr(b, arg, BWD_RES),
                               sz_task_ptr(b, arg, BWD_W), sz_task_ptr(b, arg, BWD_RSTD), a->N, a->C);
@@ -74,10 +93,10 @@ sz_status sz_op_residual_rmsnorm_fwd(sz_unit *u, sz_tensor *res, sz_tensor *out,
         return sz_op_invalid(u, "residual_rmsnorm_fwd", "N = %d, C = %d, eps = %g: need N, C >= 1 and eps >= 0", N,
                              C, eps);
     int64_t NC = (int64_t)N * C;
-    struct residual_rmsnorm_args p = {N, C, eps};
-    sz_task_tensor t[] = {{res, SZ_WRITE, SZ_DTYPE_F32, NC, "res", 0}, {out, SZ_WRITE, SZ_DTYPE_F32, NC, "out", 0},
+    struct residual_rmsnorm_args p = {N, C, eps, sz_kdt(out), sz_kdt(w), 0}; /* out, w may be bf16 */
+    sz_task_tensor t[] = {{res, SZ_WRITE, SZ_DTYPE_F32, NC, "res", 0}, {out, SZ_WRITE, sz_fb(out), NC, "out", 0},
                           {rstd, SZ_WRITE, SZ_DTYPE_F32, N, "rstd", 0}, {a, SZ_READ, SZ_DTYPE_F32, NC, "a", 0},
-                          {b, SZ_READ, SZ_DTYPE_F32, NC, "b", 0},       {w, SZ_READ, SZ_DTYPE_F32, C, "w", 0}};
+                          {b, SZ_READ, SZ_DTYPE_F32, NC, "b", 0},       {w, SZ_READ, sz_fb(w), C, "w", 0}};
     return sz_task_submit(u, &sz_cl_residual_rmsnorm_fwd, "residual_rmsnorm_fwd", t, 6, &p, sizeof p);
 }
 
@@ -87,10 +106,10 @@ sz_status sz_op_rmsnorm_residual_bwd(sz_unit *u, sz_tensor *da, sz_tensor *db, s
     if (N < 1 || C < 1)
         return sz_op_invalid(u, "rmsnorm_residual_bwd", "N = %d, C = %d: need N, C >= 1", N, C);
     int64_t NC = (int64_t)N * C;
-    struct residual_rmsnorm_args p = {N, C, 0.0f};
-    sz_task_tensor t[] = {{da, SZ_ACCUMULATE, SZ_DTYPE_F32, NC, "da", 0},     {db, SZ_ACCUMULATE, SZ_DTYPE_F32, NC, "db", 0},
+    struct residual_rmsnorm_args p = {N, C, 0.0f, sz_kdt(dout), sz_kdt(w), sz_kdt(db)}; /* dout, w, db may be bf16 */
+    sz_task_tensor t[] = {{da, SZ_ACCUMULATE, SZ_DTYPE_F32, NC, "da", 0},     {db, SZ_ACCUMULATE, sz_fb(db), NC, "db", 0},
                           {dres, SZ_ACCUMULATE, SZ_DTYPE_F32, NC, "dres", 0}, {dw, SZ_ACCUMULATE, SZ_DTYPE_F32, C, "dw", 0},
-                          {dout, SZ_READ, SZ_DTYPE_F32, NC, "dout", 0},       {res, SZ_READ, SZ_DTYPE_F32, NC, "res", 0},
-                          {w, SZ_READ, SZ_DTYPE_F32, C, "w", 0},              {rstd, SZ_READ, SZ_DTYPE_F32, N, "rstd", 0}};
+                          {dout, SZ_READ, sz_fb(dout), NC, "dout", 0},        {res, SZ_READ, SZ_DTYPE_F32, NC, "res", 0},
+                          {w, SZ_READ, sz_fb(w), C, "w", 0},                  {rstd, SZ_READ, SZ_DTYPE_F32, N, "rstd", 0}};
     return sz_task_submit(u, &sz_cl_rmsnorm_residual_bwd, "rmsnorm_residual_bwd", t, 8, &p, sizeof p);
 }

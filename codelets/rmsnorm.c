@@ -1,5 +1,6 @@
 /* codelets/rmsnorm.c — RMSNorm (LLaMA's norm, no bias): the typed wrappers sz_op_rmsnorm_fwd/bwd,
- * their argument struct, codelets and perf models; the math is codelets/kernels/rmsnorm.c. */
+ * their argument struct, codelets and perf models; the math is codelets/kernels/rmsnorm.c, and with
+ * bf16 operands (the native bf16 path: out / dout and w bf16) codelets/kernels/bf16_act.c. */
 #include "starzero_starpu.h"
 #include "sz_kernels.h"
 #include "sz_tasks.h"
@@ -8,11 +9,18 @@
 struct rmsnorm_args {
     int N, C;
     float eps;
+    int out_dt, p_dt, dout_dt; /* sz_k_dtype of out (fwd), of w, of dout (bwd); all 0: fp32 */
 };
 
 static void fwd_cpu(void *b[], void *arg)
 {
     const struct rmsnorm_args *a = sz_task_params(arg);
+    if (a->out_dt || a->p_dt) {
+        if (sz_k_rmsnorm_fwd_mx(sz_task_ptr(b, arg, 0), a->out_dt, sz_task_ptr(b, arg, 1), sz_task_ptr(b, arg, 2),
+                                sz_task_ptr(b, arg, 3), a->p_dt, a->N, a->C, a->eps))
+            sz_task_fail(arg, "out of memory");
+        return;
+    }
     sz_k_rmsnorm_fwd(sz_task_ptr(b, arg, 0), sz_task_ptr(b, arg, 1), sz_task_ptr(b, arg, 2), sz_task_ptr(b, arg, 3),
                      a->N, a->C, a->eps);
 }
@@ -20,6 +28,13 @@ static void fwd_cpu(void *b[], void *arg)
 static void bwd_cpu(void *b[], void *arg)
 {
     const struct rmsnorm_args *a = sz_task_params(arg);
+    if (a->dout_dt || a->p_dt) {
+        if (sz_k_rmsnorm_bwd_mx(sz_task_ptr(b, arg, 0), sz_task_ptr(b, arg, 1), sz_task_ptr(b, arg, 2), a->dout_dt,
+                                sz_task_ptr(b, arg, 3), sz_task_ptr(b, arg, 4), a->p_dt, sz_task_ptr(b, arg, 5), a->N,
+                                a->C))
+            sz_task_fail(arg, "out of memory");
+        return;
+    }
     sz_k_rmsnorm_bwd(sz_task_ptr(b, arg, 0), sz_task_ptr(b, arg, 1), sz_task_ptr(b, arg, 2), sz_task_ptr(b, arg, 3),
                      sz_task_ptr(b, arg, 4), sz_task_ptr(b, arg, 5), a->N, a->C);
 }
@@ -52,12 +67,13 @@ sz_status sz_op_rmsnorm_fwd(sz_unit *u, sz_tensor *out, sz_tensor *rstd, sz_tens
 {
     if (N < 1 || C < 1 || !(eps >= 0.0f))
         return sz_op_invalid(u, "rmsnorm", "N = %d, C = %d, eps = %g: need N, C >= 1 and eps >= 0", N, C, eps);
-    struct rmsnorm_args a = {N, C, eps};
+    /* out and w may be bf16 (the native bf16 path) */
+    struct rmsnorm_args a = {N, C, eps, sz_kdt(out), sz_kdt(w), 0};
     int64_t NC = (int64_t)N * C;
-    sz_task_tensor t[] = {{out, SZ_WRITE, SZ_DTYPE_F32, NC, "out", 0},
+    sz_task_tensor t[] = {{out, SZ_WRITE, sz_fb(out), NC, "out", 0},
                           {rstd, SZ_WRITE, SZ_DTYPE_F32, N, "rstd", 0},
                           {inp, SZ_READ, SZ_DTYPE_F32, NC, "inp", 0},
-                          {w, SZ_READ, SZ_DTYPE_F32, C, "w", 0}};
+                          {w, SZ_READ, sz_fb(w), C, "w", 0}};
     return sz_task_submit(u, &sz_cl_rmsnorm_fwd, "rmsnorm", t, 4, &a, sizeof a);
 }
 
@@ -66,13 +82,14 @@ sz_status sz_op_rmsnorm_bwd(sz_unit *u, sz_tensor *dinp, sz_tensor *dw, sz_tenso
 {
     if (N < 1 || C < 1)
         return sz_op_invalid(u, "rmsnorm_bwd", "N = %d, C = %d: need N, C >= 1", N, C);
-    struct rmsnorm_args a = {N, C, 0.0f};
+    /* dout and w may be bf16 (the native bf16 path); the gradients are fp32 */
+    struct rmsnorm_args a = {N, C, 0.0f, 0, sz_kdt(w), sz_kdt(dout)};
     int64_t NC = (int64_t)N * C;
     sz_task_tensor t[] = {{dinp, SZ_ACCUMULATE, SZ_DTYPE_F32, NC, "dinp", 1},
                           {dw, SZ_ACCUMULATE, SZ_DTYPE_F32, C, "dw", 1},
-                          {dout, SZ_READ, SZ_DTYPE_F32, NC, "dout", 0},
+                          {dout, SZ_READ, sz_fb(dout), NC, "dout", 0},
                           {inp, SZ_READ, SZ_DTYPE_F32, NC, "inp", 0},
-                          {w, SZ_READ, SZ_DTYPE_F32, C, "w", 0},
+                          {w, SZ_READ, sz_fb(w), C, "w", 0},
                           {rstd, SZ_READ, SZ_DTYPE_F32, N, "rstd", 0}};
     return sz_task_submit(u, &sz_cl_rmsnorm_bwd, "rmsnorm_bwd", t, 6, &a, sizeof a);
 }

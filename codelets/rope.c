@@ -1,6 +1,8 @@
 /* codelets/rope.c — rotary position embedding on a fused qkv [B,T,3C]: the typed wrappers
  * sz_op_rope_fwd/bwd, their argument struct, codelets and perf models; the math is
- * codelets/kernels/rope.c. */
+ * codelets/kernels/rope.c. On the native bf16 path the backward's dinp (the gradient a matmul reads)
+ * and dout may be bf16 (codelets/kernels/bf16_act.c); the forward is fp32 (it rotates a matmul's fp32
+ * output in place for the attention). */
 #include "starzero_starpu.h"
 #include "sz_kernels.h"
 #include "sz_tasks.h"
@@ -9,6 +11,7 @@
 struct rope_args {
     int B, T, C, NH;
     float theta;
+    int dinp_dt, dout_dt; /* backward: sz_k_dtype of dinp and dout; 0: fp32 */
 };
 
 static void fwd_cpu(void *b[], void *arg)
@@ -21,8 +24,12 @@ static void fwd_cpu(void *b[], void *arg)
 static void bwd_cpu(void *b[], void *arg)
 {
     const struct rope_args *a = sz_task_params(arg);
-    if (sz_k_rope_bwd(sz_task_ptr(b, arg, 0), sz_task_ptr(b, arg, 1), a->B, a->T, a->C, a->NH, a->theta) != 0)
-        sz_task_fail(arg, "rope_bwd: out of memory for the cos/sin table (T = %d)", a->T);
+    int rc = a->dinp_dt || a->dout_dt
+                 ? sz_k_rope_bwd_mx(sz_task_ptr(b, arg, 0), a->dinp_dt, sz_task_ptr(b, arg, 1), a->dout_dt, a->B, a->T,
+                                    a->C, a->NH, a->theta)
+                 : sz_k_rope_bwd(sz_task_ptr(b, arg, 0), sz_task_ptr(b, arg, 1), a->B, a->T, a->C, a->NH, a->theta);
+    if (rc != 0)
+        sz_task_fail(arg, "rope_bwd: out of memory for the cos/sin table or a row (T = %d)", a->T);
 }
 
 #if SZ_WITH_CUDA
@@ -59,7 +66,7 @@ sz_status sz_op_rope_fwd(sz_unit *u, sz_tensor *out, sz_tensor *inp, int B, int 
     sz_status st = check(u, "rope", B, T, C, NH, theta);
     if (st != SZ_OK)
         return st;
-    struct rope_args a = {B, T, C, NH, theta};
+    struct rope_args a = {B, T, C, NH, theta, 0, 0};
     int64_t n = (int64_t)B * T * 3 * C;
     sz_task_tensor t[] = {{out, SZ_WRITE, SZ_DTYPE_F32, n, "out", 0}, {inp, SZ_READ, SZ_DTYPE_F32, n, "inp", 0}};
     return sz_task_submit(u, &sz_cl_rope_fwd, "rope", t, 2, &a, sizeof a);
@@ -70,9 +77,9 @@ sz_status sz_op_rope_bwd(sz_unit *u, sz_tensor *dinp, sz_tensor *dout, int B, in
     sz_status st = check(u, "rope_bwd", B, T, C, NH, theta);
     if (st != SZ_OK)
         return st;
-    struct rope_args a = {B, T, C, NH, theta};
+    struct rope_args a = {B, T, C, NH, theta, sz_kdt(dinp), sz_kdt(dout)}; /* either may be bf16 */
     int64_t n = (int64_t)B * T * 3 * C;
-    sz_task_tensor t[] = {{dinp, SZ_ACCUMULATE, SZ_DTYPE_F32, n, "dinp", 0},
-                          {dout, SZ_READ, SZ_DTYPE_F32, n, "dout", 0}};
+    sz_task_tensor t[] = {{dinp, SZ_ACCUMULATE, sz_fb(dinp), n, "dinp", 0},
+                          {dout, SZ_READ, sz_fb(dout), n, "dout", 0}};
     return sz_task_submit(u, &sz_cl_rope_bwd, "rope_bwd", t, 2, &a, sizeof a);
 }

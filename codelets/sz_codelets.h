@@ -25,8 +25,15 @@ struct sz_counters {
     int64_t t0_ns;
     int ntimeline;
     int64_t timeline[SZ_TIMELINE][2];
+    /* StarPU's own allocations on one memory node (the GPU's with a CUDA worker, else main RAM),
+     * sampled by every account task and after each step (tasks/devwatch.c): their most */
+    int sample_on;
+    unsigned sample_node;
+    int64_t node_peak;
 };
 void sz_counters_add(struct sz_counters *c, int category, int64_t bytes);
+/* One sample of StarPU's allocations on c->sample_node (no-op unless c->sample_on). */
+void sz_counters_sample(struct sz_counters *c);
 /* Account one collective that moved `bytes` each way in `ns` nanoseconds. */
 void sz_counters_comm(struct sz_counters *c, int64_t bytes, int64_t ns);
 int64_t sz_now_ns(void);

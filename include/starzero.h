@@ -300,6 +300,21 @@ sz_bf16_compute sz_bf16_compute_auto(const char **why);
 const char *sz_bf16_compute_name(sz_bf16_compute c);
 sz_status sz_bf16_compute_parse(const char *s, sz_bf16_compute *out);
 
+/* One bf16 value (the upper half of an fp32's bits) from an fp32, rounded to nearest even (a NaN
+ * stays a quiet NaN), and its exact widening back: the library's own rounding, for an app's own
+ * operations on the native bf16 path (sz_task_tensor dtype SZ_DTYPE_BF16; apps/llama/swiglu.c). */
+static inline uint16_t sz_bf16_from_f32(float f)
+{
+    union { float f; uint32_t u; } v = {f};
+    uint32_t u = v.u, r = (u + 0x7FFFu + ((u >> 16) & 1u)) >> 16, q = (u >> 16) | 0x40u;
+    return (uint16_t)(((u & 0x7FFFFFFFu) > 0x7F800000u) ? q : r);
+}
+static inline float sz_bf16_to_f32(uint16_t h)
+{
+    union { uint32_t u; float f; } v = {(uint32_t)h << 16};
+    return v.f;
+}
+
 /* The optimizer sz_model_update runs (tasks/sz_optimizer.h is the interface behind it). Its
  * choice fixes the fp32 state the model keeps per parameter element, so it is part of the
  * sz_zero_config (set before sz_model_finalize); the per-step values (learning rate, Adam's betas
@@ -448,7 +463,14 @@ float sz_unit_loss_scale(const sz_unit *u);
  * target outside the vocabulary is refused when the task runs (the model's next call returns
  * SZ_ERR_INVALID, naming the op, the value, the row and the vocabulary). Your own operations:
  * include/starzero_starpu.h. */
-/* t = 0 (overwrites; any element type). */
+/* t = 0 (overwrites; any element type). Folded, where it can be, into the op of the same callback
+ * that next touches t: when that op accumulates into the whole of t and can set it instead (matmul_bwd's
+ * dinp, gelu_bwd, residual_bwd, layernorm_bwd's dinp, layernorm_residual_bwd's da and db,
+ * attention_bwd, ... : SZ_ACCUMULATE_OR_SET in include/starzero_starpu.h) and runs on CPUs, no zeroing
+ * task runs and that op writes t instead of adding into it. The values are those of 0 + x, except that
+ * a contribution of exactly -0.0 stays -0.0 (0.0f + -0.0f is +0.0f). Otherwise (another op, a partial
+ * view, the end of the callback) the zeroing task is submitted just before. SZ_ZERO_FOLD=0 in the
+ * environment (read by sz_model_init) turns folding off. */
 sz_status sz_op_zero(sz_unit *u, sz_tensor *t);
 /* out[B,T,C] = wte[tokens[b,t]] + wpe[t] (overwrites out); tokens int32 [B,T] in [0, V), V = rows
  * of wte. */
@@ -680,6 +702,16 @@ typedef struct sz_memory_report {
     char bf16_path[16];                /* sz_model_bf16_path: "native", "emulated" or "fp32" */
     int64_t matmul_host_peak_bytes;    /* measured: the most host bytes the matmul kernels' working memory
                                           (oneDNN scratchpads, packed tiles) held at once in this process */
+    /* Measured device memory (tasks/devwatch.c), sampled at every release and after each step: */
+    int64_t starpu_node_peak_bytes;    /* the most StarPU had allocated on this rank's compute memory node:
+                                          the GPU's with a CUDA worker (every device copy, its cache of freed
+                                          buffers, the GPU arena), else main RAM (there only its temporaries:
+                                          the model's own buffers are registered, not StarPU's); -1 unknown */
+    int gpu_device;                    /* the CUDA device measured (-1: no CUDA worker; the rest is -1 then) */
+    int64_t gpu_cuda_used_bytes;       /* cudaMemGetInfo total - free after a step, the most (every process) */
+    int64_t gpu_cuda_used_at_start_bytes; /* the same when the budget was taken */
+    int64_t gpu_arena_bytes;           /* SZ_GPU_ARENA=1: the arena (part of starpu_node_peak_bytes); else 0 */
+    int gpu_sharers;                   /* ranks of this node driving that device */
 } sz_memory_report;
 
 sz_status sz_model_memory_report(const sz_model *m, sz_memory_report *out);

@@ -48,6 +48,11 @@ typedef enum sz_access {
     SZ_WRITE,       /* every element of the view is overwritten, previous values unread */
     SZ_READ_WRITE,  /* updated in place */
     SZ_ACCUMULATE,  /* added into (+=); the op's documentation says "accumulates" */
+    SZ_ACCUMULATE_OR_SET, /* added into (+=), or set (=) when the engine folds a pending sz_op_zero of
+                             the tensor into this task: the kernel asks sz_task_sets(cl_arg, k) and
+                             then writes every element of the view without reading it. Only for an op
+                             whose every implementation honours it (a CUDA one too, if it has one:
+                             the engine folds only into tasks that run on CPUs) */
 } sz_access;
 
 /* For sz_task_tensor.dtype: the op takes any element type (it reads the layout's dtype). */
@@ -72,6 +77,7 @@ typedef struct sz_task_layout {
     int64_t offset[SZ_TASK_MAX_TENSORS]; /* elements from the start of that buffer */
     int64_t numel[SZ_TASK_MAX_TENSORS];  /* elements of the view */
     int dtype[SZ_TASK_MAX_TENSORS];      /* sz_dtype of the view */
+    unsigned char set[SZ_TASK_MAX_TENSORS]; /* SZ_ACCUMULATE_OR_SET tensor k is to be set, not added to */
     void *fail;                          /* where sz_task_fail() records an error (the model's) */
     char name[64];                       /* the task's name, for messages */
     int64_t params_size;
@@ -101,6 +107,13 @@ static inline void *sz_task_ptr(void *buffers[], const void *cl_arg, int k)
         return NULL;
     size_t es = l->dtype[k] == SZ_DTYPE_BF16 ? 2 : 4;
     return (char *)STARPU_VECTOR_GET_PTR(buffers[l->buffer[k]]) + (size_t)l->offset[k] * es;
+}
+/* Inside a kernel: 1 when tensor k (declared SZ_ACCUMULATE_OR_SET) must be set (=) rather than
+ * added to: the engine folded the sz_op_zero that preceded the task into it. */
+static inline int sz_task_sets(const void *cl_arg, int k)
+{
+    const sz_task_layout *l = sz_task_layout_of(cl_arg);
+    return k >= 0 && k < l->ntensors && l->set[k];
 }
 static inline int64_t sz_task_numel(const void *cl_arg, int k)
 {

@@ -96,32 +96,44 @@ int64_t sz_memory_gpu_free_bytes(void)
     return -1;
 }
 
+/* Collective: whether any rank has a CUDA worker, and how many ranks of this rank's node drive
+ * this rank's device (this one included; 0 on a rank without one). One all-gather of (device,
+ * node) pairs, the node named by a hash of its host name. */
+sz_status sz_context_gpu_sharers(sz_context *ctx, int *any, int *sharers)
+{
+    int64_t mine[2] = {gpu_device(), 0};
+    for (const char *c = ctx->topology.hostname; *c; c++) /* the node, as a number */
+        mine[1] = mine[1] * 131 + (unsigned char)*c;
+    *any = mine[0] >= 0;
+    *sharers = mine[0] >= 0;
+    if (ctx->world_size < 2)
+        return SZ_OK;
+    int64_t *all = malloc((size_t)ctx->world_size * 2 * sizeof *all);
+    if (!all)
+        return SZ_ERR_NOMEM;
+    if (sz_allgather(mine, 2, MPI_INT64_T, all, 2, MPI_INT64_T, ctx->host_comm, "memory budget: GPUs") != MPI_SUCCESS) {
+        free(all);
+        return SZ_ERR_RUNTIME;
+    }
+    *sharers = 0;
+    for (int r = 0; r < ctx->world_size; r++) {
+        *any |= all[2 * r] >= 0;
+        *sharers += mine[0] >= 0 && all[2 * r] == mine[0] && all[2 * r + 1] == mine[1];
+    }
+    free(all);
+    return SZ_OK;
+}
+
 /* Collective: with CUDA workers on any rank, each GPU rank's share of its GPU's free memory (the
  * ranks of a node driving the same device split it), -1 on ranks without one; SZ_OK or an MPI failure. */
 static sz_status gpu_share(sz_context *ctx, int64_t *share)
 {
-    int64_t mine[3] = {gpu_device(), 0, 0};
+    int any = 0, sharing = 0;
     *share = -1;
-    for (const char *c = ctx->topology.hostname; *c; c++) /* the node, as a number */
-        mine[1] = mine[1] * 131 + (unsigned char)*c;
-    int64_t any = mine[0] >= 0;
-    if (ctx->world_size > 1 && sz_allreduce(MPI_IN_PLACE, &any, 1, MPI_INT64_T, MPI_MAX, ctx->host_comm,
-                                            "memory budget: GPUs") != MPI_SUCCESS)
-        return SZ_ERR_RUNTIME;
-    if (!any)
-        return SZ_OK; /* no rank has a GPU: nothing changes */
-    int64_t *all = malloc((size_t)ctx->world_size * 3 * sizeof *all);
-    if (!all)
-        return SZ_ERR_NOMEM;
-    if (sz_allgather(mine, 3, MPI_INT64_T, all, 3, MPI_INT64_T, ctx->host_comm, "memory budget: GPUs") != MPI_SUCCESS) {
-        free(all);
-        return SZ_ERR_RUNTIME;
-    }
-    int sharing = 0;
-    for (int r = 0; r < ctx->world_size; r++)
-        sharing += all[3 * r] == mine[0] && all[3 * r + 1] == mine[1];
-    free(all);
-    int64_t f = mine[0] >= 0 ? sz_memory_gpu_free_bytes() : -1;
+    sz_status st = sz_context_gpu_sharers(ctx, &any, &sharing);
+    if (st != SZ_OK || !any)
+        return st; /* no rank has a GPU: nothing changes */
+    int64_t f = gpu_device() >= 0 ? sz_memory_gpu_free_bytes() : -1;
     if (f >= 0)
         *share = f / (sharing > 0 ? sharing : 1);
     return SZ_OK;

@@ -58,11 +58,12 @@ int sz_task_is_optimizer(const struct starpu_task *t)
     return t->cl == &sz_cl_adamw || t->cl == &sz_cl_adamw_mixed || t->cl == &sz_cl_sgd || t->cl == &sz_cl_sgd_mixed;
 }
 
-int sz_task_is_comm(const struct starpu_task *t)
+int sz_codelet_is_comm(const struct starpu_codelet *cl)
 {
-    const struct starpu_codelet *cl = t->cl;
     return cl == &sz_cl_reduce_scatter || cl == &sz_cl_all_gather || cl == &sz_cl_clip_scale;
 }
+
+int sz_task_is_comm(const struct starpu_task *t) { return sz_codelet_is_comm(t->cl); }
 
 /* Smaller keys first: plan position (action index, then the task's rank in its action), then
  * arrival. (A rank's only worker taking a ready collective

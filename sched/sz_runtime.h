@@ -44,6 +44,10 @@ int sz_devpool_stats(sz_pool_stats *out);
 /* 1 when every rank's pool is mapped here (the collectives read peers in place) */
 int sz_devpool_shared(void);
 
+/* sched/memory.c, collective: whether any rank has a CUDA worker, and how many ranks of this node
+ * drive this rank's device (itself included; 0 without one). */
+sz_status sz_context_gpu_sharers(struct sz_context *ctx, int *any, int *sharers);
+
 /* Log with the context's sink; ctx may be NULL (then stderr). */
 void sz_logv(const struct sz_context *ctx, sz_log_level level, const char *fmt, va_list ap);
 

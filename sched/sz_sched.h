@@ -9,6 +9,7 @@ extern struct starpu_sched_policy sz_zero_policy;
 extern int sz_comm_worker;
 /* 1 for the communication codelets (gather, reduce-scatter, all-gather, clip factor). */
 int sz_task_is_comm(const struct starpu_task *t);
+int sz_codelet_is_comm(const struct starpu_codelet *cl);
 /* Since the last call: the fraction of communication time hidden behind compute, the busy
  * seconds of each, and the seconds matmul tasks (sz_cl_matmul_fwd/bwd) ran, summed over tasks
  * (matmul_s may be NULL), and the seconds the optimizer tasks (sz_task_is_optimizer) ran, summed

@@ -27,9 +27,20 @@
 #              gpu_peak_tflops (absent from the row if sz-bench has none: then a fail)
 #   sched_zero, sched_dmdas, sched_prio, sched_lws   the scheduler rows: 2 ranks sharing the GPU (the
 #              host-copy collectives), ZeRO stage 3, d12 B4 per rank T1024 bf16, STARPU_SCHED each:
-#              step_ms, device_peak_bytes, gpu_used_bytes, overlap (the zero policy measures it; -1
-#              for StarPU's own policies), mfu; "pass" when the run succeeded on the GPU (a row of
-#              figures, not a ranking)
+#              step_ms, device_peak_bytes (the engine's count), device_measured_peak_bytes (StarPU's
+#              allocations on the GPU at their most), gpu_used_bytes, overlap (the zero policy
+#              measures it; -1 for StarPU's own policies), comm_task_s, compute_task_s, mfu; "pass"
+#              when the run succeeded on the GPU. Printed after all four ran, each with "zero_wins"
+#              (scripts/sched_rank.py: whether zero beats that policy on the step time and the device
+#              peak; on zero's row, whether it beats all, and overlap >= 0.8 where communication is
+#              shorter than compute), then
+#   sched_ranking  the summary: fastest policy, lowest device peak, "pass" when zero wins every
+#              criterion that applies. A measured target: it does not count toward "total"
+#   sched_ranking_canned  dry run only: the same ranking on made-up rows
+#              (scripts/gpu-check-canned-rows.jsonl, or $SZ_GPU_CHECK_CANNED_ROWS), printed as
+#              canned_sched_* rows and this summary, so the ranking is tested without a GPU
+#              (tests/gpu_check_cli.sh)
+# SZ_GPU_CHECK_PARTS=a,b,... runs only those parts (the build and data steps always run).
 set -uo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(dirname "$here")"
@@ -41,7 +52,9 @@ tl() { # a part's timeout: N seconds, or what is left of the check's budget (at 
     local left=$((deadline - $(date +%s)))
     if [ "$left" -lt "$1" ]; then echo $((left > 5 ? left : 5)); else echo "$1"; fi
 }
-go() { # PART: 0 when there is time left to start it, else its "skip" line
+go() { # PART: 0 when it is selected (SZ_GPU_CHECK_PARTS) and there is time left to start it, else
+    # 1 (with its "skip" line when time ran out; nothing for a part not selected)
+    case ",${SZ_GPU_CHECK_PARTS:-$1}," in *",$1,"*) ;; *) return 1 ;; esac
     [ "$(date +%s)" -lt "$deadline" ] && return 0
     json "$1" skip "\"reason\": \"the check's time budget (${SZ_GPU_CHECK_BUDGET_S:-470} s) is spent\""
     return 1
@@ -82,6 +95,17 @@ sz_load_env
 export STARPU_SILENT=1 STARPU_FXT_TRACE=0 STARPU_HOME="$build/starpu-home"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
 gpu_name=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)
+# Two ranks on one GPU (the stages and scheduler parts) need the Default compute mode: in
+# Exclusive_Process mode the second process cannot create its context there
+cmode=$(nvidia-smi --query-gpu=compute_mode --format=csv,noheader 2>/dev/null | head -1)
+share_skip() { # PART: 0 (after its skip line) when two ranks cannot share the GPU
+    case "$cmode" in
+        Exclusive_Process|Prohibited)
+            json "$1" skip "\"reason\": \"the GPU's compute mode is $cmode: two ranks cannot share it (nvidia-smi -c DEFAULT)\""
+            return 0 ;;
+    esac
+    return 1
+}
 
 # ---- kernels ----
 if go kernels; then
@@ -103,7 +127,12 @@ texts=$(ls /usr/share/common-licenses/{GPL-3,LGPL-3,Apache-2.0} 2>/dev/null)
 if [ -z "$texts" ]; then
     texts="$root/README.md"
 fi
-"$build/sz-prepare" --out-dir "$data" --prefix chk $texts >"$logs/prepare.log" 2>&1 || fail_part data "\"log\": \"$logs/prepare.log\""
+needs_data=0 # (only the training parts read it)
+for p in d2_losses gpu_arena stages stages_nccl offload budget; do
+    case ",${SZ_GPU_CHECK_PARTS:-$p}," in *",$p,"*) needs_data=1 ;; esac
+done
+[ $needs_data = 0 ] || "$build/sz-prepare" --out-dir "$data" --prefix chk $texts >"$logs/prepare.log" 2>&1 ||
+    fail_part data "\"log\": \"$logs/prepare.log\""
 train=(--config d2 --vocab 256 --max-seq 64 --train "$data/chk_train.bin" --batch 4 --seq 64 --steps 5 --lr 1e-3 --json)
 bench_model=(--model d12 --batch 8 --seq 1024) sched_model=(--model d12 --batch 4 --seq 1024)
 if [ "$ngpu" = dryrun ]; then # the plumbing only: tiny models (a CPU cannot run d12 T1024 in time)
@@ -185,7 +214,7 @@ stages() { # PART PATH [ENV...]
     fig="$fig\"ranks\": 2, \"gpus\": \"$ngpu\", \"path\": \"$path\""
     [ $ok = 1 ] && json "$part" pass "$fig" || fail_part "$part" "$fig"
 }
-go stages && stages stages "host-copy (MPI)" SZ_GPU_SHARE=1 SZ_NCCL=0
+go stages && ! share_skip stages && stages stages "host-copy (MPI)" SZ_GPU_SHARE=1 SZ_NCCL=0
 if ! go stages_nccl; then
     :
 elif [ "$ngpu" != unknown ] && [ "$ngpu" != dryrun ] && [ "$ngpu" -ge 2 ]; then
@@ -227,9 +256,14 @@ if go budget; then
         bud=$(awk -v n="$need" 'BEGIN {printf "%.0f", n * 2e6 + 8e6}')
         STARPU_NCUDA=1 timeout $(tl 60) "$build/sz-train" "${train[@]}" --mem-budget "$bud" >"$logs/budget_fit.json" 2>"$logs/budget_fit.err"
         rc_fit=$?
-        dpeak=$(jnum device_peak_bytes "$logs/budget_fit.json")
+        dpeak=$(jnum device_peak_bytes "$logs/budget_fit.json") mpeak=$(jnum device_measured_peak_bytes "$logs/budget_fit.json")
+        cused=$(jnum gpu_cuda_used_bytes "$logs/budget_fit.json") cstart=$(jnum gpu_cuda_used_at_start_bytes "$logs/budget_fit.json")
         fig="\"needs_mb\": $need, \"budget_bytes\": $bud, \"rc_fit\": $rc_fit, \"device_peak_bytes\": $dpeak"
-        ok=$(awk -v r="$rc_fit" -v p="$dpeak" -v b="$bud" 'BEGIN {print (r == 0 && p != "null" && p + 0 <= b + 0) ? 1 : 0}')
+        fig="$fig, \"device_measured_peak_bytes\": $mpeak, \"gpu_cuda_used_bytes\": $cused, \"gpu_cuda_used_at_start_bytes\": $cstart"
+        # the engine's count and StarPU's allocations on the GPU (measured) both within the budget
+        # (the run itself stops with an error if either went over: tasks/devwatch.c)
+        ok=$(awk -v r="$rc_fit" -v p="$dpeak" -v q="$mpeak" -v b="$bud" \
+            'BEGIN {print (r == 0 && p != "null" && q != "null" && p + 0 <= b + 0 && q + 0 <= b + 0) ? 1 : 0}')
         [ "$ok" = 1 ] && json budget pass "$fig" || fail_part budget "$fig, \"log\": \"$logs/budget_fit.err\""
     fi
 fi
@@ -248,20 +282,36 @@ if go bench; then
     fi
 fi
 
-# ---- the scheduler rows: zero against StarPU's dmdas, prio, lws (2 ranks sharing the GPU, stage 3) ----
+# ---- the scheduler rows: zero against StarPU's dmdas, prio, lws (2 ranks sharing the GPU, stage 3),
+# printed ranked (scripts/sched_rank.py) once all have run ----
+rows="$logs/sched_rows.jsonl"
+: >"$rows"
+nsched=0
 for pol in zero dmdas prio lws; do
     go "sched_$pol" || continue
+    share_skip "sched_$pol" && continue
+    nsched=$((nsched + 1))
     SZ_GPU_SHARE=1 STARPU_SCHED=$pol STARPU_NCUDA=1 STARPU_WORKER_STATS=1 timeout $(tl 60) mpiexec -n 2 "$root/scripts/gpu-rank.sh" \
         "$build/sz-bench" "${sched_model[@]}" --precision bf16 --zero-stage 3 --steps 2 --warmup 1 --json \
         >"$logs/sched_$pol.json" 2>"$logs/sched_$pol.err"
     rc=$?
     nt=$(cuda_tasks "$logs/sched_$pol.err")
     fig="\"policy\": \"$pol\", \"ranks\": 2, \"rc\": $rc, \"cuda_tasks\": $nt"
-    for k in step_ms device_peak_bytes gpu_used_bytes peak_bytes overlap mfu sched_policy; do
+    for k in step_ms device_peak_bytes device_measured_peak_bytes gpu_used_bytes peak_bytes overlap comm_task_s compute_task_s mfu sched_policy; do
         v=$(jnum $k "$logs/sched_$pol.json")
         case $v in null|[-0-9]*) fig="$fig, \"$k\": $v" ;; *) fig="$fig, \"$k\": \"$v\"" ;; esac
     done
-    if [ $rc -eq 0 ] && [ "$nt" -gt 0 ]; then json "sched_$pol" pass "$fig"; else fail_part "sched_$pol" "$fig, \"log\": \"$logs/sched_$pol.err\""; fi
+    if [ $rc -eq 0 ] && [ "$nt" -gt 0 ]; then json "sched_$pol" pass "$fig" >>"$rows"
+    else any_fail=1; json "sched_$pol" fail "$fig, \"log\": \"$logs/sched_$pol.err\"" >>"$rows"; fi
 done
+if [ $nsched -gt 0 ] && ! python3 "$here/sched_rank.py" "$rows"; then
+    cat "$rows"
+    fail_part sched_ranking "\"note\": \"scripts/sched_rank.py failed on $rows\""
+fi
+if [ "$ngpu" = dryrun ] && go sched_ranking_canned; then
+    canned="${SZ_GPU_CHECK_CANNED_ROWS:-$here/gpu-check-canned-rows.jsonl}"
+    python3 "$here/sched_rank.py" "$canned" --prefix canned_ --summary sched_ranking_canned --canned ||
+        fail_part sched_ranking_canned "\"note\": \"scripts/sched_rank.py failed on $canned\""
+fi
 json total "$([ $any_fail = 0 ] && echo pass || echo fail)" "\"seconds\": $(($(date +%s) - t_start))"
 exit $any_fail

@@ -562,6 +562,8 @@ def write_doc(res, table, doc):
         ys = (f" In sz-bench's first run: FMA peak {yard.get('fma_peak_gflops', 0):.0f} GFLOP/s, oneDNN f32 2048³ "
               f"{yard.get('f32_matmul_gflops', 0):.0f}, bf16 {yard.get('bf16_matmul_gflops', 0):.0f} "
               f"(`{yard.get('bf16_matmul_impl', '?')}`), `amx` {str(yard.get('amx', '?')).lower()}.")
+    if res.get("sz_bf16_path"):
+        ys += f" StarZeRO's bf16 rows ran its `{res['sz_bf16_path']}` bf16 path (`bf16_path`)."
     sec = f"""{BEGIN}
 ## StarZeRO against PyTorch on CPU (`scripts/peer-bench.sh`)
 
@@ -642,6 +644,8 @@ def driver(a):
             print(f"peer-bench: round {rnd + 1}/{a.rounds}: {label} (load average {load:.1f})", flush=True)
             if kind == "sz":
                 recs, mem, info, err = run_sz_bench(a, args[0], args[1], args[2], a.steps, a.warmup, log)
+                if info and args[0] == "bf16" and "bf16_path" in info:
+                    res["sz_bf16_path"] = info["bf16_path"]
                 if info and "sz_yardsticks" not in res:
                     res["sz_yardsticks"] = {k: info.get(k) for k in ("fma_peak_gflops", "f32_matmul_gflops",
                                                                       "bf16_matmul_gflops", "bf16_matmul_impl", "amx",

@@ -18,6 +18,7 @@
 #include "sz_pool.h"
 #include "sz_cuda.h"
 #include "sz_kernels.h"
+#include "sz_devcheck.h"
 
 void sz_train_config_defaults(sz_train_config *cfg)
 {
@@ -51,6 +52,8 @@ sz_status sz_model_init(sz_model **out, sz_context *ctx)
     m->nd = ctx->world_size;
     m->rank = ctx->rank;
     m->arena_mark = -1;
+    const char *fold = getenv("SZ_ZERO_FOLD"); /* 0: every sz_op_zero is its own task (codelets/zero.c) */
+    m->fold_zeros = !(fold && fold[0] == '0');
     sz_zero_config_defaults(&m->zero);
     m->opt = sz_optimizer_get(m->zero.optimizer);
     m->nopt_states = m->opt->nstates(&m->zero);
@@ -277,11 +280,18 @@ static int state_category(int cat)
 
 #define SZ_GPU_ARENA_ALIGN 256
 
+/* The communication buffer lives on the GPU only when the collectives run there (NCCL); the
+ * host-copy collectives are CPU tasks, which keep it in RAM. */
+static int comm_on_gpu(const struct sz_model *m) { return m->nd > 1 && sz_nccl_active(); }
+
 /* M_D on the GPU memory node (SZ_GPU_ARENA=1, with CUDA workers and arenas on; opt-in because it
  * has never run): one cudaMalloc region, sized before the units' storage exists from the same
- * table (sz_plan_storage), holds every model-state tensor that is not pinned host memory, placed
- * contiguously by graph/pool.c's arena and registered with the GPU as its home node; StarPU is
- * told of the bytes (starpu_memory_allocate) so its limit on that node counts them. */
+ * table (sz_plan_storage), holds every model-state tensor that is not pinned host memory and,
+ * with NCCL, the communication buffer, placed contiguously by graph/pool.c's arena and registered
+ * with the GPU as its home node, so StarPU allocates nothing for them; StarPU is told of the bytes
+ * (starpu_memory_allocate) so its limit on that node counts them. (The activations and inputs are
+ * declared before sz_model_finalize, so before the arena exists: StarPU allocates their device
+ * copies, as it does the transients'.) */
 static sz_status gpu_arena_start(struct sz_model *m)
 {
     const char *env = getenv("SZ_GPU_ARENA");
@@ -297,6 +307,9 @@ static sz_status gpu_arena_start(struct sz_model *m)
                 int64_t b = sz_plan_unit_state(&keep, c, sz_plan_padded(m->units[i]->numel, m->nd), m->nd);
                 bytes += b ? (b + 2 * SZ_GPU_ARENA_ALIGN - 1) / SZ_GPU_ARENA_ALIGN * SZ_GPU_ARENA_ALIGN : 0;
             }
+    if (comm_on_gpu(m)) /* the reduce-scatter buffer (sz_model_finalize: nd * bucket floats) */
+        bytes += ((int64_t)m->nd * sz_zero_bucket_elems(m, m->nd) * 4 + 2 * SZ_GPU_ARENA_ALIGN - 1) /
+                 SZ_GPU_ARENA_ALIGN * SZ_GPU_ARENA_ALIGN;
     int ids[STARPU_NMAXWORKERS];
     if (starpu_worker_get_ids_by_type(STARPU_CUDA_WORKER, ids, STARPU_NMAXWORKERS) < 1)
         return SZ_OK;
@@ -316,8 +329,8 @@ static sz_status gpu_arena_start(struct sz_model *m)
     }
     m->gpu.bytes = bytes;
     starpu_memory_allocate(m->gpu.node, (size_t)bytes, STARPU_MEMORY_OVERFLOW);
-    sz_context_log(m->ctx, SZ_LOG_INFO, "GPU arena: %.1f MB of model states on CUDA device %d (memory node %u)",
-                   bytes / 1e6, m->gpu.dev, m->gpu.node);
+    sz_context_log(m->ctx, SZ_LOG_INFO, "GPU arena: %.1f MB of model states%s on CUDA device %d (memory node %u)",
+                   bytes / 1e6, comm_on_gpu(m) ? " and the communication buffer" : "", m->gpu.dev, m->gpu.node);
 #else
     (void)m, (void)env;
 #endif
@@ -344,7 +357,8 @@ static sz_tensor *owned_buffer(struct sz_model *m, const char *name, sz_dtype dt
         return NULL;
     if (pinned_category(m, cat))
         return pinned_buffer(m, name, dtype, numel, cat);
-    if (m->gpu.pool && state_category(cat)) { /* SZ_GPU_ARENA=1: in the GPU arena (already zero) */
+    if (m->gpu.pool && (state_category(cat) || (cat == SZ_MEM_COMM && comm_on_gpu(m)))) {
+        /* SZ_GPU_ARENA=1: in the GPU arena (already zero) */
         int64_t off = sz_pool_alloc_arena(m->gpu.pool, numel * (int64_t)sz_dtype_size(dtype));
         if (off < 0)
             return NULL;
@@ -617,14 +631,19 @@ static sz_status predict(const struct sz_model *m, struct trial t, sz_fold *f)
     return SZ_OK;
 }
 
+/* What the budget holds beside the plan: with CUDA workers StarPU's allocation chunks on the GPU
+ * (graph/sz_devcheck.h), else nothing (on the host the device pool serves StarPU exactly). */
+static int64_t allocator_slack(void) { return have_cuda() ? SZ_STARPU_CUDA_SLACK_BYTES : 0; }
+
 /* The peak the budget is checked against: with CUDA workers the device's (each GPU's budget;
- * the host pool and an offloaded optimizer live in host memory), else the rank's whole peak. */
+ * the host pool and an offloaded optimizer live in host memory) plus StarPU's chunks, else the
+ * rank's whole peak. */
 static int64_t predict_peak(const struct sz_model *m, struct trial t)
 {
     sz_fold f;
     if (predict(m, t, &f) != SZ_OK)
         return INT64_MAX;
-    return have_cuda() ? f.device_peak_bytes : f.peak_bytes;
+    return have_cuda() ? f.device_peak_bytes + allocator_slack() : f.peak_bytes;
 }
 
 /* "X MB" rounded so that a figure over the budget never prints as one at or under it: needs round
@@ -668,7 +687,7 @@ sz_status sz_model_check_budget(struct sz_model *m, int64_t budget)
     int64_t peak = predict_peak(m, now);
     if (peak == INT64_MAX)
         return SZ_ERR_NOMEM;
-    m->predicted_peak = peak;
+    m->predicted_peak = peak - allocator_slack(); /* the plan's own figure (the engine's count) */
     if (budget <= 0 || peak <= budget)
         return SZ_OK;
     /* What fits, each by the same fold: every stage's smallest N_d >= ours as configured; then,
@@ -730,10 +749,13 @@ sz_status sz_model_check_budget(struct sz_model *m, int64_t budget)
         said_rows |= alt[i].rows > 1;
         say(&a, "%s%s: stage %d with N_d >= %d (%.1f MB)", a.len ? "; " : "", what[i], best_s, best_nd, mb_up(best_at));
     }
+    char slack_note[96] = "";
+    if (have_cuda())
+        snprintf(slack_note, sizeof slack_note, "with %.1f MB for StarPU's allocation chunks)", allocator_slack() / 1e6);
     sz_context_log(m->ctx, SZ_LOG_ERROR,
-                   "memory budget: the plan needs %.1f MB per %s (stage %d, N_d %d, %s%s%s%s) but the budget is %.1f MB%s. "
+                   "memory budget: the plan needs %.1f MB per %s%s (stage %d, N_d %d, %s%s%s%s) but the budget is %.1f MB%s. "
                    "Settings that fit, each predicted by the same plan: %s. Activations take %.1f MB of the %.1f.",
-                   mb_up(peak), have_cuda() ? "GPU (device memory)" : "rank", m->zero.stage, m->nd, m->mixed ? "bf16" : "fp32",
+                   mb_up(peak), have_cuda() ? "GPU (device memory, " : "rank", slack_note, m->zero.stage, m->nd, m->mixed ? "bf16" : "fp32",
                    m->zero.checkpoint ? ", checkpointing" : "", m->zero.offload_checkpoints ? ", offloaded checkpoints" : "",
                    m->zero.offload_optimizer ? ", offloaded optimizer" : "",
                    mb_down(budget),
@@ -830,6 +852,11 @@ sz_status sz_model_finalize(sz_model *m)
         m->budget_from_machine = budget > 0;
     }
     m->budget = budget;
+    const char *gp = getenv("SZ_GPU_PLACEMENT");
+    m->gpu_compute = have_cuda() && !(gp && !strcmp(gp, "0"));
+    sz_status wst = sz_devwatch_start(m); /* collective: every rank, before any may refuse below */
+    if (wst != SZ_OK)
+        return wst;
     sz_status bst = sz_model_check_budget(m, budget); /* before allocating anything big */
     if (bst != SZ_OK)
         return bst;
@@ -1102,9 +1129,12 @@ sz_status sz_model_eval(sz_model *m, float *loss)
 
 /* With CUDA workers, before the first step: every tensor the model registered on a buffer of its
  * own and that is not pinned host memory (parameters or their shard, gradient shards, the master
- * and optimizer state unless offloaded, activations, the communication buffer) is prefetched to
- * the GPU's memory node, so the model states live there from the start (StarPU keeps the valid
- * copy on the GPU as the CUDA tasks write it; the home buffer in RAM stays registered). */
+ * and optimizer state unless offloaded, activations, the communication buffer when NCCL uses it
+ * on the GPU) is prefetched to the GPU's memory node, so the model states live there from the
+ * start (StarPU keeps the valid copy on the GPU as the CUDA tasks write it; the home buffer in RAM
+ * stays registered). With the host-copy collectives the communication buffer is only ever used by
+ * CPU tasks: a device copy would hold device memory for nothing (the fold still counts it on the
+ * device, so the prediction errs on the safe side by its size). */
 static void place_on_gpu(struct sz_model *m)
 {
     m->placed = 1;
@@ -1113,7 +1143,8 @@ static void place_on_gpu(struct sz_model *m)
         return;
     unsigned node = starpu_worker_get_memory_node((unsigned)ids[0]);
     for (int i = 0; i < m->ntensors; i++)
-        if (m->tensors[i]->home && !m->tensors[i]->pinned && !m->tensors[i]->on_gpu)
+        if (m->tensors[i]->home && !m->tensors[i]->pinned && !m->tensors[i]->on_gpu &&
+            !(m->tensors[i] == m->comm_buf && m->nd > 1 && !comm_on_gpu(m))) /* host collectives: stays in RAM */
             starpu_data_prefetch_on_node(m->tensors[i]->h, node, 1);
 }
 
@@ -1175,6 +1206,9 @@ sz_status sz_model_update(sz_model *m, const sz_train_config *cfg, int t)
     sz_deadline_step_done((sz_now_ns() - m->counters.t0_ns) * 1e-9); /* later deadlines: >= 5x this */
     if (sz_sched_overlap(&m->overlap, &m->comm_busy_s, &m->compute_busy_s, &m->matmul_busy_s, &m->optimizer_busy_s) != 0)
         m->overlap = -1;
+    sz_status dst = sz_devwatch_step(m); /* collective with GPUs: every rank, whatever st says */
+    if (st == SZ_OK)
+        st = dst;
     /* keep 64 samples of the step's live-bytes timeline, each the maximum of its stretch */
     int n = m->counters.ntimeline < SZ_TIMELINE ? m->counters.ntimeline : SZ_TIMELINE;
     m->ntimeline = n < 64 ? n : 64;
@@ -1255,6 +1289,7 @@ sz_status sz_model_memory_report(const sz_model *m, sz_memory_report *r)
     r->matmul_task_s = m->matmul_busy_s;
     r->optimizer_task_s = m->optimizer_busy_s;
     r->pool_active = sz_devpool_stats(&r->pool);
+    sz_devwatch_report(m, r);
     return SZ_OK;
 }
 

@@ -114,6 +114,9 @@ struct sz_model {
     uint32_t force_where;        /* nonzero: where the tasks submitted now must run (STARPU_CPU for the
                                     optimizer under offload_optimizer), set by tasks/zero.c per action */
     int placed;                  /* with CUDA workers: the model states were prefetched to the GPU */
+    int gpu_compute;             /* CUDA workers, and SZ_GPU_PLACEMENT is not 0: every task whose codelet
+                                    has a CUDA implementation and is not a collective runs on a CUDA
+                                    worker, whatever the policy (tasks/task.c) */
     struct sz_gpu_arena {        /* SZ_GPU_ARENA=1 (opt-in, never run): M_D on the GPU memory node */
         void *base;              /* one cudaMalloc region holding the model states */
         struct sz_pool *pool;    /* graph/pool.c's offsets in it (the arena part) */
@@ -121,6 +124,15 @@ struct sz_model {
         int dev;                 /* CUDA device id */
         unsigned node;           /* its StarPU memory node */
     } gpu;
+    struct sz_devwatch {         /* the run-time device-memory check (tasks/devwatch.c) */
+        int on;                  /* some rank has a CUDA worker: every rank takes part in the check */
+        int gpu;                 /* this rank has one */
+        int dev, sharers;        /* its device; the ranks of this node driving it */
+        unsigned node;           /* its StarPU memory node (main RAM without one) */
+        int64_t host_budget;     /* a CPU-only rank: SZ_DEVWATCH_BUDGET (0: no check of main RAM) */
+        int64_t cuda_total, cuda_start_used, cuda_used_peak; /* cudaMemGetInfo: total, used at start,
+                                                                the most used after a step (-1: unknown) */
+    } watch;
     sz_plan step_plan, eval_plan;/* the plans tasks/zero.c submits (built on first use) */
     struct sz_depcheck *depcheck;/* NULL, or the plan-waits check mode (tasks/depcheck.c) */
     int64_t predicted_peak;      /* bytes per rank the plan predicts (sz_model_finalize) */
@@ -134,6 +146,13 @@ struct sz_model {
     struct sz_counters counters; /* updated by tasks: transient memory, communication bytes */
     int64_t step_sent, step_received, step_ns;
     struct sz_task_failure failure;
+    /* sz_op_zero calls of the callback being submitted, not submitted yet (codelets/zero.c): each
+     * folded into the next task on its tensor that can set it, else submitted right before that task
+     * or when the callback returns (sz_zero_flush) */
+    int fold_zeros;              /* 0 under SZ_ZERO_FOLD=0 */
+    int npending;
+    struct sz_pending_zero { struct sz_unit *u; sz_tensor *t; } pending[16];
+    int64_t zeros_folded, zeros_run; /* counts since sz_model_init: folded into an op / submitted */
 };
 
 /* tasks/depcheck.c: the check that a real step's tasks depend only on data written (or read) by
@@ -149,6 +168,16 @@ void sz_depcheck_access(struct sz_model *m, starpu_data_handle_t h, int write);
 void sz_depcheck_run_begin(struct sz_model *m, const sz_plan *p, int from);
 void sz_depcheck_action(struct sz_model *m, const sz_plan *p, int k);
 int sz_depcheck_run_end(struct sz_model *m, const sz_plan *p, int to); /* violations found */
+
+/* tasks/devwatch.c: the measured device peak against the budget. start: collective, in
+ * sz_model_finalize once the budget is known (before anything is allocated on the GPU): which
+ * ranks have GPUs, who shares them, the device's memory in use then; sampling begins. step:
+ * collective when any rank has a GPU, after each optimizer step: samples, checks
+ * (graph/sz_devcheck.h) and, when a rank's GPU is over, every rank returns SZ_ERR_BUDGET (that
+ * rank logs the figures and what to do). report: fills the measured fields of a memory report. */
+sz_status sz_devwatch_start(struct sz_model *m);
+sz_status sz_devwatch_step(struct sz_model *m);
+void sz_devwatch_report(const struct sz_model *m, sz_memory_report *r);
 
 /* The step's own tasks, each submitted by its codelet's file (codelets/<op>.c). */
 sz_status sz_submit_zero(struct sz_unit *u, const sz_tensor *t, const char *name, struct sz_counters *acct, int category, int64_t bytes,
@@ -179,6 +208,16 @@ sz_status sz_submit_sgd(struct sz_unit *u, const sz_tensor *master, const sz_ten
 /* codelets/scale.c: x *= alpha (tests of the runtime and of CUDA); where: 0 any worker, else
  * STARPU_CPU / STARPU_CUDA. */
 sz_status sz_submit_scale(const sz_tensor *x, float alpha, const char *name, uint32_t where);
+
+/* codelets/zero.c: the pending zeros of m (see struct sz_model). _resolve, for the task being built
+ * on tensors tt[0..n) (codelet cl, workers `where`): each tensor of a pending zero either takes it
+ * (set[k] = 1: an SZ_ACCUMULATE_OR_SET tensor covering its whole handle, the task's only tensor on
+ * that handle, on CPUs) or has it submitted first. _flush submits every pending zero (the end of a
+ * callback); both return the first failure. */
+struct sz_task_tensor;
+sz_status sz_zero_resolve(struct sz_model *m, struct starpu_codelet *cl, const struct sz_task_tensor *tt, int n,
+                          uint32_t where, unsigned char *set);
+sz_status sz_zero_flush(struct sz_model *m);
 
 /* tasks/task.c: the task builder behind sz_task_submit (include/starzero_starpu.h) for the library's
  * own tasks: `name` is the task's full name, `op` the operation's (for messages); m may be NULL

@@ -3,7 +3,9 @@
  * and the tensor when one is wrong), folds the tensors onto distinct StarPU handles (each handle
  * passed once with the union of its modes; a write to part of a handle becomes a read-write, since
  * the rest of the handle must survive), and packs the layout the kernel reads followed by the op's
- * typed argument struct. Also the failure slot kernels report unusable inputs through. */
+ * typed argument struct; a pending sz_op_zero on one of the tensors is folded into the task or
+ * submitted before it (codelets/zero.c). Also the failure slot kernels report unusable inputs
+ * through. */
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -108,6 +110,24 @@ sz_status sz_task_submit_where(struct sz_model *m, int unit, const char *name, c
     }
     if (!where && m)
         where = m->force_where;
+    /* With CUDA workers the compute runs on the GPU under every policy (the zero policy does this
+     * itself; StarPU's own would also hand GPU-capable compute to the CPU workers, which serve the
+     * host side): a codelet with a CUDA implementation that is not a collective goes to CUDA. */
+    if (!where && m && m->gpu_compute && cl->cuda_funcs[0] && !sz_codelet_is_comm(cl))
+        where = STARPU_CUDA;
+    if (m && m->npending > 0) { /* an sz_op_zero of this callback on one of the tensors */
+        unsigned char set[SZ_TASK_MAX_TENSORS] = {0};
+        sz_status st = sz_zero_resolve(m, cl, tt, n, where, set);
+        if (st != SZ_OK) {
+            free(buf);
+            return st;
+        }
+        for (int k = 0; k < n; k++)
+            if (set[k]) { /* written whole, by the only tensor of the task on that handle */
+                l->set[k] = 1;
+                d[l->buffer[k]].mode = STARPU_W;
+            }
+    }
     if (m && m->depcheck)
         for (int j = 0; j < nb; j++)
             sz_depcheck_access(m, d[j].handle, d[j].mode != STARPU_R);

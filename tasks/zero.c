@@ -194,18 +194,25 @@ static sz_status do_ckpt_fetch(struct sz_model *m, struct sz_unit *u, const sz_a
     return sz_submit_convert(m, u->ckpt, u->ckpt_host, 0, cat, b, u->fetch_name);
 }
 
+/* A callback's sz_op_zero calls not folded into one of its ops run now, before its action ends. */
+static sz_status after_callback(struct sz_model *m, sz_status st)
+{
+    sz_status fl = sz_zero_flush(m);
+    return st != SZ_OK ? st : fl;
+}
+
 static sz_status do_fwd(struct sz_model *m, struct sz_unit *u, const sz_action *a, const struct step_args *s)
 {
     (void)m, (void)a, (void)s;
     u->phase = u->fwd_name;
-    return u->forward(u, u->user);
+    return after_callback(m, u->forward(u, u->user));
 }
 
 static sz_status do_recompute(struct sz_model *m, struct sz_unit *u, const sz_action *a, const struct step_args *s)
 {
     (void)m, (void)a, (void)s;
     u->phase = u->recompute_name;
-    return u->forward(u, u->user);
+    return after_callback(m, u->forward(u, u->user));
 }
 
 static sz_status do_bwd(struct sz_model *m, struct sz_unit *u, const sz_action *a, const struct step_args *s)
@@ -214,7 +221,7 @@ static sz_status do_bwd(struct sz_model *m, struct sz_unit *u, const sz_action *
     if (!u->backward)
         return SZ_ERR_STATE;
     u->phase = u->bwd_name;
-    return u->backward(u, u->user);
+    return after_callback(m, u->backward(u, u->user));
 }
 
 static sz_status do_zero_grads(struct sz_model *m, struct sz_unit *u, const sz_action *a, const struct step_args *s)

@@ -1,8 +1,7 @@
 #!/usr/bin/env bash
 # tests/bf16_native_cli.sh — the native bf16 compute path through sz-train, forced with
 # --bf16-compute native (whatever this CPU's rule says, so the test runs alike with and without AMX):
-#  1. the first line reports bf16_path (native, emulated; fp32 for fp32 runs), and LLaMA says it
-#     computes emulated (its units take no bf16 parameters yet);
+#  1. the first line reports bf16_path (native, emulated; fp32 for fp32 runs), for GPT-2 and LLaMA;
 #  2. native losses stay close to fp32's over a few steps of a tiny GPT-2 (bf16 noise);
 #  3. deterministic: bitwise the same losses and saved parameters with STARPU_NCPU=1 and 2;
 #  4. a state saved at step 2 resumes to bitwise the uninterrupted run's step 4 loss and parameters;
@@ -11,7 +10,12 @@
 #  7. sz-estimate --plan --bf16-compute native|emulated predicts the peak sz-train --json measures on
 #     that path (stage 0, and stage 3 with checkpointing), and its main table (no --plan) the same
 #     peak and --plan's activation bytes; it prints bf16_path in text and JSON, and refuses a bad
-#     --bf16-compute value.
+#     --bf16-compute value;
+#  8. the LLaMA-style model (--arch llama) on the native path: losses within bf16 noise of fp32's over
+#     8 steps, bitwise the same with 1 and 2 kernel threads per task (--kernel-threads),
+#     a state saved at step 2 resumes bitwise (losses and every state shard at step 4), and
+#     sz-estimate --arch llama --plan --bf16-compute native|emulated, and its main table, predict the
+#     peak sz-train measures (stage 0, and 2 ranks at stage 3 with checkpointing).
 # Usage: bf16_native_cli.sh BUILD_DIR [MPIEXEC]
 set -u
 bin=$1 mpiexec=${2:-mpiexec}
@@ -27,10 +31,14 @@ for p in "fp32 auto fp32" "bf16 native native" "bf16 emulated emulated"; do
     train --steps 1 --precision "$1" --bf16-compute "$2" >"$dir/first.txt" || fail "--precision $1 --bf16-compute $2"
     head -1 "$dir/first.txt" | grep -q "(bf16_path $3)" || { head -1 "$dir/first.txt"; fail "first line lacks bf16_path $3"; }
 done
-"$bin/sz-train" --arch llama --config 2,2,32 --vocab 256 --max-seq 32 --seq 32 --train "$dir/lic_train.bin" --steps 1 \
-    --precision bf16 --bf16-compute native >"$dir/llama.txt" || fail "llama bf16"
-head -1 "$dir/llama.txt" | grep -q "(bf16_path emulated)" || { head -1 "$dir/llama.txt"; fail "llama does not say emulated"; }
-echo "bf16_path reported: fp32, native, emulated; LLaMA computes emulated"
+ltrain() { "$bin/sz-train" --arch llama --config 2,2,32 --vocab 256 --max-seq 32 --train "$dir/lic_train.bin" \
+           --batch 4 --seq 32 --lr 2e-3 --grad-clip 1.0 "$@"; }
+for p in "native native" "emulated emulated"; do
+    set -- $p
+    ltrain --steps 1 --precision bf16 --bf16-compute "$1" >"$dir/llama.txt" || fail "llama --bf16-compute $1"
+    head -1 "$dir/llama.txt" | grep -q "(bf16_path $2)" || { head -1 "$dir/llama.txt"; fail "llama: first line lacks bf16_path $2"; }
+done
+echo "bf16_path reported: fp32, native, emulated (GPT-2 and LLaMA)"
 
 # 2. native against fp32
 train --steps 8 --json >"$dir/fp32.json" || fail "fp32 run"
@@ -97,9 +105,53 @@ grep -q "as sz-train holds them (bf16_path native" "$dir/est.txt" && grep -q "^P
     || { cat "$dir/est.txt"; fail "sz-estimate's table lacks the native activations or the predicted peak"; }
 "$bin/sz-estimate" --model d2 --vocab 256 --precision fp32 --json | tr -d ' \t\n' | grep -q '"bf16_path":"fp32"' \
     || fail "sz-estimate --json lacks bf16_path fp32"
-"$bin/sz-estimate" --arch llama --model 2,2,32 --vocab 256 --max-seq 32 --bf16-compute native | grep -q "^bf16_path: emulated" \
-    || fail "sz-estimate --arch llama does not say emulated"
+"$bin/sz-estimate" --arch llama --model 2,2,32 --vocab 256 --max-seq 32 --bf16-compute native | grep -q "^bf16_path: native" \
+    || fail "sz-estimate --arch llama --bf16-compute native does not say native"
 if "$bin/sz-estimate" --model d2 --bf16-compute fast >"$dir/est.txt" 2>&1; then fail "sz-estimate accepted --bf16-compute fast"; fi
 grep -q "auto, native or emulated" "$dir/est.txt" || { cat "$dir/est.txt"; fail "sz-estimate's message lacks the choices"; }
 echo "sz-estimate: bf16_path in text and JSON; refused: $(head -1 "$dir/est.txt")"
+
+# 8. the LLaMA-style model on the native path
+ltrain --steps 8 --json >"$dir/lfp32.json" || fail "llama fp32 run"
+ltrain --steps 8 --json --precision bf16 --bf16-compute native >"$dir/lnat.json" || fail "llama native run"
+paste <(losses <"$dir/lfp32.json") <(losses <"$dir/lnat.json") | awk '{d = $1 - $2; if (d < 0) d = -d; if (d > m) m = d}
+    END {print "llama native vs fp32: largest loss difference over 8 steps " m; exit !(NR == 8 && m < 0.05)}' \
+    || fail "llama native losses far from fp32's"
+lnat() { ltrain --precision bf16 --bf16-compute native --json "$@"; }
+lnat --steps 4 --kernel-threads 1 --save-state "$dir/l1.st" >"$dir/l1.json" || fail "llama, 1 kernel thread"
+lnat --steps 4 --kernel-threads 2 --save-state "$dir/l2.st" >"$dir/l2.json" || fail "llama, 2 kernel threads"
+cmp -s <(losses <"$dir/l1.json") <(losses <"$dir/l2.json") || fail "llama native: 1 and 2 kernel threads give other losses"
+for f in "$dir"/l2.st/step-00000004/*.bin; do
+    cmp -s "$f" "$dir/l1.st/step-00000004/$(basename "$f")" || fail "llama native: $(basename "$f") differs between 1 and 2 kernel threads"
+done
+hb() { tail -1 "$1" | sed 's/.*"host_buffer_bytes": \([0-9]*\).*/\1/'; }
+[ "$(hb "$dir/l1.json")" -lt "$(hb "$dir/l2.json")" ] \
+    || fail "--kernel-threads 1 and 2 budget the same matmul working memory ($(hb "$dir/l1.json") bytes): the option did nothing"
+echo "llama native: 1 and 2 kernel threads per task (host buffers $(hb "$dir/l1.json") and $(hb "$dir/l2.json") bytes): bitwise the same losses and state"
+lnat --steps 2 --save-state "$dir/lr.st" >/dev/null || fail "llama --save-state"
+lnat --steps 4 --resume "$dir/lr.st" --save-state "$dir/lr.st" >"$dir/lr.json" || fail "llama --resume"
+[ "$(losses <"$dir/lr.json" | tail -1)" = "$(losses <"$dir/l2.json" | tail -1)" ] || fail "llama resumed: step 4 loss differs"
+for f in "$dir"/l2.st/step-00000004/*.bin; do
+    cmp -s "$f" "$dir/lr.st/step-00000004/$(basename "$f")" || fail "llama resumed: $(basename "$f") differs from 4 straight steps"
+done
+echo "llama native: resumed at step 2 = 4 straight steps, bitwise (loss and every state shard)"
+for p in "native 1 0" "emulated 1 0" "native 2 3 --checkpoint --ckpt"; do
+    set -- $p
+    rep=$(timeout 120 "$mpiexec" -n "$2" "$bin/sz-train" --arch llama --config 2,2,32 --vocab 256 --max-seq 32 \
+          --train "$dir/lic_train.bin" --batch 4 --seq 32 --steps 1 --json --precision bf16 --bf16-compute "$1" \
+          --zero-stage "$3" ${4:-} | tail -1) || fail "llama --bf16-compute $1, $2 rank(s), stage $3 ${4:-}"
+    peak=$(echo "$rep" | sed 's/.*"peak_bytes": \([0-9]*\).*/\1/')
+    est=$("$bin/sz-estimate" --arch llama --model 2,2,32 --vocab 256 --max-seq 32 --batch 4 --seq 32 --nd "$2" --stage "$3" \
+          ${5:-} --precision bf16 --bf16-compute "$1" --data-tokens $ntok --plan --json) || fail "sz-estimate --arch llama --bf16-compute $1"
+    echo "$est" | grep -q "\"bf16_path\":\"$1\"" || fail "sz-estimate --arch llama --plan --json lacks bf16_path $1"
+    est=$(echo "$est" | sed 's/.*"peak_bytes":\([0-9]*\).*/\1/')
+    [ -n "$peak" ] && [ "$est" = "$peak" ] || fail "sz-estimate --arch llama --plan --bf16-compute $1 ($2 rank(s), stage $3 ${4:-}) predicts $est bytes, sz-train measured $peak"
+    tpeak=$("$bin/sz-estimate" --arch llama --model 2,2,32 --vocab 256 --max-seq 32 --batch 4 --seq 32 --nd "$2" ${5:-} \
+            --precision bf16 --bf16-compute "$1" --data-tokens $ntok --json | tr -d ' \t\n' |
+            grep -o '"predicted_peak_bytes":[0-9]*' | sed -n "$(($3 + 1))p" | grep -o '[0-9]*$')
+    [ "$tpeak" = "$peak" ] || fail "sz-estimate --arch llama's table (bf16 $1, $2 rank(s), stage $3 ${4:-}) predicts $tpeak bytes, --plan and sz-train $peak"
+    eval "lpeak_$1_$3=$peak"
+    echo "sz-estimate --arch llama --plan --bf16-compute $1, $2 rank(s), stage $3 ${4:-}: predicted $est = sz-train's peak"
+done
+[ "$lpeak_native_0" -lt "$lpeak_emulated_0" ] || fail "llama native peak $lpeak_native_0 not below emulated $lpeak_emulated_0"
 echo "bf16_native_cli: all checks passed"

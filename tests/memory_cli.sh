@@ -55,6 +55,9 @@ for r, what in ((a, "machine budget"), (b, "--save, --mem-budget = prediction"))
     budget = r["mem_budget"]
     assert peak == pred, ("measured peak %d is not the prediction %d" % (peak, pred), r)
     assert r["matmul_host_peak_bytes"] <= r["host_buffer_bytes"], ("matmul working memory over the host buffers", r)
+    # StarPU's main-RAM allocations, sampled as a GPU rank's device node is (tasks/devwatch.c)
+    assert r["starpu_node_peak_bytes"] >= 0, ("StarPU's allocations were not sampled", r)
+    assert "device_measured_peak_bytes" not in r, ("a GPU figure on a CPU run", r)
     limit = pred + allow if r["budget_from_machine"] else budget + allow
     print("%s, %s: rss peak %.1f MiB <= %s %.1f MiB + allowance %.1f MiB (host buffers %.2f MiB, matmul measured %.2f)"
           % (sys.argv[1], what, rss / 2**20, "prediction" if r["budget_from_machine"] else "budget",

@@ -28,13 +28,13 @@ static inline int sz_test_all_failures(void)
     return (int)f;
 }
 
-/* The end of a test program: "NAME (N_d n): passed" (or FAILED) on rank 0, the context freed; the
- * exit code, the same on every rank. */
-static inline int sz_test_finish(const char *name)
+/* The end of a test program: "NAME (N_d n[MODE]): passed" (or FAILED) on rank 0, the context freed;
+ * the exit code, the same on every rank. */
+static inline int sz_test_finish(const char *name, const char *mode)
 {
     int all = sz_test_all_failures();
     if (sz_context_rank(ctx) == 0)
-        printf("%s (N_d %d): %s\n", name, sz_context_world_size(ctx), all ? "FAILED" : "passed");
+        printf("%s (N_d %d%s): %s\n", name, sz_context_world_size(ctx), mode, all ? "FAILED" : "passed");
     sz_context_free(ctx);
     return all ? 1 : 0;
 }

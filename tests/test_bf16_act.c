@@ -1,5 +1,7 @@
 /* tests/test_bf16_act.c — the kernels of the native bf16 compute path (codelets/kernels/bf16_act.c):
- * layernorm, GELU, residual, softmax-xent backward, encoder and attention with bf16 operands.
+ * layernorm, GELU, residual, softmax-xent backward, encoder and attention with bf16 operands (GPT-2),
+ * RMSNorm and its fusion with the residual, RoPE's backward and the embedding (the LLaMA-style model),
+ * and the public bf16 rounding (starzero.h's sz_bf16_from_f32, which apps' own ops use).
  *  - each against a double reference on the bf16-rounded inputs: fp32 outputs to fp32 tolerance,
  *    bf16 outputs to bf16's (2^-8 relative);
  *  - each against the fp32 kernel on the widened inputs: a bf16 output is bitwise that kernel's
@@ -14,6 +16,7 @@
 #include "sz_kernels.h"
 #include "sz_kernels_impl.h"
 #include "sz_test_data.h"
+#include "starzero.h"
 
 enum { N = 64, C = 384, NC = N * C }; /* N*C > SZ_PAR_MIN: the kernels run in parallel */
 
@@ -290,13 +293,217 @@ static void test_fused(void)
     free(da2); free(dres2); free(lf); free(l); free(l1); free(lw);
 }
 
+/* ---- the LLaMA-style model's ops ---- */
+
+/* Double references of RMSNorm (eps 1e-5) on fp32 rows x and weight w: out, and the input gradient of
+ * sum(out * d) and its weight gradient. */
+static void rms_ref(const float *x, const float *w, const float *d, int n, int c, double *out, double *dx,
+                    double *dw)
+{
+    for (int i = 0; i < c; i++) dw[i] = 0;
+    for (int r = 0; r < n; r++) {
+        const float *xr = x + (size_t)r * c, *dr = d + (size_t)r * c;
+        double ss = 0, dot = 0;
+        for (int i = 0; i < c; i++) ss += (double)xr[i] * xr[i];
+        double s = 1.0 / sqrt(ss / c + 1e-5);
+        for (int i = 0; i < c; i++) {
+            out[(size_t)r * c + i] = xr[i] * s * w[i];
+            dot += (double)dr[i] * w[i] * xr[i];
+            dw[i] += (double)dr[i] * xr[i] * s;
+        }
+        for (int i = 0; i < c; i++) dx[(size_t)r * c + i] = s * w[i] * dr[i] - s * s * s * dot / c * xr[i];
+    }
+}
+
+static void test_rmsnorm(void)
+{
+    const float eps = 1e-5f;
+    float *x = rnd(NC, 2.0f), *wf = rnd(C, 1.0f), *df = rnd(NC, 1.0f), rstd[N], r2[N];
+    uint16_t *w = h16(wf, C), *d = h16(df, NC), *out = malloc(NC * 2), *o1 = malloc(NC * 2);
+    float *ww = w32(w, C), *dw32 = w32(d, NC), *ref32 = malloc(NC * 4);
+    /* forward: bf16 out, bf16 w: the fp32 kernel on the widened weight, rounded */
+    CU_ASSERT_EQUAL(sz_k_rmsnorm_fwd_mx(out, SZ_K_BF16, rstd, x, w, SZ_K_BF16, N, C, eps), 0);
+    sz_k_rmsnorm_fwd(ref32, r2, x, ww, N, C, eps);
+    CU_ASSERT(same16(out, ref32, NC) && !memcmp(rstd, r2, sizeof rstd));
+    /* fp32 out with bf16 w: bitwise the fp32 kernel */
+    float *of = malloc(NC * 4);
+    CU_ASSERT_EQUAL(sz_k_rmsnorm_fwd_mx(of, SZ_K_F32, r2, x, w, SZ_K_BF16, N, C, eps), 0);
+    CU_ASSERT(!memcmp(of, ref32, NC * 4));
+    double *ro = malloc(NC * sizeof *ro), *rdx = malloc(NC * sizeof *rdx), rdw[C];
+    rms_ref(x, ww, dw32, N, C, ro, rdx, rdw);
+    float *o32 = w32(out, NC);
+    CU_ASSERT(close_to("rmsnorm out (bf16)", o32, ro, NC, 1.0 / 256, 1e-6));
+    /* backward from a bf16 dout into an fp32 dinp that holds values, fp32 dweight */
+    float *di = rnd(NC, 0.5f), *di2 = dup_f(di, NC), *di0 = dup_f(di, NC), gw[C] = {0}, gw2[C] = {0};
+    CU_ASSERT_EQUAL(sz_k_rmsnorm_bwd_mx(di, gw, d, SZ_K_BF16, x, w, SZ_K_BF16, rstd, N, C), 0);
+    sz_k_rmsnorm_bwd(di2, gw2, dw32, x, ww, rstd, N, C);
+    CU_ASSERT(!memcmp(di, di2, NC * 4) && !memcmp(gw, gw2, sizeof gw));
+    float *dd = malloc(NC * 4);
+    for (int i = 0; i < NC; i++) dd[i] = di[i] - di0[i];
+    CU_ASSERT(close_to("rmsnorm dinp", dd, rdx, NC, 1e-4, 1e-5));
+    CU_ASSERT(close_to("rmsnorm dweight", gw, rdw, C, 1e-4, 1e-4));
+    for (int th = 1; th <= 3; th++) {
+        omp_set_num_threads(th);
+        CU_ASSERT_EQUAL(sz_k_rmsnorm_fwd_mx(o1, SZ_K_BF16, r2, x, w, SZ_K_BF16, N, C, eps), 0);
+        CU_ASSERT(!memcmp(o1, out, NC * 2));
+        float *dt = dup_f(di0, NC), gwt[C] = {0};
+        CU_ASSERT_EQUAL(sz_k_rmsnorm_bwd_mx(dt, gwt, d, SZ_K_BF16, x, w, SZ_K_BF16, rstd, N, C), 0);
+        CU_ASSERT(!memcmp(dt, di, NC * 4) && !memcmp(gwt, gw, sizeof gw));
+        free(dt);
+    }
+    omp_set_num_threads(2);
+    free(x); free(wf); free(df); free(w); free(d); free(out); free(o1); free(ww); free(dw32); free(ref32); free(of);
+    free(ro); free(rdx); free(o32); free(di); free(di2); free(di0); free(dd);
+}
+
+/* residual + RMSNorm: res fp32, out bf16, w bf16; backward: dout, db bf16 (accumulated), da, dres fp32 */
+static void test_residual_rmsnorm(void)
+{
+    const float eps = 1e-5f;
+    float *a = rnd(NC, 1.0f), *b = rnd(NC, 1.0f), *wf = rnd(C, 1.0f), rstd[N], r2[N];
+    uint16_t *w = h16(wf, C), *out = malloc(NC * 2), *o1 = malloc(NC * 2);
+    float *ww = w32(w, C), *res = malloc(NC * 4), *res2 = malloc(NC * 4), *o32 = malloc(NC * 4);
+    CU_ASSERT_EQUAL(sz_k_residual_rmsnorm_fwd_mx(res, out, SZ_K_BF16, rstd, a, b, w, SZ_K_BF16, N, C, eps), 0);
+    sz_k_residual_rmsnorm_fwd(res2, o32, r2, a, b, ww, N, C, eps);
+    CU_ASSERT(!memcmp(res, res2, NC * 4) && same16(out, o32, NC) && !memcmp(rstd, r2, sizeof rstd));
+    double *ro = malloc(NC * sizeof *ro), *rdx = malloc(NC * sizeof *rdx), rdw[C];
+    float *df = rnd(NC, 1.0f), *dbf = rnd(NC, 1.0f), *da = rnd(NC, 1.0f), *dres = rnd(NC, 1.0f);
+    uint16_t *d = h16(df, NC), *db = h16(dbf, NC), *db0 = malloc(NC * 2);
+    memcpy(db0, db, NC * 2);
+    float *dw32 = w32(d, NC), *db32 = w32(db, NC), *da2 = dup_f(da, NC), *dres2 = dup_f(dres, NC);
+    float *dres0 = dup_f(dres, NC), *da0 = dup_f(da, NC);
+    rms_ref(res, ww, dw32, N, C, ro, rdx, rdw);
+    float *ow = w32(out, NC);
+    CU_ASSERT(close_to("residual_rmsnorm out (bf16)", ow, ro, NC, 1.0 / 256, 1e-6));
+    float gw[C] = {0}, gw2[C] = {0};
+    CU_ASSERT_EQUAL(sz_k_rmsnorm_residual_bwd_mx(da, db, SZ_K_BF16, dres, gw, d, SZ_K_BF16, res, w, SZ_K_BF16, rstd,
+                                                 N, C), 0);
+    sz_k_rmsnorm_residual_bwd(da2, db32, dres2, gw2, dw32, res, ww, rstd, N, C);
+    CU_ASSERT(!memcmp(da, da2, NC * 4) && !memcmp(dres, dres2, NC * 4) && same16(db, db32, NC) &&
+              !memcmp(gw, gw2, sizeof gw));
+    /* against double: dres gains the norm's input gradient, da and db gain the new dres */
+    float *got = malloc(NC * 4);
+    double *want = malloc(NC * sizeof *want);
+    for (int i = 0; i < NC; i++) { got[i] = dres[i] - dres0[i]; }
+    CU_ASSERT(close_to("rmsnorm_residual dres", got, rdx, NC, 1e-4, 1e-5));
+    for (int i = 0; i < NC; i++) { got[i] = da[i]; want[i] = (double)da0[i] + dres[i]; }
+    CU_ASSERT(close_to("rmsnorm_residual da", got, want, NC, 1e-6, 1e-6));
+    for (int i = 0; i < NC; i++) { got[i] = sz_bf16_to_f32_1(db[i]); want[i] = (double)sz_bf16_to_f32_1(db0[i]) + dres[i]; }
+    CU_ASSERT(close_to("rmsnorm_residual db (bf16)", got, want, NC, 1.0 / 256, 1e-6));
+    CU_ASSERT(close_to("rmsnorm_residual dweight", gw, rdw, C, 1e-4, 1e-4));
+    for (int th = 1; th <= 3; th++) {
+        omp_set_num_threads(th);
+        CU_ASSERT_EQUAL(sz_k_residual_rmsnorm_fwd_mx(res2, o1, SZ_K_BF16, r2, a, b, w, SZ_K_BF16, N, C, eps), 0);
+        CU_ASSERT(!memcmp(o1, out, NC * 2) && !memcmp(res2, res, NC * 4));
+        float *dat = dup_f(da0, NC), *drt = dup_f(dres0, NC), gwt[C] = {0};
+        uint16_t *dbt = malloc(NC * 2);
+        memcpy(dbt, db0, NC * 2);
+        CU_ASSERT_EQUAL(sz_k_rmsnorm_residual_bwd_mx(dat, dbt, SZ_K_BF16, drt, gwt, d, SZ_K_BF16, res, w, SZ_K_BF16,
+                                                     rstd, N, C), 0);
+        CU_ASSERT(!memcmp(dat, da, NC * 4) && !memcmp(drt, dres, NC * 4) && !memcmp(dbt, db, NC * 2) &&
+                  !memcmp(gwt, gw, sizeof gw));
+        free(dat); free(drt); free(dbt);
+    }
+    omp_set_num_threads(2);
+    free(a); free(b); free(wf); free(w); free(out); free(o1); free(ww); free(res); free(res2); free(o32); free(ro);
+    free(rdx); free(df); free(dbf); free(da); free(dres); free(d); free(db); free(db0); free(dw32); free(db32);
+    free(da2); free(dres2); free(dres0); free(da0); free(ow); free(got); free(want);
+}
+
+/* RoPE's backward into a bf16 dinp (holding values) from an fp32 dout, and from a bf16 one; the
+ * embedding from a bf16 table; the public rounding */
+static void test_rope_embedding(void)
+{
+    enum { Bn = 4, Tn = 32, Cn = 64, NH = 4, HS = Cn / NH };
+    const float theta = 10000.0f;
+    size_t n3 = (size_t)Bn * Tn * 3 * Cn; /* above the parallel threshold */
+    float *dout = rnd(n3, 1.0f), *pf = rnd(n3, 0.5f);
+    uint16_t *p16 = h16(pf, n3), *di = malloc(n3 * 2), *d16 = h16(dout, n3);
+    float *pw = w32(p16, n3), *ref32 = dup_f(pw, n3), *dw = w32(d16, n3);
+    memcpy(di, p16, n3 * 2);
+    CU_ASSERT_EQUAL(sz_k_rope_bwd_mx(di, SZ_K_BF16, dout, SZ_K_F32, Bn, Tn, Cn, NH, theta), 0);
+    CU_ASSERT_EQUAL(sz_k_rope_bwd(ref32, dout, Bn, Tn, Cn, NH, theta), 0);
+    CU_ASSERT(same16(di, ref32, n3));
+    /* double reference: the rotation's transpose, on top of the held values */
+    double *ref = malloc(n3 * sizeof *ref);
+    for (int bt = 0; bt < Bn * Tn; bt++) {
+        int t = bt % Tn;
+        for (int j = 0; j < 3 * Cn; j++) {
+            size_t k = (size_t)bt * 3 * Cn + j;
+            int part = j / Cn, i = (j % Cn) % HS / 2, odd = j % 2;
+            double g = dout[k];
+            if (part < 2) {
+                double ang = t * pow(theta, -2.0 * i / HS), c = cos(ang), s = sin(ang);
+                double d0 = dout[k - odd], d1 = dout[k - odd + 1];
+                g = odd ? d1 * c - d0 * s : d0 * c + d1 * s;
+            }
+            ref[k] = pw[k] + g;
+        }
+    }
+    float *got = w32(di, n3);
+    CU_ASSERT(close_to("rope dinp (bf16)", got, ref, n3, 1.0 / 256, 1e-5));
+    /* bf16 dout into an fp32 dinp: bitwise the fp32 kernel on the widened dout */
+    float *a32 = dup_f(pw, n3), *b32 = dup_f(pw, n3);
+    CU_ASSERT_EQUAL(sz_k_rope_bwd_mx(a32, SZ_K_F32, d16, SZ_K_BF16, Bn, Tn, Cn, NH, theta), 0);
+    CU_ASSERT_EQUAL(sz_k_rope_bwd(b32, dw, Bn, Tn, Cn, NH, theta), 0);
+    CU_ASSERT(!memcmp(a32, b32, n3 * 4));
+    for (int th = 1; th <= 3; th++) {
+        omp_set_num_threads(th);
+        uint16_t *dt = malloc(n3 * 2);
+        memcpy(dt, p16, n3 * 2);
+        CU_ASSERT_EQUAL(sz_k_rope_bwd_mx(dt, SZ_K_BF16, dout, SZ_K_F32, Bn, Tn, Cn, NH, theta), 0);
+        CU_ASSERT(!memcmp(dt, di, n3 * 2));
+        free(dt);
+    }
+    omp_set_num_threads(2);
+
+    enum { VV = 50 };
+    float *wtef = rnd((size_t)VV * C, 1.0f);
+    uint16_t *wte = h16(wtef, (size_t)VV * C);
+    float *wtew = w32(wte, (size_t)VV * C), *o = malloc(NC * 4), *o2 = malloc(NC * 4);
+    int tok[N];
+    for (int i = 0; i < N; i++) tok[i] = (i * 13) % VV;
+    CU_ASSERT_EQUAL(sz_k_embedding_fwd_mx(o, tok, wte, SZ_K_BF16, N, C, VV), -1);
+    CU_ASSERT_EQUAL(sz_k_embedding_fwd(o2, tok, wtew, N, C, VV), -1);
+    CU_ASSERT(!memcmp(o, o2, NC * 4));
+    tok[7] = VV; /* a token outside the table: its row returned, nothing written */
+    memset(o, 0, NC * 4);
+    CU_ASSERT_EQUAL(sz_k_embedding_fwd_mx(o, tok, wte, SZ_K_BF16, N, C, VV), 7);
+    int zero = 1;
+    for (int i = 0; i < NC; i++) zero &= o[i] == 0.0f;
+    CU_ASSERT(zero);
+
+    /* starzero.h's rounding is the kernels': random values, ties, the largest finite, infinities, NaNs */
+    int same = 1;
+    for (int i = 0; i < 200000; i++) {
+        uint32_t u = (uint32_t)(frand() * 2147483647.0f) * 2654435761u;
+        float f;
+        memcpy(&f, &u, 4);
+        uint16_t h = sz_f32_to_bf16_1(f);
+        float w1 = sz_bf16_to_f32(h), w2 = sz_bf16_to_f32_1(h);
+        same &= sz_bf16_from_f32(f) == h && !memcmp(&w1, &w2, 4);
+    }
+    const uint32_t special[] = {0x3F808000u, 0x3F818000u, 0x7F7FFFFFu, 0x7F800000u, 0xFF800000u, 0x7FC00001u,
+                                0xFF800001u, 0x00000001u, 0x80000000u};
+    for (size_t i = 0; i < sizeof special / sizeof special[0]; i++) {
+        float f;
+        memcpy(&f, &special[i], 4);
+        same &= sz_bf16_from_f32(f) == sz_f32_to_bf16_1(f);
+    }
+    CU_ASSERT(same);
+    free(dout); free(pf); free(p16); free(di); free(d16); free(pw); free(ref32); free(dw); free(ref); free(got);
+    free(a32); free(b32); free(wtef); free(wte); free(wtew); free(o); free(o2);
+}
+
 int main(void)
 {
     if (CU_initialize_registry() != CUE_SUCCESS) return 1;
     CU_pSuite s = CU_add_suite("bf16 activations", NULL, NULL);
     if (!s || !CU_add_test(s, "layernorm", test_layernorm) || !CU_add_test(s, "gelu", test_gelu) ||
         !CU_add_test(s, "residual, softmax-xent, encoder", test_small) || !CU_add_test(s, "attention", test_attention) ||
-        !CU_add_test(s, "fusions", test_fused)) {
+        !CU_add_test(s, "fusions", test_fused) || !CU_add_test(s, "rmsnorm", test_rmsnorm) ||
+        !CU_add_test(s, "residual + rmsnorm", test_residual_rmsnorm) ||
+        !CU_add_test(s, "rope backward, embedding, public rounding", test_rope_embedding)) {
         CU_cleanup_registry();
         return 1;
     }

@@ -2,14 +2,21 @@
  * config whose units do not divide evenly:
  *  - ZeRO stages 1, 2, 3 give bitwise the same losses, first-step gradients and final parameters
  *    as stage 0 at the same N_d; so do activation checkpointing (stages 0 and 3) and offloaded
- *    checkpoints (stage 3), and bf16 runs agree between stage 0 and stage 3;
+ *    checkpoints (stage 3), and bf16 runs (the emulated path) agree between stage 0 and stage 3;
+ *  - with the argument "bf16native", all of that on the native bf16 path (bf16 activations and
+ *    parameters read directly; forced whatever this CPU's rule says), whose losses and first-step
+ *    gradients also stay within bf16 noise of fp32's, and whose bad tokens fail as fp32's do;
+ *  - every run's measured peak equals the plan's prediction, and reports its bf16_path;
  *  - with one rank, the whole model's gradient (every tensor: embedding, norms, qkv through RoPE
  *    and attention, SwiGLU, the untied head) against central finite differences of the loss;
- *  - the estimator's activation bytes (sz_llama_engine_activation_bytes) equal what the model registers;
- *  - the model's own SwiGLU kernel against a double reference and finite differences;
+ *  - the estimator's activation bytes (sz_llama_engine_activation_bytes_bf16, on the run's path) equal
+ *    what the model registers;
+ *  - the model's own SwiGLU kernel against a double reference and finite differences, and its bf16
+ *    variant bitwise the fp32 kernel on the widened values, rounded, at 1-3 threads;
  *  - an input token or a target outside the vocabulary fails the step naming the op (no crash).
  * Every rank checks; the verdict is summed over ranks so the exit code is the same everywhere. */
 #include <math.h>
+#include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +25,7 @@
 
 enum { B = 2, T = 8, STEPS = 3, V = 37 };
 static char last_error[1024];
+static int native_mode; /* argument "bf16native": the stage cases run bf16 on the native path */
 
 static void capture_log(sz_log_level level, const char *msg, void *user)
 {
@@ -86,7 +94,15 @@ static void train(const sz_llama_config *c, const sz_zero_config *z, struct run 
     /* the estimator counts the model's own tensors as sz_llama_create registers them */
     sz_memory_report rep;
     CHECK(sz_model_memory_report(sz_llama_model(m), &rep) == SZ_OK, "memory report");
-    int64_t host = -1, act = sz_llama_engine_activation_bytes(c, B, T, z->checkpoint, z->offload_checkpoints, &host);
+    int nat = z->precision == SZ_PRECISION_BF16 && z->bf16_compute == SZ_BF16_COMPUTE_NATIVE;
+    const char *path = z->precision == SZ_PRECISION_FP32 ? "fp32" : nat ? "native" : "emulated";
+    CHECK(sz_model_bf16_native(sz_llama_model(m)) == nat && !strcmp(rep.bf16_path, path),
+          "stage %d: bf16_path %s, expected %s", z->stage, rep.bf16_path, path);
+    CHECK(rep.peak_bytes == rep.predicted_peak_bytes, "stage %d ckpt %d offload %d %s: measured peak %lld, predicted %lld",
+          z->stage, z->checkpoint, z->offload_checkpoints, path, (long long)rep.peak_bytes,
+          (long long)rep.predicted_peak_bytes);
+    int64_t host = -1,
+            act = sz_llama_engine_activation_bytes_bf16(c, B, T, z->checkpoint, z->offload_checkpoints, nat, &host);
     CHECK(act == rep.bytes[SZ_MEM_ACTIVATIONS] && host == rep.bytes[SZ_MEM_HOST],
           "stage %d ckpt %d offload %d: activations %lld / host %lld estimated, %lld / %lld registered", z->stage,
           z->checkpoint, z->offload_checkpoints, (long long)act, (long long)host,
@@ -100,14 +116,15 @@ static void run_free(struct run *r)
     free(r->grads);
 }
 
-/* Every configuration against stage 0 with the same precision: bitwise. */
+/* Every configuration against stage 0 with the same precision and path: bitwise. In native mode
+ * every case is bf16 on the native path, and an fp32 stage-0 run is the yardstick of its noise. */
 static void test_stages(const sz_llama_config *c)
 {
     size_t np = (size_t)sz_llama_num_params(c);
+    const sz_precision F = native_mode ? SZ_PRECISION_BF16 : SZ_PRECISION_FP32;
     struct { int stage, ckpt, offload; sz_precision prec; } cases[] = {
-        {0, 0, 0, SZ_PRECISION_FP32}, {1, 0, 0, SZ_PRECISION_FP32}, {2, 0, 0, SZ_PRECISION_FP32},
-        {3, 0, 0, SZ_PRECISION_FP32}, {0, 1, 0, SZ_PRECISION_FP32}, {3, 1, 0, SZ_PRECISION_FP32},
-        {3, 1, 1, SZ_PRECISION_FP32}, {0, 0, 0, SZ_PRECISION_BF16}, {3, 1, 0, SZ_PRECISION_BF16},
+        {0, 0, 0, F}, {1, 0, 0, F}, {2, 0, 0, F}, {3, 0, 0, F}, {0, 1, 0, F}, {3, 1, 0, F}, {3, 1, 1, F},
+        {0, 0, 0, native_mode ? SZ_PRECISION_FP32 : SZ_PRECISION_BF16}, {3, 1, 0, SZ_PRECISION_BF16},
     };
     enum { NC = sizeof cases / sizeof cases[0] };
     struct run r[NC];
@@ -118,9 +135,11 @@ static void test_stages(const sz_llama_config *c)
         z.checkpoint = cases[i].ckpt;
         z.offload_checkpoints = cases[i].offload;
         z.precision = cases[i].prec;
+        /* native mode: native; else bf16 is the emulated path (whatever this CPU's rule says) */
+        z.bf16_compute = native_mode ? SZ_BF16_COMPUTE_NATIVE : SZ_BF16_COMPUTE_EMULATED;
         train(c, &z, &r[i]);
-        int ref = cases[i].prec == SZ_PRECISION_BF16 ? 7 : 0;
-        if (i == ref || !r[i].params || !r[ref].params)
+        int ref = native_mode ? (i == 7 ? -1 : 0) : cases[i].prec == SZ_PRECISION_BF16 ? 7 : 0;
+        if (ref < 0 || i == ref || !r[i].params || !r[ref].params)
             continue;
         CHECK(!memcmp(r[i].loss, r[ref].loss, sizeof r[i].loss),
               "stage %d ckpt %d offload %d %s: losses differ from stage 0 (%.9g vs %.9g)", cases[i].stage,
@@ -133,11 +152,51 @@ static void test_stages(const sz_llama_config *c)
     }
     CHECK(r[0].loss[STEPS - 1] < r[0].loss[0], "the loss did not fall over %d steps (%g -> %g)", STEPS, r[0].loss[0],
           r[0].loss[STEPS - 1]);
+    if (native_mode && r[0].grads && r[7].grads) { /* native against fp32: bf16 noise, not bitwise */
+        double dl = 0, num = 0, den = 0;
+        for (int s = 0; s < STEPS; s++)
+            dl = fmax(dl, fabs((double)r[0].loss[s] - r[7].loss[s]));
+        for (size_t i = 0; i < np; i++) {
+            double e = (double)r[0].grads[i] - r[7].grads[i];
+            num += e * e;
+            den += (double)r[7].grads[i] * r[7].grads[i];
+        }
+        double rel = sqrt(num / (den > 0 ? den : 1));
+        CHECK(dl < 0.02 && rel < 0.05, "native vs fp32: largest loss difference %.3g (want < 0.02), first-step "
+              "gradient relative difference %.3g (want < 0.05)", dl, rel);
+        if (sz_context_rank(ctx) == 0)
+            printf("native vs fp32: largest loss difference %.2e, first-step gradients %.2e relative\n", dl, rel);
+    }
     if (sz_context_rank(ctx) == 0)
-        printf("stages 0-3, checkpointing, offload: bitwise equal at N_d = %d (losses %.6f .. %.6f)\n",
-               sz_context_world_size(ctx), r[0].loss[0], r[0].loss[STEPS - 1]);
+        printf("stages 0-3, checkpointing, offload%s: bitwise equal at N_d = %d (losses %.6f .. %.6f)\n",
+               native_mode ? " (bf16 native)" : "", sz_context_world_size(ctx), r[0].loss[0], r[0].loss[STEPS - 1]);
     for (int i = 0; i < NC; i++)
         run_free(&r[i]);
+}
+
+/* Native mode, one rank: a token outside the vocabulary fails the step in the bf16 embedding too. */
+static void test_native_bad_token(const sz_llama_config *c)
+{
+    sz_zero_config z;
+    sz_zero_config_defaults(&z);
+    z.precision = SZ_PRECISION_BF16;
+    z.bf16_compute = SZ_BF16_COMPUTE_NATIVE;
+    sz_llama *m = NULL;
+    char err[256] = "";
+    if (sz_llama_create(&m, ctx, c, B, T, &z, err, sizeof err) != SZ_OK || sz_llama_init_random(m, 5) != SZ_OK) {
+        CHECK(0, "create: %s", err);
+        return;
+    }
+    int in[B * T], tg[B * T];
+    float loss;
+    batch(0, 1, 0, in, tg);
+    in[5] = V + 4;
+    CHECK(sz_llama_set_batch(m, in, tg) == SZ_OK, "set batch");
+    last_error[0] = 0;
+    sz_status st = sz_model_eval(sz_llama_model(m), &loss);
+    CHECK(st == SZ_ERR_INVALID && strstr(last_error, "fwd:embed:embedding") && strstr(last_error, "token 41 at row 5"),
+          "native: a bad token gave %s, message '%s'", sz_status_string(st), last_error);
+    sz_llama_free(m);
 }
 
 /* One rank: the gradient of the mean loss against central differences, for the 3 largest
@@ -238,6 +297,65 @@ static void test_swiglu_kernel(void)
         bad += !(fabs(du[i] + 0.5 - fu) <= 1e-5 * (1 + fabs(fu)));
     }
     CHECK(bad == 0, "swiglu kernel: %d values off the double reference / finite differences", bad);
+
+    /* the bf16 variant (the native path's): the fp32 kernel on the widened values, each result rounded
+     * once; dout bf16 or fp32; the same bits at 1-3 threads (sizes above the parallel threshold) */
+    enum { M = 40000 };
+    float *g = malloc(M * sizeof *g), *uu = malloc(M * sizeof *uu), *o32 = malloc(M * sizeof *o32);
+    float *a32 = malloc(M * sizeof *a32), *b32 = malloc(M * sizeof *b32), *d32 = malloc(M * sizeof *d32);
+    uint16_t *o16 = malloc(M * 2), *a16 = malloc(M * 2), *b16 = malloc(M * 2), *d16 = malloc(M * 2);
+    uint16_t *a0 = malloc(M * 2), *b0 = malloc(M * 2), *t16 = malloc(M * 2), *ta = malloc(M * 2), *tb = malloc(M * 2);
+    for (int i = 0; i < M; i++) {
+        g[i] = (float)sin(i * 0.013) * 7.0f;
+        uu[i] = (float)cos(i * 0.029) * 3.0f;
+        d16[i] = sz_bf16_from_f32((float)sin(i * 0.0071 + 0.3));
+        a0[i] = sz_bf16_from_f32((float)cos(i * 0.0037) * 0.5f);
+        b0[i] = sz_bf16_from_f32((float)sin(i * 0.0053) * 0.5f);
+    }
+    sz_llama_swiglu_fwd_bf16(o16, g, uu, M);
+    sz_llama_swiglu_fwd(o32, g, uu, M);
+    int diff = 0, far = 0;
+    for (int i = 0; i < M; i++) {
+        diff += o16[i] != sz_bf16_from_f32(o32[i]);
+        double ref = g[i] / (1 + exp(-(double)g[i])) * uu[i];
+        far += !(fabs(sz_bf16_to_f32(o16[i]) - ref) <= fabs(ref) / 256 + 1e-6);
+    }
+    for (int dbf = 0; dbf < 2; dbf++) { /* dout bf16, then fp32 */
+        for (int i = 0; i < M; i++) {
+            d32[i] = sz_bf16_to_f32(d16[i]);
+            a32[i] = sz_bf16_to_f32(a0[i]);
+            b32[i] = sz_bf16_to_f32(b0[i]);
+        }
+        memcpy(a16, a0, M * 2);
+        memcpy(b16, b0, M * 2);
+        sz_llama_swiglu_bwd_bf16(a16, b16, dbf ? (const void *)d32 : (const void *)d16, !dbf, g, uu, M);
+        sz_llama_swiglu_bwd(a32, b32, d32, g, uu, M);
+        for (int i = 0; i < M; i++) {
+            diff += a16[i] != sz_bf16_from_f32(a32[i]) || b16[i] != sz_bf16_from_f32(b32[i]);
+            double gg = g[i], sg = 1 / (1 + exp(-gg));
+            double rg = sz_bf16_to_f32(a0[i]) + d32[i] * uu[i] * sg * (1 + gg * (1 - sg));
+            double ru = sz_bf16_to_f32(b0[i]) + d32[i] * gg * sg;
+            far += !(fabs(sz_bf16_to_f32(a16[i]) - rg) <= fabs(rg) / 128 + 1e-5);
+            far += !(fabs(sz_bf16_to_f32(b16[i]) - ru) <= fabs(ru) / 128 + 1e-5);
+        }
+    }
+    memcpy(ta, a0, M * 2); /* the reference bits at the default thread count, dout bf16 */
+    memcpy(tb, b0, M * 2);
+    sz_llama_swiglu_bwd_bf16(ta, tb, d16, 1, g, uu, M);
+    int threads = omp_get_max_threads();
+    for (int th = 1; th <= 3; th++) {
+        omp_set_num_threads(th);
+        memcpy(a16, a0, M * 2);
+        memcpy(b16, b0, M * 2);
+        sz_llama_swiglu_fwd_bf16(t16, g, uu, M);
+        sz_llama_swiglu_bwd_bf16(a16, b16, d16, 1, g, uu, M);
+        diff += memcmp(t16, o16, M * 2) != 0 || memcmp(a16, ta, M * 2) != 0 || memcmp(b16, tb, M * 2) != 0;
+    }
+    omp_set_num_threads(threads);
+    CHECK(diff == 0 && far == 0, "swiglu bf16 kernels: %d results not the fp32 kernel's rounded (or differing "
+          "across 1-3 threads), %d off the double reference", diff, far);
+    free(g); free(uu); free(o32); free(a32); free(b32); free(d32); free(o16); free(a16); free(b16); free(d16);
+    free(a0); free(b0); free(t16); free(ta); free(tb);
 }
 
 int main(int argc, char **argv)
@@ -254,9 +372,20 @@ int main(int argc, char **argv)
         fprintf(stderr, "config: %s\n", err);
         return 1;
     }
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "bf16native"))
+            native_mode = 1;
+        else if (argv[i][0] != '-') {
+            fprintf(stderr, "test_llama: unknown argument '%s' (bf16native or nothing)\n", argv[i]);
+            sz_context_free(ctx);
+            return 1;
+        }
+    }
     test_swiglu_kernel();
     test_stages(&c);
-    if (sz_context_world_size(ctx) == 1)
+    if (sz_context_world_size(ctx) == 1 && native_mode)
+        test_native_bad_token(&c);
+    else if (sz_context_world_size(ctx) == 1)
         test_gradient(&c);
-    return sz_test_finish("test_llama");
+    return sz_test_finish("test_llama", native_mode ? ", bf16 native" : "");
 }

@@ -108,5 +108,5 @@ int main(int argc, char **argv)
     for (int M = 1; M <= 2; M++)
         for (int stage = 0; stage <= 3; stage += 3)
             run(M, stage);
-    return sz_test_finish("test_mse_ranks");
+    return sz_test_finish("test_mse_ranks", "");
 }

@@ -1,7 +1,14 @@
 /* apps/llama/llama.c — the LLaMA-style model on the public StarZeRO API (starzero.h and, for its
  * own SwiGLU op, starzero_starpu.h): units "embed" (wte), "block<l>" (checkpointable), "head"
  * (final RMSNorm weight and the untied LM head). The callbacks only submit operations; ZeRO
- * stages, checkpointing and offload are the engine's business. */
+ * stages, checkpointing and offload are the engine's business. On the native bf16 path
+ * (sz_model_bf16_native) the activations the matmuls read (rms1, atty, rms2, h, rmsf), the logits
+ * (bf16 as a matmul's output; the fused softmax-xent computes in fp32 from them and leaves the bf16
+ * gradient in place) and the gradients the matmuls read or write (dqkv, dattproj, dgate, dup, ddown;
+ * drms1, datty, drms2, dh, drmsf) are bf16 — the tables of llama_spec.c say which — and every unit
+ * reads its bf16 parameters directly (bf16_params: each op it passes a parameter to takes bf16); the
+ * residual stream and its gradient, the other matmul outputs, the attention's input gradient before
+ * RoPE, the norms' statistics and the parameter gradients stay fp32. */
 #include <stdlib.h>
 #include <string.h>
 #include "llama_internal.h"
@@ -160,9 +167,15 @@ sz_status sz_llama_create(sz_llama **out, sz_context *ctx, const sz_llama_config
     else
         sz_zero_config_defaults(&z);
     sz_runtime_info info;
-    if (sz_context_runtime_info(ctx, &info) == SZ_OK)
+    int have_info = sz_context_runtime_info(ctx, &info) == SZ_OK;
+    if (have_info)
         z.host_bytes += sz_llama_host_bytes(cfg, B, T, info.compute_workers, info.kernel_threads);
-    if ((st = sz_model_set_zero(m->model, &z)) != SZ_OK) {
+    st = sz_model_set_zero(m->model, &z);
+    if (st == SZ_OK && have_info && sz_model_bf16_native(m->model)) { /* its matmuls may also run the bf16 kernels */
+        z.host_bytes += sz_llama_host_bytes_bf16(cfg, B, T, info.compute_workers, info.kernel_threads);
+        st = sz_model_set_zero(m->model, &z);
+    }
+    if (st != SZ_OK) {
         snprintf(err, errlen, "invalid ZeRO configuration (the library's error above says why)");
         sz_llama_free(m);
         return st;
@@ -171,23 +184,25 @@ sz_status sz_llama_create(sz_llama **out, sz_context *ctx, const sz_llama_config
     sz_llama_unit_params(cfg, 1, m->block_spec);
     sz_llama_unit_params(cfg, L + 1, m->head_spec);
     sz_unit_desc d = {.name = "embed", .params = m->embed_spec, .nparams = SZ_LLAMA_EMBED_PARAMS,
-                      .forward = embed_fwd, .backward = embed_bwd, .user = m, .backward_skips_params = 1};
+                      .forward = embed_fwd, .backward = embed_bwd, .user = m, .backward_skips_params = 1,
+                      .bf16_params = 1};
     st = sz_model_add_unit(m->model, &d);
     for (int l = 0; l < L && st == SZ_OK; l++) {
         char name[32];
         snprintf(name, sizeof name, "block%d", l);
         m->blocks[l] = (struct block_unit){m, l};
         sz_unit_desc bd = {.name = name, .params = m->block_spec, .nparams = SZ_LLAMA_BLOCK_PARAMS,
-                           .forward = block_fwd, .backward = block_bwd, .user = &m->blocks[l], .checkpointable = 1};
+                           .forward = block_fwd, .backward = block_bwd, .user = &m->blocks[l], .checkpointable = 1,
+                           .bf16_params = 1};
         st = sz_model_add_unit(m->model, &bd);
     }
     if (st == SZ_OK) {
         sz_unit_desc hd = {.name = "head", .params = m->head_spec, .nparams = SZ_LLAMA_HEAD_PARAMS,
-                           .forward = head_fwd, .backward = head_bwd, .user = m};
+                           .forward = head_fwd, .backward = head_bwd, .user = m, .bf16_params = 1};
         st = sz_model_add_unit(m->model, &hd);
     }
     int64_t N = (int64_t)B * T, NC = N * cfg->channels;
-    int ok = 1;
+    int ok = 1, native = sz_model_bf16_native(m->model); /* the tables say which tensors are bf16 then */
     m->tokens = tensor(m, "tokens", -1, SZ_DTYPE_I32, N);
     m->targets = tensor(m, "targets", -1, SZ_DTYPE_I32, N);
     ok &= m->tokens && m->targets;
@@ -200,18 +215,18 @@ sz_status sz_llama_create(sz_llama **out, sz_context *ctx, const sz_llama_config
     for (int l = 0; l < L; l++)
         for (int i = 0; i < LL_NBLOCK; i++) {
             const ll_act *a = &sz_llama_block_acts[i];
-            sz_tensor *t = sz_model_activation(m->model, 1 + l, a->name, SZ_DTYPE_F32,
+            sz_tensor *t = sz_model_activation(m->model, 1 + l, a->name, sz_llama_dtype(a, native),
                                                (int64_t)sz_llama_size(cfg, a->size, B, T));
             m->acts[(size_t)l * LL_NBLOCK + i] = t;
             ok &= t != NULL;
         }
     for (int i = 0; i < LL_NHEAD; i++) {
-        m->head[i] = tensor(m, sz_llama_head_acts[i].name, -1, SZ_DTYPE_F32,
+        m->head[i] = tensor(m, sz_llama_head_acts[i].name, -1, sz_llama_dtype(&sz_llama_head_acts[i], native),
                             (int64_t)sz_llama_size(cfg, sz_llama_head_acts[i].size, B, T));
         ok &= m->head[i] != NULL;
     }
     for (int i = 0; i < LL_NGRAD; i++) {
-        m->grads[i] = tensor(m, sz_llama_grad_acts[i].name, -1, SZ_DTYPE_F32,
+        m->grads[i] = tensor(m, sz_llama_grad_acts[i].name, -1, sz_llama_dtype(&sz_llama_grad_acts[i], native),
                              (int64_t)sz_llama_size(cfg, sz_llama_grad_acts[i].size, B, T));
         ok &= m->grads[i] != NULL;
     }

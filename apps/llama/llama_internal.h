@@ -27,11 +27,15 @@ enum {
 typedef struct {
     const char *name;
     ll_size size;
+    int bf16; /* 1: bf16 on the native bf16 path (sz_model_bf16_native): an activation a matmul reads,
+                 the logits, or a gradient a matmul reads or writes; 0: always fp32 */
 } ll_act;
 
 extern const ll_act sz_llama_block_acts[LL_NBLOCK];
 extern const ll_act sz_llama_head_acts[LL_NHEAD];
 extern const ll_act sz_llama_grad_acts[LL_NGRAD];
 double sz_llama_size(const sz_llama_config *cfg, ll_size s, int B, int T);
+/* An entry's element type: bf16 where it says so and the model computes natively, else fp32. */
+static inline sz_dtype sz_llama_dtype(const ll_act *a, int native) { return native && a->bf16 ? SZ_DTYPE_BF16 : SZ_DTYPE_F32; }
 
 #endif

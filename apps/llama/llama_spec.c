@@ -7,23 +7,26 @@
 #include <string.h>
 #include "llama_internal.h"
 
+/* Each entry: name, size, bf16 on the native path (1: what a matmul reads, the logits, or a gradient a
+ * matmul reads or writes; the matmuls' fp32 outputs qkv, attproj, gate, up, down, the residual stream,
+ * the norms' statistics, the attention's input gradient before RoPE stay fp32). */
 const ll_act sz_llama_block_acts[LL_NBLOCK] = {
-    [LL_RMS1] = {"rms1", LL_NC},     [LL_RSTD1] = {"rstd1", LL_N},     [LL_QKV] = {"qkv", LL_N3C},
-    [LL_ATTY] = {"atty", LL_NC},     [LL_STATS] = {"att_stats", LL_BNHT2},
-    [LL_ATTPROJ] = {"attproj", LL_NC}, [LL_RES2] = {"res2", LL_NC},    [LL_RMS2] = {"rms2", LL_NC},
-    [LL_RSTD2] = {"rstd2", LL_N},    [LL_GATE] = {"gate", LL_NF},      [LL_UP] = {"up", LL_NF},
-    [LL_H] = {"h", LL_NF},           [LL_DOWN] = {"down", LL_NC},
+    [LL_RMS1] = {"rms1", LL_NC, 1},       [LL_RSTD1] = {"rstd1", LL_N, 0},  [LL_QKV] = {"qkv", LL_N3C, 0},
+    [LL_ATTY] = {"atty", LL_NC, 1},       [LL_STATS] = {"att_stats", LL_BNHT2, 0},
+    [LL_ATTPROJ] = {"attproj", LL_NC, 0}, [LL_RES2] = {"res2", LL_NC, 0},   [LL_RMS2] = {"rms2", LL_NC, 1},
+    [LL_RSTD2] = {"rstd2", LL_N, 0},      [LL_GATE] = {"gate", LL_NF, 0},   [LL_UP] = {"up", LL_NF, 0},
+    [LL_H] = {"h", LL_NF, 1},             [LL_DOWN] = {"down", LL_NC, 0},
 };
 const ll_act sz_llama_head_acts[LL_NHEAD] = {
-    [LL_RMSF] = {"rmsf", LL_NC}, [LL_RSTDF] = {"rstdf", LL_N}, [LL_LOGITS] = {"logits", LL_NV},
-    [LL_LOSSES] = {"losses", LL_N},
+    [LL_RMSF] = {"rmsf", LL_NC, 1}, [LL_RSTDF] = {"rstdf", LL_N, 0}, [LL_LOGITS] = {"logits", LL_NV, 1},
+    [LL_LOSSES] = {"losses", LL_N, 0},
 };
 
 const ll_act sz_llama_grad_acts[LL_NGRAD] = {
-    [LL_DRMS1] = {"drms1", LL_NC},  [LL_DRQKV] = {"drqkv", LL_N3C}, [LL_DQKV] = {"dqkv", LL_N3C},
-    [LL_DATTY] = {"datty", LL_NC},  [LL_DATTPROJ] = {"dattproj", LL_NC}, [LL_DRES2] = {"dres2", LL_NC},
-    [LL_DRMS2] = {"drms2", LL_NC},  [LL_DGATE] = {"dgate", LL_NF},  [LL_DUP] = {"dup", LL_NF},
-    [LL_DH] = {"dh", LL_NF},        [LL_DDOWN] = {"ddown", LL_NC},  [LL_DRMSF] = {"drmsf", LL_NC},
+    [LL_DRMS1] = {"drms1", LL_NC, 1}, [LL_DRQKV] = {"drqkv", LL_N3C, 0}, [LL_DQKV] = {"dqkv", LL_N3C, 1},
+    [LL_DATTY] = {"datty", LL_NC, 1}, [LL_DATTPROJ] = {"dattproj", LL_NC, 1}, [LL_DRES2] = {"dres2", LL_NC, 0},
+    [LL_DRMS2] = {"drms2", LL_NC, 1}, [LL_DGATE] = {"dgate", LL_NF, 1},   [LL_DUP] = {"dup", LL_NF, 1},
+    [LL_DH] = {"dh", LL_NF, 1},       [LL_DDOWN] = {"ddown", LL_NC, 1},   [LL_DRMSF] = {"drmsf", LL_NC, 1},
 };
 
 double sz_llama_size(const sz_llama_config *c, ll_size s, int B, int T)
@@ -184,35 +187,62 @@ int sz_llama_unit_numels(const sz_llama_config *c, int64_t *numel)
     return c->layers + 2;
 }
 
-static double table_floats(const sz_llama_config *c, const ll_act *t, int n, int B, int T)
+/* Bytes of a table's tensors on the given path. */
+static double table_bytes(const sz_llama_config *c, const ll_act *t, int n, int B, int T, int native)
 {
     double s = 0;
     for (int i = 0; i < n; i++)
-        s += sz_llama_size(c, t[i].size, B, T);
+        s += sz_llama_size(c, t[i].size, B, T) * (sz_llama_dtype(&t[i], native) == SZ_DTYPE_BF16 ? 2 : 4);
     return s;
 }
 
 int64_t sz_llama_engine_activation_bytes(const sz_llama_config *c, int B, int T, int checkpoint, int offload,
                                          int64_t *host_bytes)
 {
+    return sz_llama_engine_activation_bytes_bf16(c, B, T, checkpoint, offload, 0, host_bytes);
+}
+
+/* What sz_llama_create registers beside the parameters, from the same tables: the tokens and
+ * targets (int32), the residual stream res[0..L] (fp32; res[0..L-1] are the blocks' checkpoints) and
+ * its gradients dres[0..L], the blocks' tensors (one set shared by all blocks under checkpointing),
+ * the gradient scratch and the head's tensors, each at its dtype on this path. */
+int64_t sz_llama_engine_activation_bytes_bf16(const sz_llama_config *c, int B, int T, int checkpoint, int offload,
+                                              int native, int64_t *host_bytes)
+{
     if (sz_llama_config_validate(c, NULL, 0) != SZ_OK || B < 1 || T < 1 || T > c->max_seq ||
         (offload && !checkpoint))
         return -1;
     double NC = sz_llama_size(c, LL_NC, B, T), L = c->layers;
-    double floats = (L + 1) * NC                                                   /* dres[0..L] */
-                    + NC                                                           /* res[L] */
-                    + (checkpoint ? 1 : L) * table_floats(c, sz_llama_block_acts, LL_NBLOCK, B, T)
-                    + table_floats(c, sz_llama_grad_acts, LL_NGRAD, B, T)
-                    + table_floats(c, sz_llama_head_acts, LL_NHEAD, B, T);
-    double ckpt = L * NC; /* res[0..L-1]: the blocks' inputs */
+    double bytes = ((L + 1) * NC                                                    /* dres[0..L] */
+                    + NC) * 4                                                       /* res[L] */
+                   + (checkpoint ? 1 : L) * table_bytes(c, sz_llama_block_acts, LL_NBLOCK, B, T, native)
+                   + table_bytes(c, sz_llama_grad_acts, LL_NGRAD, B, T, native)
+                   + table_bytes(c, sz_llama_head_acts, LL_NHEAD, B, T, native);
+    double ckpt = L * NC * 4; /* res[0..L-1]: the blocks' inputs */
     if (host_bytes)
-        *host_bytes = offload ? (int64_t)(ckpt * 4) : 0;
-    return (int64_t)(2 * sz_llama_size(c, LL_N, B, T) * 4 + (floats + (offload ? 0 : ckpt)) * 4);
+        *host_bytes = offload ? (int64_t)ckpt : 0;
+    return (int64_t)(2 * sz_llama_size(c, LL_N, B, T) * 4 + bytes + (offload ? 0 : ckpt));
+}
+
+/* The model's linear layers: qkv, the attention projection, gate (and up, the same shape), down, the head. */
+static void linear_shapes(const sz_llama_config *cfg, int64_t *in, int64_t *out)
+{
+    int64_t C = cfg->channels, F = cfg->hidden;
+    const int64_t i[] = {C, C, C, F, C}, o[] = {3 * C, C, F, C, cfg->vocab};
+    memcpy(in, i, sizeof i);
+    memcpy(out, o, sizeof o);
 }
 
 int64_t sz_llama_host_bytes(const sz_llama_config *cfg, int B, int T, int workers, int threads)
 {
-    int64_t C = cfg->channels, F = cfg->hidden;
-    const int64_t in[] = {C, C, C, F, C}, out[] = {3 * C, C, F, C, cfg->vocab};
+    int64_t in[5], out[5];
+    linear_shapes(cfg, in, out);
     return sz_matmul_host_bytes(workers, threads, (int64_t)B * T, 5, in, out);
+}
+
+int64_t sz_llama_host_bytes_bf16(const sz_llama_config *cfg, int B, int T, int workers, int threads)
+{
+    int64_t in[5], out[5];
+    linear_shapes(cfg, in, out);
+    return sz_matmul_host_bytes_bf16(workers, threads, (int64_t)B * T, 5, in, out);
 }

@@ -76,8 +76,17 @@ int sz_llama_unit_numels(const sz_llama_config *cfg, int64_t *numel);
  * attention projection, gate, up, down and the head; rows = B*T): sz_llama_create adds it to
  * sz_zero_config.host_bytes. */
 int64_t sz_llama_host_bytes(const sz_llama_config *cfg, int B, int T, int workers, int threads);
+/* What the same matmuls add on the native bf16 path (sz_matmul_host_bytes_bf16: they may also run the
+ * bf16 kernels); sz_llama_create adds it there too. */
+int64_t sz_llama_host_bytes_bf16(const sz_llama_config *cfg, int B, int T, int workers, int threads);
 int64_t sz_llama_engine_activation_bytes(const sz_llama_config *cfg, int B, int T, int checkpoint, int offload,
                                          int64_t *host_bytes);
+/* The same with native = 1: the native bf16 path's tensors (sz_model_bf16_native), where the
+ * activations the matmuls read (rms1, atty, rms2, h, rmsf), the logits and the gradients the matmuls
+ * read or write (drms1, dqkv, datty, dattproj, drms2, dgate, dup, dh, ddown, drmsf) are bf16;
+ * native = 0 is sz_llama_engine_activation_bytes. */
+int64_t sz_llama_engine_activation_bytes_bf16(const sz_llama_config *cfg, int B, int T, int checkpoint, int offload,
+                                              int native, int64_t *host_bytes);
 
 /* Training FLOPs of one micro-batch of B x T (forward + backward = 3 x forward): matmuls
  * 2·(L·(4C² + 3CF) + CV) per token, causal attention 2·L·T·C per token. */
@@ -108,9 +117,14 @@ sz_status sz_llama_get_grads(sz_llama *m, float *flat);
 sz_status sz_llama_op_swiglu_fwd(sz_unit *u, sz_tensor *out, sz_tensor *gate, sz_tensor *up, int64_t n);
 sz_status sz_llama_op_swiglu_bwd(sz_unit *u, sz_tensor *dgate, sz_tensor *dup, sz_tensor *dout, sz_tensor *gate,
                                  sz_tensor *up, int64_t n);
-/* Its math, callable without the runtime (for tests). */
+/* Its math, callable without the runtime (for tests). The _bf16 variants are the native bf16 path's:
+ * out (forward), dgate and dup (backward, accumulated) bf16, dout bf16 (dout_bf16 = 1) or fp32; the
+ * fp32 formula on the widened values, each bf16 result rounded once to nearest even. */
 void sz_llama_swiglu_fwd(float *out, const float *gate, const float *up, size_t n);
 void sz_llama_swiglu_bwd(float *dgate, float *dup, const float *dout, const float *gate, const float *up, size_t n);
+void sz_llama_swiglu_fwd_bf16(uint16_t *out, const float *gate, const float *up, size_t n);
+void sz_llama_swiglu_bwd_bf16(uint16_t *dgate, uint16_t *dup, const void *dout, int dout_bf16, const float *gate,
+                              const float *up, size_t n);
 
 #ifdef __cplusplus
 }

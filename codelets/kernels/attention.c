@@ -262,8 +262,10 @@ static void sz_att_rank_tile(float *dk, float *dv, const float *g, const float *
  * and the pair's dq, dk, dv are added to dinp once, rounded: bitwise the fp32 kernel on a zeroed
  * fp32 copy, added to dinp and rounded (0.0f + dk, as the copy's k, v slots hold). */
 static int sz_att_bwd(void *dinp, sz_k_dtype dinp_dt, const void *dout, sz_k_dtype dout_dt, const float *inp,
-                      const float *stats, int B, int T, int C, int NH)
+                      const float *stats, int B, int T, int C, int NH, int set)
 {
+    /* set: dinp is written, not added to: each pair zeroes its own q slots (where dq accumulates)
+     * and stores dk, dv (and a bf16 dinp's rounded dq) */
     int wide_d = dout_dt == SZ_K_BF16, wide_i = dinp_dt == SZ_K_BF16;
     int C3 = 3 * C, hs = C / NH, T16 = (T + 15) & ~15, fail = 0;
     float scale = 1.0f / sqrtf((float)hs);
@@ -294,6 +296,8 @@ static int sz_att_bwd(void *dinp, sz_k_dtype dinp_dt, const void *dout, sz_k_dty
                     sz_att_transpose(vt, base + 2 * C, C3, T, T16, hs);
                     memset(dk, 0, 2 * th * sizeof(float));
                     if (wide_i) memset(dq, 0, th * sizeof(float));
+                    if (set && !wide_i)
+                        for (int t = 0; t < T; t++) memset(dbase + (size_t)t * C3, 0, (size_t)hs * sizeof(float));
                     if (wide_d)
                         for (int t = 0; t < T; t++)
                             for (int i = 0; i < hs; i++)
@@ -328,12 +332,28 @@ static int sz_att_bwd(void *dinp, sz_k_dtype dinp_dt, const void *dout, sz_k_dty
                             sz_att_rank_tile(dk, dv, DA + (size_t)r0 * T16, S + (size_t)r0 * T16, T16, q + r0,
                                              d + r0, nr - r0, t0 + r0, t0 + r0 + 1, hs);
                     }
-                    if (!wide_i)
+                    if (!wide_i && set)
+                        for (int t = 0; t < T; t++) {
+                            float *dkr = dbase + (size_t)t * C3 + C, *dvr = dkr + C;
+                            memcpy(dkr, dk + (size_t)t * hs, (size_t)hs * sizeof(float));
+                            memcpy(dvr, dv + (size_t)t * hs, (size_t)hs * sizeof(float));
+                        }
+                    else if (!wide_i)
                         for (int t = 0; t < T; t++) {
                             float *dkr = dbase + (size_t)t * C3 + C, *dvr = dkr + C;
                             for (int i = 0; i < hs; i++) {
                                 dkr[i] += dk[(size_t)t * hs + i];
                                 dvr[i] += dv[(size_t)t * hs + i];
+                            }
+                        }
+                    else if (set)
+                        for (int t = 0; t < T; t++) {
+                            uint16_t *hq = dinp16 + dofs + (size_t)t * C3, *hk = hq + C, *hv = hk + C;
+                            const float *q_ = dq + (size_t)t * hs, *k_ = dk + (size_t)t * hs, *v_ = dv + (size_t)t * hs;
+                            for (int i = 0; i < hs; i++) {
+                                hq[i] = sz_f32_to_bf16_1(q_[i]);
+                                hk[i] = sz_f32_to_bf16_1(k_[i]);
+                                hv[i] = sz_f32_to_bf16_1(v_[i]);
                             }
                         }
                     else
@@ -356,11 +376,23 @@ static int sz_att_bwd(void *dinp, sz_k_dtype dinp_dt, const void *dout, sz_k_dty
 int sz_k_attention_bwd(float *dinp, const float *dout, const float *inp, const float *stats,
                        int B, int T, int C, int NH)
 {
-    return sz_att_bwd(dinp, SZ_K_F32, dout, SZ_K_F32, inp, stats, B, T, C, NH);
+    return sz_att_bwd(dinp, SZ_K_F32, dout, SZ_K_F32, inp, stats, B, T, C, NH, 0);
+}
+
+int sz_k_attention_bwd_set(float *dinp, const float *dout, const float *inp, const float *stats,
+                           int B, int T, int C, int NH, int set)
+{
+    return sz_att_bwd(dinp, SZ_K_F32, dout, SZ_K_F32, inp, stats, B, T, C, NH, set & SZ_K_SET_DINP);
 }
 
 int sz_k_attention_bwd_mx(void *dinp, sz_k_dtype dinp_dt, const void *dout, sz_k_dtype dout_dt, const float *inp,
                           const float *stats, int B, int T, int C, int NH)
 {
-    return sz_att_bwd(dinp, dinp_dt, dout, dout_dt, inp, stats, B, T, C, NH);
+    return sz_att_bwd(dinp, dinp_dt, dout, dout_dt, inp, stats, B, T, C, NH, 0);
+}
+
+int sz_k_attention_bwd_mx_set(void *dinp, sz_k_dtype dinp_dt, const void *dout, sz_k_dtype dout_dt,
+                              const float *inp, const float *stats, int B, int T, int C, int NH, int set)
+{
+    return sz_att_bwd(dinp, dinp_dt, dout, dout_dt, inp, stats, B, T, C, NH, set & SZ_K_SET_DINP);
 }

@@ -63,10 +63,18 @@ void sz_k_layernorm_bwd(float *dinp, float *dweight, float *dbias, const float *
                         const float *inp, const float *weight, const float *mean,
                         const float *rstd, int N, int C)
 {
-    int par = (size_t)N * C >= SZ_PAR_MIN;
+    sz_k_layernorm_bwd_set(dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C, 0);
+}
+
+void sz_k_layernorm_bwd_set(float *dinp, float *dweight, float *dbias, const float *dout,
+                            const float *inp, const float *weight, const float *mean,
+                            const float *rstd, int N, int C, int set)
+{
+    int par = (size_t)N * C >= SZ_PAR_MIN, sd = set & SZ_K_SET_DINP;
 #pragma omp parallel for schedule(static) if (par)
     for (int n = 0; n < N; n++)
-        sz_ln_row_bwd(dinp + (size_t)n * C, dout + (size_t)n * C, inp + (size_t)n * C, weight, mean[n], rstd[n], C);
+        sz_ln_row_bwd(dinp + (size_t)n * C, dout + (size_t)n * C, inp + (size_t)n * C, weight, mean[n], rstd[n], C,
+                      sd);
     sz_ln_params_bwd(dweight, dbias, dout, SZ_K_F32, inp, mean, rstd, N, C, par);
 }
 
@@ -77,16 +85,20 @@ void sz_k_layernorm_residual_bwd(float *da, float *db, float *dres, float *dweig
                                  const float *dout, const float *res, const float *weight,
                                  const float *mean, const float *rstd, int N, int C)
 {
+    sz_k_layernorm_residual_bwd_set(da, db, dres, dweight, dbias, dout, res, weight, mean, rstd, N, C, 0);
+}
+
+/* set: da and / or db copied from dres instead of added to (sz_k_residual_bwd_set's row loops) */
+void sz_k_layernorm_residual_bwd_set(float *da, float *db, float *dres, float *dweight, float *dbias,
+                                     const float *dout, const float *res, const float *weight,
+                                     const float *mean, const float *rstd, int N, int C, int set)
+{
     int par = (size_t)N * C >= SZ_PAR_MIN;
 #pragma omp parallel for schedule(static) if (par)
     for (int n = 0; n < N; n++) {
         float *dr = dres + (size_t)n * C, *dan = da + (size_t)n * C, *dbn = db + (size_t)n * C;
-        sz_ln_row_bwd(dr, dout + (size_t)n * C, res + (size_t)n * C, weight, mean[n], rstd[n], C);
-#pragma omp simd
-        for (int i = 0; i < C; i++) {
-            dan[i] += dr[i];
-            dbn[i] += dr[i];
-        }
+        sz_ln_row_bwd(dr, dout + (size_t)n * C, res + (size_t)n * C, weight, mean[n], rstd[n], C, 0);
+        sz_k_residual_bwd_row(dan, dbn, dr, (size_t)C, set);
     }
     sz_ln_params_bwd(dweight, dbias, dout, SZ_K_F32, res, mean, rstd, N, C, par);
 }

@@ -469,7 +469,7 @@ int sz_k_matmul_fwd(float *out, const float *inp, const float *weight, const flo
 
 void sz_k_matmul_host_bytes(int N, int C, int OC, int nthr, size_t *scratch, size_t *pack)
 {
-    sz_mm_shape s[4];
+    sz_mm_shape s[5];
     sz_mm_init(&s[0], N, OC, C, SZ_K_F32);   /* as sz_k_matmul_fwd, with a bias and without */
     s[0].a_sm = C; s[0].a_sk = 1; s[0].b_sk = 1; s[0].b_sn = C; s[0].ldd = OC; s[0].bias_dt = SZ_K_F32;
     s[3] = s[0];
@@ -478,8 +478,10 @@ void sz_k_matmul_host_bytes(int N, int C, int OC, int nthr, size_t *scratch, siz
     s[1].a_sm = OC; s[1].a_sk = 1; s[1].b_sk = C; s[1].b_sn = 1; s[1].ldd = C; s[1].accumulate = 1;
     sz_mm_init(&s[2], OC, C, N, SZ_K_F32);
     s[2].a_sm = 1; s[2].a_sk = OC; s[2].b_sk = C; s[2].b_sn = 1; s[2].ldd = C; s[2].accumulate = 1;
+    s[4] = s[1];                             /* dinp set (sz_k_matmul_bwd_set) */
+    s[4].accumulate = 0;
     size_t scratch_most = 0, pack_most = 0;
-    for (int i = 0; i < 4; i++) {
+    for (int i = 0; i < 5; i++) {
         size_t sc, pk;
         sz_mm_shape_host_split(&s[i], nthr, &sc, &pk);
         /* the scratchpads persist (the largest of them), the packed tiles only during a call */
@@ -502,11 +504,17 @@ void sz_mm_shape_host_split(const sz_mm_shape *s, int nthr, size_t *scratch, siz
 int sz_k_matmul_bwd(float *dinp, float *dweight, float *dbias, const float *dout,
                     const float *inp, const float *weight, int N, int C, int OC)
 {
+    return sz_k_matmul_bwd_set(dinp, dweight, dbias, dout, inp, weight, N, C, OC, 0);
+}
+
+int sz_k_matmul_bwd_set(float *dinp, float *dweight, float *dbias, const float *dout,
+                        const float *inp, const float *weight, int N, int C, int OC, int set)
+{
     sz_mm_shape s;
     int rc = 0, r;
-    if (dinp) {      /* dinp[N,C] += dout[N,OC] . weight[OC,C] */
+    if (dinp) {      /* dinp[N,C] (+)= dout[N,OC] . weight[OC,C]; set: no sum post-op */
         sz_mm_init(&s, N, C, OC, SZ_K_F32);
-        s.a_sm = OC; s.a_sk = 1; s.b_sk = C; s.b_sn = 1; s.ldd = C; s.accumulate = 1;
+        s.a_sm = OC; s.a_sk = 1; s.b_sk = C; s.b_sn = 1; s.ldd = C; s.accumulate = !(set & SZ_K_SET_DINP);
         if ((r = sz_mm_tiled(&s, dinp, dout, weight, NULL)) < 0) return r;
         rc |= r;
     }

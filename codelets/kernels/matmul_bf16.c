@@ -88,11 +88,18 @@ int sz_k_matmul_bwd_bf16(void *dinp, sz_k_dtype dinp_dt, void *dweight, void *db
                          sz_k_dtype dparam_dt, const uint16_t *dout, const uint16_t *inp,
                          const uint16_t *weight, int N, int C, int OC)
 {
+    return sz_k_matmul_bwd_bf16_set(dinp, dinp_dt, dweight, dbias, dparam_dt, dout, inp, weight, N, C, OC, 0);
+}
+
+int sz_k_matmul_bwd_bf16_set(void *dinp, sz_k_dtype dinp_dt, void *dweight, void *dbias,
+                             sz_k_dtype dparam_dt, const uint16_t *dout, const uint16_t *inp,
+                             const uint16_t *weight, int N, int C, int OC, int set)
+{
     sz_mm_shape s;
     int rc = 0, r;
-    if (dinp) {      /* dinp[N,C] += dout[N,OC] . weight[OC,C] */
+    if (dinp) {      /* dinp[N,C] (+)= dout[N,OC] . weight[OC,C]; set: no sum post-op */
         sz_mm_init16(&s, N, C, OC, dinp_dt);
-        s.a_sm = OC; s.a_sk = 1; s.b_sk = C; s.b_sn = 1; s.ldd = C; s.accumulate = 1;
+        s.a_sm = OC; s.a_sk = 1; s.b_sk = C; s.b_sn = 1; s.ldd = C; s.accumulate = !(set & SZ_K_SET_DINP);
         r = sz_mm_bf16(&s, dinp, dout, weight, NULL);
         if (r < 0) return r;
         rc |= r;
@@ -115,7 +122,7 @@ int sz_k_matmul_bwd_bf16(void *dinp, sz_k_dtype dinp_dt, void *dweight, void *db
  * held by a running call. */
 void sz_k_matmul_bf16_host_bytes(int N, int C, int OC, int nthr, size_t *scratch, size_t *pack)
 {
-    sz_mm_shape s[8];
+    sz_mm_shape s[10];
     int n = 0;
     for (int dt = 0; dt < 2; dt++) {
         int d_dt = dt ? SZ_K_BF16 : SZ_K_F32;
@@ -129,7 +136,9 @@ void sz_k_matmul_bf16_host_bytes(int N, int C, int OC, int nthr, size_t *scratch
         sz_mm_init16(&s[n + 3], OC, C, N, d_dt);
         s[n + 3].a_sm = 1; s[n + 3].a_sk = OC; s[n + 3].b_sk = C; s[n + 3].b_sn = 1; s[n + 3].ldd = C;
         s[n + 3].accumulate = 1;
-        n += 4;
+        s[n + 4] = s[n + 2];                /* dinp set (sz_k_matmul_bwd_bf16_set) */
+        s[n + 4].accumulate = 0;
+        n += 5;
     }
     const char *native = getenv("SZ_ONEDNN_BF16");
     size_t sc_most = 0, pk_most = 0; /* the choice sz_mm_bf16 makes */

@@ -176,6 +176,63 @@ int sz_k_layernorm_residual_bwd_mx(float *da, void *db, sz_k_dtype db_dt, float 
 int sz_k_softmax_xent_fused_mx(void *logits, sz_k_dtype dt, float *losses, const int *targets, float g, int N, int V,
                                int Vp);
 
+/* The LLaMA-style model's ops with bf16 operands (out / dout / db / dinp and the weight, p_dt), the fp32
+ * row math on widened rows (a row's scratch: C floats; rope 6C): RMSNorm forward and backward, fused
+ * with the residual add (res, da, dres fp32), RoPE's backward, and the embedding lookup from a bf16
+ * table (its return as sz_k_embedding_fwd's). */
+int sz_k_rmsnorm_fwd_mx(void *out, sz_k_dtype out_dt, float *rstd, const float *inp, const void *weight,
+                        sz_k_dtype p_dt, int N, int C, float eps);
+int sz_k_rmsnorm_bwd_mx(float *dinp, float *dweight, const void *dout, sz_k_dtype dout_dt, const float *inp,
+                        const void *weight, sz_k_dtype p_dt, const float *rstd, int N, int C);
+int sz_k_residual_rmsnorm_fwd_mx(float *res, void *out, sz_k_dtype out_dt, float *rstd, const float *a,
+                                 const float *b, const void *weight, sz_k_dtype p_dt, int N, int C, float eps);
+int sz_k_rmsnorm_residual_bwd_mx(float *da, void *db, sz_k_dtype db_dt, float *dres, float *dweight,
+                                 const void *dout, sz_k_dtype dout_dt, const float *res, const void *weight,
+                                 sz_k_dtype p_dt, const float *rstd, int N, int C);
+int sz_k_rope_bwd_mx(void *dinp, sz_k_dtype dinp_dt, const void *dout, sz_k_dtype dout_dt, int B, int T, int C,
+                     int NH, float theta);
+int64_t sz_k_embedding_fwd_mx(float *out, const int *tok, const void *wte, sz_k_dtype p_dt, int N, int C, int V);
+
+/* ==== first writers: the backward kernels above with some of their gradients WRITTEN (=) rather
+ * than accumulated (+=), chosen by the SZ_K_SET_* bits of `set` (0: exactly the kernels above). The
+ * values are the accumulating kernel's on a zeroed destination, except that a contribution of
+ * exactly -0.0 stays -0.0 there (0.0f + -0.0f is +0.0f); the destination is not read. The engine
+ * calls them where it folds an sz_op_zero into the op (codelets/zero.c). ==== */
+#define SZ_K_SET_A 1                 /* the first gradient argument: dinp, or residual's da */
+#define SZ_K_SET_B 2                 /* the second: residual's db */
+#define SZ_K_SET_DINP SZ_K_SET_A
+/* dinp only (no sum post-op in its tiles); dweight, dbias still accumulate. */
+int sz_k_matmul_bwd_set(float *dinp, float *dweight, float *dbias, const float *dout,
+                        const float *inp, const float *weight, int N, int C, int OC, int set);
+int sz_k_matmul_bwd_bf16_set(void *dinp, sz_k_dtype dinp_dt, void *dweight, void *dbias,
+                             sz_k_dtype dparam_dt, const uint16_t *dout, const uint16_t *inp,
+                             const uint16_t *weight, int N, int C, int OC, int set);
+int sz_k_attention_bwd_set(float *dinp, const float *dout, const float *inp, const float *stats,
+                           int B, int T, int C, int NH, int set);
+int sz_k_attention_bwd_mx_set(void *dinp, sz_k_dtype dinp_dt, const void *dout, sz_k_dtype dout_dt,
+                              const float *inp, const float *stats, int B, int T, int C, int NH, int set);
+void sz_k_gelu_bwd_set(float *dinp, const float *inp, const float *dout, size_t n, int set);
+void sz_k_gelu_bwd_mx_set(void *dinp, sz_k_dtype dinp_dt, const float *inp, const void *dout, sz_k_dtype dout_dt,
+                          size_t n, int set);
+void sz_k_residual_bwd_set(float *da, float *db, const float *dout, size_t n, int set);
+void sz_k_residual_bwd_mx_set(void *da, sz_k_dtype da_dt, void *db, sz_k_dtype db_dt, const float *dout, size_t n,
+                              int set);
+/* dinp only; dweight, dbias accumulate. */
+void sz_k_layernorm_bwd_set(float *dinp, float *dweight, float *dbias, const float *dout,
+                            const float *inp, const float *weight, const float *mean,
+                            const float *rstd, int N, int C, int set);
+int sz_k_layernorm_bwd_mx_set(float *dinp, float *dweight, float *dbias, const void *dout, sz_k_dtype dout_dt,
+                              const float *inp, const void *weight, sz_k_dtype p_dt, const float *mean,
+                              const float *rstd, int N, int C, int set);
+/* da (SZ_K_SET_A) and db (SZ_K_SET_B) = dres; dres always accumulates. */
+void sz_k_layernorm_residual_bwd_set(float *da, float *db, float *dres, float *dweight, float *dbias,
+                                     const float *dout, const float *res, const float *weight,
+                                     const float *mean, const float *rstd, int N, int C, int set);
+int sz_k_layernorm_residual_bwd_mx_set(float *da, void *db, sz_k_dtype db_dt, float *dres, float *dweight,
+                                       float *dbias, const void *dout, sz_k_dtype dout_dt, const float *res,
+                                       const void *weight, sz_k_dtype p_dt, const float *mean, const float *rstd,
+                                       int N, int C, int set);
+
 /* ==== operations of LLaMA-style models (rmsnorm.c, silu.c, mul.c, rope.c, embedding.c, mse.c) ==== */
 
 /* ---- RMSNorm over the last dim: out[N,C] = inp · rstd · w, rstd[N] = 1/sqrt(mean(inp²) + eps)

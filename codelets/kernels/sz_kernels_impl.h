@@ -138,9 +138,9 @@ static inline void sz_ln_row_fwd(float *o, float *mean, float *rstd, const float
     *rstd = s;
 }
 
-/* LayerNorm, one row's input gradient, added to di. */
+/* LayerNorm, one row's input gradient, added to di (set: written to di). */
 static inline void sz_ln_row_bwd(float *di, const float *d, const float *x, const float *weight, float m, float s,
-                                 int C)
+                                 int C, int set)
 {
     float dnorm_mean = 0.0f, dnorm_norm_mean = 0.0f;
 #pragma omp simd reduction(+ : dnorm_mean, dnorm_norm_mean)
@@ -151,10 +151,44 @@ static inline void sz_ln_row_bwd(float *di, const float *d, const float *x, cons
     }
     dnorm_mean = dnorm_mean / C;
     dnorm_norm_mean = dnorm_norm_mean / C;
-    for (int i = 0; i < C; i++) {
-        float norm_i = (x[i] - m) * s;
-        float dval = weight[i] * d[i] - dnorm_mean - norm_i * dnorm_norm_mean;
-        di[i] += dval * s;
+    if (set)
+        for (int i = 0; i < C; i++) {
+            float norm_i = (x[i] - m) * s;
+            float dval = weight[i] * d[i] - dnorm_mean - norm_i * dnorm_norm_mean;
+            di[i] = dval * s;
+        }
+    else
+        for (int i = 0; i < C; i++) {
+            float norm_i = (x[i] - m) * s;
+            float dval = weight[i] * d[i] - dnorm_mean - norm_i * dnorm_norm_mean;
+            di[i] += dval * s;
+        }
+}
+
+/* The residual add's backward on n elements, serially: da += dr, db += dr, or (set: SZ_K_SET_A,
+ * SZ_K_SET_B) da = dr, db = dr (layernorm.c's fused backward, row by row). */
+static inline void sz_k_residual_bwd_row(float *da, float *db, const float *dr, size_t n, int set)
+{
+    int sa = set & SZ_K_SET_A, sb = set & SZ_K_SET_B;
+    if (sa && sb) {
+#pragma omp simd
+        for (size_t i = 0; i < n; i++) {
+            da[i] = dr[i];
+            db[i] = dr[i];
+        }
+    } else if (sa || sb) {
+        float *s = sa ? da : db, *g = sa ? db : da;
+#pragma omp simd
+        for (size_t i = 0; i < n; i++) {
+            s[i] = dr[i];
+            g[i] += dr[i];
+        }
+    } else {
+#pragma omp simd
+        for (size_t i = 0; i < n; i++) {
+            da[i] += dr[i];
+            db[i] += dr[i];
+        }
     }
 }
 
@@ -162,6 +196,68 @@ static inline void sz_ln_row_bwd(float *di, const float *d, const float *x, cons
  * column blocks, each adding rows 0..N-1 in order; in parallel when par (layernorm.c). */
 void sz_ln_params_bwd(float *dweight, float *dbias, const void *dout, sz_k_dtype dout_dt, const float *inp,
                       const float *mean, const float *rstd, int N, int C, int par);
+
+/* RMSNorm (rmsnorm.c), one row: rstd and the scaled output. */
+static inline void sz_rms_row_fwd(float *o, float *rstd, const float *x, const float *weight, int C, float eps)
+{
+    float ss = 0.0f;
+#pragma omp simd reduction(+ : ss)
+    for (int i = 0; i < C; i++) ss += x[i] * x[i];
+    float s = 1.0f / sqrtf(ss / C + eps);
+    for (int i = 0; i < C; i++) o[i] = (x[i] * s) * weight[i];
+    *rstd = s;
+}
+
+/* RMSNorm, one row's input gradient, added to di. out_i = x_i s w_i, s = (Σx²/C + eps)^(-1/2),
+ * ds/dx_j = -s³ x_j / C: dx_j = s w_j d_j - (s³/C) x_j Σ_i d_i w_i x_i. */
+static inline void sz_rms_row_bwd(float *di, const float *d, const float *x, const float *weight, float s, int C)
+{
+    float dot = 0.0f;
+#pragma omp simd reduction(+ : dot)
+    for (int i = 0; i < C; i++) dot += d[i] * weight[i] * x[i];
+    float k = s * s * s * dot / C;
+    for (int i = 0; i < C; i++) di[i] += s * weight[i] * d[i] - k * x[i];
+}
+
+/* RMSNorm dweight (dw_i = Σ_n d_i x_i s) from dout (fp32 or bf16, widened by column block): column
+ * blocks, each adding rows 0..N-1 in order; in parallel when par (rmsnorm.c). */
+void sz_rms_weight_bwd(float *dweight, const void *dout, sz_k_dtype dout_dt, const float *inp, const float *rstd,
+                       int N, int C, int par);
+
+/* RoPE (rope.c): the cos/sin table [T, hs/2] (cos, sin pairs, computed in double; NULL when out of
+ * memory; the caller frees it), and one row [3C] of qkv at the position whose table row is cs. */
+float *sz_rope_table(int T, int hs, float theta);
+static inline void sz_rope_row_fwd(float *o, const float *x, const float *cs, int C, int NH)
+{
+    int hs = C / NH, h2 = hs / 2;
+    for (int part = 0; part < 2; part++) /* q, k */
+        for (int h = 0; h < NH; h++) {
+            const float *xh = x + part * C + h * hs;
+            float *oh = o + part * C + h * hs;
+            for (int i = 0; i < h2; i++) {
+                float c = cs[2 * i], s = cs[2 * i + 1], x0 = xh[2 * i], x1 = xh[2 * i + 1];
+                oh[2 * i] = x0 * c - x1 * s;
+                oh[2 * i + 1] = x0 * s + x1 * c;
+            }
+        }
+    for (int j = 2 * C; j < 3 * C; j++) o[j] = x[j];
+}
+/* The rotation's transpose, added to di: dx0 = c d0 + s d1, dx1 = -s d0 + c d1; v's gradient passes. */
+static inline void sz_rope_row_bwd(float *di, const float *d, const float *cs, int C, int NH)
+{
+    int hs = C / NH, h2 = hs / 2;
+    for (int part = 0; part < 2; part++)
+        for (int h = 0; h < NH; h++) {
+            const float *dh = d + part * C + h * hs;
+            float *gh = di + part * C + h * hs;
+            for (int i = 0; i < h2; i++) {
+                float c = cs[2 * i], s = cs[2 * i + 1], d0 = dh[2 * i], d1 = dh[2 * i + 1];
+                gh[2 * i] += d0 * c + d1 * s;
+                gh[2 * i + 1] += d1 * c - d0 * s;
+            }
+        }
+    for (int j = 2 * C; j < 3 * C; j++) di[j] += d[j];
+}
 
 /* The optimizers' step loop (adamw.c, sgd.c; sumsq.c): range(ctx, lo, hi) on the fixed chunks of
  * sz_k_sumsq, in parallel, each followed while in cache by its gradient's squared norm (grad fp32

@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# tests/gpu_check_cli.sh — scripts/gpu-check.sh's scheduler ranking without a GPU: its dry run
+# (SZ_GPU_CHECK_DRYRUN=1, only the part sched_ranking_canned) ranks made-up rows through
+# scripts/sched_rank.py. The shipped rows (zero wins every criterion) give a passing summary; rows
+# where prio is faster, zero's overlap falls short and lws failed give the right verdict on every
+# criterion; communication longer than compute makes the overlap criterion not apply; with no zero
+# row nothing is ranked. The ranking never changes the check's exit status. Also the other parts
+# are not run when not selected. Usage: gpu_check_cli.sh BUILD_DIR
+set -uo pipefail
+bin="$1"
+root="$(cd "$(dirname "$0")/.." && pwd)"
+corpus=none
+. "$(dirname "$0")/cli_common.sh"   # $dir, fail
+check() { # NAME ROWS_FILE: run the dry run's canned ranking on it, output in $dir/NAME.out
+    env SZ_GPU_CHECK_DRYRUN=1 SZ_BUILD_DIR="$bin" SZ_GPU_LOG="$dir/logs" SZ_GPU_CHECK_PARTS=sched_ranking_canned \
+        ${2:+SZ_GPU_CHECK_CANNED_ROWS="$2"} timeout 120 "$root/scripts/gpu-check.sh" >"$dir/$1.out" 2>"$dir/$1.err"
+    echo $?
+}
+# Q NAME PART KEY...: a value from the JSON line of PART in NAME's output ("missing" if none)
+q() {
+    python3 - "$dir/$1.out" "$2" "${@:3}" <<'PY'
+import json, sys
+path, part, keys = sys.argv[1], sys.argv[2], sys.argv[3:]
+for line in open(path):
+    try:
+        o = json.loads(line)
+    except ValueError:
+        continue
+    if o.get("part") == part:
+        for k in keys:
+            o = o.get(k) if isinstance(o, dict) else None
+        print(json.dumps(o))
+        break
+else:
+    print("missing")
+PY
+}
+
+rc=$(check shipped "")
+[ "$rc" = 0 ] || fail "dry run with the shipped rows: exit $rc ($(tail -3 "$dir/shipped.err"))"
+[ "$(q shipped sched_ranking_canned result)" = '"pass"' ] || fail "shipped rows: summary not pass: $(cat "$dir/shipped.out")"
+[ "$(q shipped sched_ranking_canned canned)" = true ] || fail "summary not marked canned"
+[ "$(q shipped sched_ranking_canned counts_toward_total)" = false ] || fail "the ranking must not count toward total"
+[ "$(q shipped sched_ranking_canned fastest)" = '"zero"' ] || fail "shipped: fastest"
+for pol in zero dmdas prio lws; do
+    [ "$(q shipped canned_sched_$pol zero_wins step)" = true ] || fail "shipped: zero must win the step against $pol"
+    [ "$(q shipped canned_sched_$pol zero_wins device_peak)" = true ] || fail "shipped: zero must win the peak against $pol"
+done
+[ "$(q shipped canned_sched_zero zero_wins overlap)" = true ] || fail "shipped: overlap 0.91 with comm < compute must pass"
+for part in kernels d2_losses stages budget bench sched_zero; do
+    [ "$(q shipped $part result)" = missing ] || fail "part $part ran although not selected"
+done
+
+cat >"$dir/lose.jsonl" <<'ROWS'
+# zero slower than prio, lowest measured peak, overlap short of 0.8 with comm < compute; lws failed
+{"part": "sched_zero", "result": "pass", "policy": "zero", "step_ms": 100.0, "device_peak_bytes": 900, "device_measured_peak_bytes": 1000, "overlap": 0.5, "comm_task_s": 0.05, "compute_task_s": 0.09}
+{"part": "sched_dmdas", "result": "pass", "policy": "dmdas", "step_ms": 120.0, "device_peak_bytes": 800, "device_measured_peak_bytes": 1200, "overlap": -1}
+{"part": "sched_prio", "result": "pass", "policy": "prio", "step_ms": 99.5, "device_peak_bytes": 900, "device_measured_peak_bytes": 1100, "overlap": -1}
+{"part": "sched_lws", "result": "fail", "policy": "lws", "rc": 124, "step_ms": null, "device_measured_peak_bytes": 10}
+ROWS
+rc=$(check lose "$dir/lose.jsonl")
+[ "$rc" = 0 ] || fail "a lost ranking changed the exit status ($rc)"
+[ "$(q lose sched_ranking_canned result)" = '"fail"' ] || fail "lose: summary must fail"
+[ "$(q lose sched_ranking_canned fastest)" = '"prio"' ] || fail "lose: fastest must be prio"
+[ "$(q lose sched_ranking_canned lowest_device_peak)" = '"zero"' ] || fail "lose: measured peak: zero lowest (not dmdas's engine count)"
+[ "$(q lose sched_ranking_canned peak_from)" = '"device_measured_peak_bytes"' ] || fail "lose: peak source"
+[ "$(q lose sched_ranking_canned ranked)" = '["zero", "dmdas", "prio"]' ] || fail "lose: the failed lws row must not be ranked"
+[ "$(q lose canned_sched_zero zero_wins)" = '{"step": false, "device_peak": true, "overlap": false}' ] ||
+    fail "lose: zero row verdicts: $(q lose canned_sched_zero zero_wins)"
+[ "$(q lose canned_sched_dmdas zero_wins)" = '{"step": true, "device_peak": true}' ] || fail "lose: against dmdas"
+[ "$(q lose canned_sched_prio zero_wins)" = '{"step": false, "device_peak": true}' ] || fail "lose: against prio"
+[ "$(q lose canned_sched_lws zero_wins)" = null ] || fail "lose: a failed row has no verdict"
+
+cat >"$dir/na.jsonl" <<'ROWS'
+{"part": "sched_zero", "result": "pass", "policy": "zero", "step_ms": 90.0, "device_peak_bytes": 900, "overlap": 0.1, "comm_task_s": 0.2, "compute_task_s": 0.1}
+{"part": "sched_lws", "result": "pass", "policy": "lws", "step_ms": 95.0, "device_peak_bytes": 950, "overlap": -1}
+ROWS
+check na "$dir/na.jsonl" >/dev/null
+[ "$(q na sched_ranking_canned overlap_applies)" = false ] || fail "na: comm longer than compute: overlap must not apply"
+[ "$(q na canned_sched_zero zero_wins overlap)" = null ] || fail "na: overlap verdict must be null"
+[ "$(q na sched_ranking_canned result)" = '"pass"' ] || fail "na: zero wins step and peak: pass"
+[ "$(q na sched_ranking_canned peak_from)" = '"device_peak_bytes"' ] || fail "na: no measured peaks: the engine's count"
+
+printf '%s\n' '{"part": "sched_zero", "result": "fail", "policy": "zero", "rc": 1}' \
+    '{"part": "sched_lws", "result": "pass", "policy": "lws", "step_ms": 95.0, "device_peak_bytes": 950}' >"$dir/nozero.jsonl"
+check nozero "$dir/nozero.jsonl" >/dev/null
+[ "$(q nozero sched_ranking_canned result)" = '"fail"' ] || fail "nozero: must fail"
+q nozero sched_ranking_canned reason | grep -q "zero row did not run" || fail "nozero: reason"
+echo "gpu-check dry-run ranking: ok"

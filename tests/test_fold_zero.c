@@ -1,0 +1,388 @@
+/* test_fold_zero.c — the first writers: a pending sz_op_zero folded into the op that next writes the
+ * tensor (codelets/zero.c, tasks/task.c). Suite "first-writer kernels" (no StarPU): every _set
+ * kernel (sz_kernels.h) writes, into a destination full of NaNs it must not read, bitwise what the
+ * accumulating kernel gives on a zeroed one (a -0.0 there may read +0.0 here: 0.0f + -0.0f), at GPT-2
+ * 124M's shapes for the matmul (fp32; bf16 natively where oneDNN has the tiles, and widened), while
+ * the gradients they still accumulate into are unchanged. Suite "folding as tasks": a small model
+ * whose backward zeroes tensors and then folds (gelu_bwd, matmul_bwd), or must not (a read, the same
+ * tensor twice in one task, a partial view, nothing at all before the callback ends), gives bitwise
+ * the values of SZ_ZERO_FOLD=0 with the expected numbers of folded and submitted zeroings, and its
+ * tasks depend only on what the plan's waits say (tasks/depcheck.c). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "starzero.h"
+#include "sz_kernels.h"
+#include "sz_tasks.h"
+#include "sz_test.h"
+
+/* ---------------------------------------------------------------- helpers */
+
+static uint32_t rng_state = 12345u;
+static float urand(void)
+{
+    rng_state = rng_state * 1664525u + 1013904223u;
+    return (float)((rng_state >> 8) * (1.0 / 16777216.0)) * 2.0f - 1.0f;
+}
+static float *rnd(size_t n, float scale)
+{
+    float *p = malloc(n * sizeof *p);
+    for (size_t i = 0; i < n; i++) p[i] = urand() * scale;
+    return p;
+}
+static uint16_t *rnd16(size_t n, float scale)
+{
+    uint16_t *p = malloc(n * sizeof *p);
+    float *f = rnd(n, scale);
+    sz_k_f32_to_bf16(p, f, n);
+    free(f);
+    return p;
+}
+static void *nans(size_t bytes)
+{
+    void *p = malloc(bytes);
+    memset(p, 0xff, bytes); /* all-ones: a NaN in fp32 and in bf16 */
+    return p;
+}
+
+/* want: the accumulating kernel's on zeros; got: the setting kernel's. Equal bits, except that where
+ * want is +0.0 got may be -0.0. Returns 1 when so; prints the first difference. */
+static int same_up_to_zero_sign(const char *what, const void *got, const void *want, size_t n, int bf16)
+{
+    size_t signs = 0;
+    for (size_t i = 0; i < n; i++) {
+        uint32_t g = bf16 ? ((const uint16_t *)got)[i] : ((const uint32_t *)got)[i];
+        uint32_t w = bf16 ? ((const uint16_t *)want)[i] : ((const uint32_t *)want)[i];
+        uint32_t negzero = bf16 ? 0x8000u : 0x80000000u;
+        if (g == w)
+            continue;
+        if (w == 0 && g == negzero) {
+            signs++;
+            continue;
+        }
+        printf("\n  %s: element %zu of %zu: got 0x%x, want 0x%x\n", what, i, n, (unsigned)g, (unsigned)w);
+        return 0;
+    }
+    if (signs)
+        printf("\n  %s: %zu zeros of sign -\n", what, signs);
+    return 1;
+}
+
+/* ---------------------------------------------------------------- the kernels */
+
+/* fp32 matmul_bwd at the shapes of one GPT-2 124M block (N = B*T = 256): dinp set = dinp on zeros. */
+static void test_matmul_f32(void)
+{
+    const int shapes[][3] = {{256, 768, 2304}, {256, 768, 768}, {256, 768, 3072}, {256, 3072, 768}, {7, 5, 3}};
+    for (size_t k = 0; k < sizeof shapes / sizeof shapes[0]; k++) {
+        int N = shapes[k][0], C = shapes[k][1], OC = shapes[k][2];
+        size_t nc = (size_t)N * C, oc = (size_t)OC * C;
+        float *dout = rnd((size_t)N * OC, 0.1f), *inp = rnd(nc, 1.0f), *w = rnd(oc, 0.05f);
+        float *want = calloc(nc, 4), *got = nans(nc * 4);
+        float *dw0 = rnd(oc, 0.01f), *dw1 = malloc(oc * 4), *db0 = rnd(OC, 0.01f), *db1 = malloc(OC * 4);
+        memcpy(dw1, dw0, oc * 4);
+        memcpy(db1, db0, OC * 4);
+        CU_ASSERT(sz_k_matmul_bwd(want, dw0, db0, dout, inp, w, N, C, OC) >= 0);
+        CU_ASSERT(sz_k_matmul_bwd_set(got, dw1, db1, dout, inp, w, N, C, OC, SZ_K_SET_DINP) >= 0);
+        char what[64];
+        snprintf(what, sizeof what, "matmul_bwd dinp %dx%dx%d", N, C, OC);
+        CU_ASSERT(same_up_to_zero_sign(what, got, want, nc, 0));
+        CU_ASSERT(memcmp(dw0, dw1, oc * 4) == 0); /* still accumulated, the same */
+        CU_ASSERT(memcmp(db0, db1, OC * 4) == 0);
+        free(dout); free(inp); free(w); free(want); free(got); free(dw0); free(dw1); free(db0); free(db1);
+    }
+}
+
+/* bf16 operands, fp32 and bf16 dinp, oneDNN's bf16 tiles (where the CPU has them) and the widening path. */
+static void test_matmul_bf16(void)
+{
+    const int shapes[][3] = {{256, 768, 3072}, {256, 3072, 768}, {9, 16, 5}};
+    const char *paths[] = {"1", "0"};
+    for (int pth = 0; pth < 2; pth++) {
+        setenv("SZ_ONEDNN_BF16", paths[pth], 1);
+        for (size_t k = 0; k < sizeof shapes / sizeof shapes[0]; k++)
+            for (int dt = 0; dt < 2; dt++) {
+                int N = shapes[k][0], C = shapes[k][1], OC = shapes[k][2];
+                size_t nc = (size_t)N * C, es = dt ? 2 : 4;
+                uint16_t *dout = rnd16((size_t)N * OC, 0.1f), *inp = rnd16(nc, 1.0f), *w = rnd16((size_t)OC * C, 0.05f);
+                void *want = calloc(nc, es), *got = nans(nc * es);
+                CU_ASSERT(sz_k_matmul_bwd_bf16(want, (sz_k_dtype)dt, NULL, NULL, SZ_K_F32, dout, inp, w, N, C, OC) >= 0);
+                CU_ASSERT(sz_k_matmul_bwd_bf16_set(got, (sz_k_dtype)dt, NULL, NULL, SZ_K_F32, dout, inp, w, N, C, OC,
+                                                   SZ_K_SET_DINP) >= 0);
+                char what[80];
+                snprintf(what, sizeof what, "matmul_bwd_bf16 dinp %s %dx%dx%d (SZ_ONEDNN_BF16=%s)", dt ? "bf16" : "f32",
+                         N, C, OC, paths[pth]);
+                CU_ASSERT(same_up_to_zero_sign(what, got, want, nc, dt));
+                free(dout); free(inp); free(w); free(want); free(got);
+            }
+    }
+    unsetenv("SZ_ONEDNN_BF16");
+}
+
+/* The elementwise and row kernels, fp32 and with bf16 operands. */
+static void test_rows(void)
+{
+    enum { B = 2, T = 24, C = 48, NH = 4, N = B * T };
+    size_t nc = (size_t)N * C, n3 = 3 * nc;
+    float *x = rnd(n3, 1.0f), *dout = rnd(n3, 0.5f), *res = rnd(nc, 1.0f), *wln = rnd(C, 1.0f);
+    float mean[N], rstd[N], *tmp = malloc(nc * 4);
+    sz_k_layernorm_fwd(tmp, mean, rstd, res, wln, NULL, N, C);
+
+    /* gelu_bwd */
+    float *want = calloc(n3, 4), *got = nans(n3 * 4);
+    sz_k_gelu_bwd(want, x, dout, n3);
+    sz_k_gelu_bwd_set(got, x, dout, n3, SZ_K_SET_DINP);
+    CU_ASSERT(same_up_to_zero_sign("gelu_bwd", got, want, n3, 0));
+    uint16_t *d16 = rnd16(n3, 0.5f), *w16 = calloc(n3, 2), *g16 = nans(n3 * 2);
+    sz_k_gelu_bwd_mx(w16, SZ_K_BF16, x, d16, SZ_K_BF16, n3);
+    sz_k_gelu_bwd_mx_set(g16, SZ_K_BF16, x, d16, SZ_K_BF16, n3, SZ_K_SET_DINP);
+    CU_ASSERT(same_up_to_zero_sign("gelu_bwd_mx bf16", g16, w16, n3, 1));
+
+    /* residual_bwd: da set, db set, both */
+    for (int set = 1; set <= 3; set++) {
+        float *wa = rnd(nc, 1.0f), *wb = rnd(nc, 1.0f), *ga = malloc(nc * 4), *gb = malloc(nc * 4);
+        if (set & SZ_K_SET_A) memset(wa, 0, nc * 4), memset(ga, 0xff, nc * 4); else memcpy(ga, wa, nc * 4);
+        if (set & SZ_K_SET_B) memset(wb, 0, nc * 4), memset(gb, 0xff, nc * 4); else memcpy(gb, wb, nc * 4);
+        sz_k_residual_bwd(wa, wb, dout, nc);
+        sz_k_residual_bwd_set(ga, gb, dout, nc, set);
+        CU_ASSERT(same_up_to_zero_sign("residual_bwd da", ga, wa, nc, 0));
+        CU_ASSERT(same_up_to_zero_sign("residual_bwd db", gb, wb, nc, 0));
+        uint16_t *wb16 = calloc(nc, 2), *gb16 = nans(nc * 2);
+        memset(wa, 0, nc * 4), memset(ga, 0xff, nc * 4);
+        sz_k_residual_bwd_mx(wa, SZ_K_F32, wb16, SZ_K_BF16, dout, nc);
+        sz_k_residual_bwd_mx_set(ga, SZ_K_F32, gb16, SZ_K_BF16, dout, nc, SZ_K_SET_A | SZ_K_SET_B);
+        CU_ASSERT(same_up_to_zero_sign("residual_bwd_mx da", ga, wa, nc, 0));
+        CU_ASSERT(same_up_to_zero_sign("residual_bwd_mx db bf16", gb16, wb16, nc, 1));
+        free(wa); free(wb); free(ga); free(gb); free(wb16); free(gb16);
+    }
+
+    /* layernorm_bwd: dinp set, dweight and dbias still accumulate */
+    {
+        float *dw0 = rnd(C, 0.1f), *db0 = rnd(C, 0.1f), dw1[C], db1[C];
+        memcpy(dw1, dw0, sizeof dw1);
+        memcpy(db1, db0, sizeof db1);
+        memset(want, 0, nc * 4);
+        memset(got, 0xff, nc * 4);
+        sz_k_layernorm_bwd(want, dw0, db0, dout, res, wln, mean, rstd, N, C);
+        sz_k_layernorm_bwd_set(got, dw1, db1, dout, res, wln, mean, rstd, N, C, SZ_K_SET_DINP);
+        CU_ASSERT(same_up_to_zero_sign("layernorm_bwd dinp", got, want, nc, 0));
+        CU_ASSERT(memcmp(dw0, dw1, sizeof dw1) == 0 && memcmp(db0, db1, sizeof db1) == 0);
+        memset(want, 0, nc * 4);
+        memset(got, 0xff, nc * 4);
+        CU_ASSERT(sz_k_layernorm_bwd_mx(want, dw0, db0, d16, SZ_K_BF16, res, wln, SZ_K_F32, mean, rstd, N, C) == 0);
+        CU_ASSERT(sz_k_layernorm_bwd_mx_set(got, dw1, db1, d16, SZ_K_BF16, res, wln, SZ_K_F32, mean, rstd, N, C,
+                                            SZ_K_SET_DINP) == 0);
+        CU_ASSERT(same_up_to_zero_sign("layernorm_bwd_mx dinp", got, want, nc, 0));
+        CU_ASSERT(memcmp(dw0, dw1, sizeof dw1) == 0 && memcmp(db0, db1, sizeof db1) == 0);
+        free(dw0); free(db0);
+    }
+
+    /* layernorm_residual_bwd: da and / or db set, dres accumulates */
+    for (int set = 1; set <= 3; set++) {
+        float *dres0 = rnd(nc, 0.3f), *dres1 = malloc(nc * 4), *wa = rnd(nc, 1.0f), *wb = rnd(nc, 1.0f);
+        float *ga = malloc(nc * 4), *gb = malloc(nc * 4), dw0[C] = {0}, dw1[C] = {0};
+        memcpy(dres1, dres0, nc * 4);
+        if (set & SZ_K_SET_A) memset(wa, 0, nc * 4), memset(ga, 0xff, nc * 4); else memcpy(ga, wa, nc * 4);
+        if (set & SZ_K_SET_B) memset(wb, 0, nc * 4), memset(gb, 0xff, nc * 4); else memcpy(gb, wb, nc * 4);
+        sz_k_layernorm_residual_bwd(wa, wb, dres0, dw0, NULL, dout, res, wln, mean, rstd, N, C);
+        sz_k_layernorm_residual_bwd_set(ga, gb, dres1, dw1, NULL, dout, res, wln, mean, rstd, N, C, set);
+        CU_ASSERT(same_up_to_zero_sign("layernorm_residual_bwd da", ga, wa, nc, 0));
+        CU_ASSERT(same_up_to_zero_sign("layernorm_residual_bwd db", gb, wb, nc, 0));
+        CU_ASSERT(memcmp(dres0, dres1, nc * 4) == 0 && memcmp(dw0, dw1, sizeof dw1) == 0);
+        /* bf16 dout and db */
+        uint16_t *wb16 = calloc(nc, 2), *gb16 = nans(nc * 2);
+        memcpy(dres1, dres0, nc * 4);
+        memset(wa, 0, nc * 4), memset(ga, 0xff, nc * 4);
+        CU_ASSERT(sz_k_layernorm_residual_bwd_mx(wa, wb16, SZ_K_BF16, dres0, dw0, NULL, d16, SZ_K_BF16, res, wln,
+                                                 SZ_K_F32, mean, rstd, N, C) == 0);
+        CU_ASSERT(sz_k_layernorm_residual_bwd_mx_set(ga, gb16, SZ_K_BF16, dres1, dw1, NULL, d16, SZ_K_BF16, res, wln,
+                                                     SZ_K_F32, mean, rstd, N, C, SZ_K_SET_A | SZ_K_SET_B) == 0);
+        CU_ASSERT(same_up_to_zero_sign("layernorm_residual_bwd_mx da", ga, wa, nc, 0));
+        CU_ASSERT(same_up_to_zero_sign("layernorm_residual_bwd_mx db bf16", gb16, wb16, nc, 1));
+        CU_ASSERT(memcmp(dres0, dres1, nc * 4) == 0 && memcmp(dw0, dw1, sizeof dw1) == 0);
+        free(dres0); free(dres1); free(wa); free(wb); free(ga); free(gb); free(wb16); free(gb16);
+    }
+
+    /* attention_bwd: dinp [B,T,3C], fp32 and bf16 */
+    {
+        float stats[2 * B * NH * T], *att = malloc(nc * 4);
+        CU_ASSERT(sz_k_attention_fwd(att, stats, x, B, T, C, NH) == 0);
+        memset(want, 0, n3 * 4);
+        memset(got, 0xff, n3 * 4);
+        CU_ASSERT(sz_k_attention_bwd(want, dout, x, stats, B, T, C, NH) == 0);
+        CU_ASSERT(sz_k_attention_bwd_set(got, dout, x, stats, B, T, C, NH, SZ_K_SET_DINP) == 0);
+        CU_ASSERT(same_up_to_zero_sign("attention_bwd", got, want, n3, 0));
+        memset(w16, 0, n3 * 2);
+        memset(g16, 0xff, n3 * 2);
+        CU_ASSERT(sz_k_attention_bwd_mx(w16, SZ_K_BF16, d16, SZ_K_BF16, x, stats, B, T, C, NH) == 0);
+        CU_ASSERT(sz_k_attention_bwd_mx_set(g16, SZ_K_BF16, d16, SZ_K_BF16, x, stats, B, T, C, NH, SZ_K_SET_DINP) == 0);
+        CU_ASSERT(same_up_to_zero_sign("attention_bwd_mx bf16", g16, w16, n3, 1));
+        free(att);
+    }
+    free(x); free(dout); free(res); free(wln); free(tmp); free(want); free(got); free(d16); free(w16); free(g16);
+}
+
+/* ---------------------------------------------------------------- folding as tasks */
+
+/* One unit "body" (w [OC, C]): forward y = x . w^T, g = gelu(y), loss = mse(g, target); its backward
+ * zeroes dy, dx (folded into gelu_bwd and matmul_bwd), r1 (then residual_bwd(r1, r1): the same
+ * tensor twice), r2 (then read by residual_fwd into r3), r4 (then a gelu_bwd over its first half
+ * only) and r5 (never touched again), so the last four zeroings run as tasks. */
+enum { FN = 8, FC = 16, FOC = 24 };
+static sz_context *ctx;
+struct fm {
+    sz_model *m;
+    sz_tensor *x, *y, *g, *target, *losses, *dg, *dy, *dx, *r1, *r2, *r3, *r4, *r5;
+};
+static const sz_param_spec FW[] = {{"w", FOC, FC, 1, SZ_INIT_NORMAL, 0.3f}};
+#define TRY(x) do { sz_status st_ = (x); if (st_ != SZ_OK) return st_; } while (0)
+
+static sz_status f_fwd(sz_unit *u, void *p)
+{
+    struct fm *f = p;
+    TRY(sz_op_matmul_fwd(u, f->y, f->x, sz_unit_param(u, 0), NULL, FN, FC, FOC));
+    TRY(sz_op_gelu_fwd(u, f->g, f->y, (int64_t)FN * FOC));
+    return sz_op_mse_fwd(u, f->losses, f->g, f->target, FN, FOC);
+}
+static sz_status f_bwd(sz_unit *u, void *p)
+{
+    struct fm *f = p;
+    sz_tensor *zero[] = {f->dy, f->dx, f->r1, f->r2, f->r4, f->r5, f->dy /* twice: one zeroing */};
+    for (size_t i = 0; i < sizeof zero / sizeof zero[0]; i++)
+        TRY(sz_op_zero(u, zero[i]));
+    TRY(sz_op_mse_bwd(u, f->dg, f->g, f->target, FN, FOC));
+    TRY(sz_op_gelu_bwd(u, f->dy, f->y, f->dg, (int64_t)FN * FOC));
+    TRY(sz_op_matmul_bwd(u, f->dx, sz_unit_grad(u, 0), NULL, f->dy, f->x, sz_unit_param(u, 0), FN, FC, FOC));
+    TRY(sz_op_residual_bwd(u, f->r1, f->r1, f->dx, (int64_t)FN * FC));
+    TRY(sz_op_residual_fwd(u, f->r3, f->r2, f->dx, (int64_t)FN * FC));
+    return sz_op_gelu_bwd(u, f->r4, f->y, f->dg, (int64_t)FN * FOC);
+}
+
+static int fm_build(struct fm *f, int fold)
+{
+    memset(f, 0, sizeof *f);
+    if (fold)
+        unsetenv("SZ_ZERO_FOLD");
+    else
+        setenv("SZ_ZERO_FOLD", "0", 1);
+    int ok = sz_model_init(&f->m, ctx) == SZ_OK;
+    unsetenv("SZ_ZERO_FOLD");
+    sz_unit_desc d = {.name = "body", .params = FW, .nparams = 1, .forward = f_fwd, .backward = f_bwd, .user = f};
+    if (!ok || sz_model_add_unit(f->m, &d) != SZ_OK)
+        return 0;
+    int64_t nc = (int64_t)FN * FC, no = (int64_t)FN * FOC;
+    f->x = sz_model_tensor(f->m, "x", SZ_DTYPE_F32, nc);
+    f->y = sz_model_tensor(f->m, "y", SZ_DTYPE_F32, no);
+    f->g = sz_model_tensor(f->m, "g", SZ_DTYPE_F32, no);
+    f->target = sz_model_tensor(f->m, "target", SZ_DTYPE_F32, no);
+    f->losses = sz_model_tensor(f->m, "losses", SZ_DTYPE_F32, FN);
+    f->dg = sz_model_tensor(f->m, "dg", SZ_DTYPE_F32, no);
+    f->dy = sz_model_tensor(f->m, "dy", SZ_DTYPE_F32, no);
+    f->dx = sz_model_tensor(f->m, "dx", SZ_DTYPE_F32, nc);
+    f->r1 = sz_model_tensor(f->m, "r1", SZ_DTYPE_F32, nc);
+    f->r2 = sz_model_tensor(f->m, "r2", SZ_DTYPE_F32, nc);
+    f->r3 = sz_model_tensor(f->m, "r3", SZ_DTYPE_F32, nc);
+    f->r4 = sz_model_tensor(f->m, "r4", SZ_DTYPE_F32, 2 * no);
+    f->r5 = sz_model_tensor(f->m, "r5", SZ_DTYPE_F32, nc);
+    return sz_model_set_loss(f->m, f->losses) == SZ_OK && sz_model_finalize(f->m) == SZ_OK &&
+           sz_model_init_params(f->m, 11) == SZ_OK;
+}
+
+/* Two steps (forward, backward, update) with every zeroed tensor full of NaNs before each; the
+ * tensors and the gradient after the last, concatenated into out. */
+enum { FOUT = 5 * FN * FC + 3 * FN * FOC + FOC * FC }; /* dx, r1, r2, r3, dy, r4 (2 FN FOC), r5, dw */
+static int fm_run(int fold, float *out, int64_t *folded, int64_t *run)
+{
+    struct fm f;
+    if (!fm_build(&f, fold))
+        return 0;
+    int ok = sz_model_depcheck(f.m, 1) == SZ_OK;
+    float *x = rnd((size_t)FN * FC, 1.0f), *target = rnd((size_t)FN * FOC, 1.0f);
+    float *junk = nans(2 * FN * FOC * 4);
+    ok &= sz_tensor_write(f.x, x) == SZ_OK && sz_tensor_write(f.target, target) == SZ_OK;
+    sz_train_config tc;
+    sz_train_config_defaults(&tc);
+    tc.lr = 0.1f;
+    for (int step = 1; step <= 2 && ok; step++) {
+        sz_tensor *z[] = {f.dy, f.dx, f.r1, f.r2, f.r4, f.r5};
+        for (size_t i = 0; i < sizeof z / sizeof z[0]; i++)
+            ok &= sz_tensor_write(z[i], junk) == SZ_OK;
+        float loss;
+        ok &= sz_model_forward_backward(f.m, &loss) == SZ_OK && isfinite(loss);
+        if (step == 2) {
+            float *o = out;
+            sz_tensor *t[] = {f.dx, f.r1, f.r2, f.r3, f.dy, f.r4, f.r5};
+            for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
+                ok &= sz_tensor_read(t[i], o) == SZ_OK;
+                o += sz_tensor_numel(t[i]);
+            }
+            ok &= sz_model_grad_read(f.m, 0, 0, o) == SZ_OK;
+        }
+        ok &= sz_model_update(f.m, &tc, step) == SZ_OK;
+    }
+    int steps = 0, ndeps = 0;
+    char msg[256] = "";
+    int viol = sz_model_depcheck_result(f.m, &steps, &ndeps, msg, sizeof msg);
+    if (viol != 0)
+        printf("\n  depcheck: %d violations: %s\n", viol, msg);
+    ok &= viol == 0 && steps >= 1;
+    *folded = f.m->zeros_folded;
+    *run = f.m->zeros_run;
+    sz_model_free(f.m);
+    free(x); free(target); free(junk);
+    return ok;
+}
+
+static void test_fold_tasks(void)
+{
+    float *on = malloc(FOUT * 4), *off = malloc(FOUT * 4);
+    int64_t fon, ron, foff, roff;
+    uint32_t seed = rng_state;
+    CU_ASSERT_FATAL(fm_run(1, on, &fon, &ron));
+    rng_state = seed;
+    CU_ASSERT_FATAL(fm_run(0, off, &foff, &roff));
+    printf("\n  folded %lld, zeroing tasks %lld (SZ_ZERO_FOLD=0: %lld, %lld) over 2 steps\n", (long long)fon,
+           (long long)ron, (long long)foff, (long long)roff);
+    CU_ASSERT_EQUAL(fon, 2 * 2);   /* dy, dx per step */
+    CU_ASSERT_EQUAL(ron, 2 * 4);   /* r1, r2, r4, r5 */
+    CU_ASSERT_EQUAL(foff, 0);
+    CU_ASSERT_EQUAL(roff, 2 * 7);  /* dy zeroed twice */
+    CU_ASSERT(same_up_to_zero_sign("folded against SZ_ZERO_FOLD=0", on, off, FOUT, 0));
+    /* the values themselves: r1 = 2 dx, r2 = 0, r3 = dx, r4 = [dy, 0], r5 = 0 */
+    size_t nc = (size_t)FN * FC, no = (size_t)FN * FOC;
+    const float *dx = on, *r1 = dx + nc, *r2 = r1 + nc, *r3 = r2 + nc, *dy = r3 + nc, *r4 = dy + no, *r5 = r4 + 2 * no;
+    int good = 1;
+    for (size_t i = 0; i < nc; i++)
+        good &= r1[i] == dx[i] + dx[i] && r2[i] == 0.0f && r3[i] == dx[i] && r5[i] == 0.0f && dx[i] != 0.0f;
+    for (size_t i = 0; i < no; i++)
+        good &= r4[i] == dy[i] && r4[no + i] == 0.0f;
+    CU_ASSERT(good);
+    free(on);
+    free(off);
+}
+
+static int tasks_init(void)
+{
+    sz_context_config cfg;
+    sz_context_config_defaults(&cfg);
+    return sz_context_init(&ctx, &cfg, NULL, NULL) == SZ_OK ? 0 : 1;
+}
+static int tasks_clean(void)
+{
+    sz_context_free(ctx);
+    return 0;
+}
+
+int main(void)
+{
+    if (CU_initialize_registry() != CUE_SUCCESS)
+        return 1;
+    SZ_SUITE("first-writer kernels", {"matmul_bwd fp32 at GPT-2 shapes", test_matmul_f32},
+             {"matmul_bwd bf16 (native, widened)", test_matmul_bf16}, {"gelu, residual, layernorm, attention", test_rows});
+    CU_pSuite s = CU_add_suite("folding as tasks", tasks_init, tasks_clean);
+    CU_add_test(s, "folded or submitted, the same values", test_fold_tasks);
+    int rc = sz_test_run();
+    sz_k_shutdown();
+    return rc;
+}
