@@ -653,6 +653,12 @@ typedef enum sz_mem_category {
 } sz_mem_category;
 
 const char *sz_mem_category_name(sz_mem_category c);
+/* The label of category c in the memory report of a model trained with optimizer o: the two
+ * optimizer-state categories (SZ_MEM_ADAM_M, SZ_MEM_ADAM_V) by the optimizer's own state names
+ * ("adamw state adam_m", "adamw state adam_v"; "sgd state momentum", and "sgd: no state 2" for the
+ * one SGD does not keep), every other category as sz_mem_category_name. Writes at most n bytes
+ * into buf and returns buf. */
+const char *sz_mem_category_label(sz_mem_category c, sz_optimizer o, char *buf, size_t n);
 
 /* The device pool (CPU-only nodes): one reserved region that StarPU's allocations for this rank's
  * data (temporaries: gathered units, gradients in flight, working copies) and the model's
@@ -694,6 +700,9 @@ typedef struct sz_memory_report {
                                           ran, summed over tasks (zero policy; else 0) */
     double optimizer_task_s;           /* last step: seconds the optimizer-update tasks ran, summed
                                           over tasks (zero policy; else 0) */
+    double convert_task_s;             /* last step: seconds the fp32 <-> bf16 conversion tasks
+                                          (working copies, gradient rounding) ran, summed (zero policy) */
+    double zero_task_s;                /* last step: seconds the zeroing tasks ran, summed (zero policy) */
     int ntimeline;                     /* last step: live transient bytes over time, at most 64 points */
     double timeline_ms[64];            /*   ms since the step began */
     int64_t timeline_bytes[64];        /*   transient bytes alive then (persistent ones come on top) */

@@ -156,6 +156,12 @@ double sz_k_sumsq_chunk(const void *x, int bf16, int64_t n);
 /* ---- bf16 <-> fp32, round-to-nearest-even (NaN stays NaN), [n] ---- */
 void sz_k_f32_to_bf16(uint16_t *dst, const float *src, size_t n);
 void sz_k_bf16_to_f32(float *dst, const uint16_t *src, size_t n);
+/* dst[n] (type ddt) from src[n] (type sdt), fp32 arithmetic, one rounding to a bf16 destination:
+ * SET dst = src; ADD dst = dst + src; ONTO_ZEROS dst = 0 + src (what ADD onto zeros gives, -0
+ * becoming +0, without reading dst). OpenMP-parallel over contiguous ranges; the same bits on every
+ * CPU and thread count. */
+enum { SZ_K_CONVERT_SET = 0, SZ_K_CONVERT_ADD = 1, SZ_K_CONVERT_ONTO_ZEROS = 2 };
+void sz_k_convert(void *dst, sz_k_dtype ddt, const void *src, sz_k_dtype sdt, size_t n, int mode);
 
 /* ==== the native bf16 path's kernels (bf16_act.c): fp32 math, some operands bf16 ====
  * A bf16 input is widened exactly, a bf16 output rounded once (RNE) from the fp32 value, and a bf16
