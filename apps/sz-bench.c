@@ -345,6 +345,7 @@ int main(int argc, char **argv)
     float loss = 0;
     double total = 0, best = 0;
     long faults = 0, max_faults = 0; /* minor page faults of the timed steps (this process) */
+    double cpu_total = 0;            /* CPU seconds (user + system, every thread) of the timed steps */
     for (int s = 1; s <= warmup + steps; s++) {
         double t0 = now_s();
         struct rusage ru0, ru1;
@@ -363,6 +364,8 @@ int main(int argc, char **argv)
             long f = ru1.ru_minflt - ru0.ru_minflt + ru1.ru_majflt - ru0.ru_majflt;
             faults += f;
             max_faults = f > max_faults ? f : max_faults;
+            cpu_total += (double)(ru1.ru_utime.tv_sec - ru0.ru_utime.tv_sec + ru1.ru_stime.tv_sec - ru0.ru_stime.tv_sec) +
+                         (double)(ru1.ru_utime.tv_usec - ru0.ru_utime.tv_usec + ru1.ru_stime.tv_usec - ru0.ru_stime.tv_usec) * 1e-6;
             double t = now_s() - t0;
             total += t;
             best = best == 0 || t < best ? t : best;
@@ -411,6 +414,9 @@ int main(int argc, char **argv)
         cJSON_AddNumberToObject(o, "cores", topo.ncores);
         cJSON_AddNumberToObject(o, "step_ms", step_s * 1e3);
         cJSON_AddNumberToObject(o, "step_ms_min", best * 1e3); /* the VM is noisy: the best step too */
+        /* rank 0's CPU time (user + system, all its threads) per timed step: on cores shared with
+         * other jobs it moves far less than the wall time */
+        cJSON_AddNumberToObject(o, "cpu_ms_per_step", steps > 0 ? cpu_total / steps * 1e3 : 0);
         cJSON_AddNumberToObject(o, "tokens_per_s", (double)nd * micro * B * T / step_s); /* all ranks */
         cJSON_AddNumberToObject(o, "gflops", flops / step_s / 1e9);
         cJSON_AddNumberToObject(o, "flops_per_step", flops);
@@ -429,6 +435,10 @@ int main(int argc, char **argv)
          * compute tasks (norms, attention, GELU, softmax, optimizer, conversions, zeroing) */
         cJSON_AddNumberToObject(o, "matmul_ms", reps[0].matmul_task_s * 1e3);
         cJSON_AddNumberToObject(o, "other_ms", (reps[0].compute_task_s - reps[0].matmul_task_s) * 1e3);
+        /* within other_ms: the fp32 <-> bf16 conversions (mixed precision's working copies and
+         * gradient rounding) and the zeroing tasks, summed over tasks */
+        cJSON_AddNumberToObject(o, "convert_ms", reps[0].convert_task_s * 1e3);
+        cJSON_AddNumberToObject(o, "zero_ms", reps[0].zero_task_s * 1e3);
         /* the optimizer's tasks (last step, rank 0) against the bytes they must move: per element of
          * the rank's owned range, fp32: p read and written, the gradient read, each fp32 state read
          * and written (AdamW: 12 + 2 x 8 = 28 B); mixed: the master read and written, the bf16

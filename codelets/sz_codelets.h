@@ -74,6 +74,8 @@ static inline uint16_t sz_f2h(float f)
     X(sz_cl_attention_bwd,    "dqkv += from dout, qkv, stats") \
     X(sz_cl_gelu_fwd,         "out = gelu(inp)") \
     X(sz_cl_gelu_bwd,         "dinp += gelu'(inp) * dout") \
+    X(sz_cl_matmul_gelu_fwd,  "out = inp . w^T [+ b]; gout = gelu(out), tile by tile") \
+    X(sz_cl_gelu_matmul_bwd,  "dinp = gelu'(pre) * (dout . w), tile by tile; dw [, db] +=") \
     X(sz_cl_residual_fwd,     "out = a + b") \
     X(sz_cl_residual_bwd,     "da, db += dout") \
     X(sz_cl_softmax_xent_fwd, "losses, probs from logits, targets") \

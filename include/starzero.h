@@ -504,6 +504,18 @@ sz_status sz_op_attention_bwd(sz_unit *u, sz_tensor *dinp, sz_tensor *dout, sz_t
 /* out = gelu(inp) on n elements (overwrites); backward accumulates dinp += gelu'(inp) * dout. */
 sz_status sz_op_gelu_fwd(sz_unit *u, sz_tensor *out, sz_tensor *inp, int64_t n);
 sz_status sz_op_gelu_bwd(sz_unit *u, sz_tensor *dinp, sz_tensor *inp, sz_tensor *dout, int64_t n);
+/* The linear layer fused with the GELU around it (GPT-2's MLP), each output tile's GELU taken right
+ * after the tile's product while it is in cache; the bits of the separate ops. Forward: OVERWRITES
+ * out[N,OC] = inp[N,C] . w[OC,C]^T + b (b may be NULL; out fp32) and gout = gelu(out): matmul_fwd
+ * then gelu_fwd. Backward of a linear layer whose input inp[N,C] was gelu(pre) (pre fp32, [N,C]):
+ * OVERWRITES dinp[N,C] = gelu'(pre) * (dout[N,OC] . w) — no tensor holds the product, and dinp
+ * needs no zeroing — and ACCUMULATES into dw[OC,C] and db[OC] (db may be NULL): the bits of
+ * matmul_bwd into a zeroed t of dinp's type followed by gelu_bwd(dinp, pre, t) into a zeroed dinp.
+ * Element types as matmul_fwd / matmul_bwd. */
+sz_status sz_op_matmul_gelu_fwd(sz_unit *u, sz_tensor *out, sz_tensor *gout, sz_tensor *inp, sz_tensor *w,
+                                sz_tensor *b, int N, int C, int OC);
+sz_status sz_op_gelu_matmul_bwd(sz_unit *u, sz_tensor *dinp, sz_tensor *dw, sz_tensor *db, sz_tensor *dout,
+                                sz_tensor *inp, sz_tensor *w, sz_tensor *pre, int N, int C, int OC);
 /* out = a + b on n elements (overwrites; out may be a or b); backward accumulates da += dout,
  * db += dout. */
 sz_status sz_op_residual_fwd(sz_unit *u, sz_tensor *out, sz_tensor *a, sz_tensor *b, int64_t n);
@@ -677,10 +689,14 @@ typedef struct sz_memory_report {
                                           compute ran too (measured by the zero policy; -1: other policy) */
     double comm_task_s, compute_task_s; /* last step: seconds communication tasks ran, and the
                                           seconds any compute task ran (the union) */
-    double matmul_task_s;              /* last step: seconds the matmul tasks (forward and backward)
+    double matmul_task_s;              /* last step: seconds the matmul tasks (forward and backward,
+                                          with the GELU-fused matmul_gelu_fwd / gelu_matmul_bwd)
                                           ran, summed over tasks (zero policy; else 0) */
     double optimizer_task_s;           /* last step: seconds the optimizer-update tasks ran, summed
                                           over tasks (zero policy; else 0) */
+    double convert_task_s;             /* last step: seconds the fp32 <-> bf16 conversion tasks
+                                          (working copies, gradient rounding) ran, summed (zero policy) */
+    double zero_task_s;                /* last step: seconds the zeroing tasks ran, summed (zero policy) */
     int ntimeline;                     /* last step: live transient bytes over time, at most 64 points */
     double timeline_ms[64];            /*   ms since the step began */
     int64_t timeline_bytes[64];        /*   transient bytes alive then (persistent ones come on top) */

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # tests/bench_cli.sh — sz-bench runs a step on a tiny model and prints one JSON object with its
 # figures and the machine's yardsticks, bf16 and f32 oneDNN matmul, amx, the stream triad and the step
-# split into matmul_ms and other_ms, the optimizer's time against the bytes it moves, and page faults
-# per step (their presence, not their values: timings are never pass/fail here; optimizer_bytes is
+# split into matmul_ms and other_ms (within it the conversions' convert_ms, 0 in fp32 and > 0 on the
+# emulated bf16 path, and the zeroing's zero_ms), the optimizer's time against the bytes it moves, and
+# page faults per step (their presence, not their values: timings are never pass/fail here; optimizer_bytes is
 # exact: 28 bytes per parameter, padded, at stage 0 on one rank); on a CPU-only run no GPU figure
 # (mfu, gpu_peak_tflops) at all.
 # Usage: bench_cli.sh BUILD_DIR
@@ -13,7 +14,7 @@ out=$(STARPU_NCUDA=0 timeout 120 "$bin/sz-bench" --model 2,2,32 --vocab 256 --ba
     fail "sz-bench exited non-zero"
 [ "$(echo "$out" | wc -l)" -eq 1 ] || fail "expected exactly one JSON line, got: $out"
 num() { echo "$out" | sed -n "s/.*\"$1\":\([-0-9.e+]*\).*/\1/p"; }
-for k in step_ms step_ms_min tokens_per_s gflops fma_peak_gflops sgemm_gflops; do
+for k in step_ms step_ms_min cpu_ms_per_step tokens_per_s gflops fma_peak_gflops sgemm_gflops; do
     v=$(num "$k")
     [ -n "$v" ] || fail "no \"$k\" in $out"
     awk -v v="$v" 'BEGIN { exit !(v > 0) }' || fail "$k = $v, expected > 0"
@@ -25,7 +26,7 @@ if grep -q avx512_bf16 /proc/cpuinfo; then
 else
     [ "$v" = 0 ] || fail "no AVX512_BF16 here but bf16_dot_peak_gflops = $v"
 fi
-for k in bf16_matmul_gflops f32_matmul_gflops stream_gbps matmul_ms other_ms optimizer_ms optimizer_bytes \
+for k in bf16_matmul_gflops f32_matmul_gflops stream_gbps matmul_ms other_ms convert_ms zero_ms optimizer_ms optimizer_bytes \
     optimizer_gbps optimizer_over_stream page_faults_per_step page_faults_max_step; do
     v=$(num "$k")
     [ -n "$v" ] || fail "no \"$k\" in $out"
@@ -38,6 +39,12 @@ if echo "$out" | grep -q '"sched_policy":"zero"'; then   # the zero policy times
     awk -v v="$(num other_ms)" 'BEGIN { exit !(v >= 0) }' || fail "other_ms = $(num other_ms), expected >= 0"
     awk -v v="$(num optimizer_ms)" 'BEGIN { exit !(v > 0) }' || fail "optimizer_ms = $(num optimizer_ms) under the zero policy"
     awk -v v="$(num optimizer_gbps)" 'BEGIN { exit !(v > 0) }' || fail "optimizer_gbps = $(num optimizer_gbps) under the zero policy"
+    awk -v v="$(num convert_ms)" 'BEGIN { exit !(v == 0) }' || fail "convert_ms = $(num convert_ms) in fp32 (no conversions)"
+    # the emulated bf16 path converts (working copies, gradients): its conversion tasks are timed
+    emu=$(STARPU_NCUDA=0 timeout 120 "$bin/sz-bench" --model 2,2,32 --vocab 256 --batch 2 --seq 16 --steps 1 --warmup 0 \
+        --precision bf16 --bf16-compute emulated --json) || fail "sz-bench --precision bf16 --bf16-compute emulated"
+    v=$(echo "$emu" | sed -n 's/.*"convert_ms":\([-0-9.e+]*\).*/\1/p')
+    awk -v v="$v" 'BEGIN { exit !(v > 0) }' || fail "convert_ms = '$v' on the emulated bf16 path"
 fi
 # model 2,2,32 vocab 256: wte 256x32 + wpe 1024x32 + 2 blocks of 12704 + lnf 64 = 66432 parameters,
 # each unit padded to a multiple of N_d = 1 (no padding): 28 bytes each

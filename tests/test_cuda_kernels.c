@@ -435,6 +435,17 @@ static void test_gelu_residual(void)
     CU_ASSERT(same_bits("residual out", r, cr, n * 4));
     CU_ASSERT(same_bits("residual da", a, ca, n * 4));
     CU_ASSERT(same_bits("residual db", b, cb, n * 4));
+    /* gelu_bwd in place (gelu_matmul_bwd's second half) = gelu_bwd into a zeroed dinp, bitwise; rows of
+     * zeros with gelu' < 0 give +0.0 in both */
+    for (size_t i = 0; i < n; i += 4) d[i] = 0.0f, x[i] = -1.5f;
+    float *gz = dput(NULL, n * 4), *gi = dput(d, n * 4), *gx2 = dput(x, n * 4), *gd2 = dput(d, n * 4);
+    float *z = malloc(n * 4), *ip = malloc(n * 4);
+    CUOK(sz_cuda_zero(S, gz, n * 4));
+    CUOK(sz_cuda_gelu_bwd(S, gz, gx2, gd2, n));
+    CUOK(sz_cuda_gelu_bwd_inplace(S, gi, gx2, n));
+    dget(z, gz, n * 4), dget(ip, gi, n * 4);
+    CU_ASSERT(same_bits("gelu dinp in place", ip, z, n * 4));
+    dfree(gz), dfree(gi), dfree(gx2), dfree(gd2), free(z), free(ip);
     dfree(gx), dfree(gy), dfree(gd), dfree(gg), dfree(ga), dfree(gb), dfree(go), dfree(gr);
     free(x), free(y), free(d), free(g0), free(h0), free(co), free(cg), free(cr), free(ca), free(cb);
     free(o), free(gl), free(r), free(a), free(b);

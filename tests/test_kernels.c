@@ -549,6 +549,106 @@ static void test_gelu(void)
     free(x); free(w); free(out); free(d0); free(d); free(e.x); free(e.w); free(want);
 }
 
+/* ---------------------------------------------------------------- matmul fused with gelu */
+
+/* sz_k_matmul_gelu_fwd and sz_k_gelu_matmul_bwd against the separate kernels they replace (each
+ * checked above against double references and finite differences), bitwise: fp32 and bf16 inputs,
+ * gout / dinp fp32 and bf16, odd shapes that cut partial tiles (the tiles are 256 x 384), 1-3
+ * threads, with rows of dout zero and pre negative (gelu' < 0) so products of -0.0 appear: the
+ * fused backward must give +0.0 there as the separate gelu_bwd into a zeroed dinp does. dinp starts
+ * as garbage (NaN included): the fused backward overwrites it. Plus one double reference of the
+ * composition (gelu(x.W^T+b), gelu'(pre) * (dout.W)). */
+static void test_matmul_gelu(void)
+{
+    const int shapes[][3] = {{7, 13, 29}, {130, 96, 200}, {300, 40, 450}, {257, 777, 385}};
+    int saved = omp_get_max_threads();
+    for (size_t k = 0; k < sizeof shapes / sizeof shapes[0]; k++) {
+        int n = shapes[k][0], c = shapes[k][1], oc = shapes[k][2];
+        size_t ni = (size_t)n * c, nw = (size_t)oc * c, no = (size_t)n * oc;
+        float *inp = rnd(ni, 1), *wt = rnd(nw, 1), *bias = rnd(oc, 1), *dout = rnd(no, 1), *pre = rnd(ni, 3);
+        for (int r = 0; r < n; r += 5) memset(dout + (size_t)r * oc, 0, (size_t)oc * 4); /* zero rows */
+        for (size_t i = 0; i < ni; i += 3) pre[i] = -1.5f - (float)(i % 7) * 0.1f;    /* gelu' < 0 */
+        round_bf16(inp, ni); round_bf16(wt, nw); round_bf16(bias, oc); round_bf16(dout, no);
+        uint16_t *hi = to_bf16(inp, ni), *hw = to_bf16(wt, nw), *hb = to_bf16(bias, oc), *hdo = to_bf16(dout, no);
+        for (int in = 0; in < 2; in++) {
+            const void *xi = in ? (void *)hi : inp, *xw = in ? (void *)hw : wt, *xb = in ? (void *)hb : bias;
+            const void *xdo = in ? (void *)hdo : dout;
+            for (int od = 0; od < 2; od++) {   /* gout / dinp fp32, then bf16 (only with bf16 inputs) */
+                if (od && !in && k > 0) continue;   /* fp32 inputs with a bf16 gout: once is enough */
+                size_t e = od ? 2 : 4;
+                /* the separate kernels, one thread */
+                omp_set_num_threads(1);
+                float *out_ref = malloc(no * 4), *out = malloc(no * 4);
+                void *g_ref = malloc(no * e), *g = malloc(no * e);
+                CU_ASSERT(in ? sz_k_matmul_fwd_bf16(out_ref, SZ_K_F32, hi, hw, hb, n, c, oc) >= 0
+                             : sz_k_matmul_fwd(out_ref, inp, wt, bias, n, c, oc) >= 0);
+                sz_k_gelu_fwd_mx(g_ref, od, out_ref, no);
+                int bdt = in ? od : SZ_K_F32;   /* dinp: fp32 with fp32 inputs */
+                size_t eb = bdt ? 2 : 4;
+                void *t = calloc(ni, eb), *di_ref = calloc(ni, eb), *di = malloc(ni * eb);
+                float *dw0 = rnd(nw, 1), *db0 = rnd(oc, 1);
+                if (in && od) { round_bf16(dw0, nw); round_bf16(db0, oc); }
+                void *dw_ref = od && in ? (void *)to_bf16(dw0, nw) : dup_f(dw0, nw);
+                void *db_ref = od && in ? (void *)to_bf16(db0, oc) : dup_f(db0, oc);
+                size_t ep = od && in ? 2 : 4;
+                void *dw = malloc(nw * ep), *db = malloc(oc * ep);
+                CU_ASSERT(in ? sz_k_matmul_bwd_bf16(t, bdt, dw_ref, db_ref, bdt, hdo, hi, hw, n, c, oc) >= 0
+                             : sz_k_matmul_bwd(t, dw_ref, db_ref, dout, inp, wt, n, c, oc) >= 0);
+                if (bdt) sz_k_gelu_bwd_mx(di_ref, bdt, pre, t, bdt, ni);
+                else sz_k_gelu_bwd(di_ref, pre, t, ni);
+                int neg0 = 0;   /* the separate ops' +0.0 where the product gave -0.0 */
+                for (size_t i = 0; !bdt && i < ni; i++) neg0 += ((float *)t)[i] == 0.0f && pre[i] < -1.0f;
+                CU_ASSERT(bdt || neg0 > 0);
+                for (int nt = 1; nt <= 3; nt++) {
+                    omp_set_num_threads(nt);
+                    memset(out, 0xff, no * 4); memset(g, 0xff, no * e); memset(di, 0xff, ni * eb); /* NaN garbage */
+                    if (ep == 2) { uint16_t *h = to_bf16(dw0, nw); memcpy(dw, h, nw * 2); free(h);
+                                   h = to_bf16(db0, oc); memcpy(db, h, oc * 2); free(h); }
+                    else { memcpy(dw, dw0, nw * 4); memcpy(db, db0, oc * 4); }
+                    CU_ASSERT(sz_k_matmul_gelu_fwd(out, g, od, xi, xw, xb, in, n, c, oc) >= 0);
+                    CU_ASSERT(sz_k_gelu_matmul_bwd(di, bdt, dw, db, bdt, xdo, xi, xw, pre, in, n, c, oc) >= 0);
+                    int same = memcmp(out, out_ref, no * 4) == 0 && memcmp(g, g_ref, no * e) == 0 &&
+                               memcmp(di, di_ref, ni * eb) == 0 && memcmp(dw, dw_ref, nw * ep) == 0 &&
+                               memcmp(db, db_ref, oc * ep) == 0;
+                    CU_ASSERT(same);
+                    if (!same)
+                        printf("\n  %d x %d x %d, inputs %s, out %s, %d thread(s): out %d gout %d dinp %d dw %d db %d\n", n, c,
+                               oc, in ? "bf16" : "fp32", od ? "bf16" : "fp32", nt, !memcmp(out, out_ref, no * 4),
+                               !memcmp(g, g_ref, no * e), !memcmp(di, di_ref, ni * eb), !memcmp(dw, dw_ref, nw * ep),
+                               !memcmp(db, db_ref, oc * ep));
+                }
+                /* the composition against double, once (fp32, the first shape) */
+                if (k == 0 && !in && !od) {
+                    double *want = malloc((no > ni ? no : ni) * sizeof *want);
+                    int ok = 1;
+                    for (int r = 0; r < n; r++)
+                        for (int o = 0; o < oc; o++) {
+                            double acc = bias[o];
+                            for (int i = 0; i < c; i++) acc += (double)inp[r * c + i] * wt[o * c + i];
+                            want[(size_t)r * oc + o] = gelu_d(acc);
+                        }
+                    ok &= check_arr("matmul+gelu gout (double)", g, want, no, 1e-5 * sqrt((double)c), 1e-5 * sqrt((double)c));
+                    const double s = (double)sqrtf((float)(2.0 / 3.14159265358979323846));
+                    for (int r = 0; r < n; r++)
+                        for (int i = 0; i < c; i++) {
+                            double acc = 0, x = pre[r * c + i], u = s * (x + 0.044715 * x * x * x);
+                            for (int o = 0; o < oc; o++) acc += (double)dout[r * oc + o] * wt[o * c + i];
+                            double th = tanh(u), dg = 0.5 * (1 + th) + 0.5 * x * (1 - th * th) * s * (1 + 3 * 0.044715 * x * x);
+                            want[(size_t)r * c + i] = dg * acc;
+                        }
+                    ok &= check_arr("gelu+matmul dinp (double)", di, want, ni, 1e-5 * sqrt((double)oc), 1e-5 * sqrt((double)oc));
+                    CU_ASSERT(ok);
+                    free(want);
+                }
+                free(out_ref); free(out); free(g_ref); free(g); free(t); free(di_ref); free(di);
+                free(dw0); free(db0); free(dw_ref); free(db_ref); free(dw); free(db);
+            }
+        }
+        free(inp); free(wt); free(bias); free(dout); free(pre); free(hi); free(hw); free(hb); free(hdo);
+    }
+    omp_set_num_threads(saved);
+}
+
 static void test_residual(void)
 {
     size_t n = N * C;
@@ -899,8 +999,9 @@ static void test_matmul_host_bytes(void)
             float *y = calloc((size_t)N * OC, 4), *dx = calloc((size_t)N * C, 4), *dw = calloc((size_t)OC * C, 4);
             float *db = calloc((size_t)OC, 4);
             uint16_t *hx = calloc((size_t)N * C, 2), *hw = calloc((size_t)OC * C, 2), *hb = calloc((size_t)OC, 2);
-            uint16_t *hy = calloc((size_t)N * OC, 2);
-            CU_ASSERT_FATAL(x && w && b && y && dx && dw && db && hx && hw && hb && hy);
+            uint16_t *hy = calloc((size_t)N * OC, 2), *hdx = calloc((size_t)N * C, 2);
+            float *y2 = calloc((size_t)N * OC, 4);
+            CU_ASSERT_FATAL(x && w && b && y && dx && dw && db && hx && hw && hb && hy && hdx && y2);
             size_t sc, pk, sc16, pk16;
             sz_k_matmul_host_bytes(N, C, OC, nt, &sc, &pk);
             sz_k_matmul_bf16_host_bytes(N, C, OC, nt, &sc16, &pk16);
@@ -909,6 +1010,9 @@ static void test_matmul_host_bytes(void)
             CU_ASSERT(sz_k_matmul_fwd(y, x, w, b, N, C, OC) >= 0);
             CU_ASSERT(sz_k_matmul_fwd(y, x, w, NULL, N, C, OC) >= 0);
             CU_ASSERT(sz_k_matmul_bwd(dx, dw, db, y, x, w, N, C, OC) >= 0);
+            /* the GELU-fused kernels run the same products: the same bytes */
+            CU_ASSERT(sz_k_matmul_gelu_fwd(y, y2, SZ_K_F32, x, w, b, SZ_K_F32, N, C, OC) >= 0);
+            CU_ASSERT(sz_k_gelu_matmul_bwd(dx, SZ_K_F32, dw, db, SZ_K_F32, y, x, w, x, SZ_K_F32, N, C, OC) >= 0);
             int64_t used = sz_k_matmul_host_peak() - before;
             CU_ASSERT(used >= 0 && used <= (int64_t)(sc + pk));
             before = sz_k_matmul_host_live();
@@ -916,13 +1020,15 @@ static void test_matmul_host_bytes(void)
             CU_ASSERT(sz_k_matmul_fwd_bf16(hy, SZ_K_BF16, hx, hw, hb, N, C, OC) >= 0);
             CU_ASSERT(sz_k_matmul_fwd_bf16(y, SZ_K_F32, hx, hw, NULL, N, C, OC) >= 0);
             CU_ASSERT(sz_k_matmul_bwd_bf16(dx, SZ_K_F32, dw, db, SZ_K_F32, hy, hx, hw, N, C, OC) >= 0);
+            CU_ASSERT(sz_k_matmul_gelu_fwd(y, hy, SZ_K_BF16, hx, hw, hb, SZ_K_BF16, N, C, OC) >= 0);
+            CU_ASSERT(sz_k_gelu_matmul_bwd(hdx, SZ_K_BF16, dw, db, SZ_K_F32, hy, hx, hw, x, SZ_K_BF16, N, C, OC) >= 0);
             int64_t used16 = sz_k_matmul_host_peak() - before;
             CU_ASSERT(used16 >= 0 && used16 <= (int64_t)(sc16 + pk16));
             if (used > (int64_t)(sc + pk) || used16 > (int64_t)(sc16 + pk16))
                 printf("\n  %d x %d x %d, %d thread(s): fp32 used %lld > %zu, bf16 used %lld > %zu\n", N, C, OC, nt,
                        (long long)used, sc + pk, (long long)used16, sc16 + pk16);
             free(x); free(w); free(b); free(y); free(dx); free(dw); free(db);
-            free(hx); free(hw); free(hb); free(hy);
+            free(hx); free(hw); free(hb); free(hy); free(hdx); free(y2);
         }
     omp_set_num_threads(saved);
 }
@@ -937,7 +1043,8 @@ int main(void)
         { "encoder", test_encoder }, { "layernorm", test_layernorm }, { "layernorm without bias", test_layernorm_nobias },
         { "matmul fp32", test_matmul }, { "matmul plain fallback", test_matmul_plain },
         { "matmul bf16", test_matmul_bf16 }, { "attention", test_attention },
-        { "gelu", test_gelu }, { "residual", test_residual },
+        { "gelu", test_gelu }, { "matmul fused with gelu (bits of the separate kernels)", test_matmul_gelu },
+        { "residual", test_residual },
         { "softmax cross-entropy", test_softmax_xent }, { "softmax cross-entropy fused with its backward", test_softmax_xent_fused },
         { "residual fused with layernorm", test_residual_layernorm }, { "adamw", test_adamw }, { "adamw fused norm", test_adamw_norm },
         { "bf16 conversion", test_bf16 }, { "thread-count determinism", test_determinism },

@@ -600,6 +600,8 @@ static void test_fused_bad_shapes(void)
     sz_status c = sz_op_layernorm_residual_bwd(NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 4, -1);
     sz_status d = sz_op_residual_rmsnorm_fwd(NULL, NULL, NULL, NULL, NULL, NULL, NULL, 4, 8, -1.0f);
     sz_status e = sz_op_rmsnorm_residual_bwd(NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0, 8);
+    sz_status f = sz_op_matmul_gelu_fwd(NULL, NULL, NULL, NULL, NULL, NULL, 0, 8, 8);
+    sz_status g = sz_op_gelu_matmul_bwd(NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 4, 8, -2);
     fflush(stderr);
     dup2(saved, 2);
     close(saved);
@@ -613,6 +615,10 @@ static void test_fused_bad_shapes(void)
     CU_ASSERT_EQUAL(c, SZ_ERR_INVALID);
     CU_ASSERT_EQUAL(d, SZ_ERR_INVALID);
     CU_ASSERT_EQUAL(e, SZ_ERR_INVALID);
+    CU_ASSERT_EQUAL(f, SZ_ERR_INVALID);
+    CU_ASSERT_EQUAL(g, SZ_ERR_INVALID);
+    CU_ASSERT_PTR_NOT_NULL(strstr(buf, "matmul_gelu_fwd (outside a unit's callback): N, C, OC must be >= 1 (got 0, 8, 8)"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(buf, "gelu_matmul_bwd (outside a unit's callback): N, C, OC must be >= 1 (got 4, 8, -2)"));
     CU_ASSERT_PTR_NOT_NULL(strstr(buf, "residual_rmsnorm_fwd (outside a unit's callback): N = 4, C = 8, eps = -1: "
                                        "need N, C >= 1 and eps >= 0"));
     CU_ASSERT_PTR_NOT_NULL(strstr(buf, "rmsnorm_residual_bwd (outside a unit's callback): N = 0, C = 8: need N, C >= 1"));

@@ -2,7 +2,7 @@
  * On the native bf16 path (sz_model_bf16_native) the activations the matmuls read (ln1, atty, ln2,
  * fch_gelu, lnf), the logits (bf16 as a matmul's output under autocast; the fused softmax-xent
  * computes in fp32 from them and leaves the bf16 gradient in place) and the gradients the matmuls
- * read or write (dqkv, dattproj, dfch, dfcproj; dln1, datty, dln2, dfch_gelu, dlnf) are bf16, and
+ * read or write (dqkv, dattproj, dfch, dfcproj; dln1, datty, dln2, dlnf) are bf16, and
  * every unit reads its bf16 parameters directly (bf16_params); the residual stream and its gradient,
  * the other matmul outputs, the norms' statistics and the parameter gradients stay fp32.
  * Units: "embed" (wte, wpe), "block<l>" (the 12 per-layer tensors), "head" (lnfw, lnfb; it reads
@@ -22,7 +22,7 @@ struct block_acts {
 
 /* Gradient scratch shared by all blocks (their backwards run one after the other). */
 struct block_grads {
-    sz_tensor *dln1, *dqkv, *datty, *dattproj, *dres2, *dln2, *dfch, *dfch_gelu, *dfcproj;
+    sz_tensor *dln1, *dqkv, *datty, *dattproj, *dres2, *dln2, *dfch, *dfcproj; /* no dfch_gelu: gelu_matmul_bwd */
 };
 
 struct block_unit {
@@ -126,8 +126,8 @@ static sz_status block_fwd(sz_unit *u, void *user)
     /* res2 = x + attproj and ln2 = layernorm(res2) in one pass */
     TRY(sz_op_residual_layernorm_fwd(u, a->res2, a->ln2, a->ln2_mean, a->ln2_rstd, x, a->attproj, P(LN2W), P(LN2B),
                                      N, C));
-    TRY(sz_op_matmul_fwd(u, a->fch, a->ln2, P(FCW), P(FCB), N, C, 4 * C));
-    TRY(sz_op_gelu_fwd(u, a->fch_gelu, a->fch, 4 * NC));
+    /* fch = ln2 . fcw^T + fcb and fch_gelu = gelu(fch), each tile's GELU while the tile is in cache */
+    TRY(sz_op_matmul_gelu_fwd(u, a->fch, a->fch_gelu, a->ln2, P(FCW), P(FCB), N, C, 4 * C));
     TRY(sz_op_matmul_fwd(u, a->fcproj, a->fch_gelu, P(FCPROJW), P(FCPROJB), N, 4 * C, C));
     return sz_op_residual_fwd(u, y, a->res2, a->fcproj, NC);
 }
@@ -142,13 +142,14 @@ static sz_status block_bwd(sz_unit *u, void *user)
     int64_t NC = (int64_t)N * C;
     sz_tensor *x = g->res[bu->layer], *dx = g->dres[bu->layer], *dy = g->dres[bu->layer + 1];
 #define G(i) sz_unit_grad(u, i)
-    sz_tensor *zero[] = {dx, d->dln1, d->dqkv, d->datty, d->dattproj, d->dres2, d->dln2, d->dfch, d->dfch_gelu,
-                         d->dfcproj};
+    sz_tensor *zero[] = {dx, d->dln1, d->dqkv, d->datty, d->dattproj, d->dres2, d->dln2, d->dfcproj};
     for (int i = 0; i < NELEM(zero); i++)
         TRY(sz_op_zero(u, zero[i]));
     TRY(sz_op_residual_bwd(u, d->dres2, d->dfcproj, dy, NC));
-    TRY(sz_op_matmul_bwd(u, d->dfch_gelu, G(FCPROJW), G(FCPROJB), d->dfcproj, a->fch_gelu, P(FCPROJW), N, 4 * C, C));
-    TRY(sz_op_gelu_bwd(u, d->dfch, a->fch, d->dfch_gelu, 4 * NC));
+    /* dfch = gelu'(fch) * (dfcproj . fcprojw), written tile by tile (overwrites: no zeroing, and no
+     * dfch_gelu tensor); dfcprojw, dfcprojb accumulate */
+    TRY(sz_op_gelu_matmul_bwd(u, d->dfch, G(FCPROJW), G(FCPROJB), d->dfcproj, a->fch_gelu, P(FCPROJW), a->fch, N,
+                              4 * C, C));
     TRY(sz_op_matmul_bwd(u, d->dln2, G(FCW), G(FCB), d->dfch, a->ln2, P(FCW), N, C, 4 * C));
     /* dres2 += ln2's input gradient, then dx, dattproj += dres2, in one pass */
     TRY(sz_op_layernorm_residual_bwd(u, dx, d->dattproj, d->dres2, G(LN2W), G(LN2B), d->dln2, a->res2, P(LN2W),
@@ -317,7 +318,6 @@ sz_status gpt2_create(gpt2 **out, sz_context *ctx, const sz_gpt2_config *cfg, in
     gd->dres2 = act(g, "dres2", -1, SZ_DTYPE_F32, NC);
     gd->dln2 = act(g, "dln2", -1, X, NC);
     gd->dfch = act(g, "dfch", -1, X, 4 * NC);
-    gd->dfch_gelu = act(g, "dfch_gelu", -1, X, 4 * NC);
     gd->dfcproj = act(g, "dfcproj", -1, X, NC);
     g->lnf = act(g, "lnf", -1, X, NC);
     g->lnf_mean = act(g, "lnf_mean", -1, SZ_DTYPE_F32, N);

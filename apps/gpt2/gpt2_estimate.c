@@ -218,7 +218,7 @@ int64_t sz_gpt2_engine_activation_bytes_bf16(const sz_gpt2_config *cfg, int B, i
                       + NC                               /* dres2 */
                       + 3 * N;                           /* lnf mean, rstd, losses */
         int64_t bf16 = nb * 7 * NC                       /* ln1, atty, ln2, fch_gelu */
-                       + 16 * NC                         /* dln1, dqkv, datty, dattproj, dln2, dfch, dfch_gelu, dfcproj */
+                       + 12 * NC                         /* dln1, dqkv, datty, dattproj, dln2, dfch, dfcproj */
                        + 2 * NC + NV;                    /* lnf, dlnf, logits (dlogits in place) */
         int64_t ckpt = L * NC;
         if (host_bytes)
@@ -231,7 +231,8 @@ int64_t sz_gpt2_engine_activation_bytes_bf16(const sz_gpt2_config *cfg, int B, i
     int64_t floats = (L + 1) * NC                        /* dres[0..L] */
                      + NC                                /* res[L], the head's input */
                      + (checkpoint ? 1 : L) * block      /* the blocks' activations */
-                     + 17 * NC                           /* dln1 .. dfcproj, shared */
+                     + 13 * NC                           /* dln1, dqkv, datty, dattproj, dres2, dln2, dfch,
+                                                            dfcproj, shared (no dfch_gelu: gelu_matmul_bwd) */
                      + 2 * NC + 3 * N + NV;              /* lnf, its mean, rstd, losses, dlnf; logits (dlogits
                                                             in place: no probs, no dlogits) */
     int64_t ckpt = L * NC;                               /* res[0..L-1]: the blocks' inputs */

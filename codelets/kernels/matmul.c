@@ -316,9 +316,10 @@ static void sz_mm_packing(const sz_mm_shape *s, int *pack_a, int *pack_b, size_t
 }
 
 /* Tiles are visited with schedule(static), so a thread gets a contiguous run of
- * them and keeps its packed A rows / B columns while the block stays the same. */
-int sz_mm_tiled(const sz_mm_shape *s, void *d, const void *a, const void *b,
-                const void *bias)
+ * them and keeps its packed A rows / B columns while the block stays the same.
+ * epi's hooks (may be NULL) run on the tile's thread around each tile's product. */
+int sz_mm_tiled_epi(const sz_mm_shape *s, void *d, const void *a, const void *b,
+                    const void *bias, const sz_mm_epi *epi)
 {
     int64_t nm = (s->M + SZ_MM_TM - 1) / SZ_MM_TM, nn = (s->N + SZ_MM_TN - 1) / SZ_MM_TN;
     size_t ea = sz_esize(s->a_dt), eb = sz_esize(s->b_dt), ed = sz_esize(s->d_dt);
@@ -366,13 +367,21 @@ int sz_mm_tiled(const sz_mm_shape *s, void *d, const void *a, const void *b,
                 have_b = jb;
                 tb = pb; sub.b_sk = ldpb; sub.b_sn = 1;
             }
+            if (epi && epi->before) epi->before(epi, i0, j0, sub.M, sub.N);
             plain |= sz_mm_tile(&sub, (char *)d + (i0 * s->ldd + j0) * ed, ta, tb,
                                 bias ? (const char *)bias + j0 * ebias : NULL);
+            if (epi && epi->after) epi->after(epi, i0, j0, sub.M, sub.N);
         }
     }
     if (scratch) sz_mm_count(-(int64_t)((abytes + bbytes) * nthr));
     free(scratch);
     return plain;
+}
+
+int sz_mm_tiled(const sz_mm_shape *s, void *d, const void *a, const void *b,
+                const void *bias)
+{
+    return sz_mm_tiled_epi(s, d, a, b, bias, NULL);
 }
 
 size_t sz_k_matmul_shape_host_bytes(const sz_mm_shape *s, int nthr)
@@ -457,25 +466,36 @@ static void sz_mm_init(sz_mm_shape *s, int64_t M, int64_t N, int64_t K, int dt)
     s->bias_dt = -1;
 }
 
+void sz_mm_shape_fwd(sz_mm_shape *s, int N, int C, int OC, int in_dt, int out_dt, int has_bias)
+{
+    sz_mm_init(s, N, OC, C, in_dt);   /* out[N,OC] = inp[N,C] . (weight[OC,C] viewed as [C,OC]) */
+    s->d_dt = out_dt;
+    s->a_sm = C; s->a_sk = 1; s->b_sk = 1; s->b_sn = C; s->ldd = OC;
+    if (has_bias) s->bias_dt = in_dt;
+}
+
+void sz_mm_shape_dinp(sz_mm_shape *s, int N, int C, int OC, int in_dt, int dinp_dt)
+{
+    sz_mm_init(s, N, C, OC, in_dt);   /* dinp[N,C] += dout[N,OC] . weight[OC,C] */
+    s->d_dt = dinp_dt;
+    s->a_sm = OC; s->a_sk = 1; s->b_sk = C; s->b_sn = 1; s->ldd = C; s->accumulate = 1;
+}
+
 int sz_k_matmul_fwd(float *out, const float *inp, const float *weight, const float *bias,
                     int N, int C, int OC)
 {
-    sz_mm_shape s;   /* out[N,OC] = inp[N,C] . (weight[OC,C] viewed as [C,OC]) */
-    sz_mm_init(&s, N, OC, C, SZ_K_F32);
-    s.a_sm = C; s.a_sk = 1; s.b_sk = 1; s.b_sn = C; s.ldd = OC;
-    if (bias) s.bias_dt = SZ_K_F32;
+    sz_mm_shape s;
+    sz_mm_shape_fwd(&s, N, C, OC, SZ_K_F32, SZ_K_F32, bias != NULL);
     return sz_mm_tiled(&s, out, inp, weight, bias);
 }
 
 void sz_k_matmul_host_bytes(int N, int C, int OC, int nthr, size_t *scratch, size_t *pack)
 {
     sz_mm_shape s[5];
-    sz_mm_init(&s[0], N, OC, C, SZ_K_F32);   /* as sz_k_matmul_fwd, with a bias and without */
-    s[0].a_sm = C; s[0].a_sk = 1; s[0].b_sk = 1; s[0].b_sn = C; s[0].ldd = OC; s[0].bias_dt = SZ_K_F32;
+    sz_mm_shape_fwd(&s[0], N, C, OC, SZ_K_F32, SZ_K_F32, 1);   /* as sz_k_matmul_fwd, with a bias and without */
     s[3] = s[0];
     s[3].bias_dt = -1;
-    sz_mm_init(&s[1], N, C, OC, SZ_K_F32);   /* as sz_k_matmul_bwd: dinp, then dweight */
-    s[1].a_sm = OC; s[1].a_sk = 1; s[1].b_sk = C; s[1].b_sn = 1; s[1].ldd = C; s[1].accumulate = 1;
+    sz_mm_shape_dinp(&s[1], N, C, OC, SZ_K_F32, SZ_K_F32);   /* as sz_k_matmul_bwd: dinp, then dweight */
     sz_mm_init(&s[2], OC, C, N, SZ_K_F32);
     s[2].a_sm = 1; s[2].a_sk = OC; s[2].b_sk = C; s[2].b_sn = 1; s[2].ldd = C; s[2].accumulate = 1;
     s[4] = s[1];                             /* dinp set (sz_k_matmul_bwd_set) */
@@ -513,8 +533,8 @@ int sz_k_matmul_bwd_set(float *dinp, float *dweight, float *dbias, const float *
     sz_mm_shape s;
     int rc = 0, r;
     if (dinp) {      /* dinp[N,C] (+)= dout[N,OC] . weight[OC,C]; set: no sum post-op */
-        sz_mm_init(&s, N, C, OC, SZ_K_F32);
-        s.a_sm = OC; s.a_sk = 1; s.b_sk = C; s.b_sn = 1; s.ldd = C; s.accumulate = !(set & SZ_K_SET_DINP);
+        sz_mm_shape_dinp(&s, N, C, OC, SZ_K_F32, SZ_K_F32);
+        s.accumulate = !(set & SZ_K_SET_DINP);
         if ((r = sz_mm_tiled(&s, dinp, dout, weight, NULL)) < 0) return r;
         rc |= r;
     }

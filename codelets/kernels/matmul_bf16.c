@@ -13,10 +13,36 @@ static size_t sz_span(int64_t rows, int64_t cols, int64_t s_r, int64_t s_c)
     return rows == 0 || cols == 0 ? 0 : (size_t)((rows - 1) * s_r + (cols - 1) * s_c + 1);
 }
 
+/* The rounding of an emulated product into a bf16 d, one tile at a time, between the caller's
+ * hooks (sz_mm_emulate with hooks): d's tile is prepared (before), gets
+ * round(f32(d) + fp32 result) or round(result) as the loop without hooks gives it, then is
+ * final (after). */
+typedef struct {
+    const sz_mm_shape *s;
+    const float *fd;      /* the fp32 result, [M, N] */
+    uint16_t *hd;         /* d */
+    const sz_mm_epi *user;
+} sz_mm_round_ctx;
+
+static void sz_mm_round_tile(const sz_mm_epi *e, int64_t i0, int64_t j0, int64_t m, int64_t n)
+{
+    const sz_mm_round_ctx *c = e->ctx;
+    const sz_mm_shape *s = c->s;
+    if (c->user->before) c->user->before(c->user, i0, j0, m, n);
+    for (int64_t i = i0; i < i0 + m; i++)
+        for (int64_t j = j0; j < j0 + n; j++) {
+            float x = c->fd[i * s->N + j];
+            if (s->accumulate) x = sz_bf16_to_f32_1(c->hd[i * s->ldd + j]) + x;
+            c->hd[i * s->ldd + j] = sz_f32_to_bf16_1(x);
+        }
+    if (c->user->after) c->user->after(c->user, i0, j0, m, n);
+}
+
 /* d (+)= a.b (+bias) for bf16 a, b, bias via fp32: widen, run fp32 tiles, and
- * round into d when d is bf16. Returns like sz_mm_tiled, or -1 on out of memory. */
+ * round into d when d is bf16 (tile by tile between the hooks when epi is given).
+ * Returns like sz_mm_tiled, or -1 on out of memory. */
 static int sz_mm_emulate(const sz_mm_shape *s, void *d, const uint16_t *a,
-                         const uint16_t *b, const uint16_t *bias)
+                         const uint16_t *b, const uint16_t *bias, const sz_mm_epi *epi)
 {
     size_t na = sz_span(s->M, s->K, s->a_sm, s->a_sk), nb = sz_span(s->K, s->N, s->b_sk, s->b_sn);
     int bf16_out = s->d_dt == SZ_K_BF16;
@@ -33,8 +59,11 @@ static int sz_mm_emulate(const sz_mm_shape *s, void *d, const uint16_t *a,
     f.a_dt = f.b_dt = f.d_dt = SZ_K_F32;
     if (bias) f.bias_dt = SZ_K_F32;
     if (bf16_out) { f.ldd = s->N; f.accumulate = 0; }
-    int rc = sz_mm_tiled(&f, bf16_out ? (void *)fd : d, fa, fb, bias ? fbias : NULL);
-    if (bf16_out && rc >= 0) {
+    sz_mm_round_ctx rctx = { s, fd, d, epi };
+    sz_mm_epi round = { NULL, sz_mm_round_tile, &rctx };
+    int rc = sz_mm_tiled_epi(&f, bf16_out ? (void *)fd : d, fa, fb, bias ? fbias : NULL,
+                             bf16_out ? (epi ? &round : NULL) : epi);
+    if (bf16_out && !epi && rc >= 0) {
         uint16_t *hd = d;
 #pragma omp parallel for schedule(static) if (nd >= SZ_PAR_MIN)
         for (int64_t i = 0; i < s->M; i++)
@@ -56,12 +85,18 @@ static int sz_mm_emulate(const sz_mm_shape *s, void *d, const uint16_t *a,
  * AVX512_BF16 (impl brg:avx512_core_bf16): test_kernels_bf16_native passes (references, finite
  * differences, the same bits at 1-4 threads), and at GPT-2 124M's shapes the tiles beat the fp32
  * ones in 19 of 21 pairs, mostly by 1.3-3x, on a loaded machine (docs/BENCHMARKS.md). */
+int sz_mm_bf16_epi(const sz_mm_shape *s, void *d, const uint16_t *a, const uint16_t *b,
+                   const uint16_t *bias, const sz_mm_epi *epi)
+{
+    const char *native = getenv("SZ_ONEDNN_BF16");
+    if (!(native && native[0] == '0') && sz_mm_supported(s)) return sz_mm_tiled_epi(s, d, a, b, bias, epi);
+    return sz_mm_emulate(s, d, a, b, bias, epi);
+}
+
 static int sz_mm_bf16(const sz_mm_shape *s, void *d, const uint16_t *a, const uint16_t *b,
                       const uint16_t *bias)
 {
-    const char *native = getenv("SZ_ONEDNN_BF16");
-    if (!(native && native[0] == '0') && sz_mm_supported(s)) return sz_mm_tiled(s, d, a, b, bias);
-    return sz_mm_emulate(s, d, a, b, bias);
+    return sz_mm_bf16_epi(s, d, a, b, bias, NULL);
 }
 
 static void sz_mm_init16(sz_mm_shape *s, int64_t M, int64_t N, int64_t K, int d_dt)
@@ -78,9 +113,7 @@ int sz_k_matmul_fwd_bf16(void *out, sz_k_dtype out_dt, const uint16_t *inp,
                          int N, int C, int OC)
 {
     sz_mm_shape s;   /* out[N,OC] = inp[N,C] . weight[OC,C]^T + bias */
-    sz_mm_init16(&s, N, OC, C, out_dt);
-    s.a_sm = C; s.a_sk = 1; s.b_sk = 1; s.b_sn = C; s.ldd = OC;
-    if (bias) s.bias_dt = SZ_K_BF16;
+    sz_mm_shape_fwd(&s, N, C, OC, SZ_K_BF16, out_dt, bias != NULL);
     return sz_mm_bf16(&s, out, inp, weight, bias);
 }
 
@@ -98,8 +131,8 @@ int sz_k_matmul_bwd_bf16_set(void *dinp, sz_k_dtype dinp_dt, void *dweight, void
     sz_mm_shape s;
     int rc = 0, r;
     if (dinp) {      /* dinp[N,C] (+)= dout[N,OC] . weight[OC,C]; set: no sum post-op */
-        sz_mm_init16(&s, N, C, OC, dinp_dt);
-        s.a_sm = OC; s.a_sk = 1; s.b_sk = C; s.b_sn = 1; s.ldd = C; s.accumulate = !(set & SZ_K_SET_DINP);
+        sz_mm_shape_dinp(&s, N, C, OC, SZ_K_BF16, dinp_dt);
+        s.accumulate = !(set & SZ_K_SET_DINP);
         r = sz_mm_bf16(&s, dinp, dout, weight, NULL);
         if (r < 0) return r;
         rc |= r;
@@ -126,13 +159,10 @@ void sz_k_matmul_bf16_host_bytes(int N, int C, int OC, int nthr, size_t *scratch
     int n = 0;
     for (int dt = 0; dt < 2; dt++) {
         int d_dt = dt ? SZ_K_BF16 : SZ_K_F32;
-        sz_mm_init16(&s[n], N, OC, C, d_dt); /* forward, with a bias and without */
-        s[n].a_sm = C; s[n].a_sk = 1; s[n].b_sk = 1; s[n].b_sn = C; s[n].ldd = OC; s[n].bias_dt = SZ_K_BF16;
+        sz_mm_shape_fwd(&s[n], N, C, OC, SZ_K_BF16, d_dt, 1); /* forward, with a bias and without */
         s[n + 1] = s[n];
         s[n + 1].bias_dt = -1;
-        sz_mm_init16(&s[n + 2], N, C, OC, d_dt); /* dinp, then dweight */
-        s[n + 2].a_sm = OC; s[n + 2].a_sk = 1; s[n + 2].b_sk = C; s[n + 2].b_sn = 1; s[n + 2].ldd = C;
-        s[n + 2].accumulate = 1;
+        sz_mm_shape_dinp(&s[n + 2], N, C, OC, SZ_K_BF16, d_dt); /* dinp, then dweight */
         sz_mm_init16(&s[n + 3], OC, C, N, d_dt);
         s[n + 3].a_sm = 1; s[n + 3].a_sk = OC; s[n + 3].b_sk = C; s[n + 3].b_sn = 1; s[n + 3].ldd = C;
         s[n + 3].accumulate = 1;

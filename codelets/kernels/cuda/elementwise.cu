@@ -31,6 +31,20 @@ __global__ static void gelu_bwd_k(float *dinp, const float *inp, const float *do
     }
 }
 
+__global__ static void gelu_bwd_inplace_k(float *d, const float *inp, size_t n)
+{
+    SZ_GRID_STRIDE(i, n) {
+        float x = inp[i];
+        float cube = 0.044715f * x * x * x;
+        float g = 1.0f / (1.0f + sz_d_expf(-2.0f * SZ_GELU_S * (x + cube)));
+        float sech2 = 4.0f * g * (1.0f - g);
+        float local_grad = g + x * 0.5f * sech2 * SZ_GELU_S * (1.0f + 3.0f * 0.044715f * x * x);
+        float acc = 0.0f; /* gelu_bwd_k's dinp, zeroed */
+        acc += local_grad * d[i];
+        d[i] = acc;
+    }
+}
+
 __global__ static void silu_fwd_k(float *out, const float *inp, size_t n)
 {
     SZ_GRID_STRIDE(i, n) {
@@ -93,6 +107,10 @@ extern "C" int sz_cuda_gelu_fwd(cudaStream_t s, float *out, const float *inp, si
 extern "C" int sz_cuda_gelu_bwd(cudaStream_t s, float *dinp, const float *inp, const float *dout, size_t n)
 {
     SZ_EW_LAUNCH(gelu_bwd_k, n, dinp, inp, dout, n);
+}
+extern "C" int sz_cuda_gelu_bwd_inplace(cudaStream_t s, float *d, const float *inp, size_t n)
+{
+    SZ_EW_LAUNCH(gelu_bwd_inplace_k, n, d, inp, n);
 }
 extern "C" int sz_cuda_silu_fwd(cudaStream_t s, float *out, const float *inp, size_t n)
 {

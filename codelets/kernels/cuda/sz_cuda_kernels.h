@@ -113,6 +113,9 @@ int sz_cuda_rope_bwd(cudaStream_t s, float *dinp, const float *dout, int B, int 
 /* ---- elementwise, [n] ---- */
 int sz_cuda_gelu_fwd(cudaStream_t s, float *out, const float *inp, size_t n);
 int sz_cuda_gelu_bwd(cudaStream_t s, float *dinp, const float *inp, const float *dout, size_t n);
+/* d = 0 + gelu'(inp) * d in place: gelu_bwd into a zeroed dinp from a dout held in d (the fused
+ * gelu_matmul_bwd's second half, after the product went into the zeroed d). */
+int sz_cuda_gelu_bwd_inplace(cudaStream_t s, float *d, const float *inp, size_t n);
 /* SiLU, as sz_k_silu_*: out = x / (1 + e^-x); dinp += dout * (sg * (1 + x (1 - sg))). */
 int sz_cuda_silu_fwd(cudaStream_t s, float *out, const float *inp, size_t n);
 int sz_cuda_silu_bwd(cudaStream_t s, float *dinp, const float *inp, const float *dout, size_t n);

@@ -1,0 +1,132 @@
+/* codelets/matmul_gelu.c — the linear layer fused with the GELU around it (GPT-2's MLP), two ops
+ * with the bits of the separate ones (kernels/matmul_gelu.c):
+ *   matmul_gelu_fwd: out = inp . w^T (+ b) and gout = gelu(out), each output tile's GELU right
+ *     after its product (the fc layer: fch and fch_gelu; matmul_fwd + gelu_fwd);
+ *   gelu_matmul_bwd: the backward of a linear layer whose input inp was gelu(pre) (the fc
+ *     projection): dinp = gelu'(pre) * (dout . w) OVERWRITTEN tile by tile, so the product (dfch_gelu)
+ *     is no tensor; dw, db accumulate (matmul_bwd of a zeroed scratch + gelu_bwd of a zeroed dinp).
+ * Operands fp32, or (the native bf16 path) bf16 inputs as matmul.c's; out and pre are fp32 (GELU
+ * reads fp32), gout, dinp and (dw, db) fp32 or bf16. The CUDA implementations (fp32) run the
+ * separate kernels in turn on the worker's stream: cuBLAS's product into the zeroed dinp, then GELU's
+ * backward in place. */
+#include "sz_tasks.h"
+#include "starzero_starpu.h"
+#include "sz_kernels.h"
+#include "sz_cuda.h"
+
+struct matmul_gelu_args {
+    int N, C, OC;
+    int bf16;                        /* 1: the inputs are bf16 */
+    int gout_dt, dinp_dt, dparam_dt; /* sz_k_dtype of gout (forward), dinp and (dw, db) (backward) */
+};
+
+enum { FWD_OUT, FWD_GOUT, FWD_INP, FWD_W, FWD_B };
+static void fwd_cpu(void *b[], void *arg)
+{
+    const struct matmul_gelu_args *a = sz_task_params(arg);
+    if (sz_k_matmul_gelu_fwd(sz_task_ptr(b, arg, FWD_OUT), sz_task_ptr(b, arg, FWD_GOUT), a->gout_dt,
+                             sz_task_ptr(b, arg, FWD_INP), sz_task_ptr(b, arg, FWD_W), sz_task_ptr(b, arg, FWD_B),
+                             a->bf16 ? SZ_K_BF16 : SZ_K_F32, a->N, a->C, a->OC) < 0)
+        sz_task_fail(arg, "out of memory");
+}
+
+enum { BWD_DINP, BWD_DW, BWD_DOUT, BWD_INP, BWD_W, BWD_PRE, BWD_DB };
+static void bwd_cpu(void *b[], void *arg)
+{
+    const struct matmul_gelu_args *a = sz_task_params(arg);
+    if (sz_k_gelu_matmul_bwd(sz_task_ptr(b, arg, BWD_DINP), a->dinp_dt, sz_task_ptr(b, arg, BWD_DW),
+                             sz_task_ptr(b, arg, BWD_DB), a->dparam_dt, sz_task_ptr(b, arg, BWD_DOUT),
+                             sz_task_ptr(b, arg, BWD_INP), sz_task_ptr(b, arg, BWD_W), sz_task_ptr(b, arg, BWD_PRE),
+                             a->bf16 ? SZ_K_BF16 : SZ_K_F32, a->N, a->C, a->OC) < 0)
+        sz_task_fail(arg, "out of memory");
+}
+
+#if SZ_WITH_CUDA
+/* bf16 operands exist only on the native bf16 path, which runs on CPU workers only (tasks/model.c) */
+static int cuda_fp32_only(void *arg, const struct matmul_gelu_args *a, const char *op)
+{
+    if (!a->bf16 && !a->gout_dt && !a->dinp_dt && !a->dparam_dt)
+        return 0;
+    sz_task_fail(arg, "%s: bf16 operands have no CUDA implementation (the native bf16 path runs on CPU workers)", op);
+    return 1;
+}
+
+static void fwd_cuda(void *b[], void *arg)
+{
+    const struct matmul_gelu_args *a = sz_task_params(arg);
+    float *out = sz_task_ptr(b, arg, FWD_OUT);
+    if (cuda_fp32_only(arg, a, "matmul_gelu_fwd") ||
+        sz_cuda_task_rc(arg, "matmul_gelu_fwd",
+                        sz_cuda_matmul_fwd(starpu_cublas_get_local_handle(), SZ_STREAM, out, sz_task_ptr(b, arg, FWD_INP),
+                                           sz_task_ptr(b, arg, FWD_W), sz_task_ptr(b, arg, FWD_B), a->N, a->C, a->OC)))
+        return;
+    sz_cuda_task_rc(arg, "matmul_gelu_fwd",
+                    sz_cuda_gelu_fwd(SZ_STREAM, sz_task_ptr(b, arg, FWD_GOUT), out, (size_t)a->N * a->OC));
+}
+
+static void bwd_cuda(void *b[], void *arg)
+{
+    const struct matmul_gelu_args *a = sz_task_params(arg);
+    float *dinp = sz_task_ptr(b, arg, BWD_DINP);
+    size_t n = (size_t)a->N * a->C;
+    if (cuda_fp32_only(arg, a, "gelu_matmul_bwd") ||
+        sz_cuda_task_rc(arg, "gelu_matmul_bwd", sz_cuda_zero(SZ_STREAM, dinp, n * sizeof(float))) ||
+        sz_cuda_task_rc(arg, "gelu_matmul_bwd",
+                        sz_cuda_matmul_bwd(starpu_cublas_get_local_handle(), SZ_STREAM, dinp, sz_task_ptr(b, arg, BWD_DW),
+                                           sz_task_ptr(b, arg, BWD_DB), sz_task_ptr(b, arg, BWD_DOUT),
+                                           sz_task_ptr(b, arg, BWD_INP), sz_task_ptr(b, arg, BWD_W), a->N, a->C, a->OC)))
+        return;
+    sz_cuda_task_rc(arg, "gelu_matmul_bwd", sz_cuda_gelu_bwd_inplace(SZ_STREAM, dinp, sz_task_ptr(b, arg, BWD_PRE), n));
+}
+#endif
+
+SZ_PERFMODEL(fwd_model, "sz_matmul_gelu_fwd");
+SZ_PERFMODEL(bwd_model, "sz_gelu_matmul_bwd");
+SZ_CODELET_CUDA(sz_cl_matmul_gelu_fwd, fwd_cpu, fwd_cuda, "matmul_gelu_fwd", fwd_model);
+SZ_CODELET_CUDA(sz_cl_gelu_matmul_bwd, bwd_cpu, bwd_cuda, "gelu_matmul_bwd", bwd_model);
+
+static sz_status check_shape(sz_unit *u, const char *op, int N, int C, int OC)
+{
+    if (N < 1 || C < 1 || OC < 1)
+        return sz_task_refuse(u, op, "N, C, OC must be >= 1 (got %d, %d, %d)", N, C, OC);
+    return SZ_OK;
+}
+
+sz_status sz_op_matmul_gelu_fwd(sz_unit *u, sz_tensor *out, sz_tensor *gout, sz_tensor *inp, sz_tensor *w,
+                                sz_tensor *b, int N, int C, int OC)
+{
+    sz_status st = check_shape(u, "matmul_gelu_fwd", N, C, OC);
+    if (st != SZ_OK)
+        return st;
+    /* the inputs' type is inp's: w and b must match it; out is fp32 (GELU's input), gout either */
+    sz_dtype in = sz_fb(inp);
+    int64_t no = (int64_t)N * OC;
+    struct matmul_gelu_args a = {N, C, OC, in == SZ_DTYPE_BF16, sz_kdt(gout), 0, 0};
+    sz_task_tensor t[] = {{out, SZ_WRITE, SZ_DTYPE_F32, no, "out", 0},
+                          {gout, SZ_WRITE, sz_fb(gout), no, "gout", 0},
+                          {inp, SZ_READ, in, (int64_t)N * C, "inp", 0},
+                          {w, SZ_READ, in, (int64_t)OC * C, "w", 0},
+                          {b, SZ_READ, in, OC, "b", 1}};
+    return sz_task_submit(u, &sz_cl_matmul_gelu_fwd, "matmul_gelu_fwd", t, 5, &a, sizeof a);
+}
+
+sz_status sz_op_gelu_matmul_bwd(sz_unit *u, sz_tensor *dinp, sz_tensor *dw, sz_tensor *db, sz_tensor *dout,
+                                sz_tensor *inp, sz_tensor *w, sz_tensor *pre, int N, int C, int OC)
+{
+    sz_status st = check_shape(u, "gelu_matmul_bwd", N, C, OC);
+    if (st != SZ_OK)
+        return st;
+    /* as matmul_bwd: the inputs' type is dout's; dinp and (dw, db) are either; pre is fp32 */
+    sz_dtype in = sz_fb(dout), di = in == SZ_DTYPE_BF16 ? sz_fb(dinp) : SZ_DTYPE_F32,
+             dp = in == SZ_DTYPE_BF16 ? sz_fb(dw) : SZ_DTYPE_F32;
+    int64_t ni = (int64_t)N * C;
+    struct matmul_gelu_args a = {N, C, OC, in == SZ_DTYPE_BF16, 0, di == SZ_DTYPE_BF16, dp == SZ_DTYPE_BF16};
+    sz_task_tensor t[] = {{dinp, SZ_WRITE, di, ni, "dinp", 0},
+                          {dw, SZ_ACCUMULATE, dp, (int64_t)OC * C, "dw", 0},
+                          {dout, SZ_READ, in, (int64_t)N * OC, "dout", 0},
+                          {inp, SZ_READ, in, ni, "inp", 0},
+                          {w, SZ_READ, in, (int64_t)OC * C, "w", 0},
+                          {pre, SZ_READ, SZ_DTYPE_F32, ni, "pre", 0},
+                          {db, SZ_ACCUMULATE, dp, OC, "db", 1}};
+    return sz_task_submit(u, &sz_cl_gelu_matmul_bwd, "gelu_matmul_bwd", t, 7, &a, sizeof a);
+}
