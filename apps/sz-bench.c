@@ -6,6 +6,8 @@
  * transport's throughput (comm_gbps) beside plain MPI collectives on the same bytes (mpi_gbps).
  *   sz-bench --model d12 --batch 4 --seq 64 --precision fp32 --steps 10 --json
  *   mpirun -np 2 sz-bench --model d6 --zero-stage 3 --json
+ * --optimizer adamw|sgd [--momentum M] as sz-train's: the optimizer's fp32 states count in
+ * optimizer_bytes (what its tasks move) and model_state_bytes_formula.
  * Timings belong here, never in pass/fail tests. */
 #define _GNU_SOURCE
 #include <cblas.h>
@@ -23,6 +25,7 @@
 #include <string.h>
 #include <time.h>
 #include "gpt2/gpt2.h"
+#include "opts.h"
 
 static double now_s(void)
 {
@@ -230,6 +233,10 @@ int main(int argc, char **argv)
     const char *model = "d12", *precision = "fp32", *bf16_compute = "auto";
     int B = 4, T = 64, steps = 10, warmup = 2, json = 0, vocab = 50257, stage = 0, micro = 1, ckpt = 0, arenas = 1;
     int64_t prefetch = 0;
+    sz_optimizer optimizer = SZ_OPTIMIZER_ADAMW;
+    float momentum = 0.0f;
+    int momentum_set = 0;
+    sz_opt_prog("sz-bench");
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : "";
         if (!strcmp(a, "--json")) json = 1;
@@ -239,6 +246,15 @@ int main(int argc, char **argv)
             double b;
             if (sz_parse_bytes(argv[++i], &b) != SZ_OK) { fprintf(stderr, "sz-bench: bad --prefetch-bytes '%s'\n", argv[i]); return 2; }
             prefetch = (int64_t)b;
+        }
+        else if (!strcmp(a, "--optimizer") && i + 1 < argc) {
+            if (sz_opt_optimizer(a, argv[++i], &optimizer) != 0)
+                return 2;
+        }
+        else if (!strcmp(a, "--momentum") && i + 1 < argc) {
+            momentum_set = 1;
+            if (sz_opt_real(a, argv[++i], 0, 0, 1, 1, &momentum) != 0)
+                return 2;
         }
         else if (!strcmp(a, "--model")) model = argv[++i];
         else if (!strcmp(a, "--precision")) precision = argv[++i];
@@ -253,11 +269,16 @@ int main(int argc, char **argv)
         else {
             fprintf(stderr, "usage: sz-bench [--model d2|d6|d12|L,H,C] [--batch B] [--seq T] [--steps N] [--warmup W]\n"
                             "                [--precision fp32|bf16] [--bf16-compute auto|native|emulated] [--vocab V] [--zero-stage S] [--micro-batches M]\n"
-                            "                [--checkpoint] [--no-arenas] [--prefetch-bytes B] [--json]\n"
+                            "                [--checkpoint] [--no-arenas] [--prefetch-bytes B] [--optimizer adamw|sgd]\n"
+                            "                [--momentum M] [--json]\n"
                             "                (got '%s' '%s')\n", a, v);
             return 2;
         }
         if (i >= argc) { fprintf(stderr, "sz-bench: %s needs a value\n", a); return 2; }
+    }
+    if (momentum_set && optimizer != SZ_OPTIMIZER_SGD) {
+        fprintf(stderr, "sz-bench: --momentum %g: only --optimizer sgd has a momentum\n", (double)momentum);
+        return 2;
     }
     if (strcmp(precision, "fp32") && strcmp(precision, "bf16")) {
         fprintf(stderr, "sz-bench: --precision %s: must be fp32 or bf16\n", precision);
@@ -323,7 +344,7 @@ int main(int argc, char **argv)
     sz_context_sum(ctx, yard, 6); /* the node's (or cluster's) peak and sgemm: all nodes together */
     double peak = yard[0], sgemm = yard[1], bf16_peak = yard[2];
     sz_zero_config zero = {.stage = stage, .micro_batches = micro, .checkpoint = ckpt, .arenas = arenas,
-                           .prefetch_bytes = prefetch,
+                           .prefetch_bytes = prefetch, .optimizer = optimizer, .momentum = momentum,
                            .precision = mixed ? SZ_PRECISION_BF16 : SZ_PRECISION_FP32, .bf16_compute = bf16c};
 
     gpt2 *g = NULL;
@@ -345,6 +366,7 @@ int main(int argc, char **argv)
     float loss = 0;
     double total = 0, best = 0;
     long faults = 0, max_faults = 0; /* minor page faults of the timed steps (this process) */
+    double cpu_total = 0;            /* CPU seconds (user + system, every thread) of the timed steps */
     for (int s = 1; s <= warmup + steps; s++) {
         double t0 = now_s();
         struct rusage ru0, ru1;
@@ -363,6 +385,8 @@ int main(int argc, char **argv)
             long f = ru1.ru_minflt - ru0.ru_minflt + ru1.ru_majflt - ru0.ru_majflt;
             faults += f;
             max_faults = f > max_faults ? f : max_faults;
+            cpu_total += (double)(ru1.ru_utime.tv_sec - ru0.ru_utime.tv_sec + ru1.ru_stime.tv_sec - ru0.ru_stime.tv_sec) +
+                         (double)(ru1.ru_utime.tv_usec - ru0.ru_utime.tv_usec + ru1.ru_stime.tv_usec - ru0.ru_stime.tv_usec) * 1e-6;
             double t = now_s() - t0;
             total += t;
             best = best == 0 || t < best ? t : best;
@@ -404,6 +428,9 @@ int main(int argc, char **argv)
         cJSON_AddStringToObject(o, "model", model);
         cJSON_AddStringToObject(o, "precision", precision);
         cJSON_AddStringToObject(o, "bf16_path", sz_model_bf16_path(gpt2_model(g)));
+        cJSON_AddStringToObject(o, "optimizer", sz_optimizer_name(zero.optimizer));
+        cJSON_AddNumberToObject(o, "momentum", zero.momentum);
+        cJSON_AddNumberToObject(o, "optimizer_state_floats", sz_optimizer_states(zero.optimizer, zero.momentum));
         cJSON_AddNumberToObject(o, "batch", B);
         cJSON_AddNumberToObject(o, "seq", T);
         cJSON_AddNumberToObject(o, "steps", steps);
@@ -411,6 +438,9 @@ int main(int argc, char **argv)
         cJSON_AddNumberToObject(o, "cores", topo.ncores);
         cJSON_AddNumberToObject(o, "step_ms", step_s * 1e3);
         cJSON_AddNumberToObject(o, "step_ms_min", best * 1e3); /* the VM is noisy: the best step too */
+        /* rank 0's CPU time (user + system, all its threads) per timed step: on cores shared with
+         * other jobs it moves far less than the wall time */
+        cJSON_AddNumberToObject(o, "cpu_ms_per_step", steps > 0 ? cpu_total / steps * 1e3 : 0);
         cJSON_AddNumberToObject(o, "tokens_per_s", (double)nd * micro * B * T / step_s); /* all ranks */
         cJSON_AddNumberToObject(o, "gflops", flops / step_s / 1e9);
         cJSON_AddNumberToObject(o, "flops_per_step", flops);
@@ -429,6 +459,10 @@ int main(int argc, char **argv)
          * compute tasks (norms, attention, GELU, softmax, optimizer, conversions, zeroing) */
         cJSON_AddNumberToObject(o, "matmul_ms", reps[0].matmul_task_s * 1e3);
         cJSON_AddNumberToObject(o, "other_ms", (reps[0].compute_task_s - reps[0].matmul_task_s) * 1e3);
+        /* within other_ms: the fp32 <-> bf16 conversions (mixed precision's working copies and
+         * gradient rounding) and the zeroing tasks, summed over tasks */
+        cJSON_AddNumberToObject(o, "convert_ms", reps[0].convert_task_s * 1e3);
+        cJSON_AddNumberToObject(o, "zero_ms", reps[0].zero_task_s * 1e3);
         /* the optimizer's tasks (last step, rank 0) against the bytes they must move: per element of
          * the rank's owned range, fp32: p read and written, the gradient read, each fp32 state read
          * and written (AdamW: 12 + 2 x 8 = 28 B); mixed: the master read and written, the bf16
@@ -451,7 +485,7 @@ int main(int argc, char **argv)
         cJSON_AddNumberToObject(o, "checkpoint", ckpt);
         cJSON_AddNumberToObject(o, "activation_bytes", (double)reps[0].bytes[SZ_MEM_ACTIVATIONS]);
         cJSON_AddNumberToObject(o, "model_state_bytes", (double)ms);
-        cJSON_AddNumberToObject(o, "model_state_bytes_formula", sz_zero_model_state_bytes(stage, psi, nd, mixed));
+        cJSON_AddNumberToObject(o, "model_state_bytes_formula", sz_zero_model_state_bytes_opt(stage, psi, nd, mixed, nstates));
         cJSON_AddNumberToObject(o, "peak_bytes", (double)peak_b);
         cJSON_AddNumberToObject(o, "comm_bytes_sent", (double)sent);
         cJSON_AddNumberToObject(o, "comm_bytes_formula", sz_zero_comm_bytes_mb(stage, psi, nd, mixed, micro));

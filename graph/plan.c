@@ -8,7 +8,8 @@
  *   forward:  for u in order: [gather u (+ tied units)] [allocate the next unit's checkpoint]
  *             [stage 3: prefetch] fwd(u) [release them, except the last unit's before its
  *             backward] [offload u's checkpoint]
- *   backward: [stages 0-1, first micro-batch: zero the full gradients]
+ *   backward: [stages 0-1, first micro-batch: zero the full gradients (mixed: only those no
+ *             GRAD_CONVERT writes)]
  *             for u in reverse: [gather, unless its backward reads no parameter] [prefetch]
  *             [allocate grads] [checkpointing: fetch u's and u-1's checkpoints, allocate u+1's,
  *             recompute u] bwd(u) [release] [comm worker: allocate u-1's grads] [drop the
@@ -223,6 +224,22 @@ static void reduce_scatter(struct builder *b, int i, int acc, int64_t freed)
     }
 }
 
+/* Mixed precision: the unit's working gradients are written in every micro-batch (by its own
+ * backward or by that of a unit using it), so its GRAD_CONVERT runs in every micro-batch. */
+static int grads_converted(const struct builder *b, int i)
+{
+    const sz_plan *p = b->p;
+    if (!p->cfg.mixed)
+        return 0;
+    if (b->u[i].has_backward)
+        return 1;
+    for (int j = 0; j < p->nunits; j++)
+        for (int k = 0; b->u[j].has_backward && k < b->u[j].nuses; k++)
+            if (b->u[j].uses[k] == i)
+                return 1;
+    return 0;
+}
+
 static void grads_flush(struct builder *b, int i)
 {
     const sz_plan *p = b->p;
@@ -233,8 +250,10 @@ static void grads_flush(struct builder *b, int i)
     if (p->cfg.mixed) {
         int keep = p->cfg.stage >= 2; /* a bf16 copy lives on until its reduce-scatter */
         sz_action *a = emit(b, SZ_ACT_GRAD_CONVERT, i, SZ_BUF_GRAD);
+        /* stages 0-1 add into the full gradients; the first micro-batch's convert writes what
+         * adding onto zeros gives (no ZERO_GRADS for these units: one pass over them fewer) */
         if (a)
-            a->flag = !keep;
+            a->flag = keep ? SZ_CONVERT_SET : b->mb == 0 ? SZ_CONVERT_ONTO_ZEROS : SZ_CONVERT_ADD;
         delta(a, SZ_MEM_GRADS_IN_FLIGHT, (keep ? p->padded[i] * 2 : 0) - p->padded[i] * 4);
         freed = p->padded[i] * 2;
     }
@@ -329,7 +348,8 @@ static void backward(struct builder *b)
     int n = p->nunits;
     if (p->cfg.stage < 2 && b->mb == 0) /* full gradients accumulate over micro-batches */
         for (int i = 0; i < n; i++)
-            emit(b, SZ_ACT_ZERO_GRADS, i, SZ_BUF_GRAD);
+            if (!grads_converted(b, i)) /* mixed: its first GRAD_CONVERT writes them whole */
+                emit(b, SZ_ACT_ZERO_GRADS, i, SZ_BUF_GRAD);
     for (int i = n - 1; i >= 0; i--) {
         if (b->u[i].has_backward) {
             if (backward_gathers(b, i))
@@ -830,6 +850,8 @@ void sz_plan_fold(const sz_plan *p, sz_fold *f, int64_t *live_after)
     f->host_bytes = f->persistent[SZ_MEM_HOST] + f->persistent[SZ_MEM_HOST_BUFFERS];
     if (p->cfg.offload_optimizer)
         f->host_bytes += f->persistent[SZ_MEM_MASTER] + f->persistent[SZ_MEM_ADAM_M] + f->persistent[SZ_MEM_ADAM_V];
+    if (p->cfg.comm_on_host)
+        f->host_bytes += f->persistent[SZ_MEM_COMM];
     f->device_peak_bytes = f->peak_bytes - f->host_bytes;
 }
 

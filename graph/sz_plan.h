@@ -73,6 +73,8 @@ typedef struct sz_plan_config {
                                  before a unit's reduce-scatter */
     int clip;                 /* the update clips the gradients by their global norm */
     int offload_optimizer;    /* ZeRO-Offload: master, m, v on the host; optimizer actions there */
+    int comm_on_host;         /* the communication buffer lives in host memory (CUDA workers with the
+                                 host-copy collectives, which are CPU tasks): not part of the device peak */
     int64_t extra[SZ_MEM_NCATEGORIES]; /* persistent bytes beside the units' model states
                                           (activations, host pool, communication buffer) */
 } sz_plan_config;
@@ -86,10 +88,12 @@ typedef enum sz_action_kind {
     SZ_ACT_CKPT_OFFLOAD,      /* the unit's checkpoint moved to the host pool, device copy freed (-) */
     SZ_ACT_CKPT_FETCH,        /* the unit's checkpoint back from the host pool (+) */
     SZ_ACT_RECOMPUTE,         /* checkpointing: the unit's forward again, before its backward */
-    SZ_ACT_ZERO_GRADS,        /* stages 0-1: the persistent full gradients zeroed (first micro-batch) */
+    SZ_ACT_ZERO_GRADS,        /* stages 0-1: the persistent full gradients zeroed (first micro-batch;
+                                 mixed: only those of units no GRAD_CONVERT writes) */
     SZ_ACT_GRAD_ALLOC,        /* the unit's (working) gradients allocated and zeroed (+) */
     SZ_ACT_BWD,               /* the unit's backward callback */
-    SZ_ACT_GRAD_CONVERT,      /* mixed: fp32 working gradients -> bf16 (added into the full ones at 0-1) */
+    SZ_ACT_GRAD_CONVERT,      /* mixed: fp32 working gradients -> bf16 (added into the full ones at 0-1;
+                                 flag: sz_convert_mode) */
     SZ_ACT_REDUCE_SCATTER,    /* one bucket round (ZeRO-R's C_B) of the unit's gradients into the
                                  owners' shards: elements [lo, lo + n) of ours; the last round frees
                                  the full-size gradients at stages 2-3 (-) */
@@ -99,6 +103,16 @@ typedef enum sz_action_kind {
     SZ_ACT_OPTIMIZER,         /* the optimizer (AdamW, SGD) on elements [lo, lo + n) of the unit */
     SZ_ACT_NKINDS
 } sz_action_kind;
+
+/* How a GRAD_CONVERT writes the bf16 gradients (its action's flag): replace them (stages 2-3: a
+ * fresh copy), add into them (stages 0-1, later micro-batches), or write what adding onto zeros
+ * would (stages 0-1, first micro-batch: bf16(0 + g), so -0 becomes +0 as the addition makes it;
+ * the full gradients need no zeroing first). */
+typedef enum sz_convert_mode {
+    SZ_CONVERT_SET = 0,
+    SZ_CONVERT_ADD = 1,
+    SZ_CONVERT_ONTO_ZEROS = 2,
+} sz_convert_mode;
 
 typedef enum sz_plan_buf {
     SZ_BUF_NONE = 0,
@@ -116,7 +130,8 @@ typedef struct sz_action {
     int unit;                 /* -1: the whole model (clip) */
     int micro_batch;          /* -1: the update */
     sz_plan_buf buf;          /* the buffer it allocates, frees or writes */
-    int flag;                 /* REDUCE_SCATTER, GRAD_CONVERT: accumulate into the destination;
+    int flag;                 /* REDUCE_SCATTER: accumulate into the destination; GRAD_CONVERT:
+                                 an sz_convert_mode;
                                  CLIP: 1 clip, 0 only the norm (for the report); OPTIMIZER: also
                                  take the range's squared norm (no separate NORM) */
     int round, rounds;        /* REDUCE_SCATTER: this round (0..rounds-1) of the unit's reduce-scatter */
@@ -195,8 +210,9 @@ typedef struct sz_fold {
     int peak_action;          /* the action after which it is reached (-1: never above 0) */
     int64_t peak_bytes;       /* persistent_bytes + transient_bytes: the predicted peak */
     int64_t device_peak_bytes;/* the same without what lives on the host (host_bytes) */
-    int64_t host_bytes;       /* persistent bytes on the host: the host pool, the host buffers, and under
-                                 offload_optimizer the fp32 master, m and v */
+    int64_t host_bytes;       /* persistent bytes on the host: the host pool, the host buffers, under
+                                 offload_optimizer the fp32 master, m and v, under comm_on_host the
+                                 communication buffer */
     int64_t sent_bytes;       /* bytes this rank sends in the pass (the actions' `sent`) */
 } sz_fold;
 /* live_after: NULL or p->n entries, the transient bytes alive after each action. */

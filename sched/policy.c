@@ -47,6 +47,8 @@ struct queue {
     struct spans comm, compute;
     int64_t matmul_ns; /* matmul tasks' run time (with the GELU-fused ones) since the last sz_sched_overlap */
     int64_t optimizer_ns; /* optimizer tasks' run time, the same way */
+    int64_t convert_ns;   /* fp32 <-> bf16 conversion tasks' (working copies, gradient rounding) */
+    int64_t zero_ns;      /* zeroing tasks' */
     int64_t started[STARPU_NMAXWORKERS]; /* when each worker's current task began */
     int cuda_worker, cuda_known;         /* a CUDA worker of the context (-1: none), once looked up */
 };
@@ -118,6 +120,10 @@ static void zero_post_exec(struct starpu_task *task, unsigned ctx)
         q->matmul_ns += sp.t1 - sp.t0;
     else if (sz_task_is_optimizer(task))
         q->optimizer_ns += sp.t1 - sp.t0;
+    else if (task->cl == &sz_cl_convert)
+        q->convert_ns += sp.t1 - sp.t0;
+    else if (task->cl == &sz_cl_zero)
+        q->zero_ns += sp.t1 - sp.t0;
     if (s->n == s->cap) {
         int cap = s->cap ? 2 * s->cap : 1024;
         struct span *v = realloc(s->v, (size_t)cap * sizeof *v);
@@ -137,7 +143,7 @@ static int by_start(const void *a, const void *b)
     return (x->t0 > y->t0) - (x->t0 < y->t0);
 }
 
-int sz_sched_overlap(double *fraction, double *comm_s, double *compute_s, double *matmul_s, double *optimizer_s)
+int sz_sched_overlap(double *fraction, double *comm_s, double *compute_s, sz_sched_task_times *times)
 {
     struct starpu_sched_policy *pol = starpu_sched_ctx_get_sched_policy(0);
     if (!pol || !pol->policy_name || strcmp(pol->policy_name, sz_zero_policy.policy_name))
@@ -166,12 +172,9 @@ int sz_sched_overlap(double *fraction, double *comm_s, double *compute_s, double
         hidden += covered;
     }
     q->comm.n = q->compute.n = 0;
-    if (matmul_s)
-        *matmul_s = q->matmul_ns * 1e-9;
-    q->matmul_ns = 0;
-    if (optimizer_s)
-        *optimizer_s = q->optimizer_ns * 1e-9;
-    q->optimizer_ns = 0;
+    if (times)
+        *times = (sz_sched_task_times){q->matmul_ns * 1e-9, q->optimizer_ns * 1e-9, q->convert_ns * 1e-9, q->zero_ns * 1e-9};
+    q->matmul_ns = q->optimizer_ns = q->convert_ns = q->zero_ns = 0;
     STARPU_PTHREAD_MUTEX_UNLOCK(&q->span_lock);
     *fraction = comm > 0 ? (double)hidden / (double)comm : 0.0;
     *comm_s = comm * 1e-9;

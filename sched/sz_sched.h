@@ -10,11 +10,16 @@ extern int sz_comm_worker;
 /* 1 for the communication codelets (gather, reduce-scatter, all-gather, clip factor). */
 int sz_task_is_comm(const struct starpu_task *t);
 int sz_codelet_is_comm(const struct starpu_codelet *cl);
+/* Seconds some kinds of compute task ran, summed over tasks: matmuls (sz_cl_matmul_fwd/bwd), the
+ * optimizer updates (sz_task_is_optimizer), fp32 <-> bf16 conversions (sz_cl_convert: working
+ * copies, gradient rounding, checkpoint copies) and zeroing (sz_cl_zero). */
+typedef struct sz_sched_task_times {
+    double matmul_s, optimizer_s, convert_s, zero_s;
+} sz_sched_task_times;
 /* Since the last call: the fraction of communication time hidden behind compute, the busy
- * seconds of each, and the seconds matmul tasks (sz_cl_matmul_fwd/bwd) ran, summed over tasks
- * (matmul_s may be NULL), and the seconds the optimizer tasks (sz_task_is_optimizer) ran, summed
- * (optimizer_s may be NULL). -1 when the policy in effect is not `zero` (which records the intervals). */
-int sz_sched_overlap(double *fraction, double *comm_s, double *compute_s, double *matmul_s, double *optimizer_s);
+ * seconds of each, and (times may be NULL) the seconds some kinds of task ran.
+ * -1 when the policy in effect is not `zero` (which records the intervals). */
+int sz_sched_overlap(double *fraction, double *comm_s, double *compute_s, sz_sched_task_times *times);
 /* 1 for the optimizer-update codelets (AdamW and SGD, fp32 and mixed). */
 int sz_task_is_optimizer(const struct starpu_task *t);
 /* task->sched_data for a task at `position` of the plan (its action's index << 16, plus its rank

@@ -761,7 +761,8 @@ sz_status sz_model_check_budget(struct sz_model *m, int64_t budget)
                    mb_down(budget),
                    !(m->budget_from_machine && budget == m->budget) ? ""
                    : have_cuda() ? " (no budget given: the free memory of this rank's GPU at start (cudaMemGetInfo), "
-                                   "split among the ranks driving that GPU; a larger N_d below means more GPUs)"
+                                   "split among the ranks driving that GPU, at most StarPU's limit there "
+                                   "(STARPU_LIMIT_CUDA_MEM, else 90% of the device); a larger N_d below means more GPUs)"
                                  : " (no budget given: this rank's share of the memory this node has available now, less the "
                                    "runtime's allowance; more ranks on this node would share it, so a larger N_d below means "
                                    "more nodes)",
@@ -1133,8 +1134,8 @@ sz_status sz_model_eval(sz_model *m, float *loss)
  * on the GPU) is prefetched to the GPU's memory node, so the model states live there from the
  * start (StarPU keeps the valid copy on the GPU as the CUDA tasks write it; the home buffer in RAM
  * stays registered). With the host-copy collectives the communication buffer is only ever used by
- * CPU tasks: a device copy would hold device memory for nothing (the fold still counts it on the
- * device, so the prediction errs on the safe side by its size). */
+ * CPU tasks: a device copy would hold device memory for nothing, and the plan counts it on the
+ * host (comm_on_host). */
 static void place_on_gpu(struct sz_model *m)
 {
     m->placed = 1;
@@ -1164,7 +1165,7 @@ sz_status sz_model_forward_backward(sz_model *m, float *loss)
     if (m->micro_batch == 0) {
         sz_deadline_set_step(m->steps_done + 1);
         double f, c, k;
-        sz_sched_overlap(&f, &c, &k, NULL, NULL); /* start the step's intervals afresh */
+        sz_sched_overlap(&f, &c, &k, NULL); /* start the step's intervals afresh */
         m->counters.t0_ns = sz_now_ns();
         __atomic_store_n(&m->counters.ntimeline, 0, __ATOMIC_RELAXED);
         m->step_sent = __atomic_load_n(&m->counters.sent, __ATOMIC_RELAXED);
@@ -1204,7 +1205,7 @@ sz_status sz_model_update(sz_model *m, const sz_train_config *cfg, int t)
     m->step_ns = __atomic_load_n(&m->counters.comm_ns, __ATOMIC_RELAXED) - m->step_ns;
     m->steps_done++;
     sz_deadline_step_done((sz_now_ns() - m->counters.t0_ns) * 1e-9); /* later deadlines: >= 5x this */
-    if (sz_sched_overlap(&m->overlap, &m->comm_busy_s, &m->compute_busy_s, &m->matmul_busy_s, &m->optimizer_busy_s) != 0)
+    if (sz_sched_overlap(&m->overlap, &m->comm_busy_s, &m->compute_busy_s, &m->task_times) != 0)
         m->overlap = -1;
     sz_status dst = sz_devwatch_step(m); /* collective with GPUs: every rank, whatever st says */
     if (st == SZ_OK)
@@ -1263,6 +1264,8 @@ sz_status sz_model_memory_report(const sz_model *m, sz_memory_report *r)
     r->device_peak_bytes = r->peak_bytes - m->persistent[SZ_MEM_HOST] - m->persistent[SZ_MEM_HOST_BUFFERS];
     if (m->zero.offload_optimizer)
         r->device_peak_bytes -= m->persistent[SZ_MEM_MASTER] + m->persistent[SZ_MEM_ADAM_M] + m->persistent[SZ_MEM_ADAM_V];
+    if (m->nd > 1 && have_cuda() && !comm_on_gpu(m)) /* the plan's comm_on_host (tasks/zero.c) */
+        r->device_peak_bytes -= m->persistent[SZ_MEM_COMM];
     r->matmul_host_peak_bytes = sz_k_matmul_host_peak();
     r->comm_bytes_sent = m->step_sent;
     r->comm_bytes_received = m->step_received;
@@ -1286,8 +1289,10 @@ sz_status sz_model_memory_report(const sz_model *m, sz_memory_report *r)
     r->arenas = m->zero.arenas;
     r->comm_task_s = m->comm_busy_s;
     r->compute_task_s = m->compute_busy_s;
-    r->matmul_task_s = m->matmul_busy_s;
-    r->optimizer_task_s = m->optimizer_busy_s;
+    r->matmul_task_s = m->task_times.matmul_s;
+    r->optimizer_task_s = m->task_times.optimizer_s;
+    r->convert_task_s = m->task_times.convert_s;
+    r->zero_task_s = m->task_times.zero_s;
     r->pool_active = sz_devpool_stats(&r->pool);
     sz_devwatch_report(m, r);
     return SZ_OK;

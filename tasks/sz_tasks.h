@@ -11,6 +11,7 @@
 #include "sz_codelets.h"
 #include "sz_plan.h"
 #include "sz_optimizer.h"
+#include "sz_sched.h"
 
 /* A tensor is a view: `numel` elements at element `offset` of the vector handle `h`, which holds
  * `handle_numel` elements. A unit's parameters are views of one flat handle, and so on. */
@@ -138,7 +139,8 @@ struct sz_model {
     int64_t predicted_peak;      /* bytes per rank the plan predicts (sz_model_finalize) */
     int64_t budget;              /* the budget checked: zero.mem_budget, or the machine's (0: none) */
     int budget_from_machine;
-    double overlap, comm_busy_s, compute_busy_s, matmul_busy_s, optimizer_busy_s; /* the last step's, from the zero policy (-1: n/a) */
+    double overlap, comm_busy_s, compute_busy_s; /* the last step's, from the zero policy (-1: n/a) */
+    sz_sched_task_times task_times;              /* the last step's, the same way (0 under another policy) */
     int ntimeline;                               /* the last step's live-bytes timeline, downsampled */
     double timeline_ms[64];
     int64_t timeline_bytes[64];
@@ -194,7 +196,7 @@ sz_status sz_submit_reduce_scatter(struct sz_model *m, struct sz_unit *u, int64_
                                    int64_t release_bytes);
 sz_status sz_submit_all_gather(struct sz_model *m, struct sz_unit *u, int from_shard, int category, int64_t bytes);
 sz_status sz_submit_account(struct sz_model *m, const sz_tensor *t, int category, int64_t bytes, const char *name);
-sz_status sz_submit_convert(struct sz_model *m, const sz_tensor *dst, const sz_tensor *src, int acc, int category,
+sz_status sz_submit_convert(struct sz_model *m, const sz_tensor *dst, const sz_tensor *src, int mode, int category,
                             int64_t bytes, const char *name);
 sz_status sz_submit_adamw_mixed(struct sz_unit *u, const sz_tensor *master, const sz_tensor *p, const sz_tensor *g, const sz_tensor *m,
                                 const sz_tensor *v, const sz_tensor *scale, const sz_tensor *norm, int acc,

@@ -15,6 +15,7 @@
 #include "sz_tasks.h"
 #include "sz_sched.h"
 #include "sz_deadline.h"
+#include "sz_cuda.h"
 
 /* ---- the plan of this model ------------------------------------------------------------------ */
 
@@ -47,6 +48,9 @@ void sz_zero_plan_config(const struct sz_model *m, sz_plan_pass pass, int clip, 
     c->comm_worker = sz_comm_worker >= 0;
     c->clip = clip;
     c->offload_optimizer = m->zero.offload_optimizer;
+    /* with CUDA workers and the host-copy collectives (CPU tasks) the buffer stays in RAM
+     * (tasks/model.c does not place it on the GPU) */
+    c->comm_on_host = m->nd > 1 && starpu_worker_get_count_by_type(STARPU_CUDA_WORKER) > 0 && !sz_nccl_active();
     /* what the model holds beside the units' states (registered before sz_model_finalize) */
     c->extra[SZ_MEM_ACTIVATIONS] = m->persistent[SZ_MEM_ACTIVATIONS];
     c->extra[SZ_MEM_HOST] = m->persistent[SZ_MEM_HOST];

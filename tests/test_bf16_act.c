@@ -1,7 +1,8 @@
 /* tests/test_bf16_act.c — the kernels of the native bf16 compute path (codelets/kernels/bf16_act.c):
  * layernorm, GELU, residual, softmax-xent backward, encoder and attention with bf16 operands (GPT-2),
  * RMSNorm and its fusion with the residual, RoPE's backward and the embedding (the LLaMA-style model),
- * and the public bf16 rounding (starzero.h's sz_bf16_from_f32, which apps' own ops use).
+ * the public bf16 rounding (starzero.h's sz_bf16_from_f32, which apps' own ops use), and the row
+ * conversions the kernels use (edge values against the scalar rule).
  *  - each against a double reference on the bf16-rounded inputs: fp32 outputs to fp32 tolerance,
  *    bf16 outputs to bf16's (2^-8 relative);
  *  - each against the fp32 kernel on the widened inputs: a bf16 output is bitwise that kernel's
@@ -293,6 +294,75 @@ static void test_fused(void)
     free(da2); free(dres2); free(lf); free(l); free(l1); free(lw);
 }
 
+/* ---- the row conversions the kernels use (sz_bf16_to_f32_row, sz_f32_to_bf16_row) and the whole-buffer
+ * ones (sz_k_*): the scalar rule's bits on edge values (NaN payloads, +-inf, +-0, subnormals, ties, the
+ * largest float) and random bit patterns, at every offset and length up to 67 (vector bodies and tails) ---- */
+static uint32_t bits_rng = 2463534242u;
+static uint32_t next_bits(void)
+{
+    bits_rng ^= bits_rng << 13; bits_rng ^= bits_rng >> 17; bits_rng ^= bits_rng << 5;
+    return bits_rng;
+}
+static void test_convert_rows(void)
+{
+    /* independent expectations for a few values: round to nearest even, NaN kept quiet with its sign */
+    static const uint32_t in[] = {0x3f808000u, 0x3f818000u, 0x3f808001u, 0x3f807fffu, 0x7f7fffffu, 0x7f800000u,
+                                  0xff800000u, 0x7f800001u, 0xffbfffffu, 0x7fc00000u, 0x00000000u, 0x80000000u,
+                                  0x00008000u, 0x00018000u, 0x80000001u, 0x807fffffu, 0x00800000u, 0x007fffffu};
+    static const uint16_t want[] = {0x3f80, 0x3f82, 0x3f81, 0x3f80, 0x7f80, 0x7f80, 0xff80, 0x7fc0, 0xffff,
+                                    0x7fc0, 0x0000, 0x8000, 0x0000, 0x0002, 0x8000, 0x8080, 0x0080, 0x0080};
+    enum { NE = sizeof in / sizeof in[0], M = 4096 };
+    float *f = malloc(M * sizeof *f), *w = malloc(M * sizeof *w);
+    uint16_t *h = malloc(M * sizeof *h), *all = malloc(65536 * sizeof *all);
+    for (int i = 0; i < NE; i++) {
+        f[i] = sz_bits_f32(in[i]);
+        CU_ASSERT_EQUAL(sz_f32_to_bf16_1(f[i]), want[i]);
+    }
+    sz_f32_to_bf16_row(h, f, NE);
+    CU_ASSERT(!memcmp(h, want, sizeof want));
+    /* edge values and their neighbours, then random patterns (a quarter with exponent 0: subnormals) */
+    static const uint32_t edge[] = {0x00000000u, 0x00000001u, 0x00007fffu, 0x00008000u, 0x00008001u, 0x00017fffu,
+                                    0x00018000u, 0x007f8000u, 0x007fffffu, 0x00800000u, 0x3f7fffffu, 0x3f800000u,
+                                    0x477f8000u, 0x7f7f7fffu, 0x7f7f8000u, 0x7f7fffffu, 0x7f800000u, 0x7f800001u,
+                                    0x7f80ffffu, 0x7f810000u, 0x7fbfffffu, 0x7fc00000u, 0x7fc0ffffu, 0x7fffffffu};
+    int ne = sizeof edge / sizeof edge[0];
+    for (int i = 0; i < M; i++) {
+        uint32_t u;
+        if (i < 2 * ne) u = edge[i / 2] | (i % 2 ? 0x80000000u : 0u);
+        else if (i % 4 == 0) u = next_bits() & 0x807fffffu;
+        else if (i % 4 == 1) u = (next_bits() & 0xffff0000u) | 0x8000u; /* exact ties */
+        else u = next_bits();
+        f[i] = sz_bits_f32(u);
+    }
+    int ok = 1;
+    for (int off = 0; off < 16; off++)
+        for (int n = 0; n <= 67; n++) {
+            memset(h, 0xAB, (size_t)(off + n + 1) * sizeof *h);
+            sz_f32_to_bf16_row(h + off, f + off * 67, (size_t)n);
+            for (int i = 0; i < n; i++) ok &= h[off + i] == sz_f32_to_bf16_1(f[off * 67 + i]);
+            ok &= h[off + n] == 0xABAB; /* nothing written past the end */
+        }
+    CU_ASSERT(ok);
+    sz_f32_to_bf16_row(h, f, M);
+    sz_k_f32_to_bf16(all, f, M);
+    ok = 1;
+    for (int i = 0; i < M; i++) ok &= h[i] == sz_f32_to_bf16_1(f[i]) && all[i] == h[i];
+    CU_ASSERT(ok);
+    /* widening: every bf16 pattern, exactly (NaNs keep their payload), at every offset */
+    for (int i = 0; i < 65536; i++) all[i] = (uint16_t)i;
+    float *wa = malloc(65536 * sizeof *wa);
+    ok = 1;
+    for (int off = 0; off < 16; off++) {
+        size_t n = 65536 - (size_t)off;
+        sz_bf16_to_f32_row(wa, all + off, n);
+        for (size_t i = 0; i < n; i++) ok &= sz_f32_bits(wa[i]) == (uint32_t)all[off + i] << 16;
+    }
+    sz_k_bf16_to_f32(wa, all, 65536);
+    for (int i = 0; i < 65536; i++) ok &= sz_f32_bits(wa[i]) == (uint32_t)i << 16;
+    CU_ASSERT(ok);
+    free(f); free(w); free(h); free(all); free(wa);
+}
+
 /* ---- the LLaMA-style model's ops ---- */
 
 /* Double references of RMSNorm (eps 1e-5) on fp32 rows x and weight w: out, and the input gradient of
@@ -503,7 +573,8 @@ int main(void)
         !CU_add_test(s, "residual, softmax-xent, encoder", test_small) || !CU_add_test(s, "attention", test_attention) ||
         !CU_add_test(s, "fusions", test_fused) || !CU_add_test(s, "rmsnorm", test_rmsnorm) ||
         !CU_add_test(s, "residual + rmsnorm", test_residual_rmsnorm) ||
-        !CU_add_test(s, "rope backward, embedding, public rounding", test_rope_embedding)) {
+        !CU_add_test(s, "rope backward, embedding, public rounding", test_rope_embedding) ||
+        !CU_add_test(s, "row conversions, edge values", test_convert_rows)) {
         CU_cleanup_registry();
         return 1;
     }

@@ -565,6 +565,35 @@ static void test_update(void)
     sz_plan_free(&p);
 }
 
+/* Mixed precision, stages 0-1: the full bf16 gradients are written whole by the first micro-batch's
+ * GRAD_CONVERT (mode onto zeros), later ones add into them; no ZERO_GRADS for a unit whose
+ * gradients a convert writes, one for a unit whose gradients nothing writes (here: a unit without
+ * a backward, not used by any); stages 2-3 convert into a fresh copy (set). */
+static void test_mixed_grads(void)
+{
+    sz_plan_unit u[NU + 1];
+    memcpy(u, units, sizeof units);
+    u[NU] = (sz_plan_unit){.numel = 33}; /* no backward, no user */
+    for (int stage = 0; stage < 4; stage++)
+        for (int mixed = 0; mixed < 2; mixed++) {
+            sz_plan_config c = config(stage, 3, mixed);
+            c.micro_batches = 2;
+            sz_plan p;
+            CU_ASSERT_EQUAL_FATAL(sz_plan_build(u, NU + 1, &c, &p), SZ_OK);
+            for (int i = 0; i <= NU; i++) {
+                int zeroed = count(&p, SZ_ACT_ZERO_GRADS, i, 0, p.n);
+                CU_ASSERT_EQUAL(zeroed, stage < 2 && (!mixed || i == NU));
+                CU_ASSERT_EQUAL(count(&p, SZ_ACT_GRAD_CONVERT, i, 0, p.n), mixed && i < NU ? 2 : 0);
+                for (int k = 0; k < p.n; k++)
+                    if (p.a[k].kind == SZ_ACT_GRAD_CONVERT && p.a[k].unit == i)
+                        CU_ASSERT_EQUAL(p.a[k].flag, stage >= 2              ? SZ_CONVERT_SET
+                                                     : p.a[k].micro_batch == 0 ? SZ_CONVERT_ONTO_ZEROS
+                                                                               : SZ_CONVERT_ADD);
+            }
+            sz_plan_free(&p);
+        }
+}
+
 /* ZeRO-Offload: the same actions and the same fold, but every optimizer action on the host node
  * and the master, m and v counted on the host (host_bytes), out of the device peak. */
 static void test_offload_optimizer(void)
@@ -594,6 +623,17 @@ static void test_offload_optimizer(void)
             CU_ASSERT_EQUAL(f.device_peak_bytes, f.peak_bytes - 1000);
             CU_ASSERT_EQUAL(g.host_bytes, 1000 + opt);
             CU_ASSERT_EQUAL(g.device_peak_bytes, g.peak_bytes - 1000 - opt);
+            /* the host-copy collectives with CUDA workers: the communication buffer on the host */
+            sz_plan r;
+            c.comm_on_host = 1;
+            CU_ASSERT_EQUAL_FATAL(sz_plan_build(units, NU, &c, &r), SZ_OK);
+            sz_fold h;
+            sz_plan_fold(&r, &h, NULL);
+            CU_ASSERT_EQUAL(h.peak_bytes, g.peak_bytes);
+            CU_ASSERT_EQUAL(h.host_bytes, 1000 + opt + g.persistent[SZ_MEM_COMM]);
+            CU_ASSERT_EQUAL(h.device_peak_bytes, g.device_peak_bytes - g.persistent[SZ_MEM_COMM]);
+            CU_ASSERT(g.persistent[SZ_MEM_COMM] > 0); /* N_d 3 */
+            sz_plan_free(&r);
             sz_plan_free(&p);
             sz_plan_free(&q);
         }
@@ -674,6 +714,7 @@ int main(void)
              {"fold: transient peak against the old prediction", test_old_prediction},
              {"prefetch window and max live bytes", test_prefetch_window},
              {"update and eval plans", test_update},
+             {"mixed precision: the first gradient conversion writes, no zeroing before it", test_mixed_grads},
              {"offloaded optimizer: host node, host bytes out of the device peak", test_offload_optimizer},
              {"waits: backwards, gathers before compute, reduce-scatters after their backwards", test_waits},
              {"bad configurations", test_invalid},

@@ -13,69 +13,113 @@
 #include <stdlib.h>
 #include "sz_kernels_impl.h"
 
-static inline float ldx(const void *p, int dt, size_t i)
-{
-    return dt == SZ_K_BF16 ? sz_bf16_to_f32_1(((const uint16_t *)p)[i]) : ((const float *)p)[i];
-}
+/* Where the fp32 kernel only reads and writes an operand element by element, a bf16 one is widened
+ * as it is loaded and rounded as it is stored, inside the fp32 loop (sz_ldx, sz_stx, sz_accx on
+ * constant types, sz_kernels_impl.h). Where the fp32 kernel sums over a row (the layernorm's
+ * backward, the softmax), the bf16 operand's row is first widened into a per-thread fp32 row (in
+ * L1, no OpenMP region of its own) and the fp32 row function runs on it: loads of another type
+ * would let the compiler vectorize, and so add up, those sums in another order. Scratch rows of
+ * up to SZ_ROW_STACK floats live on the thread's stack, larger ones are allocated once per call
+ * and thread (the softmax's Vp floats). Same thread partition as the fp32 kernels. */
+#define SZ_ROW_STACK 4096
+#define BF SZ_K_BF16
+#define F32 SZ_K_F32
 
-static inline void stx(void *p, int dt, size_t i, float v)
-{
-    if (dt == SZ_K_BF16) ((uint16_t *)p)[i] = sz_f32_to_bf16_1(v);
-    else ((float *)p)[i] = v;
-}
+/* ---- layernorm (layernorm.c's row math: sz_ln_row_fwd_x, sz_ln_row_bwd, sz_ln_params_bwd) ---- */
 
-/* p[i] += v in p's type */
-static inline void accx(void *p, int dt, size_t i, float v)
+/* One row of the forward, types fixed by the caller's branch: res NULL: layernorm(a); else
+ * res = a + b (fp32) and layernorm(res) (sz_k_residual_layernorm_fwd's row). */
+SZ_INLINE void ln_fwd_row(float *res, void *out, int out_dt, float *mean, float *rstd, const float *a,
+                              const float *b, const void *weight, const void *bias, int p_dt, int C)
 {
-    if (dt == SZ_K_BF16) ((uint16_t *)p)[i] = sz_f32_to_bf16_1(sz_bf16_to_f32_1(((uint16_t *)p)[i]) + v);
-    else ((float *)p)[i] += v;
-}
-
-/* dst[0..n) = src widened to fp32 */
-static void widen(float *dst, const void *src, int dt, size_t n)
-{
-    if (dt == SZ_K_BF16) sz_k_bf16_to_f32(dst, src, n);
-    else memcpy(dst, src, n * sizeof *dst);
-}
-
-/* ---- layernorm (layernorm.c's row math, sz_ln_row_fwd / sz_ln_row_bwd / sz_ln_params_bwd) ---- */
-
-/* The forward on fp32 rows: res NULL: layernorm(a) (sz_ln_row_fwd); else res = a + b and
- * layernorm(res) (sz_k_residual_layernorm_fwd, row by row); a bf16 out is the fp32 row rounded. */
-static int ln_fwd_mx(float *res, void *out, sz_k_dtype out_dt, float *mean, float *rstd, const float *a,
-                     const float *b, const void *weight, const void *bias, sz_k_dtype p_dt, int N, int C)
-{
-    float *wf = malloc(2 * (size_t)C * sizeof *wf);
-    if (!wf) return -1;
-    float *bf = wf + C;
-    widen(wf, weight, p_dt, (size_t)C);
-    if (bias) widen(bf, bias, p_dt, (size_t)C);
-    int fail = 0;
-#pragma omp parallel if ((size_t)N * C >= SZ_PAR_MIN) reduction(| : fail)
-    {
-        float *o = out_dt == SZ_K_BF16 ? malloc((size_t)C * sizeof *o) : NULL; /* this thread's fp32 row */
-        if (out_dt == SZ_K_BF16 && !o) fail = 1;
-#pragma omp for schedule(static)
-        for (int n = 0; n < N; n++) {
-            size_t r = (size_t)n * C;
-            float *on = out_dt == SZ_K_BF16 ? o : (float *)out + r;
-            if (!on) continue;
-            if (res)
-                sz_k_residual_layernorm_fwd(res + r, on, mean + n, rstd + n, a + r, b + r, wf, bias ? bf : NULL, 1, C);
-            else
-                sz_ln_row_fwd(on, mean + n, rstd + n, a + r, wf, bias ? bf : NULL, C);
-            if (out_dt == SZ_K_BF16) sz_k_f32_to_bf16((uint16_t *)out + r, o, (size_t)C);
-        }
-        free(o);
+    if (res) {
+#pragma omp simd
+        for (int i = 0; i < C; i++) res[i] = a[i] + b[i];
+        a = res;
     }
-    free(wf);
-    return fail ? -1 : 0;
+    sz_ln_row_fwd_x(out, out_dt, mean, rstd, a, weight, bias, p_dt, C);
+}
+
+static void ln_fwd_mx(float *res, void *out, sz_k_dtype out_dt, float *mean, float *rstd, const float *a,
+                      const float *b, const void *weight, const void *bias, sz_k_dtype p_dt, int N, int C)
+{
+    int oh = out_dt == BF, ph = p_dt == BF;
+#pragma omp parallel for schedule(static) if ((size_t)N * C >= SZ_PAR_MIN)
+    for (int n = 0; n < N; n++) {
+        size_t r = (size_t)n * C;
+        float *rn = res ? res + r : NULL;
+        const float *bn = b ? b + r : NULL;
+        if (oh && ph)
+            ln_fwd_row(rn, (uint16_t *)out + r, BF, mean + n, rstd + n, a + r, bn, weight, bias, BF, C);
+        else if (oh)
+            ln_fwd_row(rn, (uint16_t *)out + r, BF, mean + n, rstd + n, a + r, bn, weight, bias, F32, C);
+        else if (ph)
+            ln_fwd_row(rn, (float *)out + r, F32, mean + n, rstd + n, a + r, bn, weight, bias, BF, C);
+        else
+            ln_fwd_row(rn, (float *)out + r, F32, mean + n, rstd + n, a + r, bn, weight, bias, F32, C);
+    }
 }
 
 int sz_k_layernorm_fwd_mx(void *out, sz_k_dtype out_dt, float *mean, float *rstd, const float *inp,
                            const void *weight, const void *bias, sz_k_dtype p_dt, int N, int C)
 {
-    return ln_fwd_mx(NULL, out, out_dt, mean, rstd, inp, NULL, weight, bias, p_dt, N, C);
+    ln_fwd_mx(NULL, out, out_dt, mean, rstd, inp, NULL, weight, bias, p_dt, N, C);
+    return 0;
+}
+
+/* The rows of the layernorm backward: di (fp32) += the input gradient of row n (sz_ln_row_bwd on the
+ * widened weight and dout rows; set & SZ_K_SET_DINP without da: written instead), then, given da
+ * (the fused residual's backward: di, i.e. dres, always accumulates), da += di and db += di (db of
+ * type db_dt; set & SZ_K_SET_A, SZ_K_SET_B: da = di, db = di instead). 0, or -1 when a thread's
+ * scratch (2 C floats beyond SZ_ROW_STACK) could not be allocated (then some rows are not done). */
+static int ln_bwd_rows(float *dinp, float *da, void *db, sz_k_dtype db_dt, const void *dout, sz_k_dtype dout_dt,
+                       const float *inp, const void *weight, sz_k_dtype p_dt, const float *mean, const float *rstd,
+                       int N, int C, int par, int set)
+{
+    int dh = dout_dt == BF, ph = p_dt == BF, fail = 0;
+    int sd = !da && (set & SZ_K_SET_DINP), sa = da && (set & SZ_K_SET_A), sb = da && (set & SZ_K_SET_B);
+    size_t need = (size_t)(dh + ph) * C;
+#pragma omp parallel if (par) reduction(| : fail)
+    {
+        float stk[SZ_ROW_STACK], *buf = need <= SZ_ROW_STACK ? stk : malloc(need * sizeof *buf);
+        const float *w = ph ? buf : weight;
+        float *drow = buf ? buf + (ph ? C : 0) : NULL;
+        if (!buf) fail = 1;
+        else if (ph) sz_bf16_to_f32_row(buf, weight, (size_t)C);
+#pragma omp for schedule(static)
+        for (int n = 0; n < N; n++) {
+            if (!buf) continue;
+            size_t r = (size_t)n * C;
+            const float *d = (const float *)dout + r;
+            if (dh) {
+                sz_bf16_to_f32_row(drow, (const uint16_t *)dout + r, (size_t)C);
+                d = drow;
+            }
+            float *di = dinp + r;
+            sz_ln_row_bwd(di, d, inp + r, w, mean[n], rstd[n], C, sd);
+            if (!da) continue;
+            if (db_dt != BF) {
+                sz_k_residual_bwd_row(da + r, (float *)db + r, di, (size_t)C, set & (SZ_K_SET_A | SZ_K_SET_B));
+                continue;
+            }
+            float *dan = da + r;
+            uint16_t *dbn = (uint16_t *)db + r;
+            if (sa) {
+#pragma omp simd
+                for (int i = 0; i < C; i++) dan[i] = di[i];
+            } else {
+#pragma omp simd
+                for (int i = 0; i < C; i++) dan[i] += di[i];
+            }
+            if (sb) sz_f32_to_bf16_row(dbn, di, (size_t)C);
+            else {
+#pragma omp simd
+                for (int i = 0; i < C; i++) sz_accx(dbn, BF, i, di[i]);
+            }
+        }
+        if (buf != stk) free(buf);
+    }
+    return fail ? -1 : 0;
 }
 
 int sz_k_layernorm_bwd_mx(float *dinp, float *dweight, float *dbias, const void *dout, sz_k_dtype dout_dt,
@@ -89,27 +133,9 @@ int sz_k_layernorm_bwd_mx_set(float *dinp, float *dweight, float *dbias, const v
                               const float *inp, const void *weight, sz_k_dtype p_dt, const float *mean,
                               const float *rstd, int N, int C, int set)
 {
-    int par = (size_t)N * C >= SZ_PAR_MIN, sd = set & SZ_K_SET_DINP;
-    float *wf = malloc((size_t)C * sizeof *wf);
-    if (!wf) return -1;
-    widen(wf, weight, p_dt, (size_t)C);
-    int fail = 0;
-#pragma omp parallel if (par) reduction(| : fail)
-    {
-        float *d = malloc((size_t)C * sizeof *d); /* this thread's row of dout, widened */
-        if (!d) fail = 1;
-#pragma omp for schedule(static)
-        for (int n = 0; n < N; n++) {
-            if (!d) continue;
-            const float *x = inp + (size_t)n * C;
-            float *di = dinp + (size_t)n * C;
-            widen(d, (const char *)dout + (size_t)n * C * (dout_dt == SZ_K_BF16 ? 2 : 4), dout_dt, (size_t)C);
-            sz_ln_row_bwd(di, d, x, wf, mean[n], rstd[n], C, sd);
-        }
-        free(d);
-    }
-    free(wf);
-    if (fail) return -1; /* only dinp was touched, and only when some thread had its row */
+    int par = (size_t)N * C >= SZ_PAR_MIN;
+    if (ln_bwd_rows(dinp, NULL, NULL, F32, dout, dout_dt, inp, weight, p_dt, mean, rstd, N, C, par, set))
+        return -1; /* only dinp was touched, and only the rows some thread had scratch for */
     sz_ln_params_bwd(dweight, dbias, dout, dout_dt, inp, mean, rstd, N, C, par);
     return 0;
 }
@@ -119,7 +145,7 @@ int sz_k_layernorm_bwd_mx_set(float *dinp, float *dweight, float *dbias, const v
 void sz_k_gelu_fwd_mx(void *out, sz_k_dtype out_dt, const float *inp, size_t n)
 {
     const float s = SZ_GELU_SCALE;
-    if (out_dt != SZ_K_BF16) {
+    if (out_dt != BF) {
         sz_k_gelu_fwd(out, inp, n);
         return;
     }
@@ -130,30 +156,66 @@ void sz_k_gelu_fwd_mx(void *out, sz_k_dtype out_dt, const float *inp, size_t n)
     }
 }
 
+/* dinp (+)= local gradient * dout, in pieces of SZ_GELU_PIECE elements: the contributions (gelu.c's
+ * product, dout widened) into a stack row, then added to dinp in its type. Two loops, so that the
+ * product is rounded before the addition as it always was here (one loop would let the compiler
+ * fuse them into an FMA: other bits). Elementwise: the bits depend on no partition. */
+#define SZ_GELU_PIECE 1024
+SZ_INLINE void gelu_contrib(float *v, const float *x, const void *d, int d_dt, size_t n)
+{
+    const float s = SZ_GELU_SCALE;
+#pragma omp simd
+    for (size_t i = 0; i < n; i++) v[i] = sz_gelu_grad_1(x[i], s) * sz_ldx(d, d_dt, i);
+}
+
 void sz_k_gelu_bwd_mx(void *dinp, sz_k_dtype dinp_dt, const float *inp, const void *dout, sz_k_dtype dout_dt,
                       size_t n)
 {
     sz_k_gelu_bwd_mx_set(dinp, dinp_dt, inp, dout, dout_dt, n, 0);
 }
 
+/* set & SZ_K_SET_DINP: dinp = the contribution (rounded once to a bf16 dinp) instead */
 void sz_k_gelu_bwd_mx_set(void *dinp, sz_k_dtype dinp_dt, const float *inp, const void *dout, sz_k_dtype dout_dt,
                           size_t n, int set)
 {
-    const float s = SZ_GELU_SCALE;
-    if (set & SZ_K_SET_DINP) {
+    int ih = dinp_dt == BF, dh = dout_dt == BF, sd = set & SZ_K_SET_DINP;
+    size_t np = (n + SZ_GELU_PIECE - 1) / SZ_GELU_PIECE;
 #pragma omp parallel for schedule(static) if (n >= SZ_PAR_MIN)
-        for (size_t i = 0; i < n; i++) {
-            stx(dinp, dinp_dt, i, sz_gelu_grad_1(inp[i], s) * ldx(dout, dout_dt, i));
+    for (size_t p = 0; p < np; p++) {
+        size_t lo = p * SZ_GELU_PIECE, m = n - lo < SZ_GELU_PIECE ? n - lo : SZ_GELU_PIECE;
+        float v[SZ_GELU_PIECE];
+        if (dh) gelu_contrib(v, inp + lo, (const uint16_t *)dout + lo, BF, m);
+        else gelu_contrib(v, inp + lo, (const float *)dout + lo, F32, m);
+        if (ih && sd) {
+            sz_f32_to_bf16_row((uint16_t *)dinp + lo, v, m);
+        } else if (ih) {
+            uint16_t *di = (uint16_t *)dinp + lo;
+#pragma omp simd
+            for (size_t i = 0; i < m; i++) sz_accx(di, BF, i, v[i]);
+        } else if (sd) {
+            memcpy((float *)dinp + lo, v, m * sizeof *v);
+        } else {
+            float *di = (float *)dinp + lo;
+#pragma omp simd
+            for (size_t i = 0; i < m; i++) di[i] += v[i];
         }
-        return;
-    }
-#pragma omp parallel for schedule(static) if (n >= SZ_PAR_MIN)
-    for (size_t i = 0; i < n; i++) {
-        accx(dinp, dinp_dt, i, sz_gelu_grad_1(inp[i], s) * ldx(dout, dout_dt, i));
     }
 }
 
 /* ---- residual backward: da += dout, db += dout (set: da = dout, db = dout) ---- */
+
+/* Elements [lo, hi) with the types and set bits fixed by the caller's branch. */
+SZ_INLINE void res_bwd_range(void *da, int da_dt, int sa, void *db, int db_dt, int sb, const float *dout, size_t lo,
+                             size_t hi)
+{
+#pragma omp simd
+    for (size_t i = lo; i < hi; i++) {
+        if (sa) sz_stx(da, da_dt, i, dout[i]);
+        else sz_accx(da, da_dt, i, dout[i]);
+        if (sb) sz_stx(db, db_dt, i, dout[i]);
+        else sz_accx(db, db_dt, i, dout[i]);
+    }
+}
 
 void sz_k_residual_bwd_mx(void *da, sz_k_dtype da_dt, void *db, sz_k_dtype db_dt, const float *dout, size_t n)
 {
@@ -163,13 +225,18 @@ void sz_k_residual_bwd_mx(void *da, sz_k_dtype da_dt, void *db, sz_k_dtype db_dt
 void sz_k_residual_bwd_mx_set(void *da, sz_k_dtype da_dt, void *db, sz_k_dtype db_dt, const float *dout, size_t n,
                               int set)
 {
-    int sa = set & SZ_K_SET_A, sb = set & SZ_K_SET_B;
+    int ah = da_dt == BF, bh = db_dt == BF, sa = !!(set & SZ_K_SET_A), sb = !!(set & SZ_K_SET_B);
+    /* fixed pieces of 4096 elements (elementwise: the bits depend on no partition); GPT-2's native
+     * path (fp32 da, bf16 db) gets its own branches, any other combination the generic one */
+    size_t np = (n + 4095) / 4096;
 #pragma omp parallel for schedule(static) if (n >= SZ_PAR_MIN)
-    for (size_t i = 0; i < n; i++) {
-        if (sa) stx(da, da_dt, i, dout[i]);
-        else accx(da, da_dt, i, dout[i]);
-        if (sb) stx(db, db_dt, i, dout[i]);
-        else accx(db, db_dt, i, dout[i]);
+    for (size_t p = 0; p < np; p++) {
+        size_t lo = p * 4096, hi = lo + 4096 < n ? lo + 4096 : n;
+        if (!ah && bh && !sa && !sb) res_bwd_range(da, F32, 0, db, BF, 0, dout, lo, hi);
+        else if (!ah && bh && sa && sb) res_bwd_range(da, F32, 1, db, BF, 1, dout, lo, hi);
+        else if (!ah && bh && !sa && sb) res_bwd_range(da, F32, 0, db, BF, 1, dout, lo, hi);
+        else if (!ah && bh && sa && !sb) res_bwd_range(da, F32, 1, db, BF, 0, dout, lo, hi);
+        else res_bwd_range(da, da_dt, sa, db, db_dt, sb, dout, lo, hi);
     }
 }
 
@@ -195,14 +262,21 @@ void sz_k_softmax_xent_bwd_mx(void *dlogits, sz_k_dtype dt, const float *probs, 
 
 /* ---- encoder forward with bf16 tables (encoder.c's sum) ---- */
 
+SZ_INLINE void enc_row(float *o, const void *wte, const void *wpe, int p_dt, size_t we, size_t pe, int C)
+{
+    for (int c = 0; c < C; c++) o[c] = sz_ldx(wte, p_dt, we + c) + sz_ldx(wpe, p_dt, pe + c);
+}
+
 void sz_k_encoder_fwd_mx(float *out, const int *tok, const void *wte, const void *wpe, sz_k_dtype p_dt,
                          int B, int T, int C)
 {
+    int ph = p_dt == BF;
 #pragma omp parallel for schedule(static) if ((size_t)B * T * C >= SZ_PAR_MIN)
     for (int bt = 0; bt < B * T; bt++) {
         float *o = out + (size_t)bt * C;
         size_t we = (size_t)tok[bt] * C, pe = (size_t)(bt % T) * C;
-        for (int c = 0; c < C; c++) o[c] = ldx(wte, p_dt, we + c) + ldx(wpe, p_dt, pe + c);
+        if (ph) enc_row(o, wte, wpe, BF, we, pe, C);
+        else enc_row(o, wte, wpe, F32, we, pe, C);
     }
 }
 
@@ -216,7 +290,8 @@ int sz_k_residual_layernorm_fwd_mx(float *res, void *out, sz_k_dtype out_dt, flo
                                    const float *a, const float *b, const void *weight, const void *bias,
                                    sz_k_dtype p_dt, int N, int C)
 {
-    return ln_fwd_mx(res, out, out_dt, mean, rstd, a, b, weight, bias, p_dt, N, C);
+    ln_fwd_mx(res, out, out_dt, mean, rstd, a, b, weight, bias, p_dt, N, C);
+    return 0;
 }
 
 int sz_k_layernorm_residual_bwd_mx(float *da, void *db, sz_k_dtype db_dt, float *dres, float *dweight, float *dbias,
@@ -232,57 +307,31 @@ int sz_k_layernorm_residual_bwd_mx_set(float *da, void *db, sz_k_dtype db_dt, fl
                                        const void *weight, sz_k_dtype p_dt, const float *mean, const float *rstd,
                                        int N, int C, int set)
 {
-    float *wf = malloc((size_t)C * sizeof *wf);
-    if (!wf) return -1;
-    widen(wf, weight, p_dt, (size_t)C);
-    int fail = 0;
-    size_t es = dout_dt == SZ_K_BF16 ? 2 : 4, eb = db_dt == SZ_K_BF16 ? 2 : 4;
-#pragma omp parallel if ((size_t)N * C >= SZ_PAR_MIN) reduction(| : fail)
-    {
-        /* this thread's rows of dout and db widened, and a sink for the row's parameter gradients
-         * (they are summed below, by column blocks in row order) */
-        float *d = malloc(4 * (size_t)C * sizeof *d), *dbr = d ? d + C : NULL, *junk = d ? d + 2 * C : NULL;
-        if (!d) fail = 1;
-#pragma omp for schedule(static)
-        for (int n = 0; n < N; n++) {
-            if (!d) continue;
-            size_t r = (size_t)n * C;
-            widen(d, (const char *)dout + r * es, dout_dt, (size_t)C);
-            if (!(set & SZ_K_SET_B)) /* set: the row is written whole */
-                widen(dbr, (char *)db + r * eb, db_dt, (size_t)C);
-            memset(junk, 0, 2 * (size_t)C * sizeof *junk);
-            sz_k_layernorm_residual_bwd_set(da + r, dbr, dres + r, junk, junk + C, d, res + r, wf, mean + n,
-                                            rstd + n, 1, C, set);
-            if (db_dt == SZ_K_BF16) sz_k_f32_to_bf16((uint16_t *)db + r, dbr, (size_t)C);
-            else memcpy((float *)db + r, dbr, (size_t)C * sizeof *dbr);
-        }
-        free(d);
-    }
-    free(wf);
-    if (fail) return -1;
-    sz_ln_params_bwd(dweight, dbias, dout, dout_dt, res, mean, rstd, N, C, (size_t)N * C >= SZ_PAR_MIN);
+    int par = (size_t)N * C >= SZ_PAR_MIN;
+    if (ln_bwd_rows(dres, da, db, db_dt, dout, dout_dt, res, weight, p_dt, mean, rstd, N, C, par, set))
+        return -1;
+    sz_ln_params_bwd(dweight, dbias, dout, dout_dt, res, mean, rstd, N, C, par);
     return 0;
 }
 
 int sz_k_softmax_xent_fused_mx(void *logits, sz_k_dtype dt, float *losses, const int *targets, float g, int N, int V,
                                int Vp)
 {
-    if (dt != SZ_K_BF16) {
+    if (dt != BF) {
         sz_k_softmax_xent_fused(logits, losses, targets, g, N, V, Vp);
         return 0;
     }
     int fail = 0;
 #pragma omp parallel if ((size_t)N * Vp >= SZ_PAR_MIN) reduction(| : fail)
     {
-        float *row = malloc((size_t)Vp * sizeof *row);
+        float *row = malloc((size_t)Vp * sizeof *row); /* this thread's widened row, once per call */
         if (!row) fail = 1;
 #pragma omp for schedule(static)
         for (int n = 0; n < N; n++) {
             if (!row) continue;
             uint16_t *l = (uint16_t *)logits + (size_t)n * Vp;
-            sz_k_bf16_to_f32(row, l, (size_t)Vp);
-            sz_k_softmax_xent_fused(row, losses + n, targets + n, g, 1, V, Vp);
-            sz_k_f32_to_bf16(l, row, (size_t)Vp);
+            sz_bf16_to_f32_row(row, l, (size_t)Vp);
+            sz_sxent_fused_row(row, l, BF, losses + n, targets[n], g, V, Vp);
         }
         free(row);
     }
@@ -291,6 +340,13 @@ int sz_k_softmax_xent_fused_mx(void *logits, sz_k_dtype dt, float *losses, const
 
 /* ---- the LLaMA-style model's ops (rmsnorm.c, rope.c, embedding.c): the fp32 row math of
  * sz_kernels_impl.h (sz_rms_row_*, sz_rope_row_bwd) on widened rows ---- */
+
+/* dst[0..n) = src widened to fp32, serially (a thread's row inside a parallel kernel) */
+static void widen(float *dst, const void *src, int dt, size_t n)
+{
+    if (dt == SZ_K_BF16) sz_bf16_to_f32_row(dst, src, n);
+    else memcpy(dst, src, n * sizeof *dst);
+}
 
 /* res NULL: rmsnorm(a) (sz_rms_row_fwd); else res = a + b and rmsnorm(res) (sz_k_residual_rmsnorm_fwd,
  * row by row); a bf16 out is the fp32 row rounded. */
@@ -314,7 +370,7 @@ static int rms_fwd_mx(float *res, void *out, sz_k_dtype out_dt, float *rstd, con
                 sz_k_residual_rmsnorm_fwd(res + r, on, rstd + n, a + r, b + r, wf, 1, C, eps);
             else
                 sz_rms_row_fwd(on, rstd + n, a + r, wf, C, eps);
-            if (out_dt == SZ_K_BF16) sz_k_f32_to_bf16((uint16_t *)out + r, o, (size_t)C);
+            if (out_dt == SZ_K_BF16) sz_f32_to_bf16_row((uint16_t *)out + r, o, (size_t)C);
         }
         free(o);
     }
@@ -339,7 +395,7 @@ int sz_k_residual_rmsnorm_fwd_mx(float *res, void *out, sz_k_dtype out_dt, float
  * may be NULL); else the fused one: dres += the norm's input gradient, da += dres, db += dres. */
 static int rms_bwd_mx(float *da, void *db, sz_k_dtype db_dt, float *dres, float *dweight, const void *dout,
                       sz_k_dtype dout_dt, const float *inp, const void *weight, sz_k_dtype p_dt, const float *rstd,
-                      int N, int C)
+                      int N, int C, int set)
 {
     int par = (size_t)N * C >= SZ_PAR_MIN;
     float *wf = malloc((size_t)C * sizeof *wf);
@@ -358,17 +414,15 @@ static int rms_bwd_mx(float *da, void *db, sz_k_dtype db_dt, float *dres, float 
                 size_t r = (size_t)n * C;
                 widen(d, (const char *)dout + r * es, dout_dt, (size_t)C);
                 if (!db) {
-                    sz_rms_row_bwd(da + r, d, inp + r, wf, rstd[n], C);
+                    sz_rms_row_bwd(da + r, d, inp + r, wf, rstd[n], C, set & SZ_K_SET_DINP);
                     continue;
                 }
                 float *dr = dres + r, *dan = da + r;
-                widen(dbr, (char *)db + r * eb, db_dt, (size_t)C);
-                sz_rms_row_bwd(dr, d, inp + r, wf, rstd[n], C);
-                for (int i = 0; i < C; i++) {
-                    dan[i] += dr[i];
-                    dbr[i] += dr[i];
-                }
-                if (db_dt == SZ_K_BF16) sz_k_f32_to_bf16((uint16_t *)db + r, dbr, (size_t)C);
+                if (!(set & SZ_K_SET_B)) /* set: the row is written whole */
+                    widen(dbr, (char *)db + r * eb, db_dt, (size_t)C);
+                sz_rms_row_bwd(dr, d, inp + r, wf, rstd[n], C, 0);
+                sz_k_residual_bwd_row(dan, dbr, dr, (size_t)C, set);
+                if (db_dt == SZ_K_BF16) sz_f32_to_bf16_row((uint16_t *)db + r, dbr, (size_t)C);
                 else memcpy((float *)db + r, dbr, (size_t)C * sizeof *dbr);
             }
             free(d);
@@ -383,14 +437,28 @@ static int rms_bwd_mx(float *da, void *db, sz_k_dtype db_dt, float *dres, float 
 int sz_k_rmsnorm_bwd_mx(float *dinp, float *dweight, const void *dout, sz_k_dtype dout_dt, const float *inp,
                         const void *weight, sz_k_dtype p_dt, const float *rstd, int N, int C)
 {
-    return rms_bwd_mx(dinp, NULL, SZ_K_F32, NULL, dweight, dout, dout_dt, inp, weight, p_dt, rstd, N, C);
+    return rms_bwd_mx(dinp, NULL, SZ_K_F32, NULL, dweight, dout, dout_dt, inp, weight, p_dt, rstd, N, C, 0);
+}
+
+int sz_k_rmsnorm_bwd_mx_set(float *dinp, float *dweight, const void *dout, sz_k_dtype dout_dt, const float *inp,
+                            const void *weight, sz_k_dtype p_dt, const float *rstd, int N, int C, int set)
+{
+    return rms_bwd_mx(dinp, NULL, SZ_K_F32, NULL, dweight, dout, dout_dt, inp, weight, p_dt, rstd, N, C,
+                      set & SZ_K_SET_DINP);
 }
 
 int sz_k_rmsnorm_residual_bwd_mx(float *da, void *db, sz_k_dtype db_dt, float *dres, float *dweight,
                                  const void *dout, sz_k_dtype dout_dt, const float *res, const void *weight,
                                  sz_k_dtype p_dt, const float *rstd, int N, int C)
 {
-    return rms_bwd_mx(da, db, db_dt, dres, dweight, dout, dout_dt, res, weight, p_dt, rstd, N, C);
+    return rms_bwd_mx(da, db, db_dt, dres, dweight, dout, dout_dt, res, weight, p_dt, rstd, N, C, 0);
+}
+
+int sz_k_rmsnorm_residual_bwd_mx_set(float *da, void *db, sz_k_dtype db_dt, float *dres, float *dweight,
+                                     const void *dout, sz_k_dtype dout_dt, const float *res, const void *weight,
+                                     sz_k_dtype p_dt, const float *rstd, int N, int C, int set)
+{
+    return rms_bwd_mx(da, db, db_dt, dres, dweight, dout, dout_dt, res, weight, p_dt, rstd, N, C, set);
 }
 
 /* RoPE's backward with dinp (accumulated) and dout either type: widened rows, sz_rope_row_bwd, dinp's
@@ -398,6 +466,13 @@ int sz_k_rmsnorm_residual_bwd_mx(float *da, void *db, sz_k_dtype db_dt, float *d
 int sz_k_rope_bwd_mx(void *dinp, sz_k_dtype dinp_dt, const void *dout, sz_k_dtype dout_dt, int B, int T, int C,
                      int NH, float theta)
 {
+    return sz_k_rope_bwd_mx_set(dinp, dinp_dt, dout, dout_dt, B, T, C, NH, theta, 0);
+}
+
+int sz_k_rope_bwd_mx_set(void *dinp, sz_k_dtype dinp_dt, const void *dout, sz_k_dtype dout_dt, int B, int T, int C,
+                         int NH, float theta, int set)
+{
+    int sd = set & SZ_K_SET_DINP;
     int hs = C / NH, h2 = hs / 2, C3 = 3 * C;
     float *tab = sz_rope_table(T, hs, theta);
     if (!tab) return -1;
@@ -413,10 +488,10 @@ int sz_k_rope_bwd_mx(void *dinp, sz_k_dtype dinp_dt, const void *dout, sz_k_dtyp
             size_t r = (size_t)bt * C3;
             float *di = dinp_dt == SZ_K_BF16 ? row : (float *)dinp + r;
             const float *d = dout_dt == SZ_K_BF16 ? drow : (const float *)dout + r;
-            if (dinp_dt == SZ_K_BF16) widen(row, (char *)dinp + r * ei, dinp_dt, (size_t)C3);
+            if (dinp_dt == SZ_K_BF16 && !sd) widen(row, (char *)dinp + r * ei, dinp_dt, (size_t)C3);
             if (dout_dt == SZ_K_BF16) widen(drow, (const char *)dout + r * eo, dout_dt, (size_t)C3);
-            sz_rope_row_bwd(di, d, tab + (size_t)(bt % T) * h2 * 2, C, NH);
-            if (dinp_dt == SZ_K_BF16) sz_k_f32_to_bf16((uint16_t *)dinp + r, row, (size_t)C3);
+            sz_rope_row_bwd(di, d, tab + (size_t)(bt % T) * h2 * 2, C, NH, sd);
+            if (dinp_dt == SZ_K_BF16) sz_f32_to_bf16_row((uint16_t *)dinp + r, row, (size_t)C3);
         }
         free(row);
     }

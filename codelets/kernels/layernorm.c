@@ -32,8 +32,24 @@ void sz_k_residual_layernorm_fwd(float *res, float *out, float *mean, float *rst
     }
 }
 
-/* dweight, dbias: column blocks, each adding rows 0..N-1 in order; a bf16 dout is widened block
- * by block (exactly), so the sums are those of the fp32 dout. */
+/* One column block [c0, c0 + w) of dweight, dbias, adding rows 0..N-1 in order; dout of type dout_dt
+ * (a bf16 one widened exactly as it is read, so the sums are those of the fp32 dout). */
+SZ_INLINE void ln_params_block(float *dweight, float *dbias, const void *dout, int dout_dt, const float *inp,
+                                   const float *mean, const float *rstd, int N, int C, int c0, int w)
+{
+    for (int n = 0; n < N; n++) {
+        const float *x = inp + (size_t)n * C + c0;
+        size_t o = (size_t)n * C + c0;
+        float m = mean[n], s = rstd[n];
+        if (dbias)
+            for (int i = 0; i < w; i++)
+                dbias[c0 + i] += sz_ldx(dout, dout_dt, o + i);
+        for (int i = 0; i < w; i++)
+            dweight[c0 + i] += ((x[i] - m) * s) * sz_ldx(dout, dout_dt, o + i);
+    }
+}
+
+/* dweight, dbias: column blocks, each adding rows 0..N-1 in order. */
 void sz_ln_params_bwd(float *dweight, float *dbias, const void *dout, sz_k_dtype dout_dt, const float *inp,
                       const float *mean, const float *rstd, int N, int C, int par)
 {
@@ -41,21 +57,10 @@ void sz_ln_params_bwd(float *dweight, float *dbias, const void *dout, sz_k_dtype
 #pragma omp parallel for schedule(static) if (par)
     for (int blk = 0; blk < nb; blk++) {
         int c0 = blk * SZ_COL_BLOCK, w = C - c0 < SZ_COL_BLOCK ? C - c0 : SZ_COL_BLOCK;
-        float wide[SZ_COL_BLOCK];
-        for (int n = 0; n < N; n++) {
-            const float *x = inp + (size_t)n * C + c0, *d = (const float *)dout + (size_t)n * C + c0;
-            if (dout_dt == SZ_K_BF16) {
-                const uint16_t *h = (const uint16_t *)dout + (size_t)n * C + c0;
-                for (int i = 0; i < w; i++) wide[i] = sz_bf16_to_f32_1(h[i]);
-                d = wide;
-            }
-            float m = mean[n], s = rstd[n];
-            if (dbias)
-                for (int i = 0; i < w; i++)
-                    dbias[c0 + i] += d[i];
-            for (int i = 0; i < w; i++)
-                dweight[c0 + i] += ((x[i] - m) * s) * d[i];
-        }
+        if (dout_dt == SZ_K_BF16)
+            ln_params_block(dweight, dbias, dout, SZ_K_BF16, inp, mean, rstd, N, C, c0, w);
+        else
+            ln_params_block(dweight, dbias, dout, SZ_K_F32, inp, mean, rstd, N, C, c0, w);
     }
 }
 

@@ -44,25 +44,14 @@ void sz_k_softmax_xent_bwd(float *dlogits, const float *probs, const int *target
 /* Forward and backward in one pass per row, in place (llm.c's fused classifier): the row's max,
  * exponentials and sum, its loss, then the row overwritten with its gradient, while it is in
  * cache; no probabilities saved. The same bits as sz_k_softmax_xent_fwd into probs then
- * sz_k_softmax_xent_bwd with dloss[n] = g for every row. */
+ * sz_k_softmax_xent_bwd with dloss[n] = g for every row. The row is sz_sxent_fused_row
+ * (sz_kernels_impl.h), which the bf16 variant (bf16_act.c) runs on its widened rows. */
 void sz_k_softmax_xent_fused(float *logits, float *losses, const int *targets, float g, int N, int V,
                              int Vp)
 {
 #pragma omp parallel for schedule(static) if ((size_t)N * Vp >= SZ_PAR_MIN)
     for (int n = 0; n < N; n++) {
         float *l = logits + (size_t)n * Vp;
-        float maxval = -10000.0f, sum = 0.0f;
-        int ix = targets[n];
-#pragma omp simd reduction(max : maxval)
-        for (int i = 0; i < V; i++) maxval = l[i] > maxval ? l[i] : maxval;
-#pragma omp simd reduction(+ : sum)
-        for (int i = 0; i < V; i++) {
-            l[i] = sz_expf(l[i] - maxval);
-            sum += l[i];
-        }
-        losses[n] = -logf(l[ix] / sum);
-#pragma omp simd
-        for (int i = 0; i < V; i++) l[i] = (l[i] / sum - (i == ix ? 1.0f : 0.0f)) * g;
-        for (int i = V; i < Vp; i++) l[i] = 0.0f;
+        sz_sxent_fused_row(l, l, SZ_K_F32, losses + n, targets[n], g, V, Vp);
     }
 }

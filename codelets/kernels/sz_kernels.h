@@ -156,13 +156,20 @@ double sz_k_sumsq_chunk(const void *x, int bf16, int64_t n);
 /* ---- bf16 <-> fp32, round-to-nearest-even (NaN stays NaN), [n] ---- */
 void sz_k_f32_to_bf16(uint16_t *dst, const float *src, size_t n);
 void sz_k_bf16_to_f32(float *dst, const uint16_t *src, size_t n);
+/* dst[n] (type ddt) from src[n] (type sdt), fp32 arithmetic, one rounding to a bf16 destination:
+ * SET dst = src; ADD dst = dst + src; ONTO_ZEROS dst = 0 + src (what ADD onto zeros gives, -0
+ * becoming +0, without reading dst). OpenMP-parallel over contiguous ranges; the same bits on every
+ * CPU and thread count. */
+enum { SZ_K_CONVERT_SET = 0, SZ_K_CONVERT_ADD = 1, SZ_K_CONVERT_ONTO_ZEROS = 2 };
+void sz_k_convert(void *dst, sz_k_dtype ddt, const void *src, sz_k_dtype sdt, size_t n, int mode);
 
 /* ==== the native bf16 path's kernels (bf16_act.c): fp32 math, some operands bf16 ====
  * A bf16 input is widened exactly, a bf16 output rounded once (RNE) from the fp32 value, and a bf16
  * destination that accumulates becomes round_bf16(f32(dst) + contribution). *_dt name the type of
- * the void* operands; p_dt the parameters'. Those returning int give 0, or -1 when their scratch
- * (C floats; attention: B*T*C and 3*B*T*C floats) could not be allocated (nothing written, except
- * layernorm_bwd's dinp, partly). */
+ * the void* operands; p_dt the parameters'. Those returning int give 0, or -1 when a thread's scratch
+ * could not be allocated: the layernorm backwards' 2 C floats (on the stack up to C = 2048), the
+ * softmax's Vp floats, attention's per-(b, h) tiles (attention.c). Then nothing is written, except by
+ * the layernorm backwards: the rows of the threads that had scratch (dinp; dres, da, db). */
 int sz_k_layernorm_fwd_mx(void *out, sz_k_dtype out_dt, float *mean, float *rstd, const float *inp,
                           const void *weight, const void *bias, sz_k_dtype p_dt, int N, int C);
 int sz_k_layernorm_bwd_mx(float *dinp, float *dweight, float *dbias, const void *dout, sz_k_dtype dout_dt,
@@ -181,7 +188,7 @@ int sz_k_attention_fwd_mx(void *out, sz_k_dtype out_dt, float *stats, const floa
 int sz_k_attention_bwd_mx(void *dinp, sz_k_dtype dinp_dt, const void *dout, sz_k_dtype dout_dt, const float *inp,
                           const float *stats, int B, int T, int C, int NH);
 /* The fusions (residual + layernorm, softmax-xent in place) with bf16 operands: the fp32 fused kernels
- * row by row on widened rows (a row's scratch: C or Vp floats). */
+ * row by row (a bf16 row widened first where the fp32 kernel sums over it: C or Vp floats). */
 int sz_k_residual_layernorm_fwd_mx(float *res, void *out, sz_k_dtype out_dt, float *mean, float *rstd,
                                    const float *a, const float *b, const void *weight, const void *bias,
                                    sz_k_dtype p_dt, int N, int C);
@@ -247,6 +254,20 @@ int sz_k_layernorm_residual_bwd_mx_set(float *da, void *db, sz_k_dtype db_dt, fl
                                        float *dbias, const void *dout, sz_k_dtype dout_dt, const float *res,
                                        const void *weight, sz_k_dtype p_dt, const float *mean, const float *rstd,
                                        int N, int C, int set);
+/* The LLaMA-style model's: RMSNorm's dinp (dweight accumulates), its fusion's da and db (dres, dweight
+ * accumulate), RoPE's dinp. */
+void sz_k_rmsnorm_bwd_set(float *dinp, float *dweight, const float *dout, const float *inp, const float *weight,
+                          const float *rstd, int N, int C, int set);
+int sz_k_rmsnorm_bwd_mx_set(float *dinp, float *dweight, const void *dout, sz_k_dtype dout_dt, const float *inp,
+                            const void *weight, sz_k_dtype p_dt, const float *rstd, int N, int C, int set);
+void sz_k_rmsnorm_residual_bwd_set(float *da, float *db, float *dres, float *dweight, const float *dout,
+                                   const float *res, const float *weight, const float *rstd, int N, int C, int set);
+int sz_k_rmsnorm_residual_bwd_mx_set(float *da, void *db, sz_k_dtype db_dt, float *dres, float *dweight,
+                                     const void *dout, sz_k_dtype dout_dt, const float *res, const void *weight,
+                                     sz_k_dtype p_dt, const float *rstd, int N, int C, int set);
+int sz_k_rope_bwd_set(float *dinp, const float *dout, int B, int T, int C, int NH, float theta, int set);
+int sz_k_rope_bwd_mx_set(void *dinp, sz_k_dtype dinp_dt, const void *dout, sz_k_dtype dout_dt, int B, int T, int C,
+                         int NH, float theta, int set);
 
 /* ==== operations of LLaMA-style models (rmsnorm.c, silu.c, mul.c, rope.c, embedding.c, mse.c) ==== */
 

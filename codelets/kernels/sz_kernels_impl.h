@@ -140,9 +140,48 @@ static inline float sz_gelu_grad_1(float x, float s)
     return g + x * 0.5f * sech2 * s * (1.0f + 3.0f * 0.044715f * x * x);
 }
 
-/* LayerNorm (layernorm.c), one row: mean, rstd and the normalised, scaled and shifted output. */
-static inline void sz_ln_row_fwd(float *o, float *mean, float *rstd, const float *x, const float *weight,
-                                 const float *bias, int C)
+/* Always inlined: the row functions must inline into each caller with its constant types (an
+ * out-of-line copy taking the types at run time vectorizes differently: other bits). */
+#define SZ_INLINE static inline __attribute__((always_inline))
+
+/* Element i of a buffer of type dt (sz_k_dtype) as fp32 (a bf16 widened exactly); a store rounding
+ * once to a bf16 destination; an accumulation p[i] += v in p's type (bf16: round(f32(p[i]) + v)).
+ * The row functions below take the types as arguments: called with constant types (as every caller
+ * does, each branch of a dispatch naming its types), they inline to one straight loop per pair of
+ * types, which vectorizes, with the very arithmetic of the fp32 loop (the same contractions), so a
+ * bf16 operand changes only the loads and stores. */
+SZ_INLINE float sz_ldx(const void *p, int dt, size_t i)
+{
+    return dt == SZ_K_BF16 ? sz_bf16_to_f32_1(((const uint16_t *)p)[i]) : ((const float *)p)[i];
+}
+SZ_INLINE void sz_stx(void *p, int dt, size_t i, float v)
+{
+    if (dt == SZ_K_BF16) ((uint16_t *)p)[i] = sz_f32_to_bf16_1(v);
+    else ((float *)p)[i] = v;
+}
+SZ_INLINE void sz_accx(void *p, int dt, size_t i, float v)
+{
+    if (dt == SZ_K_BF16) ((uint16_t *)p)[i] = sz_f32_to_bf16_1(sz_bf16_to_f32_1(((uint16_t *)p)[i]) + v);
+    else ((float *)p)[i] += v;
+}
+
+/* Serial conversions of one row (a thread's piece inside a parallel kernel: no OpenMP region of
+ * their own), the scalar rule's bits; the compiler vectorizes both. */
+static inline void sz_bf16_to_f32_row(float *d, const uint16_t *s, size_t n)
+{
+#pragma omp simd
+    for (size_t i = 0; i < n; i++) d[i] = sz_bf16_to_f32_1(s[i]);
+}
+static inline void sz_f32_to_bf16_row(uint16_t *d, const float *s, size_t n)
+{
+#pragma omp simd
+    for (size_t i = 0; i < n; i++) d[i] = sz_f32_to_bf16_1(s[i]);
+}
+
+/* LayerNorm (layernorm.c), one row: mean, rstd and the normalised, scaled and shifted output o (type
+ * o_dt) from fp32 x, with weight and bias of type p_dt (bias may be NULL). */
+SZ_INLINE void sz_ln_row_fwd_x(void *o, int o_dt, float *mean, float *rstd, const float *x, const void *weight,
+                                   const void *bias, int p_dt, int C)
 {
     const float eps = 1e-5f;
     float m = 0.0f, v = 0.0f;
@@ -154,15 +193,23 @@ static inline void sz_ln_row_fwd(float *o, float *mean, float *rstd, const float
     v = v / C;
     float s = 1.0f / sqrtf(v + eps);
     if (bias)
-        for (int i = 0; i < C; i++) o[i] = (s * (x[i] - m)) * weight[i] + bias[i];
+        for (int i = 0; i < C; i++)
+            sz_stx(o, o_dt, i, (s * (x[i] - m)) * sz_ldx(weight, p_dt, i) + sz_ldx(bias, p_dt, i));
     else
-        for (int i = 0; i < C; i++) o[i] = (s * (x[i] - m)) * weight[i];
+        for (int i = 0; i < C; i++) sz_stx(o, o_dt, i, (s * (x[i] - m)) * sz_ldx(weight, p_dt, i));
     *mean = m;
     *rstd = s;
 }
+SZ_INLINE void sz_ln_row_fwd(float *o, float *mean, float *rstd, const float *x, const float *weight,
+                                 const float *bias, int C)
+{
+    sz_ln_row_fwd_x(o, SZ_K_F32, mean, rstd, x, weight, bias, SZ_K_F32, C);
+}
 
-/* LayerNorm, one row's input gradient, added to di (set: written to di). */
-static inline void sz_ln_row_bwd(float *di, const float *d, const float *x, const float *weight, float m, float s,
+/* LayerNorm, one row's input gradient, added to di (set: written to di). Its sums run over fp32
+ * rows: a bf16 dout or weight is widened into a row first (bf16_act.c), since loads of another type
+ * would let the compiler vectorize, and so add up, these sums in another order. */
+SZ_INLINE void sz_ln_row_bwd(float *di, const float *d, const float *x, const float *weight, float m, float s,
                                  int C, int set)
 {
     float dnorm_mean = 0.0f, dnorm_norm_mean = 0.0f;
@@ -215,6 +262,26 @@ static inline void sz_k_residual_bwd_row(float *da, float *db, const float *dr, 
     }
 }
 
+/* Softmax-cross-entropy forward and backward on one row (softmax_xent.c's fused kernel): l holds the
+ * row's fp32 logits and is left holding their exponentials; the loss goes to *loss and the gradient
+ * to out (type out_dt; out may be l itself). Its sums run over the fp32 row l (a bf16 row is
+ * widened into one first: as for the layernorm, the order of the sums stays the fp32 kernel's). */
+SZ_INLINE void sz_sxent_fused_row(float *l, void *out, int out_dt, float *loss, int ix, float g, int V, int Vp)
+{
+    float maxval = -10000.0f, sum = 0.0f;
+#pragma omp simd reduction(max : maxval)
+    for (int i = 0; i < V; i++) maxval = l[i] > maxval ? l[i] : maxval;
+#pragma omp simd reduction(+ : sum)
+    for (int i = 0; i < V; i++) {
+        l[i] = sz_expf(l[i] - maxval);
+        sum += l[i];
+    }
+    *loss = -logf(l[ix] / sum);
+#pragma omp simd
+    for (int i = 0; i < V; i++) sz_stx(out, out_dt, i, (l[i] / sum - (i == ix ? 1.0f : 0.0f)) * g);
+    for (int i = V; i < Vp; i++) sz_stx(out, out_dt, i, 0.0f);
+}
+
 /* LayerNorm dweight, dbias (dbias may be NULL) from dout (fp32 or bf16, widened by column block):
  * column blocks, each adding rows 0..N-1 in order; in parallel when par (layernorm.c). */
 void sz_ln_params_bwd(float *dweight, float *dbias, const void *dout, sz_k_dtype dout_dt, const float *inp,
@@ -233,13 +300,17 @@ static inline void sz_rms_row_fwd(float *o, float *rstd, const float *x, const f
 
 /* RMSNorm, one row's input gradient, added to di. out_i = x_i s w_i, s = (Σx²/C + eps)^(-1/2),
  * ds/dx_j = -s³ x_j / C: dx_j = s w_j d_j - (s³/C) x_j Σ_i d_i w_i x_i. */
-static inline void sz_rms_row_bwd(float *di, const float *d, const float *x, const float *weight, float s, int C)
+static inline void sz_rms_row_bwd(float *di, const float *d, const float *x, const float *weight, float s, int C,
+                                  int set)
 {
     float dot = 0.0f;
 #pragma omp simd reduction(+ : dot)
     for (int i = 0; i < C; i++) dot += d[i] * weight[i] * x[i];
     float k = s * s * s * dot / C;
-    for (int i = 0; i < C; i++) di[i] += s * weight[i] * d[i] - k * x[i];
+    if (set) /* written, not added to (the first writer) */
+        for (int i = 0; i < C; i++) di[i] = s * weight[i] * d[i] - k * x[i];
+    else
+        for (int i = 0; i < C; i++) di[i] += s * weight[i] * d[i] - k * x[i];
 }
 
 /* RMSNorm dweight (dw_i = Σ_n d_i x_i s) from dout (fp32 or bf16, widened by column block): column
@@ -266,20 +337,30 @@ static inline void sz_rope_row_fwd(float *o, const float *x, const float *cs, in
     for (int j = 2 * C; j < 3 * C; j++) o[j] = x[j];
 }
 /* The rotation's transpose, added to di: dx0 = c d0 + s d1, dx1 = -s d0 + c d1; v's gradient passes. */
-static inline void sz_rope_row_bwd(float *di, const float *d, const float *cs, int C, int NH)
+static inline void sz_rope_row_bwd(float *di, const float *d, const float *cs, int C, int NH, int set)
 {
     int hs = C / NH, h2 = hs / 2;
     for (int part = 0; part < 2; part++)
         for (int h = 0; h < NH; h++) {
             const float *dh = d + part * C + h * hs;
             float *gh = di + part * C + h * hs;
-            for (int i = 0; i < h2; i++) {
-                float c = cs[2 * i], s = cs[2 * i + 1], d0 = dh[2 * i], d1 = dh[2 * i + 1];
-                gh[2 * i] += d0 * c + d1 * s;
-                gh[2 * i + 1] += d1 * c - d0 * s;
-            }
+            if (set) /* written, not added to (the first writer) */
+                for (int i = 0; i < h2; i++) {
+                    float c = cs[2 * i], s = cs[2 * i + 1], d0 = dh[2 * i], d1 = dh[2 * i + 1];
+                    gh[2 * i] = d0 * c + d1 * s;
+                    gh[2 * i + 1] = d1 * c - d0 * s;
+                }
+            else
+                for (int i = 0; i < h2; i++) {
+                    float c = cs[2 * i], s = cs[2 * i + 1], d0 = dh[2 * i], d1 = dh[2 * i + 1];
+                    gh[2 * i] += d0 * c + d1 * s;
+                    gh[2 * i + 1] += d1 * c - d0 * s;
+                }
         }
-    for (int j = 2 * C; j < 3 * C; j++) di[j] += d[j];
+    if (set)
+        memcpy(di + 2 * C, d + 2 * C, (size_t)C * sizeof *di);
+    else
+        for (int j = 2 * C; j < 3 * C; j++) di[j] += d[j];
 }
 
 /* The optimizers' step loop (adamw.c, sgd.c; sumsq.c): range(ctx, lo, hi) on the fixed chunks of

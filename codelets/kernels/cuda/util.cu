@@ -1,5 +1,5 @@
 /* codelets/kernels/cuda/util.cu — CUDA twins of the small kernels: fp32 <-> bf16 conversion with
- * optional accumulation (codelets/convert.c: bitwise the CPU's), the clip factor from the
+ * optional accumulation (acc: 0 set, 1 add, 2 onto zeros; codelets/convert.c: bitwise the CPU's), the clip factor from the
  * per-unit squared norms (codelets/clip_scale.c, bitwise: the same double sums in the same order),
  * scale, zero, the device count, and reduce-scatter's rank-ordered sum of received pieces. */
 #include <stdio.h>
@@ -11,7 +11,10 @@ __global__ static void convert_k(void *dst, int ddt, const void *src, int sdt, s
         if (ddt && sdt && !acc)
             ((uint16_t *)dst)[i] = ((const uint16_t *)src)[i];
         else
-            sz_d_st(dst, ddt, i, acc ? sz_d_ld(dst, ddt, i) + sz_d_ld(src, sdt, i) : sz_d_ld(src, sdt, i));
+            sz_d_st(dst, ddt, i,
+                    acc == 1   ? sz_d_ld(dst, ddt, i) + sz_d_ld(src, sdt, i)
+                    : acc == 2 ? 0.0f + sz_d_ld(src, sdt, i) /* onto zeros: -0 becomes +0, dst unread */
+                               : sz_d_ld(src, sdt, i));
     }
 }
 
