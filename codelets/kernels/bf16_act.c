@@ -395,7 +395,7 @@ int sz_k_residual_rmsnorm_fwd_mx(float *res, void *out, sz_k_dtype out_dt, float
  * may be NULL); else the fused one: dres += the norm's input gradient, da += dres, db += dres. */
 static int rms_bwd_mx(float *da, void *db, sz_k_dtype db_dt, float *dres, float *dweight, const void *dout,
                       sz_k_dtype dout_dt, const float *inp, const void *weight, sz_k_dtype p_dt, const float *rstd,
-                      int N, int C)
+                      int N, int C, int set)
 {
     int par = (size_t)N * C >= SZ_PAR_MIN;
     float *wf = malloc((size_t)C * sizeof *wf);
@@ -414,16 +414,14 @@ static int rms_bwd_mx(float *da, void *db, sz_k_dtype db_dt, float *dres, float 
                 size_t r = (size_t)n * C;
                 widen(d, (const char *)dout + r * es, dout_dt, (size_t)C);
                 if (!db) {
-                    sz_rms_row_bwd(da + r, d, inp + r, wf, rstd[n], C);
+                    sz_rms_row_bwd(da + r, d, inp + r, wf, rstd[n], C, set & SZ_K_SET_DINP);
                     continue;
                 }
                 float *dr = dres + r, *dan = da + r;
-                widen(dbr, (char *)db + r * eb, db_dt, (size_t)C);
-                sz_rms_row_bwd(dr, d, inp + r, wf, rstd[n], C);
-                for (int i = 0; i < C; i++) {
-                    dan[i] += dr[i];
-                    dbr[i] += dr[i];
-                }
+                if (!(set & SZ_K_SET_B)) /* set: the row is written whole */
+                    widen(dbr, (char *)db + r * eb, db_dt, (size_t)C);
+                sz_rms_row_bwd(dr, d, inp + r, wf, rstd[n], C, 0);
+                sz_k_residual_bwd_row(dan, dbr, dr, (size_t)C, set);
                 if (db_dt == SZ_K_BF16) sz_f32_to_bf16_row((uint16_t *)db + r, dbr, (size_t)C);
                 else memcpy((float *)db + r, dbr, (size_t)C * sizeof *dbr);
             }
@@ -439,14 +437,28 @@ static int rms_bwd_mx(float *da, void *db, sz_k_dtype db_dt, float *dres, float 
 int sz_k_rmsnorm_bwd_mx(float *dinp, float *dweight, const void *dout, sz_k_dtype dout_dt, const float *inp,
                         const void *weight, sz_k_dtype p_dt, const float *rstd, int N, int C)
 {
-    return rms_bwd_mx(dinp, NULL, SZ_K_F32, NULL, dweight, dout, dout_dt, inp, weight, p_dt, rstd, N, C);
+    return rms_bwd_mx(dinp, NULL, SZ_K_F32, NULL, dweight, dout, dout_dt, inp, weight, p_dt, rstd, N, C, 0);
+}
+
+int sz_k_rmsnorm_bwd_mx_set(float *dinp, float *dweight, const void *dout, sz_k_dtype dout_dt, const float *inp,
+                            const void *weight, sz_k_dtype p_dt, const float *rstd, int N, int C, int set)
+{
+    return rms_bwd_mx(dinp, NULL, SZ_K_F32, NULL, dweight, dout, dout_dt, inp, weight, p_dt, rstd, N, C,
+                      set & SZ_K_SET_DINP);
 }
 
 int sz_k_rmsnorm_residual_bwd_mx(float *da, void *db, sz_k_dtype db_dt, float *dres, float *dweight,
                                  const void *dout, sz_k_dtype dout_dt, const float *res, const void *weight,
                                  sz_k_dtype p_dt, const float *rstd, int N, int C)
 {
-    return rms_bwd_mx(da, db, db_dt, dres, dweight, dout, dout_dt, res, weight, p_dt, rstd, N, C);
+    return rms_bwd_mx(da, db, db_dt, dres, dweight, dout, dout_dt, res, weight, p_dt, rstd, N, C, 0);
+}
+
+int sz_k_rmsnorm_residual_bwd_mx_set(float *da, void *db, sz_k_dtype db_dt, float *dres, float *dweight,
+                                     const void *dout, sz_k_dtype dout_dt, const float *res, const void *weight,
+                                     sz_k_dtype p_dt, const float *rstd, int N, int C, int set)
+{
+    return rms_bwd_mx(da, db, db_dt, dres, dweight, dout, dout_dt, res, weight, p_dt, rstd, N, C, set);
 }
 
 /* RoPE's backward with dinp (accumulated) and dout either type: widened rows, sz_rope_row_bwd, dinp's
@@ -454,6 +466,13 @@ int sz_k_rmsnorm_residual_bwd_mx(float *da, void *db, sz_k_dtype db_dt, float *d
 int sz_k_rope_bwd_mx(void *dinp, sz_k_dtype dinp_dt, const void *dout, sz_k_dtype dout_dt, int B, int T, int C,
                      int NH, float theta)
 {
+    return sz_k_rope_bwd_mx_set(dinp, dinp_dt, dout, dout_dt, B, T, C, NH, theta, 0);
+}
+
+int sz_k_rope_bwd_mx_set(void *dinp, sz_k_dtype dinp_dt, const void *dout, sz_k_dtype dout_dt, int B, int T, int C,
+                         int NH, float theta, int set)
+{
+    int sd = set & SZ_K_SET_DINP;
     int hs = C / NH, h2 = hs / 2, C3 = 3 * C;
     float *tab = sz_rope_table(T, hs, theta);
     if (!tab) return -1;
@@ -469,9 +488,9 @@ int sz_k_rope_bwd_mx(void *dinp, sz_k_dtype dinp_dt, const void *dout, sz_k_dtyp
             size_t r = (size_t)bt * C3;
             float *di = dinp_dt == SZ_K_BF16 ? row : (float *)dinp + r;
             const float *d = dout_dt == SZ_K_BF16 ? drow : (const float *)dout + r;
-            if (dinp_dt == SZ_K_BF16) widen(row, (char *)dinp + r * ei, dinp_dt, (size_t)C3);
+            if (dinp_dt == SZ_K_BF16 && !sd) widen(row, (char *)dinp + r * ei, dinp_dt, (size_t)C3);
             if (dout_dt == SZ_K_BF16) widen(drow, (const char *)dout + r * eo, dout_dt, (size_t)C3);
-            sz_rope_row_bwd(di, d, tab + (size_t)(bt % T) * h2 * 2, C, NH);
+            sz_rope_row_bwd(di, d, tab + (size_t)(bt % T) * h2 * 2, C, NH, sd);
             if (dinp_dt == SZ_K_BF16) sz_f32_to_bf16_row((uint16_t *)dinp + r, row, (size_t)C3);
         }
         free(row);
