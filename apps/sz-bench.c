@@ -6,6 +6,8 @@
  * transport's throughput (comm_gbps) beside plain MPI collectives on the same bytes (mpi_gbps).
  *   sz-bench --model d12 --batch 4 --seq 64 --precision fp32 --steps 10 --json
  *   mpirun -np 2 sz-bench --model d6 --zero-stage 3 --json
+ * --optimizer adamw|sgd [--momentum M] as sz-train's: the optimizer's fp32 states count in
+ * optimizer_bytes (what its tasks move) and model_state_bytes_formula.
  * Timings belong here, never in pass/fail tests. */
 #define _GNU_SOURCE
 #include <cblas.h>
@@ -23,6 +25,7 @@
 #include <string.h>
 #include <time.h>
 #include "gpt2/gpt2.h"
+#include "opts.h"
 
 static double now_s(void)
 {
@@ -230,6 +233,10 @@ int main(int argc, char **argv)
     const char *model = "d12", *precision = "fp32", *bf16_compute = "auto";
     int B = 4, T = 64, steps = 10, warmup = 2, json = 0, vocab = 50257, stage = 0, micro = 1, ckpt = 0, arenas = 1;
     int64_t prefetch = 0;
+    sz_optimizer optimizer = SZ_OPTIMIZER_ADAMW;
+    float momentum = 0.0f;
+    int momentum_set = 0;
+    sz_opt_prog("sz-bench");
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : "";
         if (!strcmp(a, "--json")) json = 1;
@@ -239,6 +246,15 @@ int main(int argc, char **argv)
             double b;
             if (sz_parse_bytes(argv[++i], &b) != SZ_OK) { fprintf(stderr, "sz-bench: bad --prefetch-bytes '%s'\n", argv[i]); return 2; }
             prefetch = (int64_t)b;
+        }
+        else if (!strcmp(a, "--optimizer") && i + 1 < argc) {
+            if (sz_opt_optimizer(a, argv[++i], &optimizer) != 0)
+                return 2;
+        }
+        else if (!strcmp(a, "--momentum") && i + 1 < argc) {
+            momentum_set = 1;
+            if (sz_opt_real(a, argv[++i], 0, 0, 1, 1, &momentum) != 0)
+                return 2;
         }
         else if (!strcmp(a, "--model")) model = argv[++i];
         else if (!strcmp(a, "--precision")) precision = argv[++i];
@@ -253,11 +269,16 @@ int main(int argc, char **argv)
         else {
             fprintf(stderr, "usage: sz-bench [--model d2|d6|d12|L,H,C] [--batch B] [--seq T] [--steps N] [--warmup W]\n"
                             "                [--precision fp32|bf16] [--bf16-compute auto|native|emulated] [--vocab V] [--zero-stage S] [--micro-batches M]\n"
-                            "                [--checkpoint] [--no-arenas] [--prefetch-bytes B] [--json]\n"
+                            "                [--checkpoint] [--no-arenas] [--prefetch-bytes B] [--optimizer adamw|sgd]\n"
+                            "                [--momentum M] [--json]\n"
                             "                (got '%s' '%s')\n", a, v);
             return 2;
         }
         if (i >= argc) { fprintf(stderr, "sz-bench: %s needs a value\n", a); return 2; }
+    }
+    if (momentum_set && optimizer != SZ_OPTIMIZER_SGD) {
+        fprintf(stderr, "sz-bench: --momentum %g: only --optimizer sgd has a momentum\n", (double)momentum);
+        return 2;
     }
     if (strcmp(precision, "fp32") && strcmp(precision, "bf16")) {
         fprintf(stderr, "sz-bench: --precision %s: must be fp32 or bf16\n", precision);
@@ -323,7 +344,7 @@ int main(int argc, char **argv)
     sz_context_sum(ctx, yard, 6); /* the node's (or cluster's) peak and sgemm: all nodes together */
     double peak = yard[0], sgemm = yard[1], bf16_peak = yard[2];
     sz_zero_config zero = {.stage = stage, .micro_batches = micro, .checkpoint = ckpt, .arenas = arenas,
-                           .prefetch_bytes = prefetch,
+                           .prefetch_bytes = prefetch, .optimizer = optimizer, .momentum = momentum,
                            .precision = mixed ? SZ_PRECISION_BF16 : SZ_PRECISION_FP32, .bf16_compute = bf16c};
 
     gpt2 *g = NULL;
@@ -407,6 +428,9 @@ int main(int argc, char **argv)
         cJSON_AddStringToObject(o, "model", model);
         cJSON_AddStringToObject(o, "precision", precision);
         cJSON_AddStringToObject(o, "bf16_path", sz_model_bf16_path(gpt2_model(g)));
+        cJSON_AddStringToObject(o, "optimizer", sz_optimizer_name(zero.optimizer));
+        cJSON_AddNumberToObject(o, "momentum", zero.momentum);
+        cJSON_AddNumberToObject(o, "optimizer_state_floats", sz_optimizer_states(zero.optimizer, zero.momentum));
         cJSON_AddNumberToObject(o, "batch", B);
         cJSON_AddNumberToObject(o, "seq", T);
         cJSON_AddNumberToObject(o, "steps", steps);
@@ -461,7 +485,7 @@ int main(int argc, char **argv)
         cJSON_AddNumberToObject(o, "checkpoint", ckpt);
         cJSON_AddNumberToObject(o, "activation_bytes", (double)reps[0].bytes[SZ_MEM_ACTIVATIONS]);
         cJSON_AddNumberToObject(o, "model_state_bytes", (double)ms);
-        cJSON_AddNumberToObject(o, "model_state_bytes_formula", sz_zero_model_state_bytes(stage, psi, nd, mixed));
+        cJSON_AddNumberToObject(o, "model_state_bytes_formula", sz_zero_model_state_bytes_opt(stage, psi, nd, mixed, nstates));
         cJSON_AddNumberToObject(o, "peak_bytes", (double)peak_b);
         cJSON_AddNumberToObject(o, "comm_bytes_sent", (double)sent);
         cJSON_AddNumberToObject(o, "comm_bytes_formula", sz_zero_comm_bytes_mb(stage, psi, nd, mixed, micro));

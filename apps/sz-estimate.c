@@ -1,8 +1,9 @@
 /* apps/sz-estimate.c — the ZeRO estimator on the command line: model-state bytes per rank for
  * each stage and N_d (the paper's table; docs/ARCHITECTURE.md), communication per step, GPT-2 activation
  * bytes (full, checkpointed, checkpoints offloaded to a host pool), the communication buffer of
- * constant-size buckets, and the smallest N_d that fits a memory budget. Text table or one JSON
- * object.
+ * constant-size buckets, and the smallest N_d that fits a memory budget; with --model also the
+ * predicted peak per rank of each stage and N_d, the step plan's fold (--plan prints one plan
+ * and its fold). Text table or one JSON object.
  * Pure arithmetic: starts no runtime. Run `sz-estimate --help` for the options. */
 #include <cjson/cJSON.h>
 #include <ctype.h>
@@ -77,11 +78,11 @@ static void usage(FILE *f)
             "  --bf16-compute M    auto (default), native or emulated, as sz-train's: how mixed\n"
             "                      precision computes. native (GPT-2 and --arch llama alike): bf16\n"
             "                      activations and matmul operands, no fp32 working copies of the\n"
-            "                      parameters; --plan counts its activation bytes and the bf16 matmul\n"
-            "                      kernels' host memory. auto applies sz-train's CPU rule on this\n"
-            "                      machine (AMX-BF16, or AVX512-BF16 on AMD Zen 4+: native) and cannot\n"
-            "                      see CUDA workers (sz-train computes emulated with them). Printed as\n"
-            "                      bf16_path (native, emulated, or fp32)\n"
+            "                      parameters; the table and --plan count its activation bytes and\n"
+            "                      the bf16 matmul kernels' host memory. auto applies sz-train's CPU\n"
+            "                      rule on this machine (AMX-BF16, or AVX512-BF16 on AMD Zen 4+:\n"
+            "                      native) and cannot see CUDA workers (sz-train computes emulated\n"
+            "                      with them). Printed as bf16_path (native, emulated, or fp32)\n"
             "  --optimizer O       adamw (default: fp32 m and v) or sgd (torch.optim.SGD): its fp32\n"
             "                      state per parameter counts in the model states (K = 12 for AdamW\n"
             "                      mixed; SGD: K = 8 with --momentum, 4 without)\n"
@@ -99,8 +100,12 @@ static void usage(FILE *f)
             "activations (--model only):\n"
             "  --batch B           sequences per micro-batch (default 1)\n"
             "  --seq T             tokens per sequence (default: --max-seq)\n"
-            "                      Reported: llm.c's fp32 ActivationTensors for B x T, and the same\n"
-            "                      under block checkpointing (block inputs + one block + the head)\n"
+            "                      Reported: the activation bytes sz-train's model registers on the\n"
+            "                      bf16 path in effect (with their gradients and the batch: what the\n"
+            "                      plan and the budget count), full and under block checkpointing;\n"
+            "                      beside them llm.c's fp32 ActivationTensors for B x T (the model's\n"
+            "                      forward tensors for LLaMA); and the predicted peak per rank of each\n"
+            "                      stage and N_d: rank 0's step plan folded, as --plan folds it\n"
             "ZeRO-R (sz-train's options of the same names):\n"
             "  --ckpt, --checkpoint  block checkpointing: count the checkpointed activations in the\n"
             "                      budget (default: the full ones)\n"
@@ -148,7 +153,8 @@ static void usage(FILE *f)
             "  -h, --help          print this help\n"
             "\n"
             "Model states are the paper's exact Ψ/N_d shares; stage 3's gathered units in flight,\n"
-            "buffers and activation gradients are not included. Exit status: 0, or 2 for bad options.\n"
+            "buffers and activation gradients are not included in them (the predicted peak has them).\n"
+            "Exit status: 0, or 2 for bad options.\n"
             "examples (the paper's check: 120, 31.4, 16.6, 1.9 GB; then ZeRO-R's options as sz-train\n"
             "takes them):\n"
             "  sz-estimate --params 7.5e9 --nd 64\n"
@@ -385,16 +391,20 @@ struct result {
     int64_t largest_unit;  /* elements of the model's largest unit; -1 without a model (no cap) */
     int64_t comm_buf[MAX_ND_VALUES]; /* C_B buffer bytes per rank, for each --nd value */
     double host_buffers;   /* host buffers beside the engine's tensors (-1: no model) */
+    /* what sz-train's model registers on this bf16 path, the plan's SZ_MEM_ACTIVATIONS (-1: no model):
+     * full, checkpointed, checkpointed and offloaded (device part; eng_host the host pool) */
+    int64_t eng_act, eng_act_ckpt, eng_act_offload, eng_host;
+    int64_t peak[4][MAX_ND_VALUES]; /* the plan's fold for rank 0 at each stage and --nd value (-1: none) */
     double extra;          /* per-rank bytes counted against the budget besides model states */
     int min_nd[4];
 };
 
 /* What sz-train's rank holds on the host beside the engine's tensors (SZ_MEM_HOST_BUFFERS): the
  * matmul kernels' working memory on one CPU worker, the data loader's tokens, the batch. */
-static int64_t host_buffer_bytes(const struct opts *o)
+static int64_t host_buffer_bytes(const struct opts *o, int nd)
 {
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
-    int threads = o->kernel_threads > 0 ? o->kernel_threads : (int)(cores / o->nd[0] > 1 ? cores / o->nd[0] : 1);
+    int threads = o->kernel_threads > 0 ? o->kernel_threads : (int)(cores / nd > 1 ? cores / nd : 1);
     int64_t mm = o->llama ? sz_llama_host_bytes(&o->lcfg, o->batch, o->seq, 1, threads)
                           : sz_gpt2_host_bytes(&o->cfg, o->batch, o->seq, 1, threads);
     if (o->native && o->llama) /* llama.c: its matmuls may also run the bf16 kernels */
@@ -407,12 +417,115 @@ static int64_t host_buffer_bytes(const struct opts *o)
     return mm + (int64_t)o->data_tokens * 2 + 2 * (int64_t)o->batch * o->seq * 4;
 }
 
+/* The activation bytes sz-train's model registers (the plan's SZ_MEM_ACTIVATIONS) on this bf16 path;
+ * *host gets the host pool's. */
+static int64_t engine_activation_bytes(const struct opts *o, int ckpt, int offload, int64_t *host)
+{
+    return o->llama ? sz_llama_engine_activation_bytes_bf16(&o->lcfg, o->batch, o->seq, ckpt, offload, o->native, host)
+                    : sz_gpt2_engine_activation_bytes_bf16(&o->cfg, o->batch, o->seq, ckpt, offload, o->native, host);
+}
+
+/* GPT-2's units (or LLaMA's) as apps/gpt2 (apps/llama) declares them, for graph/plan.c (all NULL
+ * after a failed units_build). */
+struct units {
+    int n;
+    int64_t *numel;
+    sz_plan_unit *u;
+    char (*label)[32];
+    const char **names;
+};
+
+static void units_free(struct units *s)
+{
+    free(s->numel);
+    free(s->u);
+    free(s->label);
+    free(s->names);
+}
+
+static int units_build(const struct opts *o, struct units *s)
+{
+    static const int tied[] = {0}; /* the head reads the embedding's wte */
+    int L = o->cfg.layers, n = L + 2;
+    *s = (struct units){.n = n, .numel = calloc((size_t)n, sizeof *s->numel), .u = calloc((size_t)n, sizeof *s->u),
+                        .label = calloc((size_t)n, sizeof *s->label), .names = calloc((size_t)n, sizeof *s->names)};
+    if (!s->numel || !s->u || !s->label || !s->names ||
+        (o->llama ? sz_llama_unit_numels(&o->lcfg, s->numel) : sz_gpt2_unit_numels(&o->cfg, s->numel)) != n) {
+        units_free(s);
+        *s = (struct units){0};
+        return -1;
+    }
+    int64_t ckpt = (int64_t)o->batch * o->seq * o->cfg.channels * 4;
+    for (int i = 0; i < n; i++) {
+        s->u[i] = (sz_plan_unit){.numel = s->numel[i], .has_backward = 1, .bf16_params = 1}; /* both models' units */
+        if (i == 0 || i == n - 1)
+            snprintf(s->label[i], sizeof s->label[i], "%s", i == 0 ? "embed" : "head");
+        else
+            snprintf(s->label[i], sizeof s->label[i], "block%d", i - 1);
+        s->names[i] = s->label[i];
+    }
+    s->u[0].backward_skips_params = 1; /* an embedding's backward only scatters gradients */
+    for (int l = 1; l <= L; l++) {
+        s->u[l].checkpointable = 1;
+        s->u[l].ckpt_bytes = ckpt; /* the block's input */
+    }
+    if (!o->llama) { /* GPT-2's head reads the embedding's wte; LLaMA's head is untied */
+        s->u[n - 1].uses = tied;
+        s->u[n - 1].nuses = 1;
+    }
+    return 0;
+}
+
+/* The step plan of `rank` at `stage` and N_d `nd`, in the configuration the options give (as
+ * sz-train builds it): 0, or -1 when it cannot be built. */
+static int plan_build(const struct opts *o, const struct units *s, int stage, int nd, int rank, sz_plan *p)
+{
+    int64_t maxpad = 1, host = 0;
+    for (int i = 0; i < s->n; i++) {
+        int64_t pad = sz_plan_padded(s->numel[i], nd);
+        maxpad = pad > maxpad ? pad : maxpad;
+    }
+    sz_plan_config c = {.pass = SZ_PASS_STEP, .stage = stage, .nd = nd, .rank = rank,
+                        .micro_batches = o->micro_batches, .mixed = o->mixed, .opt_states = o->opt_states,
+                        .checkpoint = o->ckpt,
+                        .offload = o->offload, .prefetch_bytes = o->prefetch_bytes,
+                        .max_live_bytes = o->max_live_bytes, .comm_worker = o->comm_worker, .clip = o->clip,
+                        .offload_optimizer = o->offload_optimizer, .native = o->native,
+                        .bucket_elems = sz_plan_bucket_elems(o->bucket_bytes, nd, maxpad)};
+    c.extra[SZ_MEM_ACTIVATIONS] = engine_activation_bytes(o, o->ckpt, o->offload, &host);
+    c.extra[SZ_MEM_HOST] = host;
+    c.extra[SZ_MEM_HOST_BUFFERS] = host_buffer_bytes(o, nd);
+    return c.extra[SZ_MEM_ACTIVATIONS] >= 0 && sz_plan_build(s->u, s->n, &c, p) == SZ_OK ? 0 : -1;
+}
+
 static void compute(const struct opts *o, struct result *r)
 {
     r->act = r->act_ckpt = r->act_offload = r->host_pool = r->ckpt_device = r->host_buffers = -1.0;
     r->largest_unit = -1;
-    if (o->have_model)
-        r->host_buffers = (double)host_buffer_bytes(o);
+    r->eng_act = r->eng_act_ckpt = r->eng_act_offload = r->eng_host = -1;
+    for (int s = 0; s < 4; s++)
+        for (int i = 0; i < o->n_nd; i++)
+            r->peak[s][i] = -1;
+    if (o->have_model) {
+        r->host_buffers = (double)host_buffer_bytes(o, o->nd[0]);
+        r->eng_act = engine_activation_bytes(o, 0, 0, NULL);
+        r->eng_act_ckpt = engine_activation_bytes(o, 1, 0, NULL);
+        r->eng_act_offload = engine_activation_bytes(o, 1, 1, &r->eng_host);
+        struct units u;
+        if (units_build(o, &u) == 0) {
+            for (int s = 0; s < 4; s++)
+                for (int i = 0; i < o->n_nd; i++) {
+                    sz_plan p;
+                    if (plan_build(o, &u, s, o->nd[i], 0, &p) != 0)
+                        continue;
+                    sz_fold f;
+                    sz_plan_fold(&p, &f, NULL);
+                    r->peak[s][i] = f.peak_bytes;
+                    sz_plan_free(&p);
+                }
+            units_free(&u);
+        }
+    }
     if (o->have_model && o->llama) {
         const sz_llama_config *l = &o->lcfg;
         double nc4 = (double)o->batch * o->seq * l->channels * 4.0;
@@ -432,9 +545,9 @@ static void compute(const struct opts *o, struct result *r)
     }
     for (int i = 0; i < o->n_nd; i++)
         r->comm_buf[i] = sz_zero_comm_buffer_bytes(o->bucket_bytes, o->nd[i], r->largest_unit);
-    r->extra = o->extra + (o->have_model ? r->host_buffers : 0.0) + (o->have_model && o->llama ? sz_llama_activation_bytes(&o->lcfg, o->batch, o->seq, o->ckpt, o->offload)
-                           : o->have_model ? sz_gpt2_activation_bytes_device(&o->cfg, o->batch, o->seq, o->ckpt,
-                                                                           o->offload) : 0.0);
+    /* the budget counts the activations the plan counts (this bf16 path's) */
+    r->extra = o->extra + (o->have_model ? r->host_buffers + (double)engine_activation_bytes(o, o->ckpt, o->offload, NULL)
+                                         : 0.0);
     for (int s = 0; s < 4; s++)
         r->min_nd[s] = o->budget_str ? sz_zero_min_nd_opt(s, o->psi, o->mixed, o->opt_states, o->budget, r->extra, o->max_nd) : -1;
 }
@@ -510,6 +623,8 @@ static int print_json(const struct opts *o, const struct result *r)
             cJSON_AddNumberToObject(e, "comm_elems", sz_zero_comm_elems_mb(s, o->psi, nd, o->micro_batches));
             cJSON_AddNumberToObject(e, "comm_bytes",
                                     sz_zero_comm_bytes_mb(s, o->psi, nd, o->mixed, o->micro_batches));
+            if (o->have_model && r->peak[s][i] >= 0) /* the plan's fold: --plan's peak_bytes */
+                cJSON_AddNumberToObject(e, "predicted_peak_bytes", (double)r->peak[s][i]);
             cJSON_AddItemToArray(per, e);
         }
         cJSON_AddItemToArray(stages, st);
@@ -519,11 +634,15 @@ static int print_json(const struct opts *o, const struct result *r)
         cJSON_AddNumberToObject(root, "seq", o->seq);
         cJSON_AddNumberToObject(root, "activation_bytes", r->act);
         cJSON_AddNumberToObject(root, "activation_bytes_ckpt", r->act_ckpt);
+        /* what sz-train registers on this bf16 path, as the plan counts it */
+        cJSON_AddNumberToObject(root, "engine_activation_bytes", (double)r->eng_act);
+        cJSON_AddNumberToObject(root, "engine_activation_bytes_ckpt", (double)r->eng_act_ckpt);
         cJSON_AddNumberToObject(root, "host_buffer_bytes", r->host_buffers);
         cJSON_AddBoolToObject(root, "checkpoint", o->ckpt);
         cJSON_AddBoolToObject(root, "offload_checkpoints", o->offload);
         if (o->offload) {
             cJSON_AddNumberToObject(root, "activation_bytes_offload", r->act_offload);
+            cJSON_AddNumberToObject(root, "engine_activation_bytes_offload", (double)r->eng_act_offload);
             cJSON_AddNumberToObject(root, "checkpoints_on_device_bytes", r->ckpt_device);
             cJSON_AddNumberToObject(root, "host_pool_bytes", r->host_pool);
         }
@@ -619,8 +738,7 @@ static int print_text(const struct opts *o, const struct result *r)
         printf("precision: fp32 (params, grads, %s; no master)\n", states[o->opt_states]);
     printf("bf16_path: %s", bf16_path(o));
     if (o->mixed)
-        printf(" (--bf16-compute %s%s%s)%s", o->bf16_compute, o->bf16_why ? ": " : "", o->bf16_why ? o->bf16_why : "",
-               o->native && o->have_model ? "; the activation figures below are the emulated path's, --plan counts the native ones" : "");
+        printf(" (--bf16-compute %s%s%s)", o->bf16_compute, o->bf16_why ? ": " : "", o->bf16_why ? o->bf16_why : "");
     printf("\n");
     printf("optimizer: %s", sz_optimizer_name(o->optimizer));
     if (o->optimizer == SZ_OPTIMIZER_SGD)
@@ -647,15 +765,37 @@ static int print_text(const struct opts *o, const struct result *r)
     }
 
     if (o->have_model) {
-        printf("\nActivations per rank, one micro-batch of B=%d x T=%d (fp32, %s):\n",
-               o->batch, o->seq,
-               o->llama ? "the model's forward tensors" : "llm.c's ActivationTensors");
-        printf("  full %.*f GB (%.0f bytes); block checkpointing %.*f GB (%.0f bytes)\n", d, r->act / 1e9,
-               r->act, d, r->act_ckpt / 1e9, r->act_ckpt);
+        printf("\nActivations per rank, one micro-batch of B=%d x T=%d:\n", o->batch, o->seq);
+        printf("  as sz-train holds them (bf16_path %s; with their gradients and the batch; the plan counts these):\n"
+               "    full %.*f GB (%lld bytes); block checkpointing %.*f GB (%lld bytes)", bf16_path(o), d,
+               r->eng_act / 1e9, (long long)r->eng_act, d, r->eng_act_ckpt / 1e9, (long long)r->eng_act_ckpt);
+        if (o->offload)
+            printf("; checkpoints offloaded %.*f GB (%lld bytes; host pool %lld)", d, r->eng_act_offload / 1e9,
+                   (long long)r->eng_act_offload, (long long)r->eng_host);
+        printf("\n  %s (fp32): full %.*f GB (%.0f bytes); block checkpointing %.*f GB (%.0f bytes)\n",
+               o->llama ? "the model's forward tensors" : "llm.c's ActivationTensors", d, r->act / 1e9, r->act, d,
+               r->act_ckpt / 1e9, r->act_ckpt);
         if (o->offload)
             print_offload(o, r);
         printf("  host buffers beside them (matmul working memory, data loader, batch; in the budget): %.0f bytes\n",
                r->host_buffers);
+    }
+
+    if (o->have_model) {
+        printf("\nPredicted peak per rank (rank 0's step plan folded, as --plan prints it and sz-train predicts and\n"
+               "measures it; %s, %d micro-batch%s%s%s), GB:\n", bf16_path(o), o->micro_batches,
+               o->micro_batches == 1 ? "" : "es", o->ckpt ? ", checkpointing" : "",
+               o->offload ? ", checkpoints offloaded" : "");
+        print_header_row(o);
+        for (int s = 0; s < 4; s++) {
+            print_stage_label(s);
+            for (int i = 0; i < o->n_nd; i++)
+                if (r->peak[s][i] >= 0)
+                    printf(" %10.*f", d, r->peak[s][i] / 1e9);
+                else
+                    printf(" %10s", "-");
+            printf("\n");
+        }
     }
 
     print_comm_buffer(o, r);
@@ -688,64 +828,17 @@ static int print_text(const struct opts *o, const struct result *r)
 
 static int print_plan(const struct opts *o)
 {
-    int L = o->cfg.layers, n = L + 2;
-    int64_t *numel = calloc((size_t)n, sizeof *numel), host = 0;
-    sz_plan_unit *u = calloc((size_t)n, sizeof *u);
-    char (*label)[32] = calloc((size_t)n, sizeof *label);
-    const char **names = calloc((size_t)n, sizeof *names);
-    static const int tied[] = {0}; /* the head reads the embedding's wte */
-    int rc = 1;
-    if (!numel || !u || !label || !names ||
-        (o->llama ? sz_llama_unit_numels(&o->lcfg, numel) : sz_gpt2_unit_numels(&o->cfg, numel)) != n)
-        goto out;
-    int64_t maxpad = 1, ckpt = (int64_t)o->batch * o->seq * o->cfg.channels * 4;
-    for (int i = 0; i < n; i++) {
-        u[i] = (sz_plan_unit){.numel = numel[i], .has_backward = 1, .bf16_params = 1}; /* both models' units */
-        if (i == 0 || i == n - 1)
-            snprintf(label[i], sizeof label[i], "%s", i == 0 ? "embed" : "head");
-        else
-            snprintf(label[i], sizeof label[i], "block%d", i - 1);
-        names[i] = label[i];
-        int64_t pad = sz_plan_padded(numel[i], o->nd[0]);
-        maxpad = pad > maxpad ? pad : maxpad;
-    }
-    u[0].backward_skips_params = 1; /* an embedding's backward only scatters gradients */
-    for (int l = 1; l <= L; l++) {
-        u[l].checkpointable = 1;
-        u[l].ckpt_bytes = ckpt; /* the block's input */
-    }
-    if (!o->llama) { /* GPT-2's head reads the embedding's wte; LLaMA's head is untied */
-        u[n - 1].uses = tied;
-        u[n - 1].nuses = 1;
-    }
-    sz_plan_config c = {.pass = SZ_PASS_STEP, .stage = o->stage, .nd = o->nd[0], .rank = o->rank,
-                        .micro_batches = o->micro_batches, .mixed = o->mixed, .opt_states = o->opt_states,
-                        .checkpoint = o->ckpt,
-                        .offload = o->offload, .prefetch_bytes = o->prefetch_bytes,
-                        .max_live_bytes = o->max_live_bytes, .comm_worker = o->comm_worker, .clip = o->clip,
-                        .offload_optimizer = o->offload_optimizer, .native = o->native,
-                        .bucket_elems = sz_plan_bucket_elems(o->bucket_bytes, o->nd[0], maxpad)};
-    c.extra[SZ_MEM_ACTIVATIONS] =
-        o->llama ? sz_llama_engine_activation_bytes_bf16(&o->lcfg, o->batch, o->seq, o->ckpt, o->offload, o->native,
-                                                         &host)
-                 : sz_gpt2_engine_activation_bytes_bf16(&o->cfg, o->batch, o->seq, o->ckpt, o->offload, o->native,
-                                                        &host);
-    c.extra[SZ_MEM_HOST] = host;
-    c.extra[SZ_MEM_HOST_BUFFERS] = host_buffer_bytes(o);
+    struct units u;
     sz_plan p;
-    if (c.extra[SZ_MEM_ACTIVATIONS] < 0 || sz_plan_build(u, n, &c, &p) != SZ_OK) {
+    if (units_build(o, &u) != 0 || plan_build(o, &u, o->stage, o->nd[0], o->rank, &p) != 0) {
         fprintf(stderr, "sz-estimate: could not build the plan for this configuration\n");
-        goto out;
+        units_free(&u); /* all NULL when units_build failed */
+        return 1;
     }
-    sz_plan_print(stdout, &p, names, o->json);
+    sz_plan_print(stdout, &p, u.names, o->json);
     sz_plan_free(&p);
-    rc = 0;
-out:
-    free(numel);
-    free(u);
-    free(label);
-    free(names);
-    return rc;
+    units_free(&u);
+    return 0;
 }
 
 int main(int argc, char **argv)

@@ -617,6 +617,7 @@ static void report(const struct opts *o, const sz_arch_config *cfg, const sz_mem
                                                 : sz_arch_activation_bytes(cfg, o->batch, o->seq, 0, 0);
     int64_t ms = MAXR(reps, nd, model_state_bytes), peak = MAXR(reps, nd, peak_bytes);
     int64_t sent = MAXR(reps, nd, comm_bytes_sent);
+    char label[64]; /* a category's name; the optimizer's states by their own names */
     if (o->json) {
         printf("{\"report\": true, \"optimizer\": \"%s\", \"optimizer_state_floats\": %d, \"precision\": \"%s\", \"bf16_path\": \"%s\", \"stage\": %d, \"nd\": %d, \"micro_batches\": %d, \"params\": %lld, "
                "\"params_padded\": %lld, \"model_state_bytes\": %lld, \"model_state_bytes_formula\": %.0f, "
@@ -664,7 +665,8 @@ static void report(const struct opts *o, const sz_arch_config *cfg, const sz_mem
                    (long long)reps[r].peak_bytes, (long long)reps[r].rss_peak_bytes, (long long)reps[r].comm_bytes_sent,
                    (long long)reps[r].comm_bytes_received);
             for (int c = 0; c < SZ_MEM_NCATEGORIES; c++)
-                printf("%s\"%s\": %lld", c ? ", " : "", sz_mem_category_name((sz_mem_category)c),
+                printf("%s\"%s\": %lld", c ? ", " : "",
+                       sz_mem_category_label((sz_mem_category)c, o->optimizer, label, sizeof label),
                        (long long)reps[r].bytes[c]);
             printf("}}");
         }
@@ -681,10 +683,11 @@ static void report(const struct opts *o, const sz_arch_config *cfg, const sz_mem
             v = reps[r].bytes[c] > v ? reps[r].bytes[c] : v;
         int state = c == SZ_MEM_PARAMS || c == SZ_MEM_PARAM_SHARD || c == SZ_MEM_GRADS || c == SZ_MEM_GRAD_SHARD ||
                     c == SZ_MEM_MASTER || c == SZ_MEM_ADAM_M || c == SZ_MEM_ADAM_V;
+        sz_mem_category_label((sz_mem_category)c, o->optimizer, label, sizeof label);
         if (state)
-            printf("  %-28s %16lld %16.0f\n", sz_mem_category_name((sz_mem_category)c), (long long)v, formula[c]);
+            printf("  %-28s %16lld %16.0f\n", label, (long long)v, formula[c]);
         else
-            printf("  %-28s %16lld %16s\n", sz_mem_category_name((sz_mem_category)c), (long long)v, "");
+            printf("  %-28s %16lld %16s\n", label, (long long)v, "");
     }
     printf("  %-28s %16lld %16.0f\n", "model states", (long long)ms, ms_formula);
     printf("  %-28s %16lld %16lld  (predicted by the plan before the first step)\n", "peak (all categories)",

@@ -170,7 +170,8 @@ int64_t sz_memory_gpu_free_bytes(void);
 /* Collective: the budget each rank gets from the machine (see above; the minimum over ranks, so
  * every rank decides alike); 0 when the machine cannot tell. On ranks with CUDA workers (the budget
  * is then each GPU's, against the plan's device peak) it is the GPU's free memory at start
- * (sz_memory_gpu_free_bytes) divided by the ranks of the node driving the same GPU. */
+ * (sz_memory_gpu_free_bytes) divided by the ranks of the node driving the same GPU, at most what
+ * StarPU may allocate on it (its limit on that memory node). */
 sz_status sz_context_memory_budget(sz_context *ctx, int64_t *bytes);
 
 /* ---- agreement: what every rank must share ----------------------------------------------
@@ -466,7 +467,8 @@ float sz_unit_loss_scale(const sz_unit *u);
 /* t = 0 (overwrites; any element type). Folded, where it can be, into the op of the same callback
  * that next touches t: when that op accumulates into the whole of t and can set it instead (matmul_bwd's
  * dinp, gelu_bwd, residual_bwd, layernorm_bwd's dinp, layernorm_residual_bwd's da and db,
- * attention_bwd, ... : SZ_ACCUMULATE_OR_SET in include/starzero_starpu.h) and runs on CPUs, no zeroing
+ * attention_bwd, rmsnorm_bwd's dinp, rmsnorm_residual_bwd's da and db, rope_bwd: SZ_ACCUMULATE_OR_SET in
+ * include/starzero_starpu.h) and runs on CPUs, no zeroing
  * task runs and that op writes t instead of adding into it. The values are those of 0 + x, except that
  * a contribution of exactly -0.0 stays -0.0 (0.0f + -0.0f is +0.0f). Otherwise (another op, a partial
  * view, the end of the callback) the zeroing task is submitted just before. SZ_ZERO_FOLD=0 in the
@@ -652,6 +654,12 @@ typedef enum sz_mem_category {
 } sz_mem_category;
 
 const char *sz_mem_category_name(sz_mem_category c);
+/* The label of category c in the memory report of a model trained with optimizer o: the two
+ * optimizer-state categories (SZ_MEM_ADAM_M, SZ_MEM_ADAM_V) by the optimizer's own state names
+ * ("adamw state adam_m", "adamw state adam_v"; "sgd state momentum", and "sgd: no state 2" for the
+ * one SGD does not keep), every other category as sz_mem_category_name. Writes at most n bytes
+ * into buf and returns buf. */
+const char *sz_mem_category_label(sz_mem_category c, sz_optimizer o, char *buf, size_t n);
 
 /* The device pool (CPU-only nodes): one reserved region that StarPU's allocations for this rank's
  * data (temporaries: gathered units, gradients in flight, working copies) and the model's

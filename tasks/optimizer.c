@@ -1,8 +1,9 @@
 /* tasks/optimizer.c — the optimizers behind tasks/sz_optimizer.h: AdamW (codelets/adamw.c, fp32;
  * codelets/adamw_mixed.c, mixed precision) and SGD with momentum (codelets/sgd.c), each its
  * state count, state names and the submission of one range's update; and the public names
- * (sz_optimizer_name, sz_optimizer_parse, sz_optimizer_states). */
+ * (sz_optimizer_name, sz_optimizer_parse, sz_optimizer_states, sz_mem_category_label). */
 #include <math.h>
+#include <stdio.h>
 #include <strings.h>
 #include "sz_tasks.h"
 
@@ -71,4 +72,21 @@ static const sz_optimizer_impl k_impl[SZ_OPTIMIZER_NKINDS] = {
 const sz_optimizer_impl *sz_optimizer_get(sz_optimizer kind)
 {
     return (int)kind >= 0 && kind < SZ_OPTIMIZER_NKINDS ? &k_impl[kind] : NULL;
+}
+
+const char *sz_mem_category_label(sz_mem_category c, sz_optimizer o, char *buf, size_t n)
+{
+    const sz_optimizer_impl *op = sz_optimizer_get(o);
+    if (!buf || n == 0)
+        return buf;
+    if (!op || (c != SZ_MEM_ADAM_M && c != SZ_MEM_ADAM_V)) {
+        snprintf(buf, n, "%s", sz_mem_category_name(c));
+        return buf;
+    }
+    int k = c - SZ_MEM_ADAM_M;
+    if (op->state_name[k])
+        snprintf(buf, n, "%s state %s", op->name, op->state_name[k]);
+    else
+        snprintf(buf, n, "%s: no state %d", op->name, k + 1);
+    return buf;
 }

@@ -4,12 +4,14 @@
 # split into matmul_ms and other_ms (within it the conversions' convert_ms, 0 in fp32 and > 0 on the
 # emulated bf16 path, and the zeroing's zero_ms), the optimizer's time against the bytes it moves, and
 # page faults per step (their presence, not their values: timings are never pass/fail here; optimizer_bytes is
-# exact: 28 bytes per parameter, padded, at stage 0 on one rank); on a CPU-only run no GPU figure
-# (mfu, gpu_peak_tflops) at all.
+# exact: 28 bytes per parameter, padded, at stage 0 on one rank; with --optimizer sgd --momentum 0.9,
+# recorded in the JSON, 20: one fp32 state); on a CPU-only run no GPU figure (mfu, gpu_peak_tflops) at
+# all; a bad --optimizer or --momentum is refused with a message.
 # Usage: bench_cli.sh BUILD_DIR
 set -u
 bin=$1
-fail() { echo "FAIL: $*"; exit 1; }
+corpus=none
+. "$(dirname "$0")/cli_common.sh"   # fail
 out=$(STARPU_NCUDA=0 timeout 120 "$bin/sz-bench" --model 2,2,32 --vocab 256 --batch 2 --seq 16 --steps 2 --warmup 1 --json) ||
     fail "sz-bench exited non-zero"
 [ "$(echo "$out" | wc -l)" -eq 1 ] || fail "expected exactly one JSON line, got: $out"
@@ -60,10 +62,24 @@ for k in mfu gpu_peak_tflops gpus gpu_name; do
 done
 awk -v a="$(num step_ms_min)" -v b="$(num step_ms)" 'BEGIN { exit !(a <= b) }' || fail "step_ms_min above the mean step"
 [ "$(num model_state_bytes)" = "$(num model_state_bytes_formula)" ] || fail "model-state bytes differ from the formula"
-# STARPU_SCHED=zero names our policy: StarPU must not look it up in its own table (and warn)
+echo "$out" | grep -q '"optimizer":"adamw"' && [ "$(num optimizer_state_floats)" = 2 ] || fail "the default optimizer is not recorded as adamw with 2 states: $out"
+# --optimizer sgd --momentum 0.9 (one fp32 state: 12 + 8 = 20 bytes a parameter), in the same run as
+# STARPU_SCHED=zero, which names our policy: StarPU must not look it up in its own table (and warn)
 err=$(env -u STARPU_SILENT STARPU_SCHED=zero timeout 120 "$bin/sz-bench" --model 2,2,32 --vocab 256 --batch 2 \
-    --seq 16 --steps 1 --warmup 0 --json 2>&1 >"$bin/bench_cli.json") || fail "sz-bench with STARPU_SCHED=zero"
-grep -q '"sched_policy":"zero"' "$bin/bench_cli.json" || fail "STARPU_SCHED=zero did not select the zero policy"
+    --seq 16 --steps 1 --warmup 0 --optimizer sgd --momentum 0.9 --json 2>&1 >"$dir/sgd.json") ||
+    fail "sz-bench --optimizer sgd with STARPU_SCHED=zero"
+grep -q '"sched_policy":"zero"' "$dir/sgd.json" || fail "STARPU_SCHED=zero did not select the zero policy"
 ! echo "$err" | grep -q "not found" || fail "StarPU warned about STARPU_SCHED=zero: $err"
-rm -f "$bin/bench_cli.json"
-echo "sz-bench: one JSON object with its figures and yardsticks; STARPU_SCHED=zero selects ours quietly"
+out=$(cat "$dir/sgd.json")
+echo "$out" | grep -Eq '"optimizer":"sgd","momentum":0\.(9|89999997)' || fail "the JSON does not record sgd with momentum 0.9: $out"
+[ "$(num optimizer_state_floats)" = 1 ] || fail "optimizer_state_floats = $(num optimizer_state_floats) with SGD's momentum"
+[ "$(num optimizer_bytes)" = 1328640 ] || fail "SGD optimizer_bytes = $(num optimizer_bytes), expected 20 x 66432 = 1328640"
+[ "$(num model_state_bytes)" = "$(num model_state_bytes_formula)" ] || fail "SGD: model-state bytes $(num model_state_bytes), formula $(num model_state_bytes_formula)"
+# refusals, before any work: an unknown optimizer, a momentum out of range, a momentum with AdamW
+for bad in "--optimizer lamb:allowed: adamw, sgd" "--optimizer sgd --momentum 1:--momentum" \
+    "--momentum 0.9:only --optimizer sgd has a momentum"; do
+    # shellcheck disable=SC2086
+    if "$bin/sz-bench" --model 2,2,32 --vocab 256 ${bad%%:*} >"$dir/bad.txt" 2>&1; then fail "sz-bench accepted ${bad%%:*}"; fi
+    grep -q -- "${bad#*:}" "$dir/bad.txt" || { cat "$dir/bad.txt"; fail "sz-bench ${bad%%:*}: the message lacks '${bad#*:}'"; }
+done
+echo "sz-bench: one JSON object with its figures and yardsticks; --optimizer sgd counted with its one state; STARPU_SCHED=zero selects ours quietly"

@@ -8,23 +8,19 @@
 #  5. 2 ranks at ZeRO stage 3 with checkpointing give bitwise the losses of stage 0 (N_d = 2);
 #  6. a bad --bf16-compute value is refused with a message;
 #  7. sz-estimate --plan --bf16-compute native|emulated predicts the peak sz-train --json measures on
-#     that path (stage 0, and stage 3 with checkpointing), prints bf16_path in text and JSON, and
-#     refuses a bad --bf16-compute value;
+#     that path (stage 0, and stage 3 with checkpointing), and its main table (no --plan) the same
+#     peak and --plan's activation bytes; it prints bf16_path in text and JSON, and refuses a bad
+#     --bf16-compute value;
 #  8. the LLaMA-style model (--arch llama) on the native path: losses within bf16 noise of fp32's over
 #     8 steps, bitwise the same with 1 and 2 kernel threads per task (--kernel-threads),
 #     a state saved at step 2 resumes bitwise (losses and every state shard at step 4), and
-#     sz-estimate --arch llama --plan --bf16-compute native|emulated predicts the peak sz-train
-#     measures (stage 0, and 2 ranks at stage 3 with checkpointing).
+#     sz-estimate --arch llama --plan --bf16-compute native|emulated, and its main table, predict the
+#     peak sz-train measures (stage 0, and 2 ranks at stage 3 with checkpointing).
 # Usage: bf16_native_cli.sh BUILD_DIR [MPIEXEC]
 set -u
 bin=$1 mpiexec=${2:-mpiexec}
-dir=$(mktemp -d)
-trap 'rm -rf "$dir"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
-
-texts=$(ls /usr/share/common-licenses/{GPL-3,LGPL-3,Apache-2.0,MPL-2.0} 2>/dev/null)
-[ -n "$texts" ] || { echo "skipped: no text corpus in /usr/share/common-licenses"; exit 77; }
-"$bin/sz-prepare" --out-dir "$dir" --prefix lic $texts >/dev/null || fail "sz-prepare"
+corpus="GPL-3 LGPL-3 Apache-2.0 MPL-2.0"
+. "$(dirname "$0")/cli_common.sh"   # $dir, fail, the corpus $dir/lic_{train,val}.bin (or skipped)
 train() { "$bin/sz-train" --config d2 --vocab 256 --max-seq 64 --train "$dir/lic_train.bin" --batch 4 --seq 32 \
           --lr 2e-3 --grad-clip 1.0 "$@"; }
 losses() { grep -o '"loss": [0-9.]*' | sed 's/"loss": //'; }
@@ -89,14 +85,24 @@ for p in "native 0" "emulated 0" "native 3 --checkpoint --ckpt"; do
     est=$("$bin/sz-estimate" --model d2 --vocab 256 --max-seq 64 --batch 4 --seq 32 --nd 1 --stage "$2" ${4:-} \
           --precision bf16 --bf16-compute "$1" --data-tokens $ntok --plan --json) || fail "sz-estimate --bf16-compute $1"
     echo "$est" | grep -q "\"bf16_path\":\"$1\"" || fail "sz-estimate --plan --json lacks bf16_path $1"
+    act=$(echo "$est" | sed 's/.*"fold"://' | grep -o '"activations":[0-9]*' | grep -o '[0-9]*$')
     est=$(echo "$est" | sed 's/.*"peak_bytes":\([0-9]*\).*/\1/')
     [ -n "$peak" ] && [ "$est" = "$peak" ] || fail "sz-estimate --plan --bf16-compute $1 (stage $2 ${3:-}) predicts $est bytes, sz-train measured $peak"
+    # the main table (no --plan) folds the same plan: its peak and its activations are --plan's
+    tab=$("$bin/sz-estimate" --model d2 --vocab 256 --max-seq 64 --batch 4 --seq 32 --nd 1 ${4:-} \
+          --precision bf16 --bf16-compute "$1" --data-tokens $ntok --json | tr -d ' \t\n') || fail "sz-estimate --bf16-compute $1 (table)"
+    tpeak=$(echo "$tab" | grep -o '"predicted_peak_bytes":[0-9]*' | sed -n "$(($2 + 1))p" | grep -o '[0-9]*$')
+    [ "$tpeak" = "$peak" ] || fail "sz-estimate's table (bf16 $1, stage $2 ${3:-}) predicts $tpeak bytes, --plan and sz-train $peak"
+    tact=$(echo "$tab" | grep -o "\"engine_activation_bytes${4:+_ckpt}\":[0-9]*" | grep -o '[0-9]*$')
+    [ -n "$act" ] && [ "$tact" = "$act" ] || fail "sz-estimate's table (bf16 $1 ${4:-}) counts $tact activation bytes, --plan $act"
     eval "peak_$1_$2=$peak"
     echo "sz-estimate --plan --bf16-compute $1, stage $2 ${3:-}: predicted $est = sz-train's peak"
 done
 [ "$peak_native_0" -lt "$peak_emulated_0" ] || fail "native peak $peak_native_0 not below emulated $peak_emulated_0"
-"$bin/sz-estimate" --model d2 --vocab 256 --bf16-compute native | grep -q "^bf16_path: native" \
-    || fail "sz-estimate text lacks bf16_path: native"
+"$bin/sz-estimate" --model d2 --vocab 256 --bf16-compute native >"$dir/est.txt" || fail "sz-estimate --bf16-compute native"
+grep -q "^bf16_path: native" "$dir/est.txt" || fail "sz-estimate text lacks bf16_path: native"
+grep -q "as sz-train holds them (bf16_path native" "$dir/est.txt" && grep -q "^Predicted peak per rank" "$dir/est.txt" \
+    || { cat "$dir/est.txt"; fail "sz-estimate's table lacks the native activations or the predicted peak"; }
 "$bin/sz-estimate" --model d2 --vocab 256 --precision fp32 --json | tr -d ' \t\n' | grep -q '"bf16_path":"fp32"' \
     || fail "sz-estimate --json lacks bf16_path fp32"
 "$bin/sz-estimate" --arch llama --model 2,2,32 --vocab 256 --max-seq 32 --bf16-compute native | grep -q "^bf16_path: native" \
@@ -140,6 +146,10 @@ for p in "native 1 0" "emulated 1 0" "native 2 3 --checkpoint --ckpt"; do
     echo "$est" | grep -q "\"bf16_path\":\"$1\"" || fail "sz-estimate --arch llama --plan --json lacks bf16_path $1"
     est=$(echo "$est" | sed 's/.*"peak_bytes":\([0-9]*\).*/\1/')
     [ -n "$peak" ] && [ "$est" = "$peak" ] || fail "sz-estimate --arch llama --plan --bf16-compute $1 ($2 rank(s), stage $3 ${4:-}) predicts $est bytes, sz-train measured $peak"
+    tpeak=$("$bin/sz-estimate" --arch llama --model 2,2,32 --vocab 256 --max-seq 32 --batch 4 --seq 32 --nd "$2" ${5:-} \
+            --precision bf16 --bf16-compute "$1" --data-tokens $ntok --json | tr -d ' \t\n' |
+            grep -o '"predicted_peak_bytes":[0-9]*' | sed -n "$(($3 + 1))p" | grep -o '[0-9]*$')
+    [ "$tpeak" = "$peak" ] || fail "sz-estimate --arch llama's table (bf16 $1, $2 rank(s), stage $3 ${4:-}) predicts $tpeak bytes, --plan and sz-train $peak"
     eval "lpeak_$1_$3=$peak"
     echo "sz-estimate --arch llama --plan --bf16-compute $1, $2 rank(s), stage $3 ${4:-}: predicted $est = sz-train's peak"
 done

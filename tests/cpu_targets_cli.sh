@@ -10,9 +10,8 @@
 set -u
 src=$1
 script=$src/scripts/cpu-targets.sh
-dir=$(mktemp -d)
-trap 'rm -rf "$dir"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
+corpus=none
+. "$(dirname "$0")/cli_common.sh"   # $dir, fail
 
 cpu() { # AMX(true|false) -> the CPU record
     printf '{"ct_record":"cpu","cpu_model":"Canned CPU \\"X\\"","amx_bf16":%s,"amx_tile":%s,"avx512_bf16":true,"nproc":2,"sz_info_bf16_path":"native under --precision bf16 with --bf16-compute auto (canned)","openblas_env":"neither set","commit":"abc1234","date":"2026-12-02T00:00:00Z","shape":"T64","steps":5,"warmup":1,"rounds":3}\n' "$1" "$1"

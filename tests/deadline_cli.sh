@@ -12,7 +12,7 @@
 # Usage: deadline_cli.sh BUILD_DIR MPIEXEC
 set -u
 bin=$1 mpiexec=$2
-dir=$(mktemp -d)
+. "$(dirname "$0")/cli_common.sh"   # $dir, fail, the corpus $dir/lic_{train,val}.bin (or skipped)
 mp=
 cleanup() { # only what this script started: mpirun's own children, by pid
     if [ -n "$mp" ] && kill -0 "$mp" 2>/dev/null; then
@@ -22,10 +22,6 @@ cleanup() { # only what this script started: mpirun's own children, by pid
     rm -rf "$dir"
 }
 trap cleanup EXIT
-fail() { echo "FAIL: $*"; exit 1; }
-texts=$(ls /usr/share/common-licenses/{GPL-3,Apache-2.0} 2>/dev/null)
-[ -n "$texts" ] || { echo "skipped: no text corpus"; exit 77; }
-"$bin/sz-prepare" --out-dir "$dir" --prefix lic $texts >/dev/null || fail "sz-prepare"
 
 # start STEPS [ARGS]: a 2-rank run in the background; sets mp (mpirun's pid), r0, r1 (the ranks' pids)
 start() {

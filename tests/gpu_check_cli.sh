@@ -9,9 +9,8 @@
 set -uo pipefail
 bin="$1"
 root="$(cd "$(dirname "$0")/.." && pwd)"
-dir=$(mktemp -d)
-trap 'rm -rf "$dir"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
+corpus=none
+. "$(dirname "$0")/cli_common.sh"   # $dir, fail
 check() { # NAME ROWS_FILE: run the dry run's canned ranking on it, output in $dir/NAME.out
     env SZ_GPU_CHECK_DRYRUN=1 SZ_BUILD_DIR="$bin" SZ_GPU_LOG="$dir/logs" SZ_GPU_CHECK_PARTS=sched_ranking_canned \
         ${2:+SZ_GPU_CHECK_CANNED_ROWS="$2"} timeout 120 "$root/scripts/gpu-check.sh" >"$dir/$1.out" 2>"$dir/$1.err"

@@ -5,7 +5,8 @@
 # Usage: info_cli.sh BUILD_DIR
 set -u
 bin=$1
-fail() { echo "FAIL: $*"; exit 1; }
+corpus=none
+. "$(dirname "$0")/cli_common.sh"   # fail
 table=$("$bin/sz-info" --codelets) || fail "sz-info --codelets exited non-zero"
 json=$("$bin/sz-info" --codelets --json) || fail "sz-info --codelets --json exited non-zero"
 for cl in matmul_fwd matmul_bwd matmul_gelu_fwd gelu_matmul_bwd softmax_xent_bwd rmsnorm_fwd reduce_scatter all_gather adamw convert scale; do

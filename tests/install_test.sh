@@ -12,9 +12,8 @@
 # Usage: install_test.sh BUILD_DIR SOURCE_DIR C_COMPILER STARPU_PKGCONFIG_DIR [EXTRA_LDFLAGS]
 set -u
 build=$1 src=$2 cc=$3 starpu_pc=$4 ldflags=${5:-}
-dir=$(mktemp -d)
-trap 'rm -rf "$dir"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
+corpus=none
+. "$(dirname "$0")/cli_common.sh"   # $dir, fail
 prefix=$dir/prefix
 example=$src/apps/sz-mlp-example.c
 

@@ -9,17 +9,8 @@
 # Every multi-rank run has a timeout. Usage: llama_cli.sh BUILD_DIR MPIEXEC
 set -u
 bin=$1 mpiexec=$2
-dir=$(mktemp -d)
-trap 'rm -rf "$dir"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
-
-texts=$(ls /usr/share/common-licenses/{GPL-3,LGPL-3,Apache-2.0,MPL-2.0,Artistic,GFDL-1.3} 2>/dev/null)
-[ -n "$texts" ] || { echo "skipped: no text corpus in /usr/share/common-licenses"; exit 77; }
-"$bin/sz-prepare" --out-dir "$dir" --prefix lic $texts >/dev/null || fail "sz-prepare"
-field() { grep "\"$1\"" | sed "s/.*\"$1\": \([-0-9.e]*\).*/\1/"; }
-close() { # A B RELTOL
-    awk -v a="$1" -v b="$2" -v t="$3" 'BEGIN { d = a - b; if (d < 0) d = -d; m = (a < 0 ? -a : a); exit !(d <= t * (m + 1e-6)) }'
-}
+corpus="GPL-3 LGPL-3 Apache-2.0 MPL-2.0 Artistic GFDL-1.3"
+. "$(dirname "$0")/cli_common.sh"   # $dir, fail, field, close, the corpus $dir/lic_{train,val}.bin (or skipped)
 
 # 1. loss falls
 timeout 300 "$bin/sz-train" --arch llama --config d2 --vocab 256 --max-seq 64 --train "$dir/lic_train.bin" \

@@ -7,13 +7,8 @@
 # Usage: offload_cli.sh BUILD_DIR MPIEXEC
 set -u
 bin=$1 mpiexec=$2
-dir=$(mktemp -d)
-trap 'rm -rf "$dir"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
 export STARPU_NCUDA=0
-texts=$(ls /usr/share/common-licenses/{GPL-3,Apache-2.0} 2>/dev/null)
-[ -n "$texts" ] || { echo "skipped: no text corpus"; exit 77; }
-"$bin/sz-prepare" --out-dir "$dir" --prefix lic $texts >/dev/null || fail "sz-prepare"
+. "$(dirname "$0")/cli_common.sh"   # $dir, fail, the corpus $dir/lic_{train,val}.bin (or skipped)
 args=(--config d2 --vocab 256 --max-seq 64 --train "$dir/lic_train.bin" --batch 4 --seq 32 --steps 2)
 check() { # NAME FILE
     grep -q "offload-optimizer (ZeRO-Offload) moves the optimizer from the GPU to the CPU, but this rank has no CUDA worker" "$2" &&

@@ -4,7 +4,9 @@
 #     with AdamW are refused naming the option and the value; ranks started with different
 #     optimizers or momenta refuse at start-up naming the setting (the agreement digest);
 #  2. SGD with momentum: 2 ranks at stages 1 and 3 with the same global batch as one rank agree
-#     with it within 1e-5 (losses, gradient norms), and stage 3 predicts its measured peak;
+#     with it within 1e-5 (losses, gradient norms), and stage 3 predicts its measured peak; the
+#     memory report (JSON and text) labels the optimizer's states by SGD's own names (sgd state
+#     momentum; without momentum also "sgd: no state 2"), not Adam's;
 #  3. resumable state: 2 steps + --save-state, --resume to 4 gives bitwise the losses and
 #     parameters of 4 straight steps (2 ranks, stage 2); the manifest records the optimizer and
 #     its momentum file; resuming it with AdamW, or with SGD at momentum 0, is refused with the reason;
@@ -18,8 +20,6 @@ bin=$1 mpiexec=$2
 small=(--config 2,2,32 --vocab 256 --max-seq 32 --train "$dir/lic_train.bin" --seq 16 --lr 0.05 --grad-clip 1.0
        --optimizer sgd --momentum 0.9 --wd 0.01)
 mpi() { local np=$1; shift; timeout 120 "$mpiexec" -n "$np" "$@"; }
-field() { grep "\"$1\"" | sed "s/.*\"$1\": \([-0-9.e]*\).*/\1/"; }
-close() { awk -v a="$1" -v b="$2" -v t="$3" 'BEGIN { d = a - b; if (d < 0) d = -d; m = (a < 0 ? -a : a); exit !(d <= t * (m + 1e-6)) }'; }
 expect() { # RC WORDS... -- ARGS...
     local want=$1; shift
     local words=()
@@ -67,6 +67,9 @@ for stage in 1 3; do
         done || exit 1
     done
     tail -1 "$dir/s$stage.json" | grep -q '"optimizer_state_floats": 1' || fail "stage $stage: report lacks the optimizer's state floats"
+    # the report names the optimizer's states by their own names, never Adam's
+    tail -1 "$dir/s$stage.json" | grep -q '"sgd state momentum": [1-9]' && ! tail -1 "$dir/s$stage.json" | grep -q 'Adam' \
+        || fail "stage $stage: the report does not label SGD's momentum buffer by its state name: $(tail -1 "$dir/s$stage.json")"
     peak=$(tail -1 "$dir/s$stage.json" | field peak_bytes); pred=$(tail -1 "$dir/s$stage.json" | field predicted_peak_bytes)
     [ -n "$peak" ] && [ "$peak" = "$pred" ] || fail "stage $stage SGD: measured peak $peak, predicted $pred"
     ms=$(tail -1 "$dir/s$stage.json" | field model_state_bytes); mf=$(tail -1 "$dir/s$stage.json" | field model_state_bytes_formula)
@@ -91,7 +94,9 @@ expect 1 "saved by optimizer sgd, this run trains with adamw" "--optimizer sgd" 
     --train "$dir/lic_train.bin" --seq 16 --batch 2 --steps 4 --resume "$dir/st"
 expect 1 "the state holds momentum, which this run keeps none of" -- "${small[@]}" --momentum 0 --batch 2 --steps 4 \
     --resume "$dir/st"
-mpi 1 "$bin/sz-train" "${small[@]}" --momentum 0 --batch 2 --steps 1 --save-state "$dir/st0" >/dev/null || fail "SGD momentum 0 save"
+mpi 1 "$bin/sz-train" "${small[@]}" --momentum 0 --batch 2 --steps 1 --save-state "$dir/st0" --report >"$dir/st0.txt" || fail "SGD momentum 0 save"
+grep -Eq '^  sgd state momentum +0 +0$' "$dir/st0.txt" && grep -Eq '^  sgd: no state 2 +0 +0$' "$dir/st0.txt" &&
+    ! grep -q '^  Adam' "$dir/st0.txt" || { cat "$dir/st0.txt"; fail "plain SGD's text report does not label its (empty) states by SGD's names"; }
 expect 1 "the state has no momentum" "resume with --momentum 0" -- "${small[@]}" --batch 2 --steps 2 --resume "$dir/st0"
 
 # --ds-config optimizer type SGD: the same bits as its options on the command line

@@ -21,22 +21,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include "starzero_llama.h"
+#include "sz_test_ranks.h" /* ctx, CHECK, the verdict over ranks */
 
 enum { B = 2, T = 8, STEPS = 3, V = 37 };
-static sz_context *ctx;
-static int failures;
 static char last_error[1024];
 static int native_mode; /* argument "bf16native": the stage cases run bf16 on the native path */
-
-#define CHECK(cond, ...)                                                                              \
-    do {                                                                                              \
-        if (!(cond)) {                                                                                \
-            failures++;                                                                               \
-            fprintf(stderr, "rank %d: FAIL %s:%d: ", sz_context_rank(ctx), __FILE__, __LINE__);       \
-            fprintf(stderr, __VA_ARGS__);                                                             \
-            fprintf(stderr, "\n");                                                                    \
-        }                                                                                             \
-    } while (0)
 
 static void capture_log(sz_log_level level, const char *msg, void *user)
 {
@@ -398,11 +387,5 @@ int main(int argc, char **argv)
         test_native_bad_token(&c);
     else if (sz_context_world_size(ctx) == 1)
         test_gradient(&c);
-    double f = failures;
-    sz_context_sum(ctx, &f, 1);
-    if (sz_context_rank(ctx) == 0)
-        printf("test_llama (N_d %d%s): %s\n", sz_context_world_size(ctx), native_mode ? ", bf16 native" : "",
-               f ? "FAILED" : "passed");
-    sz_context_free(ctx);
-    return f ? 1 : 0;
+    return sz_test_finish("test_llama", native_mode ? ", bf16 native" : "");
 }

@@ -9,21 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include "starzero.h"
+#include "sz_test_ranks.h" /* ctx, CHECK, the verdict over ranks */
 
 enum { R = 8, C = 6 }; /* global rows of one step, channels */
-static sz_context *ctx;
-static int failures;
-
-#define CHECK(cond, ...)                                                                              \
-    do {                                                                                              \
-        if (!(cond)) {                                                                                \
-            failures++;                                                                               \
-            fprintf(stderr, "rank %d: FAIL %s:%d: ", sz_context_rank(ctx), __FILE__, __LINE__);       \
-            fprintf(stderr, __VA_ARGS__);                                                             \
-            fprintf(stderr, "\n");                                                                    \
-        }                                                                                             \
-    } while (0)
-
 static double X(int r, int c) { return sin(0.7 * r + 1.3 * c); }
 static double Y(int r, int c) { return cos(0.4 * r - 0.9 * c); }
 
@@ -120,10 +108,5 @@ int main(int argc, char **argv)
     for (int M = 1; M <= 2; M++)
         for (int stage = 0; stage <= 3; stage += 3)
             run(M, stage);
-    double f = failures;
-    sz_context_sum(ctx, &f, 1);
-    if (sz_context_rank(ctx) == 0)
-        printf("test_mse_ranks (N_d %d): %s\n", sz_context_world_size(ctx), f ? "FAILED" : "passed");
-    sz_context_free(ctx);
-    return f ? 1 : 0;
+    return sz_test_finish("test_mse_ranks", "");
 }

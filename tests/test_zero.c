@@ -27,10 +27,9 @@
 #include "sz_rng.h"
 #include "sz_runtime.h"
 #include "sz_tasks.h"
+#include "sz_test_ranks.h" /* ctx, CHECK, the verdict over ranks */
 
 enum { B = 2, T = 4, STEPS = 3 };
-static sz_context *ctx;
-static int failures;
 static int plan_comm_worker; /* the plans had a communication worker (SZ_COMM_WORKER=1) */
 static sz_precision precision = SZ_PRECISION_FP32; /* argument "bf16": mixed precision */
 static sz_optimizer optimizer = SZ_OPTIMIZER_ADAMW; /* argument "sgd": SGD, momentum 0.9; "sgd0": momentum 0 */
@@ -39,16 +38,6 @@ static float momentum;
  * activations and matmuls; include/starzero.h, sz_bf16_compute), whatever this CPU's rule says */
 static sz_bf16_compute bf16c = SZ_BF16_COMPUTE_EMULATED;
 static int native(void) { return precision == SZ_PRECISION_BF16 && bf16c == SZ_BF16_COMPUTE_NATIVE; }
-
-#define CHECK(cond, ...)                                                                  \
-    do {                                                                                  \
-        if (!(cond)) {                                                                    \
-            failures++;                                                                   \
-            fprintf(stderr, "rank %d: FAIL %s:%d: ", sz_context_rank(ctx), __FILE__, __LINE__); \
-            fprintf(stderr, __VA_ARGS__);                                                 \
-            fprintf(stderr, "\n");                                                        \
-        }                                                                                 \
-    } while (0)
 
 struct run {
     float loss[STEPS];
@@ -384,8 +373,7 @@ int main(int argc, char **argv)
         free(base[s].grads);
         free(acc[s].grads);
     }
-    int all = 0;
-    MPI_Allreduce(&failures, &all, 1, MPI_INT, MPI_SUM, ctx->host_comm);
+    int all = sz_test_all_failures();
     if (sz_context_rank(ctx) == 0)
         printf("test_zero nd=%d %s %s (momentum %g)%s: %s\n", nd, precision == SZ_PRECISION_BF16 ? (native() ? "bf16 native" : "bf16 emulated") : "fp32",
                sz_optimizer_name(optimizer), (double)momentum,

@@ -7,13 +7,8 @@
 # Usage: train_cli.sh BUILD_DIR
 set -u
 bin=$1
-dir=$(mktemp -d)
-trap 'rm -rf "$dir"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
-
-texts=$(ls /usr/share/common-licenses/{GPL-3,LGPL-3,Apache-2.0,MPL-2.0,Artistic,GFDL-1.3} 2>/dev/null)
-[ -n "$texts" ] || { echo "skipped: no text corpus in /usr/share/common-licenses"; exit 77; }
-"$bin/sz-prepare" --out-dir "$dir" --prefix lic $texts >/dev/null || fail "sz-prepare"
+corpus="GPL-3 LGPL-3 Apache-2.0 MPL-2.0 Artistic GFDL-1.3"
+. "$(dirname "$0")/cli_common.sh"   # $dir, fail, the corpus $dir/lic_{train,val}.bin (or skipped)
 
 train() { "$bin/sz-train" --config d2 --vocab 256 --max-seq 64 --train "$dir/lic_train.bin" --val "$dir/lic_val.bin" \
           --batch 4 --seq 32 --lr 2e-3 --wd 0.1 --grad-clip 1.0 --json "$@"; }

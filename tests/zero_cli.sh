@@ -1,28 +1,24 @@
 #!/usr/bin/env bash
 # tests/zero_cli.sh — sz-train under mpiexec: N_d ranks with --batch B equal one rank with
 # --batch N_d*B (the same global batch) to float rounding, for every ZeRO stage: same losses and
-# same gradient norms; and --json ends with the memory/communication report.
+# same gradient norms; and --json ends with the memory/communication report (AdamW's states labelled
+# adamw state adam_m, adam_v).
 # Usage: zero_cli.sh BUILD_DIR MPIEXEC
 set -u
 bin=$1 mpiexec=$2
-dir=$(mktemp -d)
-trap 'rm -rf "$dir"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
-texts=$(ls /usr/share/common-licenses/{GPL-3,LGPL-3,Apache-2.0} 2>/dev/null)
-[ -n "$texts" ] || { echo "skipped: no text corpus"; exit 77; }
-"$bin/sz-prepare" --out-dir "$dir" --prefix lic $texts >/dev/null || fail "sz-prepare"
+corpus="GPL-3 LGPL-3 Apache-2.0"
+. "$(dirname "$0")/cli_common.sh"   # $dir, fail, field, close, the corpus $dir/lic_{train,val}.bin (or skipped)
 
 run() { # NP BATCH STAGE MICRO [CLIP] -> json lines
     timeout 120 "$mpiexec" -n "$1" "$bin/sz-train" --config 2,2,32 --vocab 256 --max-seq 32 \
         --train "$dir/lic_train.bin" --batch "$2" --seq 16 --steps 3 --lr 1e-3 --grad-clip "${5:-1.0}" \
         --zero-stage "$3" --micro-batches "$4" --json
 }
-field() { grep "\"$1\"" | sed "s/.*\"$1\": \([-0-9.e]*\).*/\1/"; }
-close() { # A B RELTOL
-    awk -v a="$1" -v b="$2" -v t="$3" 'BEGIN { d = a - b; if (d < 0) d = -d; m = (a < 0 ? -a : a); exit !(d <= t * (m + 1e-6)) }'
-}
 
 run 1 4 0 1 >"$dir/ref.json" || fail "single-rank reference run"
+# the report names AdamW's states by their own names (sz_mem_category_label)
+tail -1 "$dir/ref.json" | grep -q '"adamw state adam_m": [1-9].*"adamw state adam_v": [1-9]' ||
+    fail "the report does not label AdamW's m and v by their state names: $(tail -1 "$dir/ref.json")"
 for stage in 0 1 2 3; do
     for np in 2 4; do
         run $np $((4 / np)) $stage 1 >"$dir/s$stage.n$np.json" || fail "stage $stage np $np exited non-zero"

@@ -143,6 +143,14 @@ static inline float sz_gelu_grad_1(float x, float s)
     return g + x * 0.5f * sech2 * s * (1.0f + 3.0f * 0.044715f * x * x);
 }
 
+/* SiLU (silu.c): x σ(x), σ(x) = 1/(1 + e^(-x)), and its derivative σ(x) (1 + x (1 - σ(x))). */
+static inline float sz_silu_1(float x) { return x / (1.0f + sz_expf(-x)); }
+static inline float sz_silu_grad_1(float x)
+{
+    float s = 1.0f / (1.0f + sz_expf(-x));
+    return s * (1.0f + x * (1.0f - s));
+}
+
 /* Always inlined: the row functions must inline into each caller with its constant types (an
  * out-of-line copy taking the types at run time vectorizes differently: other bits). */
 #define SZ_INLINE static inline __attribute__((always_inline))
@@ -333,13 +341,17 @@ static inline void sz_rms_row_fwd(float *o, float *rstd, const float *x, const f
 
 /* RMSNorm, one row's input gradient, added to di. out_i = x_i s w_i, s = (Σx²/C + eps)^(-1/2),
  * ds/dx_j = -s³ x_j / C: dx_j = s w_j d_j - (s³/C) x_j Σ_i d_i w_i x_i. */
-static inline void sz_rms_row_bwd(float *di, const float *d, const float *x, const float *weight, float s, int C)
+static inline void sz_rms_row_bwd(float *di, const float *d, const float *x, const float *weight, float s, int C,
+                                  int set)
 {
     float dot = 0.0f;
 #pragma omp simd reduction(+ : dot)
     for (int i = 0; i < C; i++) dot += d[i] * weight[i] * x[i];
     float k = s * s * s * dot / C;
-    for (int i = 0; i < C; i++) di[i] += s * weight[i] * d[i] - k * x[i];
+    if (set) /* written, not added to (the first writer) */
+        for (int i = 0; i < C; i++) di[i] = s * weight[i] * d[i] - k * x[i];
+    else
+        for (int i = 0; i < C; i++) di[i] += s * weight[i] * d[i] - k * x[i];
 }
 
 /* RMSNorm dweight (dw_i = Σ_n d_i x_i s) from dout (fp32 or bf16, widened by column block): column
@@ -366,20 +378,30 @@ static inline void sz_rope_row_fwd(float *o, const float *x, const float *cs, in
     for (int j = 2 * C; j < 3 * C; j++) o[j] = x[j];
 }
 /* The rotation's transpose, added to di: dx0 = c d0 + s d1, dx1 = -s d0 + c d1; v's gradient passes. */
-static inline void sz_rope_row_bwd(float *di, const float *d, const float *cs, int C, int NH)
+static inline void sz_rope_row_bwd(float *di, const float *d, const float *cs, int C, int NH, int set)
 {
     int hs = C / NH, h2 = hs / 2;
     for (int part = 0; part < 2; part++)
         for (int h = 0; h < NH; h++) {
             const float *dh = d + part * C + h * hs;
             float *gh = di + part * C + h * hs;
-            for (int i = 0; i < h2; i++) {
-                float c = cs[2 * i], s = cs[2 * i + 1], d0 = dh[2 * i], d1 = dh[2 * i + 1];
-                gh[2 * i] += d0 * c + d1 * s;
-                gh[2 * i + 1] += d1 * c - d0 * s;
-            }
+            if (set) /* written, not added to (the first writer) */
+                for (int i = 0; i < h2; i++) {
+                    float c = cs[2 * i], s = cs[2 * i + 1], d0 = dh[2 * i], d1 = dh[2 * i + 1];
+                    gh[2 * i] = d0 * c + d1 * s;
+                    gh[2 * i + 1] = d1 * c - d0 * s;
+                }
+            else
+                for (int i = 0; i < h2; i++) {
+                    float c = cs[2 * i], s = cs[2 * i + 1], d0 = dh[2 * i], d1 = dh[2 * i + 1];
+                    gh[2 * i] += d0 * c + d1 * s;
+                    gh[2 * i + 1] += d1 * c - d0 * s;
+                }
         }
-    for (int j = 2 * C; j < 3 * C; j++) di[j] += d[j];
+    if (set)
+        memcpy(di + 2 * C, d + 2 * C, (size_t)C * sizeof *di);
+    else
+        for (int j = 2 * C; j < 3 * C; j++) di[j] += d[j];
 }
 
 /* The optimizers' step loop (adamw.c, sgd.c; sumsq.c): range(ctx, lo, hi) on the fixed chunks of
