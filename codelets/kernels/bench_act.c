@@ -5,7 +5,7 @@
  * bench_act [R [B T]]. Build (from the source root):
  *   gcc -O3 -march=native -fno-math-errno -fopenmp -Icodelets/kernels codelets/kernels/bench_act.c \
  *       codelets/kernels/{bf16_act,bf16,attention,layernorm,gelu,residual,softmax_xent,encoder}.c \
- *       -lm -o bench_act
+ *       codelets/kernels/{rmsnorm,rope,embedding,silu,mul}.c -lm -o bench_act
  * (the flags of CMake's Release build). */
 #include <omp.h>
 #include <stdio.h>
