@@ -1,5 +1,6 @@
 /* codelets/mul.c — the elementwise product out = a · b: the typed wrappers sz_op_mul_fwd/bwd,
- * their argument struct, codelets and perf models; the math is codelets/kernels/mul.c. */
+ * their argument struct, codelets and perf models; the math is codelets/kernels/mul.c, and with bf16
+ * operands (out; da, db and dout: the native bf16 path's) codelets/kernels/bf16_act.c. */
 #include "starzero_starpu.h"
 #include "sz_kernels.h"
 #include "sz_tasks.h"
@@ -7,19 +8,27 @@
 
 struct mul_args {
     int64_t n;
+    int out_dt, da_dt, db_dt, dout_dt; /* sz_k_dtype of out (fwd), da, db and dout (bwd); 0: fp32 */
 };
 
 static void fwd_cpu(void *b[], void *arg)
 {
     const struct mul_args *a = sz_task_params(arg);
-    sz_k_mul_fwd(sz_task_ptr(b, arg, 0), sz_task_ptr(b, arg, 1), sz_task_ptr(b, arg, 2), (size_t)a->n);
+    if (a->out_dt)
+        sz_k_mul_fwd_mx(sz_task_ptr(b, arg, 0), a->out_dt, sz_task_ptr(b, arg, 1), sz_task_ptr(b, arg, 2), (size_t)a->n);
+    else
+        sz_k_mul_fwd(sz_task_ptr(b, arg, 0), sz_task_ptr(b, arg, 1), sz_task_ptr(b, arg, 2), (size_t)a->n);
 }
 
 static void bwd_cpu(void *b[], void *arg)
 {
     const struct mul_args *a = sz_task_params(arg);
-    sz_k_mul_bwd(sz_task_ptr(b, arg, 0), sz_task_ptr(b, arg, 1), sz_task_ptr(b, arg, 2), sz_task_ptr(b, arg, 3),
-                 sz_task_ptr(b, arg, 4), (size_t)a->n);
+    if (a->da_dt || a->db_dt || a->dout_dt)
+        sz_k_mul_bwd_mx(sz_task_ptr(b, arg, 0), a->da_dt, sz_task_ptr(b, arg, 1), a->db_dt, sz_task_ptr(b, arg, 2),
+                        a->dout_dt, sz_task_ptr(b, arg, 3), sz_task_ptr(b, arg, 4), (size_t)a->n);
+    else
+        sz_k_mul_bwd(sz_task_ptr(b, arg, 0), sz_task_ptr(b, arg, 1), sz_task_ptr(b, arg, 2), sz_task_ptr(b, arg, 3),
+                     sz_task_ptr(b, arg, 4), (size_t)a->n);
 }
 
 #if SZ_WITH_CUDA
@@ -48,8 +57,8 @@ sz_status sz_op_mul_fwd(sz_unit *u, sz_tensor *out, sz_tensor *a, sz_tensor *b, 
 {
     if (n < 1)
         return sz_op_invalid(u, "mul", "n = %lld: need n >= 1", (long long)n);
-    struct mul_args p = {n};
-    sz_task_tensor t[] = {{out, SZ_WRITE, SZ_DTYPE_F32, n, "out", 0},
+    struct mul_args p = {n, sz_kdt(out), 0, 0, 0}; /* out may be bf16 */
+    sz_task_tensor t[] = {{out, SZ_WRITE, sz_fb(out), n, "out", 0},
                           {a, SZ_READ, SZ_DTYPE_F32, n, "a", 0},
                           {b, SZ_READ, SZ_DTYPE_F32, n, "b", 0}};
     return sz_task_submit(u, &sz_cl_mul_fwd, "mul", t, 3, &p, sizeof p);
@@ -62,10 +71,10 @@ sz_status sz_op_mul_bwd(sz_unit *u, sz_tensor *da, sz_tensor *db, sz_tensor *dou
         return sz_op_invalid(u, "mul_bwd", "n = %lld: need n >= 1", (long long)n);
     if (!da && !db)
         return sz_op_invalid(u, "mul_bwd", "neither da nor db given: nothing to compute");
-    struct mul_args p = {n};
-    sz_task_tensor t[] = {{da, SZ_ACCUMULATE, SZ_DTYPE_F32, n, "da", 1},
-                          {db, SZ_ACCUMULATE, SZ_DTYPE_F32, n, "db", 1},
-                          {dout, SZ_READ, SZ_DTYPE_F32, n, "dout", 0},
+    struct mul_args p = {n, 0, sz_kdt(da), sz_kdt(db), sz_kdt(dout)}; /* da, db, dout may be bf16 */
+    sz_task_tensor t[] = {{da, SZ_ACCUMULATE, sz_fb(da), n, "da", 1},
+                          {db, SZ_ACCUMULATE, sz_fb(db), n, "db", 1},
+                          {dout, SZ_READ, sz_fb(dout), n, "dout", 0},
                           {a, SZ_READ, SZ_DTYPE_F32, n, "a", 0},
                           {b, SZ_READ, SZ_DTYPE_F32, n, "b", 0}};
     return sz_task_submit(u, &sz_cl_mul_bwd, "mul_bwd", t, 5, &p, sizeof p);

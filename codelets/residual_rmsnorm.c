@@ -37,18 +37,20 @@ enum { BWD_DA, BWD_DB, BWD_DRES, BWD_DW, BWD_DOUT, BWD_RES, BWD_W, BWD_RSTD };
 static void bwd_cpu(void *b[], void *arg)
 {
     const struct residual_rmsnorm_args *a = sz_task_params(arg);
+    int set = (sz_task_sets(arg, BWD_DA) ? SZ_K_SET_A : 0) | (sz_task_sets(arg, BWD_DB) ? SZ_K_SET_B : 0);
     if (a->out_dt || a->p_dt || a->db_dt) {
-        if (sz_k_rmsnorm_residual_bwd_mx(sz_task_ptr(b, arg, BWD_DA), sz_task_ptr(b, arg, BWD_DB), a->db_dt,
-                                         sz_task_ptr(b, arg, BWD_DRES), sz_task_ptr(b, arg, BWD_DW),
-                                         sz_task_ptr(b, arg, BWD_DOUT), a->out_dt, sz_task_ptr(b, arg, BWD_RES),
-                                         sz_task_ptr(b, arg, BWD_W), a->p_dt, sz_task_ptr(b, arg, BWD_RSTD), a->N,
-                                         a->C))
+        if (sz_k_rmsnorm_residual_bwd_mx_set(sz_task_ptr(b, arg, BWD_DA), sz_task_ptr(b, arg, BWD_DB), a->db_dt,
+                                             sz_task_ptr(b, arg, BWD_DRES), sz_task_ptr(b, arg, BWD_DW),
+                                             sz_task_ptr(b, arg, BWD_DOUT), a->out_dt, sz_task_ptr(b, arg, BWD_RES),
+                                             sz_task_ptr(b, arg, BWD_W), a->p_dt, sz_task_ptr(b, arg, BWD_RSTD), a->N,
+                                             a->C, set))
             sz_task_fail(arg, "out of memory");
         return;
     }
-    sz_k_rmsnorm_residual_bwd(sz_task_ptr(b, arg, BWD_DA), sz_task_ptr(b, arg, BWD_DB), sz_task_ptr(b, arg, BWD_DRES),
-                              sz_task_ptr(b, arg, BWD_DW), sz_task_ptr(b, arg, BWD_DOUT), sz_task_ptr(b, arg, BWD_RES),
-                              sz_task_ptr(b, arg, BWD_W), sz_task_ptr(b, arg, BWD_RSTD), a->N, a->C);
+    sz_k_rmsnorm_residual_bwd_set(sz_task_ptr(b, arg, BWD_DA), sz_task_ptr(b, arg, BWD_DB),
+                                  sz_task_ptr(b, arg, BWD_DRES), sz_task_ptr(b, arg, BWD_DW),
+                                  sz_task_ptr(b, arg, BWD_DOUT), sz_task_ptr(b, arg, BWD_RES),
+                                  sz_task_ptr(b, arg, BWD_W), sz_task_ptr(b, arg, BWD_RSTD), a->N, a->C, set);
 }
 
 #if SZ_WITH_CUDA
@@ -107,7 +109,8 @@ sz_status sz_op_rmsnorm_residual_bwd(sz_unit *u, sz_tensor *da, sz_tensor *db, s
         return sz_op_invalid(u, "rmsnorm_residual_bwd", "N = %d, C = %d: need N, C >= 1", N, C);
     int64_t NC = (int64_t)N * C;
     struct residual_rmsnorm_args p = {N, C, 0.0f, sz_kdt(dout), sz_kdt(w), sz_kdt(db)}; /* dout, w, db may be bf16 */
-    sz_task_tensor t[] = {{da, SZ_ACCUMULATE, SZ_DTYPE_F32, NC, "da", 0},     {db, SZ_ACCUMULATE, sz_fb(db), NC, "db", 0},
+    sz_task_tensor t[] = {{da, SZ_ACCUMULATE_OR_SET, SZ_DTYPE_F32, NC, "da", 0},
+                          {db, SZ_ACCUMULATE_OR_SET, sz_fb(db), NC, "db", 0},
                           {dres, SZ_ACCUMULATE, SZ_DTYPE_F32, NC, "dres", 0}, {dw, SZ_ACCUMULATE, SZ_DTYPE_F32, C, "dw", 0},
                           {dout, SZ_READ, sz_fb(dout), NC, "dout", 0},        {res, SZ_READ, SZ_DTYPE_F32, NC, "res", 0},
                           {w, SZ_READ, sz_fb(w), C, "w", 0},                  {rstd, SZ_READ, SZ_DTYPE_F32, N, "rstd", 0}};

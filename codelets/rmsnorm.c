@@ -28,15 +28,16 @@ static void fwd_cpu(void *b[], void *arg)
 static void bwd_cpu(void *b[], void *arg)
 {
     const struct rmsnorm_args *a = sz_task_params(arg);
+    int set = sz_task_sets(arg, 0) ? SZ_K_SET_DINP : 0; /* a folded sz_op_zero of dinp */
     if (a->dout_dt || a->p_dt) {
-        if (sz_k_rmsnorm_bwd_mx(sz_task_ptr(b, arg, 0), sz_task_ptr(b, arg, 1), sz_task_ptr(b, arg, 2), a->dout_dt,
-                                sz_task_ptr(b, arg, 3), sz_task_ptr(b, arg, 4), a->p_dt, sz_task_ptr(b, arg, 5), a->N,
-                                a->C))
+        if (sz_k_rmsnorm_bwd_mx_set(sz_task_ptr(b, arg, 0), sz_task_ptr(b, arg, 1), sz_task_ptr(b, arg, 2), a->dout_dt,
+                                    sz_task_ptr(b, arg, 3), sz_task_ptr(b, arg, 4), a->p_dt, sz_task_ptr(b, arg, 5),
+                                    a->N, a->C, set))
             sz_task_fail(arg, "out of memory");
         return;
     }
-    sz_k_rmsnorm_bwd(sz_task_ptr(b, arg, 0), sz_task_ptr(b, arg, 1), sz_task_ptr(b, arg, 2), sz_task_ptr(b, arg, 3),
-                     sz_task_ptr(b, arg, 4), sz_task_ptr(b, arg, 5), a->N, a->C);
+    sz_k_rmsnorm_bwd_set(sz_task_ptr(b, arg, 0), sz_task_ptr(b, arg, 1), sz_task_ptr(b, arg, 2), sz_task_ptr(b, arg, 3),
+                         sz_task_ptr(b, arg, 4), sz_task_ptr(b, arg, 5), a->N, a->C, set);
 }
 
 #if SZ_WITH_CUDA
@@ -85,7 +86,7 @@ sz_status sz_op_rmsnorm_bwd(sz_unit *u, sz_tensor *dinp, sz_tensor *dw, sz_tenso
     /* dout and w may be bf16 (the native bf16 path); the gradients are fp32 */
     struct rmsnorm_args a = {N, C, 0.0f, 0, sz_kdt(w), sz_kdt(dout)};
     int64_t NC = (int64_t)N * C;
-    sz_task_tensor t[] = {{dinp, SZ_ACCUMULATE, SZ_DTYPE_F32, NC, "dinp", 1},
+    sz_task_tensor t[] = {{dinp, SZ_ACCUMULATE_OR_SET, SZ_DTYPE_F32, NC, "dinp", 1},
                           {dw, SZ_ACCUMULATE, SZ_DTYPE_F32, C, "dw", 1},
                           {dout, SZ_READ, sz_fb(dout), NC, "dout", 0},
                           {inp, SZ_READ, SZ_DTYPE_F32, NC, "inp", 0},

@@ -24,10 +24,12 @@ static void fwd_cpu(void *b[], void *arg)
 static void bwd_cpu(void *b[], void *arg)
 {
     const struct rope_args *a = sz_task_params(arg);
+    int set = sz_task_sets(arg, 0) ? SZ_K_SET_DINP : 0; /* a folded sz_op_zero of dinp */
     int rc = a->dinp_dt || a->dout_dt
-                 ? sz_k_rope_bwd_mx(sz_task_ptr(b, arg, 0), a->dinp_dt, sz_task_ptr(b, arg, 1), a->dout_dt, a->B, a->T,
-                                    a->C, a->NH, a->theta)
-                 : sz_k_rope_bwd(sz_task_ptr(b, arg, 0), sz_task_ptr(b, arg, 1), a->B, a->T, a->C, a->NH, a->theta);
+                 ? sz_k_rope_bwd_mx_set(sz_task_ptr(b, arg, 0), a->dinp_dt, sz_task_ptr(b, arg, 1), a->dout_dt, a->B,
+                                        a->T, a->C, a->NH, a->theta, set)
+                 : sz_k_rope_bwd_set(sz_task_ptr(b, arg, 0), sz_task_ptr(b, arg, 1), a->B, a->T, a->C, a->NH, a->theta,
+                                     set);
     if (rc != 0)
         sz_task_fail(arg, "rope_bwd: out of memory for the cos/sin table or a row (T = %d)", a->T);
 }
@@ -79,7 +81,7 @@ sz_status sz_op_rope_bwd(sz_unit *u, sz_tensor *dinp, sz_tensor *dout, int B, in
         return st;
     struct rope_args a = {B, T, C, NH, theta, sz_kdt(dinp), sz_kdt(dout)}; /* either may be bf16 */
     int64_t n = (int64_t)B * T * 3 * C;
-    sz_task_tensor t[] = {{dinp, SZ_ACCUMULATE, sz_fb(dinp), n, "dinp", 0},
+    sz_task_tensor t[] = {{dinp, SZ_ACCUMULATE_OR_SET, sz_fb(dinp), n, "dinp", 0},
                           {dout, SZ_READ, sz_fb(dout), n, "dout", 0}};
     return sz_task_submit(u, &sz_cl_rope_bwd, "rope_bwd", t, 2, &a, sizeof a);
 }

@@ -1,5 +1,6 @@
 /* codelets/silu.c — SiLU (x · σ(x)): the typed wrappers sz_op_silu_fwd/bwd, their argument
- * struct, codelets and perf models; the math is codelets/kernels/silu.c. */
+ * struct, codelets and perf models; the math is codelets/kernels/silu.c, and with bf16 operands (out;
+ * dinp and dout: the native bf16 path's) codelets/kernels/bf16_act.c. */
 #include "starzero_starpu.h"
 #include "sz_kernels.h"
 #include "sz_tasks.h"
@@ -7,18 +8,26 @@
 
 struct silu_args {
     int64_t n;
+    int out_dt, dout_dt; /* sz_k_dtype: forward out / backward dinp, and backward dout; 0: fp32 */
 };
 
 static void fwd_cpu(void *b[], void *arg)
 {
     const struct silu_args *a = sz_task_params(arg);
-    sz_k_silu_fwd(sz_task_ptr(b, arg, 0), sz_task_ptr(b, arg, 1), (size_t)a->n);
+    if (a->out_dt)
+        sz_k_silu_fwd_mx(sz_task_ptr(b, arg, 0), a->out_dt, sz_task_ptr(b, arg, 1), (size_t)a->n);
+    else
+        sz_k_silu_fwd(sz_task_ptr(b, arg, 0), sz_task_ptr(b, arg, 1), (size_t)a->n);
 }
 
 static void bwd_cpu(void *b[], void *arg)
 {
     const struct silu_args *a = sz_task_params(arg);
-    sz_k_silu_bwd(sz_task_ptr(b, arg, 0), sz_task_ptr(b, arg, 1), sz_task_ptr(b, arg, 2), (size_t)a->n);
+    if (a->out_dt || a->dout_dt)
+        sz_k_silu_bwd_mx(sz_task_ptr(b, arg, 0), a->out_dt, sz_task_ptr(b, arg, 1), sz_task_ptr(b, arg, 2), a->dout_dt,
+                         (size_t)a->n);
+    else
+        sz_k_silu_bwd(sz_task_ptr(b, arg, 0), sz_task_ptr(b, arg, 1), sz_task_ptr(b, arg, 2), (size_t)a->n);
 }
 
 #if SZ_WITH_CUDA
@@ -45,8 +54,8 @@ sz_status sz_op_silu_fwd(sz_unit *u, sz_tensor *out, sz_tensor *inp, int64_t n)
 {
     if (n < 1)
         return sz_op_invalid(u, "silu", "n = %lld: need n >= 1", (long long)n);
-    struct silu_args a = {n};
-    sz_task_tensor t[] = {{out, SZ_WRITE, SZ_DTYPE_F32, n, "out", 0}, {inp, SZ_READ, SZ_DTYPE_F32, n, "inp", 0}};
+    struct silu_args a = {n, sz_kdt(out), 0}; /* out may be bf16 */
+    sz_task_tensor t[] = {{out, SZ_WRITE, sz_fb(out), n, "out", 0}, {inp, SZ_READ, SZ_DTYPE_F32, n, "inp", 0}};
     return sz_task_submit(u, &sz_cl_silu_fwd, "silu", t, 2, &a, sizeof a);
 }
 
@@ -54,9 +63,9 @@ sz_status sz_op_silu_bwd(sz_unit *u, sz_tensor *dinp, sz_tensor *inp, sz_tensor 
 {
     if (n < 1)
         return sz_op_invalid(u, "silu_bwd", "n = %lld: need n >= 1", (long long)n);
-    struct silu_args a = {n};
-    sz_task_tensor t[] = {{dinp, SZ_ACCUMULATE, SZ_DTYPE_F32, n, "dinp", 0},
+    struct silu_args a = {n, sz_kdt(dinp), sz_kdt(dout)}; /* dinp, dout may be bf16 */
+    sz_task_tensor t[] = {{dinp, SZ_ACCUMULATE, sz_fb(dinp), n, "dinp", 0},
                           {inp, SZ_READ, SZ_DTYPE_F32, n, "inp", 0},
-                          {dout, SZ_READ, SZ_DTYPE_F32, n, "dout", 0}};
+                          {dout, SZ_READ, sz_fb(dout), n, "dout", 0}};
     return sz_task_submit(u, &sz_cl_silu_bwd, "silu_bwd", t, 3, &a, sizeof a);
 }

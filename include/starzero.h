@@ -170,7 +170,8 @@ int64_t sz_memory_gpu_free_bytes(void);
 /* Collective: the budget each rank gets from the machine (see above; the minimum over ranks, so
  * every rank decides alike); 0 when the machine cannot tell. On ranks with CUDA workers (the budget
  * is then each GPU's, against the plan's device peak) it is the GPU's free memory at start
- * (sz_memory_gpu_free_bytes) divided by the ranks of the node driving the same GPU. */
+ * (sz_memory_gpu_free_bytes) divided by the ranks of the node driving the same GPU, at most what
+ * StarPU may allocate on it (its limit on that memory node). */
 sz_status sz_context_memory_budget(sz_context *ctx, int64_t *bytes);
 
 /* ---- agreement: what every rank must share ----------------------------------------------
@@ -466,7 +467,8 @@ float sz_unit_loss_scale(const sz_unit *u);
 /* t = 0 (overwrites; any element type). Folded, where it can be, into the op of the same callback
  * that next touches t: when that op accumulates into the whole of t and can set it instead (matmul_bwd's
  * dinp, gelu_bwd, residual_bwd, layernorm_bwd's dinp, layernorm_residual_bwd's da and db,
- * attention_bwd, ... : SZ_ACCUMULATE_OR_SET in include/starzero_starpu.h) and runs on CPUs, no zeroing
+ * attention_bwd, rmsnorm_bwd's dinp, rmsnorm_residual_bwd's da and db, rope_bwd: SZ_ACCUMULATE_OR_SET in
+ * include/starzero_starpu.h) and runs on CPUs, no zeroing
  * task runs and that op writes t instead of adding into it. The values are those of 0 + x, except that
  * a contribution of exactly -0.0 stays -0.0 (0.0f + -0.0f is +0.0f). Otherwise (another op, a partial
  * view, the end of the callback) the zeroing task is submitted just before. SZ_ZERO_FOLD=0 in the

@@ -124,8 +124,22 @@ sz_status sz_context_gpu_sharers(sz_context *ctx, int *any, int *sharers)
     return SZ_OK;
 }
 
+/* What StarPU may allocate on the memory node of this rank's first CUDA worker (its limit there:
+ * STARPU_LIMIT_CUDA_MEM, else 90% of the device); -1 without one. */
+static int64_t gpu_starpu_limit(void)
+{
+#if SZ_WITH_CUDA
+    int ids[STARPU_NMAXWORKERS];
+    if (starpu_worker_get_ids_by_type(STARPU_CUDA_WORKER, ids, STARPU_NMAXWORKERS) >= 1)
+        return (int64_t)starpu_memory_get_total(starpu_worker_get_memory_node((unsigned)ids[0]));
+#endif
+    return -1;
+}
+
 /* Collective: with CUDA workers on any rank, each GPU rank's share of its GPU's free memory (the
- * ranks of a node driving the same device split it), -1 on ranks without one; SZ_OK or an MPI failure. */
+ * ranks of a node driving the same device split it), at most what StarPU may allocate there (a
+ * plan above StarPU's own limit would have StarPU wait at it mid-step), -1 on ranks without one;
+ * SZ_OK or an MPI failure. */
 static sz_status gpu_share(sz_context *ctx, int64_t *share)
 {
     int any = 0, sharing = 0;
@@ -133,9 +147,11 @@ static sz_status gpu_share(sz_context *ctx, int64_t *share)
     sz_status st = sz_context_gpu_sharers(ctx, &any, &sharing);
     if (st != SZ_OK || !any)
         return st; /* no rank has a GPU: nothing changes */
-    int64_t f = gpu_device() >= 0 ? sz_memory_gpu_free_bytes() : -1;
+    int64_t f = gpu_device() >= 0 ? sz_memory_gpu_free_bytes() : -1, lim = gpu_starpu_limit();
     if (f >= 0)
         *share = f / (sharing > 0 ? sharing : 1);
+    if (*share >= 0 && lim > 0 && lim < *share)
+        *share = lim;
     return SZ_OK;
 }
 

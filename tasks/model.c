@@ -761,7 +761,8 @@ sz_status sz_model_check_budget(struct sz_model *m, int64_t budget)
                    mb_down(budget),
                    !(m->budget_from_machine && budget == m->budget) ? ""
                    : have_cuda() ? " (no budget given: the free memory of this rank's GPU at start (cudaMemGetInfo), "
-                                   "split among the ranks driving that GPU; a larger N_d below means more GPUs)"
+                                   "split among the ranks driving that GPU, at most StarPU's limit there "
+                                   "(STARPU_LIMIT_CUDA_MEM, else 90% of the device); a larger N_d below means more GPUs)"
                                  : " (no budget given: this rank's share of the memory this node has available now, less the "
                                    "runtime's allowance; more ranks on this node would share it, so a larger N_d below means "
                                    "more nodes)",

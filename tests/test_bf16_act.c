@@ -1,8 +1,8 @@
 /* tests/test_bf16_act.c — the kernels of the native bf16 compute path (codelets/kernels/bf16_act.c):
  * layernorm, GELU, residual, softmax-xent backward, encoder and attention with bf16 operands (GPT-2),
- * RMSNorm and its fusion with the residual, RoPE's backward and the embedding (the LLaMA-style model),
- * the public bf16 rounding (starzero.h's sz_bf16_from_f32, which apps' own ops use), and the row
- * conversions the kernels use (edge values against the scalar rule).
+ * RMSNorm and its fusion with the residual, RoPE's backward, the embedding, SiLU and the product (the
+ * LLaMA-style ops), the public bf16 rounding (starzero.h's sz_bf16_from_f32, which apps' own ops
+ * use), and the row conversions the kernels use (edge values against the scalar rule).
  *  - each against a double reference on the bf16-rounded inputs: fp32 outputs to fp32 tolerance,
  *    bf16 outputs to bf16's (2^-8 relative);
  *  - each against the fp32 kernel on the widened inputs: a bf16 output is bitwise that kernel's
@@ -565,6 +565,90 @@ static void test_rope_embedding(void)
     free(a32); free(b32); free(wtef); free(wte); free(wtew); free(o); free(o2);
 }
 
+/* ---- SiLU and the product: out bf16; backward into bf16 gradients holding values, dout bf16 or fp32 ---- */
+static void test_silu_mul(void)
+{
+    const size_t n = 4 * NC;
+    float *x = rnd(n, 6.0f), *y = rnd(n, 2.0f), *df = rnd(n, 1.0f), *o32 = malloc(n * 4);
+    uint16_t *o = malloc(n * 2), *o1 = malloc(n * 2), *d = h16(df, n);
+    float *dw = w32(d, n);
+    double *ref = malloc(n * sizeof *ref);
+    /* forward: the fp32 kernels' results rounded once; against double */
+    sz_k_silu_fwd_mx(o, SZ_K_BF16, x, n);
+    sz_k_silu_fwd(o32, x, n);
+    CU_ASSERT(same16(o, o32, n));
+    for (size_t i = 0; i < n; i++) ref[i] = x[i] / (1.0 + exp(-(double)x[i]));
+    float *ow = w32(o, n);
+    CU_ASSERT(close_to("silu out (bf16)", ow, ref, n, 1.0 / 256, 1e-6));
+    sz_k_mul_fwd_mx(o1, SZ_K_BF16, x, y, n);
+    sz_k_mul_fwd(o32, x, y, n);
+    CU_ASSERT(same16(o1, o32, n));
+    /* backward: bf16(dst + the fp32 kernel's contribution); dout bf16, then fp32 */
+    float *p0 = rnd(n, 0.5f), *pa = rnd(n, 0.5f);
+    uint16_t *g0 = h16(p0, n), *h0 = h16(pa, n), *g = malloc(n * 2), *h = malloc(n * 2);
+    float *gw = w32(g0, n), *hw = w32(h0, n), *acc = malloc(n * 4), *acc2 = malloc(n * 4);
+    int ok = 1;
+    for (int dbf = 0; dbf < 2; dbf++) {
+        const void *dd = dbf ? (const void *)dw : (const void *)d;
+        sz_k_dtype ddt = dbf ? SZ_K_F32 : SZ_K_BF16;
+        memcpy(g, g0, n * 2);
+        sz_k_silu_bwd_mx(g, SZ_K_BF16, x, dd, ddt, n);
+        memcpy(acc, gw, n * 4);
+        sz_k_silu_bwd(acc, x, dw, n);
+        ok &= same16(g, acc, n);
+        memcpy(g, g0, n * 2);
+        memcpy(h, h0, n * 2);
+        sz_k_mul_bwd_mx(g, SZ_K_BF16, h, SZ_K_BF16, dd, ddt, x, y, n);
+        memcpy(acc, gw, n * 4);
+        memcpy(acc2, hw, n * 4);
+        sz_k_mul_bwd(acc, acc2, dw, x, y, n);
+        ok &= same16(g, acc, n) && same16(h, acc2, n);
+    }
+    CU_ASSERT(ok);
+    /* an fp32 gradient from a bf16 dout: bitwise the fp32 kernel on the widened dout */
+    float *f1 = dup_f(p0, n), *f2 = dup_f(p0, n);
+    sz_k_silu_bwd_mx(f1, SZ_K_F32, x, d, SZ_K_BF16, n);
+    sz_k_silu_bwd(f2, x, dw, n);
+    CU_ASSERT(!memcmp(f1, f2, n * 4));
+    /* the silu gradient against double, and only da given to the product */
+    memcpy(g, g0, n * 2);
+    sz_k_silu_bwd_mx(g, SZ_K_BF16, x, d, SZ_K_BF16, n);
+    for (size_t i = 0; i < n; i++) {
+        double v = x[i], s = 1 / (1 + exp(-v));
+        ref[i] = gw[i] + dw[i] * s * (1 + v * (1 - s));
+    }
+    float *gg = w32(g, n);
+    CU_ASSERT(close_to("silu dinp (bf16)", gg, ref, n, 1.0 / 128, 1e-5));
+    memcpy(g, g0, n * 2);
+    sz_k_mul_bwd_mx(g, SZ_K_BF16, NULL, SZ_K_F32, d, SZ_K_BF16, x, y, n);
+    memcpy(acc, gw, n * 4);
+    sz_k_mul_bwd(acc, NULL, dw, x, y, n);
+    CU_ASSERT(same16(g, acc, n));
+    for (int th = 1; th <= 3; th++) {
+        omp_set_num_threads(th);
+        uint16_t *t1 = malloc(n * 2), *t2 = malloc(n * 2), *t3 = malloc(n * 2);
+        sz_k_silu_fwd_mx(t1, SZ_K_BF16, x, n);
+        memcpy(t2, g0, n * 2);
+        sz_k_silu_bwd_mx(t2, SZ_K_BF16, x, d, SZ_K_BF16, n);
+        memcpy(t3, h0, n * 2);
+        uint16_t *t4 = malloc(n * 2);
+        memcpy(t4, g0, n * 2);
+        sz_k_mul_bwd_mx(t4, SZ_K_BF16, t3, SZ_K_BF16, d, SZ_K_BF16, x, y, n);
+        memcpy(acc, gw, n * 4);
+        memcpy(acc2, hw, n * 4);
+        sz_k_mul_bwd(acc, acc2, dw, x, y, n);
+        CU_ASSERT(!memcmp(t1, o, n * 2) && same16(t4, acc, n) && same16(t3, acc2, n));
+        memcpy(acc, gw, n * 4);
+        sz_k_silu_bwd(acc, x, dw, n);
+        CU_ASSERT(same16(t2, acc, n));
+        free(t1); free(t2); free(t3); free(t4);
+    }
+    omp_set_num_threads(2);
+    free(x); free(y); free(df); free(o32); free(o); free(o1); free(d); free(dw); free(ref); free(ow); free(p0);
+    free(pa); free(g0); free(h0); free(g); free(h); free(gw); free(hw); free(acc); free(acc2); free(f1); free(f2);
+    free(gg);
+}
+
 int main(void)
 {
     if (CU_initialize_registry() != CUE_SUCCESS) return 1;
@@ -574,6 +658,7 @@ int main(void)
         !CU_add_test(s, "fusions", test_fused) || !CU_add_test(s, "rmsnorm", test_rmsnorm) ||
         !CU_add_test(s, "residual + rmsnorm", test_residual_rmsnorm) ||
         !CU_add_test(s, "rope backward, embedding, public rounding", test_rope_embedding) ||
+        !CU_add_test(s, "silu, mul", test_silu_mul) ||
         !CU_add_test(s, "row conversions, edge values", test_convert_rows)) {
         CU_cleanup_registry();
         return 1;

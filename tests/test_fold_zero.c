@@ -1,6 +1,6 @@
 /* test_fold_zero.c — the first writers: a pending sz_op_zero folded into the op that next writes the
  * tensor (codelets/zero.c, tasks/task.c). Suite "first-writer kernels" (no StarPU): every _set
- * kernel (sz_kernels.h) writes, into a destination full of NaNs it must not read, bitwise what the
+ * kernel (sz_kernels.h: GPT-2's and the LLaMA-style model's) writes, into a destination full of NaNs it must not read, bitwise what the
  * accumulating kernel gives on a zeroed one (a -0.0 there may read +0.0 here: 0.0f + -0.0f), at GPT-2
  * 124M's shapes for the matmul (fp32; bf16 natively where oneDNN has the tiles, and widened), while
  * the gradients they still accumulate into are unchanged. Suite "folding as tasks": a small model
@@ -220,6 +220,56 @@ static void test_rows(void)
         CU_ASSERT(same_up_to_zero_sign("attention_bwd_mx bf16", g16, w16, n3, 1));
         free(att);
     }
+    /* the LLaMA-style model's: rmsnorm_bwd, rmsnorm_residual_bwd, rope_bwd */
+    {
+        float rs[N], dw0[C] = {0}, dw1[C] = {0};
+        sz_k_rmsnorm_fwd(tmp, rs, res, wln, N, C, 1e-5f);
+        memset(want, 0, nc * 4);
+        memset(got, 0xff, nc * 4);
+        sz_k_rmsnorm_bwd(want, dw0, dout, res, wln, rs, N, C);
+        sz_k_rmsnorm_bwd_set(got, dw1, dout, res, wln, rs, N, C, SZ_K_SET_DINP);
+        CU_ASSERT(same_up_to_zero_sign("rmsnorm_bwd dinp", got, want, nc, 0));
+        CU_ASSERT(memcmp(dw0, dw1, sizeof dw1) == 0);
+        memset(want, 0, nc * 4);
+        memset(got, 0xff, nc * 4);
+        CU_ASSERT(sz_k_rmsnorm_bwd_mx(want, dw0, d16, SZ_K_BF16, res, wln, SZ_K_F32, rs, N, C) == 0);
+        CU_ASSERT(sz_k_rmsnorm_bwd_mx_set(got, dw1, d16, SZ_K_BF16, res, wln, SZ_K_F32, rs, N, C, SZ_K_SET_DINP) == 0);
+        CU_ASSERT(same_up_to_zero_sign("rmsnorm_bwd_mx dinp", got, want, nc, 0));
+        CU_ASSERT(memcmp(dw0, dw1, sizeof dw1) == 0);
+        for (int set = 1; set <= 3; set++) {
+            float *dres0 = rnd(nc, 0.3f), *dres1 = malloc(nc * 4), *wa = rnd(nc, 1.0f), *wb = rnd(nc, 1.0f);
+            float *ga = malloc(nc * 4), *gb = malloc(nc * 4);
+            memcpy(dres1, dres0, nc * 4);
+            if (set & SZ_K_SET_A) memset(wa, 0, nc * 4), memset(ga, 0xff, nc * 4); else memcpy(ga, wa, nc * 4);
+            if (set & SZ_K_SET_B) memset(wb, 0, nc * 4), memset(gb, 0xff, nc * 4); else memcpy(gb, wb, nc * 4);
+            sz_k_rmsnorm_residual_bwd(wa, wb, dres0, dw0, dout, res, wln, rs, N, C);
+            sz_k_rmsnorm_residual_bwd_set(ga, gb, dres1, dw1, dout, res, wln, rs, N, C, set);
+            CU_ASSERT(same_up_to_zero_sign("rmsnorm_residual_bwd da", ga, wa, nc, 0));
+            CU_ASSERT(same_up_to_zero_sign("rmsnorm_residual_bwd db", gb, wb, nc, 0));
+            CU_ASSERT(memcmp(dres0, dres1, nc * 4) == 0 && memcmp(dw0, dw1, sizeof dw1) == 0);
+            uint16_t *wb16 = calloc(nc, 2), *gb16 = nans(nc * 2);
+            memcpy(dres1, dres0, nc * 4);
+            memset(wa, 0, nc * 4), memset(ga, 0xff, nc * 4);
+            CU_ASSERT(sz_k_rmsnorm_residual_bwd_mx(wa, wb16, SZ_K_BF16, dres0, dw0, d16, SZ_K_BF16, res, wln, SZ_K_F32,
+                                                   rs, N, C) == 0);
+            CU_ASSERT(sz_k_rmsnorm_residual_bwd_mx_set(ga, gb16, SZ_K_BF16, dres1, dw1, d16, SZ_K_BF16, res, wln,
+                                                       SZ_K_F32, rs, N, C, SZ_K_SET_A | SZ_K_SET_B) == 0);
+            CU_ASSERT(same_up_to_zero_sign("rmsnorm_residual_bwd_mx da", ga, wa, nc, 0));
+            CU_ASSERT(same_up_to_zero_sign("rmsnorm_residual_bwd_mx db bf16", gb16, wb16, nc, 1));
+            CU_ASSERT(memcmp(dres0, dres1, nc * 4) == 0 && memcmp(dw0, dw1, sizeof dw1) == 0);
+            free(dres0); free(dres1); free(wa); free(wb); free(ga); free(gb); free(wb16); free(gb16);
+        }
+        memset(want, 0, n3 * 4);
+        memset(got, 0xff, n3 * 4);
+        CU_ASSERT(sz_k_rope_bwd(want, dout, B, T, C, NH, 10000.0f) == 0);
+        CU_ASSERT(sz_k_rope_bwd_set(got, dout, B, T, C, NH, 10000.0f, SZ_K_SET_DINP) == 0);
+        CU_ASSERT(same_up_to_zero_sign("rope_bwd", got, want, n3, 0));
+        memset(w16, 0, n3 * 2);
+        memset(g16, 0xff, n3 * 2);
+        CU_ASSERT(sz_k_rope_bwd_mx(w16, SZ_K_BF16, d16, SZ_K_BF16, B, T, C, NH, 10000.0f) == 0);
+        CU_ASSERT(sz_k_rope_bwd_mx_set(g16, SZ_K_BF16, d16, SZ_K_BF16, B, T, C, NH, 10000.0f, SZ_K_SET_DINP) == 0);
+        CU_ASSERT(same_up_to_zero_sign("rope_bwd_mx bf16", g16, w16, n3, 1));
+    }
     free(x); free(dout); free(res); free(wln); free(tmp); free(want); free(got); free(d16); free(w16); free(g16);
 }
 
@@ -379,7 +429,7 @@ int main(void)
     if (CU_initialize_registry() != CUE_SUCCESS)
         return 1;
     SZ_SUITE("first-writer kernels", {"matmul_bwd fp32 at GPT-2 shapes", test_matmul_f32},
-             {"matmul_bwd bf16 (native, widened)", test_matmul_bf16}, {"gelu, residual, layernorm, attention", test_rows});
+             {"matmul_bwd bf16 (native, widened)", test_matmul_bf16}, {"gelu, residual, layernorm, attention, rmsnorm, rope", test_rows});
     CU_pSuite s = CU_add_suite("folding as tasks", tasks_init, tasks_clean);
     CU_add_test(s, "folded or submitted, the same values", test_fold_tasks);
     int rc = sz_test_run();

@@ -22,6 +22,7 @@
 #include "sz_kernels_impl.h"
 
 #define SZ_ATT_QB 4   /* query rows scored together in the forward */
+#define SZ_ATT_ROW 256 /* head sizes up to this round a bf16 dinp row through a stack row */
 
 typedef float sz_v16 __attribute__((vector_size(64)));
 
@@ -194,8 +195,7 @@ static int sz_att_fwd(void *out, sz_k_dtype out_dt, float *stats, const float *i
                             float *o = out_dt == SZ_K_BF16 ? orow : (float *)out + oo;   /* p . v */
                             for (int i = 0; i < hs; i++) o[i] = 0.0f;
                             sz_att_axpy_rows(o, p, base + 2 * C, C3, t + 1, hs);
-                            if (out_dt == SZ_K_BF16)
-                                for (int i = 0; i < hs; i++) ((uint16_t *)out)[oo + i] = sz_f32_to_bf16_1(o[i]);
+                            if (out_dt == SZ_K_BF16) sz_f32_to_bf16_row((uint16_t *)out + oo, o, (size_t)hs);
                         }
                     }
                 }
@@ -350,21 +350,30 @@ static int sz_att_bwd(void *dinp, sz_k_dtype dinp_dt, const void *dout, sz_k_dty
                         for (int t = 0; t < T; t++) {
                             uint16_t *hq = dinp16 + dofs + (size_t)t * C3, *hk = hq + C, *hv = hk + C;
                             const float *q_ = dq + (size_t)t * hs, *k_ = dk + (size_t)t * hs, *v_ = dv + (size_t)t * hs;
-                            for (int i = 0; i < hs; i++) {
-                                hq[i] = sz_f32_to_bf16_1(q_[i]);
-                                hk[i] = sz_f32_to_bf16_1(k_[i]);
-                                hv[i] = sz_f32_to_bf16_1(v_[i]);
-                            }
+                            sz_f32_to_bf16_row(hq, q_, (size_t)hs);
+                            sz_f32_to_bf16_row(hk, k_, (size_t)hs);
+                            sz_f32_to_bf16_row(hv, v_, (size_t)hs);
                         }
                     else
                         for (int t = 0; t < T; t++) {
                             uint16_t *hq = dinp16 + dofs + (size_t)t * C3, *hk = hq + C, *hv = hk + C;
                             const float *q_ = dq + (size_t)t * hs, *k_ = dk + (size_t)t * hs, *v_ = dv + (size_t)t * hs;
-                            for (int i = 0; i < hs; i++) {
-                                hq[i] = sz_f32_to_bf16_1(sz_bf16_to_f32_1(hq[i]) + q_[i]);
-                                hk[i] = sz_f32_to_bf16_1(sz_bf16_to_f32_1(hk[i]) + (0.0f + k_[i]));
-                                hv[i] = sz_f32_to_bf16_1(sz_bf16_to_f32_1(hv[i]) + (0.0f + v_[i]));
-                            }
+                            if (hs <= SZ_ATT_ROW) { /* the sums in a row, rounded as a row (sz_f32_to_bf16_row) */
+                                float sq[SZ_ATT_ROW], sk[SZ_ATT_ROW], sv[SZ_ATT_ROW];
+                                for (int i = 0; i < hs; i++) {
+                                    sq[i] = sz_bf16_to_f32_1(hq[i]) + q_[i];
+                                    sk[i] = sz_bf16_to_f32_1(hk[i]) + (0.0f + k_[i]);
+                                    sv[i] = sz_bf16_to_f32_1(hv[i]) + (0.0f + v_[i]);
+                                }
+                                sz_f32_to_bf16_row(hq, sq, (size_t)hs);
+                                sz_f32_to_bf16_row(hk, sk, (size_t)hs);
+                                sz_f32_to_bf16_row(hv, sv, (size_t)hs);
+                            } else
+                                for (int i = 0; i < hs; i++) {
+                                    hq[i] = sz_f32_to_bf16_1(sz_bf16_to_f32_1(hq[i]) + q_[i]);
+                                    hk[i] = sz_f32_to_bf16_1(sz_bf16_to_f32_1(hk[i]) + (0.0f + k_[i]));
+                                    hv[i] = sz_f32_to_bf16_1(sz_bf16_to_f32_1(hv[i]) + (0.0f + v_[i]));
+                                }
                         }
                 }
         }

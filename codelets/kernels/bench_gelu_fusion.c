@@ -6,8 +6,9 @@
  *   bwd: dfch = gelu'(fch) * (dfcproj . fcprojw) [N x 3072]: zero dfch_gelu and dfch (the step's two
  *        zero tasks), sz_k_matmul_bwd(_bf16) into dfch_gelu, sz_k_gelu_bwd(_mx), against
  *        sz_k_gelu_matmul_bwd (the input gradient only: the weight gradient is the same work).
- * fp32, and the native bf16 path's types (bf16 inputs, fch fp32, fch_gelu / dfch bf16). Also says
- * whether the fused results have the same bits. Not part of the library. Usage:
+ * fp32, and the native bf16 path's types (bf16 inputs, fch fp32, fch_gelu / dfch bf16), the GELU
+ * kernels codelets/gelu.c would call for them. "product": the matmul alone (no GELU, no zeroing), so
+ * fused - product is what the GELU still costs. Also says whether the fused results have the same bits. Not part of the library. Usage:
  * bench_gelu_fusion [N [R]]. Build from the repository root:
  *   gcc -O3 -march=native -fno-math-errno -fopenmp -Icodelets/kernels codelets/kernels/bench_gelu_fusion.c \
  *       $(ls codelets/kernels/*.c | grep -v /bench_) -ldnnl -lm -o /tmp/bench_gelu_fusion
@@ -50,7 +51,7 @@ int main(int argc, char **argv)
     const int C = 768, H = 3072;
     omp_set_num_threads(1);
     printf("N=%d, one thread, thread CPU time in ms, best of %d (separate and fused alternating)\n", N, R);
-    printf("%-5s %-4s %10s %10s %7s  %s\n", "prec", "op", "separate", "fused", "ratio", "same bits");
+    printf("%-5s %-4s %10s %10s %10s %7s  %s\n", "prec", "op", "product", "separate", "fused", "ratio", "same bits");
     for (int bf = 0; bf < 2; bf++) {
         size_t ei = bf ? 2 : 4, eo = bf ? 2 : 4;   /* inputs; gout / dinp (bf16 on the native path) */
         sz_k_dtype in = bf ? SZ_K_BF16 : SZ_K_F32, od = bf ? SZ_K_BF16 : SZ_K_F32;
@@ -61,12 +62,13 @@ int main(int argc, char **argv)
         void *t = alloc((size_t)N * H * eo), *d1 = alloc((size_t)N * H * eo), *d2 = alloc((size_t)N * H * eo);
         fill(ln2, (size_t)N * C, bf, 1); fill(fcw, (size_t)H * C, bf, 2); fill(fcb, H, bf, 3);
         fill(dfcproj, (size_t)N * C, bf, 4); fill(fcprojw, (size_t)C * H, bf, 5);
-        double best[2][2] = { { 1e30, 1e30 }, { 1e30, 1e30 } };   /* [fwd, bwd][separate, fused] */
+        double best[2][3] = { { 1e30, 1e30, 1e30 }, { 1e30, 1e30, 1e30 } }; /* [fwd, bwd][separate, fused, product] */
         for (int r = -1; r < R; r++) {   /* r = -1 warms up (primitive creation, first touch) */
             double t0 = cpu_s();
             if (bf) sz_k_matmul_fwd_bf16(fch, SZ_K_F32, ln2, fcw, fcb, N, C, H);
             else sz_k_matmul_fwd(fch, ln2, fcw, fcb, N, C, H);
-            sz_k_gelu_fwd_mx(g1, od, fch, (size_t)N * H);
+            if (bf) sz_k_gelu_fwd_mx(g1, od, fch, (size_t)N * H);   /* as codelets/gelu.c chooses */
+            else sz_k_gelu_fwd(g1, fch, (size_t)N * H);
             double t1 = cpu_s();
             sz_k_matmul_gelu_fwd(fch2, g2, od, ln2, fcw, fcb, in, N, C, H);
             double t2 = cpu_s();
@@ -74,22 +76,30 @@ int main(int argc, char **argv)
             memset(d1, 0, (size_t)N * H * eo);
             if (bf) sz_k_matmul_bwd_bf16(t, od, NULL, NULL, SZ_K_F32, dfcproj, NULL, fcprojw, N, H, C);
             else sz_k_matmul_bwd(t, NULL, NULL, dfcproj, NULL, fcprojw, N, H, C);
-            sz_k_gelu_bwd_mx(d1, od, fch, t, od, (size_t)N * H);
+            if (bf) sz_k_gelu_bwd_mx(d1, od, fch, t, od, (size_t)N * H);
+            else sz_k_gelu_bwd(d1, fch, t, (size_t)N * H);
             double t3 = cpu_s();
             sz_k_gelu_matmul_bwd(d2, od, NULL, NULL, SZ_K_F32, dfcproj, NULL, fcprojw, fch, in, N, H, C);
             double t4 = cpu_s();
+            /* the products alone (no GELU, no zeroing), for the GELU's share */
+            if (bf) sz_k_matmul_fwd_bf16(fch2, SZ_K_F32, ln2, fcw, fcb, N, C, H);
+            else sz_k_matmul_fwd(fch2, ln2, fcw, fcb, N, C, H);
+            double t5 = cpu_s();
+            if (bf) sz_k_matmul_bwd_bf16(t, od, NULL, NULL, SZ_K_F32, dfcproj, NULL, fcprojw, N, H, C);
+            else sz_k_matmul_bwd(t, NULL, NULL, dfcproj, NULL, fcprojw, N, H, C);
+            double t6 = cpu_s();
             if (r < 0) continue;
-            double v[2][2] = { { t1 - t0, t2 - t1 }, { t3 - t2, t4 - t3 } };
+            double v[2][3] = { { t1 - t0, t2 - t1, t5 - t4 }, { t3 - t2, t4 - t3, t6 - t5 } };
             for (int o = 0; o < 2; o++)
-                for (int k = 0; k < 2; k++)
+                for (int k = 0; k < 3; k++)
                     if (v[o][k] < best[o][k]) best[o][k] = v[o][k];
         }
         int same[2] = { memcmp(fch, fch2, (size_t)N * H * 4) == 0 && memcmp(g1, g2, (size_t)N * H * eo) == 0,
                         memcmp(d1, d2, (size_t)N * H * eo) == 0 };
         const char *op[2] = { "fwd", "bwd" };
         for (int o = 0; o < 2; o++)
-            printf("%-5s %-4s %10.3f %10.3f %7.3f  %s\n", bf ? "bf16" : "fp32", op[o], best[o][0] * 1e3,
-                   best[o][1] * 1e3, best[o][1] / best[o][0], same[o] ? "yes" : "NO");
+            printf("%-5s %-4s %10.3f %10.3f %10.3f %7.3f  %s\n", bf ? "bf16" : "fp32", op[o], best[o][2] * 1e3,
+                   best[o][0] * 1e3, best[o][1] * 1e3, best[o][1] / best[o][0], same[o] ? "yes" : "NO");
         free(ln2); free(fcw); free(fcb); free(dfcproj); free(fcprojw); free(fch); free(fch2);
         free(g1); free(g2); free(t); free(d1); free(d2);
     }

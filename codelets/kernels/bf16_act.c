@@ -8,7 +8,7 @@
  * column blocks summing rows 0..N-1), so the bits do not depend on the thread count. The codelets
  * call these only when some operand is bf16; all-fp32 calls go to the fp32 kernels. GPT-2's ops
  * (layernorm, GELU, residual, softmax-xent, encoder, their fusions) and the LLaMA-style model's
- * (RMSNorm and its fusion with the residual, RoPE's backward, the embedding). */
+ * (RMSNorm and its fusion with the residual, RoPE's backward, the embedding; SiLU and the product). */
 #include <math.h>
 #include <stdlib.h>
 #include "sz_kernels_impl.h"
@@ -44,12 +44,19 @@ static void ln_fwd_mx(float *res, void *out, sz_k_dtype out_dt, float *mean, flo
                       const float *b, const void *weight, const void *bias, sz_k_dtype p_dt, int N, int C)
 {
     int oh = out_dt == BF, ph = p_dt == BF;
-#pragma omp parallel for schedule(static) if ((size_t)N * C >= SZ_PAR_MIN)
+#pragma omp parallel if ((size_t)N * C >= SZ_PAR_MIN)
+    {
+    float row[SZ_ROW_STACK]; /* a bf16 out: the fp32 row, rounded as a row (C <= SZ_ROW_STACK) */
+#pragma omp for schedule(static)
     for (int n = 0; n < N; n++) {
         size_t r = (size_t)n * C;
         float *rn = res ? res + r : NULL;
         const float *bn = b ? b + r : NULL;
-        if (oh && ph)
+        if (oh && C <= SZ_ROW_STACK) {
+            if (ph) ln_fwd_row(rn, row, F32, mean + n, rstd + n, a + r, bn, weight, bias, BF, C);
+            else ln_fwd_row(rn, row, F32, mean + n, rstd + n, a + r, bn, weight, bias, F32, C);
+            sz_f32_to_bf16_row((uint16_t *)out + r, row, (size_t)C);
+        } else if (oh && ph)
             ln_fwd_row(rn, (uint16_t *)out + r, BF, mean + n, rstd + n, a + r, bn, weight, bias, BF, C);
         else if (oh)
             ln_fwd_row(rn, (uint16_t *)out + r, BF, mean + n, rstd + n, a + r, bn, weight, bias, F32, C);
@@ -57,6 +64,7 @@ static void ln_fwd_mx(float *res, void *out, sz_k_dtype out_dt, float *mean, flo
             ln_fwd_row(rn, (float *)out + r, F32, mean + n, rstd + n, a + r, bn, weight, bias, BF, C);
         else
             ln_fwd_row(rn, (float *)out + r, F32, mean + n, rstd + n, a + r, bn, weight, bias, F32, C);
+    }
     }
 }
 
@@ -142,6 +150,10 @@ int sz_k_layernorm_bwd_mx_set(float *dinp, float *dweight, float *dbias, const v
 
 /* ---- GELU (gelu.c's formula) ---- */
 
+/* In pieces of SZ_GELU_PIECE elements: gelu.c's loop into a stack row (the fp32 kernel's own
+ * vectorization), then rounded (a mixed-type loop vectorizes narrower). Elementwise: the bits
+ * depend on no partition. */
+#define SZ_GELU_PIECE 1024
 void sz_k_gelu_fwd_mx(void *out, sz_k_dtype out_dt, const float *inp, size_t n)
 {
     const float s = SZ_GELU_SCALE;
@@ -149,10 +161,15 @@ void sz_k_gelu_fwd_mx(void *out, sz_k_dtype out_dt, const float *inp, size_t n)
         sz_k_gelu_fwd(out, inp, n);
         return;
     }
-    uint16_t *o = out;
-#pragma omp parallel for simd schedule(static) if (n >= SZ_PAR_MIN)
-    for (size_t i = 0; i < n; i++) {
-        o[i] = sz_f32_to_bf16_1(sz_gelu_1(inp[i], s));
+    size_t np = (n + SZ_GELU_PIECE - 1) / SZ_GELU_PIECE;
+#pragma omp parallel for schedule(static) if (n >= SZ_PAR_MIN)
+    for (size_t p = 0; p < np; p++) {
+        size_t lo = p * SZ_GELU_PIECE, m = n - lo < SZ_GELU_PIECE ? n - lo : SZ_GELU_PIECE;
+        float v[SZ_GELU_PIECE];
+        const float *x = inp + lo;
+#pragma omp simd
+        for (size_t i = 0; i < m; i++) v[i] = sz_gelu_1(x[i], s);
+        sz_f32_to_bf16_row((uint16_t *)out + lo, v, m);
     }
 }
 
@@ -160,7 +177,6 @@ void sz_k_gelu_fwd_mx(void *out, sz_k_dtype out_dt, const float *inp, size_t n)
  * product, dout widened) into a stack row, then added to dinp in its type. Two loops, so that the
  * product is rounded before the addition as it always was here (one loop would let the compiler
  * fuse them into an FMA: other bits). Elementwise: the bits depend on no partition. */
-#define SZ_GELU_PIECE 1024
 SZ_INLINE void gelu_contrib(float *v, const float *x, const void *d, int d_dt, size_t n)
 {
     const float s = SZ_GELU_SCALE;
@@ -188,10 +204,11 @@ void sz_k_gelu_bwd_mx_set(void *dinp, sz_k_dtype dinp_dt, const float *inp, cons
         else gelu_contrib(v, inp + lo, (const float *)dout + lo, F32, m);
         if (ih && sd) {
             sz_f32_to_bf16_row((uint16_t *)dinp + lo, v, m);
-        } else if (ih) {
+        } else if (ih) { /* round(f32(dinp) + v): the sums in the row, then rounded as a row */
             uint16_t *di = (uint16_t *)dinp + lo;
 #pragma omp simd
-            for (size_t i = 0; i < m; i++) sz_accx(di, BF, i, v[i]);
+            for (size_t i = 0; i < m; i++) v[i] = sz_bf16_to_f32_1(di[i]) + v[i];
+            sz_f32_to_bf16_row(di, v, m);
         } else if (sd) {
             memcpy((float *)dinp + lo, v, m * sizeof *v);
         } else {
@@ -331,7 +348,8 @@ int sz_k_softmax_xent_fused_mx(void *logits, sz_k_dtype dt, float *losses, const
             if (!row) continue;
             uint16_t *l = (uint16_t *)logits + (size_t)n * Vp;
             sz_bf16_to_f32_row(row, l, (size_t)Vp);
-            sz_sxent_fused_row(row, l, BF, losses + n, targets[n], g, V, Vp);
+            sz_sxent_fused_row(row, row, F32, losses + n, targets[n], g, V, Vp);
+            sz_f32_to_bf16_row(l, row, (size_t)Vp);
         }
         free(row);
     }
@@ -395,7 +413,7 @@ int sz_k_residual_rmsnorm_fwd_mx(float *res, void *out, sz_k_dtype out_dt, float
  * may be NULL); else the fused one: dres += the norm's input gradient, da += dres, db += dres. */
 static int rms_bwd_mx(float *da, void *db, sz_k_dtype db_dt, float *dres, float *dweight, const void *dout,
                       sz_k_dtype dout_dt, const float *inp, const void *weight, sz_k_dtype p_dt, const float *rstd,
-                      int N, int C)
+                      int N, int C, int set)
 {
     int par = (size_t)N * C >= SZ_PAR_MIN;
     float *wf = malloc((size_t)C * sizeof *wf);
@@ -414,16 +432,14 @@ static int rms_bwd_mx(float *da, void *db, sz_k_dtype db_dt, float *dres, float 
                 size_t r = (size_t)n * C;
                 widen(d, (const char *)dout + r * es, dout_dt, (size_t)C);
                 if (!db) {
-                    sz_rms_row_bwd(da + r, d, inp + r, wf, rstd[n], C);
+                    sz_rms_row_bwd(da + r, d, inp + r, wf, rstd[n], C, set & SZ_K_SET_DINP);
                     continue;
                 }
                 float *dr = dres + r, *dan = da + r;
-                widen(dbr, (char *)db + r * eb, db_dt, (size_t)C);
-                sz_rms_row_bwd(dr, d, inp + r, wf, rstd[n], C);
-                for (int i = 0; i < C; i++) {
-                    dan[i] += dr[i];
-                    dbr[i] += dr[i];
-                }
+                if (!(set & SZ_K_SET_B)) /* set: the row is written whole */
+                    widen(dbr, (char *)db + r * eb, db_dt, (size_t)C);
+                sz_rms_row_bwd(dr, d, inp + r, wf, rstd[n], C, 0);
+                sz_k_residual_bwd_row(dan, dbr, dr, (size_t)C, set);
                 if (db_dt == SZ_K_BF16) sz_f32_to_bf16_row((uint16_t *)db + r, dbr, (size_t)C);
                 else memcpy((float *)db + r, dbr, (size_t)C * sizeof *dbr);
             }
@@ -439,14 +455,28 @@ static int rms_bwd_mx(float *da, void *db, sz_k_dtype db_dt, float *dres, float 
 int sz_k_rmsnorm_bwd_mx(float *dinp, float *dweight, const void *dout, sz_k_dtype dout_dt, const float *inp,
                         const void *weight, sz_k_dtype p_dt, const float *rstd, int N, int C)
 {
-    return rms_bwd_mx(dinp, NULL, SZ_K_F32, NULL, dweight, dout, dout_dt, inp, weight, p_dt, rstd, N, C);
+    return rms_bwd_mx(dinp, NULL, SZ_K_F32, NULL, dweight, dout, dout_dt, inp, weight, p_dt, rstd, N, C, 0);
+}
+
+int sz_k_rmsnorm_bwd_mx_set(float *dinp, float *dweight, const void *dout, sz_k_dtype dout_dt, const float *inp,
+                            const void *weight, sz_k_dtype p_dt, const float *rstd, int N, int C, int set)
+{
+    return rms_bwd_mx(dinp, NULL, SZ_K_F32, NULL, dweight, dout, dout_dt, inp, weight, p_dt, rstd, N, C,
+                      set & SZ_K_SET_DINP);
 }
 
 int sz_k_rmsnorm_residual_bwd_mx(float *da, void *db, sz_k_dtype db_dt, float *dres, float *dweight,
                                  const void *dout, sz_k_dtype dout_dt, const float *res, const void *weight,
                                  sz_k_dtype p_dt, const float *rstd, int N, int C)
 {
-    return rms_bwd_mx(da, db, db_dt, dres, dweight, dout, dout_dt, res, weight, p_dt, rstd, N, C);
+    return rms_bwd_mx(da, db, db_dt, dres, dweight, dout, dout_dt, res, weight, p_dt, rstd, N, C, 0);
+}
+
+int sz_k_rmsnorm_residual_bwd_mx_set(float *da, void *db, sz_k_dtype db_dt, float *dres, float *dweight,
+                                     const void *dout, sz_k_dtype dout_dt, const float *res, const void *weight,
+                                     sz_k_dtype p_dt, const float *rstd, int N, int C, int set)
+{
+    return rms_bwd_mx(da, db, db_dt, dres, dweight, dout, dout_dt, res, weight, p_dt, rstd, N, C, set);
 }
 
 /* RoPE's backward with dinp (accumulated) and dout either type: widened rows, sz_rope_row_bwd, dinp's
@@ -454,6 +484,13 @@ int sz_k_rmsnorm_residual_bwd_mx(float *da, void *db, sz_k_dtype db_dt, float *d
 int sz_k_rope_bwd_mx(void *dinp, sz_k_dtype dinp_dt, const void *dout, sz_k_dtype dout_dt, int B, int T, int C,
                      int NH, float theta)
 {
+    return sz_k_rope_bwd_mx_set(dinp, dinp_dt, dout, dout_dt, B, T, C, NH, theta, 0);
+}
+
+int sz_k_rope_bwd_mx_set(void *dinp, sz_k_dtype dinp_dt, const void *dout, sz_k_dtype dout_dt, int B, int T, int C,
+                         int NH, float theta, int set)
+{
+    int sd = set & SZ_K_SET_DINP;
     int hs = C / NH, h2 = hs / 2, C3 = 3 * C;
     float *tab = sz_rope_table(T, hs, theta);
     if (!tab) return -1;
@@ -469,9 +506,9 @@ int sz_k_rope_bwd_mx(void *dinp, sz_k_dtype dinp_dt, const void *dout, sz_k_dtyp
             size_t r = (size_t)bt * C3;
             float *di = dinp_dt == SZ_K_BF16 ? row : (float *)dinp + r;
             const float *d = dout_dt == SZ_K_BF16 ? drow : (const float *)dout + r;
-            if (dinp_dt == SZ_K_BF16) widen(row, (char *)dinp + r * ei, dinp_dt, (size_t)C3);
+            if (dinp_dt == SZ_K_BF16 && !sd) widen(row, (char *)dinp + r * ei, dinp_dt, (size_t)C3);
             if (dout_dt == SZ_K_BF16) widen(drow, (const char *)dout + r * eo, dout_dt, (size_t)C3);
-            sz_rope_row_bwd(di, d, tab + (size_t)(bt % T) * h2 * 2, C, NH);
+            sz_rope_row_bwd(di, d, tab + (size_t)(bt % T) * h2 * 2, C, NH, sd);
             if (dinp_dt == SZ_K_BF16) sz_f32_to_bf16_row((uint16_t *)dinp + r, row, (size_t)C3);
         }
         free(row);
@@ -490,4 +527,71 @@ int64_t sz_k_embedding_fwd_mx(float *out, const int *tok, const void *wte, sz_k_
         widen(out + (size_t)n * C, (const char *)wte + (size_t)tok[n] * C * (p_dt == SZ_K_BF16 ? 2 : 4), p_dt,
               (size_t)C);
     return -1;
+}
+
+/* ---- SiLU and the elementwise product (silu.c, mul.c): out bf16; gradients bf16 (accumulated) from a
+ * bf16 or fp32 dout; the inputs (a matmul's fp32 outputs) fp32 ---- */
+
+void sz_k_silu_fwd_mx(void *out, sz_k_dtype out_dt, const float *inp, size_t n)
+{
+    if (out_dt != SZ_K_BF16) {
+        sz_k_silu_fwd(out, inp, n);
+        return;
+    }
+    uint16_t *o = out;
+#pragma omp parallel for simd schedule(static) if (n >= SZ_PAR_MIN)
+    for (size_t i = 0; i < n; i++) o[i] = sz_f32_to_bf16_1(sz_silu_1(inp[i]));
+}
+
+/* The backwards run the fp32 kernels themselves on blocks widened into fp32 (the contraction of
+ * dst + dout * grad into one fused multiply-add is then the fp32 kernel's too), blocks of EW_BLOCK
+ * elements split statically over the threads, each bf16 destination's block rounded back. */
+#define EW_BLOCK 512
+
+void sz_k_silu_bwd_mx(void *dinp, sz_k_dtype dinp_dt, const float *inp, const void *dout, sz_k_dtype dout_dt,
+                      size_t n)
+{
+    size_t nb = (n + EW_BLOCK - 1) / EW_BLOCK;
+#pragma omp parallel for schedule(static) if (n >= SZ_PAR_MIN)
+    for (size_t k = 0; k < nb; k++) {
+        size_t lo = k * EW_BLOCK, len = n - lo < EW_BLOCK ? n - lo : EW_BLOCK;
+        float di[EW_BLOCK], d[EW_BLOCK];
+        float *dp = dinp_dt == SZ_K_BF16 ? di : (float *)dinp + lo;
+        const float *op = dout_dt == SZ_K_BF16 ? d : (const float *)dout + lo;
+        if (dinp_dt == SZ_K_BF16) widen(di, (const uint16_t *)dinp + lo, dinp_dt, len);
+        if (dout_dt == SZ_K_BF16) widen(d, (const uint16_t *)dout + lo, dout_dt, len);
+        sz_k_silu_bwd(dp, inp + lo, op, len);
+        if (dinp_dt == SZ_K_BF16) sz_k_f32_to_bf16((uint16_t *)dinp + lo, di, len);
+    }
+}
+
+void sz_k_mul_fwd_mx(void *out, sz_k_dtype out_dt, const float *a, const float *b, size_t n)
+{
+    if (out_dt != SZ_K_BF16) {
+        sz_k_mul_fwd(out, a, b, n);
+        return;
+    }
+    uint16_t *o = out;
+#pragma omp parallel for simd schedule(static) if (n >= SZ_PAR_MIN)
+    for (size_t i = 0; i < n; i++) o[i] = sz_f32_to_bf16_1(a[i] * b[i]);
+}
+
+void sz_k_mul_bwd_mx(void *da, sz_k_dtype da_dt, void *db, sz_k_dtype db_dt, const void *dout, sz_k_dtype dout_dt,
+                     const float *a, const float *b, size_t n)
+{
+    size_t nb = (n + EW_BLOCK - 1) / EW_BLOCK;
+#pragma omp parallel for schedule(static) if (n >= SZ_PAR_MIN)
+    for (size_t k = 0; k < nb; k++) {
+        size_t lo = k * EW_BLOCK, len = n - lo < EW_BLOCK ? n - lo : EW_BLOCK;
+        float ga[EW_BLOCK], gb[EW_BLOCK], d[EW_BLOCK];
+        float *pa = !da ? NULL : da_dt == SZ_K_BF16 ? ga : (float *)da + lo;
+        float *pb = !db ? NULL : db_dt == SZ_K_BF16 ? gb : (float *)db + lo;
+        const float *op = dout_dt == SZ_K_BF16 ? d : (const float *)dout + lo;
+        if (da && da_dt == SZ_K_BF16) widen(ga, (const uint16_t *)da + lo, da_dt, len);
+        if (db && db_dt == SZ_K_BF16) widen(gb, (const uint16_t *)db + lo, db_dt, len);
+        if (dout_dt == SZ_K_BF16) widen(d, (const uint16_t *)dout + lo, dout_dt, len);
+        sz_k_mul_bwd(pa, pb, op, a + lo, b + lo, len);
+        if (da && da_dt == SZ_K_BF16) sz_k_f32_to_bf16((uint16_t *)da + lo, ga, len);
+        if (db && db_dt == SZ_K_BF16) sz_k_f32_to_bf16((uint16_t *)db + lo, gb, len);
+    }
 }

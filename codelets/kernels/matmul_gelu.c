@@ -71,12 +71,20 @@ static void sz_gelu_bwd_zero(const sz_mm_epi *e, int64_t i0, int64_t j0, int64_t
     for (int64_t i = i0; i < i0 + m; i++) memset((char *)c->dinp + (size_t)(i * c->ld + j0) * es, 0, (size_t)n * es);
 }
 
+/* pre's rows of a tile come from memory in short pieces (n floats, C apart), which the hardware
+ * prefetchers start late on: each row asks for the one SZ_GELU_PF rows ahead (measured, one thread,
+ * d12's fc projection at N = 4096: fused fp32 212 / 209 ms against 221 / 228 without, bf16 130 / 128
+ * against 140 / 137; no change at N = 256, where everything is in the L3) */
+#define SZ_GELU_PF 4
+
 static void sz_gelu_bwd_tile(const sz_mm_epi *e, int64_t i0, int64_t j0, int64_t m, int64_t n)
 {
     const sz_gelu_bwd_ctx *c = e->ctx;
     const float s = SZ_GELU_SCALE;
     for (int64_t i = i0; i < i0 + m; i++) {
         const float *x = c->pre + i * c->ld + j0;
+        if (i + SZ_GELU_PF < i0 + m)
+            for (int64_t j = 0; j < n; j += 16) __builtin_prefetch(x + SZ_GELU_PF * c->ld + j, 0, 3);
         if (c->dinp_dt == SZ_K_BF16) { /* as sz_k_gelu_bwd_mx into a zeroed bf16 dinp */
             uint16_t *d = (uint16_t *)c->dinp + i * c->ld + j0;
 #pragma omp simd

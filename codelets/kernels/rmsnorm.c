@@ -55,11 +55,17 @@ void sz_rms_weight_bwd(float *dweight, const void *dout, sz_k_dtype dout_dt, con
 void sz_k_rmsnorm_bwd(float *dinp, float *dweight, const float *dout, const float *inp, const float *weight,
                       const float *rstd, int N, int C)
 {
-    int par = (size_t)N * C >= SZ_PAR_MIN;
+    sz_k_rmsnorm_bwd_set(dinp, dweight, dout, inp, weight, rstd, N, C, 0);
+}
+
+void sz_k_rmsnorm_bwd_set(float *dinp, float *dweight, const float *dout, const float *inp, const float *weight,
+                          const float *rstd, int N, int C, int set)
+{
+    int par = (size_t)N * C >= SZ_PAR_MIN, sd = set & SZ_K_SET_DINP;
     if (dinp) {
 #pragma omp parallel for schedule(static) if (par)
         for (int n = 0; n < N; n++)
-            sz_rms_row_bwd(dinp + (size_t)n * C, dout + (size_t)n * C, inp + (size_t)n * C, weight, rstd[n], C);
+            sz_rms_row_bwd(dinp + (size_t)n * C, dout + (size_t)n * C, inp + (size_t)n * C, weight, rstd[n], C, sd);
     }
     if (dweight)
         sz_rms_weight_bwd(dweight, dout, SZ_K_F32, inp, rstd, N, C, par);
@@ -71,16 +77,19 @@ void sz_k_rmsnorm_bwd(float *dinp, float *dweight, const float *dout, const floa
 void sz_k_rmsnorm_residual_bwd(float *da, float *db, float *dres, float *dweight, const float *dout,
                                const float *res, const float *weight, const float *rstd, int N, int C)
 {
+    sz_k_rmsnorm_residual_bwd_set(da, db, dres, dweight, dout, res, weight, rstd, N, C, 0);
+}
+
+/* set: da and / or db copied from dres instead of added to */
+void sz_k_rmsnorm_residual_bwd_set(float *da, float *db, float *dres, float *dweight, const float *dout,
+                                   const float *res, const float *weight, const float *rstd, int N, int C, int set)
+{
     int par = (size_t)N * C >= SZ_PAR_MIN;
 #pragma omp parallel for schedule(static) if (par)
     for (int n = 0; n < N; n++) {
         float *dr = dres + (size_t)n * C, *dan = da + (size_t)n * C, *dbn = db + (size_t)n * C;
-        sz_rms_row_bwd(dr, dout + (size_t)n * C, res + (size_t)n * C, weight, rstd[n], C);
-#pragma omp simd
-        for (int i = 0; i < C; i++) {
-            dan[i] += dr[i];
-            dbn[i] += dr[i];
-        }
+        sz_rms_row_bwd(dr, dout + (size_t)n * C, res + (size_t)n * C, weight, rstd[n], C, 0);
+        sz_k_residual_bwd_row(dan, dbn, dr, (size_t)C, set);
     }
     sz_rms_weight_bwd(dweight, dout, SZ_K_F32, res, rstd, N, C, par);
 }

@@ -39,13 +39,19 @@ int sz_k_rope_fwd(float *out, const float *inp, int B, int T, int C, int NH, flo
 /* The rotation's transpose; accumulates. */
 int sz_k_rope_bwd(float *dinp, const float *dout, int B, int T, int C, int NH, float theta)
 {
-    int hs = C / NH, h2 = hs / 2;
+    return sz_k_rope_bwd_set(dinp, dout, B, T, C, NH, theta, 0);
+}
+
+int sz_k_rope_bwd_set(float *dinp, const float *dout, int B, int T, int C, int NH, float theta, int set)
+{
+    int hs = C / NH, h2 = hs / 2, sd = set & SZ_K_SET_DINP;
     float *tab = sz_rope_table(T, hs, theta);
     if (!tab)
         return -1;
 #pragma omp parallel for schedule(static) if ((size_t)B * T * 3 * C >= SZ_PAR_MIN)
     for (int bt = 0; bt < B * T; bt++)
-        sz_rope_row_bwd(dinp + (size_t)bt * 3 * C, dout + (size_t)bt * 3 * C, tab + (size_t)(bt % T) * h2 * 2, C, NH);
+        sz_rope_row_bwd(dinp + (size_t)bt * 3 * C, dout + (size_t)bt * 3 * C, tab + (size_t)(bt % T) * h2 * 2, C, NH,
+                        sd);
     free(tab);
     return 0;
 }

@@ -6,19 +6,12 @@
 void sz_k_silu_fwd(float *out, const float *inp, size_t n)
 {
 #pragma omp parallel for simd schedule(static) if (n >= SZ_PAR_MIN)
-    for (size_t i = 0; i < n; i++) {
-        float x = inp[i];
-        out[i] = x / (1.0f + sz_expf(-x));
-    }
+    for (size_t i = 0; i < n; i++) out[i] = sz_silu_1(inp[i]);
 }
 
-/* d silu/dx = σ(x) (1 + x (1 - σ(x))) */
+/* d silu/dx = σ(x) (1 + x (1 - σ(x))) (sz_silu_grad_1, sz_kernels_impl.h: shared with bf16_act.c) */
 void sz_k_silu_bwd(float *dinp, const float *inp, const float *dout, size_t n)
 {
 #pragma omp parallel for simd schedule(static) if (n >= SZ_PAR_MIN)
-    for (size_t i = 0; i < n; i++) {
-        float x = inp[i];
-        float s = 1.0f / (1.0f + sz_expf(-x));
-        dinp[i] += dout[i] * (s * (1.0f + x * (1.0f - s)));
-    }
+    for (size_t i = 0; i < n; i++) dinp[i] += dout[i] * sz_silu_grad_1(inp[i]);
 }

@@ -214,6 +214,14 @@ int sz_k_rmsnorm_residual_bwd_mx(float *da, void *db, sz_k_dtype db_dt, float *d
 int sz_k_rope_bwd_mx(void *dinp, sz_k_dtype dinp_dt, const void *dout, sz_k_dtype dout_dt, int B, int T, int C,
                      int NH, float theta);
 int64_t sz_k_embedding_fwd_mx(float *out, const int *tok, const void *wte, sz_k_dtype p_dt, int N, int C, int V);
+/* SiLU and the elementwise product with a bf16 out (forward) or bf16 accumulated gradients and dout of
+ * either type (backward); inp, a, b fp32. */
+void sz_k_silu_fwd_mx(void *out, sz_k_dtype out_dt, const float *inp, size_t n);
+void sz_k_silu_bwd_mx(void *dinp, sz_k_dtype dinp_dt, const float *inp, const void *dout, sz_k_dtype dout_dt,
+                      size_t n);
+void sz_k_mul_fwd_mx(void *out, sz_k_dtype out_dt, const float *a, const float *b, size_t n);
+void sz_k_mul_bwd_mx(void *da, sz_k_dtype da_dt, void *db, sz_k_dtype db_dt, const void *dout, sz_k_dtype dout_dt,
+                     const float *a, const float *b, size_t n);
 
 /* ==== first writers: the backward kernels above with some of their gradients WRITTEN (=) rather
  * than accumulated (+=), chosen by the SZ_K_SET_* bits of `set` (0: exactly the kernels above). The
@@ -254,6 +262,20 @@ int sz_k_layernorm_residual_bwd_mx_set(float *da, void *db, sz_k_dtype db_dt, fl
                                        float *dbias, const void *dout, sz_k_dtype dout_dt, const float *res,
                                        const void *weight, sz_k_dtype p_dt, const float *mean, const float *rstd,
                                        int N, int C, int set);
+/* The LLaMA-style model's: RMSNorm's dinp (dweight accumulates), its fusion's da and db (dres, dweight
+ * accumulate), RoPE's dinp. */
+void sz_k_rmsnorm_bwd_set(float *dinp, float *dweight, const float *dout, const float *inp, const float *weight,
+                          const float *rstd, int N, int C, int set);
+int sz_k_rmsnorm_bwd_mx_set(float *dinp, float *dweight, const void *dout, sz_k_dtype dout_dt, const float *inp,
+                            const void *weight, sz_k_dtype p_dt, const float *rstd, int N, int C, int set);
+void sz_k_rmsnorm_residual_bwd_set(float *da, float *db, float *dres, float *dweight, const float *dout,
+                                   const float *res, const float *weight, const float *rstd, int N, int C, int set);
+int sz_k_rmsnorm_residual_bwd_mx_set(float *da, void *db, sz_k_dtype db_dt, float *dres, float *dweight,
+                                     const void *dout, sz_k_dtype dout_dt, const float *res, const void *weight,
+                                     sz_k_dtype p_dt, const float *rstd, int N, int C, int set);
+int sz_k_rope_bwd_set(float *dinp, const float *dout, int B, int T, int C, int NH, float theta, int set);
+int sz_k_rope_bwd_mx_set(void *dinp, sz_k_dtype dinp_dt, const void *dout, sz_k_dtype dout_dt, int B, int T, int C,
+                         int NH, float theta, int set);
 
 /* ==== operations of LLaMA-style models (rmsnorm.c, silu.c, mul.c, rope.c, embedding.c, mse.c) ==== */
 
