@@ -20,6 +20,14 @@ sz_mpirun_flags() {
     printf '%s' "$f"
 }
 
+# awk with scripts/json.awk's JSON readers (jok, jraw, jget, jisnum, jnumfmt) loaded before PROGRAM:
+# sz_jawk PROGRAM [FILE...] (the one JSON parser of the scripts; no Python, no jq).
+sz_jawk() {
+    local prog=$1
+    shift
+    awk -f "$SZ_ROOT/scripts/json.awk" -f <(printf '%s\n' "$prog") "$@"
+}
+
 # Load the environment of the StarPU chosen by setup.sh (PKG_CONFIG_PATH, PATH, LD_LIBRARY_PATH).
 sz_load_env() {
     local envfile="$SZ_DEPS_DIR/starpu.env"

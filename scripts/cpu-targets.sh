@@ -48,27 +48,8 @@ jesc() { printf '%s' "$1" | tr -d '\r\n\t' | sed 's/\\/\\\\/g; s/"/\\"/g'; }
 
 # ---- the evaluation: runs.jsonl in, one JSON line per check out (awk; no Python, no jq) ----------
 evaluate() { # FILE
-    awk '
-    # value of "key" in a one-line JSON object: the string (unescaped quotes only) or the raw token;
-    # JF = 1 when the key is there
-    function jget(s, k,   p, r, i, c, out) {
-        p = index(s, "\"" k "\":")
-        if (!p) { JF = 0; return "" }
-        JF = 1
-        r = substr(s, p + length(k) + 3)
-        if (substr(r, 1, 1) == "\"") {
-            out = ""
-            for (i = 2; i <= length(r); i++) {
-                c = substr(r, i, 1)
-                if (c == "\\") { out = out substr(r, i, 2); i++; continue }
-                if (c == "\"") break
-                out = out c
-            }
-            return out
-        }
-        match(r, /^[^],}]*/)
-        return substr(r, 1, RLENGTH)
-    }
+    sz_jawk '
+    # jget (the value of a key in a one-line JSON object), JF: from scripts/json.awk (sz_jawk loads it)
     function med(a, n,   i, j, t) { # sorts a[1..n]; the median (mean of the middle two when n is even)
         for (i = 2; i <= n; i++) { t = a[i]; for (j = i - 1; j >= 1 && a[j] > t; j--) a[j + 1] = a[j]; a[j + 1] = t }
         if (n == 0) return ""

@@ -31,7 +31,7 @@
 #              allocations on the GPU at their most), gpu_used_bytes, overlap (the zero policy
 #              measures it; -1 for StarPU's own policies), comm_task_s, compute_task_s, mfu; "pass"
 #              when the run succeeded on the GPU. Printed after all four ran, each with "zero_wins"
-#              (scripts/sched_rank.py: whether zero beats that policy on the step time and the device
+#              (scripts/sched_rank.sh: whether zero beats that policy on the step time and the device
 #              peak; on zero's row, whether it beats all, and overlap >= 0.8 where communication is
 #              shorter than compute), then
 #   sched_ranking  the summary: fastest policy, lowest device peak, "pass" when zero wins every
@@ -145,13 +145,10 @@ cuda_tasks() { # tasks executed by CUDA workers, from StarPU's worker statistics
 cpu_tasks() { # tasks executed by CPU workers ("CPU 0", ...), from the same statistics
     awk '/^CPU [0-9]/ {c = 1; next} c && /task\(s\)/ {for (i = 1; i <= NF; i++) if ($i ~ /^[0-9]+$/) {n += $i; break}; c = 0} END {print n + 0}' "$1"
 }
-jnum() { # KEY FILE: a number from the last JSON line of FILE ("null" when absent)
-    tail -1 "$2" | python3 -c 'import json, sys
-try:
-    v = json.loads(sys.stdin.read()).get(sys.argv[1])
-except Exception:
-    v = None
-print("null" if v is None else v)' "$1" 2>/dev/null || echo null
+jnum() { # KEY FILE: a number from the last JSON line of FILE ("null" when absent; a string without
+    # its quotes; numbers as Python's float form, "410.500" -> 410.5): scripts/json.awk, no Python
+    tail -1 "$2" | sz_jawk '{ v = jraw($0, K) } END { if (v == "" || v == "null") print "null"
+        else if (substr(v, 1, 1) == "\"") print substr(v, 2, length(v) - 2); else print jnumfmt(v) }' K="$1" 2>/dev/null || echo null
 }
 
 # ---- d2 on 1 GPU against the CPU losses ----
@@ -283,7 +280,7 @@ if go bench; then
 fi
 
 # ---- the scheduler rows: zero against StarPU's dmdas, prio, lws (2 ranks sharing the GPU, stage 3),
-# printed ranked (scripts/sched_rank.py) once all have run ----
+# printed ranked (scripts/sched_rank.sh) once all have run ----
 rows="$logs/sched_rows.jsonl"
 : >"$rows"
 nsched=0
@@ -304,14 +301,14 @@ for pol in zero dmdas prio lws; do
     if [ $rc -eq 0 ] && [ "$nt" -gt 0 ]; then json "sched_$pol" pass "$fig" >>"$rows"
     else any_fail=1; json "sched_$pol" fail "$fig, \"log\": \"$logs/sched_$pol.err\"" >>"$rows"; fi
 done
-if [ $nsched -gt 0 ] && ! python3 "$here/sched_rank.py" "$rows"; then
+if [ $nsched -gt 0 ] && ! "$here/sched_rank.sh" "$rows"; then
     cat "$rows"
-    fail_part sched_ranking "\"note\": \"scripts/sched_rank.py failed on $rows\""
+    fail_part sched_ranking "\"note\": \"scripts/sched_rank.sh failed on $rows\""
 fi
 if [ "$ngpu" = dryrun ] && go sched_ranking_canned; then
     canned="${SZ_GPU_CHECK_CANNED_ROWS:-$here/gpu-check-canned-rows.jsonl}"
-    python3 "$here/sched_rank.py" "$canned" --prefix canned_ --summary sched_ranking_canned --canned ||
-        fail_part sched_ranking_canned "\"note\": \"scripts/sched_rank.py failed on $canned\""
+    "$here/sched_rank.sh" "$canned" --prefix canned_ --summary sched_ranking_canned --canned ||
+        fail_part sched_ranking_canned "\"note\": \"scripts/sched_rank.sh failed on $canned\""
 fi
 json total "$([ $any_fail = 0 ] && echo pass || echo fail)" "\"seconds\": $(($(date +%s) - t_start))"
 exit $any_fail

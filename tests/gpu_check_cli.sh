@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # tests/gpu_check_cli.sh — scripts/gpu-check.sh's scheduler ranking without a GPU: its dry run
 # (SZ_GPU_CHECK_DRYRUN=1, only the part sched_ranking_canned) ranks made-up rows through
-# scripts/sched_rank.py. The shipped rows (zero wins every criterion) give a passing summary; rows
-# where prio is faster, zero's overlap falls short and lws failed give the right verdict on every
-# criterion; communication longer than compute makes the overlap criterion not apply; with no zero
-# row nothing is ranked. The ranking never changes the check's exit status. Also the other parts
-# are not run when not selected. Usage: gpu_check_cli.sh BUILD_DIR
+# scripts/sched_rank.sh (bash and awk; neither this test nor the script needs Python). The shipped
+# rows (zero wins every criterion) give a passing summary; rows where prio is faster, zero's overlap
+# falls short and lws failed give the right verdict on every criterion; communication longer than
+# compute makes the overlap criterion not apply; with no zero row nothing is ranked. The ranking
+# never changes the check's exit status. Also the other parts are not run when not selected.
+# Usage: gpu_check_cli.sh BUILD_DIR
 set -uo pipefail
 bin="$1"
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -18,22 +19,15 @@ check() { # NAME ROWS_FILE: run the dry run's canned ranking on it, output in $d
 }
 # Q NAME PART KEY...: a value from the JSON line of PART in NAME's output ("missing" if none)
 q() {
-    python3 - "$dir/$1.out" "$2" "${@:3}" <<'PY'
-import json, sys
-path, part, keys = sys.argv[1], sys.argv[2], sys.argv[3:]
-for line in open(path):
-    try:
-        o = json.loads(line)
-    except ValueError:
-        continue
-    if o.get("part") == part:
-        for k in keys:
-            o = o.get(k) if isinstance(o, dict) else None
-        print(json.dumps(o))
-        break
-else:
-    print("missing")
-PY
+    jawk 'BEGIN { r = "missing" }
+        FNR == 1 { nk = split(KEYS, K, " ") }
+        jok($0) && jraw($0, "part") == "\"" P "\"" {
+            r = $0
+            for (i = 1; i <= nk; i++) r = substr(r, 1, 1) == "{" ? jraw(r, K[i]) : ""
+            if (r == "") r = "null"
+            exit
+        }
+        END { print r }' P="$2" KEYS="${*:3}" "$dir/$1.out"
 }
 
 rc=$(check shipped "")

@@ -44,29 +44,37 @@ for c in d2 4,4,256 6,6,384; do
     pred=$(tail -1 "$dir/fit.json" | sed 's/.*"predicted_peak_bytes": \([0-9]*\).*/\1/')
     "$bin/sz-train" "${args[@]}" --save "$dir/m.bin" --mem-budget "$pred" >"$dir/save.json" 2>"$dir/save.err" ||
         { cat "$dir/save.err"; fail "$c: --save under a budget of the prediction ($pred) failed"; }
-    python3 - "$c" "$dir/fit.json" "$dir/save.json" <<'PY' || fail "$c: resident set over the budget plus the allowance"
-import json, sys
-def rep(path):
-    return json.loads(open(path).read().strip().splitlines()[-1])
-a, b = rep(sys.argv[2]), rep(sys.argv[3])
-ok = True
-for r, what in ((a, "machine budget"), (b, "--save, --mem-budget = prediction")):
-    rss, pred, peak, allow = r["rss_peak_bytes"], r["predicted_peak_bytes"], r["peak_bytes"], r["runtime_allowance_bytes"]
-    budget = r["mem_budget"]
-    assert peak == pred, ("measured peak %d is not the prediction %d" % (peak, pred), r)
-    assert r["matmul_host_peak_bytes"] <= r["host_buffer_bytes"], ("matmul working memory over the host buffers", r)
-    # StarPU's main-RAM allocations, sampled as a GPU rank's device node is (tasks/devwatch.c)
-    assert r["starpu_node_peak_bytes"] >= 0, ("StarPU's allocations were not sampled", r)
-    assert "device_measured_peak_bytes" not in r, ("a GPU figure on a CPU run", r)
-    limit = pred + allow if r["budget_from_machine"] else budget + allow
-    print("%s, %s: rss peak %.1f MiB <= %s %.1f MiB + allowance %.1f MiB (host buffers %.2f MiB, matmul measured %.2f)"
-          % (sys.argv[1], what, rss / 2**20, "prediction" if r["budget_from_machine"] else "budget",
-             (pred if r["budget_from_machine"] else budget) / 2**20, allow / 2**20, r["host_buffer_bytes"] / 2**20,
-             r["matmul_host_peak_bytes"] / 2**20))
-    ok &= rss <= limit
-assert b["mem_budget"] == b["predicted_peak_bytes"] and not b["budget_from_machine"], b
-sys.exit(0 if ok else 1)
-PY
+    # (scripts/json.awk through jawk; no Python) the last line of each run's JSON
+    { tail -1 "$dir/fit.json"; tail -1 "$dir/save.json"; } | jawk '
+        function need(r, k,   v) {
+            v = jraw(r, k)
+            if (!JF || !jisnum(v)) { printf "FAIL: %s: no number \"%s\" in: %s\n", C, k, r; bad = 1; exit 1 }
+            return v + 0
+        }
+        { R[NR] = $0 }
+        END {
+            if (bad) exit 1
+            if (NR != 2 || !jok(R[1]) || !jok(R[2])) { print "FAIL: " C ": the last lines are not two JSON reports"; exit 1 }
+            ok = 1
+            for (i = 1; i <= 2; i++) {
+                r = R[i]; what = i == 1 ? "machine budget" : "--save, --mem-budget = prediction"
+                rss = need(r, "rss_peak_bytes"); pred = need(r, "predicted_peak_bytes"); peak = need(r, "peak_bytes")
+                allow = need(r, "runtime_allowance_bytes"); budget = need(r, "mem_budget"); mach = need(r, "budget_from_machine")
+                host = need(r, "host_buffer_bytes"); mm = need(r, "matmul_host_peak_bytes"); node = need(r, "starpu_node_peak_bytes")
+                if (peak != pred) { printf "FAIL: measured peak %.0f is not the prediction %.0f: %s\n", peak, pred, r; exit 1 }
+                if (mm > host) { print "FAIL: matmul working memory over the host buffers: " r; exit 1 }
+                # StarPU main-RAM allocations, sampled as a GPU rank device node is (tasks/devwatch.c)
+                if (node < 0) { print "FAIL: StarPU allocations were not sampled: " r; exit 1 }
+                jraw(r, "device_measured_peak_bytes"); if (JF) { print "FAIL: a GPU figure on a CPU run: " r; exit 1 }
+                limit = mach ? pred + allow : budget + allow
+                printf "%s, %s: rss peak %.1f MiB <= %s %.1f MiB + allowance %.1f MiB (host buffers %.2f MiB, matmul measured %.2f)\n", \
+                    C, what, rss / 2^20, mach ? "prediction" : "budget", (mach ? pred : budget) / 2^20, allow / 2^20, \
+                    host / 2^20, mm / 2^20
+                if (!(rss <= limit)) ok = 0
+            }
+            if (!(budget == pred && !mach)) { print "FAIL: the --save run is not under a budget of the prediction: " r; exit 1 }
+            exit !ok
+        }' C="$c" || fail "$c: resident set over the budget plus the allowance"
 done
 t0=$(date +%s.%N)
 if "$bin/sz-train" "${args[@]}" --mem-budget $((pred - 1)) >"$dir/short.txt" 2>&1; then
