@@ -19,14 +19,19 @@ __global__ static void gelu_fwd_k(float *out, const float *inp, size_t n)
     }
 }
 
+/* GELU's derivative at x (llm.c's tanh form), the one expression both backward kernels use. */
+__device__ static inline float gelu_local_grad(float x)
+{
+    float cube = 0.044715f * x * x * x;
+    float g = 1.0f / (1.0f + sz_d_expf(-2.0f * SZ_GELU_S * (x + cube)));
+    float sech2 = 4.0f * g * (1.0f - g);
+    return g + x * 0.5f * sech2 * SZ_GELU_S * (1.0f + 3.0f * 0.044715f * x * x);
+}
+
 __global__ static void gelu_bwd_k(float *dinp, const float *inp, const float *dout, size_t n)
 {
     SZ_GRID_STRIDE(i, n) {
-        float x = inp[i];
-        float cube = 0.044715f * x * x * x;
-        float g = 1.0f / (1.0f + sz_d_expf(-2.0f * SZ_GELU_S * (x + cube)));
-        float sech2 = 4.0f * g * (1.0f - g);
-        float local_grad = g + x * 0.5f * sech2 * SZ_GELU_S * (1.0f + 3.0f * 0.044715f * x * x);
+        float local_grad = gelu_local_grad(inp[i]);
         dinp[i] += local_grad * dout[i];
     }
 }
@@ -34,11 +39,7 @@ __global__ static void gelu_bwd_k(float *dinp, const float *inp, const float *do
 __global__ static void gelu_bwd_inplace_k(float *d, const float *inp, size_t n)
 {
     SZ_GRID_STRIDE(i, n) {
-        float x = inp[i];
-        float cube = 0.044715f * x * x * x;
-        float g = 1.0f / (1.0f + sz_d_expf(-2.0f * SZ_GELU_S * (x + cube)));
-        float sech2 = 4.0f * g * (1.0f - g);
-        float local_grad = g + x * 0.5f * sech2 * SZ_GELU_S * (1.0f + 3.0f * 0.044715f * x * x);
+        float local_grad = gelu_local_grad(inp[i]);
         float acc = 0.0f; /* gelu_bwd_k's dinp, zeroed */
         acc += local_grad * d[i];
         d[i] = acc;
