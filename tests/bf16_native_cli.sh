@@ -43,9 +43,13 @@ echo "bf16_path reported: fp32, native, emulated (GPT-2 and LLaMA)"
 # 2. native against fp32
 train --steps 8 --json >"$dir/fp32.json" || fail "fp32 run"
 train --steps 8 --json --precision bf16 --bf16-compute native >"$dir/nat.json" || fail "native run"
-paste <(losses <"$dir/fp32.json") <(losses <"$dir/nat.json") | awk '{d = $1 - $2; if (d < 0) d = -d; if (d > m) m = d}
-    END {print "native vs fp32: largest loss difference over 8 steps " m; exit !(NR == 8 && m < 0.05)}' \
-    || fail "native losses far from fp32's"
+# near_fp32 LABEL FP32_JSON NATIVE_JSON: the 8 steps' losses within 0.05 of each other
+near_fp32() {
+    paste <(losses <"$2") <(losses <"$3") | awk -v l="$1" '{d = $1 - $2; if (d < 0) d = -d; if (d > m) m = d}
+        END {print l " native vs fp32: largest loss difference over 8 steps " m; exit !(NR == 8 && m < 0.05)}' \
+        || fail "$1 native losses far from fp32's"
+}
+near_fp32 GPT-2 "$dir/fp32.json" "$dir/nat.json"
 
 # 3. thread counts
 nat() { train --precision bf16 --bf16-compute native --json "$@"; }
@@ -114,9 +118,7 @@ echo "sz-estimate: bf16_path in text and JSON; refused: $(head -1 "$dir/est.txt"
 # 8. the LLaMA-style model on the native path
 ltrain --steps 8 --json >"$dir/lfp32.json" || fail "llama fp32 run"
 ltrain --steps 8 --json --precision bf16 --bf16-compute native >"$dir/lnat.json" || fail "llama native run"
-paste <(losses <"$dir/lfp32.json") <(losses <"$dir/lnat.json") | awk '{d = $1 - $2; if (d < 0) d = -d; if (d > m) m = d}
-    END {print "llama native vs fp32: largest loss difference over 8 steps " m; exit !(NR == 8 && m < 0.05)}' \
-    || fail "llama native losses far from fp32's"
+near_fp32 llama "$dir/lfp32.json" "$dir/lnat.json"
 lnat() { ltrain --precision bf16 --bf16-compute native --json "$@"; }
 lnat --steps 4 --kernel-threads 1 --save-state "$dir/l1.st" >"$dir/l1.json" || fail "llama, 1 kernel thread"
 lnat --steps 4 --kernel-threads 2 --save-state "$dir/l2.st" >"$dir/l2.json" || fail "llama, 2 kernel threads"
