@@ -491,7 +491,7 @@ int sz_k_matmul_fwd(float *out, const float *inp, const float *weight, const flo
 
 void sz_k_matmul_host_bytes(int N, int C, int OC, int nthr, size_t *scratch, size_t *pack)
 {
-    sz_mm_shape s[5];
+    sz_mm_shape s[6];
     sz_mm_shape_fwd(&s[0], N, C, OC, SZ_K_F32, SZ_K_F32, 1);   /* as sz_k_matmul_fwd, with a bias and without */
     s[3] = s[0];
     s[3].bias_dt = -1;
@@ -500,8 +500,10 @@ void sz_k_matmul_host_bytes(int N, int C, int OC, int nthr, size_t *scratch, siz
     s[2].a_sm = 1; s[2].a_sk = OC; s[2].b_sk = C; s[2].b_sn = 1; s[2].ldd = C; s[2].accumulate = 1;
     s[4] = s[1];                             /* dinp set (sz_k_matmul_bwd_set) */
     s[4].accumulate = 0;
+    s[5] = s[2];                             /* dweight set */
+    s[5].accumulate = 0;
     size_t scratch_most = 0, pack_most = 0;
-    for (int i = 0; i < 5; i++) {
+    for (int i = 0; i < 6; i++) {
         size_t sc, pk;
         sz_mm_shape_host_split(&s[i], nthr, &sc, &pk);
         /* the scratchpads persist (the largest of them), the packed tiles only during a call */
@@ -538,12 +540,13 @@ int sz_k_matmul_bwd_set(float *dinp, float *dweight, float *dbias, const float *
         if ((r = sz_mm_tiled(&s, dinp, dout, weight, NULL)) < 0) return r;
         rc |= r;
     }
-    if (dweight) {   /* dweight[OC,C] += (dout[N,OC] viewed as [OC,N]) . inp[N,C] */
+    if (dweight) {   /* dweight[OC,C] (+)= (dout[N,OC] viewed as [OC,N]) . inp[N,C]; set: no sum post-op */
         sz_mm_init(&s, OC, C, N, SZ_K_F32);
-        s.a_sm = 1; s.a_sk = OC; s.b_sk = C; s.b_sn = 1; s.ldd = C; s.accumulate = 1;
+        s.a_sm = 1; s.a_sk = OC; s.b_sk = C; s.b_sn = 1; s.ldd = C; s.accumulate = !(set & SZ_K_SET_DW);
         if ((r = sz_mm_tiled(&s, dweight, dout, inp, NULL)) < 0) return r;
         rc |= r;
     }
+    if (dbias && (set & SZ_K_SET_DB)) memset(dbias, 0, (size_t)OC * sizeof *dbias); /* the sums start at 0 */
     if (dbias) sz_mm_colsum(dbias, SZ_K_F32, dout, SZ_K_F32, N, OC);
     return rc;
 }
