@@ -101,8 +101,8 @@ static void test_matmul_f32(void)
         float *pre = rnd(nc, 1.0f), *gin = malloc(nc * 4), *d0 = malloc(nc * 4), *d1 = malloc(nc * 4);
         sz_k_gelu_fwd(gin, pre, nc);
         memset(dwz, 0, oc * 4), memset(dbz, 0, OC * 4), memset(dwn, 0xff, oc * 4), memset(dbn, 0xff, OC * 4);
-        CU_ASSERT(sz_k_gelu_matmul_bwd(d0, SZ_K_F32, dwz, dbz, SZ_K_F32, dout, gin, w, pre, SZ_K_F32, N, C, OC) >= 0);
-        CU_ASSERT(sz_k_gelu_matmul_bwd_set(d1, SZ_K_F32, dwn, dbn, SZ_K_F32, dout, gin, w, pre, SZ_K_F32, N, C, OC,
+        CU_ASSERT(sz_k_gelu_matmul_bwd(d0, SZ_K_F32, dwz, dbz, SZ_K_F32, dout, gin, w, pre, SZ_K_F32, SZ_K_F32, N, C, OC) >= 0);
+        CU_ASSERT(sz_k_gelu_matmul_bwd_set(d1, SZ_K_F32, dwn, dbn, SZ_K_F32, dout, gin, w, pre, SZ_K_F32, SZ_K_F32, N, C, OC,
                                            SZ_K_SET_DW | SZ_K_SET_DB) >= 0);
         CU_ASSERT(memcmp(d0, d1, nc * 4) == 0);
         CU_ASSERT(same_up_to_zero_sign("gelu_matmul_bwd dweight", dwn, dwz, oc, 0));
