@@ -8,7 +8,9 @@
  * (kernels/matmul.c: sz_k_matmul_fwd_wbf16 / _bwd_wbf16_set, the bits of the fp32 op on w widened).
  * The CUDA implementation takes fp32 operands only: the bf16-weight tasks are submitted to CPU
  * workers (sz_task_submit_cpu), also where CUDA workers exist — simpler than a device-side widening,
- * and correct with any CUDA bf16 support the device kernels gain (they never see these tasks). */
+ * and correct with any CUDA bf16 support the device kernels gain (they never see these tasks). A
+ * model with CUDA workers that wants its products on the GPU hands these ops fp32 weights (working
+ * copies) instead. */
 #include "sz_tasks.h"
 #include "starzero_starpu.h"
 #include "sz_kernels.h"
