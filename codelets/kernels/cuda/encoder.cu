@@ -6,7 +6,7 @@
  * order, so the sums are bitwise the CPU's. dwpe[t] gets the B rows of position t in order. The
  * forward also reads bf16 tables (the native bf16 path: widened exactly, an fp32 sum, as the CPU). */
 #include <limits.h>
-#include "sz_cuda_common.cuh"
+#include "sz_cuda_mx.cuh"
 
 #define SZ_EMB_PARTS 32
 
@@ -22,8 +22,8 @@ __global__ static void encoder_fwd_k(float *out, const int *tok, const TP *wte, 
         int v = tok[bt];
         if (v < 0 || v >= V)
             continue;
-        float x = sz_ldt(wte, (size_t)v * C + c);
-        out[i] = with_pos ? x + sz_ldt(wpe, (bt % T) * C + c) : x;
+        float x = sz_mx_get(wte, (size_t)v * C + c);
+        out[i] = with_pos ? x + sz_mx_get(wpe, (bt % T) * C + c) : x;
     }
 }
 

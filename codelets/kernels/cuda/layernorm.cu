@@ -5,10 +5,10 @@
  * One warp per row: each lane sums its columns in order, then a fixed butterfly tree. The weight
  * and bias gradients sum over rows: one thread per column adds rows 0..N-1 in order from the
  * current value, as the CPU (rows read a batch at a time into registers, then added in order).
- * Kernels are templated on the operand types (float, or uint16_t = bf16: sz_ldt / sz_stt /
- * sz_acct of sz_cuda_common.cuh); the all-fp32 instantiations are the fp32 entry points. */
+ * Kernels are templated on the operand types (float, or uint16_t = bf16: sz_mx_get / sz_mx_put /
+ * sz_mx_acc of sz_cuda_mx.cuh); the all-fp32 instantiations are the fp32 entry points. */
 #include <math.h>
-#include "sz_cuda_common.cuh"
+#include "sz_cuda_mx.cuh"
 
 #define SZ_ROWS_PER_BLOCK 4 /* warps per block, one row each */
 
@@ -44,10 +44,10 @@ __global__ static void layernorm_fwd_k(float *res, TO *out, float *mean, float *
     float s = 1.0f / sqrtf(v + 1e-5f);
     if (bias)
         for (int i = lane; i < C; i += 32)
-            sz_stt(o, i, (s * (x[i] - m)) * sz_ldt(w, i) + sz_ldt(bias, i));
+            sz_mx_put(o, i, (s * (x[i] - m)) * sz_mx_get(w, i) + sz_mx_get(bias, i));
     else
         for (int i = lane; i < C; i += 32)
-            sz_stt(o, i, (s * (x[i] - m)) * sz_ldt(w, i));
+            sz_mx_put(o, i, (s * (x[i] - m)) * sz_mx_get(w, i));
     if (lane == 0) {
         mean[n] = m;
         rstd[n] = s;
@@ -70,7 +70,7 @@ __global__ static void layernorm_bwd_dinp_k(float *dinp, float *da, TB *db, cons
     float *di = dinp + r;
     float m = mean[n], s = rstd[n], a = 0.0f, bsum = 0.0f;
     for (int i = lane; i < C; i += 32) {
-        float dn = sz_ldt(w, i) * sz_ldt(d, i);
+        float dn = sz_mx_get(w, i) * sz_mx_get(d, i);
         a += dn;
         bsum += dn * ((x[i] - m) * s);
     }
@@ -78,7 +78,7 @@ __global__ static void layernorm_bwd_dinp_k(float *dinp, float *da, TB *db, cons
     int sa = set & SZ_CUDA_SET_A, sb = set & SZ_CUDA_SET_B;
     for (int i = lane; i < C; i += 32) {
         float norm_i = (x[i] - m) * s;
-        float dval = sz_ldt(w, i) * sz_ldt(d, i) - dnorm_mean - norm_i * dnorm_norm_mean;
+        float dval = sz_mx_get(w, i) * sz_mx_get(d, i) - dnorm_mean - norm_i * dnorm_norm_mean;
         if (!da) {
             if (sa)
                 di[i] = dval * s;
@@ -93,9 +93,9 @@ __global__ static void layernorm_bwd_dinp_k(float *dinp, float *da, TB *db, cons
         else
             da[r + i] += dr;
         if (sb)
-            sz_stt(db, r + i, dr);
+            sz_mx_put(db, r + i, dr);
         else
-            sz_acct(db, r + i, dr);
+            sz_mx_acc(db, r + i, dr, 0);
     }
 }
 
@@ -118,7 +118,7 @@ __global__ static void norm_bwd_params_k(float *dweight, float *dbias, const TD 
 #pragma unroll
         for (int k = 0; k < SZ_P_BATCH; k++) {
             size_t e = (size_t)(n + k) * C + c;
-            d[k] = sz_ldt(dout, e);
+            d[k] = sz_mx_get(dout, e);
             xn[k] = mean ? (inp[e] - mean[n + k]) * rstd[n + k] : inp[e] * rstd[n + k];
         }
 #pragma unroll
@@ -130,7 +130,7 @@ __global__ static void norm_bwd_params_k(float *dweight, float *dbias, const TD 
     }
     for (; n < N; n++) {
         size_t e = (size_t)n * C + c;
-        float d = sz_ldt(dout, e), xn = mean ? (inp[e] - mean[n]) * rstd[n] : inp[e] * rstd[n];
+        float d = sz_mx_get(dout, e), xn = mean ? (inp[e] - mean[n]) * rstd[n] : inp[e] * rstd[n];
         if (dbias)
             db += d;
         dw += xn * d;
@@ -164,7 +164,7 @@ __global__ static void rmsnorm_fwd_k(float *res, TO *out, float *rstd, const flo
         ss += x[i] * x[i];
     float s = 1.0f / sqrtf(sz_warp_sum(ss) / C + eps);
     for (int i = lane; i < C; i += 32)
-        sz_stt(o, i, (x[i] * s) * sz_ldt(w, i));
+        sz_mx_put(o, i, (x[i] * s) * sz_mx_get(w, i));
     if (lane == 0)
         rstd[n] = s;
 }
@@ -183,11 +183,11 @@ __global__ static void rmsnorm_bwd_dinp_k(float *dinp, float *da, TB *db, const 
     float *di = dinp + r;
     float s = rstd[n], a = 0.0f;
     for (int i = lane; i < C; i += 32)
-        a += sz_ldt(d, i) * sz_ldt(w, i) * x[i];
+        a += sz_mx_get(d, i) * sz_mx_get(w, i) * x[i];
     float k = s * s * s * sz_warp_sum(a) / C;
     int sa = set & SZ_CUDA_SET_A, sb = set & SZ_CUDA_SET_B;
     for (int i = lane; i < C; i += 32) {
-        float v = s * sz_ldt(w, i) * sz_ldt(d, i) - k * x[i];
+        float v = s * sz_mx_get(w, i) * sz_mx_get(d, i) - k * x[i];
         if (!da) {
             if (sa)
                 di[i] = v;
@@ -202,9 +202,9 @@ __global__ static void rmsnorm_bwd_dinp_k(float *dinp, float *da, TB *db, const 
         else
             da[r + i] += dr;
         if (sb)
-            sz_stt(db, r + i, dr);
+            sz_mx_put(db, r + i, dr);
         else
-            sz_acct(db, r + i, dr);
+            sz_mx_acc(db, r + i, dr, 0);
     }
 }
 

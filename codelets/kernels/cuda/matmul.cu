@@ -9,7 +9,7 @@
  * (set) writes dinp with beta = 0 (not read). The fused matmul + GELU pair (matmul_gelu.c) is a
  * GEMM and then an elementwise GELU epilogue (forward: gout from out; backward: in place on the
  * product written into dinp). */
-#include "sz_cuda_common.cuh"
+#include "sz_cuda_mx.cuh"
 
 static int sz_cublas_rc(cublasStatus_t st) { return st == CUBLAS_STATUS_SUCCESS ? 0 : 1000 + (int)st; }
 
@@ -125,7 +125,7 @@ static int sz_mm_bwd(cublasHandle_t h, cudaStream_t s, void *dinp, int dinp_dt, 
 /* gout[i] = gelu(out[i]) (gout fp32 or bf16: rounded once), kernels/matmul_gelu.c's forward tile. */
 template <typename TG> __global__ static void gelu_epi_fwd_k(TG *gout, const float *out, size_t n)
 {
-    SZ_GRID_STRIDE(i, n) sz_stt(gout, i, sz_d_gelu(out[i]));
+    SZ_GRID_STRIDE(i, n) sz_mx_put(gout, i, sz_d_gelu(out[i]));
 }
 
 /* d[i] = 0 + gelu'(pre[i]) * d[i] in d's type, kernels/matmul_gelu.c's backward tile (the product
@@ -134,8 +134,8 @@ template <typename TD> __global__ static void gelu_epi_bwd_k(TD *d, const float 
 {
     SZ_GRID_STRIDE(i, n) {
         float acc = 0.0f;
-        acc += sz_d_gelu_grad(pre[i]) * sz_ldt(d, i);
-        sz_stt(d, i, acc);
+        acc += sz_d_gelu_grad(pre[i]) * sz_mx_get(d, i);
+        sz_mx_put(d, i, acc);
     }
 }
 

@@ -74,16 +74,6 @@ __device__ __forceinline__ float sz_d_gelu_grad(float x)
     return g + x * 0.5f * sech2 * SZ_D_GELU_S * (1.0f + 3.0f * 0.044715f * x * x);
 }
 
-/* Typed element access for kernels templated on their operands' types (float, or uint16_t = bf16):
- * a bf16 load widened exactly, a bf16 store rounded once (sz_d_f2h), an accumulation
- * p[i] = round(f32(p[i]) + v) for bf16 (the CPU's sz_accx). */
-__device__ __forceinline__ float sz_ldt(const float *p, size_t i) { return p[i]; }
-__device__ __forceinline__ float sz_ldt(const uint16_t *p, size_t i) { return sz_d_h2f(p[i]); }
-__device__ __forceinline__ void sz_stt(float *p, size_t i, float v) { p[i] = v; }
-__device__ __forceinline__ void sz_stt(uint16_t *p, size_t i, float v) { p[i] = sz_d_f2h(v); }
-__device__ __forceinline__ void sz_acct(float *p, size_t i, float v) { p[i] += v; }
-__device__ __forceinline__ void sz_acct(uint16_t *p, size_t i, float v) { p[i] = sz_d_f2h(sz_d_h2f(p[i]) + v); }
-
 /* Warp reductions by xor butterflies: a fixed tree, every lane gets the result. */
 template <typename T> __device__ __forceinline__ T sz_warp_sum(T v)
 {
