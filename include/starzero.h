@@ -99,6 +99,29 @@ typedef struct sz_gpu_info {
     int64_t starpu_used_bytes;   /* what StarPU has allocated there now */
 } sz_gpu_info;
 
+/* This rank's per-GPU default budget, decided once by sz_context_init before StarPU starts (issue
+ * 15, item 5): the free memory of the rank's CUDA device at start (cudaMemGetInfo, after every rank
+ * of the node made its CUDA context), at most StarPU's 90% of the device, divided by the ranks of
+ * this job on this node that drive the same device (several ranks per GPU are allowed for testing:
+ * local rank -> device is local rank mod visible devices), and at most a STARPU_LIMIT_CUDA_MEM the
+ * user set. With neither that variable nor a --mem-budget (sz_context_config.gpu_mem_limit) StarPU's
+ * own limit (STARPU_LIMIT_CUDA_MEM) is set from the share, so StarPU never takes more there. */
+typedef struct sz_gpu_budget_info {
+    int device;                   /* CUDA device (as this process sees them); -1: none, the rest 0 */
+    int sharers;                  /* k: ranks of this job on this node driving that device (>= 1) */
+    int64_t free_bytes;           /* its free memory at start */
+    int64_t total_bytes;
+    int64_t device_cap_bytes;     /* StarPU's default limit there: 90% of the device */
+    int64_t process_limit_bytes;  /* a STARPU_LIMIT_CUDA_MEM the user set (bytes), else 0 */
+    int64_t share_bytes;          /* the default budget: min(free, device cap) / k, <= process limit */
+    int limit_from_share;         /* 1: sz_context_init set STARPU_LIMIT_CUDA_MEM from share_bytes */
+} sz_gpu_budget_info;
+
+/* This rank's decision (above); SZ_ERR_UNSUPPORTED (out->device -1) on a rank without a GPU. */
+sz_status sz_context_gpu_budget(const sz_context *ctx, sz_gpu_budget_info *out);
+/* "budget per rank: X of Y free on GPU d shared by k ranks" for b (given > 0: that --mem-budget). */
+char *sz_gpu_budget_describe(const sz_gpu_budget_info *b, int64_t given, char *msg, size_t len);
+
 /* Starts MPI (MPI_THREAD_MULTIPLE, if not already started), hwloc, StarPU and StarPU-MPI.
  * argc/argv may be NULL. On success *out owns the runtime until sz_context_free(). */
 sz_status sz_context_init(sz_context **out, const sz_context_config *cfg, int *argc, char ***argv);
@@ -770,8 +793,9 @@ int64_t sz_matmul_host_bytes(int workers, int threads, int64_t rows, int n, cons
 int64_t sz_matmul_host_bytes_bf16(int workers, int threads, int64_t rows, int n, const int64_t *in, const int64_t *out);
 /* The same for linear layers of fp32 activations with bf16 weights (the emulated bf16 path without
  * working copies: sz_op_matmul_* / sz_op_*gelu* given an fp32 inp or dout and a bf16 w): the fp32
- * tiles' scratchpads plus each thread's widened slice of the weight while a call runs (forward
- * 384 x in[i] floats, backward out[i] x 400: GPT-2's lm head backward holds 80 MB per thread). */
+ * tiles' scratchpads plus each thread's widened slice of the weight, kept by the thread like its
+ * scratchpad (forward 384 x in[i] floats, backward out[i] x 400, or out[i] x in[i] where in[i] <= 384:
+ * GPT-2's lm head backward keeps 80 MB per kernel thread). */
 int64_t sz_matmul_host_bytes_wbf16(int workers, int threads, int64_t rows, int n, const int64_t *in, const int64_t *out);
 
 /* Collective yardstick: plain MPI_Reduce_scatter_block + MPI_Allgather on the same element counts
