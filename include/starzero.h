@@ -99,6 +99,29 @@ typedef struct sz_gpu_info {
     int64_t starpu_used_bytes;   /* what StarPU has allocated there now */
 } sz_gpu_info;
 
+/* This rank's per-GPU default budget, decided once by sz_context_init before StarPU starts (issue
+ * 15, item 5): the free memory of the rank's CUDA device at start (cudaMemGetInfo, after every rank
+ * of the node made its CUDA context), at most StarPU's 90% of the device, divided by the ranks of
+ * this job on this node that drive the same device (several ranks per GPU are allowed for testing:
+ * local rank -> device is local rank mod visible devices), and at most a STARPU_LIMIT_CUDA_MEM the
+ * user set. With neither that variable nor a --mem-budget (sz_context_config.gpu_mem_limit) StarPU's
+ * own limit (STARPU_LIMIT_CUDA_MEM) is set from the share, so StarPU never takes more there. */
+typedef struct sz_gpu_budget_info {
+    int device;                   /* CUDA device (as this process sees them); -1: none, the rest 0 */
+    int sharers;                  /* k: ranks of this job on this node driving that device (>= 1) */
+    int64_t free_bytes;           /* its free memory at start */
+    int64_t total_bytes;
+    int64_t device_cap_bytes;     /* StarPU's default limit there: 90% of the device */
+    int64_t process_limit_bytes;  /* a STARPU_LIMIT_CUDA_MEM the user set (bytes), else 0 */
+    int64_t share_bytes;          /* the default budget: min(free, device cap) / k, <= process limit */
+    int limit_from_share;         /* 1: sz_context_init set STARPU_LIMIT_CUDA_MEM from share_bytes */
+} sz_gpu_budget_info;
+
+/* This rank's decision (above); SZ_ERR_UNSUPPORTED (out->device -1) on a rank without a GPU. */
+sz_status sz_context_gpu_budget(const sz_context *ctx, sz_gpu_budget_info *out);
+/* "budget per rank: X of Y free on GPU d shared by k ranks" for b (given > 0: that --mem-budget). */
+char *sz_gpu_budget_describe(const sz_gpu_budget_info *b, int64_t given, char *msg, size_t len);
+
 /* Starts MPI (MPI_THREAD_MULTIPLE, if not already started), hwloc, StarPU and StarPU-MPI.
  * argc/argv may be NULL. On success *out owns the runtime until sz_context_free(). */
 sz_status sz_context_init(sz_context **out, const sz_context_config *cfg, int *argc, char ***argv);
@@ -277,7 +300,11 @@ typedef enum sz_precision {
  * The rule (sz_bf16_compute_decide): native where the CPU has AMX-BF16, or AVX512-BF16 on a CPU
  * whose bf16 dot product is known to run at >= 1.5x its fp32 FMA rate (AMD Zen 4 and later:
  * measured 2.0-2.9x); emulated elsewhere (Intel CPUs with AVX512-BF16 but no AMX run vdpbf16ps at
- * half the FMA rate; no AVX512-BF16 at all: oneDNN would widen anyway), and with CUDA workers. */
+ * half the FMA rate; no AVX512-BF16 at all: oneDNN would widen anyway). With CUDA workers the GPU
+ * rule instead (sz_bf16_compute_decide_cuda): native when every CUDA worker's GPU has bf16 tensor
+ * cores (compute capability 8.0+) and every op of the native path has its bf16 CUDA
+ * implementation, else emulated (the native path on GPUs was written and compiled without a GPU:
+ * not yet run on one). */
 typedef enum sz_bf16_compute {
     SZ_BF16_COMPUTE_AUTO = 0,  /* the CPU rule */
     SZ_BF16_COMPUTE_NATIVE,
@@ -297,6 +324,19 @@ void sz_cpu_bf16_query(sz_cpu_bf16 *out);
 sz_bf16_compute sz_bf16_compute_decide(const sz_cpu_bf16 *cpu, const char **why);
 /* The rule for this CPU: sz_bf16_compute_decide of sz_cpu_bf16_query. */
 sz_bf16_compute sz_bf16_compute_auto(const char **why);
+/* The GPU rule for a rank with CUDA workers, the lowest compute capability among their devices
+ * (gpu: that device's name, may be NULL) and the nmissing codelets (names in missing[], up to 4
+ * used) of the native path whose CUDA implementation takes no bf16 tensors: NATIVE when cc_major >= 8
+ * and nmissing == 0, else EMULATED; the reason (one sentence naming the device or the ops) in why[len]
+ * (may be NULL). */
+sz_bf16_compute sz_bf16_compute_decide_cuda(int cc_major, int cc_minor, const char *gpu, int nmissing,
+                                            const char *const *missing, char *why, size_t len);
+/* The codelets of the native bf16 path with a CUDA implementation that takes no bf16 tensors: how
+ * many, and the first max of their names in names[] (may be NULL). 0 when the GPUs have every twin. */
+int sz_native_cuda_missing(const char **names, int max);
+/* What --bf16-compute auto picks on this rank and why (in why[len]): the CPU rule without CUDA
+ * workers, the GPU rule with them (this rank's CUDA workers' devices and sz_native_cuda_missing). */
+sz_bf16_compute sz_context_bf16_auto(const sz_context *ctx, char *why, size_t len);
 /* "auto", "native", "emulated"; parse accepts those (SZ_ERR_INVALID otherwise). */
 const char *sz_bf16_compute_name(sz_bf16_compute c);
 sz_status sz_bf16_compute_parse(const char *s, sz_bf16_compute *out);
@@ -471,8 +511,13 @@ float sz_unit_loss_scale(const sz_unit *u);
  * include/starzero_starpu.h) and runs on CPUs, no zeroing
  * task runs and that op writes t instead of adding into it. The values are those of 0 + x, except that
  * a contribution of exactly -0.0 stays -0.0 (0.0f + -0.0f is +0.0f). Otherwise (another op, a partial
- * view, the end of the callback) the zeroing task is submitted just before. SZ_ZERO_FOLD=0 in the
- * environment (read by sz_model_init) turns folding off. */
+ * view, the end of the callback) the zeroing task is submitted just before. The parameters'
+ * gradients (sz_unit_grad) need no sz_op_zero: the engine leaves each to the first op of the step
+ * that touches it — set there when that op writes the whole view as SZ_ACCUMULATE_OR_SET
+ * (matmul_bwd's and gelu_matmul_bwd's dw and db, layernorm_bwd's and layernorm_residual_bwd's dw and
+ * db, rmsnorm_bwd's and rmsnorm_residual_bwd's dw), zeroed just before any other (an embedding's
+ * scatter-add), and zeroed at the end of the backward when none touched it. SZ_ZERO_FOLD=0 in the
+ * environment (read by sz_model_init) turns both foldings off: every zeroing is a task of its own. */
 sz_status sz_op_zero(sz_unit *u, sz_tensor *t);
 /* out[B,T,C] = wte[tokens[b,t]] + wpe[t] (overwrites out); tokens int32 [B,T] in [0, V), V = rows
  * of wte. */
@@ -748,8 +793,9 @@ int64_t sz_matmul_host_bytes(int workers, int threads, int64_t rows, int n, cons
 int64_t sz_matmul_host_bytes_bf16(int workers, int threads, int64_t rows, int n, const int64_t *in, const int64_t *out);
 /* The same for linear layers of fp32 activations with bf16 weights (the emulated bf16 path without
  * working copies: sz_op_matmul_* / sz_op_*gelu* given an fp32 inp or dout and a bf16 w): the fp32
- * tiles' scratchpads plus each thread's widened slice of the weight while a call runs (forward
- * 384 x in[i] floats, backward out[i] x 400: GPT-2's lm head backward holds 80 MB per thread). */
+ * tiles' scratchpads plus each thread's widened slice of the weight, kept by the thread like its
+ * scratchpad (forward 384 x in[i] floats, backward out[i] x 400, or out[i] x in[i] where in[i] <= 384:
+ * GPT-2's lm head backward keeps 80 MB per kernel thread). */
 int64_t sz_matmul_host_bytes_wbf16(int workers, int threads, int64_t rows, int n, const int64_t *in, const int64_t *out);
 
 /* Collective yardstick: plain MPI_Reduce_scatter_block + MPI_Allgather on the same element counts

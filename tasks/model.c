@@ -19,6 +19,7 @@
 #include "sz_cuda.h"
 #include "sz_kernels.h"
 #include "sz_devcheck.h"
+#include "sz_gpu_budget.h"
 
 void sz_train_config_defaults(sz_train_config *cfg)
 {
@@ -103,20 +104,25 @@ sz_status sz_model_set_zero(sz_model *m, const sz_zero_config *z)
                        (int)z->bf16_compute);
         return SZ_ERR_INVALID;
     }
-    /* The bf16 compute path, decided once here (the CPU rule for AUTO) so that the model can choose
-     * its activations' dtypes before creating them. The native kernels are CPU kernels: with CUDA
-     * workers AUTO is emulated, and NATIVE is refused. */
+    /* The bf16 compute path, decided once here so that the model can choose its activations' dtypes
+     * before creating them: AUTO is the CPU rule, or with CUDA workers the GPU rule
+     * (codelets/native_cuda.c: native on sm_80+ GPUs when every op of the native path has its bf16
+     * CUDA twin). NATIVE with CUDA workers is refused where that rule says emulated, with its
+     * reason (the GPU, or the ops without a twin). */
     sz_runtime_info info;
     int cuda = sz_context_runtime_info(m->ctx, &info) == SZ_OK && info.cuda_workers > 0;
     sz_bf16_compute path = z->bf16_compute;
-    if (path == SZ_BF16_COMPUTE_NATIVE && cuda) {
-        sz_context_log(m->ctx, SZ_LOG_ERROR, "the native bf16 compute path runs on CPU workers only, and this "
-                       "rank has %d CUDA worker(s): use the emulated path (--bf16-compute emulated) or "
-                       "STARPU_NCUDA=0", info.cuda_workers);
-        return SZ_ERR_UNSUPPORTED;
+    if (path == SZ_BF16_COMPUTE_AUTO || (path == SZ_BF16_COMPUTE_NATIVE && cuda)) {
+        char why[384];
+        sz_bf16_compute rule = sz_context_bf16_auto(m->ctx, why, sizeof why);
+        if (path == SZ_BF16_COMPUTE_NATIVE && rule != SZ_BF16_COMPUTE_NATIVE) {
+            sz_context_log(m->ctx, SZ_LOG_ERROR, "the native bf16 compute path cannot run on this rank's %d CUDA "
+                           "worker(s): %s; use the emulated path (--bf16-compute emulated) or STARPU_NCUDA=0",
+                           info.cuda_workers, why);
+            return SZ_ERR_UNSUPPORTED;
+        }
+        path = rule;
     }
-    if (path == SZ_BF16_COMPUTE_AUTO)
-        path = cuda ? SZ_BF16_COMPUTE_EMULATED : sz_bf16_compute_auto(NULL);
     m->zero = *z;
     m->zero.bf16_compute = path;
     m->mixed = z->precision == SZ_PRECISION_BF16;
@@ -749,6 +755,14 @@ sz_status sz_model_check_budget(struct sz_model *m, int64_t budget)
         said_rows |= alt[i].rows > 1;
         say(&a, "%s%s: stage %d with N_d >= %d (%.1f MB)", a.len ? "; " : "", what[i], best_s, best_nd, mb_up(best_at));
     }
+    char gpu_note[768] = "";
+    if (have_cuda() && m->budget_from_machine && budget == m->budget) {
+        char text[512];
+        sz_gpu_budget_describe(&m->ctx->gpu_budget, 0, text, sizeof text);
+        snprintf(gpu_note, sizeof gpu_note, " (no budget given: %s; %s; a larger N_d below means more GPUs)",
+                 m->ctx->gpu_budget.device >= 0 ? text : "the free memory of this rank's GPU at start, split among the ranks driving it",
+                 "at most StarPU's limit there (STARPU_LIMIT_CUDA_MEM, else 90% of the device); the smallest over ranks");
+    }
     char slack_note[96] = "";
     if (have_cuda())
         snprintf(slack_note, sizeof slack_note, "with %.1f MB for StarPU's allocation chunks)", allocator_slack() / 1e6);
@@ -760,9 +774,7 @@ sz_status sz_model_check_budget(struct sz_model *m, int64_t budget)
                    m->zero.offload_optimizer ? ", offloaded optimizer" : "",
                    mb_down(budget),
                    !(m->budget_from_machine && budget == m->budget) ? ""
-                   : have_cuda() ? " (no budget given: the free memory of this rank's GPU at start (cudaMemGetInfo), "
-                                   "split among the ranks driving that GPU, at most StarPU's limit there "
-                                   "(STARPU_LIMIT_CUDA_MEM, else 90% of the device); a larger N_d below means more GPUs)"
+                   : have_cuda() ? gpu_note
                                  : " (no budget given: this rank's share of the memory this node has available now, less the "
                                    "runtime's allowance; more ranks on this node would share it, so a larger N_d below means "
                                    "more nodes)",
@@ -851,6 +863,8 @@ sz_status sz_model_finalize(sz_model *m)
         if (sz_context_memory_budget(m->ctx, &budget) != SZ_OK)
             return SZ_ERR_RUNTIME;
         m->budget_from_machine = budget > 0;
+    } else if ((ast = sz_context_check_gpu_budget(m->ctx, budget)) != SZ_OK) { /* collective: k x budget per GPU */
+        return ast;
     }
     m->budget = budget;
     const char *gp = getenv("SZ_GPU_PLACEMENT");
@@ -905,6 +919,7 @@ void sz_model_free(sz_model *m)
     sz_plan_free(&m->step_plan);
     sz_plan_free(&m->eval_plan);
     sz_model_depcheck(m, 0);
+    free(m->gpending);
     free(m->tensors);
     free(m->shared_acts);
     free(m->act_names);

@@ -199,7 +199,7 @@ int sz_k_layernorm_bwd_mx_set(float *dinp, float *dweight, float *dbias, const v
     int par = (size_t)N * C >= SZ_PAR_MIN;
     if (ln_bwd_rows(dinp, NULL, NULL, F32, dout, dout_dt, inp, weight, p_dt, mean, rstd, N, C, par, set))
         return -1; /* only dinp was touched, and only the rows some thread had scratch for */
-    sz_ln_params_bwd(dweight, dbias, dout, dout_dt, inp, mean, rstd, N, C, par);
+    sz_ln_params_bwd(dweight, dbias, dout, dout_dt, inp, mean, rstd, N, C, par, set);
     return 0;
 }
 
@@ -382,7 +382,7 @@ int sz_k_layernorm_residual_bwd_mx_set(float *da, void *db, sz_k_dtype db_dt, fl
     int par = (size_t)N * C >= SZ_PAR_MIN;
     if (ln_bwd_rows(dres, da, db, db_dt, dout, dout_dt, res, weight, p_dt, mean, rstd, N, C, par, set))
         return -1;
-    sz_ln_params_bwd(dweight, dbias, dout, dout_dt, res, mean, rstd, N, C, par);
+    sz_ln_params_bwd(dweight, dbias, dout, dout_dt, res, mean, rstd, N, C, par, set);
     return 0;
 }
 
@@ -528,7 +528,7 @@ static int rms_bwd_mx(float *da, void *db, sz_k_dtype db_dt, float *dres, float 
     }
     free(wf);
     if (fail) return -1; /* only the input gradients were touched, and only where a thread had its rows */
-    if (dweight) sz_rms_weight_bwd(dweight, dout, dout_dt, inp, rstd, N, C, par);
+    if (dweight) sz_rms_weight_bwd(dweight, dout, dout_dt, inp, rstd, N, C, par, set);
     return 0;
 }
 
@@ -542,7 +542,7 @@ int sz_k_rmsnorm_bwd_mx_set(float *dinp, float *dweight, const void *dout, sz_k_
                             const void *weight, sz_k_dtype p_dt, const float *rstd, int N, int C, int set)
 {
     return rms_bwd_mx(dinp, NULL, SZ_K_F32, NULL, dweight, dout, dout_dt, inp, weight, p_dt, rstd, N, C,
-                      set & SZ_K_SET_DINP);
+                      set & (SZ_K_SET_DINP | SZ_K_SET_DW));
 }
 
 int sz_k_rmsnorm_residual_bwd_mx(float *da, void *db, sz_k_dtype db_dt, float *dres, float *dweight,

@@ -357,9 +357,10 @@ SZ_INLINE void sz_sxent_fused_row(float *l, void *out, int out_dt, float *loss, 
 }
 
 /* LayerNorm dweight, dbias (dbias may be NULL) from dout (fp32 or bf16, widened by column block):
- * column blocks, each adding rows 0..N-1 in order; in parallel when par (layernorm.c). */
+ * column blocks, each adding rows 0..N-1 in order (onto 0 where set has SZ_K_SET_DW / SZ_K_SET_DB); in
+ * parallel when par (layernorm.c). */
 void sz_ln_params_bwd(float *dweight, float *dbias, const void *dout, sz_k_dtype dout_dt, const float *inp,
-                      const float *mean, const float *rstd, int N, int C, int par);
+                      const float *mean, const float *rstd, int N, int C, int par, int set);
 
 /* RMSNorm (rmsnorm.c), one row: rstd and the scaled output. */
 static inline void sz_rms_row_fwd(float *o, float *rstd, const float *x, const float *weight, int C, float eps)
@@ -388,9 +389,10 @@ static inline void sz_rms_row_bwd(float *di, const float *d, const float *x, con
 }
 
 /* RMSNorm dweight (dw_i = Σ_n d_i x_i s) from dout (fp32 or bf16, widened by column block): column
- * blocks, each adding rows 0..N-1 in order; in parallel when par (rmsnorm.c). */
+ * blocks, each adding rows 0..N-1 in order (onto 0 where set has SZ_K_SET_DW); in parallel when par
+ * (rmsnorm.c). */
 void sz_rms_weight_bwd(float *dweight, const void *dout, sz_k_dtype dout_dt, const float *inp, const float *rstd,
-                       int N, int C, int par);
+                       int N, int C, int par, int set);
 
 /* RoPE (rope.c): the cos/sin table [T, hs/2] (cos, sin pairs, computed in double; NULL when out of
  * memory; the caller frees it), and one row [3C] of qkv at the position whose table row is cs. */
