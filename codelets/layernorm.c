@@ -1,6 +1,6 @@
 /* codelets/layernorm.c — layernorm over the channel dimension (eps 1e-5), forward and backward.
  * Forward overwrites out, mean, rstd; backward accumulates into dinp (or sets it: a folded
- * sz_op_zero), dw and db. The bias is
+ * sz_op_zero), dw and db (or sets them: the step's first writer of the gradients). The bias is
  * optional: b (forward) and db (backward) may be NULL (a layernorm without bias). */
 #include "sz_tasks.h"
 #include "starzero_starpu.h"
@@ -32,7 +32,8 @@ enum { BWD_DINP, BWD_DW, BWD_DB, BWD_DOUT, BWD_INP, BWD_W, BWD_MEAN, BWD_RSTD };
 static void bwd_cpu(void *b[], void *arg)
 {
     const struct layernorm_args *a = sz_task_params(arg);
-    int set = sz_task_sets(arg, BWD_DINP) ? SZ_K_SET_DINP : 0; /* a folded sz_op_zero of dinp */
+    int set = (sz_task_sets(arg, BWD_DINP) ? SZ_K_SET_DINP : 0) | /* a folded sz_op_zero of dinp */
+              (sz_task_sets(arg, BWD_DW) ? SZ_K_SET_DW : 0) | (sz_task_sets(arg, BWD_DB) ? SZ_K_SET_DB : 0); /* the step's first writer of a parameter's gradient (tasks/zero.c) */
     if (a->dout_dt || a->p_dt) {
         if (sz_k_layernorm_bwd_mx_set(sz_task_ptr(b, arg, BWD_DINP), sz_task_ptr(b, arg, BWD_DW),
                                       sz_task_ptr(b, arg, BWD_DB), sz_task_ptr(b, arg, BWD_DOUT), a->dout_dt,
@@ -47,23 +48,28 @@ static void bwd_cpu(void *b[], void *arg)
 }
 
 #if SZ_WITH_CUDA
+/* Every type combination the CPU takes (fp32 or bf16 out / dout and parameters), fp32 math; dinp set
+ * rather than added to where the engine folded a zero into the task. */
 static void fwd_cuda(void *b[], void *arg)
 {
     const struct layernorm_args *a = sz_task_params(arg);
     sz_cuda_task_rc(arg, "layernorm_fwd",
-                    sz_cuda_layernorm_fwd(SZ_STREAM, sz_task_ptr(b, arg, FWD_OUT), sz_task_ptr(b, arg, FWD_MEAN),
-                                          sz_task_ptr(b, arg, FWD_RSTD), sz_task_ptr(b, arg, FWD_INP),
-                                          sz_task_ptr(b, arg, FWD_W), sz_task_ptr(b, arg, FWD_B), a->N, a->C));
+                    sz_cuda_layernorm_fwd_mx(SZ_STREAM, sz_task_ptr(b, arg, FWD_OUT), a->out_dt,
+                                             sz_task_ptr(b, arg, FWD_MEAN), sz_task_ptr(b, arg, FWD_RSTD),
+                                             sz_task_ptr(b, arg, FWD_INP), sz_task_ptr(b, arg, FWD_W),
+                                             sz_task_ptr(b, arg, FWD_B), a->p_dt, a->N, a->C));
 }
 
 static void bwd_cuda(void *b[], void *arg)
 {
     const struct layernorm_args *a = sz_task_params(arg);
+    int set = sz_task_sets(arg, BWD_DINP) ? SZ_CUDA_SET_A : 0;
     sz_cuda_task_rc(arg, "layernorm_bwd",
-                    sz_cuda_layernorm_bwd(SZ_STREAM, sz_task_ptr(b, arg, BWD_DINP), sz_task_ptr(b, arg, BWD_DW),
-                                          sz_task_ptr(b, arg, BWD_DB), sz_task_ptr(b, arg, BWD_DOUT),
-                                          sz_task_ptr(b, arg, BWD_INP), sz_task_ptr(b, arg, BWD_W),
-                                          sz_task_ptr(b, arg, BWD_MEAN), sz_task_ptr(b, arg, BWD_RSTD), a->N, a->C));
+                    sz_cuda_layernorm_bwd_mx(SZ_STREAM, sz_task_ptr(b, arg, BWD_DINP), sz_task_ptr(b, arg, BWD_DW),
+                                             sz_task_ptr(b, arg, BWD_DB), sz_task_ptr(b, arg, BWD_DOUT), a->dout_dt,
+                                             sz_task_ptr(b, arg, BWD_INP), sz_task_ptr(b, arg, BWD_W), a->p_dt,
+                                             sz_task_ptr(b, arg, BWD_MEAN), sz_task_ptr(b, arg, BWD_RSTD), a->N, a->C,
+                                             set));
 }
 #endif
 
@@ -104,8 +110,8 @@ sz_status sz_op_layernorm_bwd(sz_unit *u, sz_tensor *dinp, sz_tensor *dw, sz_ten
     /* dout and w may be bf16 (the native bf16 path); the gradients are fp32 */
     struct layernorm_args a = {N, C, 0, sz_kdt(w), sz_kdt(dout)};
     sz_task_tensor t[] = {{dinp, SZ_ACCUMULATE_OR_SET, SZ_DTYPE_F32, NC, "dinp", 0},
-                          {dw, SZ_ACCUMULATE, SZ_DTYPE_F32, C, "dw", 0},
-                          {db, SZ_ACCUMULATE, SZ_DTYPE_F32, C, "db", 1},
+                          {dw, SZ_ACCUMULATE_OR_SET, SZ_DTYPE_F32, C, "dw", 0},
+                          {db, SZ_ACCUMULATE_OR_SET, SZ_DTYPE_F32, C, "db", 1},
                           {dout, SZ_READ, sz_fb(dout), NC, "dout", 0},
                           {inp, SZ_READ, SZ_DTYPE_F32, NC, "inp", 0},
                           {w, SZ_READ, sz_fb(w), C, "w", 0},

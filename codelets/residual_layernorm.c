@@ -4,7 +4,7 @@
  * read of a and b instead of writing res and reading it back). Backward accumulates the
  * layernorm's input gradient into dres (the residual stream's gradient, which already holds what
  * the rest of the graph gave it), then adds dres into da and db (or sets either: a folded
- * sz_op_zero), and accumulates dw and db_ln. The
+ * sz_op_zero), and accumulates dw and db_ln (or sets them: the step's first writer of the gradients). The
  * same bits as residual_fwd + layernorm_fwd, and layernorm_bwd + residual_bwd. The layernorm's
  * bias is optional (b_ln NULL forward, db_ln NULL backward). */
 #include "sz_tasks.h"
@@ -40,7 +40,8 @@ enum { BWD_DA, BWD_DB, BWD_DRES, BWD_DW, BWD_DBLN, BWD_DOUT, BWD_RES, BWD_W, BWD
 static void bwd_cpu(void *b[], void *arg)
 {
     const struct residual_layernorm_args *a = sz_task_params(arg);
-    int set = (sz_task_sets(arg, BWD_DA) ? SZ_K_SET_A : 0) | (sz_task_sets(arg, BWD_DB) ? SZ_K_SET_B : 0);
+    int set = (sz_task_sets(arg, BWD_DA) ? SZ_K_SET_A : 0) | (sz_task_sets(arg, BWD_DB) ? SZ_K_SET_B : 0) |
+              (sz_task_sets(arg, BWD_DW) ? SZ_K_SET_DW : 0) | (sz_task_sets(arg, BWD_DBLN) ? SZ_K_SET_DB : 0);
     if (a->out_dt || a->p_dt || a->db_dt) {
         if (sz_k_layernorm_residual_bwd_mx_set(sz_task_ptr(b, arg, BWD_DA), sz_task_ptr(b, arg, BWD_DB), a->db_dt,
                                                sz_task_ptr(b, arg, BWD_DRES), sz_task_ptr(b, arg, BWD_DW),
@@ -59,35 +60,33 @@ static void bwd_cpu(void *b[], void *arg)
 }
 
 #if SZ_WITH_CUDA
-/* The separate CUDA kernels one after the other on the worker's stream: their bits. */
+/* One fused kernel per direction (kernels/cuda/layernorm.cu), every type combination the CPU takes;
+ * da and db set rather than added to where the engine folded a zero into the task. */
 static void fwd_cuda(void *b[], void *arg)
 {
     const struct residual_layernorm_args *a = sz_task_params(arg);
-    size_t NC = (size_t)a->N * a->C;
-    float *res = sz_task_ptr(b, arg, FWD_RES);
-    if (sz_cuda_task_rc(arg, "residual_layernorm_fwd",
-                        sz_cuda_residual_fwd(SZ_STREAM, res, sz_task_ptr(b, arg, FWD_A), sz_task_ptr(b, arg, FWD_B),
-                                             NC)))
-        return;
     sz_cuda_task_rc(arg, "residual_layernorm_fwd",
-                    sz_cuda_layernorm_fwd(SZ_STREAM, sz_task_ptr(b, arg, FWD_OUT), sz_task_ptr(b, arg, FWD_MEAN),
-                                          sz_task_ptr(b, arg, FWD_RSTD), res, sz_task_ptr(b, arg, FWD_W),
-                                          sz_task_ptr(b, arg, FWD_BLN), a->N, a->C));
+                    sz_cuda_residual_layernorm_fwd_mx(SZ_STREAM, sz_task_ptr(b, arg, FWD_RES),
+                                                      sz_task_ptr(b, arg, FWD_OUT), a->out_dt,
+                                                      sz_task_ptr(b, arg, FWD_MEAN), sz_task_ptr(b, arg, FWD_RSTD),
+                                                      sz_task_ptr(b, arg, FWD_A), sz_task_ptr(b, arg, FWD_B),
+                                                      sz_task_ptr(b, arg, FWD_W), sz_task_ptr(b, arg, FWD_BLN),
+                                                      a->p_dt, a->N, a->C));
 }
 
 static void bwd_cuda(void *b[], void *arg)
 {
     const struct residual_layernorm_args *a = sz_task_params(arg);
-    float *dres = sz_task_ptr(b, arg, BWD_DRES);
-    if (sz_cuda_task_rc(arg, "layernorm_residual_bwd",
-                        sz_cuda_layernorm_bwd(SZ_STREAM, dres, sz_task_ptr(b, arg, BWD_DW), sz_task_ptr(b, arg, BWD_DBLN),
-                                              sz_task_ptr(b, arg, BWD_DOUT), sz_task_ptr(b, arg, BWD_RES),
-                                              sz_task_ptr(b, arg, BWD_W), sz_task_ptr(b, arg, BWD_MEAN),
-                                              sz_task_ptr(b, arg, BWD_RSTD), a->N, a->C)))
-        return;
+    int set = (sz_task_sets(arg, BWD_DA) ? SZ_CUDA_SET_A : 0) | (sz_task_sets(arg, BWD_DB) ? SZ_CUDA_SET_B : 0);
     sz_cuda_task_rc(arg, "layernorm_residual_bwd",
-                    sz_cuda_residual_bwd(SZ_STREAM, sz_task_ptr(b, arg, BWD_DA), sz_task_ptr(b, arg, BWD_DB), dres,
-                                         (size_t)a->N * a->C));
+                    sz_cuda_layernorm_residual_bwd_mx(SZ_STREAM, sz_task_ptr(b, arg, BWD_DA),
+                                                      sz_task_ptr(b, arg, BWD_DB), a->db_dt,
+                                                      sz_task_ptr(b, arg, BWD_DRES), sz_task_ptr(b, arg, BWD_DW),
+                                                      sz_task_ptr(b, arg, BWD_DBLN), sz_task_ptr(b, arg, BWD_DOUT),
+                                                      a->out_dt, sz_task_ptr(b, arg, BWD_RES),
+                                                      sz_task_ptr(b, arg, BWD_W), a->p_dt,
+                                                      sz_task_ptr(b, arg, BWD_MEAN), sz_task_ptr(b, arg, BWD_RSTD),
+                                                      a->N, a->C, set));
 }
 #endif
 
@@ -130,8 +129,8 @@ sz_status sz_op_layernorm_residual_bwd(sz_unit *u, sz_tensor *da, sz_tensor *db,
     sz_task_tensor t[] = {{da, SZ_ACCUMULATE_OR_SET, SZ_DTYPE_F32, NC, "da", 0},
                           {db, SZ_ACCUMULATE_OR_SET, sz_fb(db), NC, "db", 0},
                           {dres, SZ_ACCUMULATE, SZ_DTYPE_F32, NC, "dres", 0},
-                          {dw, SZ_ACCUMULATE, SZ_DTYPE_F32, C, "dw", 0},
-                          {db_ln, SZ_ACCUMULATE, SZ_DTYPE_F32, C, "db_ln", 1},
+                          {dw, SZ_ACCUMULATE_OR_SET, SZ_DTYPE_F32, C, "dw", 0},
+                          {db_ln, SZ_ACCUMULATE_OR_SET, SZ_DTYPE_F32, C, "db_ln", 1},
                           {dout, SZ_READ, sz_fb(dout), NC, "dout", 0},
                           {res, SZ_READ, SZ_DTYPE_F32, NC, "res", 0},
                           {w, SZ_READ, sz_fb(w), C, "w", 0},

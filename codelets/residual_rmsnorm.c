@@ -2,8 +2,8 @@
  * LLaMA-style block's res2 = x + attproj, rms2 = rmsnorm(res2)), forward and backward, [N,C]
  * rows. Forward overwrites res (= a + b), out and rstd, row by row while the row is in cache.
  * Backward accumulates the norm's input gradient into dres (the residual stream's gradient, which
- * already holds the rest of the graph's), then adds dres into da and db, and accumulates dw. The
- * same bits as residual_fwd + rmsnorm_fwd, and rmsnorm_bwd + residual_bwd. On the native bf16 path
+ * already holds the rest of the graph's), then adds dres into da and db, and accumulates dw (or sets
+ * it: the step's first writer of the gradients). The same bits as residual_fwd + rmsnorm_fwd, and rmsnorm_bwd + residual_bwd. On the native bf16 path
  * out (forward) / dout and db (backward) and w may be bf16 (codelets/kernels/bf16_act.c). */
 #include "sz_tasks.h"
 #include "starzero_starpu.h"
@@ -37,7 +37,8 @@ enum { BWD_DA, BWD_DB, BWD_DRES, BWD_DW, BWD_DOUT, BWD_RES, BWD_W, BWD_RSTD };
 static void bwd_cpu(void *b[], void *arg)
 {
     const struct residual_rmsnorm_args *a = sz_task_params(arg);
-    int set = (sz_task_sets(arg, BWD_DA) ? SZ_K_SET_A : 0) | (sz_task_sets(arg, BWD_DB) ? SZ_K_SET_B : 0);
+    int set = (sz_task_sets(arg, BWD_DA) ? SZ_K_SET_A : 0) | (sz_task_sets(arg, BWD_DB) ? SZ_K_SET_B : 0) |
+              (sz_task_sets(arg, BWD_DW) ? SZ_K_SET_DW : 0);
     if (a->out_dt || a->p_dt || a->db_dt) {
         if (sz_k_rmsnorm_residual_bwd_mx_set(sz_task_ptr(b, arg, BWD_DA), sz_task_ptr(b, arg, BWD_DB), a->db_dt,
                                              sz_task_ptr(b, arg, BWD_DRES), sz_task_ptr(b, arg, BWD_DW),
@@ -54,32 +55,28 @@ static void bwd_cpu(void *b[], void *arg)
 }
 
 #if SZ_WITH_CUDA
-/* The separate CUDA kernels one after the other on the worker's stream: their bits. */
+/* One fused kernel per direction (kernels/cuda/layernorm.cu), every type combination the CPU takes;
+ * da and db set rather than added to where the engine folded a zero into the task. */
 static void fwd_cuda(void *b[], void *arg)
 {
     const struct residual_rmsnorm_args *a = sz_task_params(arg);
-    float *res = sz_task_ptr(b, arg, FWD_RES);
-    if (sz_cuda_task_rc(arg, "residual_rmsnorm_fwd",
-                        sz_cuda_residual_fwd(SZ_STREAM, res, sz_task_ptr(b, arg, FWD_A), sz_task_ptr(b, arg, FWD_B),
-                                             (size_t)a->N * a->C)))
-        return;
     sz_cuda_task_rc(arg, "residual_rmsnorm_fwd",
-                    sz_cuda_rmsnorm_fwd(SZ_STREAM, sz_task_ptr(b, arg, FWD_OUT), sz_task_ptr(b, arg, FWD_RSTD), res,
-                                        sz_task_ptr(b, arg, FWD_W), a->N, a->C, a->eps));
+                    sz_cuda_residual_rmsnorm_fwd_mx(SZ_STREAM, sz_task_ptr(b, arg, FWD_RES), sz_task_ptr(b, arg, FWD_OUT),
+                                                    a->out_dt, sz_task_ptr(b, arg, FWD_RSTD), sz_task_ptr(b, arg, FWD_A),
+                                                    sz_task_ptr(b, arg, FWD_B), sz_task_ptr(b, arg, FWD_W), a->p_dt,
+                                                    a->N, a->C, a->eps));
 }
 
 static void bwd_cuda(void *b[], void *arg)
 {
     const struct residual_rmsnorm_args *a = sz_task_params(arg);
-    float *dres = sz_task_ptr(b, arg, BWD_DRES);
-    if (sz_cuda_task_rc(arg, "rmsnorm_residual_bwd",
-                        sz_cuda_rmsnorm_bwd(SZ_STREAM, dres, sz_task_ptr(b, arg, BWD_DW), sz_task_ptr(b, arg, BWD_DOUT),
-                                            sz_task_ptr(b, arg, BWD_RES), sz_task_ptr(b, arg, BWD_W),
-                                            sz_task_ptr(b, arg, BWD_RSTD), a->N, a->C)))
-        return;
+    int set = (sz_task_sets(arg, BWD_DA) ? SZ_CUDA_SET_A : 0) | (sz_task_sets(arg, BWD_DB) ? SZ_CUDA_SET_B : 0);
     sz_cuda_task_rc(arg, "rmsnorm_residual_bwd",
-                    sz_cuda_residual_bwd(SZ_STREAM, sz_task_ptr(b, arg, BWD_DA), sz_task_ptr(b, arg, BWD_DB), dres,
-                                         (size_t)a->N * a->C));
+                    sz_cuda_rmsnorm_residual_bwd_mx(SZ_STREAM, sz_task_ptr(b, arg, BWD_DA), sz_task_ptr(b, arg, BWD_DB),
+                                                    a->db_dt, sz_task_ptr(b, arg, BWD_DRES),
+                                                    sz_task_ptr(b, arg, BWD_DW), sz_task_ptr(b, arg, BWD_DOUT),
+                                                    a->out_dt, sz_task_ptr(b, arg, BWD_RES), sz_task_ptr(b, arg, BWD_W),
+                                                    a->p_dt, sz_task_ptr(b, arg, BWD_RSTD), a->N, a->C, set));
 }
 #endif
 
@@ -111,7 +108,7 @@ sz_status sz_op_rmsnorm_residual_bwd(sz_unit *u, sz_tensor *da, sz_tensor *db, s
     struct residual_rmsnorm_args p = {N, C, 0.0f, sz_kdt(dout), sz_kdt(w), sz_kdt(db)}; /* dout, w, db may be bf16 */
     sz_task_tensor t[] = {{da, SZ_ACCUMULATE_OR_SET, SZ_DTYPE_F32, NC, "da", 0},
                           {db, SZ_ACCUMULATE_OR_SET, sz_fb(db), NC, "db", 0},
-                          {dres, SZ_ACCUMULATE, SZ_DTYPE_F32, NC, "dres", 0}, {dw, SZ_ACCUMULATE, SZ_DTYPE_F32, C, "dw", 0},
+                          {dres, SZ_ACCUMULATE, SZ_DTYPE_F32, NC, "dres", 0}, {dw, SZ_ACCUMULATE_OR_SET, SZ_DTYPE_F32, C, "dw", 0},
                           {dout, SZ_READ, sz_fb(dout), NC, "dout", 0},        {res, SZ_READ, SZ_DTYPE_F32, NC, "res", 0},
                           {w, SZ_READ, sz_fb(w), C, "w", 0},                  {rstd, SZ_READ, SZ_DTYPE_F32, N, "rstd", 0}};
     return sz_task_submit(u, &sz_cl_rmsnorm_residual_bwd, "rmsnorm_residual_bwd", t, 8, &p, sizeof p);

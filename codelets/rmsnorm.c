@@ -28,7 +28,8 @@ static void fwd_cpu(void *b[], void *arg)
 static void bwd_cpu(void *b[], void *arg)
 {
     const struct rmsnorm_args *a = sz_task_params(arg);
-    int set = sz_task_sets(arg, 0) ? SZ_K_SET_DINP : 0; /* a folded sz_op_zero of dinp */
+    int set = (sz_task_sets(arg, 0) ? SZ_K_SET_DINP : 0) | /* a folded sz_op_zero of dinp */
+              (sz_task_sets(arg, 1) ? SZ_K_SET_DW : 0); /* the step's first writer of a parameter's gradient (tasks/zero.c) */
     if (a->dout_dt || a->p_dt) {
         if (sz_k_rmsnorm_bwd_mx_set(sz_task_ptr(b, arg, 0), sz_task_ptr(b, arg, 1), sz_task_ptr(b, arg, 2), a->dout_dt,
                                     sz_task_ptr(b, arg, 3), sz_task_ptr(b, arg, 4), a->p_dt, sz_task_ptr(b, arg, 5),
@@ -41,20 +42,25 @@ static void bwd_cpu(void *b[], void *arg)
 }
 
 #if SZ_WITH_CUDA
+/* Every type combination the CPU takes (fp32 or bf16 out / dout and w), fp32 math; dinp set rather
+ * than added to where the engine folded a zero into the task. */
 static void fwd_cuda(void *b[], void *arg)
 {
     const struct rmsnorm_args *a = sz_task_params(arg);
-    sz_cuda_task_rc(arg, "rmsnorm_fwd", sz_cuda_rmsnorm_fwd(SZ_STREAM, sz_task_ptr(b, arg, 0), sz_task_ptr(b, arg, 1),
-                                                            sz_task_ptr(b, arg, 2), sz_task_ptr(b, arg, 3), a->N, a->C,
-                                                            a->eps));
+    sz_cuda_task_rc(arg, "rmsnorm_fwd",
+                    sz_cuda_rmsnorm_fwd_mx(SZ_STREAM, sz_task_ptr(b, arg, 0), a->out_dt, sz_task_ptr(b, arg, 1),
+                                           sz_task_ptr(b, arg, 2), sz_task_ptr(b, arg, 3), a->p_dt, a->N, a->C,
+                                           a->eps));
 }
 
 static void bwd_cuda(void *b[], void *arg)
 {
     const struct rmsnorm_args *a = sz_task_params(arg);
-    sz_cuda_task_rc(arg, "rmsnorm_bwd", sz_cuda_rmsnorm_bwd(SZ_STREAM, sz_task_ptr(b, arg, 0), sz_task_ptr(b, arg, 1),
-                                                            sz_task_ptr(b, arg, 2), sz_task_ptr(b, arg, 3),
-                                                            sz_task_ptr(b, arg, 4), sz_task_ptr(b, arg, 5), a->N, a->C));
+    int set = sz_task_sets(arg, 0) ? SZ_CUDA_SET_A : 0;
+    sz_cuda_task_rc(arg, "rmsnorm_bwd",
+                    sz_cuda_rmsnorm_bwd_mx(SZ_STREAM, sz_task_ptr(b, arg, 0), sz_task_ptr(b, arg, 1),
+                                           sz_task_ptr(b, arg, 2), a->dout_dt, sz_task_ptr(b, arg, 3),
+                                           sz_task_ptr(b, arg, 4), a->p_dt, sz_task_ptr(b, arg, 5), a->N, a->C, set));
 }
 #endif
 
@@ -87,7 +93,7 @@ sz_status sz_op_rmsnorm_bwd(sz_unit *u, sz_tensor *dinp, sz_tensor *dw, sz_tenso
     struct rmsnorm_args a = {N, C, 0.0f, 0, sz_kdt(w), sz_kdt(dout)};
     int64_t NC = (int64_t)N * C;
     sz_task_tensor t[] = {{dinp, SZ_ACCUMULATE_OR_SET, SZ_DTYPE_F32, NC, "dinp", 1},
-                          {dw, SZ_ACCUMULATE, SZ_DTYPE_F32, C, "dw", 1},
+                          {dw, SZ_ACCUMULATE_OR_SET, SZ_DTYPE_F32, C, "dw", 1},
                           {dout, SZ_READ, sz_fb(dout), NC, "dout", 0},
                           {inp, SZ_READ, SZ_DTYPE_F32, NC, "inp", 0},
                           {w, SZ_READ, sz_fb(w), C, "w", 0},
