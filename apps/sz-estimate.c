@@ -46,6 +46,8 @@ struct opts {
     sz_llama_config lcfg;
     const char *bf16_compute; /* --bf16-compute auto|native|emulated */
     int native;           /* the native bf16 path: mixed, GPT-2 and (forced or the CPU rule's) native */
+    int bf16_direct;      /* mixed: the units read their bf16 parameters directly, on both paths (as
+                             sz-train's CPU workers do: sz_model_set_zero; sz_plan_config.bf16_direct) */
     const char *bf16_why; /* why auto chose what it chose (NULL when forced) */
 };
 
@@ -77,9 +79,11 @@ static void usage(FILE *f)
             "                      fp32 params, grads, m and v, no master, fp32 communication\n"
             "  --bf16-compute M    auto (default), native or emulated, as sz-train's: how mixed\n"
             "                      precision computes. native (GPT-2 and --arch llama alike): bf16\n"
-            "                      activations and matmul operands, no fp32 working copies of the\n"
-            "                      parameters; the table and --plan count its activation bytes and\n"
-            "                      the bf16 matmul kernels' host memory. auto applies sz-train's CPU\n"
+            "                      activations and matmul operands; the table and --plan count its\n"
+            "                      activation bytes and the bf16 matmul kernels' host memory.\n"
+            "                      emulated: fp32 activations. On both, the units read their bf16\n"
+            "                      parameters directly (no fp32 working copies, no convert actions;\n"
+            "                      sz-train keeps the copies with CUDA workers). auto applies sz-train's CPU\n"
             "                      rule on this machine (AMX-BF16, or AVX512-BF16 on AMD Zen 4+:\n"
             "                      native) and cannot see CUDA workers (sz-train computes emulated\n"
             "                      with them). Printed as bf16_path (native, emulated, or fp32)\n"
@@ -373,6 +377,7 @@ static int parse(int argc, char **argv, struct opts *o)
     if (bc == SZ_BF16_COMPUTE_AUTO)
         bc = sz_bf16_compute_auto(&o->bf16_why);
     o->native = o->mixed && bc == SZ_BF16_COMPUTE_NATIVE;
+    o->bf16_direct = o->mixed; /* GPT-2's and LLaMA's units take bf16 parameters; no CUDA workers seen */
     return 0;
 }
 
@@ -490,7 +495,7 @@ static int plan_build(const struct opts *o, const struct units *s, int stage, in
                         .checkpoint = o->ckpt,
                         .offload = o->offload, .prefetch_bytes = o->prefetch_bytes,
                         .max_live_bytes = o->max_live_bytes, .comm_worker = o->comm_worker, .clip = o->clip,
-                        .offload_optimizer = o->offload_optimizer, .native = o->native,
+                        .offload_optimizer = o->offload_optimizer, .native = o->native, .bf16_direct = o->bf16_direct,
                         .bucket_elems = sz_plan_bucket_elems(o->bucket_bytes, nd, maxpad)};
     c.extra[SZ_MEM_ACTIVATIONS] = engine_activation_bytes(o, o->ckpt, o->offload, &host);
     c.extra[SZ_MEM_HOST] = host;
@@ -592,6 +597,8 @@ static int print_json(const struct opts *o, const struct result *r)
     }
     cJSON_AddStringToObject(root, "precision", o->mixed ? "mixed" : "fp32");
     cJSON_AddStringToObject(root, "bf16_path", bf16_path(o));
+    if (o->mixed)
+        cJSON_AddStringToObject(root, "bf16_params", o->bf16_direct ? "direct" : "working copies");
     cJSON_AddStringToObject(root, "optimizer", sz_optimizer_name(o->optimizer));
     cJSON_AddNumberToObject(root, "momentum", o->momentum);
     cJSON_AddNumberToObject(root, "optimizer_state_floats", o->opt_states);
@@ -740,6 +747,10 @@ static int print_text(const struct opts *o, const struct result *r)
     if (o->mixed)
         printf(" (--bf16-compute %s%s%s)", o->bf16_compute, o->bf16_why ? ": " : "", o->bf16_why ? o->bf16_why : "");
     printf("\n");
+    if (o->mixed)
+        printf("bf16 parameters: %s\n", o->bf16_direct ? "read directly by the units' ops (no fp32 working copies; "
+                                                        "sz-train keeps them with CUDA workers)"
+                                                      : "fp32 working copies, one unit at a time");
     printf("optimizer: %s", sz_optimizer_name(o->optimizer));
     if (o->optimizer == SZ_OPTIMIZER_SGD)
         printf(" (momentum %g)", (double)o->momentum);

@@ -39,6 +39,7 @@ void sz_zero_plan_config(const struct sz_model *m, sz_plan_pass pass, int clip, 
     c->micro_batches = m->zero.micro_batches;
     c->mixed = m->zero.precision == SZ_PRECISION_BF16;
     c->native = m->native;
+    c->bf16_direct = m->bf16_direct;
     c->opt_states = m->opt->nstates(&m->zero);
     c->checkpoint = m->zero.checkpoint;
     c->offload = m->zero.offload_checkpoints;
