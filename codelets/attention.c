@@ -40,16 +40,19 @@ static void bwd_cpu(void *b[], void *arg)
 static void fwd_cuda(void *b[], void *arg)
 {
     const struct attention_args *a = sz_task_params(arg);
-    sz_cuda_task_rc(arg, "attention_fwd", sz_cuda_attention_fwd(SZ_STREAM, sz_task_ptr(b, arg, 0), sz_task_ptr(b, arg, 1),
-                                                                sz_task_ptr(b, arg, 2), a->B, a->T, a->C, a->NH));
+    sz_cuda_task_rc(arg, "attention_fwd",
+                    sz_cuda_attention_fwd_mx(SZ_STREAM, sz_task_ptr(b, arg, 0), a->out_dt, sz_task_ptr(b, arg, 1),
+                                             sz_task_ptr(b, arg, 2), a->B, a->T, a->C, a->NH));
 }
 
 static void bwd_cuda(void *b[], void *arg)
 {
     const struct attention_args *a = sz_task_params(arg);
+    int set = sz_task_sets(arg, 0) ? SZ_K_SET_DINP : 0;
     sz_cuda_task_rc(arg, "attention_bwd",
-                    sz_cuda_attention_bwd(SZ_STREAM, sz_task_ptr(b, arg, 0), sz_task_ptr(b, arg, 1),
-                                          sz_task_ptr(b, arg, 2), sz_task_ptr(b, arg, 3), a->B, a->T, a->C, a->NH));
+                    sz_cuda_attention_bwd_mx(SZ_STREAM, sz_task_ptr(b, arg, 0), a->out_dt, sz_task_ptr(b, arg, 1),
+                                             a->dout_dt, sz_task_ptr(b, arg, 2), sz_task_ptr(b, arg, 3), a->B, a->T,
+                                             a->C, a->NH, set));
 }
 #endif
 

@@ -34,14 +34,17 @@ static void bwd_cpu(void *b[], void *arg)
 static void fwd_cuda(void *b[], void *arg)
 {
     const struct gelu_args *a = sz_task_params(arg);
-    sz_cuda_task_rc(arg, "gelu_fwd", sz_cuda_gelu_fwd(SZ_STREAM, sz_task_ptr(b, arg, 0), sz_task_ptr(b, arg, 1), (size_t)a->n));
+    sz_cuda_task_rc(arg, "gelu_fwd", sz_cuda_gelu_fwd_mx(SZ_STREAM, sz_task_ptr(b, arg, 0), a->out_dt,
+                                                         sz_task_ptr(b, arg, 1), (size_t)a->n));
 }
 
 static void bwd_cuda(void *b[], void *arg)
 {
     const struct gelu_args *a = sz_task_params(arg);
-    sz_cuda_task_rc(arg, "gelu_bwd", sz_cuda_gelu_bwd(SZ_STREAM, sz_task_ptr(b, arg, 0), sz_task_ptr(b, arg, 1),
-                                                      sz_task_ptr(b, arg, 2), (size_t)a->n));
+    int set = sz_task_sets(arg, 0) ? SZ_K_SET_DINP : 0;
+    sz_cuda_task_rc(arg, "gelu_bwd", sz_cuda_gelu_bwd_mx(SZ_STREAM, sz_task_ptr(b, arg, 0), a->out_dt,
+                                                         sz_task_ptr(b, arg, 1), sz_task_ptr(b, arg, 2), a->dout_dt,
+                                                         (size_t)a->n, set));
 }
 #endif
 

@@ -2,7 +2,13 @@
  * Forward overwrites out; backward accumulates into dinp (or sets it: a folded sz_op_zero), dw and db. The bias is optional (the
  * GPT-2 head has none): b and db may be NULL. Operands fp32, or (the native bf16 path) the inputs
  * bf16 — inp, w and b in the forward; dout, inp and w in the backward — with fp32 accumulation in
- * oneDNN's bf16 tiles (kernels/matmul_bf16.c); out, dinp and (dw, db) are then fp32 or bf16 each. */
+ * oneDNN's bf16 tiles (kernels/matmul_bf16.c); out, dinp and (dw, db) are then fp32 or bf16 each. Or
+ * (the emulated bf16 path, no fp32 working copy of the parameters) fp32 activations with bf16
+ * w and b: inp, dout, out, dinp, dw, db fp32, each tile widening its slice of w exactly
+ * (kernels/matmul.c: sz_k_matmul_fwd_wbf16 / _bwd_wbf16_set, the bits of the fp32 op on w widened).
+ * The CUDA implementation takes fp32 operands only: the bf16-weight tasks are submitted to CPU
+ * workers (sz_task_submit_cpu), also where CUDA workers exist — simpler than a device-side widening,
+ * and correct with any CUDA bf16 support the device kernels gain (they never see these tasks). */
 #include "sz_tasks.h"
 #include "starzero_starpu.h"
 #include "sz_kernels.h"
@@ -12,13 +18,16 @@ struct matmul_args {
     int N, C, OC;
     int bf16;                  /* 1: the inputs are bf16 (sz_k_matmul_*_bf16) */
     int out_dt, dinp_dt, dparam_dt; /* sz_k_dtype of out (forward), dinp and (dw, db) (backward) */
+    int wbf16;                 /* 1: fp32 inputs with bf16 w and b (sz_k_matmul_*_wbf16; bf16 is 0) */
 };
 
 enum { FWD_OUT, FWD_INP, FWD_W, FWD_B };
 static void fwd_cpu(void *b[], void *arg)
 {
     const struct matmul_args *a = sz_task_params(arg);
-    int rc = a->bf16 ? sz_k_matmul_fwd_bf16(sz_task_ptr(b, arg, FWD_OUT), a->out_dt, sz_task_ptr(b, arg, FWD_INP),
+    int rc = a->wbf16 ? sz_k_matmul_fwd_wbf16(sz_task_ptr(b, arg, FWD_OUT), sz_task_ptr(b, arg, FWD_INP),
+                                              sz_task_ptr(b, arg, FWD_W), sz_task_ptr(b, arg, FWD_B), a->N, a->C, a->OC)
+             : a->bf16 ? sz_k_matmul_fwd_bf16(sz_task_ptr(b, arg, FWD_OUT), a->out_dt, sz_task_ptr(b, arg, FWD_INP),
                                             sz_task_ptr(b, arg, FWD_W), sz_task_ptr(b, arg, FWD_B), a->N, a->C, a->OC)
                      : sz_k_matmul_fwd(sz_task_ptr(b, arg, FWD_OUT), sz_task_ptr(b, arg, FWD_INP),
                                        sz_task_ptr(b, arg, FWD_W), sz_task_ptr(b, arg, FWD_B), a->N, a->C, a->OC);
@@ -31,7 +40,11 @@ static void bwd_cpu(void *b[], void *arg)
 {
     const struct matmul_args *a = sz_task_params(arg);
     int set = sz_task_sets(arg, BWD_DINP) ? SZ_K_SET_DINP : 0; /* a folded sz_op_zero of dinp */
-    int rc = a->bf16 ? sz_k_matmul_bwd_bf16_set(sz_task_ptr(b, arg, BWD_DINP), a->dinp_dt, sz_task_ptr(b, arg, BWD_DW),
+    int rc = a->wbf16 ? sz_k_matmul_bwd_wbf16_set(sz_task_ptr(b, arg, BWD_DINP), sz_task_ptr(b, arg, BWD_DW),
+                                                  sz_task_ptr(b, arg, BWD_DB), sz_task_ptr(b, arg, BWD_DOUT),
+                                                  sz_task_ptr(b, arg, BWD_INP), sz_task_ptr(b, arg, BWD_W), a->N, a->C,
+                                                  a->OC, set)
+             : a->bf16 ? sz_k_matmul_bwd_bf16_set(sz_task_ptr(b, arg, BWD_DINP), a->dinp_dt, sz_task_ptr(b, arg, BWD_DW),
                                                 sz_task_ptr(b, arg, BWD_DB), a->dparam_dt, sz_task_ptr(b, arg, BWD_DOUT),
                                                 sz_task_ptr(b, arg, BWD_INP), sz_task_ptr(b, arg, BWD_W), a->N, a->C,
                                                 a->OC, set)
@@ -69,16 +82,19 @@ SZ_PERFMODEL(bwd_model, "sz_matmul_bwd");
 SZ_CODELET_CUDA(sz_cl_matmul_fwd, fwd_cpu, fwd_cuda, "matmul_fwd", fwd_model);
 SZ_CODELET_CUDA(sz_cl_matmul_bwd, bwd_cpu, bwd_cuda, "matmul_bwd", bwd_model);
 
-static int64_t host_bytes(int bf16, int workers, int threads, int64_t rows, int n, const int64_t *in, const int64_t *out)
+/* kind 0: the fp32 kernels, 1: the bf16 ones, 2: the bf16-weight ones */
+static int64_t host_bytes(int kind, int workers, int threads, int64_t rows, int n, const int64_t *in, const int64_t *out)
 {
     if (rows < 1 || n < 0 || (n && (!in || !out)))
         return 0;
     int nthr = threads > 0 ? threads : 1;
     workers = workers > 0 ? workers : 1;
+    void (*of)(int, int, int, int, size_t *, size_t *) =
+        kind == 2 ? sz_k_matmul_wbf16_host_bytes : kind == 1 ? sz_k_matmul_bf16_host_bytes : sz_k_matmul_host_bytes;
     size_t scratch = 0, pack = 0;
     for (int i = 0; i < n; i++) {
         size_t s, p;
-        (bf16 ? sz_k_matmul_bf16_host_bytes : sz_k_matmul_host_bytes)((int)rows, (int)in[i], (int)out[i], nthr, &s, &p);
+        of((int)rows, (int)in[i], (int)out[i], nthr, &s, &p);
         scratch = s > scratch ? s : scratch;
         pack = p > pack ? p : pack;
     }
@@ -95,6 +111,11 @@ int64_t sz_matmul_host_bytes_bf16(int workers, int threads, int64_t rows, int n,
     return host_bytes(1, workers, threads, rows, n, in, out);
 }
 
+int64_t sz_matmul_host_bytes_wbf16(int workers, int threads, int64_t rows, int n, const int64_t *in, const int64_t *out)
+{
+    return host_bytes(2, workers, threads, rows, n, in, out);
+}
+
 static sz_status check_shape(sz_unit *u, const char *op, int N, int C, int OC)
 {
     if (N < 1 || C < 1 || OC < 1)
@@ -108,14 +129,17 @@ sz_status sz_op_matmul_fwd(sz_unit *u, sz_tensor *out, sz_tensor *inp, sz_tensor
     sz_status st = check_shape(u, "matmul_fwd", N, C, OC);
     if (st != SZ_OK)
         return st;
-    /* the inputs' type is inp's: w and b must match it; out is either */
-    sz_dtype in = sz_fb(inp), od = in == SZ_DTYPE_BF16 ? sz_fb(out) : SZ_DTYPE_F32;
-    struct matmul_args a = {N, C, OC, in == SZ_DTYPE_BF16, od == SZ_DTYPE_BF16, 0, 0};
+    /* the inputs' type is inp's: w and b match it (out is then either), or inp is fp32 and w, b are
+     * bf16 (out fp32) */
+    sz_dtype in = sz_fb(inp), wt = in == SZ_DTYPE_F32 ? sz_fb(w) : in,
+             od = in == SZ_DTYPE_BF16 ? sz_fb(out) : SZ_DTYPE_F32;
+    int mixed = in != wt;
+    struct matmul_args a = {N, C, OC, in == SZ_DTYPE_BF16, od == SZ_DTYPE_BF16, 0, 0, mixed};
     sz_task_tensor t[] = {{out, SZ_WRITE, od, (int64_t)N * OC, "out", 0},
                           {inp, SZ_READ, in, (int64_t)N * C, "inp", 0},
-                          {w, SZ_READ, in, (int64_t)OC * C, "w", 0},
-                          {b, SZ_READ, in, OC, "b", 1}};
-    return sz_task_submit(u, &sz_cl_matmul_fwd, "matmul_fwd", t, 4, &a, sizeof a);
+                          {w, SZ_READ, wt, (int64_t)OC * C, "w", 0},
+                          {b, SZ_READ, wt, OC, "b", 1}};
+    return (mixed ? sz_task_submit_cpu : sz_task_submit)(u, &sz_cl_matmul_fwd, "matmul_fwd", t, 4, &a, sizeof a);
 }
 
 sz_status sz_op_matmul_bwd(sz_unit *u, sz_tensor *dinp, sz_tensor *dw, sz_tensor *db, sz_tensor *dout,
@@ -124,15 +148,18 @@ sz_status sz_op_matmul_bwd(sz_unit *u, sz_tensor *dinp, sz_tensor *dw, sz_tensor
     sz_status st = check_shape(u, "matmul_bwd", N, C, OC);
     if (st != SZ_OK)
         return st;
-    /* the inputs' type is dout's: inp and w must match it; dinp and (dw, db) are either */
-    sz_dtype in = sz_fb(dout), di = in == SZ_DTYPE_BF16 ? sz_fb(dinp) : SZ_DTYPE_F32,
+    /* the inputs' type is dout's: inp and w match it (dinp and (dw, db) are then either), or dout and
+     * inp are fp32 and w is bf16 (dinp, dw, db fp32) */
+    sz_dtype in = sz_fb(dout), wt = in == SZ_DTYPE_F32 ? sz_fb(w) : in,
+             di = in == SZ_DTYPE_BF16 ? sz_fb(dinp) : SZ_DTYPE_F32,
              dp = in == SZ_DTYPE_BF16 ? sz_fb(dw) : SZ_DTYPE_F32;
-    struct matmul_args a = {N, C, OC, in == SZ_DTYPE_BF16, 0, di == SZ_DTYPE_BF16, dp == SZ_DTYPE_BF16};
+    int mixed = in != wt;
+    struct matmul_args a = {N, C, OC, in == SZ_DTYPE_BF16, 0, di == SZ_DTYPE_BF16, dp == SZ_DTYPE_BF16, mixed};
     sz_task_tensor t[] = {{dinp, SZ_ACCUMULATE_OR_SET, di, (int64_t)N * C, "dinp", 0},
                           {dw, SZ_ACCUMULATE, dp, (int64_t)OC * C, "dw", 0},
                           {dout, SZ_READ, in, (int64_t)N * OC, "dout", 0},
                           {inp, SZ_READ, in, (int64_t)N * C, "inp", 0},
-                          {w, SZ_READ, in, (int64_t)OC * C, "w", 0},
+                          {w, SZ_READ, wt, (int64_t)OC * C, "w", 0},
                           {db, SZ_ACCUMULATE, dp, OC, "db", 1}};
-    return sz_task_submit(u, &sz_cl_matmul_bwd, "matmul_bwd", t, 6, &a, sizeof a);
+    return (mixed ? sz_task_submit_cpu : sz_task_submit)(u, &sz_cl_matmul_bwd, "matmul_bwd", t, 6, &a, sizeof a);
 }

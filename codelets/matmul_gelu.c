@@ -6,7 +6,9 @@
  *     projection): dinp = gelu'(pre) * (dout . w) OVERWRITTEN tile by tile, so the product (dfch_gelu)
  *     is no tensor; dw, db accumulate (matmul_bwd of a zeroed scratch + gelu_bwd of a zeroed dinp).
  * Operands fp32, or (the native bf16 path) bf16 inputs as matmul.c's; out and pre are fp32 (GELU
- * reads fp32), gout, dinp and (dw, db) fp32 or bf16. The CUDA implementations (fp32) run the
+ * reads fp32), gout, dinp and (dw, db) fp32 or bf16. Or, as matmul.c's, fp32 activations with bf16
+ * w and b (the emulated bf16 path): everything else fp32 (gout either), the weight widened tile by
+ * tile, and the task on CPU workers only (sz_task_submit_cpu). The CUDA implementations (fp32) run the
  * separate kernels in turn on the worker's stream: cuBLAS's product into the zeroed dinp, then GELU's
  * backward in place. */
 #include "sz_tasks.h"
@@ -18,6 +20,7 @@ struct matmul_gelu_args {
     int N, C, OC;
     int bf16;                        /* 1: the inputs are bf16 */
     int gout_dt, dinp_dt, dparam_dt; /* sz_k_dtype of gout (forward), dinp and (dw, db) (backward) */
+    int wbf16;                       /* 1: fp32 inputs with bf16 w and b (bf16 is 0) */
 };
 
 enum { FWD_OUT, FWD_GOUT, FWD_INP, FWD_W, FWD_B };
@@ -26,7 +29,8 @@ static void fwd_cpu(void *b[], void *arg)
     const struct matmul_gelu_args *a = sz_task_params(arg);
     if (sz_k_matmul_gelu_fwd(sz_task_ptr(b, arg, FWD_OUT), sz_task_ptr(b, arg, FWD_GOUT), a->gout_dt,
                              sz_task_ptr(b, arg, FWD_INP), sz_task_ptr(b, arg, FWD_W), sz_task_ptr(b, arg, FWD_B),
-                             a->bf16 ? SZ_K_BF16 : SZ_K_F32, a->N, a->C, a->OC) < 0)
+                             a->bf16 ? SZ_K_BF16 : SZ_K_F32, a->bf16 || a->wbf16 ? SZ_K_BF16 : SZ_K_F32, a->N, a->C,
+                             a->OC) < 0)
         sz_task_fail(arg, "out of memory");
 }
 
@@ -37,7 +41,8 @@ static void bwd_cpu(void *b[], void *arg)
     if (sz_k_gelu_matmul_bwd(sz_task_ptr(b, arg, BWD_DINP), a->dinp_dt, sz_task_ptr(b, arg, BWD_DW),
                              sz_task_ptr(b, arg, BWD_DB), a->dparam_dt, sz_task_ptr(b, arg, BWD_DOUT),
                              sz_task_ptr(b, arg, BWD_INP), sz_task_ptr(b, arg, BWD_W), sz_task_ptr(b, arg, BWD_PRE),
-                             a->bf16 ? SZ_K_BF16 : SZ_K_F32, a->N, a->C, a->OC) < 0)
+                             a->bf16 ? SZ_K_BF16 : SZ_K_F32, a->bf16 || a->wbf16 ? SZ_K_BF16 : SZ_K_F32, a->N, a->C,
+                             a->OC) < 0)
         sz_task_fail(arg, "out of memory");
 }
 
@@ -45,7 +50,7 @@ static void bwd_cpu(void *b[], void *arg)
 /* bf16 operands exist only on the native bf16 path, which runs on CPU workers only (tasks/model.c) */
 static int cuda_fp32_only(void *arg, const struct matmul_gelu_args *a, const char *op)
 {
-    if (!a->bf16 && !a->gout_dt && !a->dinp_dt && !a->dparam_dt)
+    if (!a->bf16 && !a->wbf16 && !a->gout_dt && !a->dinp_dt && !a->dparam_dt)
         return 0;
     sz_task_fail(arg, "%s: bf16 operands have no CUDA implementation (the native bf16 path runs on CPU workers)", op);
     return 1;
@@ -98,16 +103,19 @@ sz_status sz_op_matmul_gelu_fwd(sz_unit *u, sz_tensor *out, sz_tensor *gout, sz_
     sz_status st = check_shape(u, "matmul_gelu_fwd", N, C, OC);
     if (st != SZ_OK)
         return st;
-    /* the inputs' type is inp's: w and b must match it; out is fp32 (GELU's input), gout either */
-    sz_dtype in = sz_fb(inp);
+    /* the inputs' type is inp's: w and b match it, or inp is fp32 and w, b bf16; out is fp32 (GELU's
+     * input), gout either */
+    sz_dtype in = sz_fb(inp), wt = in == SZ_DTYPE_F32 ? sz_fb(w) : in;
+    int mixed = in != wt;
     int64_t no = (int64_t)N * OC;
-    struct matmul_gelu_args a = {N, C, OC, in == SZ_DTYPE_BF16, sz_kdt(gout), 0, 0};
+    struct matmul_gelu_args a = {N, C, OC, in == SZ_DTYPE_BF16, sz_kdt(gout), 0, 0, mixed};
     sz_task_tensor t[] = {{out, SZ_WRITE, SZ_DTYPE_F32, no, "out", 0},
                           {gout, SZ_WRITE, sz_fb(gout), no, "gout", 0},
                           {inp, SZ_READ, in, (int64_t)N * C, "inp", 0},
-                          {w, SZ_READ, in, (int64_t)OC * C, "w", 0},
-                          {b, SZ_READ, in, OC, "b", 1}};
-    return sz_task_submit(u, &sz_cl_matmul_gelu_fwd, "matmul_gelu_fwd", t, 5, &a, sizeof a);
+                          {w, SZ_READ, wt, (int64_t)OC * C, "w", 0},
+                          {b, SZ_READ, wt, OC, "b", 1}};
+    return (mixed ? sz_task_submit_cpu : sz_task_submit)(u, &sz_cl_matmul_gelu_fwd, "matmul_gelu_fwd", t, 5, &a,
+                                                         sizeof a);
 }
 
 sz_status sz_op_gelu_matmul_bwd(sz_unit *u, sz_tensor *dinp, sz_tensor *dw, sz_tensor *db, sz_tensor *dout,
@@ -116,17 +124,21 @@ sz_status sz_op_gelu_matmul_bwd(sz_unit *u, sz_tensor *dinp, sz_tensor *dw, sz_t
     sz_status st = check_shape(u, "gelu_matmul_bwd", N, C, OC);
     if (st != SZ_OK)
         return st;
-    /* as matmul_bwd: the inputs' type is dout's; dinp and (dw, db) are either; pre is fp32 */
-    sz_dtype in = sz_fb(dout), di = in == SZ_DTYPE_BF16 ? sz_fb(dinp) : SZ_DTYPE_F32,
+    /* as matmul_bwd: the inputs' type is dout's (w's too, or dout and inp fp32 with w bf16); dinp and
+     * (dw, db) are either for bf16 inputs, else fp32; pre is fp32 */
+    sz_dtype in = sz_fb(dout), wt = in == SZ_DTYPE_F32 ? sz_fb(w) : in,
+             di = in == SZ_DTYPE_BF16 ? sz_fb(dinp) : SZ_DTYPE_F32,
              dp = in == SZ_DTYPE_BF16 ? sz_fb(dw) : SZ_DTYPE_F32;
+    int mixed = in != wt;
     int64_t ni = (int64_t)N * C;
-    struct matmul_gelu_args a = {N, C, OC, in == SZ_DTYPE_BF16, 0, di == SZ_DTYPE_BF16, dp == SZ_DTYPE_BF16};
+    struct matmul_gelu_args a = {N, C, OC, in == SZ_DTYPE_BF16, 0, di == SZ_DTYPE_BF16, dp == SZ_DTYPE_BF16, mixed};
     sz_task_tensor t[] = {{dinp, SZ_WRITE, di, ni, "dinp", 0},
                           {dw, SZ_ACCUMULATE, dp, (int64_t)OC * C, "dw", 0},
                           {dout, SZ_READ, in, (int64_t)N * OC, "dout", 0},
                           {inp, SZ_READ, in, ni, "inp", 0},
-                          {w, SZ_READ, in, (int64_t)OC * C, "w", 0},
+                          {w, SZ_READ, wt, (int64_t)OC * C, "w", 0},
                           {pre, SZ_READ, SZ_DTYPE_F32, ni, "pre", 0},
                           {db, SZ_ACCUMULATE, dp, OC, "db", 1}};
-    return sz_task_submit(u, &sz_cl_gelu_matmul_bwd, "gelu_matmul_bwd", t, 7, &a, sizeof a);
+    return (mixed ? sz_task_submit_cpu : sz_task_submit)(u, &sz_cl_gelu_matmul_bwd, "gelu_matmul_bwd", t, 7, &a,
+                                                         sizeof a);
 }

@@ -35,16 +35,17 @@ static void bwd_cpu(void *b[], void *arg)
 static void fwd_cuda(void *b[], void *arg)
 {
     const struct mul_args *a = sz_task_params(arg);
-    sz_cuda_task_rc(arg, "mul_fwd", sz_cuda_mul_fwd(SZ_STREAM, sz_task_ptr(b, arg, 0), sz_task_ptr(b, arg, 1),
-                                                    sz_task_ptr(b, arg, 2), (size_t)a->n));
+    sz_cuda_task_rc(arg, "mul_fwd", sz_cuda_mul_fwd_mx(SZ_STREAM, sz_task_ptr(b, arg, 0), a->out_dt,
+                                                       sz_task_ptr(b, arg, 1), sz_task_ptr(b, arg, 2), (size_t)a->n));
 }
 
 static void bwd_cuda(void *b[], void *arg)
 {
     const struct mul_args *a = sz_task_params(arg);
-    sz_cuda_task_rc(arg, "mul_bwd", sz_cuda_mul_bwd(SZ_STREAM, sz_task_ptr(b, arg, 0), sz_task_ptr(b, arg, 1),
-                                                    sz_task_ptr(b, arg, 2), sz_task_ptr(b, arg, 3),
-                                                    sz_task_ptr(b, arg, 4), (size_t)a->n));
+    sz_cuda_task_rc(arg, "mul_bwd", sz_cuda_mul_bwd_mx(SZ_STREAM, sz_task_ptr(b, arg, 0), a->da_dt,
+                                                       sz_task_ptr(b, arg, 1), a->db_dt, sz_task_ptr(b, arg, 2),
+                                                       a->dout_dt, sz_task_ptr(b, arg, 3), sz_task_ptr(b, arg, 4),
+                                                       (size_t)a->n));
 }
 #endif
 

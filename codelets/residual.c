@@ -39,8 +39,10 @@ static void fwd_cuda(void *b[], void *arg)
 static void bwd_cuda(void *b[], void *arg)
 {
     const struct residual_args *a = sz_task_params(arg);
-    sz_cuda_task_rc(arg, "residual_bwd", sz_cuda_residual_bwd(SZ_STREAM, sz_task_ptr(b, arg, 0), sz_task_ptr(b, arg, 1),
-                                                              sz_task_ptr(b, arg, 2), (size_t)a->n));
+    int set = (sz_task_sets(arg, 0) ? SZ_K_SET_A : 0) | (sz_task_sets(arg, 1) ? SZ_K_SET_B : 0);
+    sz_cuda_task_rc(arg, "residual_bwd", sz_cuda_residual_bwd_mx(SZ_STREAM, sz_task_ptr(b, arg, 0), a->da_dt,
+                                                                 sz_task_ptr(b, arg, 1), a->db_dt,
+                                                                 sz_task_ptr(b, arg, 2), (size_t)a->n, set));
 }
 #endif
 

@@ -45,8 +45,10 @@ static void fwd_cuda(void *b[], void *arg)
 static void bwd_cuda(void *b[], void *arg)
 {
     const struct rope_args *a = sz_task_params(arg);
-    sz_cuda_task_rc(arg, "rope_bwd", sz_cuda_rope_bwd(SZ_STREAM, sz_task_ptr(b, arg, 0), sz_task_ptr(b, arg, 1), a->B,
-                                                      a->T, a->C, a->NH, a->theta));
+    int set = sz_task_sets(arg, 0) ? SZ_K_SET_DINP : 0;
+    sz_cuda_task_rc(arg, "rope_bwd", sz_cuda_rope_bwd_mx(SZ_STREAM, sz_task_ptr(b, arg, 0), a->dinp_dt,
+                                                         sz_task_ptr(b, arg, 1), a->dout_dt, a->B, a->T, a->C, a->NH,
+                                                         a->theta, set));
 }
 #endif
 

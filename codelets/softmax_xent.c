@@ -62,8 +62,9 @@ static void bwd_cuda(void *b[], void *arg)
 {
     const struct softmax_xent_args *a = sz_task_params(arg);
     sz_cuda_task_rc(arg, "softmax_xent_bwd",
-                    sz_cuda_softmax_xent_bwd(SZ_STREAM, sz_task_ptr(b, arg, BWD_DLOGITS), sz_task_ptr(b, arg, BWD_PROBS),
-                                             sz_task_ptr(b, arg, BWD_TARGETS), NULL, a->scale, a->N, a->V, a->Vp));
+                    sz_cuda_softmax_xent_bwd_mx(SZ_STREAM, sz_task_ptr(b, arg, BWD_DLOGITS), a->dlogits_dt,
+                                                sz_task_ptr(b, arg, BWD_PROBS), sz_task_ptr(b, arg, BWD_TARGETS), NULL,
+                                                a->scale, a->N, a->V, a->Vp));
 }
 #endif
 

@@ -30,8 +30,9 @@ static void fused_cpu(void *b[], void *arg)
 }
 
 #if SZ_WITH_CUDA
-/* The two CUDA kernels on the same buffer, one after the other on the worker's stream (both are
- * safe in place: each element is read and written by the same thread): the separate ops' bits. */
+/* fp32: the two CUDA kernels on the same buffer, one after the other on the worker's stream (both
+ * are safe in place: each element is read and written by the same thread): the separate ops' bits.
+ * bf16 logits (the native bf16 path): one kernel, fp32 math, the bf16 gradient left in place. */
 static void fused_cuda(void *b[], void *arg)
 {
     const struct softmax_xent_fused_args *a = sz_task_params(arg);
@@ -39,6 +40,13 @@ static void fused_cuda(void *b[], void *arg)
     const int *targets = sz_task_ptr(b, arg, TARGETS);
     if (sz_cuda_check_ids(arg, "target", targets, a->N, a->V))
         return;
+    if (a->dt == SZ_K_BF16) {
+        sz_cuda_task_rc(arg, "softmax_xent_fused",
+                        sz_cuda_softmax_xent_fused_bf16(SZ_STREAM, (uint16_t *)(void *)logits,
+                                                        sz_task_ptr(b, arg, LOSSES), targets, a->scale, a->N, a->V,
+                                                        a->Vp));
+        return;
+    }
     if (sz_cuda_task_rc(arg, "softmax_xent_fused",
                         sz_cuda_softmax_xent_fwd(SZ_STREAM, logits, sz_task_ptr(b, arg, LOSSES), logits, targets,
                                                  a->N, a->V, a->Vp)))

@@ -233,6 +233,12 @@ sz_status sz_task_submit_named(struct sz_model *m, int unit, const char *name, c
 sz_status sz_task_submit_where(struct sz_model *m, int unit, const char *name, const char *op,
                                struct starpu_codelet *cl, const struct sz_task_tensor *tensors, int ntensors,
                                const void *params, size_t params_size, uint32_t where);
+/* sz_task_submit on CPU workers only (STARPU_EXECUTE_WHERE STARPU_CPU, also under CUDA workers):
+ * for operand mixes a codelet's CUDA implementation does not take (codelets/matmul.c). */
+struct sz_unit;
+sz_status sz_task_submit_cpu(struct sz_unit *u, struct starpu_codelet *cl, const char *op,
+                             const struct sz_task_tensor *tensors, int ntensors, const void *params,
+                             size_t params_size);
 /* An op's wrapper refusing its arguments (a shape, not a tensor: sz_task_submit names those): logs
  * "<op> (<task name>): <message>" and returns SZ_ERR_INVALID. u may be NULL. The same as the
  * public sz_task_refuse (include/starzero_starpu.h). */

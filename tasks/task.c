@@ -149,8 +149,8 @@ static void task_name(char *name, size_t size, const sz_unit *u, const char *op)
     snprintf(name, size, "%s:%s", u->phase ? u->phase : u->name, op);
 }
 
-sz_status sz_task_submit(sz_unit *u, struct starpu_codelet *cl, const char *op, const sz_task_tensor *tensors,
-                         int ntensors, const void *params, size_t params_size)
+static sz_status submit_unit(sz_unit *u, struct starpu_codelet *cl, const char *op, const sz_task_tensor *tensors,
+                             int ntensors, const void *params, size_t params_size, uint32_t where)
 {
     if (!op)
         op = cl && cl->name ? cl->name : "op";
@@ -160,7 +160,19 @@ sz_status sz_task_submit(sz_unit *u, struct starpu_codelet *cl, const char *op, 
     }
     char name[64];
     task_name(name, sizeof name, u, op);
-    return sz_task_submit_named(u->model, u->index, name, op, cl, tensors, ntensors, params, params_size);
+    return sz_task_submit_where(u->model, u->index, name, op, cl, tensors, ntensors, params, params_size, where);
+}
+
+sz_status sz_task_submit(sz_unit *u, struct starpu_codelet *cl, const char *op, const sz_task_tensor *tensors,
+                         int ntensors, const void *params, size_t params_size)
+{
+    return submit_unit(u, cl, op, tensors, ntensors, params, params_size, 0);
+}
+
+sz_status sz_task_submit_cpu(sz_unit *u, struct starpu_codelet *cl, const char *op, const sz_task_tensor *tensors,
+                             int ntensors, const void *params, size_t params_size)
+{
+    return submit_unit(u, cl, op, tensors, ntensors, params, params_size, STARPU_CPU);
 }
 
 static sz_status refuse(sz_unit *u, const char *op, const char *fmt, va_list ap)

@@ -5,6 +5,8 @@
  * The CPU twins themselves are checked against double references and finite differences by
  * tests/test_kernels.c. Exits 77 (skipped) when no CUDA device is present (cudaGetDeviceCount
  * fails or gives 0).
+ * The native bf16 path's twins (the _mx entry points) against the CPU's _mx kernels, each in its own
+ * test function and suite.
  * Written without a GPU at hand: it has not yet run on one. */
 #include <CUnit/Basic.h>
 #include <math.h>
@@ -755,6 +757,283 @@ static void test_clip_scale_zero(void)
     free(x), free(ref), free(got);
 }
 
+/* ---------------------------------------------------------------- native bf16 path, part 2
+ * attention, softmax-xent (fused and backward), GELU, SiLU, mul, residual, RoPE with bf16 operands
+ * (and fp32 with set), each against its CPU _mx twin. Bounds: a bf16 result within 1 bf16 ulp of the
+ * CPU's, or within the fp32 comparison's bound where the fp32 values before rounding may differ by
+ * more than half an ulp (attention's sums in another order: atol 1e-5 (out) / 1e-5 T (dinp), rtol
+ * 1e-4; the exp-based elementwise ops: the device exp polynomial may contract differently, 1e-6
+ * atol, 1e-5 rtol); fp32 results within those fp32 bounds; the losses 1e-5 relative. Every GPU
+ * result computed twice and required bitwise equal. A "set" gradient starts as NaN bytes on the GPU
+ * (it must not be read) and as random values on the CPU. */
+
+/* bf16 bits as an ordered integer (sign-magnitude to two's complement): adjacent values differ by 1 */
+static int32_t mx_ord(uint16_t h) { return (h & 0x8000) ? -(int32_t)(h & 0x7FFF) : (int32_t)h; }
+
+/* g, c of type dt (n elements): fp32 within atol + rtol |c|; bf16 within 1 ulp or that bound. */
+static int mx_close(const char *what, int dt, const void *g, const void *c, size_t n, double atol, double rtol)
+{
+    if (dt == SZ_K_F32)
+        return close_f(what, g, c, n, atol, rtol);
+    const uint16_t *gh = g, *ch = c;
+    size_t bad = 0, off = 0, wi = 0;
+    int32_t worst = 0;
+    for (size_t i = 0; i < n; i++) {
+        int32_t d = abs(mx_ord(gh[i]) - mx_ord(ch[i]));
+        float gf = sz_bf16_to_f32_1(gh[i]), cf = sz_bf16_to_f32_1(ch[i]);
+        off += d != 0;
+        if (d > worst)
+            worst = d, wi = i;
+        if (d > 1 && !(fabs((double)gf - cf) <= atol + rtol * fabs((double)cf)))
+            bad++;
+    }
+    if (bad || getenv("SZ_TEST_VERBOSE"))
+        printf("\n  %s (bf16): %zu of %zu differ, worst %d ulp at %zu (gpu %.9g, ref %.9g), %zu beyond 1 ulp and the "
+               "bound%s", what, off, n, (int)worst, wi, n ? sz_bf16_to_f32_1(gh[wi]) : 0.0,
+               n ? sz_bf16_to_f32_1(ch[wi]) : 0.0, bad, bad ? "  FAILED" : "");
+    return bad == 0;
+}
+
+/* n elements of type dt from fp32 values (bf16: rounded), host copy malloc'd */
+static void *mx_host(const float *x, int dt, size_t n)
+{
+    if (dt == SZ_K_BF16)
+        return bf16_of(x, n);
+    return copyf(x, n);
+}
+static size_t mx_es(int dt) { return dt == SZ_K_BF16 ? 2 : 4; }
+/* a device buffer of n elements of type dt: a copy of h, or NaN bytes when h is NULL */
+static void *mx_dev(const void *h, int dt, size_t n)
+{
+    void *d = dput(h, n * mx_es(dt));
+    if (!h)
+        CUOK(cudaMemset(d, 0xFF, n * mx_es(dt)));
+    return d;
+}
+
+static void mx_attention_case(int B, int T, int NH, int hs)
+{
+    int C = NH * hs;
+    size_t ni = (size_t)B * T * 3 * C, no = (size_t)B * T * C, ns = (size_t)B * NH * T * 2;
+    float *inp = rnd(ni, 1), *dout = rnd(no, 1), *di0 = rnd(ni, 1);
+    /* forward, out fp32 and bf16 */
+    for (int odt = 0; odt < 2; odt++) {
+        void *out = malloc(no * mx_es(odt)), *got[2];
+        float *st = malloc(ns * 4), *gst[2];
+        CU_ASSERT(sz_k_attention_fwd_mx(out, odt, st, inp, B, T, C, NH) == 0);
+        for (int r = 0; r < 2; r++) {
+            float *gi = dput(inp, ni * 4), *gs = dput(NULL, ns * 4);
+            void *go = mx_dev(NULL, odt, no);
+            CUOK(sz_cuda_attention_fwd_mx(S, go, odt, gs, gi, B, T, C, NH));
+            got[r] = malloc(no * mx_es(odt)), gst[r] = malloc(ns * 4);
+            dget(got[r], go, no * mx_es(odt)), dget(gst[r], gs, ns * 4);
+            dfree(gi), dfree(gs), dfree(go);
+        }
+        char w[96];
+        snprintf(w, sizeof w, "attention_fwd_mx out %s (B %d T %d NH %d hs %d)", odt ? "bf16" : "f32", B, T, NH, hs);
+        CU_ASSERT(mx_close(w, odt, got[0], out, no, 1e-5, 1e-4));
+        CU_ASSERT(close_f("attention_fwd_mx stats", gst[0], st, ns, 1e-6, 1e-5));
+        CU_ASSERT(same_bits("attention_fwd_mx run to run", got[0], got[1], no * mx_es(odt)));
+        CU_ASSERT(same_bits("attention_fwd_mx stats run to run", gst[0], gst[1], ns * 4));
+        free(out), free(st), free(got[0]), free(got[1]), free(gst[0]), free(gst[1]);
+    }
+    /* backward from the CPU's stats (so only the backward is compared): dinp x dout types x set */
+    float *st = malloc(ns * 4), *o32 = malloc(no * 4);
+    CU_ASSERT(sz_k_attention_fwd(o32, st, inp, B, T, C, NH) == 0);
+    free(o32);
+    for (int idt = 0; idt < 2; idt++)
+        for (int ddt = 0; ddt < 2; ddt++)
+            for (int set = 0; set < 2; set++) {
+                void *dh = mx_host(dout, ddt, no), *ref = mx_host(di0, idt, ni), *got[2];
+                CU_ASSERT(sz_k_attention_bwd_mx_set(ref, idt, dh, ddt, inp, st, B, T, C, NH, set ? SZ_K_SET_DINP : 0) == 0);
+                void *start = mx_host(di0, idt, ni);
+                for (int r = 0; r < 2; r++) {
+                    float *gi = dput(inp, ni * 4), *gs = dput(st, ns * 4);
+                    void *gd = mx_dev(dh, ddt, no), *gdi = mx_dev(set ? NULL : start, idt, ni);
+                    CUOK(sz_cuda_attention_bwd_mx(S, gdi, idt, gd, ddt, gi, gs, B, T, C, NH, set ? SZ_K_SET_DINP : 0));
+                    got[r] = malloc(ni * mx_es(idt));
+                    dget(got[r], gdi, ni * mx_es(idt));
+                    dfree(gi), dfree(gs), dfree(gd), dfree(gdi);
+                }
+                char w[112];
+                snprintf(w, sizeof w, "attention_bwd_mx dinp %s dout %s set %d (B %d T %d NH %d hs %d)",
+                         idt ? "bf16" : "f32", ddt ? "bf16" : "f32", set, B, T, NH, hs);
+                CU_ASSERT(mx_close(w, idt, got[0], ref, ni, 1e-5 * T, 1e-4));
+                CU_ASSERT(same_bits("attention_bwd_mx run to run", got[0], got[1], ni * mx_es(idt)));
+                free(dh), free(ref), free(start), free(got[0]), free(got[1]);
+            }
+    free(st), free(inp), free(dout), free(di0);
+}
+
+static void test_mx_attention(void)
+{
+    mx_attention_case(2, 13, 3, 37); /* odd head size, fewer rows than threads */
+    mx_attention_case(1, 70, 2, 64); /* rows beyond one pass of the block */
+}
+
+static void test_mx_softmax_xent(void)
+{
+    int N = 7, V = 1001, Vp = 1040;
+    size_t n = (size_t)N * Vp;
+    float *lf = rnd(n, 8);
+    int *tg = tokens(N, V);
+    tg[0] = 0, tg[1] = V - 1; /* the first and the last real column */
+    uint16_t *lh = bf16_of(lf, n);
+    /* fused, in place on bf16 logits */
+    uint16_t *ref = malloc(n * 2);
+    memcpy(ref, lh, n * 2);
+    float *loss = malloc(N * 4), g = 1.0f / 3.0f;
+    CU_ASSERT(sz_k_softmax_xent_fused_mx(ref, SZ_K_BF16, loss, tg, g, N, V, Vp) == 0);
+    uint16_t *got[2];
+    float *gl[2];
+    for (int r = 0; r < 2; r++) {
+        uint16_t *dl = dput(lh, n * 2);
+        float *dls = dput(NULL, N * 4);
+        int *dt = dput(tg, N * 4);
+        CUOK(sz_cuda_softmax_xent_fused_bf16(S, dl, dls, dt, g, N, V, Vp));
+        got[r] = malloc(n * 2), gl[r] = malloc(N * 4);
+        dget(got[r], dl, n * 2), dget(gl[r], dls, N * 4);
+        dfree(dl), dfree(dls), dfree(dt);
+    }
+    CU_ASSERT(close_f("softmax_xent_fused bf16 losses", gl[0], loss, N, 1e-6, 1e-5));
+    CU_ASSERT(mx_close("softmax_xent_fused bf16 dlogits", SZ_K_BF16, got[0], ref, n, 1e-8, 1e-5));
+    CU_ASSERT(same_bits("softmax_xent_fused bf16 run to run", got[0], got[1], n * 2));
+    CU_ASSERT(same_bits("softmax_xent_fused bf16 losses run to run", gl[0], gl[1], N * 4));
+    for (int i = 0; i < N; i++) /* padded columns exactly 0 */
+        for (int v = V; v < Vp; v++)
+            CU_ASSERT(got[0][(size_t)i * Vp + v] == 0);
+    /* the backward into bf16 dlogits from fp32 probs */
+    float *probs = malloc(n * 4), *l2 = malloc(N * 4), *dloss = rnd(N, 1);
+    sz_k_softmax_xent_fwd(probs, l2, lf, tg, N, V, Vp);
+    uint16_t *dref = malloc(n * 2), *dg = malloc(n * 2);
+    sz_k_softmax_xent_bwd_mx(dref, SZ_K_BF16, probs, tg, dloss, N, V, Vp);
+    float *cp = dput(probs, n * 4), *dd = dput(dloss, N * 4);
+    int *dt = dput(tg, N * 4);
+    uint16_t *o = mx_dev(NULL, SZ_K_BF16, n);
+    CUOK(sz_cuda_softmax_xent_bwd_mx(S, o, SZ_K_BF16, cp, dt, dd, 0.0f, N, V, Vp));
+    dget(dg, o, n * 2);
+    CU_ASSERT(same_bits("softmax_xent_bwd bf16 dlogits (the fp32 value rounded)", dg, dref, n * 2));
+    dfree(cp), dfree(dd), dfree(dt), dfree(o);
+    free(lf), free(tg), free(lh), free(ref), free(loss), free(got[0]), free(got[1]), free(gl[0]), free(gl[1]);
+    free(probs), free(l2), free(dloss), free(dref), free(dg);
+}
+
+/* GELU, SiLU, mul, residual with every combination of operand types the CPU takes (and set). */
+static void test_mx_elementwise(void)
+{
+    size_t n = 5003; /* odd, several blocks */
+    float *x = rnd(n, 4), *y = rnd(n, 2), *d = rnd(n, 1), *g0 = rnd(n, 1), *h0 = rnd(n, 1);
+    for (size_t i = 0; i < n; i += 97) d[i] = 0.0f; /* zero contributions */
+    float *gx = dput(x, n * 4), *gy = dput(y, n * 4);
+    char w[128];
+    /* forwards: out bf16 */
+    for (int op = 0; op < 3; op++) {
+        uint16_t *ref = malloc(n * 2), *got[2];
+        if (op == 0) sz_k_gelu_fwd_mx(ref, SZ_K_BF16, x, n);
+        if (op == 1) sz_k_silu_fwd_mx(ref, SZ_K_BF16, x, n);
+        if (op == 2) sz_k_mul_fwd_mx(ref, SZ_K_BF16, x, y, n);
+        for (int r = 0; r < 2; r++) {
+            void *go = mx_dev(NULL, SZ_K_BF16, n);
+            if (op == 0) CUOK(sz_cuda_gelu_fwd_mx(S, go, SZ_K_BF16, gx, n));
+            if (op == 1) CUOK(sz_cuda_silu_fwd_mx(S, go, SZ_K_BF16, gx, n));
+            if (op == 2) CUOK(sz_cuda_mul_fwd_mx(S, go, SZ_K_BF16, gx, gy, n));
+            got[r] = malloc(n * 2);
+            dget(got[r], go, n * 2);
+            dfree(go);
+        }
+        const char *nm[3] = {"gelu_fwd_mx", "silu_fwd_mx", "mul_fwd_mx"};
+        snprintf(w, sizeof w, "%s out bf16", nm[op]);
+        CU_ASSERT(mx_close(w, SZ_K_BF16, got[0], ref, n, 1e-6, 1e-5));
+        CU_ASSERT(same_bits(w, got[0], got[1], n * 2));
+        free(ref), free(got[0]), free(got[1]);
+    }
+    /* backwards: gradient type x dout type (x set for GELU) */
+    for (int gdt = 0; gdt < 2; gdt++)
+        for (int ddt = 0; ddt < 2; ddt++)
+            for (int op = 0; op < 3; op++)
+                for (int set = 0; set < (op == 0 ? 2 : 1); set++) {
+                    if (!gdt && !ddt && !set)
+                        continue; /* the fp32 kernels: test_gelu_residual, test_silu_mul */
+                    void *dh = mx_host(d, ddt, n), *ra = mx_host(g0, gdt, n), *rb = mx_host(h0, gdt, n);
+                    void *sa = mx_host(g0, gdt, n), *sb = mx_host(h0, gdt, n), *ga[2], *gb[2];
+                    if (op == 0) sz_k_gelu_bwd_mx_set(ra, gdt, x, dh, ddt, n, set ? SZ_K_SET_DINP : 0);
+                    if (op == 1) sz_k_silu_bwd_mx(ra, gdt, x, dh, ddt, n);
+                    if (op == 2) sz_k_mul_bwd_mx(ra, gdt, rb, gdt, dh, ddt, x, y, n);
+                    for (int r = 0; r < 2; r++) {
+                        void *gd = mx_dev(dh, ddt, n), *da = mx_dev(set ? NULL : sa, gdt, n), *db = mx_dev(sb, gdt, n);
+                        if (op == 0) CUOK(sz_cuda_gelu_bwd_mx(S, da, gdt, gx, gd, ddt, n, set ? SZ_K_SET_DINP : 0));
+                        if (op == 1) CUOK(sz_cuda_silu_bwd_mx(S, da, gdt, gx, gd, ddt, n));
+                        if (op == 2) CUOK(sz_cuda_mul_bwd_mx(S, da, gdt, db, gdt, gd, ddt, gx, gy, n));
+                        ga[r] = malloc(n * mx_es(gdt)), gb[r] = malloc(n * mx_es(gdt));
+                        dget(ga[r], da, n * mx_es(gdt)), dget(gb[r], db, n * mx_es(gdt));
+                        dfree(gd), dfree(da), dfree(db);
+                    }
+                    const char *nm[3] = {"gelu_bwd_mx dinp", "silu_bwd_mx dinp", "mul_bwd_mx da"};
+                    snprintf(w, sizeof w, "%s %s dout %s set %d", nm[op], gdt ? "bf16" : "f32", ddt ? "bf16" : "f32",
+                             set);
+                    CU_ASSERT(mx_close(w, gdt, ga[0], ra, n, 1e-6, 1e-5));
+                    CU_ASSERT(same_bits(w, ga[0], ga[1], n * mx_es(gdt)));
+                    if (op == 2) {
+                        snprintf(w, sizeof w, "mul_bwd_mx db %s dout %s", gdt ? "bf16" : "f32", ddt ? "bf16" : "f32");
+                        CU_ASSERT(mx_close(w, gdt, gb[0], rb, n, 1e-6, 1e-5));
+                        CU_ASSERT(same_bits(w, gb[0], gb[1], n * mx_es(gdt)));
+                    }
+                    free(dh), free(ra), free(rb), free(sa), free(sb);
+                    for (int r = 0; r < 2; r++) free(ga[r]), free(gb[r]);
+                }
+    /* residual backward: da, db of either type, each set or not (dout fp32); an add or a copy, so
+     * bitwise the CPU's */
+    float *gdo = dput(d, n * 4);
+    for (int adt = 0; adt < 2; adt++)
+        for (int bdt = 0; bdt < 2; bdt++)
+            for (int set = 0; set < 4; set++) {
+                if (!adt && !bdt && !set)
+                    continue;
+                void *ra = mx_host(g0, adt, n), *rb = mx_host(h0, bdt, n);
+                void *sa = mx_host(g0, adt, n), *sb = mx_host(h0, bdt, n);
+                sz_k_residual_bwd_mx_set(ra, adt, rb, bdt, d, n, set);
+                void *da = mx_dev(set & SZ_K_SET_A ? NULL : sa, adt, n), *db = mx_dev(set & SZ_K_SET_B ? NULL : sb, bdt, n);
+                CUOK(sz_cuda_residual_bwd_mx(S, da, adt, db, bdt, gdo, n, set));
+                void *a = malloc(n * mx_es(adt)), *b = malloc(n * mx_es(bdt));
+                dget(a, da, n * mx_es(adt)), dget(b, db, n * mx_es(bdt));
+                snprintf(w, sizeof w, "residual_bwd_mx da %s db %s set %d", adt ? "bf16" : "f32", bdt ? "bf16" : "f32", set);
+                CU_ASSERT(same_bits(w, a, ra, n * mx_es(adt)));
+                CU_ASSERT(same_bits(w, b, rb, n * mx_es(bdt)));
+                dfree(da), dfree(db);
+                free(ra), free(rb), free(sa), free(sb), free(a), free(b);
+            }
+    dfree(gx), dfree(gy), dfree(gdo);
+    free(x), free(y), free(d), free(g0), free(h0);
+}
+
+static void test_mx_rope(void)
+{
+    int B = 2, T = 19, C = 3 * 10, NH = 3;
+    size_t n = (size_t)B * T * 3 * C;
+    float *d = rnd(n, 1), *di0 = rnd(n, 1);
+    char w[96];
+    for (int idt = 0; idt < 2; idt++)
+        for (int ddt = 0; ddt < 2; ddt++)
+            for (int set = 0; set < 2; set++) {
+                if (!idt && !ddt && !set)
+                    continue; /* test_rope */
+                void *dh = mx_host(d, ddt, n), *ref = mx_host(di0, idt, n), *start = mx_host(di0, idt, n), *got[2];
+                CU_ASSERT(sz_k_rope_bwd_mx_set(ref, idt, dh, ddt, B, T, C, NH, 10000.0f, set ? SZ_K_SET_DINP : 0) == 0);
+                for (int r = 0; r < 2; r++) {
+                    void *gd = mx_dev(dh, ddt, n), *gi = mx_dev(set ? NULL : start, idt, n);
+                    CUOK(sz_cuda_rope_bwd_mx(S, gi, idt, gd, ddt, B, T, C, NH, 10000.0f, set ? SZ_K_SET_DINP : 0));
+                    got[r] = malloc(n * mx_es(idt));
+                    dget(got[r], gi, n * mx_es(idt));
+                    dfree(gd), dfree(gi);
+                }
+                snprintf(w, sizeof w, "rope_bwd_mx dinp %s dout %s set %d", idt ? "bf16" : "f32", ddt ? "bf16" : "f32", set);
+                CU_ASSERT(mx_close(w, idt, got[0], ref, n, 1e-6, 1e-6));
+                CU_ASSERT(same_bits(w, got[0], got[1], n * mx_es(idt)));
+                free(dh), free(ref), free(start), free(got[0]), free(got[1]);
+            }
+    free(d), free(di0);
+}
+
 int main(void)
 {
     if (CU_initialize_registry() != CUE_SUCCESS)
@@ -780,6 +1059,11 @@ int main(void)
              {"mse", test_mse}, {"adamw fp32 + fused norm", test_adamw}, {"adamw mixed", test_adamw_mixed},
              {"sgd momentum", test_sgd}, {"sumsq fp32/bf16", test_sumsq}, {"convert", test_convert},
              {"clip, scale, zero", test_clip_scale_zero});
+    SZ_SUITE("cuda twins, native bf16 path (attention, softmax-xent, elementwise, rope)",
+             {"attention fwd/bwd, bf16 out/dout/dinp, set", test_mx_attention},
+             {"softmax-xent fused in place on bf16, bwd into bf16", test_mx_softmax_xent},
+             {"gelu, silu, mul, residual with bf16 operands, set", test_mx_elementwise},
+             {"rope bwd bf16 dinp/dout, set", test_mx_rope});
     int failed = sz_test_run();
     cublasDestroy(H);
     cudaStreamDestroy(S);

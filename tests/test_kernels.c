@@ -563,8 +563,8 @@ static void test_matmul_gelu(void)
                     if (ep == 2) { uint16_t *h = to_bf16(dw0, nw); memcpy(dw, h, nw * 2); free(h);
                                    h = to_bf16(db0, oc); memcpy(db, h, oc * 2); free(h); }
                     else { memcpy(dw, dw0, nw * 4); memcpy(db, db0, oc * 4); }
-                    CU_ASSERT(sz_k_matmul_gelu_fwd(out, g, od, xi, xw, xb, in, n, c, oc) >= 0);
-                    CU_ASSERT(sz_k_gelu_matmul_bwd(di, bdt, dw, db, bdt, xdo, xi, xw, pre, in, n, c, oc) >= 0);
+                    CU_ASSERT(sz_k_matmul_gelu_fwd(out, g, od, xi, xw, xb, in, in, n, c, oc) >= 0);
+                    CU_ASSERT(sz_k_gelu_matmul_bwd(di, bdt, dw, db, bdt, xdo, xi, xw, pre, in, in, n, c, oc) >= 0);
                     int same = memcmp(out, out_ref, no * 4) == 0 && memcmp(g, g_ref, no * e) == 0 &&
                                memcmp(di, di_ref, ni * eb) == 0 && memcmp(dw, dw_ref, nw * ep) == 0 &&
                                memcmp(db, db_ref, oc * ep) == 0;
@@ -969,8 +969,8 @@ static void test_matmul_host_bytes(void)
             CU_ASSERT(sz_k_matmul_fwd(y, x, w, NULL, N, C, OC) >= 0);
             CU_ASSERT(sz_k_matmul_bwd(dx, dw, db, y, x, w, N, C, OC) >= 0);
             /* the GELU-fused kernels run the same products: the same bytes */
-            CU_ASSERT(sz_k_matmul_gelu_fwd(y, y2, SZ_K_F32, x, w, b, SZ_K_F32, N, C, OC) >= 0);
-            CU_ASSERT(sz_k_gelu_matmul_bwd(dx, SZ_K_F32, dw, db, SZ_K_F32, y, x, w, x, SZ_K_F32, N, C, OC) >= 0);
+            CU_ASSERT(sz_k_matmul_gelu_fwd(y, y2, SZ_K_F32, x, w, b, SZ_K_F32, SZ_K_F32, N, C, OC) >= 0);
+            CU_ASSERT(sz_k_gelu_matmul_bwd(dx, SZ_K_F32, dw, db, SZ_K_F32, y, x, w, x, SZ_K_F32, SZ_K_F32, N, C, OC) >= 0);
             int64_t used = sz_k_matmul_host_peak() - before;
             CU_ASSERT(used >= 0 && used <= (int64_t)(sc + pk));
             before = sz_k_matmul_host_live();
@@ -978,8 +978,8 @@ static void test_matmul_host_bytes(void)
             CU_ASSERT(sz_k_matmul_fwd_bf16(hy, SZ_K_BF16, hx, hw, hb, N, C, OC) >= 0);
             CU_ASSERT(sz_k_matmul_fwd_bf16(y, SZ_K_F32, hx, hw, NULL, N, C, OC) >= 0);
             CU_ASSERT(sz_k_matmul_bwd_bf16(dx, SZ_K_F32, dw, db, SZ_K_F32, hy, hx, hw, N, C, OC) >= 0);
-            CU_ASSERT(sz_k_matmul_gelu_fwd(y, hy, SZ_K_BF16, hx, hw, hb, SZ_K_BF16, N, C, OC) >= 0);
-            CU_ASSERT(sz_k_gelu_matmul_bwd(hdx, SZ_K_BF16, dw, db, SZ_K_F32, hy, hx, hw, x, SZ_K_BF16, N, C, OC) >= 0);
+            CU_ASSERT(sz_k_matmul_gelu_fwd(y, hy, SZ_K_BF16, hx, hw, hb, SZ_K_BF16, SZ_K_BF16, N, C, OC) >= 0);
+            CU_ASSERT(sz_k_gelu_matmul_bwd(hdx, SZ_K_BF16, dw, db, SZ_K_F32, hy, hx, hw, x, SZ_K_BF16, SZ_K_BF16, N, C, OC) >= 0);
             int64_t used16 = sz_k_matmul_host_peak() - before;
             CU_ASSERT(used16 >= 0 && used16 <= (int64_t)(sc16 + pk16));
             if (used > (int64_t)(sc + pk) || used16 > (int64_t)(sc16 + pk16))

@@ -70,7 +70,7 @@ int main(int argc, char **argv)
             if (bf) sz_k_gelu_fwd_mx(g1, od, fch, (size_t)N * H);   /* as codelets/gelu.c chooses */
             else sz_k_gelu_fwd(g1, fch, (size_t)N * H);
             double t1 = cpu_s();
-            sz_k_matmul_gelu_fwd(fch2, g2, od, ln2, fcw, fcb, in, N, C, H);
+            sz_k_matmul_gelu_fwd(fch2, g2, od, ln2, fcw, fcb, in, in, N, C, H);
             double t2 = cpu_s();
             memset(t, 0, (size_t)N * H * eo);
             memset(d1, 0, (size_t)N * H * eo);
@@ -79,7 +79,7 @@ int main(int argc, char **argv)
             if (bf) sz_k_gelu_bwd_mx(d1, od, fch, t, od, (size_t)N * H);
             else sz_k_gelu_bwd(d1, fch, t, (size_t)N * H);
             double t3 = cpu_s();
-            sz_k_gelu_matmul_bwd(d2, od, NULL, NULL, SZ_K_F32, dfcproj, NULL, fcprojw, fch, in, N, H, C);
+            sz_k_gelu_matmul_bwd(d2, od, NULL, NULL, SZ_K_F32, dfcproj, NULL, fcprojw, fch, in, in, N, H, C);
             double t4 = cpu_s();
             /* the products alone (no GELU, no zeroing), for the GELU's share */
             if (bf) sz_k_matmul_fwd_bf16(fch2, SZ_K_F32, ln2, fcw, fcb, N, C, H);

@@ -305,14 +305,105 @@ static void sz_mm_pack_b(const sz_mm_shape *s, int64_t j0, int64_t nt, int64_t l
         memcpy((char *)pb + k * ldpb * eb, (const char *)b + (k * s->b_sk + j0) * eb, nt * eb);
 }
 
-/* Whether sz_mm_tiled copies A's rows / B's columns into contiguous tiles, and their bytes per thread. */
+/* ---- fp32 A and d with a bf16 B (the weight) and bias: the emulated bf16 path's products.
+ * No fp32 working copy of the weight exists: each thread widens (exactly: bf16 -> fp32 is a shift)
+ * its tile's B panel and bias slice into its own scratch, and the tile is the fp32 product on
+ * that, single-threaded oneDNN as every tile. The tile's descriptors are the ones the fp32 product
+ * on a widened copy of the whole weight (sz_mm_tiled with b_dt = bias_dt = F32) uses, so it is the
+ * same oneDNN primitive on the same values:
+ *  - B read as W^T (b_sk = 1, the forward): the panel is W's rows j0..j0+nt, each K long, kept at
+ *    W's own row stride b_sn: the very strides of the fp32 tile;
+ *  - B row-major (b_sn = 1, dinp = dout . W): the panel must keep oneDNN's choice of kernel, which
+ *    depends on B's leading dimension: measured (oneDNN 2.6, AVX-512), the same 256 x 401 x 96 tile
+ *    ran brg:avx512_core on a dense B (ldb = N) and gemm:jit on ldb = 400, with other bits. So:
+ *    where the fp32 product packs B (its row stride a multiple of 2 KiB), the panel is its
+ *    [K, SZ_MM_TN + 16]; where B's rows fit one tile (N <= SZ_MM_TN, the fp32 tile reads W densely
+ *    in place) the panel is the whole widened W at W's own row stride (K x N floats, no more than
+ *    the other panel); else (several column blocks: the fp32 tile reads a strided, non-dense view
+ *    of W, ldb = C > its columns) the panel is [K, SZ_MM_TN + 16], also strided and non-dense: the
+ *    same kernel (gemm:jit here, which packs B itself), the same bits — a row-stride panel would
+ *    hold K x C floats per thread (the lm head's: 154 MB), no smaller than a working copy.
+ * tests/test_matmul_wbf16.c checks memcmp-equality on every layout (C = 768, d12's, among them),
+ * forward with and without bias, dinp accumulated and set, 1/2/3 threads.
+ * The tiles are visited column-major, so a thread widens each panel once for all its row blocks. */
+static int sz_mm_widens(const sz_mm_shape *s) { return s->a_dt == SZ_K_F32 && s->b_dt == SZ_K_BF16; }
+
+/* Whether the fp32 product packs a row-major B of row stride b_sk (below: sz_mm_packing). */
+static int sz_mm_packs_b(const sz_mm_shape *s, size_t eb)
+{
+    return s->b_sn == 1 && s->K > 1 && (s->b_sk * eb) % 2048 == 0;
+}
+
+/* The strides a tile sees for its packed or widened B. */
+static void sz_mm_panel_strides(const sz_mm_shape *s, int64_t *sk, int64_t *sn)
+{
+    *sk = SZ_MM_TN + 16;
+    *sn = 1;
+    if (!sz_mm_widens(s)) return;
+    if (s->b_sk == 1 && s->b_sn >= s->K) { *sk = 1; *sn = s->b_sn; }          /* W^T: W's rows */
+    else if (s->b_sn == 1 && s->N <= SZ_MM_TN && !sz_mm_packs_b(s, 4)) *sk = s->b_sk; /* all of W */
+}
+
+/* fp32 elements of a widened B panel (the bias slice follows it, 64-byte aligned). */
+static size_t sz_mm_panel_elems(const sz_mm_shape *s)
+{
+    int64_t sk, sn;
+    sz_mm_panel_strides(s, &sk, &sn);
+    size_t n = sk == 1 && sn != 1 ? (size_t)SZ_MM_TN * sn
+               : sn == 1 && sk != SZ_MM_TN + 16 ? (size_t)(s->K - 1) * sk + s->N
+                                                : (size_t)s->K * (SZ_MM_TN + 16);
+    return (n + 15) & ~(size_t)15;
+}
+
+static inline void sz_mm_widen_row(float *restrict dst, const uint16_t *restrict src, int64_t n)
+{
+#pragma omp simd
+    for (int64_t i = 0; i < n; i++) dst[i] = sz_bits_f32((uint32_t)src[i] << 16);
+}
+
+/* Widens B's columns j0..j0+nt (and bias[j0..j0+nt) when given) into pb, as the tile reads them. */
+static void sz_mm_widen_b(const sz_mm_shape *s, int64_t j0, int64_t nt, const uint16_t *b,
+                          const uint16_t *bias, float *pb)
+{
+    int64_t sk, sn;
+    sz_mm_panel_strides(s, &sk, &sn);
+    if (sk == 1 && sn != 1) {       /* W's rows j0..j0+nt */
+        for (int64_t j = 0; j < nt; j++) sz_mm_widen_row(pb + j * sn, b + (j0 + j) * s->b_sn, s->K);
+    } else if (s->b_sn == 1) {      /* row-major B: nt contiguous elements per k */
+        for (int64_t k = 0; k < s->K; k++) sz_mm_widen_row(pb + k * sk, b + k * s->b_sk + j0, nt);
+    } else {
+        for (int64_t k = 0; k < s->K; k++)
+            for (int64_t j = 0; j < nt; j++)
+                pb[k * sk + j] = sz_bf16_to_f32_1(b[k * s->b_sk + (j0 + j) * s->b_sn]);
+    }
+    if (bias) sz_mm_widen_row(pb + sz_mm_panel_elems(s), bias + j0, nt);
+}
+
+/* Whether sz_mm_tiled copies A's rows / B's columns into contiguous tiles (or widens B's panel:
+ * then pack_b is 1), and their bytes per thread. */
 static void sz_mm_packing(const sz_mm_shape *s, int *pack_a, int *pack_b, size_t *abytes, size_t *bbytes)
 {
     size_t ea = sz_esize(s->a_dt), eb = sz_esize(s->b_dt);
     *pack_a = s->a_sm == 1 && s->a_sk != 1 && s->K > 1 && !__builtin_cpu_supports("avx512f");
-    *pack_b = s->b_sn == 1 && s->K > 1 && (s->b_sk * eb) % 2048 == 0;
     *abytes = *pack_a ? (size_t)SZ_MM_TM * s->K * ea : 0;
+    if (sz_mm_widens(s)) {
+        *pack_b = 1;
+        *bbytes = (sz_mm_panel_elems(s) + (s->bias_dt >= 0 ? SZ_MM_TN : 0)) * sizeof(float);
+        return;
+    }
+    *pack_b = sz_mm_packs_b(s, eb);
     *bbytes = *pack_b ? (size_t)s->K * (SZ_MM_TN + 16) * eb : 0;
+}
+
+/* The tile's own shape once its operands are packed / widened (its primitive's key). */
+static void sz_mm_sub_packed(const sz_mm_shape *s, int pack_a, int pack_b, sz_mm_shape *sub)
+{
+    if (pack_a) { sub->a_sm = s->K; sub->a_sk = 1; }
+    if (pack_b) sz_mm_panel_strides(s, &sub->b_sk, &sub->b_sn);
+    if (sz_mm_widens(s)) {
+        sub->b_dt = SZ_K_F32;
+        if (sub->bias_dt >= 0) sub->bias_dt = SZ_K_F32;
+    }
 }
 
 /* Tiles are visited with schedule(static), so a thread gets a contiguous run of
@@ -337,6 +428,7 @@ int sz_mm_tiled_epi(const sz_mm_shape *s, void *d, const void *a, const void *b,
     sz_mm_packing(s, &pack_a, &pack_b, &abytes, &bbytes);
     /* Column-major visit re-packs A once per column block, row-major re-packs B
      * once per row block: take the cheaper. */
+    int widen = sz_mm_widens(s);
     int col_major = pack_b && (!pack_a || nn * s->M < nm * s->N);
     char *scratch = NULL;
     if ((pack_a || pack_b) && !(scratch = malloc((abytes + bbytes) * nthr))) return -1;
@@ -357,19 +449,24 @@ int sz_mm_tiled_epi(const sz_mm_shape *s, void *d, const void *a, const void *b,
             sz_mm_sub(s, i0, j0, &sub);
             const void *ta = (const char *)a + i0 * s->a_sm * ea;
             const void *tb = (const char *)b + j0 * s->b_sn * eb;
+            const void *tbias = bias ? (const char *)bias + j0 * ebias : NULL;
+            sz_mm_sub_packed(s, pack_a, pack_b, &sub);
             if (pack_a) {
                 if (have_a != ib) sz_mm_pack_a(s, i0, sub.M, a, pa);
                 have_a = ib;
-                ta = pa; sub.a_sm = s->K; sub.a_sk = 1;
+                ta = pa;
             }
             if (pack_b) {
-                if (have_b != jb) sz_mm_pack_b(s, j0, sub.N, ldpb, b, pb);
+                if (have_b != jb) {
+                    if (widen) sz_mm_widen_b(s, j0, sub.N, b, bias, (float *)pb);
+                    else sz_mm_pack_b(s, j0, sub.N, ldpb, b, pb);
+                }
                 have_b = jb;
-                tb = pb; sub.b_sk = ldpb; sub.b_sn = 1;
+                tb = pb;
+                if (widen && bias) tbias = (const float *)pb + sz_mm_panel_elems(s);
             }
             if (epi && epi->before) epi->before(epi, i0, j0, sub.M, sub.N);
-            plain |= sz_mm_tile(&sub, (char *)d + (i0 * s->ldd + j0) * ed, ta, tb,
-                                bias ? (const char *)bias + j0 * ebias : NULL);
+            plain |= sz_mm_tile(&sub, (char *)d + (i0 * s->ldd + j0) * ed, ta, tb, tbias);
             if (epi && epi->after) epi->after(epi, i0, j0, sub.M, sub.N);
         }
     }
@@ -399,8 +496,7 @@ size_t sz_k_matmul_shape_host_bytes(const sz_mm_shape *s, int nthr)
                 int64_t i0 = ei ? (s->M - 1) / SZ_MM_TM * SZ_MM_TM : 0, j0 = ej ? (s->N - 1) / SZ_MM_TN * SZ_MM_TN : 0;
                 sz_mm_shape sub;
                 sz_mm_sub(s, i0, j0, &sub);
-                if (pack_a) { sub.a_sm = s->K; sub.a_sk = 1; }
-                if (pack_b) { sub.b_sk = SZ_MM_TN + 16; sub.b_sn = 1; }
+                sz_mm_sub_packed(s, pack_a, pack_b, &sub);
                 dnnl_engine_t eng;
                 int owned;
                 size_t scratch = 0;
@@ -481,6 +577,12 @@ void sz_mm_shape_dinp(sz_mm_shape *s, int N, int C, int OC, int in_dt, int dinp_
     s->a_sm = OC; s->a_sk = 1; s->b_sk = C; s->b_sn = 1; s->ldd = C; s->accumulate = 1;
 }
 
+void sz_mm_shape_weights(sz_mm_shape *s, int w_dt)
+{
+    s->b_dt = w_dt;
+    if (s->bias_dt >= 0) s->bias_dt = w_dt;
+}
+
 int sz_k_matmul_fwd(float *out, const float *inp, const float *weight, const float *bias,
                     int N, int C, int OC)
 {
@@ -489,13 +591,16 @@ int sz_k_matmul_fwd(float *out, const float *inp, const float *weight, const flo
     return sz_mm_tiled(&s, out, inp, weight, bias);
 }
 
-void sz_k_matmul_host_bytes(int N, int C, int OC, int nthr, size_t *scratch, size_t *pack)
+/* The shapes sz_k_matmul_fwd / _bwd_set (w_dt F32) or their bf16-weight twins (w_dt BF16) run. */
+static void sz_mm_host_bytes(int N, int C, int OC, int nthr, int w_dt, size_t *scratch, size_t *pack)
 {
     sz_mm_shape s[5];
-    sz_mm_shape_fwd(&s[0], N, C, OC, SZ_K_F32, SZ_K_F32, 1);   /* as sz_k_matmul_fwd, with a bias and without */
+    sz_mm_shape_fwd(&s[0], N, C, OC, SZ_K_F32, SZ_K_F32, 1);   /* the forward, with a bias and without */
+    sz_mm_shape_weights(&s[0], w_dt);
     s[3] = s[0];
     s[3].bias_dt = -1;
-    sz_mm_shape_dinp(&s[1], N, C, OC, SZ_K_F32, SZ_K_F32);   /* as sz_k_matmul_bwd: dinp, then dweight */
+    sz_mm_shape_dinp(&s[1], N, C, OC, SZ_K_F32, SZ_K_F32);   /* the backward: dinp, then dweight */
+    sz_mm_shape_weights(&s[1], w_dt);
     sz_mm_init(&s[2], OC, C, N, SZ_K_F32);
     s[2].a_sm = 1; s[2].a_sk = OC; s[2].b_sk = C; s[2].b_sn = 1; s[2].ldd = C; s[2].accumulate = 1;
     s[4] = s[1];                             /* dinp set (sz_k_matmul_bwd_set) */
@@ -510,6 +615,16 @@ void sz_k_matmul_host_bytes(int N, int C, int OC, int nthr, size_t *scratch, siz
     }
     *scratch = scratch_most;
     *pack = pack_most;
+}
+
+void sz_k_matmul_host_bytes(int N, int C, int OC, int nthr, size_t *scratch, size_t *pack)
+{
+    sz_mm_host_bytes(N, C, OC, nthr, SZ_K_F32, scratch, pack);
+}
+
+void sz_k_matmul_wbf16_host_bytes(int N, int C, int OC, int nthr, size_t *scratch, size_t *pack)
+{
+    sz_mm_host_bytes(N, C, OC, nthr, SZ_K_BF16, scratch, pack);
 }
 
 void sz_mm_shape_host_split(const sz_mm_shape *s, int nthr, size_t *scratch, size_t *pack)
@@ -545,5 +660,36 @@ int sz_k_matmul_bwd_set(float *dinp, float *dweight, float *dbias, const float *
         rc |= r;
     }
     if (dbias) sz_mm_colsum(dbias, SZ_K_F32, dout, SZ_K_F32, N, OC);
+    return rc;
+}
+
+/* ---- fp32 activations with bf16 weights (the emulated bf16 path): the weight's panels widened
+ * tile by tile (sz_mm_widen_b), the bits of the fp32 kernels on the widened weight ---- */
+
+int sz_k_matmul_fwd_wbf16(float *out, const float *inp, const uint16_t *weight, const uint16_t *bias,
+                          int N, int C, int OC)
+{
+    sz_mm_shape s;
+    sz_mm_shape_fwd(&s, N, C, OC, SZ_K_F32, SZ_K_F32, bias != NULL);
+    sz_mm_shape_weights(&s, SZ_K_BF16);
+    return sz_mm_tiled(&s, out, inp, weight, bias);
+}
+
+int sz_k_matmul_bwd_wbf16_set(float *dinp, float *dweight, float *dbias, const float *dout,
+                              const float *inp, const uint16_t *weight, int N, int C, int OC, int set)
+{
+    int rc = 0, r;
+    if (dinp) {      /* dinp[N,C] (+)= dout[N,OC] . weight[OC,C]; set: no sum post-op */
+        sz_mm_shape s;
+        sz_mm_shape_dinp(&s, N, C, OC, SZ_K_F32, SZ_K_F32);
+        sz_mm_shape_weights(&s, SZ_K_BF16);
+        s.accumulate = !(set & SZ_K_SET_DINP);
+        if ((r = sz_mm_tiled(&s, dinp, dout, weight, NULL)) < 0) return r;
+        rc |= r;
+    }
+    if (dweight || dbias) {   /* no weight in them: the fp32 kernels' */
+        if ((r = sz_k_matmul_bwd_set(NULL, dweight, dbias, dout, inp, NULL, N, C, OC, 0)) < 0) return r;
+        rc |= r;
+    }
     return rc;
 }

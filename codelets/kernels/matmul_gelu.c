@@ -44,11 +44,19 @@ static void sz_gelu_fwd_tile(const sz_mm_epi *e, int64_t i0, int64_t j0, int64_t
     }
 }
 
+/* The operand types the fused kernels take: all fp32, all bf16, or fp32 with bf16 weights. */
+static int sz_mg_types_ok(sz_k_dtype in_dt, sz_k_dtype w_dt)
+{
+    return w_dt == in_dt || (in_dt == SZ_K_F32 && w_dt == SZ_K_BF16);
+}
+
 int sz_k_matmul_gelu_fwd(float *out, void *gout, sz_k_dtype gout_dt, const void *inp, const void *weight,
-                         const void *bias, sz_k_dtype in_dt, int N, int C, int OC)
+                         const void *bias, sz_k_dtype in_dt, sz_k_dtype w_dt, int N, int C, int OC)
 {
     sz_mm_shape s;
+    if (!sz_mg_types_ok(in_dt, w_dt)) return -2;
     sz_mm_shape_fwd(&s, N, C, OC, in_dt, SZ_K_F32, bias != NULL);
+    sz_mm_shape_weights(&s, w_dt);
     sz_gelu_fwd_ctx c = { out, gout, gout_dt, OC };
     sz_mm_epi e = { NULL, sz_gelu_fwd_tile, &c };
     if (in_dt == SZ_K_BF16) return sz_mm_bf16_epi(&s, out, inp, weight, bias, &e);
@@ -100,12 +108,14 @@ static void sz_gelu_bwd_tile(const sz_mm_epi *e, int64_t i0, int64_t j0, int64_t
 
 int sz_k_gelu_matmul_bwd(void *dinp, sz_k_dtype dinp_dt, void *dweight, void *dbias, sz_k_dtype dparam_dt,
                          const void *dout, const void *inp, const void *weight, const float *pre, sz_k_dtype in_dt,
-                         int N, int C, int OC)
+                         sz_k_dtype w_dt, int N, int C, int OC)
 {
     int rc = 0, r;
+    if (!sz_mg_types_ok(in_dt, w_dt)) return -2;
     if (dinp) {
         sz_mm_shape s;
         sz_mm_shape_dinp(&s, N, C, OC, in_dt, in_dt == SZ_K_BF16 ? dinp_dt : SZ_K_F32);
+        sz_mm_shape_weights(&s, w_dt);
         sz_gelu_bwd_ctx c = { dinp, s.d_dt, pre, C };
         sz_mm_epi e = { sz_gelu_bwd_zero, sz_gelu_bwd_tile, &c };
         r = in_dt == SZ_K_BF16 ? sz_mm_bf16_epi(&s, dinp, dout, weight, NULL, &e)

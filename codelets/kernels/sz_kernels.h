@@ -56,8 +56,22 @@ int sz_k_matmul_bwd_bf16(void *dinp, sz_k_dtype dinp_dt, void *dweight, void *db
                          sz_k_dtype dparam_dt, const uint16_t *dout, const uint16_t *inp,
                          const uint16_t *weight, int N, int C, int OC);
 
+/* fp32 activations with bf16 weights (the emulated bf16 compute path: no fp32 working copy of the
+ * weights exists): inp, dout, out, dinp, dweight, dbias fp32; weight [OC,C] and bias [OC] bf16 (bias
+ * may be NULL). Each tile widens its slice of the weight (and bias) exactly into per-thread scratch
+ * and runs the fp32 tile: the bits of sz_k_matmul_fwd / sz_k_matmul_bwd_set on the weight widened
+ * to fp32 (tests/test_matmul_wbf16.c checks it bitwise). Backward as sz_k_matmul_bwd_set: dinp
+ * accumulated or set (SZ_K_SET_DINP in set), dweight and dbias accumulated (they read no weight: the
+ * fp32 kernels). Any of dinp, dweight, dbias may be NULL. Return as the fp32 kernels. */
+int sz_k_matmul_fwd_wbf16(float *out, const float *inp, const uint16_t *weight, const uint16_t *bias,
+                          int N, int C, int OC);
+int sz_k_matmul_bwd_wbf16_set(float *dinp, float *dweight, float *dbias, const float *dout,
+                              const float *inp, const uint16_t *weight, int N, int C, int OC, int set);
+
 /* ---- the linear layer fused with GELU (matmul_gelu.c; GPT-2's MLP), the bits of the separate
- *      kernels. Inputs (inp, weight, bias; dout, inp, weight) fp32 or bf16 (in_dt) as above.
+ *      kernels. Inputs (inp, bias; dout, inp) fp32 or bf16 (in_dt), weight and bias of w_dt: w_dt ==
+ *      in_dt as above, or in_dt F32 with w_dt BF16 (the bits of sz_k_matmul_fwd_wbf16 /
+ *      sz_k_matmul_bwd_wbf16_set; dinp, dweight, dbias fp32); any other pair returns -2.
  *      Forward: out[N,OC] = inp . weight^T + bias (fp32, overwritten) and gout[N,OC] = gelu(out)
  *      (gout_dt; overwritten), each output tile's GELU right after its product: sz_k_matmul_fwd(_bf16)
  *      then sz_k_gelu_fwd(_mx). Backward of a linear layer whose input inp was gelu(pre), pre [N,C]
@@ -66,10 +80,10 @@ int sz_k_matmul_bwd_bf16(void *dinp, sz_k_dtype dinp_dt, void *dweight, void *db
  *      sz_k_gelu_bwd(_mx)(dinp, pre, t), with no t; dweight, dbias (dparam_dt) accumulate as in
  *      sz_k_matmul_bwd(_bf16). Any of dinp, dweight, dbias may be NULL. Return as the matmuls. ---- */
 int sz_k_matmul_gelu_fwd(float *out, void *gout, sz_k_dtype gout_dt, const void *inp, const void *weight,
-                         const void *bias, sz_k_dtype in_dt, int N, int C, int OC);
+                         const void *bias, sz_k_dtype in_dt, sz_k_dtype w_dt, int N, int C, int OC);
 int sz_k_gelu_matmul_bwd(void *dinp, sz_k_dtype dinp_dt, void *dweight, void *dbias, sz_k_dtype dparam_dt,
                          const void *dout, const void *inp, const void *weight, const float *pre, sz_k_dtype in_dt,
-                         int N, int C, int OC);
+                         sz_k_dtype w_dt, int N, int C, int OC);
 
 /* ---- causal self-attention, NH heads of size hs = C/NH, scale 1/sqrt(hs), llm.c semantics.
  *      inp [B,T,3C] = q | k | v; out [B,T,C]. Memory linear in T: the forward saves only
@@ -329,6 +343,12 @@ void sz_k_shutdown(void);
  * packed tiles one call holds while it runs. sz_k_matmul_host_peak: the most both held at once in
  * this process so far (measured). */
 void sz_k_matmul_host_bytes(int N, int C, int OC, int nthr, size_t *scratch, size_t *pack);
+/* The same for the bf16-weight kernels (sz_k_matmul_*_wbf16, and sz_k_matmul_gelu_fwd /
+ * sz_k_gelu_matmul_bwd with in_dt F32, w_dt BF16): the fp32 tiles' scratchpads plus, in *pack, each
+ * thread's widened weight panel and bias slice (forward TN x C floats, dinp OC x (TN + 16): the lm
+ * head's dinp, OC = 50304, takes 80 MB per thread while it runs) — what the model adds instead of the
+ * working copies (codelets/matmul.c: sz_matmul_host_bytes_wbf16). */
+void sz_k_matmul_wbf16_host_bytes(int N, int C, int OC, int nthr, size_t *scratch, size_t *pack);
 /* The same for the bf16 kernels (sz_k_matmul_*_bf16): native tiles, or the emulation's fp32 copies. */
 void sz_k_matmul_bf16_host_bytes(int N, int C, int OC, int nthr, size_t *scratch, size_t *pack);
 int64_t sz_k_matmul_host_peak(void);

@@ -110,6 +110,9 @@ int sz_mm_bf16_epi(const sz_mm_shape *s, void *d, const uint16_t *a, const uint1
  * backward dinp[N,C] += dout[N,OC] . weight, dinp of dinp_dt. */
 void sz_mm_shape_fwd(sz_mm_shape *s, int N, int C, int OC, int in_dt, int out_dt, int has_bias);
 void sz_mm_shape_dinp(sz_mm_shape *s, int N, int C, int OC, int in_dt, int dinp_dt);
+/* The weight (b) and bias of s made w_dt: SZ_K_BF16 on an fp32 shape is the bf16-weight product
+ * (fp32 activations and result; the tiles widen their weight panels, matmul.c's sz_mm_widen_b). */
+void sz_mm_shape_weights(sz_mm_shape *s, int w_dt);
 /* 1 if oneDNN has an implementation for the tiles of s (e.g. bf16 needs AVX-512). */
 int sz_mm_supported(const sz_mm_shape *s);
 /* Host bytes of sz_mm_tiled(s) with nthr threads: the largest tile scratchpad per thread + packed tiles. */

@@ -13,9 +13,18 @@
  * Backward: per query row t (kernel A) p and datt[t2] = dout_t . v_t2 into shared memory,
  * s_t = sum p * datt (kept in scratch), dq_t += scale * sum_t2 p (datt - s_t) k_t2; per key row
  * t2 (kernel B) dk_t2 += scale * sum_{t >= t2} p (datt - s_t) q_t and dv_t2 += sum p dout_t,
- * recomputing p and datt with the same products (the same bits). No atomics. */
+ * recomputing p and datt with the same products (the same bits). No atomics.
+ *
+ * The native bf16 path (the _mx entry points, as sz_k_attention_fwd_mx / sz_k_attention_bwd_mx_set):
+ * inp, stats and the scratch stay fp32; out (forward), dout and dinp (backward) may be bf16. The
+ * kernels are templates on those operands' types: a bf16 dout is widened exactly where it is
+ * loaded (so every product and sum is the fp32 kernel's on the widened dout), a bf16 out or dinp
+ * element is rounded once from the fp32 value the fp32 kernel would store (dinp: round(f32(dinp) +
+ * the row's sum), as the CPU). `set` (a folded sz_op_zero of dinp): each dinp element is written
+ * from its sum without being read; the q kernel writes every q slot and the k/v kernel every k and
+ * v slot, so the whole of dinp is written. */
 #include <math.h>
-#include "sz_cuda_common.cuh"
+#include "sz_cuda_mx.cuh"
 
 #define SZ_ATT_WARPS 4
 #define SZ_ATT_THREADS (32 * SZ_ATT_WARPS)
@@ -33,14 +42,14 @@ __device__ __forceinline__ size_t sz_att_row(const sz_att_dims &d, int b, int t,
 }
 
 /* Warp dot product of a register row (lane's columns) with a global row; every lane gets it. */
-__device__ __forceinline__ float sz_att_dot(const float *r, const float *g, int hs, int lane)
+template <typename G> __device__ __forceinline__ float sz_att_dot(const float *r, const G *g, int hs, int lane)
 {
     float p = 0.0f;
 #pragma unroll
     for (int j = 0; j < SZ_ATT_J; j++) {
         int i = lane + 32 * j;
         if (i < hs)
-            p += r[j] * g[i];
+            p += r[j] * sz_mx_get(g, (size_t)i);
     }
     return sz_warp_sum(p);
 }
@@ -73,8 +82,9 @@ __device__ __forceinline__ float sz_att_score(const float *reg, const float *mem
     return sz_att_dot(reg, mem, hs, lane) * scale;
 }
 
+template <typename OutT>
 __global__ static void __launch_bounds__(SZ_ATT_THREADS)
-    att_fwd_k(float *out, float *stats, const float *inp, sz_att_dims d)
+    att_fwd_k(OutT *out, float *stats, const float *inp, sz_att_dims d)
 {
     extern __shared__ float p[]; /* T floats: the row's scores, then probabilities */
     __shared__ float red[32];
@@ -124,15 +134,17 @@ __global__ static void __launch_bounds__(SZ_ATT_THREADS)
             if (lane + 32 * j < hs)
                 acc[j] += pt * v[lane + 32 * j];
     }
-    float *o = out + ((size_t)b * T + t) * d.C + (size_t)h * hs;
-    sz_att_combine(acc, part, hs, [&](int i, float x) { o[i] = x; });
+    OutT *o = out + ((size_t)b * T + t) * d.C + (size_t)h * hs;
+    sz_att_combine(acc, part, hs, [&](int i, float x) { sz_mx_put(o, (size_t)i, x); });
 }
 
 /* Kernel A, per query row t: the probabilities recomputed from the scores and the stats
  * (p = exp(s - max) * inv, the forward's bits), datt = dout . v, s_t = sum p datt (kept in srow),
  * dq += scale * sum_t2 p (datt - s_t) k. */
+template <typename DinT, typename DoutT>
 __global__ static void __launch_bounds__(SZ_ATT_THREADS)
-    att_bwd_q_k(float *dinp, float *srow, const float *dout, const float *inp, const float *stats, sz_att_dims d)
+    att_bwd_q_k(DinT *dinp, float *srow, const DoutT *dout, const float *inp, const float *stats, sz_att_dims d,
+                int set)
 {
     extern __shared__ float sh[]; /* 2T floats: p, datt */
     __shared__ float red[32];
@@ -143,12 +155,12 @@ __global__ static void __launch_bounds__(SZ_ATT_THREADS)
     size_t bht = ((size_t)b * d.NH + h) * T + t;
     float mx = stats[2 * bht], inv = stats[2 * bht + 1];
     const float *q = inp + sz_att_row(d, b, t, h, 0);
-    const float *dd = dout + ((size_t)b * T + t) * d.C + (size_t)h * hs;
+    const DoutT *dd = dout + ((size_t)b * T + t) * d.C + (size_t)h * hs;
     float qr[SZ_ATT_J], dr[SZ_ATT_J];
 #pragma unroll
     for (int j = 0; j < SZ_ATT_J; j++) {
         qr[j] = lane + 32 * j < hs ? q[lane + 32 * j] : 0.0f;
-        dr[j] = lane + 32 * j < hs ? dd[lane + 32 * j] : 0.0f;
+        dr[j] = lane + 32 * j < hs ? sz_mx_get(dd, (size_t)(lane + 32 * j)) : 0.0f;
     }
     for (int t2 = w; t2 <= t; t2 += SZ_ATT_WARPS) {
         float sc = sz_att_score(qr, inp + sz_att_row(d, b, t2, h, 1), hs, lane, d.scale);
@@ -177,15 +189,16 @@ __global__ static void __launch_bounds__(SZ_ATT_THREADS)
             if (lane + 32 * j < hs)
                 acc[j] += g * k[lane + 32 * j];
     }
-    float *dq = dinp + sz_att_row(d, b, t, h, 0);
-    sz_att_combine(acc, part, hs, [&](int i, float x) { dq[i] += x; });
+    DinT *dq = dinp + sz_att_row(d, b, t, h, 0);
+    sz_att_combine(acc, part, hs, [&](int i, float x) { sz_mx_acc(dq, (size_t)i, x, set); });
 }
 
 /* Kernel B, per key row t2: dk and dv from every query row t >= t2, p, datt recomputed with the
  * same products as kernel A (register operand and memory operand swapped: the same bits). */
+template <typename DinT, typename DoutT>
 __global__ static void __launch_bounds__(SZ_ATT_THREADS)
-    att_bwd_kv_k(float *dinp, const float *srow, const float *dout, const float *inp, const float *stats,
-                 sz_att_dims d)
+    att_bwd_kv_k(DinT *dinp, const float *srow, const DoutT *dout, const float *inp, const float *stats,
+                 sz_att_dims d, int set)
 {
     __shared__ float part[SZ_ATT_WARPS][SZ_CUDA_ATT_MAX_HS];
     int t2 = blockIdx.x, h = blockIdx.y, b = blockIdx.z, lane = threadIdx.x & 31, w = threadIdx.x >> 5;
@@ -200,7 +213,7 @@ __global__ static void __launch_bounds__(SZ_ATT_THREADS)
         dk[j] = dv[j] = 0.0f;
     }
     for (int t = t2 + w; t < T; t += SZ_ATT_WARPS) {
-        const float *dd = dout + ((size_t)b * T + t) * d.C + (size_t)h * hs;
+        const DoutT *dd = dout + ((size_t)b * T + t) * d.C + (size_t)h * hs;
         const float *q = inp + sz_att_row(d, b, t, h, 0);
         size_t bht = bh * T + t;
         float sc = sz_att_score(kr, q, hs, lane, d.scale);
@@ -212,13 +225,13 @@ __global__ static void __launch_bounds__(SZ_ATT_THREADS)
             int i = lane + 32 * j;
             if (i < hs) {
                 dk[j] += g * q[i];
-                dv[j] += pt * dd[i];
+                dv[j] += pt * sz_mx_get(dd, (size_t)i);
             }
         }
     }
-    float *dkp = dinp + sz_att_row(d, b, t2, h, 1), *dvp = dinp + sz_att_row(d, b, t2, h, 2);
-    sz_att_combine(dk, part, hs, [&](int i, float x) { dkp[i] += x; });
-    sz_att_combine(dv, part, hs, [&](int i, float x) { dvp[i] += x; });
+    DinT *dkp = dinp + sz_att_row(d, b, t2, h, 1), *dvp = dinp + sz_att_row(d, b, t2, h, 2);
+    sz_att_combine(dk, part, hs, [&](int i, float x) { sz_mx_acc(dkp, (size_t)i, x, set); });
+    sz_att_combine(dv, part, hs, [&](int i, float x) { sz_mx_acc(dvp, (size_t)i, x, set); });
 }
 
 static int sz_att_dims_of(sz_att_dims *d, int B, int T, int C, int NH)
@@ -235,20 +248,21 @@ static int sz_att_dims_of(sz_att_dims *d, int B, int T, int C, int NH)
     return 0;
 }
 
-extern "C" int sz_cuda_attention_fwd(cudaStream_t s, float *out, float *stats, const float *inp, int B, int T,
-                                     int C, int NH)
+template <typename OutT>
+static int sz_att_fwd_launch(cudaStream_t s, OutT *out, float *stats, const float *inp, int B, int T, int C, int NH)
 {
     sz_att_dims d;
     int rc = sz_att_dims_of(&d, B, T, C, NH);
     if (rc)
         return rc;
-    att_fwd_k<<<dim3((unsigned)T, (unsigned)NH, (unsigned)B), SZ_ATT_THREADS, (size_t)T * sizeof(float), s>>>(
+    att_fwd_k<OutT><<<dim3((unsigned)T, (unsigned)NH, (unsigned)B), SZ_ATT_THREADS, (size_t)T * sizeof(float), s>>>(
         out, stats, inp, d);
     return sz_launch_rc();
 }
 
-extern "C" int sz_cuda_attention_bwd(cudaStream_t s, float *dinp, const float *dout, const float *inp,
-                                     const float *stats, int B, int T, int C, int NH)
+template <typename DinT, typename DoutT>
+static int sz_att_bwd_launch(cudaStream_t s, DinT *dinp, const DoutT *dout, const float *inp, const float *stats,
+                             int B, int T, int C, int NH, int set)
 {
     sz_att_dims d;
     int rc = sz_att_dims_of(&d, B, T, C, NH);
@@ -258,12 +272,46 @@ extern "C" int sz_cuda_attention_bwd(cudaStream_t s, float *dinp, const float *d
     if ((rc = (int)cudaMallocAsync((void **)&srow, (size_t)B * NH * T * sizeof(float), s)))
         return rc;
     dim3 grid((unsigned)T, (unsigned)NH, (unsigned)B);
-    att_bwd_q_k<<<grid, SZ_ATT_THREADS, 2 * (size_t)T * sizeof(float), s>>>(dinp, srow, dout, inp, stats, d);
+    att_bwd_q_k<DinT, DoutT><<<grid, SZ_ATT_THREADS, 2 * (size_t)T * sizeof(float), s>>>(dinp, srow, dout, inp, stats,
+                                                                                          d, set);
     rc = sz_launch_rc();
     if (!rc) {
-        att_bwd_kv_k<<<grid, SZ_ATT_THREADS, 0, s>>>(dinp, srow, dout, inp, stats, d);
+        att_bwd_kv_k<DinT, DoutT><<<grid, SZ_ATT_THREADS, 0, s>>>(dinp, srow, dout, inp, stats, d, set);
         rc = sz_launch_rc();
     }
     int rf = (int)cudaFreeAsync(srow, s);
     return rc ? rc : rf;
+}
+
+extern "C" int sz_cuda_attention_fwd(cudaStream_t s, float *out, float *stats, const float *inp, int B, int T,
+                                     int C, int NH)
+{
+    return sz_att_fwd_launch(s, out, stats, inp, B, T, C, NH);
+}
+
+extern "C" int sz_cuda_attention_bwd(cudaStream_t s, float *dinp, const float *dout, const float *inp,
+                                     const float *stats, int B, int T, int C, int NH)
+{
+    return sz_att_bwd_launch(s, dinp, dout, inp, stats, B, T, C, NH, 0);
+}
+
+extern "C" int sz_cuda_attention_fwd_mx(cudaStream_t s, void *out, int out_dt, float *stats, const float *inp, int B,
+                                        int T, int C, int NH)
+{
+    if (out_dt == SZ_CUDA_BF16)
+        return sz_att_fwd_launch(s, (uint16_t *)out, stats, inp, B, T, C, NH);
+    return sz_att_fwd_launch(s, (float *)out, stats, inp, B, T, C, NH);
+}
+
+extern "C" int sz_cuda_attention_bwd_mx(cudaStream_t s, void *dinp, int dinp_dt, const void *dout, int dout_dt,
+                                        const float *inp, const float *stats, int B, int T, int C, int NH, int set)
+{
+    int st = (set & SZ_MX_SET_A) ? 1 : 0, ih = dinp_dt == SZ_CUDA_BF16, dh = dout_dt == SZ_CUDA_BF16;
+    if (ih && dh)
+        return sz_att_bwd_launch(s, (uint16_t *)dinp, (const uint16_t *)dout, inp, stats, B, T, C, NH, st);
+    if (ih)
+        return sz_att_bwd_launch(s, (uint16_t *)dinp, (const float *)dout, inp, stats, B, T, C, NH, st);
+    if (dh)
+        return sz_att_bwd_launch(s, (float *)dinp, (const uint16_t *)dout, inp, stats, B, T, C, NH, st);
+    return sz_att_bwd_launch(s, (float *)dinp, (const float *)dout, inp, stats, B, T, C, NH, st);
 }

@@ -186,6 +186,43 @@ int sz_cuda_reduce_pieces(cudaStream_t s, void *shard, int dt, const void *piece
 int sz_cuda_scale(cudaStream_t s, float *x, size_t n, float alpha);
 int sz_cuda_zero(cudaStream_t s, void *x, size_t bytes);
 
+/* ==== the native bf16 path, part 2 (attention, softmax-xent, GELU, SiLU, mul, residual, RoPE): the
+ * CUDA twins of the CPU's _mx kernels (sz_kernels.h, kernels/bf16_act.c, kernels/attention.c).
+ * fp32 math inside; *_dt name the types of the void* operands (SZ_CUDA_F32 / SZ_CUDA_BF16); a bf16
+ * input is widened exactly, a bf16 output rounded once to nearest even, a bf16 destination that
+ * accumulates becomes round(f32(dst) + fp32 contribution). set: the SZ_K_SET_* bits of sz_kernels.h
+ * (1: the first gradient argument, 2: residual's db), a folded sz_op_zero: that gradient is
+ * written from its contribution without being read. All-fp32 calls without set run the fp32
+ * kernels above (their bits). The operands the CPU keeps fp32 (attention's inp and stats, the
+ * elementwise formulas' x, a, b; the losses) are fp32 here too. Written and compiled without a
+ * GPU: not yet run on one. ==== */
+int sz_cuda_attention_fwd_mx(cudaStream_t s, void *out, int out_dt, float *stats, const float *inp, int B, int T,
+                             int C, int NH);
+int sz_cuda_attention_bwd_mx(cudaStream_t s, void *dinp, int dinp_dt, const void *dout, int dout_dt,
+                             const float *inp, const float *stats, int B, int T, int C, int NH, int set);
+/* dlogits of type dt WRITTEN, as sz_cuda_softmax_xent_bwd. */
+int sz_cuda_softmax_xent_bwd_mx(cudaStream_t s, void *dlogits, int dt, const float *probs, const int *targets,
+                                const float *dloss, float dloss_all, int N, int V, int Vp);
+/* softmax + cross-entropy and its backward in one kernel, in place on bf16 logits [N,Vp]: losses
+ * [N] (fp32) written, the logits overwritten with (softmax - onehot(target)) * g (columns >= V: 0),
+ * as sz_k_softmax_xent_fused_mx. Targets must be in [0, V) (the codelet checks them first). */
+int sz_cuda_softmax_xent_fused_bf16(cudaStream_t s, uint16_t *logits, float *losses, const int *targets, float g,
+                                    int N, int V, int Vp);
+int sz_cuda_gelu_fwd_mx(cudaStream_t s, void *out, int out_dt, const float *inp, size_t n);
+int sz_cuda_gelu_bwd_mx(cudaStream_t s, void *dinp, int dinp_dt, const float *inp, const void *dout, int dout_dt,
+                        size_t n, int set);
+int sz_cuda_silu_fwd_mx(cudaStream_t s, void *out, int out_dt, const float *inp, size_t n);
+int sz_cuda_silu_bwd_mx(cudaStream_t s, void *dinp, int dinp_dt, const float *inp, const void *dout, int dout_dt,
+                        size_t n);
+int sz_cuda_mul_fwd_mx(cudaStream_t s, void *out, int out_dt, const float *a, const float *b, size_t n);
+/* da or db may be NULL. */
+int sz_cuda_mul_bwd_mx(cudaStream_t s, void *da, int da_dt, void *db, int db_dt, const void *dout, int dout_dt,
+                       const float *a, const float *b, size_t n);
+int sz_cuda_residual_bwd_mx(cudaStream_t s, void *da, int da_dt, void *db, int db_dt, const float *dout, size_t n,
+                            int set);
+int sz_cuda_rope_bwd_mx(cudaStream_t s, void *dinp, int dinp_dt, const void *dout, int dout_dt, int B, int T, int C,
+                        int NH, float theta, int set);
+
 #ifdef __cplusplus
 }
 #endif
