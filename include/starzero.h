@@ -425,6 +425,11 @@ int64_t sz_model_nparams(const sz_model *m);          /* real parameters, paddin
 /* 1 when the model computes bf16 natively: SZ_PRECISION_BF16 and the native path (sz_bf16_compute,
  * resolved at sz_model_set_zero, so a model can choose its activations' dtypes after it); else 0. */
 int sz_model_bf16_native(const sz_model *m);
+/* 1 when, under SZ_PRECISION_BF16, units with sz_unit_desc.bf16_params read the bf16 parameters
+ * directly (no fp32 working copies): on the native path, and on the emulated one without CUDA
+ * workers unless sz_zero_config.bf16_work_copies; else 0. Resolved at sz_model_set_zero, so a model
+ * can size its kernels' host memory after it (sz_matmul_host_bytes_wbf16 on the emulated path). */
+int sz_model_bf16_params_direct(const sz_model *m);
 /* The path in effect: "native" or "emulated" under bf16 mixed precision, "fp32" otherwise. */
 const char *sz_model_bf16_path(const sz_model *m);
 /* Parameter i of unit u, in the unit's table order: read or write its values (fp32). With several

@@ -134,6 +134,7 @@ sz_status sz_model_set_zero(sz_model *m, const sz_zero_config *z)
 }
 
 int sz_model_bf16_native(const sz_model *m) { return m ? m->native : 0; }
+int sz_model_bf16_params_direct(const sz_model *m) { return m ? m->mixed && m->bf16_direct : 0; }
 
 /* "native" only when some unit really reads bf16 (a model whose units take no bf16 parameters
  * computes emulated whatever the rule said). */
