@@ -872,11 +872,18 @@ int main(int argc, char **argv)
         snprintf(opt_desc, sizeof opt_desc, "SGD (momentum %g)", (double)o.momentum);
     else
         snprintf(opt_desc, sizeof opt_desc, "AdamW");
+    /* with CUDA workers under bf16 and --bf16-compute auto: the GPU rule's reason beside the path */
+    char gpu_why[400] = "";
+    if (info.cuda_workers > 0 && !strcmp(o.precision, "bf16") && !strcmp(o.bf16_compute, "auto")) {
+        char why[384];
+        sz_context_bf16_auto(ctx, why, sizeof why);
+        snprintf(gpu_why, sizeof gpu_why, ": %s", why);
+    }
     if (lead && !o.json)
         printf("%s %s, %lld parameters; %d rank(s) x batch %d x %d, %d micro-batch(es), ZeRO stage %d, %s "
-               "(bf16_path %s), %s; %zu train tokens (%ld batches); StarPU policy '%s'%s\n", sz_arch_title(cfg.kind), desc,
+               "(bf16_path %s%s), %s; %zu train tokens (%ld batches); StarPU policy '%s'%s\n", sz_arch_title(cfg.kind), desc,
                (long long)sz_model_nparams(sz_arch_model_of(g)), nd,
-               o.batch, o.seq, o.micro_batches, o.stage, o.precision, sz_model_bf16_path(sz_arch_model_of(g)), opt_desc,
+               o.batch, o.seq, o.micro_batches, o.stage, o.precision, sz_model_bf16_path(sz_arch_model_of(g)), gpu_why, opt_desc,
                train.ntokens, train.nbatches, info.sched_policy,
                nd > 1 ? (info.shared_collectives ? "; collectives through shared memory" : "; collectives through MPI") : "");
 

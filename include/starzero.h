@@ -284,7 +284,11 @@ typedef enum sz_precision {
  * The rule (sz_bf16_compute_decide): native where the CPU has AMX-BF16, or AVX512-BF16 on a CPU
  * whose bf16 dot product is known to run at >= 1.5x its fp32 FMA rate (AMD Zen 4 and later:
  * measured 2.0-2.9x); emulated elsewhere (Intel CPUs with AVX512-BF16 but no AMX run vdpbf16ps at
- * half the FMA rate; no AVX512-BF16 at all: oneDNN would widen anyway), and with CUDA workers. */
+ * half the FMA rate; no AVX512-BF16 at all: oneDNN would widen anyway). With CUDA workers the GPU
+ * rule instead (sz_bf16_compute_decide_cuda): native when every CUDA worker's GPU has bf16 tensor
+ * cores (compute capability 8.0+) and every op of the native path has its bf16 CUDA
+ * implementation, else emulated (the native path on GPUs was written and compiled without a GPU:
+ * not yet run on one). */
 typedef enum sz_bf16_compute {
     SZ_BF16_COMPUTE_AUTO = 0,  /* the CPU rule */
     SZ_BF16_COMPUTE_NATIVE,
@@ -304,6 +308,19 @@ void sz_cpu_bf16_query(sz_cpu_bf16 *out);
 sz_bf16_compute sz_bf16_compute_decide(const sz_cpu_bf16 *cpu, const char **why);
 /* The rule for this CPU: sz_bf16_compute_decide of sz_cpu_bf16_query. */
 sz_bf16_compute sz_bf16_compute_auto(const char **why);
+/* The GPU rule for a rank with CUDA workers, the lowest compute capability among their devices
+ * (gpu: that device's name, may be NULL) and the nmissing codelets (names in missing[], up to 4
+ * used) of the native path whose CUDA implementation takes no bf16 tensors: NATIVE when cc_major >= 8
+ * and nmissing == 0, else EMULATED; the reason (one sentence naming the device or the ops) in why[len]
+ * (may be NULL). */
+sz_bf16_compute sz_bf16_compute_decide_cuda(int cc_major, int cc_minor, const char *gpu, int nmissing,
+                                            const char *const *missing, char *why, size_t len);
+/* The codelets of the native bf16 path with a CUDA implementation that takes no bf16 tensors: how
+ * many, and the first max of their names in names[] (may be NULL). 0 when the GPUs have every twin. */
+int sz_native_cuda_missing(const char **names, int max);
+/* What --bf16-compute auto picks on this rank and why (in why[len]): the CPU rule without CUDA
+ * workers, the GPU rule with them (this rank's CUDA workers' devices and sz_native_cuda_missing). */
+sz_bf16_compute sz_context_bf16_auto(const sz_context *ctx, char *why, size_t len);
 /* "auto", "native", "emulated"; parse accepts those (SZ_ERR_INVALID otherwise). */
 const char *sz_bf16_compute_name(sz_bf16_compute c);
 sz_status sz_bf16_compute_parse(const char *s, sz_bf16_compute *out);

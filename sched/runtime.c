@@ -448,11 +448,9 @@ void sz_context_print(const sz_context *ctx, FILE *f)
         fprintf(f, "; worker %d runs only communication", info.comm_worker);
     fprintf(f, "\n  collectives: %s\n", info.shared_collectives ? "shared memory (every rank's device pool mapped here)" : "MPI");
     sz_cpu_bf16 cpu;
-    const char *why;
+    char why[384];
     sz_cpu_bf16_query(&cpu);
-    sz_bf16_compute path = info.cuda_workers > 0 ? SZ_BF16_COMPUTE_EMULATED : sz_bf16_compute_decide(&cpu, &why);
-    if (info.cuda_workers > 0)
-        why = "CUDA workers: the native bf16 kernels are CPU kernels";
+    sz_bf16_compute path = sz_context_bf16_auto(ctx, why, sizeof why); /* the CPU rule, or the GPU one */
     fprintf(f, "  cpu: %s (%s, family 0x%x): AVX-512 %s, AVX512-BF16 %s, AMX-BF16 %s\n", cpu.model[0] ? cpu.model : "?",
             cpu.vendor[0] ? cpu.vendor : "?", cpu.family, cpu.avx512f ? "yes" : "no", cpu.avx512_bf16 ? "yes" : "no",
             cpu.amx_bf16 && cpu.amx_tile ? "yes" : "no");

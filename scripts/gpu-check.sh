@@ -11,6 +11,14 @@
 #   kernels    every CUDA kernel against its CPU twin (tests/test_cuda_kernels)
 #   d2_losses  a d2 model, 1 GPU (STARPU_NCUDA=1) against the CPU-only run: fp32 losses within 1e-4,
 #              and the GPU run must have executed tasks on a CUDA worker (STARPU_WORKER_STATS)
+#   d2_bf16_native  the d2 model under --precision bf16 on 1 GPU with --bf16-compute auto (the GPU
+#              rule: native on sm_80+ once every op has its bf16 CUDA twin, codelets/native_cuda.c)
+#              against the CPU-only native run (STARPU_NCUDA=0 --bf16-compute native): the GPU run
+#              must report bf16_path native and have run CUDA tasks, and its losses be within 2e-2
+#              relative of the CPU's at every step (a bf16 tolerance: one bf16 ulp is 2^-8 = 3.9e-3
+#              relative, and the two paths round their bf16 activations from sums taken in other
+#              orders, which the training steps compound; tests/bf16_native_cli.sh bounds native
+#              against fp32 by 0.05 over 8 steps)
 #   placement  on that d2 GPU run, the zero policy left every task to the CUDA worker (CPU tasks: 0)
 #   gpu_arena  the d2 GPU run with SZ_GPU_ARENA=1 (the model states in one GPU arena registered on
 #              the GPU's memory node): bitwise the same losses, and the log says the arena was made
@@ -23,8 +31,9 @@
 #              offloaded run's CPU workers must have run tasks (the optimizer) and its CUDA worker too
 #   budget     per-GPU --mem-budget: 1 MB is refused before any step, "per GPU", with settings that
 #              fit; 2x the needed figure it names runs, its device peak under the budget
-#   bench      sz-bench --model d12 --batch 8 --seq 1024 --precision bf16 on one GPU, with its mfu and
-#              gpu_peak_tflops (absent from the row if sz-bench has none: then a fail)
+#   bench      sz-bench --model d12 --batch 8 --seq 1024 --precision bf16 on one GPU, with its mfu,
+#              gpu_peak_tflops and bf16_path (absent from the row if sz-bench has none: then a fail;
+#              a bf16_path other than native, the GPU rule's pick on sm_80+, fails too)
 #   sched_zero, sched_dmdas, sched_prio, sched_lws   the scheduler rows: 2 ranks sharing the GPU (the
 #              host-copy collectives), ZeRO stage 3, d12 B4 per rank T1024 bf16, STARPU_SCHED each:
 #              step_ms, device_peak_bytes (the engine's count), device_measured_peak_bytes (StarPU's
@@ -128,7 +137,7 @@ if [ -z "$texts" ]; then
     texts="$root/README.md"
 fi
 needs_data=0 # (only the training parts read it)
-for p in d2_losses gpu_arena stages stages_nccl offload budget; do
+for p in d2_losses d2_bf16_native gpu_arena stages stages_nccl offload budget; do
     case ",${SZ_GPU_CHECK_PARTS:-$p}," in *",$p,"*) needs_data=1 ;; esac
 done
 [ $needs_data = 0 ] || "$build/sz-prepare" --out-dir "$data" --prefix chk $texts >"$logs/prepare.log" 2>&1 ||
@@ -167,6 +176,29 @@ if go d2_losses; then
         ok=$(awk -v w="$worst" -v n="$n" -v t="$ntask" 'BEGIN {print (w <= 1e-4 && n >= 5 && t > 0) ? 1 : 0}')
         fig="\"max_rel_loss_diff\": $worst, \"steps\": $n, \"cuda_tasks\": $ntask"
         [ "$ok" = 1 ] && json d2_losses pass "$fig" || fail_part d2_losses "$fig, \"note\": \"needs rel diff <= 1e-4 and cuda_tasks > 0\""
+    fi
+fi
+
+# ---- d2 bf16 on 1 GPU, native by the GPU rule, against the CPU's native path ----
+if go d2_bf16_native; then
+    STARPU_NCUDA=0 timeout $(tl 60) "$build/sz-train" "${train[@]}" --precision bf16 --bf16-compute native \
+        >"$logs/d2n_cpu.json" 2>"$logs/d2n_cpu.err"
+    rc_cpu=$?
+    STARPU_NCUDA=1 STARPU_WORKER_STATS=1 timeout $(tl 60) "$build/sz-train" "${train[@]}" --precision bf16 \
+        --bf16-compute auto >"$logs/d2n_gpu.json" 2>"$logs/d2n_gpu.err"
+    rc_gpu=$?
+    ntask=$(cuda_tasks "$logs/d2n_gpu.err")
+    path=$(grep -o '"bf16_path": "[a-z0-9]*"' "$logs/d2n_gpu.json" | head -1 | sed 's/.*: "\(.*\)"/\1/')
+    if [ $rc_cpu -ne 0 ] || [ $rc_gpu -ne 0 ]; then
+        fail_part d2_bf16_native "\"rc_cpu\": $rc_cpu, \"rc_gpu\": $rc_gpu, \"bf16_path\": \"${path:-none}\", \"log\": \"$logs/d2n_gpu.err\""
+    else
+        worst=$(paste <(losses "$logs/d2n_cpu.json") <(losses "$logs/d2n_gpu.json") |
+            awk '{d = $1 - $2; if (d < 0) d = -d; r = d / ($1 < 0 ? -$1 : $1); if (r > w) w = r} END {printf "%.3g", w + 0}')
+        n=$(losses "$logs/d2n_gpu.json" | wc -l)
+        ok=$(awk -v w="$worst" -v n="$n" -v t="$ntask" -v p="$path" 'BEGIN {print (w <= 2e-2 && n >= 5 && t > 0 && p == "native") ? 1 : 0}')
+        fig="\"bf16_path\": \"${path:-none}\", \"max_rel_loss_diff\": $worst, \"tolerance\": 2e-2, \"steps\": $n, \"cuda_tasks\": $ntask"
+        [ "$ok" = 1 ] && json d2_bf16_native pass "$fig" ||
+            fail_part d2_bf16_native "$fig, \"note\": \"needs bf16_path native, rel diff <= 2e-2 and cuda_tasks > 0\", \"log\": \"$logs/d2n_gpu.err\""
     fi
 fi
 
@@ -271,11 +303,11 @@ if go bench; then
         --steps 3 --warmup 1 --json >"$logs/bench.json" 2>"$logs/bench.err"
     rc=$?
     nt=$(cuda_tasks "$logs/bench.err")
-    mfu=$(jnum mfu "$logs/bench.json") peak=$(jnum gpu_peak_tflops "$logs/bench.json")
-    if [ $rc -eq 0 ] && [ "$nt" -gt 0 ] && [ "$mfu" != null ] && [ "$peak" != null ]; then
-        json bench pass "\"cuda_tasks\": $nt, \"mfu\": $mfu, \"gpu_peak_tflops\": $peak, \"step_ms\": $(jnum step_ms "$logs/bench.json"), \"sz_bench\": $(tail -1 "$logs/bench.json")"
+    mfu=$(jnum mfu "$logs/bench.json") peak=$(jnum gpu_peak_tflops "$logs/bench.json") bpath=$(jnum bf16_path "$logs/bench.json")
+    if [ $rc -eq 0 ] && [ "$nt" -gt 0 ] && [ "$mfu" != null ] && [ "$peak" != null ] && [ "$bpath" = native ]; then
+        json bench pass "\"cuda_tasks\": $nt, \"bf16_path\": \"$bpath\", \"mfu\": $mfu, \"gpu_peak_tflops\": $peak, \"step_ms\": $(jnum step_ms "$logs/bench.json"), \"sz_bench\": $(tail -1 "$logs/bench.json")"
     else
-        fail_part bench "\"rc\": $rc, \"cuda_tasks\": $nt, \"mfu\": $mfu, \"gpu_peak_tflops\": $peak, \"log\": \"$logs/bench.err\""
+        fail_part bench "\"rc\": $rc, \"cuda_tasks\": $nt, \"bf16_path\": \"$bpath\", \"mfu\": $mfu, \"gpu_peak_tflops\": $peak, \"note\": \"needs bf16_path native (the GPU rule on sm_80+), mfu and gpu_peak_tflops\", \"log\": \"$logs/bench.err\""
     fi
 fi
 

@@ -103,20 +103,25 @@ sz_status sz_model_set_zero(sz_model *m, const sz_zero_config *z)
                        (int)z->bf16_compute);
         return SZ_ERR_INVALID;
     }
-    /* The bf16 compute path, decided once here (the CPU rule for AUTO) so that the model can choose
-     * its activations' dtypes before creating them. The native kernels are CPU kernels: with CUDA
-     * workers AUTO is emulated, and NATIVE is refused. */
+    /* The bf16 compute path, decided once here so that the model can choose its activations' dtypes
+     * before creating them: AUTO is the CPU rule, or with CUDA workers the GPU rule
+     * (codelets/native_cuda.c: native on sm_80+ GPUs when every op of the native path has its bf16
+     * CUDA twin). NATIVE with CUDA workers is refused where that rule says emulated, with its
+     * reason (the GPU, or the ops without a twin). */
     sz_runtime_info info;
     int cuda = sz_context_runtime_info(m->ctx, &info) == SZ_OK && info.cuda_workers > 0;
     sz_bf16_compute path = z->bf16_compute;
-    if (path == SZ_BF16_COMPUTE_NATIVE && cuda) {
-        sz_context_log(m->ctx, SZ_LOG_ERROR, "the native bf16 compute path runs on CPU workers only, and this "
-                       "rank has %d CUDA worker(s): use the emulated path (--bf16-compute emulated) or "
-                       "STARPU_NCUDA=0", info.cuda_workers);
-        return SZ_ERR_UNSUPPORTED;
+    if (path == SZ_BF16_COMPUTE_AUTO || (path == SZ_BF16_COMPUTE_NATIVE && cuda)) {
+        char why[384];
+        sz_bf16_compute rule = sz_context_bf16_auto(m->ctx, why, sizeof why);
+        if (path == SZ_BF16_COMPUTE_NATIVE && rule != SZ_BF16_COMPUTE_NATIVE) {
+            sz_context_log(m->ctx, SZ_LOG_ERROR, "the native bf16 compute path cannot run on this rank's %d CUDA "
+                           "worker(s): %s; use the emulated path (--bf16-compute emulated) or STARPU_NCUDA=0",
+                           info.cuda_workers, why);
+            return SZ_ERR_UNSUPPORTED;
+        }
+        path = rule;
     }
-    if (path == SZ_BF16_COMPUTE_AUTO)
-        path = cuda ? SZ_BF16_COMPUTE_EMULATED : sz_bf16_compute_auto(NULL);
     m->zero = *z;
     m->zero.bf16_compute = path;
     m->mixed = z->precision == SZ_PRECISION_BF16;

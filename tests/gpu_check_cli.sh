@@ -5,7 +5,8 @@
 # rows (zero wins every criterion) give a passing summary; rows where prio is faster, zero's overlap
 # falls short and lws failed give the right verdict on every criterion; communication longer than
 # compute makes the overlap criterion not apply; with no zero row nothing is ranked. The ranking
-# never changes the check's exit status. Also the other parts are not run when not selected.
+# never changes the check's exit status. Also the other parts are not run when not selected, and the
+# d2 bf16 native part runs its two d2 runs (both on CPUs here) and reports, failing for want of a GPU.
 # Usage: gpu_check_cli.sh BUILD_DIR
 set -uo pipefail
 bin="$1"
@@ -41,7 +42,7 @@ for pol in zero dmdas prio lws; do
     [ "$(q shipped canned_sched_$pol zero_wins device_peak)" = true ] || fail "shipped: zero must win the peak against $pol"
 done
 [ "$(q shipped canned_sched_zero zero_wins overlap)" = true ] || fail "shipped: overlap 0.91 with comm < compute must pass"
-for part in kernels d2_losses stages budget bench sched_zero; do
+for part in kernels d2_losses d2_bf16_native stages budget bench sched_zero; do
     [ "$(q shipped $part result)" = missing ] || fail "part $part ran although not selected"
 done
 
@@ -80,4 +81,17 @@ printf '%s\n' '{"part": "sched_zero", "result": "fail", "policy": "zero", "rc": 
 check nozero "$dir/nozero.jsonl" >/dev/null
 [ "$(q nozero sched_ranking_canned result)" = '"fail"' ] || fail "nozero: must fail"
 q nozero sched_ranking_canned reason | grep -q "zero row did not run" || fail "nozero: reason"
-echo "gpu-check dry-run ranking: ok"
+# the d2 bf16 native part's plumbing on CPUs only (both runs on CPU workers): its row has the loss
+# comparison and the GPU run's bf16_path, and fails for want of CUDA tasks
+env SZ_GPU_CHECK_DRYRUN=1 SZ_BUILD_DIR="$bin" SZ_GPU_LOG="$dir/logs" SZ_GPU_CHECK_PARTS=d2_bf16_native \
+    timeout 240 "$root/scripts/gpu-check.sh" >"$dir/native.out" 2>"$dir/native.err"
+rc=$?
+[ "$rc" = 1 ] || fail "d2_bf16_native dry run: exit $rc, expected 1 (no CUDA task): $(cat "$dir/native.out")"
+[ "$(q native d2_bf16_native result)" = '"fail"' ] || fail "d2_bf16_native dry run must fail: $(cat "$dir/native.out")"
+[ "$(q native d2_bf16_native cuda_tasks)" = 0 ] || fail "d2_bf16_native dry run: cuda_tasks"
+[ "$(q native d2_bf16_native steps)" = 5 ] || fail "d2_bf16_native dry run: steps: $(cat "$dir/native.out")"
+case "$(q native d2_bf16_native bf16_path)" in '"native"'|'"emulated"') ;; *) fail "d2_bf16_native: bf16_path: $(cat "$dir/native.out")" ;; esac
+case "$(q native d2_bf16_native max_rel_loss_diff)" in [0-9]*) ;; *) fail "d2_bf16_native: max_rel_loss_diff: $(cat "$dir/native.out")" ;; esac
+[ "$(q native d2_bf16_native tolerance)" = 2e-2 ] || fail "d2_bf16_native: tolerance"
+[ "$(q native d2_losses result)" = missing ] || fail "d2_losses ran although not selected"
+echo "gpu-check dry-run ranking: ok; the d2 bf16 native part's plumbing: ok"

@@ -1,8 +1,10 @@
 /* bench_act.c — the non-matmul kernels of a GPT-2 d12 step (N = B*T = 256 rows, C = 768, 4C,
  * Vp = 50304, NH = 12, B = 4, T = 64): each fp32 kernel against its native-bf16-path variant
  * (bf16_act.c, the operand types gpt2.c gives it), one thread, thread CPU time (not disturbed by
- * other processes' share of the cores), best of R calls. Not part of the library. Usage:
- * bench_act [R [B T]]. Build (from the source root):
+ * other processes' share of the cores), best of R calls; with TH > 1 threads, wall time (best of R:
+ * on a loaded machine run it several times). Not part of the library. Usage:
+ * bench_act [R [B T [TH [ONLY]]]], ONLY a word the kernels' names must contain (e.g. attention: at
+ * B 4 T 1024 the softmax's N x Vp logits take 1.2 GB). Build (from the source root):
  *   gcc -O3 -march=native -fno-math-errno -fopenmp -Icodelets/kernels codelets/kernels/bench_act.c \
  *       codelets/kernels/{bf16_act,bf16,attention,layernorm,gelu,residual,softmax_xent,encoder}.c \
  *       codelets/kernels/{rmsnorm,rope,embedding,silu,mul}.c -lm -o bench_act
@@ -49,19 +51,22 @@ static uint16_t *rh(size_t n, float s)
     return h;
 }
 
-static int R = 15;
+static int R = 15, TH = 1;
+static const char *ONLY = "";
+static double now_s(void) { return TH > 1 ? omp_get_wtime() : cpu_s(); }
 #define TIME(var, stmt)                                                                                  \
     do {                                                                                                 \
         double best_ = 1e30;                                                                             \
         for (int r_ = -1; r_ < R; r_++) {                                                                \
-            double t0_ = cpu_s();                                                                        \
+            double t0_ = now_s();                                                                        \
             stmt;                                                                                        \
-            double t_ = cpu_s() - t0_;                                                                   \
+            double t_ = now_s() - t0_;                                                                   \
             if (r_ >= 0 && t_ < best_) best_ = t_;                                                       \
         }                                                                                                \
         var = best_ * 1e3;                                                                               \
     } while (0)
 
+#define ON(name) (!*ONLY || strstr(name, ONLY))
 static void row(const char *name, double f32, double bf)
 {
     printf("%-34s %9.3f %9.3f %6.2f\n", name, f32, bf, bf / f32);
@@ -71,10 +76,13 @@ int main(int argc, char **argv)
 {
     if (argc > 1) R = atoi(argv[1]);
     int B = argc > 3 ? atoi(argv[2]) : 4, T = argc > 3 ? atoi(argv[3]) : 64;
+    if (argc > 4) TH = atoi(argv[4]);
+    if (argc > 5) ONLY = argv[5];
     int C = 768, NH = 12, V = 50257, Vp = 50304, N = B * T;
     size_t NC = (size_t)N * C, N4 = 4 * NC;
-    omp_set_num_threads(1);
-    printf("B=%d T=%d N=%d C=%d NH=%d Vp=%d; one thread, thread CPU ms, best of %d\n", B, T, N, C, NH, Vp, R);
+    omp_set_num_threads(TH);
+    printf("B=%d T=%d N=%d C=%d NH=%d Vp=%d; %d thread(s), %s ms, best of %d\n", B, T, N, C, NH, Vp, TH,
+           TH > 1 ? "wall" : "thread CPU", R);
     printf("%-34s %9s %9s %6s\n", "kernel", "fp32", "bf16", "ratio");
     double a, b;
 
@@ -86,75 +94,100 @@ int main(int argc, char **argv)
     /* layernorm forward: fp32 out / bf16 out (ln1, lnf) */
     float *x = rf(NC, 2.0f), *o = al(NC * 4), *x2 = rf(NC, 1.0f), *res = al(NC * 4);
     uint16_t *oh = al(NC * 2);
+    if (ON("layernorm")) {
     TIME(a, sz_k_layernorm_fwd(o, mean, rstd, x, w, bi, N, C));
-    TIME(b, sz_k_layernorm_fwd_mx(oh, SZ_K_BF16, mean, rstd, x, wh, bh, SZ_K_BF16, N, C));
-    row("layernorm_fwd (Nx768)", a, b);
-    TIME(a, sz_k_residual_layernorm_fwd(res, o, mean, rstd, x, x2, w, bi, N, C));
-    TIME(b, sz_k_residual_layernorm_fwd_mx(res, oh, SZ_K_BF16, mean, rstd, x, x2, wh, bh, SZ_K_BF16, N, C));
-    row("residual_layernorm_fwd", a, b);
+        TIME(b, sz_k_layernorm_fwd_mx(oh, SZ_K_BF16, mean, rstd, x, wh, bh, SZ_K_BF16, N, C));
+        row("layernorm_fwd (Nx768)", a, b);
+        TIME(a, sz_k_residual_layernorm_fwd(res, o, mean, rstd, x, x2, w, bi, N, C));
+        TIME(b, sz_k_residual_layernorm_fwd_mx(res, oh, SZ_K_BF16, mean, rstd, x, x2, wh, bh, SZ_K_BF16, N, C));
+        row("residual_layernorm_fwd", a, b);
+    }
 
     /* layernorm backward: dout fp32 / bf16 (dln1, dlnf) */
     float *d = rf(NC, 1.0f), *di = calloc(NC, 4), *da = calloc(NC, 4), *dres = calloc(NC, 4), *dbf = calloc(NC, 4);
     uint16_t *dh = rh(NC, 1.0f), *dbh = rh(NC, 0.5f);
+    if (ON("layernorm")) {
     TIME(a, sz_k_layernorm_bwd(di, dw, db, d, x, w, mean, rstd, N, C));
-    TIME(b, sz_k_layernorm_bwd_mx(di, dw, db, dh, SZ_K_BF16, x, wh, SZ_K_BF16, mean, rstd, N, C));
-    row("layernorm_bwd", a, b);
-    TIME(a, sz_k_layernorm_residual_bwd(da, dbf, dres, dw, db, d, x, w, mean, rstd, N, C));
-    TIME(b, sz_k_layernorm_residual_bwd_mx(da, dbh, SZ_K_BF16, dres, dw, db, dh, SZ_K_BF16, x, wh, SZ_K_BF16, mean,
-                                           rstd, N, C));
-    row("layernorm_residual_bwd", a, b);
+        TIME(b, sz_k_layernorm_bwd_mx(di, dw, db, dh, SZ_K_BF16, x, wh, SZ_K_BF16, mean, rstd, N, C));
+        row("layernorm_bwd", a, b);
+        TIME(a, sz_k_layernorm_bwd_set(di, dw, db, d, x, w, mean, rstd, N, C, SZ_K_SET_DINP));
+        TIME(b, sz_k_layernorm_bwd_mx_set(di, dw, db, dh, SZ_K_BF16, x, wh, SZ_K_BF16, mean, rstd, N, C, SZ_K_SET_DINP));
+        row("layernorm_bwd (set)", a, b);
+        TIME(a, sz_k_layernorm_residual_bwd(da, dbf, dres, dw, db, d, x, w, mean, rstd, N, C));
+        TIME(b, sz_k_layernorm_residual_bwd_mx(da, dbh, SZ_K_BF16, dres, dw, db, dh, SZ_K_BF16, x, wh, SZ_K_BF16, mean,
+                                               rstd, N, C));
+        row("layernorm_residual_bwd", a, b);
+    }
 
     /* GELU on N x 4C: fch fp32 -> fch_gelu bf16; backward dfch_gelu bf16 -> dfch bf16 */
     float *g = rf(N4, 3.0f), *go = al(N4 * 4), *gd = rf(N4, 1.0f), *gdi = calloc(N4, 4);
     uint16_t *goh = al(N4 * 2), *gdh = rh(N4, 1.0f), *gdih = rh(N4, 0.1f);
+    if (ON("gelu")) {
     TIME(a, sz_k_gelu_fwd(go, g, N4));
-    TIME(b, sz_k_gelu_fwd_mx(goh, SZ_K_BF16, g, N4));
-    row("gelu_fwd (Nx3072)", a, b);
-    TIME(a, sz_k_gelu_bwd(gdi, g, gd, N4));
-    TIME(b, sz_k_gelu_bwd_mx(gdih, SZ_K_BF16, g, gdh, SZ_K_BF16, N4));
-    row("gelu_bwd", a, b);
+        TIME(b, sz_k_gelu_fwd_mx(goh, SZ_K_BF16, g, N4));
+        row("gelu_fwd (Nx3072)", a, b);
+        TIME(a, sz_k_gelu_bwd(gdi, g, gd, N4));
+        TIME(b, sz_k_gelu_bwd_mx(gdih, SZ_K_BF16, g, gdh, SZ_K_BF16, N4));
+        row("gelu_bwd", a, b);
+        TIME(a, sz_k_gelu_bwd_set(gdi, g, gd, N4, SZ_K_SET_DINP));
+        TIME(b, sz_k_gelu_bwd_mx_set(gdih, SZ_K_BF16, g, gdh, SZ_K_BF16, N4, SZ_K_SET_DINP));
+        row("gelu_bwd (set)", a, b);
+    }
 
     /* residual backward: dres2 fp32 += dy, dfcproj bf16 += dy */
+    if (ON("residual")) {
     TIME(a, sz_k_residual_bwd(da, dbf, d, NC));
-    TIME(b, sz_k_residual_bwd_mx(da, SZ_K_F32, dbh, SZ_K_BF16, d, NC));
-    row("residual_bwd (Nx768)", a, b);
+        TIME(b, sz_k_residual_bwd_mx(da, SZ_K_F32, dbh, SZ_K_BF16, d, NC));
+        row("residual_bwd (Nx768)", a, b);
+    }
 
     /* attention: qkv fp32 -> atty bf16; backward datty bf16 -> dqkv bf16 */
     float *qkv = rf(3 * NC, 1.0f), *ao = al(NC * 4), *st = al((size_t)2 * B * NH * T * 4), *adi = calloc(3 * NC, 4);
     uint16_t *aoh = al(NC * 2), *adih = calloc(3 * NC, 2);
+    if (ON("attention")) {
     TIME(a, sz_k_attention_fwd(ao, st, qkv, B, T, C, NH));
-    TIME(b, sz_k_attention_fwd_mx(aoh, SZ_K_BF16, st, qkv, B, T, C, NH));
-    row("attention_fwd", a, b);
-    TIME(a, sz_k_attention_bwd(adi, d, qkv, st, B, T, C, NH));
-    TIME(b, sz_k_attention_bwd_mx(adih, SZ_K_BF16, dh, SZ_K_BF16, qkv, st, B, T, C, NH));
-    row("attention_bwd", a, b);
+        TIME(b, sz_k_attention_fwd_mx(aoh, SZ_K_BF16, st, qkv, B, T, C, NH));
+        row("attention_fwd", a, b);
+        TIME(a, sz_k_attention_bwd(adi, d, qkv, st, B, T, C, NH));
+        TIME(b, sz_k_attention_bwd_mx(adih, SZ_K_BF16, dh, SZ_K_BF16, qkv, st, B, T, C, NH));
+        row("attention_bwd", a, b);
+        TIME(a, sz_k_attention_bwd_set(adi, d, qkv, st, B, T, C, NH, SZ_K_SET_DINP));
+        TIME(b, sz_k_attention_bwd_mx_set(adih, SZ_K_BF16, dh, SZ_K_BF16, qkv, st, B, T, C, NH, SZ_K_SET_DINP));
+        row("attention_bwd (set)", a, b);
+    }
 
-    /* softmax-cross-entropy fused, in place: logits fp32 / bf16 (N x Vp); each call rewrites the
-     * logits with their gradient, so both are refreshed before each call from a saved copy
-     * (outside the timing: the copy is timed separately and subtracted) */
-    size_t NV = (size_t)N * Vp;
-    float *lg = rf(NV, 4.0f), *lw = al(NV * 4), *loss = al(N * 4);
-    uint16_t *lh = al(NV * 2), *lh0 = al(NV * 2);
-    sz_k_f32_to_bf16(lh0, lg, NV);
     int *tg = al(N * 4);
     for (int n = 0; n < N; n++) tg[n] = (n * 7919) % V;
-    double c32, c16;
-    TIME(c32, memcpy(lw, lg, NV * 4));
-    TIME(c16, memcpy(lh, lh0, NV * 2));
-    TIME(a, (memcpy(lw, lg, NV * 4), sz_k_softmax_xent_fused(lw, loss, tg, 1.0f / N, N, V, Vp)));
-    TIME(b, (memcpy(lh, lh0, NV * 2), sz_k_softmax_xent_fused_mx(lh, SZ_K_BF16, loss, tg, 1.0f / N, N, V, Vp)));
-    row("softmax_xent_fused (Nx50304)", a - c32, b - c16);
+    if (ON("softmax")) {
+        /* softmax-cross-entropy fused, in place: logits fp32 / bf16 (N x Vp); each call rewrites the
+         * logits with their gradient, so both are refreshed before each call from a saved copy
+         * (outside the timing: the copy is timed separately and subtracted) */
+        size_t NV = (size_t)N * Vp;
+        float *lg = rf(NV, 4.0f), *lw = al(NV * 4), *loss = al(N * 4);
+        uint16_t *lh = al(NV * 2), *lh0 = al(NV * 2);
+        sz_k_f32_to_bf16(lh0, lg, NV);
+        double c32, c16;
+        TIME(c32, memcpy(lw, lg, NV * 4));
+        TIME(c16, memcpy(lh, lh0, NV * 2));
+        TIME(a, (memcpy(lw, lg, NV * 4), sz_k_softmax_xent_fused(lw, loss, tg, 1.0f / N, N, V, Vp)));
+        TIME(b, (memcpy(lh, lh0, NV * 2), sz_k_softmax_xent_fused_mx(lh, SZ_K_BF16, loss, tg, 1.0f / N, N, V, Vp)));
+        row("softmax_xent_fused (Nx50304)", a - c32, b - c16);
+    }
 
     /* encoder forward: wte, wpe fp32 / bf16 */
     float *wte = rf((size_t)Vp * C, 0.1f), *wpe = rf((size_t)1024 * C, 0.1f);
     uint16_t *wteh = rh((size_t)Vp * C, 0.1f), *wpeh = rh((size_t)1024 * C, 0.1f);
+    if (ON("encoder")) {
     TIME(a, sz_k_encoder_fwd(o, tg, wte, wpe, B, T, C));
-    TIME(b, sz_k_encoder_fwd_mx(o, tg, wteh, wpeh, SZ_K_BF16, B, T, C));
-    row("encoder_fwd", a, b);
+        TIME(b, sz_k_encoder_fwd_mx(o, tg, wteh, wpeh, SZ_K_BF16, B, T, C));
+        row("encoder_fwd", a, b);
+    }
 
     /* whole-buffer conversions (bf16.c), N x 4C */
-    TIME(a, sz_k_bf16_to_f32(go, gdh, N4));
-    TIME(b, sz_k_f32_to_bf16(goh, g, N4));
-    printf("%-34s %9.3f %9.3f  (widen, narrow)\n", "conversions (Nx3072)", a, b);
+    if (ON("conversions")) {
+        TIME(a, sz_k_bf16_to_f32(go, gdh, N4));
+        TIME(b, sz_k_f32_to_bf16(goh, g, N4));
+        printf("%-34s %9.3f %9.3f  (widen, narrow)\n", "conversions (Nx3072)", a, b);
+    }
     return 0;
 }

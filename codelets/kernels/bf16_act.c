@@ -331,6 +331,11 @@ int sz_k_layernorm_residual_bwd_mx_set(float *da, void *db, sz_k_dtype db_dt, fl
     return 0;
 }
 
+/* Per row, three passes over the thread's fp32 row instead of five: the bf16 logits widened into it
+ * while their max is taken (sz_sxent_max's value: a max is the same in any order), the fp32 kernel's
+ * exponentials and sum on it (sz_sxent_expsum, its order), then the gradient in pieces of
+ * SZ_SXENT_PIECE elements, each rounded into the logits while in L1 (sz_sxent_grad: elementwise). */
+#define SZ_SXENT_PIECE 2048
 int sz_k_softmax_xent_fused_mx(void *logits, sz_k_dtype dt, float *losses, const int *targets, float g, int N, int V,
                                int Vp)
 {
@@ -341,15 +346,35 @@ int sz_k_softmax_xent_fused_mx(void *logits, sz_k_dtype dt, float *losses, const
     int fail = 0;
 #pragma omp parallel if ((size_t)N * Vp >= SZ_PAR_MIN) reduction(| : fail)
     {
-        float *row = malloc((size_t)Vp * sizeof *row); /* this thread's widened row, once per call */
+        /* this thread's widened row, once per call, 64-byte aligned as the fp32 kernel's rows */
+        float *row = aligned_alloc(64, ((size_t)Vp * sizeof(float) + 63) / 64 * 64);
         if (!row) fail = 1;
 #pragma omp for schedule(static)
         for (int n = 0; n < N; n++) {
             if (!row) continue;
             uint16_t *l = (uint16_t *)logits + (size_t)n * Vp;
-            sz_bf16_to_f32_row(row, l, (size_t)Vp);
-            sz_sxent_fused_row(row, row, F32, losses + n, targets[n], g, V, Vp);
-            sz_f32_to_bf16_row(l, row, (size_t)Vp);
+            int ix = targets[n];
+            float maxval = -10000.0f;
+#pragma omp simd reduction(max : maxval)
+            for (int i = 0; i < V; i++) {
+                float v = sz_bf16_to_f32_1(l[i]);
+                row[i] = v;
+                maxval = v > maxval ? v : maxval;
+            }
+            float sum = sz_sxent_expsum(row, maxval, V);
+            losses[n] = -logf(row[ix] / sum);
+            /* the next row's logits (Vp / 32 lines of 64 bytes) fetched towards L2 piece by piece
+             * meanwhile, so its widening reads them from cache */
+            const char *nx = (const char *)(l + Vp), *nend = n + 1 < N ? (const char *)(l + 2 * (size_t)Vp) : nx;
+            size_t step = ((size_t)Vp * 2 / 64 + (V + SZ_SXENT_PIECE - 1) / SZ_SXENT_PIECE - 1) /
+                          ((V + SZ_SXENT_PIECE - 1) / SZ_SXENT_PIECE) * 64;
+            for (int lo = 0; lo < V; lo += SZ_SXENT_PIECE) {
+                int m = V - lo < SZ_SXENT_PIECE ? V - lo : SZ_SXENT_PIECE;
+                sz_sxent_grad(row + lo, row + lo, F32, m, ix - lo, sum, g);
+                sz_f32_to_bf16_row(l + lo, row + lo, (size_t)m);
+                for (const char *e = nx + step < nend ? nx + step : nend; nx < e; nx += 64) __builtin_prefetch(nx, 0, 2);
+            }
+            for (int i = V; i < Vp; i++) l[i] = 0;
         }
         free(row);
     }

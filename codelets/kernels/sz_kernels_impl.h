@@ -306,23 +306,42 @@ static inline void sz_k_residual_bwd_row(float *da, float *db, const float *dr, 
     }
 }
 
-/* Softmax-cross-entropy forward and backward on one row (softmax_xent.c's fused kernel): l holds the
- * row's fp32 logits and is left holding their exponentials; the loss goes to *loss and the gradient
- * to out (type out_dt; out may be l itself). Its sums run over the fp32 row l (a bf16 row is
- * widened into one first: as for the layernorm, the order of the sums stays the fp32 kernel's). */
-SZ_INLINE void sz_sxent_fused_row(float *l, void *out, int out_dt, float *loss, int ix, float g, int V, int Vp)
+/* Softmax-cross-entropy forward and backward on one row (softmax_xent.c's fused kernel), in three
+ * parts that the fp32 kernel runs on its row as one and the bf16 variant (bf16_act.c) runs on its
+ * widened row: the max of l[0..V) (sz_sxent_max: a max is exact in any order, so the bf16 variant
+ * takes it while it widens), then l[0..V) replaced by its exponentials and their sum returned
+ * (sz_sxent_expsum: a sum, so it runs over the fp32 row l, with the fp32 kernel's vectorization and
+ * order), then the gradient of elements [0, n) of a piece, out[i] = (l[i] / sum - [i == ix]) g
+ * (sz_sxent_grad: elementwise, no contraction possible, so any piece gives the same bits; ix
+ * relative to the piece, out may be l). The loss is -logf(l[ix] / sum) between the last two. */
+SZ_INLINE float sz_sxent_max(const float *l, int V)
 {
-    float maxval = -10000.0f, sum = 0.0f;
+    float maxval = -10000.0f;
 #pragma omp simd reduction(max : maxval)
     for (int i = 0; i < V; i++) maxval = l[i] > maxval ? l[i] : maxval;
+    return maxval;
+}
+SZ_INLINE float sz_sxent_expsum(float *l, float maxval, int V)
+{
+    float sum = 0.0f;
 #pragma omp simd reduction(+ : sum)
     for (int i = 0; i < V; i++) {
         l[i] = sz_expf(l[i] - maxval);
         sum += l[i];
     }
-    *loss = -logf(l[ix] / sum);
+    return sum;
+}
+SZ_INLINE void sz_sxent_grad(const float *l, void *out, int out_dt, int n, int ix, float sum, float g)
+{
 #pragma omp simd
-    for (int i = 0; i < V; i++) sz_stx(out, out_dt, i, (l[i] / sum - (i == ix ? 1.0f : 0.0f)) * g);
+    for (int i = 0; i < n; i++) sz_stx(out, out_dt, i, (l[i] / sum - (i == ix ? 1.0f : 0.0f)) * g);
+}
+SZ_INLINE void sz_sxent_fused_row(float *l, void *out, int out_dt, float *loss, int ix, float g, int V, int Vp)
+{
+    float maxval = sz_sxent_max(l, V);
+    float sum = sz_sxent_expsum(l, maxval, V);
+    *loss = -logf(l[ix] / sum);
+    sz_sxent_grad(l, out, out_dt, V, ix, sum, g);
     for (int i = V; i < Vp; i++) sz_stx(out, out_dt, i, 0.0f);
 }
 
