@@ -249,8 +249,9 @@ typedef struct sz_unit_desc {
                                       parameter to takes bf16 ones, with fp32 activations on the
                                       emulated path and bf16 ones on the native path), so under mixed
                                       precision they read the stored bf16 parameters directly, with no
-                                      fp32 working copy (on both paths; not with CUDA workers, whose
-                                      kernels take fp32, nor with sz_zero_config.bf16_work_copies);
+                                      fp32 working copy (on both paths; on the emulated one not with
+                                      CUDA workers, whose kernels take fp32 parameters there, nor with
+                                      sz_zero_config.bf16_work_copies);
                                       0: the unit always gets fp32 working copies under mixed
                                       precision (an op of its own that takes fp32 only) */
 } sz_unit_desc;
