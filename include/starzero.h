@@ -783,8 +783,9 @@ int64_t sz_matmul_host_bytes(int workers, int threads, int64_t rows, int n, cons
 int64_t sz_matmul_host_bytes_bf16(int workers, int threads, int64_t rows, int n, const int64_t *in, const int64_t *out);
 /* The same for linear layers of fp32 activations with bf16 weights (the emulated bf16 path without
  * working copies: sz_op_matmul_* / sz_op_*gelu* given an fp32 inp or dout and a bf16 w): the fp32
- * tiles' scratchpads plus each thread's widened slice of the weight while a call runs (forward
- * 384 x in[i] floats, backward out[i] x 400: GPT-2's lm head backward holds 80 MB per thread). */
+ * tiles' scratchpads plus each thread's widened slice of the weight, kept by the thread like its
+ * scratchpad (forward 384 x in[i] floats, backward out[i] x 400, or out[i] x in[i] where in[i] <= 384:
+ * GPT-2's lm head backward keeps 80 MB per kernel thread). */
 int64_t sz_matmul_host_bytes_wbf16(int workers, int threads, int64_t rows, int n, const int64_t *in, const int64_t *out);
 
 /* Collective yardstick: plain MPI_Reduce_scatter_block + MPI_Allgather on the same element counts

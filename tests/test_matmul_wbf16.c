@@ -9,6 +9,7 @@
 #include <CUnit/Basic.h>
 #include <math.h>
 #include <omp.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -172,40 +173,53 @@ static void test_refused_pair(void)
 }
 
 /* sz_k_matmul_wbf16_host_bytes bounds what the kernels take (their widened panels among it), and
- * counts more than the fp32 kernels by at least the panels, at 1 and 2 threads. */
+ * counts at least the fp32 kernels' plus the panels, at 1 and 2 threads. Each shape runs on a thread
+ * of its own, so that its OpenMP threads start without kept buffers (those of earlier calls would
+ * hide what this shape takes). */
+struct hb_job { int N, C, OC, nt; };
+
+static void *hb_run(void *p)
+{
+    const struct hb_job *j = p;
+    int N = j->N, C = j->C, OC = j->OC, nt = j->nt;
+    omp_set_num_threads(nt);
+    float *x = calloc((size_t)N * C, 4), *y = calloc((size_t)N * OC, 4), *g = calloc((size_t)N * OC, 4);
+    float *dx = calloc((size_t)N * C, 4), *dw = calloc((size_t)OC * C, 4), *db = calloc((size_t)OC, 4);
+    uint16_t *w = calloc((size_t)OC * C, 2), *b = calloc((size_t)OC, 2);
+    CU_ASSERT(x && y && g && dx && dw && db && w && b);   /* no _FATAL off CUnit's thread */
+    if (!(x && y && g && dx && dw && db && w && b)) return NULL;
+    size_t sc, pk, sc32, pk32;
+    sz_k_matmul_wbf16_host_bytes(N, C, OC, nt, &sc, &pk);
+    sz_k_matmul_host_bytes(N, C, OC, nt, &sc32, &pk32);
+    /* the dinp panel per thread, kept: all of W (C <= 384 columns, one tile) or OC x (384 + 16) floats */
+    CU_ASSERT(sc >= (size_t)OC * (C <= 384 ? C : 400) * 4 * nt);
+    CU_ASSERT(sc + pk >= sc32 + pk32);
+    int64_t before = sz_k_matmul_host_live();
+    sz_k_matmul_host_peak_reset();
+    CU_ASSERT(sz_k_matmul_fwd_wbf16(y, x, w, b, N, C, OC) >= 0);
+    CU_ASSERT(sz_k_matmul_fwd_wbf16(y, x, w, NULL, N, C, OC) >= 0);
+    CU_ASSERT(sz_k_matmul_bwd_wbf16_set(dx, dw, db, y, x, w, N, C, OC, 0) >= 0);
+    CU_ASSERT(sz_k_matmul_bwd_wbf16_set(dx, dw, db, y, x, w, N, C, OC, SZ_K_SET_DINP) >= 0);
+    CU_ASSERT(sz_k_matmul_gelu_fwd(y, g, SZ_K_F32, x, w, b, SZ_K_F32, SZ_K_BF16, N, C, OC) >= 0);
+    CU_ASSERT(sz_k_gelu_matmul_bwd(dx, SZ_K_F32, dw, db, SZ_K_F32, y, x, w, x, SZ_K_F32, SZ_K_BF16, N, C, OC) >= 0);
+    int64_t used = sz_k_matmul_host_peak() - before;
+    CU_ASSERT(used >= (int64_t)((size_t)OC * (C <= 384 ? C : 400) * 4) && used <= (int64_t)(sc + pk));
+    if (used > (int64_t)(sc + pk))
+        printf("\n  %d x %d x %d, %d thread(s): used %lld > %zu counted\n", N, C, OC, nt, (long long)used, sc + pk);
+    free(x); free(y); free(g); free(dx); free(dw); free(db); free(w); free(b);
+    return NULL;
+}
+
 static void test_host_bytes(void)
 {
     const int hs[][3] = {{64, 512, 512}, {130, 96, 200}, {32, 128, 1536}, {300, 768, 401}};
-    int saved = omp_get_max_threads();
     for (int nt = 1; nt <= 2; nt++)
         for (size_t k = 0; k < sizeof hs / sizeof hs[0]; k++) {
-            int N = hs[k][0], C = hs[k][1], OC = hs[k][2];
-            omp_set_num_threads(nt);
-            float *x = calloc((size_t)N * C, 4), *y = calloc((size_t)N * OC, 4), *g = calloc((size_t)N * OC, 4);
-            float *dx = calloc((size_t)N * C, 4), *dw = calloc((size_t)OC * C, 4), *db = calloc((size_t)OC, 4);
-            uint16_t *w = calloc((size_t)OC * C, 2), *b = calloc((size_t)OC, 2);
-            CU_ASSERT_FATAL(x && y && g && dx && dw && db && w && b);
-            size_t sc, pk, sc32, pk32;
-            sz_k_matmul_wbf16_host_bytes(N, C, OC, nt, &sc, &pk);
-            sz_k_matmul_host_bytes(N, C, OC, nt, &sc32, &pk32);
-            /* the dinp panel per thread: all of W (C <= 384 columns, one tile) or OC x (384 + 16) floats */
-            CU_ASSERT(pk >= (size_t)OC * (C <= 384 ? C : 400) * 4 * nt);
-            CU_ASSERT(sc + pk >= sc32 + pk32);
-            int64_t before = sz_k_matmul_host_live();
-            sz_k_matmul_host_peak_reset();
-            CU_ASSERT(sz_k_matmul_fwd_wbf16(y, x, w, b, N, C, OC) >= 0);
-            CU_ASSERT(sz_k_matmul_fwd_wbf16(y, x, w, NULL, N, C, OC) >= 0);
-            CU_ASSERT(sz_k_matmul_bwd_wbf16_set(dx, dw, db, y, x, w, N, C, OC, 0) >= 0);
-            CU_ASSERT(sz_k_matmul_bwd_wbf16_set(dx, dw, db, y, x, w, N, C, OC, SZ_K_SET_DINP) >= 0);
-            CU_ASSERT(sz_k_matmul_gelu_fwd(y, g, SZ_K_F32, x, w, b, SZ_K_F32, SZ_K_BF16, N, C, OC) >= 0);
-            CU_ASSERT(sz_k_gelu_matmul_bwd(dx, SZ_K_F32, dw, db, SZ_K_F32, y, x, w, x, SZ_K_F32, SZ_K_BF16, N, C, OC) >= 0);
-            int64_t used = sz_k_matmul_host_peak() - before;
-            CU_ASSERT(used > 0 && used <= (int64_t)(sc + pk));
-            if (used > (int64_t)(sc + pk))
-                printf("\n  %d x %d x %d, %d thread(s): used %lld > %zu counted\n", N, C, OC, nt, (long long)used, sc + pk);
-            free(x); free(y); free(g); free(dx); free(dw); free(db); free(w); free(b);
+            struct hb_job j = {hs[k][0], hs[k][1], hs[k][2], nt};
+            pthread_t th;
+            CU_ASSERT_FATAL(pthread_create(&th, NULL, hb_run, &j) == 0);
+            pthread_join(th, NULL);
         }
-    omp_set_num_threads(saved);
 }
 
 int main(void)

@@ -406,6 +406,28 @@ static void sz_mm_sub_packed(const sz_mm_shape *s, int pack_a, int pack_b, sz_mm
     }
 }
 
+/* The largest oneDNN scratchpad among s's distinct tiles (whole ones and the edges in each direction,
+ * as sz_mm_tiled cuts them; the packed operands change only the strides the tile sees). Call with
+ * omp_get_max_threads() == 1, as inside the tiled region (the tiles' primitives are keyed so). */
+static size_t sz_mm_most_scratch(const sz_mm_shape *s, int pack_a, int pack_b)
+{
+    size_t most = 0;
+    for (int ei = 0; ei < 2; ei++)
+        for (int ej = 0; ej < 2; ej++) {
+            int64_t i0 = ei ? (s->M - 1) / SZ_MM_TM * SZ_MM_TM : 0, j0 = ej ? (s->N - 1) / SZ_MM_TN * SZ_MM_TN : 0;
+            sz_mm_shape sub;
+            sz_mm_sub(s, i0, j0, &sub);
+            sz_mm_sub_packed(s, pack_a, pack_b, &sub);
+            dnnl_engine_t eng;
+            int owned;
+            size_t scratch = 0;
+            dnnl_primitive_t prim = sz_mm_get(&sub, &eng, &owned, &scratch);
+            if (prim && owned) dnnl_primitive_destroy(prim);
+            most = scratch > most ? scratch : most;
+        }
+    return most ? (most + 63) & ~(size_t)63 : 0;   /* +63: the panel that follows stays aligned */
+}
+
 /* Tiles are visited with schedule(static), so a thread gets a contiguous run of
  * them and keeps its packed A rows / B columns while the block stays the same.
  * epi's hooks (may be NULL) run on the tile's thread around each tile's product. */
@@ -430,19 +452,31 @@ int sz_mm_tiled_epi(const sz_mm_shape *s, void *d, const void *a, const void *b,
      * once per row block: take the cheaper. */
     int widen = sz_mm_widens(s);
     int col_major = pack_b && (!pack_a || nn * s->M < nm * s->N);
+    /* A widened panel lives behind the thread's oneDNN scratchpad in its kept buffer (sz_mm_scratch:
+     * a fresh allocation per call page-faulted the lm head's 80 MB panel in every call: 280 against
+     * 211 ms CPU time for its dinp, one thread); packed copies are allocated per call. */
+    size_t per_call = abytes + (widen ? 0 : bbytes);
     char *scratch = NULL;
-    if ((pack_a || pack_b) && !(scratch = malloc((abytes + bbytes) * nthr))) return -1;
-    if (scratch) sz_mm_count((int64_t)((abytes + bbytes) * nthr));
+    int oom = 0;
+    if (per_call && !(scratch = malloc(per_call * nthr))) return -1;
+    if (scratch) sz_mm_count((int64_t)(per_call * nthr));
     /* Always a parallel region: omp_set_num_threads(1) inside it only changes
      * the region's own threads, never the caller's setting. */
-#pragma omp parallel num_threads(nthr) reduction(| : plain)
+#pragma omp parallel num_threads(nthr) reduction(| : plain, oom)
     {
-        char *pa = scratch ? scratch + (abytes + bbytes) * omp_get_thread_num() : NULL;
+        char *pa = scratch ? scratch + per_call * omp_get_thread_num() : NULL;
         char *pb = pa ? pa + abytes : NULL;
         int64_t have_a = -1, have_b = -1;
         omp_set_num_threads(1);
+        if (widen) {
+            size_t most = sz_mm_most_scratch(s, pack_a, pack_b);
+            char *kept = sz_mm_scratch(most + bbytes);
+            pb = kept ? kept + most : NULL;
+            oom = !kept;
+        }
 #pragma omp for schedule(static)
         for (int64_t t = 0; t < nm * nn; t++) {
+            if (oom) continue;
             int64_t ib = col_major ? t % nm : t / nn, jb = col_major ? t / nm : t % nn;
             int64_t i0 = ib * SZ_MM_TM, j0 = jb * SZ_MM_TN;
             sz_mm_shape sub;
@@ -470,9 +504,9 @@ int sz_mm_tiled_epi(const sz_mm_shape *s, void *d, const void *a, const void *b,
             if (epi && epi->after) epi->after(epi, i0, j0, sub.M, sub.N);
         }
     }
-    if (scratch) sz_mm_count(-(int64_t)((abytes + bbytes) * nthr));
+    if (scratch) sz_mm_count(-(int64_t)(per_call * nthr));
     free(scratch);
-    return plain;
+    return oom ? -1 : plain;
 }
 
 int sz_mm_tiled(const sz_mm_shape *s, void *d, const void *a, const void *b,
@@ -486,28 +520,15 @@ size_t sz_k_matmul_shape_host_bytes(const sz_mm_shape *s, int nthr)
     int pack_a, pack_b;
     size_t abytes, bbytes, most = 0;
     sz_mm_packing(s, &pack_a, &pack_b, &abytes, &bbytes);
-    /* the distinct tiles: whole ones and the edges in each direction, as sz_mm_tiled cuts them (the
-     * packed operands change only the strides the tile sees) */
 #pragma omp parallel num_threads(1)
     {
         omp_set_num_threads(1);
-        for (int ei = 0; ei < 2; ei++)
-            for (int ej = 0; ej < 2; ej++) {
-                int64_t i0 = ei ? (s->M - 1) / SZ_MM_TM * SZ_MM_TM : 0, j0 = ej ? (s->N - 1) / SZ_MM_TN * SZ_MM_TN : 0;
-                sz_mm_shape sub;
-                sz_mm_sub(s, i0, j0, &sub);
-                sz_mm_sub_packed(s, pack_a, pack_b, &sub);
-                dnnl_engine_t eng;
-                int owned;
-                size_t scratch = 0;
-                dnnl_primitive_t prim = sz_mm_get(&sub, &eng, &owned, &scratch);
-                if (prim && owned) dnnl_primitive_destroy(prim);
-                most = scratch > most ? scratch : most;
-            }
+        most = sz_mm_most_scratch(s, pack_a, pack_b);
     }
-    /* each thread's scratchpad grows to the largest it ran, and stays; +63: its alignment */
-    size_t per_thread = most ? (most + 63) & ~(size_t)63 : 0;
-    return per_thread * (size_t)nthr + (pack_a || pack_b ? (abytes + bbytes) * (size_t)nthr : 0);
+    /* each thread's kept buffer grows to the largest scratchpad (+ widened panel) it ran, and stays;
+     * the packed copies only during a call */
+    size_t per_thread = most + (sz_mm_widens(s) ? bbytes : 0);
+    return (per_thread + abytes + (sz_mm_widens(s) ? 0 : bbytes)) * (size_t)nthr;
 }
 
 int sz_mm_supported(const sz_mm_shape *s)
@@ -632,7 +653,7 @@ void sz_mm_shape_host_split(const sz_mm_shape *s, int nthr, size_t *scratch, siz
     int pa, pb;
     size_t ab, bb, all = sz_k_matmul_shape_host_bytes(s, nthr);
     sz_mm_packing(s, &pa, &pb, &ab, &bb);
-    *pack = (ab + bb) * (size_t)nthr;
+    *pack = (ab + (sz_mm_widens(s) ? 0 : bb)) * (size_t)nthr;   /* a widened panel is kept: scratch */
     *scratch = all - *pack;
 }
 

@@ -344,10 +344,11 @@ void sz_k_shutdown(void);
  * this process so far (measured). */
 void sz_k_matmul_host_bytes(int N, int C, int OC, int nthr, size_t *scratch, size_t *pack);
 /* The same for the bf16-weight kernels (sz_k_matmul_*_wbf16, and sz_k_matmul_gelu_fwd /
- * sz_k_gelu_matmul_bwd with in_dt F32, w_dt BF16): the fp32 tiles' scratchpads plus, in *pack, each
- * thread's widened weight panel and bias slice (forward TN x C floats, dinp OC x (TN + 16): the lm
- * head's dinp, OC = 50304, takes 80 MB per thread while it runs) — what the model adds instead of the
- * working copies (codelets/matmul.c: sz_matmul_host_bytes_wbf16). */
+ * sz_k_gelu_matmul_bwd with in_dt F32, w_dt BF16): in *scratch, each thread's kept buffer, its
+ * oneDNN scratchpad followed by its widened weight panel and bias slice (forward 384 x C floats, dinp
+ * OC x C where C <= 384, else OC x 400: the lm head's dinp, OC = 50304, keeps 80 MB per thread; kept,
+ * not allocated per call, which page-faulted); *pack as the fp32 kernels' — what the model adds
+ * instead of the working copies (codelets/matmul.c: sz_matmul_host_bytes_wbf16). */
 void sz_k_matmul_wbf16_host_bytes(int N, int C, int OC, int nthr, size_t *scratch, size_t *pack);
 /* The same for the bf16 kernels (sz_k_matmul_*_bf16): native tiles, or the emulation's fp32 copies. */
 void sz_k_matmul_bf16_host_bytes(int N, int C, int OC, int nthr, size_t *scratch, size_t *pack);
