@@ -265,7 +265,8 @@ typedef enum sz_precision {
                               and read the bf16 parameters themselves (units with
                               sz_unit_desc.bf16_params; fp32 or bf16 activations: sz_bf16_compute)
                               or an fp32 working copy of one unit at a time (the other units, and
-                              every unit with CUDA workers or sz_zero_config.bf16_work_copies) */
+                              on the emulated path every unit with CUDA workers or
+                              sz_zero_config.bf16_work_copies) */
 } sz_precision;
 
 /* How bf16 mixed precision computes. Chosen once per run, before anything is allocated, by a
@@ -280,8 +281,9 @@ typedef enum sz_precision {
  *  - emulated: fp32 activations, and every op widens the bf16 parameters exactly as it loads them
  *    (units with sz_unit_desc.bf16_params read the bf16 parameters directly: no working copy, no
  *    conversion pass, half the parameter bytes read); the math and the bits are those of fp32
- *    kernels on fp32 working copies (the other units' way, and every unit's with CUDA workers or
- *    sz_zero_config.bf16_work_copies): the math of fp32 at fp32 speed.
+ *    kernels on fp32 working copies (the other units' way, and every unit's with CUDA workers,
+ *    whose emulated kernels take fp32 parameters, or sz_zero_config.bf16_work_copies): the math
+ *    of fp32 at fp32 speed.
  * The rule (sz_bf16_compute_decide): native where the CPU has AMX-BF16, or AVX512-BF16 on a CPU
  * whose bf16 dot product is known to run at >= 1.5x its fp32 FMA rate (AMD Zen 4 and later:
  * measured 2.0-2.9x); emulated elsewhere (Intel CPUs with AVX512-BF16 but no AMX run vdpbf16ps at
