@@ -888,6 +888,19 @@ int main(int argc, char **argv)
                train.ntokens, train.nbatches, info.sched_policy,
                nd > 1 ? (info.shared_collectives ? "; collectives through shared memory" : "; collectives through MPI") : "");
 
+    sz_gpu_budget_info gb; /* a GPU rank: its per-GPU budget, as decided at start */
+    if (lead && sz_context_gpu_budget(ctx, &gb) == SZ_OK) {
+        char text[512];
+        sz_gpu_budget_describe(&gb, (int64_t)o.mem_budget, text, sizeof text);
+        if (o.json)
+            printf("{\"gpu_budget\": \"%s\", \"budget_per_rank_bytes\": %lld, \"gpu_free_at_start_bytes\": %lld, "
+                   "\"gpu_budget_device\": %d, \"gpu_budget_sharers\": %d}\n", text,
+                   (long long)(o.mem_budget > 0 ? (int64_t)o.mem_budget : gb.share_bytes), (long long)gb.free_bytes,
+                   gb.device, gb.sharers);
+        else
+            printf("%s (rank 0)%s\n", text, o.mem_budget > 0 ? "" : "; no --mem-budget given");
+    }
+
     sz_train_config tc;
     sz_train_config_defaults(&tc);
     tc.lr = o.lr;

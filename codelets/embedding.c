@@ -42,8 +42,8 @@ static void fwd_cuda(void *b[], void *arg)
     const int *tok = sz_task_ptr(b, arg, 1);
     if (sz_cuda_check_ids(arg, "token", tok, a->N, a->V))
         return;
-    sz_cuda_task_rc(arg, "embedding_fwd", sz_cuda_embedding_fwd(SZ_STREAM, sz_task_ptr(b, arg, 0), tok,
-                                                                sz_task_ptr(b, arg, 2), a->N, a->C, a->V));
+    sz_cuda_task_rc(arg, "embedding_fwd", sz_cuda_embedding_fwd_mx(SZ_STREAM, sz_task_ptr(b, arg, 0), tok,
+                                                                   sz_task_ptr(b, arg, 2), a->p_dt, a->N, a->C, a->V));
 }
 
 static void bwd_cuda(void *b[], void *arg)

@@ -45,9 +45,9 @@ static void fwd_cuda(void *b[], void *arg)
     const int *tok = sz_task_ptr(b, arg, FWD_TOK);
     if (sz_cuda_check_ids(arg, "token", tok, (int64_t)a->B * a->T, a->V))
         return;
-    sz_cuda_task_rc(arg, "encoder_fwd", sz_cuda_encoder_fwd(SZ_STREAM, sz_task_ptr(b, arg, FWD_OUT), tok,
-                                                            sz_task_ptr(b, arg, FWD_WTE), sz_task_ptr(b, arg, FWD_WPE),
-                                                            a->B, a->T, a->C));
+    sz_cuda_task_rc(arg, "encoder_fwd",
+                    sz_cuda_encoder_fwd_mx(SZ_STREAM, sz_task_ptr(b, arg, FWD_OUT), tok, sz_task_ptr(b, arg, FWD_WTE),
+                                           sz_task_ptr(b, arg, FWD_WPE), a->p_dt, a->B, a->T, a->C));
 }
 
 /* The forward checked the same tokens; out-of-range ids are skipped by the kernel anyway. */

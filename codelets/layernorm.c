@@ -47,23 +47,28 @@ static void bwd_cpu(void *b[], void *arg)
 }
 
 #if SZ_WITH_CUDA
+/* Every type combination the CPU takes (fp32 or bf16 out / dout and parameters), fp32 math; dinp set
+ * rather than added to where the engine folded a zero into the task. */
 static void fwd_cuda(void *b[], void *arg)
 {
     const struct layernorm_args *a = sz_task_params(arg);
     sz_cuda_task_rc(arg, "layernorm_fwd",
-                    sz_cuda_layernorm_fwd(SZ_STREAM, sz_task_ptr(b, arg, FWD_OUT), sz_task_ptr(b, arg, FWD_MEAN),
-                                          sz_task_ptr(b, arg, FWD_RSTD), sz_task_ptr(b, arg, FWD_INP),
-                                          sz_task_ptr(b, arg, FWD_W), sz_task_ptr(b, arg, FWD_B), a->N, a->C));
+                    sz_cuda_layernorm_fwd_mx(SZ_STREAM, sz_task_ptr(b, arg, FWD_OUT), a->out_dt,
+                                             sz_task_ptr(b, arg, FWD_MEAN), sz_task_ptr(b, arg, FWD_RSTD),
+                                             sz_task_ptr(b, arg, FWD_INP), sz_task_ptr(b, arg, FWD_W),
+                                             sz_task_ptr(b, arg, FWD_B), a->p_dt, a->N, a->C));
 }
 
 static void bwd_cuda(void *b[], void *arg)
 {
     const struct layernorm_args *a = sz_task_params(arg);
+    int set = sz_task_sets(arg, BWD_DINP) ? SZ_CUDA_SET_A : 0;
     sz_cuda_task_rc(arg, "layernorm_bwd",
-                    sz_cuda_layernorm_bwd(SZ_STREAM, sz_task_ptr(b, arg, BWD_DINP), sz_task_ptr(b, arg, BWD_DW),
-                                          sz_task_ptr(b, arg, BWD_DB), sz_task_ptr(b, arg, BWD_DOUT),
-                                          sz_task_ptr(b, arg, BWD_INP), sz_task_ptr(b, arg, BWD_W),
-                                          sz_task_ptr(b, arg, BWD_MEAN), sz_task_ptr(b, arg, BWD_RSTD), a->N, a->C));
+                    sz_cuda_layernorm_bwd_mx(SZ_STREAM, sz_task_ptr(b, arg, BWD_DINP), sz_task_ptr(b, arg, BWD_DW),
+                                             sz_task_ptr(b, arg, BWD_DB), sz_task_ptr(b, arg, BWD_DOUT), a->dout_dt,
+                                             sz_task_ptr(b, arg, BWD_INP), sz_task_ptr(b, arg, BWD_W), a->p_dt,
+                                             sz_task_ptr(b, arg, BWD_MEAN), sz_task_ptr(b, arg, BWD_RSTD), a->N, a->C,
+                                             set));
 }
 #endif
 

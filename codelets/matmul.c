@@ -8,7 +8,9 @@
  * (kernels/matmul.c: sz_k_matmul_fwd_wbf16 / _bwd_wbf16_set, the bits of the fp32 op on w widened).
  * The CUDA implementation takes fp32 operands only: the bf16-weight tasks are submitted to CPU
  * workers (sz_task_submit_cpu), also where CUDA workers exist — simpler than a device-side widening,
- * and correct with any CUDA bf16 support the device kernels gain (they never see these tasks). */
+ * and correct with any CUDA bf16 support the device kernels gain (they never see these tasks). A
+ * model with CUDA workers that wants its products on the GPU hands these ops fp32 weights (working
+ * copies) instead. */
 #include "sz_tasks.h"
 #include "starzero_starpu.h"
 #include "sz_kernels.h"
@@ -57,23 +59,43 @@ static void bwd_cpu(void *b[], void *arg)
 }
 
 #if SZ_WITH_CUDA
+/* fp32 activations with bf16 weights are submitted to CPU workers only (sz_task_submit_cpu): refused
+ * here, should such a task reach a CUDA worker */
+static int cuda_no_wbf16(void *arg, const struct matmul_args *a, const char *op)
+{
+    if (!a->wbf16)
+        return 0;
+    sz_task_fail(arg, "%s: fp32 activations with bf16 weights have no CUDA implementation (CPU workers only)", op);
+    return 1;
+}
+
+/* cuBLAS with the operand types of the task (fp32, or bf16 inputs with fp32 accumulation and each
+ * destination fp32 or bf16); the backward's dinp set rather than added to where the engine folded a
+ * zero into the task. */
 static void fwd_cuda(void *b[], void *arg)
 {
     const struct matmul_args *a = sz_task_params(arg);
+    if (cuda_no_wbf16(arg, a, "matmul_fwd"))
+        return;
     sz_cuda_task_rc(arg, "matmul_fwd",
-                    sz_cuda_matmul_fwd(starpu_cublas_get_local_handle(), SZ_STREAM, sz_task_ptr(b, arg, FWD_OUT),
-                                       sz_task_ptr(b, arg, FWD_INP), sz_task_ptr(b, arg, FWD_W),
-                                       sz_task_ptr(b, arg, FWD_B), a->N, a->C, a->OC));
+                    sz_cuda_matmul_fwd_any(starpu_cublas_get_local_handle(), SZ_STREAM, sz_task_ptr(b, arg, FWD_OUT),
+                                           a->out_dt, sz_task_ptr(b, arg, FWD_INP), sz_task_ptr(b, arg, FWD_W),
+                                           sz_task_ptr(b, arg, FWD_B), a->bf16 ? SZ_CUDA_BF16 : SZ_CUDA_F32, a->N,
+                                           a->C, a->OC));
 }
 
 static void bwd_cuda(void *b[], void *arg)
 {
     const struct matmul_args *a = sz_task_params(arg);
+    int set = sz_task_sets(arg, BWD_DINP) ? SZ_CUDA_SET_A : 0;
+    if (cuda_no_wbf16(arg, a, "matmul_bwd"))
+        return;
     sz_cuda_task_rc(arg, "matmul_bwd",
-                    sz_cuda_matmul_bwd(starpu_cublas_get_local_handle(), SZ_STREAM, sz_task_ptr(b, arg, BWD_DINP),
-                                       sz_task_ptr(b, arg, BWD_DW), sz_task_ptr(b, arg, BWD_DB),
-                                       sz_task_ptr(b, arg, BWD_DOUT), sz_task_ptr(b, arg, BWD_INP),
-                                       sz_task_ptr(b, arg, BWD_W), a->N, a->C, a->OC));
+                    sz_cuda_matmul_bwd_any(starpu_cublas_get_local_handle(), SZ_STREAM, sz_task_ptr(b, arg, BWD_DINP),
+                                           a->dinp_dt, sz_task_ptr(b, arg, BWD_DW), sz_task_ptr(b, arg, BWD_DB),
+                                           a->dparam_dt, sz_task_ptr(b, arg, BWD_DOUT), sz_task_ptr(b, arg, BWD_INP),
+                                           sz_task_ptr(b, arg, BWD_W), a->bf16 ? SZ_CUDA_BF16 : SZ_CUDA_F32, a->N,
+                                           a->C, a->OC, set));
 }
 #endif
 

@@ -8,8 +8,9 @@
  * Operands fp32, or (the native bf16 path) bf16 inputs as matmul.c's; out and pre are fp32 (GELU
  * reads fp32), gout, dinp and (dw, db) fp32 or bf16. Or, as matmul.c's, fp32 activations with bf16
  * w and b (the emulated bf16 path): everything else fp32 (gout either), the weight widened tile by
- * tile, and the task on CPU workers only (sz_task_submit_cpu). The CUDA implementations (fp32) run the
- * separate kernels in turn on the worker's stream: cuBLAS's product into the zeroed dinp, then GELU's
+ * tile, and the task on CPU workers only (sz_task_submit_cpu). The CUDA implementations (every type
+ * combination but that CPU-only one) run cuBLAS's product and then an elementwise GELU epilogue on the
+ * worker's stream: the product written into dinp (in dinp's type, as the CPU's scratch), then GELU's
  * backward in place. */
 #include "sz_tasks.h"
 #include "starzero_starpu.h"
@@ -47,41 +48,41 @@ static void bwd_cpu(void *b[], void *arg)
 }
 
 #if SZ_WITH_CUDA
-/* bf16 operands exist only on the native bf16 path, which runs on CPU workers only (tasks/model.c) */
-static int cuda_fp32_only(void *arg, const struct matmul_gelu_args *a, const char *op)
+/* fp32 activations with bf16 weights are submitted to CPU workers only (sz_task_submit_cpu): refused
+ * here, should such a task reach a CUDA worker */
+static int cuda_no_wbf16(void *arg, const struct matmul_gelu_args *a, const char *op)
 {
-    if (!a->bf16 && !a->wbf16 && !a->gout_dt && !a->dinp_dt && !a->dparam_dt)
+    if (!a->wbf16)
         return 0;
-    sz_task_fail(arg, "%s: bf16 operands have no CUDA implementation (the native bf16 path runs on CPU workers)", op);
+    sz_task_fail(arg, "%s: fp32 activations with bf16 weights have no CUDA implementation (CPU workers only)", op);
     return 1;
 }
 
+/* cuBLAS's product with the task's operand types, then GELU (forward) or GELU's backward in place
+ * on dinp (kernels/cuda/matmul.cu) on the worker's stream */
 static void fwd_cuda(void *b[], void *arg)
 {
     const struct matmul_gelu_args *a = sz_task_params(arg);
-    float *out = sz_task_ptr(b, arg, FWD_OUT);
-    if (cuda_fp32_only(arg, a, "matmul_gelu_fwd") ||
-        sz_cuda_task_rc(arg, "matmul_gelu_fwd",
-                        sz_cuda_matmul_fwd(starpu_cublas_get_local_handle(), SZ_STREAM, out, sz_task_ptr(b, arg, FWD_INP),
-                                           sz_task_ptr(b, arg, FWD_W), sz_task_ptr(b, arg, FWD_B), a->N, a->C, a->OC)))
+    if (cuda_no_wbf16(arg, a, "matmul_gelu_fwd"))
         return;
     sz_cuda_task_rc(arg, "matmul_gelu_fwd",
-                    sz_cuda_gelu_fwd(SZ_STREAM, sz_task_ptr(b, arg, FWD_GOUT), out, (size_t)a->N * a->OC));
+                    sz_cuda_matmul_gelu_fwd(starpu_cublas_get_local_handle(), SZ_STREAM, sz_task_ptr(b, arg, FWD_OUT),
+                                            sz_task_ptr(b, arg, FWD_GOUT), a->gout_dt, sz_task_ptr(b, arg, FWD_INP),
+                                            sz_task_ptr(b, arg, FWD_W), sz_task_ptr(b, arg, FWD_B),
+                                            a->bf16 ? SZ_CUDA_BF16 : SZ_CUDA_F32, a->N, a->C, a->OC));
 }
 
 static void bwd_cuda(void *b[], void *arg)
 {
     const struct matmul_gelu_args *a = sz_task_params(arg);
-    float *dinp = sz_task_ptr(b, arg, BWD_DINP);
-    size_t n = (size_t)a->N * a->C;
-    if (cuda_fp32_only(arg, a, "gelu_matmul_bwd") ||
-        sz_cuda_task_rc(arg, "gelu_matmul_bwd", sz_cuda_zero(SZ_STREAM, dinp, n * sizeof(float))) ||
-        sz_cuda_task_rc(arg, "gelu_matmul_bwd",
-                        sz_cuda_matmul_bwd(starpu_cublas_get_local_handle(), SZ_STREAM, dinp, sz_task_ptr(b, arg, BWD_DW),
-                                           sz_task_ptr(b, arg, BWD_DB), sz_task_ptr(b, arg, BWD_DOUT),
-                                           sz_task_ptr(b, arg, BWD_INP), sz_task_ptr(b, arg, BWD_W), a->N, a->C, a->OC)))
+    if (cuda_no_wbf16(arg, a, "gelu_matmul_bwd"))
         return;
-    sz_cuda_task_rc(arg, "gelu_matmul_bwd", sz_cuda_gelu_bwd_inplace(SZ_STREAM, dinp, sz_task_ptr(b, arg, BWD_PRE), n));
+    sz_cuda_task_rc(arg, "gelu_matmul_bwd",
+                    sz_cuda_gelu_matmul_bwd(starpu_cublas_get_local_handle(), SZ_STREAM, sz_task_ptr(b, arg, BWD_DINP),
+                                            a->dinp_dt, sz_task_ptr(b, arg, BWD_DW), sz_task_ptr(b, arg, BWD_DB),
+                                            a->dparam_dt, sz_task_ptr(b, arg, BWD_DOUT), sz_task_ptr(b, arg, BWD_INP),
+                                            sz_task_ptr(b, arg, BWD_W), sz_task_ptr(b, arg, BWD_PRE),
+                                            a->bf16 ? SZ_CUDA_BF16 : SZ_CUDA_F32, a->N, a->C, a->OC));
 }
 #endif
 

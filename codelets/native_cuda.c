@@ -26,22 +26,23 @@ static const struct sz_native_cuda_op {
     const struct starpu_codelet *cl;
     int cuda_bf16;
 } sz_native_cuda_ops[] = {
-    /* helper D's part (matmul's bf16 dispatch, the fused matmul + GELU pair, the norms and their
-     * fusions, the lookups): 0 until their CUDA functions take bf16 */
-    {&sz_cl_matmul_fwd, 0},
-    {&sz_cl_matmul_bwd, 0},
-    {&sz_cl_matmul_gelu_fwd, 0},
-    {&sz_cl_gelu_matmul_bwd, 0},
-    {&sz_cl_layernorm_fwd, 0},
-    {&sz_cl_layernorm_bwd, 0},
-    {&sz_cl_residual_layernorm_fwd, 0},
-    {&sz_cl_layernorm_residual_bwd, 0},
-    {&sz_cl_rmsnorm_fwd, 0},
-    {&sz_cl_rmsnorm_bwd, 0},
-    {&sz_cl_residual_rmsnorm_fwd, 0},
-    {&sz_cl_rmsnorm_residual_bwd, 0},
-    {&sz_cl_encoder_fwd, 0},
-    {&sz_cl_embedding_fwd, 0},
+    /* matmul's types (cuda/matmul.cu: sz_cuda_matmul_*_any), the fused matmul + GELU pair, the norms
+     * and their residual fusions (cuda/layernorm.cu: the sz_cuda_*_mx entry points), the lookups from
+     * bf16 tables (cuda/encoder.cu) */
+    {&sz_cl_matmul_fwd, 1},
+    {&sz_cl_matmul_bwd, 1},
+    {&sz_cl_matmul_gelu_fwd, 1},
+    {&sz_cl_gelu_matmul_bwd, 1},
+    {&sz_cl_layernorm_fwd, 1},
+    {&sz_cl_layernorm_bwd, 1},
+    {&sz_cl_residual_layernorm_fwd, 1},
+    {&sz_cl_layernorm_residual_bwd, 1},
+    {&sz_cl_rmsnorm_fwd, 1},
+    {&sz_cl_rmsnorm_bwd, 1},
+    {&sz_cl_residual_rmsnorm_fwd, 1},
+    {&sz_cl_rmsnorm_residual_bwd, 1},
+    {&sz_cl_encoder_fwd, 1},
+    {&sz_cl_embedding_fwd, 1},
     /* attention, the losses, the elementwise ops, RoPE (cuda/attention.cu, softmax_xent.cu,
      * elementwise.cu, rope.cu: the sz_cuda_*_mx entry points) */
     {&sz_cl_attention_fwd, 1},

@@ -60,35 +60,33 @@ static void bwd_cpu(void *b[], void *arg)
 }
 
 #if SZ_WITH_CUDA
-/* The separate CUDA kernels one after the other on the worker's stream: their bits. */
+/* One fused kernel per direction (kernels/cuda/layernorm.cu), every type combination the CPU takes;
+ * da and db set rather than added to where the engine folded a zero into the task. */
 static void fwd_cuda(void *b[], void *arg)
 {
     const struct residual_layernorm_args *a = sz_task_params(arg);
-    size_t NC = (size_t)a->N * a->C;
-    float *res = sz_task_ptr(b, arg, FWD_RES);
-    if (sz_cuda_task_rc(arg, "residual_layernorm_fwd",
-                        sz_cuda_residual_fwd(SZ_STREAM, res, sz_task_ptr(b, arg, FWD_A), sz_task_ptr(b, arg, FWD_B),
-                                             NC)))
-        return;
     sz_cuda_task_rc(arg, "residual_layernorm_fwd",
-                    sz_cuda_layernorm_fwd(SZ_STREAM, sz_task_ptr(b, arg, FWD_OUT), sz_task_ptr(b, arg, FWD_MEAN),
-                                          sz_task_ptr(b, arg, FWD_RSTD), res, sz_task_ptr(b, arg, FWD_W),
-                                          sz_task_ptr(b, arg, FWD_BLN), a->N, a->C));
+                    sz_cuda_residual_layernorm_fwd_mx(SZ_STREAM, sz_task_ptr(b, arg, FWD_RES),
+                                                      sz_task_ptr(b, arg, FWD_OUT), a->out_dt,
+                                                      sz_task_ptr(b, arg, FWD_MEAN), sz_task_ptr(b, arg, FWD_RSTD),
+                                                      sz_task_ptr(b, arg, FWD_A), sz_task_ptr(b, arg, FWD_B),
+                                                      sz_task_ptr(b, arg, FWD_W), sz_task_ptr(b, arg, FWD_BLN),
+                                                      a->p_dt, a->N, a->C));
 }
 
 static void bwd_cuda(void *b[], void *arg)
 {
     const struct residual_layernorm_args *a = sz_task_params(arg);
-    float *dres = sz_task_ptr(b, arg, BWD_DRES);
-    if (sz_cuda_task_rc(arg, "layernorm_residual_bwd",
-                        sz_cuda_layernorm_bwd(SZ_STREAM, dres, sz_task_ptr(b, arg, BWD_DW), sz_task_ptr(b, arg, BWD_DBLN),
-                                              sz_task_ptr(b, arg, BWD_DOUT), sz_task_ptr(b, arg, BWD_RES),
-                                              sz_task_ptr(b, arg, BWD_W), sz_task_ptr(b, arg, BWD_MEAN),
-                                              sz_task_ptr(b, arg, BWD_RSTD), a->N, a->C)))
-        return;
+    int set = (sz_task_sets(arg, BWD_DA) ? SZ_CUDA_SET_A : 0) | (sz_task_sets(arg, BWD_DB) ? SZ_CUDA_SET_B : 0);
     sz_cuda_task_rc(arg, "layernorm_residual_bwd",
-                    sz_cuda_residual_bwd(SZ_STREAM, sz_task_ptr(b, arg, BWD_DA), sz_task_ptr(b, arg, BWD_DB), dres,
-                                         (size_t)a->N * a->C));
+                    sz_cuda_layernorm_residual_bwd_mx(SZ_STREAM, sz_task_ptr(b, arg, BWD_DA),
+                                                      sz_task_ptr(b, arg, BWD_DB), a->db_dt,
+                                                      sz_task_ptr(b, arg, BWD_DRES), sz_task_ptr(b, arg, BWD_DW),
+                                                      sz_task_ptr(b, arg, BWD_DBLN), sz_task_ptr(b, arg, BWD_DOUT),
+                                                      a->out_dt, sz_task_ptr(b, arg, BWD_RES),
+                                                      sz_task_ptr(b, arg, BWD_W), a->p_dt,
+                                                      sz_task_ptr(b, arg, BWD_MEAN), sz_task_ptr(b, arg, BWD_RSTD),
+                                                      a->N, a->C, set));
 }
 #endif
 

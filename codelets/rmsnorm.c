@@ -42,20 +42,25 @@ static void bwd_cpu(void *b[], void *arg)
 }
 
 #if SZ_WITH_CUDA
+/* Every type combination the CPU takes (fp32 or bf16 out / dout and w), fp32 math; dinp set rather
+ * than added to where the engine folded a zero into the task. */
 static void fwd_cuda(void *b[], void *arg)
 {
     const struct rmsnorm_args *a = sz_task_params(arg);
-    sz_cuda_task_rc(arg, "rmsnorm_fwd", sz_cuda_rmsnorm_fwd(SZ_STREAM, sz_task_ptr(b, arg, 0), sz_task_ptr(b, arg, 1),
-                                                            sz_task_ptr(b, arg, 2), sz_task_ptr(b, arg, 3), a->N, a->C,
-                                                            a->eps));
+    sz_cuda_task_rc(arg, "rmsnorm_fwd",
+                    sz_cuda_rmsnorm_fwd_mx(SZ_STREAM, sz_task_ptr(b, arg, 0), a->out_dt, sz_task_ptr(b, arg, 1),
+                                           sz_task_ptr(b, arg, 2), sz_task_ptr(b, arg, 3), a->p_dt, a->N, a->C,
+                                           a->eps));
 }
 
 static void bwd_cuda(void *b[], void *arg)
 {
     const struct rmsnorm_args *a = sz_task_params(arg);
-    sz_cuda_task_rc(arg, "rmsnorm_bwd", sz_cuda_rmsnorm_bwd(SZ_STREAM, sz_task_ptr(b, arg, 0), sz_task_ptr(b, arg, 1),
-                                                            sz_task_ptr(b, arg, 2), sz_task_ptr(b, arg, 3),
-                                                            sz_task_ptr(b, arg, 4), sz_task_ptr(b, arg, 5), a->N, a->C));
+    int set = sz_task_sets(arg, 0) ? SZ_CUDA_SET_A : 0;
+    sz_cuda_task_rc(arg, "rmsnorm_bwd",
+                    sz_cuda_rmsnorm_bwd_mx(SZ_STREAM, sz_task_ptr(b, arg, 0), sz_task_ptr(b, arg, 1),
+                                           sz_task_ptr(b, arg, 2), a->dout_dt, sz_task_ptr(b, arg, 3),
+                                           sz_task_ptr(b, arg, 4), a->p_dt, sz_task_ptr(b, arg, 5), a->N, a->C, set));
 }
 #endif
 

@@ -99,6 +99,29 @@ typedef struct sz_gpu_info {
     int64_t starpu_used_bytes;   /* what StarPU has allocated there now */
 } sz_gpu_info;
 
+/* This rank's per-GPU default budget, decided once by sz_context_init before StarPU starts (issue
+ * 15, item 5): the free memory of the rank's CUDA device at start (cudaMemGetInfo, after every rank
+ * of the node made its CUDA context), at most StarPU's 90% of the device, divided by the ranks of
+ * this job on this node that drive the same device (several ranks per GPU are allowed for testing:
+ * local rank -> device is local rank mod visible devices), and at most a STARPU_LIMIT_CUDA_MEM the
+ * user set. With neither that variable nor a --mem-budget (sz_context_config.gpu_mem_limit) StarPU's
+ * own limit (STARPU_LIMIT_CUDA_MEM) is set from the share, so StarPU never takes more there. */
+typedef struct sz_gpu_budget_info {
+    int device;                   /* CUDA device (as this process sees them); -1: none, the rest 0 */
+    int sharers;                  /* k: ranks of this job on this node driving that device (>= 1) */
+    int64_t free_bytes;           /* its free memory at start */
+    int64_t total_bytes;
+    int64_t device_cap_bytes;     /* StarPU's default limit there: 90% of the device */
+    int64_t process_limit_bytes;  /* a STARPU_LIMIT_CUDA_MEM the user set (bytes), else 0 */
+    int64_t share_bytes;          /* the default budget: min(free, device cap) / k, <= process limit */
+    int limit_from_share;         /* 1: sz_context_init set STARPU_LIMIT_CUDA_MEM from share_bytes */
+} sz_gpu_budget_info;
+
+/* This rank's decision (above); SZ_ERR_UNSUPPORTED (out->device -1) on a rank without a GPU. */
+sz_status sz_context_gpu_budget(const sz_context *ctx, sz_gpu_budget_info *out);
+/* "budget per rank: X of Y free on GPU d shared by k ranks" for b (given > 0: that --mem-budget). */
+char *sz_gpu_budget_describe(const sz_gpu_budget_info *b, int64_t given, char *msg, size_t len);
+
 /* Starts MPI (MPI_THREAD_MULTIPLE, if not already started), hwloc, StarPU and StarPU-MPI.
  * argc/argv may be NULL. On success *out owns the runtime until sz_context_free(). */
 sz_status sz_context_init(sz_context **out, const sz_context_config *cfg, int *argc, char ***argv);

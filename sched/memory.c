@@ -4,6 +4,7 @@
  * node, plus what this rank already holds (its resident set: the runtime and whatever the model
  * has already touched), less SZ_RUNTIME_ALLOWANCE_BYTES for the runtime itself; the minimum over
  * all ranks, so every rank decides alike. Also the process's resident set, now and at its peak. */
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +13,7 @@
 #include "sz_deadline.h"
 #include "sz_runtime.h"
 #include "sz_cuda.h"
+#include "sz_gpu_budget.h"
 #if SZ_WITH_CUDA
 #include "sz_cuda_kernels.h"
 #endif
@@ -96,12 +98,30 @@ int64_t sz_memory_gpu_free_bytes(void)
     return -1;
 }
 
+int64_t sz_gpu_device_key(int dev)
+{
+    if (dev < 0)
+        return -1;
+#if SZ_WITH_CUDA
+    char pci[64] = "";
+    if (sz_cuda_pci_bus_id(dev, pci, (int)sizeof pci) == 0 && pci[0]) {
+        int64_t h = 7; /* (positive: -1 means none) */
+        for (const char *c = pci; *c; c++)
+            h = (h * 131 + (unsigned char)*c) & INT64_MAX;
+        return h;
+    }
+#endif
+    return dev;
+}
+
 /* Collective: whether any rank has a CUDA worker, and how many ranks of this rank's node drive
  * this rank's device (this one included; 0 on a rank without one). One all-gather of (device,
- * node) pairs, the node named by a hash of its host name. */
+ * node) pairs, the device named by its PCI bus id (so ranks that each see only their own GPU as
+ * device 0, scripts/gpu-rank.sh, are not counted as sharing it), the node by a hash of its host
+ * name. */
 sz_status sz_context_gpu_sharers(sz_context *ctx, int *any, int *sharers)
 {
-    int64_t mine[2] = {gpu_device(), 0};
+    int64_t mine[2] = {sz_gpu_device_key(gpu_device()), 0};
     for (const char *c = ctx->topology.hostname; *c; c++) /* the node, as a number */
         mine[1] = mine[1] * 131 + (unsigned char)*c;
     *any = mine[0] >= 0;
@@ -136,10 +156,20 @@ static int64_t gpu_starpu_limit(void)
     return -1;
 }
 
-/* Collective: with CUDA workers on any rank, each GPU rank's share of its GPU's free memory (the
- * ranks of a node driving the same device split it), at most what StarPU may allocate there (a
- * plan above StarPU's own limit would have StarPU wait at it mid-step), -1 on ranks without one;
- * SZ_OK or an MPI failure. */
+sz_status sz_context_gpu_budget(const sz_context *ctx, sz_gpu_budget_info *out)
+{
+    if (!ctx || !out)
+        return SZ_ERR_INVALID;
+    *out = ctx->gpu_budget;
+    return out->device >= 0 ? SZ_OK : SZ_ERR_UNSUPPORTED;
+}
+
+/* Collective: with CUDA workers on any rank, each GPU rank's default budget: its decision at start
+ * (sched/runtime.c) when its CUDA worker drives the device decided for; else (StarPU chose the
+ * device: SZ_NCUDA_DEFAULT=0) decided now, once, the same way: the device's free memory, at most
+ * StarPU's 90% of it, split among the ranks of the node driving it (graph/gpu_budget.c). At most
+ * what StarPU may allocate there (a plan above StarPU's own limit would have StarPU wait at it
+ * mid-step). -1 on ranks without one; SZ_OK or an MPI failure. */
 static sz_status gpu_share(sz_context *ctx, int64_t *share)
 {
     int any = 0, sharing = 0;
@@ -147,12 +177,47 @@ static sz_status gpu_share(sz_context *ctx, int64_t *share)
     sz_status st = sz_context_gpu_sharers(ctx, &any, &sharing);
     if (st != SZ_OK || !any)
         return st; /* no rank has a GPU: nothing changes */
-    int64_t f = gpu_device() >= 0 ? sz_memory_gpu_free_bytes() : -1, lim = gpu_starpu_limit();
-    if (f >= 0)
-        *share = f / (sharing > 0 ? sharing : 1);
+    int dev = gpu_device();
+    if (dev < 0)
+        return SZ_OK;
+    if (ctx->gpu_budget.device != dev) { /* not decided at start */
+        sz_gpu_budget_info b = {.device = dev, .sharers = sharing, .free_bytes = -1};
+        b.free_bytes = sz_memory_gpu_free_bytes();
+#if SZ_WITH_CUDA
+        int64_t f, t;
+        if (sz_cuda_mem_info(dev, &f, &t) == 0)
+            b.total_bytes = t;
+#endif
+        const char *env = getenv("STARPU_LIMIT_CUDA_MEM");
+        b.process_limit_bytes = env && *env ? (int64_t)atoll(env) << 20 : 0;
+        sz_gpu_budget_split(&b);
+        ctx->gpu_budget = b;
+    }
+    *share = ctx->gpu_budget.share_bytes;
+    int64_t lim = gpu_starpu_limit();
     if (*share >= 0 && lim > 0 && lim < *share)
         *share = lim;
     return SZ_OK;
+}
+
+sz_status sz_context_check_gpu_budget(sz_context *ctx, int64_t budget)
+{
+    char msg[1024] = "";
+    int dev = gpu_device();
+    int over = dev >= 0 && ctx->gpu_budget.device == dev &&
+               sz_gpu_budget_check_given(&ctx->gpu_budget, budget, ctx->rank, msg, sizeof msg);
+    int first = over ? ctx->rank : INT_MAX;
+    if (ctx->world_size > 1 && sz_allreduce(MPI_IN_PLACE, &first, 1, MPI_INT, MPI_MIN, ctx->host_comm,
+                                            "memory budget against the GPUs") != MPI_SUCCESS)
+        return SZ_ERR_RUNTIME;
+    if (first == INT_MAX)
+        return SZ_OK;
+    if (over)
+        sz_context_log(ctx, SZ_LOG_ERROR, "%s", msg);
+    else
+        sz_context_log(ctx, SZ_LOG_ERROR, "memory budget: --mem-budget does not fit rank %d's GPU (its message gives "
+                       "the figures and what to do): rank %d stops with it", first, ctx->rank);
+    return SZ_ERR_BUDGET;
 }
 
 sz_status sz_context_memory_budget(sz_context *ctx, int64_t *bytes)

@@ -18,6 +18,7 @@
 #include "sz_sched.h"
 #include "sz_deadline.h"
 #include "sz_cuda.h"
+#include "sz_gpu_budget.h"
 
 void sz_context_config_defaults(sz_context_config *cfg)
 {
@@ -140,6 +141,62 @@ static void choose_gpu(struct sz_context *ctx, const sz_context_config *cfg, str
 #endif
 }
 
+/* The STARPU_LIMIT_CUDA_MEM value this process set (from a budget), so that a later context in the
+ * same process does not take it for the user's. */
+static char cuda_limit_we_set[32];
+
+/* The per-GPU default budget, decided once, before StarPU starts (starzero.h, sz_gpu_budget_info):
+ * collective over the node's ranks (every rank comes here, with a GPU or not). Each rank with a
+ * device makes its CUDA context there first (cudaMemGetInfo does), then the node's ranks exchange
+ * their devices (by PCI bus id: sz_gpu_device_key), which also waits until every one has its
+ * context, so the free memory measured next counts every sharer's context and none of their
+ * allocations. user_limit: a STARPU_LIMIT_CUDA_MEM the user set (bytes; 0: none); with neither it
+ * nor a --mem-budget (StarPU's limit then set from that, sz_context_init) the share becomes
+ * StarPU's limit too. Without CUDA nothing happens. */
+static void decide_gpu_budget(struct sz_context *ctx, const sz_context_config *cfg, int64_t user_limit)
+{
+#if SZ_WITH_CUDA
+    int dev = ctx->gpu_device;
+    int64_t f = -1, t = 0;
+    if (dev >= 0 && sz_cuda_mem_info(dev, &f, &t) != 0)
+        dev = -1; /* (no context: StarPU will say why) */
+    int64_t key = sz_gpu_device_key(dev);
+    int k = dev >= 0;
+    MPI_Comm node;
+    if (ctx->world_size > 1 &&
+        MPI_Comm_split_type(ctx->comm, MPI_COMM_TYPE_SHARED, ctx->rank, MPI_INFO_NULL, &node) == MPI_SUCCESS) {
+        int n = 1;
+        MPI_Comm_size(node, &n);
+        int64_t *keys = malloc((size_t)n * sizeof *keys);
+        if (keys && MPI_Allgather(&key, 1, MPI_INT64_T, keys, 1, MPI_INT64_T, node) == MPI_SUCCESS) {
+            k = 0;
+            for (int i = 0; i < n; i++)
+                k += dev >= 0 && keys[i] == key;
+        }
+        free(keys);
+        MPI_Comm_free(&node);
+    }
+    if (dev < 0 || sz_cuda_mem_info(dev, &f, &t) != 0)
+        return;
+    sz_gpu_budget_info *b = &ctx->gpu_budget;
+    *b = (sz_gpu_budget_info){.device = dev, .sharers = k, .free_bytes = f, .total_bytes = t,
+                              .process_limit_bytes = user_limit};
+    sz_gpu_budget_split(b);
+    if (!user_limit && cfg->gpu_mem_limit <= 0 && b->share_bytes > 0) {
+        char mib[32];
+        snprintf(mib, sizeof mib, "%lld", (long long)(b->share_bytes >> 20 > 0 ? b->share_bytes >> 20 : 1));
+        setenv("STARPU_LIMIT_CUDA_MEM", mib, 1);
+        b->limit_from_share = 1;
+        snprintf(cuda_limit_we_set, sizeof cuda_limit_we_set, "%s", mib);
+    }
+    char text[512];
+    sz_context_log(ctx, SZ_LOG_INFO, "%s%s", sz_gpu_budget_describe(b, cfg->gpu_mem_limit, text, sizeof text),
+                   b->limit_from_share ? "; STARPU_LIMIT_CUDA_MEM set from it" : "");
+#else
+    (void)ctx, (void)cfg, (void)user_limit;
+#endif
+}
+
 static void make_share_set(struct sz_context *ctx)
 {
     ctx->share_set = hwloc_bitmap_alloc();
@@ -169,6 +226,7 @@ sz_status sz_context_init(sz_context **out, const sz_context_config *cfg_in, int
     ctx->log_user = cfg.log_fn ? cfg.log_user : &ctx->rank;
     ctx->log_level = level_from_env(cfg.log_level);
     ctx->gpu_device = -1;
+    ctx->gpu_budget.device = -1;
 
     int inited = 0;
     MPI_Initialized(&inited);
@@ -228,10 +286,17 @@ sz_status sz_context_init(sz_context **out, const sz_context_config *cfg_in, int
     }
     /* The per-GPU budget as StarPU's own limit on each CUDA memory node (the plan's admission,
      * tasks/model.c, refuses before that a plan whose device peak exceeds it). */
+    const char *user_lim = getenv("STARPU_LIMIT_CUDA_MEM");
+    if (user_lim && cuda_limit_we_set[0] && !strcmp(user_lim, cuda_limit_we_set)) { /* an earlier context's */
+        unsetenv("STARPU_LIMIT_CUDA_MEM");
+        user_lim = NULL;
+    }
+    int64_t user_limit = user_lim && *user_lim ? (int64_t)atoll(user_lim) << 20 : 0;
     if (cfg.gpu_mem_limit > 0 && !getenv("STARPU_LIMIT_CUDA_MEM")) {
         char mib[32];
         snprintf(mib, sizeof mib, "%lld", (long long)(cfg.gpu_mem_limit >> 20 > 0 ? cfg.gpu_mem_limit >> 20 : 1));
         setenv("STARPU_LIMIT_CUDA_MEM", mib, 1);
+        snprintf(cuda_limit_we_set, sizeof cuda_limit_we_set, "%s", mib);
     }
     /* Our StarPU build lets idle workers all sleep (deps/starpu-1.3.10-idle-sleep.patch); without
      * it the last idle worker spins and steals a core from MPI and the application thread. */
@@ -264,6 +329,7 @@ sz_status sz_context_init(sz_context **out, const sz_context_config *cfg_in, int
     conf.ncpus = cfg.ncpus >= 0 ? cfg.ncpus : 1 + comm;
     if (cfg.ncuda >= 0) conf.ncuda = cfg.ncuda;
     choose_gpu(ctx, &cfg, &conf);
+    decide_gpu_budget(ctx, &cfg, user_limit); /* (collective; STARPU_LIMIT_CUDA_MEM before StarPU reads it) */
     conf.nopencl = 0;
     /* The `zero` policy unless the config names another; STARPU_SCHED in the environment wins
      * (STARPU_SCHED=zero names ours, which StarPU's own table does not know). */
@@ -455,6 +521,11 @@ void sz_context_print(const sz_context *ctx, FILE *f)
             cpu.vendor[0] ? cpu.vendor : "?", cpu.family, cpu.avx512f ? "yes" : "no", cpu.avx512_bf16 ? "yes" : "no",
             cpu.amx_bf16 && cpu.amx_tile ? "yes" : "no");
     fprintf(f, "  bf16_path: %s under --precision bf16 with --bf16-compute auto (%s)\n", sz_bf16_compute_name(path), why);
+    if (ctx->gpu_budget.device >= 0) {
+        char text[512];
+        fprintf(f, "  GPU: %s%s\n", sz_gpu_budget_describe(&ctx->gpu_budget, 0, text, sizeof text),
+                ctx->gpu_budget.limit_from_share ? " (with no --mem-budget; STARPU_LIMIT_CUDA_MEM set from it)" : " (with no --mem-budget)");
+    }
     for (int w = 0; w < info.workers; w++) {
         char name[64];
         starpu_worker_get_name(w, name, sizeof name);

@@ -19,6 +19,7 @@ struct sz_context {
     int kernel_threads;          /* OpenMP threads every compute task uses */
     uint64_t ram_share;          /* this rank's share of the node's RAM (bytes; 0: unknown) */
     int gpu_device;              /* the CUDA device this rank's worker uses (-1: none chosen here) */
+    sz_gpu_budget_info gpu_budget; /* the per-GPU default budget, decided once (device -1: none yet) */
     sz_log_fn log_fn;
     void *log_user;
     sz_log_level log_level;
@@ -47,6 +48,15 @@ int sz_devpool_shared(void);
 /* sched/memory.c, collective: whether any rank has a CUDA worker, and how many ranks of this node
  * drive this rank's device (itself included; 0 without one). */
 sz_status sz_context_gpu_sharers(struct sz_context *ctx, int *any, int *sharers);
+
+/* sched/memory.c: a number naming a CUDA device on this node whatever CUDA_VISIBLE_DEVICES says
+ * (a hash of its PCI bus id; the ordinal if CUDA cannot tell); -1 for dev < 0. */
+int64_t sz_gpu_device_key(int dev);
+
+/* sched/memory.c, collective: an explicit per-GPU budget against each rank's GPU (its free memory at
+ * start / the ranks sharing it, sz_gpu_budget_check_given); SZ_ERR_BUDGET on every rank, the ranks
+ * over naming the figures, when any is over. */
+sz_status sz_context_check_gpu_budget(struct sz_context *ctx, int64_t budget);
 
 /* Log with the context's sink; ctx may be NULL (then stderr). */
 void sz_logv(const struct sz_context *ctx, sz_log_level level, const char *fmt, va_list ap);

@@ -31,6 +31,9 @@
 #              offloaded run's CPU workers must have run tasks (the optimizer) and its CUDA worker too
 #   budget     per-GPU --mem-budget: 1 MB is refused before any step, "per GPU", with settings that
 #              fit; 2x the needed figure it names runs, its device peak under the budget
+#   budget_shared  2 ranks sharing the GPU, no --mem-budget: each rank's budget is half the free memory
+#              (sz-train's gpu_budget line says "shared by 2 ranks") and the run stays within it; a
+#              --mem-budget of 0.75 x the free memory is refused before any step (2 ranks x it > free)
 #   bench      sz-bench --model d12 --batch 8 --seq 1024 --precision bf16 on one GPU, with its mfu,
 #              gpu_peak_tflops and bf16_path (absent from the row if sz-bench has none: then a fail;
 #              a bf16_path other than native, the GPU rule's pick on sm_80+, fails too)
@@ -295,6 +298,28 @@ if go budget; then
             'BEGIN {print (r == 0 && p != "null" && q != "null" && p + 0 <= b + 0 && q + 0 <= b + 0) ? 1 : 0}')
         [ "$ok" = 1 ] && json budget pass "$fig" || fail_part budget "$fig, \"log\": \"$logs/budget_fit.err\""
     fi
+fi
+
+# ---- two ranks on one GPU with no --mem-budget: the free memory split, and a budget 2 ranks cannot fit ----
+if go budget && ! share_skip budget_shared; then
+    SZ_GPU_SHARE=1 STARPU_NCUDA=1 timeout $(tl 60) mpiexec -n 2 "$root/scripts/gpu-rank.sh" "$build/sz-train" \
+        "${train[@]}" --batch 2 >"$logs/budget_shared.json" 2>"$logs/budget_shared.err"
+    rc_sh=$?
+    grep '"gpu_budget"' "$logs/budget_shared.json" | head -1 >"$logs/budget_shared_line.json"
+    k=$(jnum gpu_budget_sharers "$logs/budget_shared_line.json") per=$(jnum budget_per_rank_bytes "$logs/budget_shared_line.json")
+    free=$(jnum gpu_free_at_start_bytes "$logs/budget_shared_line.json")
+    mb=$(jnum mem_budget "$logs/budget_shared.json") mpeak=$(jnum device_measured_peak_bytes "$logs/budget_shared.json")
+    big=$(awk -v f="$free" 'BEGIN {printf "%.0f", (f == "null" ? 1e12 : f) * 0.75}')
+    SZ_GPU_SHARE=1 STARPU_NCUDA=1 timeout $(tl 60) mpiexec -n 2 "$root/scripts/gpu-rank.sh" "$build/sz-train" \
+        "${train[@]}" --batch 2 --mem-budget "$big" >"$logs/budget_big.txt" 2>&1
+    rc_big=$?
+    fig="\"rc\": $rc_sh, \"sharers\": $k, \"budget_per_rank_bytes\": $per, \"gpu_free_at_start_bytes\": $free"
+    fig="$fig, \"mem_budget\": $mb, \"device_measured_peak_bytes\": $mpeak, \"rc_too_big\": $rc_big"
+    ok=$(awk -v r="$rc_sh" -v k="$k" -v p="$per" -v f="$free" -v b="$mb" -v q="$mpeak" -v rb="$rc_big" \
+        'BEGIN {print (r == 0 && k == 2 && p != "null" && 2 * p <= f + 0 && b != "null" && b + 0 <= p + 0 &&
+                       q != "null" && q + 0 <= b + 0 && rb != 0) ? 1 : 0}')
+    grep -q "driven by 2 ranks" "$logs/budget_big.txt" && ! grep -q '^{"step"' "$logs/budget_big.txt" || ok=0
+    [ "$ok" = 1 ] && json budget_shared pass "$fig" || fail_part budget_shared "$fig, \"log\": \"$logs/budget_shared.err\""
 fi
 
 # ---- sz-bench d12 B8 T1024 bf16 on one GPU ----

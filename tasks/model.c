@@ -19,6 +19,7 @@
 #include "sz_cuda.h"
 #include "sz_kernels.h"
 #include "sz_devcheck.h"
+#include "sz_gpu_budget.h"
 
 void sz_train_config_defaults(sz_train_config *cfg)
 {
@@ -761,6 +762,14 @@ sz_status sz_model_check_budget(struct sz_model *m, int64_t budget)
         said_rows |= alt[i].rows > 1;
         say(&a, "%s%s: stage %d with N_d >= %d (%.1f MB)", a.len ? "; " : "", what[i], best_s, best_nd, mb_up(best_at));
     }
+    char gpu_note[768] = "";
+    if (have_cuda() && m->budget_from_machine && budget == m->budget) {
+        char text[512];
+        sz_gpu_budget_describe(&m->ctx->gpu_budget, 0, text, sizeof text);
+        snprintf(gpu_note, sizeof gpu_note, " (no budget given: %s; %s; a larger N_d below means more GPUs)",
+                 m->ctx->gpu_budget.device >= 0 ? text : "the free memory of this rank's GPU at start, split among the ranks driving it",
+                 "at most StarPU's limit there (STARPU_LIMIT_CUDA_MEM, else 90% of the device); the smallest over ranks");
+    }
     char slack_note[96] = "";
     if (have_cuda())
         snprintf(slack_note, sizeof slack_note, "with %.1f MB for StarPU's allocation chunks)", allocator_slack() / 1e6);
@@ -772,9 +781,7 @@ sz_status sz_model_check_budget(struct sz_model *m, int64_t budget)
                    m->zero.offload_optimizer ? ", offloaded optimizer" : "",
                    mb_down(budget),
                    !(m->budget_from_machine && budget == m->budget) ? ""
-                   : have_cuda() ? " (no budget given: the free memory of this rank's GPU at start (cudaMemGetInfo), "
-                                   "split among the ranks driving that GPU, at most StarPU's limit there "
-                                   "(STARPU_LIMIT_CUDA_MEM, else 90% of the device); a larger N_d below means more GPUs)"
+                   : have_cuda() ? gpu_note
                                  : " (no budget given: this rank's share of the memory this node has available now, less the "
                                    "runtime's allowance; more ranks on this node would share it, so a larger N_d below means "
                                    "more nodes)",
@@ -865,6 +872,8 @@ sz_status sz_model_finalize(sz_model *m)
         if (sz_context_memory_budget(m->ctx, &budget) != SZ_OK)
             return SZ_ERR_RUNTIME;
         m->budget_from_machine = budget > 0;
+    } else if ((ast = sz_context_check_gpu_budget(m->ctx, budget)) != SZ_OK) { /* collective: k x budget per GPU */
+        return ast;
     }
     m->budget = budget;
     const char *gp = getenv("SZ_GPU_PLACEMENT");

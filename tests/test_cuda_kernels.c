@@ -757,6 +757,383 @@ static void test_clip_scale_zero(void)
     free(x), free(ref), free(got);
 }
 
+/* ================================================================ the native bf16 path, part 1
+ * Every type combination the CPU's ops take, against the CPU's kernels of those types (the _mx
+ * ones of bf16_act.c, the bf16 matmuls, the fused matmul + GELU): matmul through the any-type
+ * entry points with and without a folded zero, matmul + GELU, layernorm and rmsnorm and their
+ * residual fusions, the encoder and the embedding from bf16 tables. Where a gradient is set (a
+ * folded zero) the GPU buffer starts as NaN (all bits set), so a read shows. Each GPU result is
+ * computed twice and required bitwise equal. */
+
+static size_t esz(int dt) { return dt ? 2 : 4; }
+/* n values of type dt (bf16: rounded) from fp32 x; malloc'd */
+static void *typed(const float *x, size_t n, int dt) { return dt ? (void *)bf16_of(x, n) : (void *)copyf(x, n); }
+static void *hdup(const void *p, size_t bytes)
+{
+    void *d = malloc(bytes ? bytes : 1);
+    memcpy(d, p, bytes);
+    return d;
+}
+/* a device copy of bytes, or (nan) bytes of all-ones: NaN in fp32 and bf16 */
+static void *dput_or_nan(const void *h, size_t bytes, int nan)
+{
+    if (!nan)
+        return dput(h, bytes);
+    void *d = dput(NULL, bytes);
+    CUOK(cudaMemset(d, 0xFF, bytes ? bytes : 4));
+    return d;
+}
+static int bf16_ord(uint16_t h) { return (h & 0x8000) ? -(int)(h & 0x7FFF) : (int)h; }
+/* g against the CPU's c, both of type dt: fp32 |g - c| <= atol + rtol |c|; bf16 at most maxulp
+ * units in the last place apart, or |g - c| <= atol (where the fp32 value before the rounding is a
+ * cancellation, so its rounding error is large next to it). */
+static int close_t(const char *what, const void *g, const void *c, int dt, size_t n, double atol, double rtol,
+                   int maxulp)
+{
+    if (!dt)
+        return close_f(what, g, c, n, atol, rtol);
+    const uint16_t *gh = g, *ch = c;
+    int ok = 1, worst = -1;
+    size_t wi = 0;
+    for (size_t i = 0; i < n; i++) {
+        int du = abs(bf16_ord(gh[i]) - bf16_ord(ch[i]));
+        double e = fabs((double)sz_bf16_to_f32_1(gh[i]) - (double)sz_bf16_to_f32_1(ch[i]));
+        if (!(du <= maxulp || e <= atol))
+            ok = 0;
+        if (du > worst)
+            worst = du, wi = i;
+    }
+    if (!ok || getenv("SZ_TEST_VERBOSE"))
+        printf("\n  %s: max %d bf16 ulp at %zu (gpu %.6g, ref %.6g)%s", what, worst, wi,
+               n ? sz_bf16_to_f32_1(gh[wi]) : 0.0f, n ? sz_bf16_to_f32_1(ch[wi]) : 0.0f, ok ? "" : "  FAILED");
+    return ok;
+}
+static const char *dtn(int dt) { return dt ? "bf16" : "f32"; }
+
+/* ---- matmul, any types, folded zero ---- */
+
+static void matmul_any_case(int N, int C, int OC, int in_dt, int od, int pd, int set, int with_bias)
+{
+    size_t NC = (size_t)N * C, NO = (size_t)N * OC, OCC = (size_t)OC * C, eo = esz(od), ep = esz(pd), ei = esz(in_dt);
+    float *fx = rnd(NC, 1), *fw = rnd(OCC, 1), *fb = rnd(OC, 1), *fd = rnd(NO, 1);
+    float *fi0 = rnd(NC, 1), *fw0 = rnd(OCC, 1), *fb0 = rnd(OC, 1);
+    void *x = typed(fx, NC, in_dt), *w = typed(fw, OCC, in_dt), *b = typed(fb, OC, in_dt), *d = typed(fd, NO, in_dt);
+    void *di0 = typed(fi0, NC, od), *dw0 = typed(fw0, OCC, pd), *db0 = typed(fb0, OC, pd);
+    void *c[4] = {malloc(NO * eo), hdup(di0, NC * eo), hdup(dw0, OCC * ep), hdup(db0, OC * ep)};
+    if (in_dt) {
+        CU_ASSERT(sz_k_matmul_fwd_bf16(c[0], (sz_k_dtype)od, x, w, with_bias ? b : NULL, N, C, OC) >= 0);
+        CU_ASSERT(sz_k_matmul_bwd_bf16_set(c[1], (sz_k_dtype)od, c[2], with_bias ? c[3] : NULL, (sz_k_dtype)pd, d, x,
+                                           w, N, C, OC, set) >= 0);
+    } else {
+        CU_ASSERT(sz_k_matmul_fwd(c[0], x, w, with_bias ? b : NULL, N, C, OC) >= 0);
+        CU_ASSERT(sz_k_matmul_bwd_set(c[1], c[2], with_bias ? c[3] : NULL, d, x, w, N, C, OC, set) >= 0);
+    }
+    size_t n[4] = {NO, NC, OCC, OC}, es[4] = {eo, eo, ep, ep};
+    int dts[4] = {od, od, pd, pd}, k_of[4] = {C, OC, N, N};
+    void *g[2][4];
+    for (int r = 0; r < 2; r++) {
+        void *gx = dput(x, NC * ei), *gw = dput(w, OCC * ei), *gb = dput(b, OC * ei), *gd = dput(d, NO * ei);
+        void *gi = dput_or_nan(di0, NC * eo, set), *gdw = dput(dw0, OCC * ep), *gdb = dput(db0, OC * ep);
+        void *go = dput(NULL, NO * eo);
+        CUOK(sz_cuda_matmul_fwd_any(H, S, go, od, gx, gw, with_bias ? gb : NULL, in_dt, N, C, OC));
+        CUOK(sz_cuda_matmul_bwd_any(H, S, gi, od, gdw, with_bias ? gdb : NULL, pd, gd, gx, gw, in_dt, N, C, OC, set));
+        void *gg[4] = {go, gi, gdw, gdb};
+        for (int k = 0; k < 4; k++) {
+            g[r][k] = malloc(n[k] * es[k]);
+            dget(g[r][k], gg[k], n[k] * es[k]);
+        }
+        if (r == 0) { /* fp32 inputs with a bf16 destination: refused */
+            CU_ASSERT(sz_cuda_matmul_fwd_any(H, S, go, SZ_CUDA_BF16, gx, gw, NULL, SZ_CUDA_F32, N, C, OC) != 0);
+            CU_ASSERT(sz_cuda_matmul_bwd_any(H, S, gi, od, gdw, NULL, pd, gd, gx, gw, 7, N, C, OC, 0) != 0);
+        }
+        dfree(gx), dfree(gw), dfree(gb), dfree(gd), dfree(gi), dfree(gdw), dfree(gdb), dfree(go);
+    }
+    const char *names[4] = {"out", "dinp", "dweight", "dbias"};
+    for (int k = 0; k < 4; k++) {
+        char what[96];
+        snprintf(what, sizeof what, "matmul_any in %s %s (%s) set %d", dtn(in_dt), names[k], dtn(dts[k]), set);
+        if (k == 3 && !with_bias) {
+            CU_ASSERT(same_bits(what, g[0][k], db0, OC * ep)); /* untouched */
+        } else if (k == 3) {
+            CU_ASSERT(same_bits(what, g[0][k], c[k], OC * ep)); /* the CPU's row order */
+        } else {
+            CU_ASSERT(close_t(what, g[0][k], c[k], dts[k], n[k], 1e-5 * k_of[k], 1e-5, 1));
+        }
+        CU_ASSERT(same_bits("matmul_any run to run", g[0][k], g[1][k], n[k] * es[k]));
+        free(g[0][k]), free(g[1][k]), free(c[k]);
+    }
+    free(fx), free(fw), free(fb), free(fd), free(fi0), free(fw0), free(fb0);
+    free(x), free(w), free(b), free(d), free(di0), free(dw0), free(db0);
+}
+
+static void test_matmul_any(void)
+{
+    for (int set = 0; set < 2; set++) {
+        matmul_any_case(23, 41, 19, SZ_CUDA_F32, 0, 0, set, 1);
+        for (int od = 0; od < 2; od++)
+            for (int pd = 0; pd < 2; pd++)
+                matmul_any_case(37, 53, 29, SZ_CUDA_BF16, od, pd, set, (od + pd + set) % 2 == 0);
+    }
+    matmul_any_case(1, 3, 5, SZ_CUDA_BF16, 1, 1, 1, 1);
+}
+
+/* ---- matmul + GELU ---- */
+
+/* in_dt the inputs', gd gout's, and with bf16 inputs dinp's (gd) and the parameter gradients' (pd) */
+static void matmul_gelu_case(int N, int C, int OC, int in_dt, int gd, int pd)
+{
+    int did = in_dt ? gd : 0, dpd = in_dt ? pd : 0;
+    size_t NC = (size_t)N * C, NO = (size_t)N * OC, OCC = (size_t)OC * C, ei = esz(in_dt);
+    float *fx = rnd(NC, 1), *fw = rnd(OCC, 1), *fb = rnd(OC, 1), *fd = rnd(NO, 1), *pre = rnd(NC, 3);
+    float *fw0 = rnd(OCC, 1), *fb0 = rnd(OC, 1);
+    void *x = typed(fx, NC, in_dt), *w = typed(fw, OCC, in_dt), *b = typed(fb, OC, in_dt), *d = typed(fd, NO, in_dt);
+    void *dw0 = typed(fw0, OCC, dpd), *db0 = typed(fb0, OC, dpd);
+    size_t n[5] = {NO, NO, NC, OCC, OC}, es[5] = {4, esz(gd), esz(did), esz(dpd), esz(dpd)};
+    int dts[5] = {0, gd, did, dpd, dpd}, k_of[5] = {C, C, OC, N, N};
+    void *c[5] = {malloc(NO * 4), malloc(NO * es[1]), malloc(NC * es[2]), hdup(dw0, OCC * es[3]), hdup(db0, OC * es[4])};
+    CU_ASSERT(sz_k_matmul_gelu_fwd(c[0], c[1], (sz_k_dtype)gd, x, w, b, (sz_k_dtype)in_dt, (sz_k_dtype)in_dt, N, C,
+                                   OC) >= 0);
+    CU_ASSERT(sz_k_gelu_matmul_bwd(c[2], (sz_k_dtype)did, c[3], c[4], (sz_k_dtype)dpd, d, x, w, pre, (sz_k_dtype)in_dt,
+                                   (sz_k_dtype)in_dt, N, C, OC) >= 0);
+    void *g[2][5];
+    for (int r = 0; r < 2; r++) {
+        void *gx = dput(x, NC * ei), *gw = dput(w, OCC * ei), *gb = dput(b, OC * ei), *gdd = dput(d, NO * ei);
+        float *gp = dput(pre, NC * 4);
+        void *go = dput(NULL, NO * 4), *gg = dput(NULL, NO * es[1]), *gi = dput_or_nan(NULL, NC * es[2], 1);
+        void *gdw = dput(dw0, OCC * es[3]), *gdb = dput(db0, OC * es[4]);
+        CUOK(sz_cuda_matmul_gelu_fwd(H, S, go, gg, gd, gx, gw, gb, in_dt, N, C, OC));
+        CUOK(sz_cuda_gelu_matmul_bwd(H, S, gi, did, gdw, gdb, dpd, gdd, gx, gw, gp, in_dt, N, C, OC));
+        void *gs[5] = {go, gg, gi, gdw, gdb};
+        for (int k = 0; k < 5; k++) {
+            g[r][k] = malloc(n[k] * es[k]);
+            dget(g[r][k], gs[k], n[k] * es[k]);
+            dfree(gs[k]);
+        }
+        dfree(gx), dfree(gw), dfree(gb), dfree(gdd), dfree(gp);
+    }
+    const char *names[5] = {"out", "gout", "dinp", "dweight", "dbias"};
+    for (int k = 0; k < 5; k++) {
+        char what[96];
+        snprintf(what, sizeof what, "matmul_gelu in %s %s (%s)", dtn(in_dt), names[k], dtn(dts[k]));
+        if (k == 4) {
+            CU_ASSERT(same_bits(what, g[0][k], c[k], OC * es[k]));
+        } else { /* dinp bf16: the product rounded, then GELU's factor rounded again: 2 ulp */
+            CU_ASSERT(close_t(what, g[0][k], c[k], dts[k], n[k], 1e-5 * k_of[k], 1e-5, k == 2 ? 2 : 1));
+        }
+        CU_ASSERT(same_bits("matmul_gelu run to run", g[0][k], g[1][k], n[k] * es[k]));
+        free(g[0][k]), free(g[1][k]), free(c[k]);
+    }
+    free(fx), free(fw), free(fb), free(fd), free(pre), free(fw0), free(fb0);
+    free(x), free(w), free(b), free(d), free(dw0), free(db0);
+}
+
+static void test_matmul_gelu(void)
+{
+    matmul_gelu_case(31, 45, 27, SZ_CUDA_F32, 0, 0);
+    matmul_gelu_case(31, 45, 27, SZ_CUDA_F32, 1, 0);
+    for (int gd = 0; gd < 2; gd++)
+        for (int pd = 0; pd < 2; pd++)
+            matmul_gelu_case(29, 51, 35, SZ_CUDA_BF16, gd, pd);
+}
+
+/* ---- layernorm, rmsnorm, and their residual fusions ---- */
+
+/* kind 0 layernorm, 1 rmsnorm; od: out's type (and dout's), pd: the parameters'. */
+static void norm_mx_case(int kind, int N, int C, int od, int pd, int set, int with_bias)
+{
+    size_t NC = (size_t)N * C, eo = esz(od), ep = esz(pd);
+    float eps = 1e-6f;
+    if (kind)
+        with_bias = 0;
+    float *x = rnd(NC, 2), *fw = rnd(C, 1), *fb = rnd(C, 1), *fd = rnd(NC, 1), *di0 = rnd(NC, 1), *dw0 = rnd(C, 1);
+    float *db0 = rnd(C, 1);
+    void *w = typed(fw, C, pd), *b = with_bias ? typed(fb, C, pd) : NULL, *d = typed(fd, NC, od);
+    void *out = malloc(NC * eo);
+    float *mean = malloc(N * 4), *rstd = malloc(N * 4), *di = copyf(di0, NC), *dw = copyf(dw0, C), *db = copyf(db0, C);
+    if (kind == 0) {
+        CU_ASSERT(sz_k_layernorm_fwd_mx(out, (sz_k_dtype)od, mean, rstd, x, w, b, (sz_k_dtype)pd, N, C) == 0);
+        CU_ASSERT(sz_k_layernorm_bwd_mx_set(di, dw, with_bias ? db : NULL, d, (sz_k_dtype)od, x, w, (sz_k_dtype)pd, mean,
+                                            rstd, N, C, set) == 0);
+    } else {
+        CU_ASSERT(sz_k_rmsnorm_fwd_mx(out, (sz_k_dtype)od, rstd, x, w, (sz_k_dtype)pd, N, C, eps) == 0);
+        CU_ASSERT(sz_k_rmsnorm_bwd_mx_set(di, dw, d, (sz_k_dtype)od, x, w, (sz_k_dtype)pd, rstd, N, C, set) == 0);
+    }
+    void *g[2][6];
+    size_t n[6] = {NC, N, N, NC, C, C}, es[6] = {eo, 4, 4, 4, 4, 4};
+    for (int r = 0; r < 2; r++) {
+        float *gx = dput(x, NC * 4), *gm = dput(NULL, N * 4), *gr = dput(NULL, N * 4);
+        void *gw = dput(w, C * ep), *gb = with_bias ? dput(b, C * ep) : NULL, *gd = dput(d, NC * eo);
+        void *go = dput(NULL, NC * eo), *gi = dput_or_nan(di0, NC * 4, set), *gdw = dput(dw0, C * 4);
+        void *gdb = dput(db0, C * 4);
+        /* the backward from the CPU's statistics, so that it alone is compared */
+        float *cm = dput(mean, N * 4), *cr = dput(rstd, N * 4);
+        if (kind == 0) {
+            CUOK(sz_cuda_layernorm_fwd_mx(S, go, od, gm, gr, gx, gw, gb, pd, N, C));
+            CUOK(sz_cuda_layernorm_bwd_mx(S, gi, gdw, with_bias ? gdb : NULL, gd, od, gx, gw, pd, cm, cr, N, C, set));
+        } else {
+            CUOK(sz_cuda_rmsnorm_fwd_mx(S, go, od, gr, gx, gw, pd, N, C, eps));
+            CUOK(sz_cuda_rmsnorm_bwd_mx(S, gi, gdw, gd, od, gx, gw, pd, cr, N, C, set));
+        }
+        void *gs[6] = {go, gm, gr, gi, gdw, gdb};
+        for (int k = 0; k < 6; k++) {
+            g[r][k] = malloc(n[k] * es[k]);
+            dget(g[r][k], gs[k], n[k] * es[k]);
+            dfree(gs[k]);
+        }
+        dfree(gx), dfree(gw), dfree(gd), dfree(cm), dfree(cr);
+        if (gb)
+            dfree(gb);
+    }
+    void *c[6] = {out, mean, rstd, di, dw, db};
+    const char *names[6] = {"out", "mean", "rstd", "dinp", "dweight", "dbias"};
+    for (int k = 0; k < 6; k++) {
+        if (kind && (k == 1 || k == 5))
+            continue; /* rmsnorm: no mean, no bias */
+        char what[96];
+        snprintf(what, sizeof what, "%s_mx out/dout %s w %s %s set %d", kind ? "rmsnorm" : "layernorm", dtn(od), dtn(pd),
+                 names[k], set);
+        if (k == 5 && !with_bias) {
+            CU_ASSERT(same_bits(what, g[0][k], db0, C * 4)); /* no bias: untouched */
+        } else {
+            CU_ASSERT(close_t(what, g[0][k], c[k], es[k] == 2, n[k], 2e-5, 2e-5, 1));
+        }
+        CU_ASSERT(same_bits("norm_mx run to run", g[0][k], g[1][k], n[k] * es[k]));
+    }
+    for (int k = 0; k < 6; k++)
+        free(g[0][k]), free(g[1][k]), free(c[k]);
+    free(x), free(fw), free(fb), free(fd), free(di0), free(dw0), free(db0), free(w), free(b), free(d);
+}
+
+/* The fusions: res = a + b and the norm of res (in place: res is a's buffer); backward dres +=,
+ * da, db (db of type dbd) (+)= dres (set bits), dweight, dbias +=. */
+static void residual_norm_mx_case(int kind, int N, int C, int od, int pd, int dbd, int set, int in_place)
+{
+    size_t NC = (size_t)N * C, eo = esz(od), ep = esz(pd), eb = esz(dbd);
+    float eps = 1e-5f;
+    float *fa = rnd(NC, 1), *fb = rnd(NC, 1), *fw = rnd(C, 1), *fbl = rnd(C, 1), *fd = rnd(NC, 1);
+    float *da0 = rnd(NC, 1), *fdb0 = rnd(NC, 1), *dres0 = rnd(NC, 1), *dw0 = rnd(C, 1), *dbl0 = rnd(C, 1);
+    void *w = typed(fw, C, pd), *bl = typed(fbl, C, pd), *d = typed(fd, NC, od), *db0 = typed(fdb0, NC, dbd);
+    float *res = in_place ? copyf(fa, NC) : malloc(NC * 4), *mean = malloc(N * 4), *rstd = malloc(N * 4);
+    void *out = malloc(NC * eo), *db = hdup(db0, NC * eb);
+    float *da = copyf(da0, NC), *dres = copyf(dres0, NC), *dw = copyf(dw0, C), *dbl = copyf(dbl0, C);
+    const float *ca = in_place ? res : fa;
+    if (kind == 0) {
+        CU_ASSERT(sz_k_residual_layernorm_fwd_mx(res, out, (sz_k_dtype)od, mean, rstd, ca, fb, w, bl, (sz_k_dtype)pd, N,
+                                                 C) == 0);
+        CU_ASSERT(sz_k_layernorm_residual_bwd_mx_set(da, db, (sz_k_dtype)dbd, dres, dw, dbl, d, (sz_k_dtype)od, res, w,
+                                                     (sz_k_dtype)pd, mean, rstd, N, C, set) == 0);
+    } else {
+        CU_ASSERT(sz_k_residual_rmsnorm_fwd_mx(res, out, (sz_k_dtype)od, rstd, ca, fb, w, (sz_k_dtype)pd, N, C, eps) ==
+                  0);
+        CU_ASSERT(sz_k_rmsnorm_residual_bwd_mx_set(da, db, (sz_k_dtype)dbd, dres, dw, d, (sz_k_dtype)od, res, w,
+                                                   (sz_k_dtype)pd, rstd, N, C, set) == 0);
+    }
+    enum { RES, OUT, MEAN, RSTD, DA, DB, DRES, DW, DBL, NK };
+    size_t n[NK] = {NC, NC, N, N, NC, NC, NC, C, C}, es[NK] = {4, eo, 4, 4, 4, eb, 4, 4, 4};
+    void *g[2][NK];
+    for (int r = 0; r < 2; r++) {
+        float *ga = dput(fa, NC * 4), *gb = dput(fb, NC * 4), *gres = in_place ? ga : dput(NULL, NC * 4);
+        float *gm = dput(NULL, N * 4), *gr = dput(NULL, N * 4);
+        void *gw = dput(w, C * ep), *gbl = dput(bl, C * ep), *gd = dput(d, NC * eo), *go = dput(NULL, NC * eo);
+        float *gda = dput_or_nan(da0, NC * 4, set & SZ_CUDA_SET_A);
+        void *gdb = dput_or_nan(db0, NC * eb, set & SZ_CUDA_SET_B);
+        float *gdres = dput(dres0, NC * 4), *gdw = dput(dw0, C * 4), *gdbl = dput(dbl0, C * 4);
+        float *cres = dput(res, NC * 4), *cm = dput(mean, N * 4), *cr = dput(rstd, N * 4); /* the CPU's */
+        if (kind == 0) {
+            CUOK(sz_cuda_residual_layernorm_fwd_mx(S, gres, go, od, gm, gr, ga, gb, gw, gbl, pd, N, C));
+            CUOK(sz_cuda_layernorm_residual_bwd_mx(S, gda, gdb, dbd, gdres, gdw, gdbl, gd, od, cres, gw, pd, cm, cr, N, C,
+                                                   set));
+        } else {
+            CUOK(sz_cuda_residual_rmsnorm_fwd_mx(S, gres, go, od, gr, ga, gb, gw, pd, N, C, eps));
+            CUOK(sz_cuda_rmsnorm_residual_bwd_mx(S, gda, gdb, dbd, gdres, gdw, gd, od, cres, gw, pd, cr, N, C, set));
+        }
+        void *gs[NK] = {gres, go, gm, gr, gda, gdb, gdres, gdw, gdbl};
+        for (int k = 0; k < NK; k++) {
+            g[r][k] = malloc(n[k] * es[k]);
+            dget(g[r][k], gs[k], n[k] * es[k]);
+            dfree(gs[k]);
+        }
+        if (!in_place)
+            dfree(ga);
+        dfree(gb), dfree(gw), dfree(gbl), dfree(gd), dfree(cres), dfree(cm), dfree(cr);
+    }
+    void *c[NK] = {res, out, mean, rstd, da, db, dres, dw, dbl};
+    const char *names[NK] = {"res", "out", "mean", "rstd", "da", "db", "dres", "dweight", "dbias"};
+    for (int k = 0; k < NK; k++) {
+        if (kind && (k == MEAN || k == DBL))
+            continue;
+        char what[128];
+        snprintf(what, sizeof what, "residual_%s_mx out/dout %s w %s db %s set %d%s %s", kind ? "rmsnorm" : "layernorm",
+                 dtn(od), dtn(pd), dtn(dbd), set, in_place ? " in place" : "", names[k]);
+        if (k == RES) {
+            CU_ASSERT(same_bits(what, g[0][k], c[k], NC * 4));
+        } else {
+            CU_ASSERT(close_t(what, g[0][k], c[k], es[k] == 2, n[k], 2e-5, 2e-5, 1));
+        }
+        CU_ASSERT(same_bits("residual_norm_mx run to run", g[0][k], g[1][k], n[k] * es[k]));
+    }
+    for (int k = 0; k < NK; k++)
+        free(g[0][k]), free(g[1][k]), free(c[k]);
+    free(fa), free(fb), free(fw), free(fbl), free(fd), free(da0), free(fdb0), free(dres0), free(dw0), free(dbl0);
+    free(w), free(bl), free(d), free(db0);
+}
+
+static void test_norms_mx(void)
+{
+    for (int kind = 0; kind < 2; kind++) {
+        for (int od = 0; od < 2; od++)
+            for (int pd = 0; pd < 2; pd++)
+                for (int set = 0; set < 2; set++)
+                    norm_mx_case(kind, 19, 77 + 16 * kind, od, pd, set, (od + pd) % 2 == 0);
+        norm_mx_case(kind, 3, 1031, 1, 1, 0, 1); /* rows longer than the warp's stride many times */
+        for (int set = 0; set < 4; set++)
+            residual_norm_mx_case(kind, 13, 67, 1, set & 1, (set >> 1) & 1, set, set == 2);
+        residual_norm_mx_case(kind, 11, 45, 0, 0, 0, 0, 0);
+        residual_norm_mx_case(kind, 11, 45, 1, 1, 1, 0, 1);
+    }
+    /* rmsnorm's dinp may be absent (dweight alone) */
+    int N = 9, C = 40;
+    float *x = rnd((size_t)N * C, 1), *r = rnd(N, 1), *d = rnd((size_t)N * C, 1), *w = rnd(C, 1), *dw0 = rnd(C, 1);
+    float *dw = copyf(dw0, C), got[40];
+    CU_ASSERT(sz_k_rmsnorm_bwd_mx_set(NULL, dw, d, SZ_K_F32, x, w, SZ_K_F32, r, N, C, 0) == 0);
+    float *gx = dput(x, N * C * 4), *gr = dput(r, N * 4), *gd = dput(d, N * C * 4), *gw = dput(w, C * 4);
+    float *gdw = dput(dw0, C * 4);
+    CUOK(sz_cuda_rmsnorm_bwd_mx(S, NULL, gdw, gd, SZ_CUDA_F32, gx, gw, SZ_CUDA_F32, gr, N, C, 0));
+    dget(got, gdw, C * 4);
+    CU_ASSERT(close_f("rmsnorm_mx dweight without dinp", got, dw, C, 2e-5, 2e-5));
+    CU_ASSERT(sz_cuda_layernorm_fwd_mx(S, gx, 5, gr, gr, gx, gw, NULL, SZ_CUDA_F32, N, C) != 0); /* a bad type */
+    dfree(gx), dfree(gr), dfree(gd), dfree(gw), dfree(gdw);
+    free(x), free(r), free(d), free(w), free(dw0), free(dw);
+}
+
+/* ---- encoder and embedding from bf16 tables (bitwise the CPU's) ---- */
+
+static void test_lookup_mx(void)
+{
+    int B = 3, T = 5, C = 39, V = 13;
+    size_t BT = (size_t)B * T, BTC = BT * C;
+    int *tok = tokens(BT, V);
+    tok[0] = tok[2] = 4;
+    float *fwte = rnd((size_t)V * C, 1), *fwpe = rnd((size_t)T * C, 1);
+    for (int pd = 0; pd < 2; pd++) {
+        void *wte = typed(fwte, (size_t)V * C, pd), *wpe = typed(fwpe, (size_t)T * C, pd);
+        float *ref = malloc(BTC * 4), *eref = malloc(BTC * 4), *got = malloc(BTC * 4), *egot = malloc(BTC * 4);
+        sz_k_encoder_fwd_mx(ref, tok, wte, wpe, (sz_k_dtype)pd, B, T, C);
+        CU_ASSERT(sz_k_embedding_fwd_mx(eref, tok, wte, (sz_k_dtype)pd, (int)BT, C, V) == -1);
+        int *gt = dput(tok, BT * 4);
+        void *gwte = dput(wte, (size_t)V * C * esz(pd)), *gwpe = dput(wpe, (size_t)T * C * esz(pd));
+        float *go = dput(NULL, BTC * 4), *geo = dput(NULL, BTC * 4);
+        CUOK(sz_cuda_encoder_fwd_mx(S, go, gt, gwte, gwpe, pd, B, T, C));
+        CUOK(sz_cuda_embedding_fwd_mx(S, geo, gt, gwte, pd, (int)BT, C, V));
+        dget(got, go, BTC * 4), dget(egot, geo, BTC * 4);
+        CU_ASSERT(same_bits(pd ? "encoder_mx bf16 tables vs cpu" : "encoder_mx fp32 vs cpu", got, ref, BTC * 4));
+        CU_ASSERT(same_bits(pd ? "embedding_mx bf16 table vs cpu" : "embedding_mx fp32 vs cpu", egot, eref, BTC * 4));
+        dfree(gt), dfree(gwte), dfree(gwpe), dfree(go), dfree(geo);
+        free(wte), free(wpe), free(ref), free(eref), free(got), free(egot);
+    }
+    free(tok), free(fwte), free(fwpe);
+}
+
 /* ---------------------------------------------------------------- native bf16 path, part 2
  * attention, softmax-xent (fused and backward), GELU, SiLU, mul, residual, RoPE with bf16 operands
  * (and fp32 with set), each against its CPU _mx twin. Bounds: a bf16 result within 1 bf16 ulp of the
@@ -1064,6 +1441,9 @@ int main(void)
              {"softmax-xent fused in place on bf16, bwd into bf16", test_mx_softmax_xent},
              {"gelu, silu, mul, residual with bf16 operands, set", test_mx_elementwise},
              {"rope bwd bf16 dinp/dout, set", test_mx_rope});
+    SZ_SUITE("cuda twins, native bf16 path (matmul, matmul + gelu, norms, lookups)",
+             {"matmul any types, folded zero", test_matmul_any}, {"matmul + gelu", test_matmul_gelu},
+             {"norms and residual fusions", test_norms_mx}, {"encoder, embedding", test_lookup_mx});
     int failed = sz_test_run();
     cublasDestroy(H);
     cudaStreamDestroy(S);

@@ -3,14 +3,18 @@
  * into shared rows of dwte/dwpe; to keep the CPU's order without atomics, each thread owns one
  * column c of a set of token rows (tokens with tok % SZ_EMB_PARTS == part) and walks every row
  * (b,t) in order, adding only its tokens: every dwte element receives its terms in the CPU's
- * order, so the sums are bitwise the CPU's. dwpe[t] gets the B rows of position t in order. */
+ * order, so the sums are bitwise the CPU's. dwpe[t] gets the B rows of position t in order. The
+ * forward also reads bf16 tables (the native bf16 path: widened exactly, an fp32 sum, as the CPU). */
 #include <limits.h>
-#include "sz_cuda_common.cuh"
+#include "sz_cuda_mx.cuh"
 
 #define SZ_EMB_PARTS 32
 
-__global__ static void encoder_fwd_k(float *out, const int *tok, const float *wte, const float *wpe,
-                                     int BT, int T, int C, int with_pos, int V)
+/* out[bt, c] = wte[tok[bt], c] (+ wpe[bt % T, c] with_pos), tables of type TP (a bf16 one widened
+ * exactly: the CPU's sz_k_encoder_fwd_mx / sz_k_embedding_fwd_mx bits). */
+template <typename TP>
+__global__ static void encoder_fwd_k(float *out, const int *tok, const TP *wte, const TP *wpe, int BT, int T, int C,
+                                     int with_pos, int V)
 {
     size_t n = (size_t)BT * C;
     SZ_GRID_STRIDE(i, n) {
@@ -18,9 +22,27 @@ __global__ static void encoder_fwd_k(float *out, const int *tok, const float *wt
         int v = tok[bt];
         if (v < 0 || v >= V)
             continue;
-        float x = wte[(size_t)v * C + c];
-        out[i] = with_pos ? x + wpe[(bt % T) * C + c] : x;
+        float x = sz_mx_get(wte, (size_t)v * C + c);
+        out[i] = with_pos ? x + sz_mx_get(wpe, (bt % T) * C + c) : x;
     }
+}
+
+/* The forward from tables of type p_dt. */
+static int sz_enc_fwd(cudaStream_t s, float *out, const int *tok, const void *wte, const void *wpe, int p_dt, int BT,
+                      int T, int C, int with_pos, int V)
+{
+    if (p_dt != SZ_CUDA_F32 && p_dt != SZ_CUDA_BF16)
+        return (int)cudaErrorInvalidValue;
+    size_t n = (size_t)(BT > 0 ? BT : 0) * (size_t)(C > 0 ? C : 0);
+    if (!n)
+        return 0;
+    if (p_dt == SZ_CUDA_BF16)
+        encoder_fwd_k<uint16_t><<<sz_blocks(n, 256), 256, 0, s>>>(out, tok, (const uint16_t *)wte,
+                                                                  (const uint16_t *)wpe, BT, T, C, with_pos, V);
+    else
+        encoder_fwd_k<float><<<sz_blocks(n, 256), 256, 0, s>>>(out, tok, (const float *)wte, (const float *)wpe, BT,
+                                                               T, C, with_pos, V);
+    return sz_launch_rc();
 }
 
 /* thread (c, part): dwte[v, c] += dout[bt, c] for every bt with tok[bt] = v, v % PARTS = part. */
@@ -51,11 +73,13 @@ __global__ static void enc_bwd_wpe_k(float *dwpe, const float *dout, int B, int 
 extern "C" int sz_cuda_encoder_fwd(cudaStream_t s, float *out, const int *tok, const float *wte,
                                    const float *wpe, int B, int T, int C)
 {
-    size_t n = (size_t)B * T * C;
-    if (!n)
-        return 0;
-    encoder_fwd_k<<<sz_blocks(n, 256), 256, 0, s>>>(out, tok, wte, wpe, B * T, T, C, 1, INT_MAX);
-    return sz_launch_rc();
+    return sz_enc_fwd(s, out, tok, wte, wpe, SZ_CUDA_F32, B * T, T, C, 1, INT_MAX);
+}
+
+extern "C" int sz_cuda_encoder_fwd_mx(cudaStream_t s, float *out, const int *tok, const void *wte, const void *wpe,
+                                      int p_dt, int B, int T, int C)
+{
+    return sz_enc_fwd(s, out, tok, wte, wpe, p_dt, B * T, T, C, 1, INT_MAX);
 }
 
 static int sz_emb_wte_bwd(cudaStream_t s, float *dwte, const float *dout, const int *tok, int BT, int C, int V)
@@ -81,11 +105,13 @@ extern "C" int sz_cuda_encoder_bwd(cudaStream_t s, float *dwte, float *dwpe, con
 
 extern "C" int sz_cuda_embedding_fwd(cudaStream_t s, float *out, const int *tok, const float *wte, int N, int C, int V)
 {
-    size_t n = (size_t)N * C;
-    if (!n)
-        return 0;
-    encoder_fwd_k<<<sz_blocks(n, 256), 256, 0, s>>>(out, tok, wte, NULL, N, 1, C, 0, V);
-    return sz_launch_rc();
+    return sz_enc_fwd(s, out, tok, wte, NULL, SZ_CUDA_F32, N, 1, C, 0, V);
+}
+
+extern "C" int sz_cuda_embedding_fwd_mx(cudaStream_t s, float *out, const int *tok, const void *wte, int p_dt, int N,
+                                        int C, int V)
+{
+    return sz_enc_fwd(s, out, tok, wte, NULL, p_dt, N, 1, C, 0, V);
 }
 
 extern "C" int sz_cuda_embedding_bwd(cudaStream_t s, float *dwte, const float *dout, const int *tok, int N, int C,

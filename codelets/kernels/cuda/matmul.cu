@@ -5,8 +5,11 @@
  * destinations. A bias is broadcast into the destination first and the product added with
  * beta = 1, so a bf16 destination is rounded once, as the CPU's sum post-op. The bias gradient is
  * a column sum, one thread per column adding rows in order from the current value (bitwise the
- * CPU's sz_mm_colsum). cuBLAS is deterministic in its default (atomics off) mode. */
-#include "sz_cuda_common.cuh"
+ * CPU's sz_mm_colsum). cuBLAS is deterministic in its default (atomics off) mode. A folded zero
+ * (set) writes dinp with beta = 0 (not read). The fused matmul + GELU pair (matmul_gelu.c) is a
+ * GEMM and then an elementwise GELU epilogue (forward: gout from out; backward: in place on the
+ * product written into dinp). */
+#include "sz_cuda_mx.cuh"
 
 static int sz_cublas_rc(cublasStatus_t st) { return st == CUBLAS_STATUS_SUCCESS ? 0 : 1000 + (int)st; }
 
@@ -23,14 +26,27 @@ __global__ static void bias_fill_k(void *out, int out_dt, const void *bias, int 
     }
 }
 
-/* dbias[o] (+)= sum_n dout[n, o], rows in order, from the current dbias; rounded once if bf16. */
+/* dbias[o] (+)= sum_n dout[n, o], rows in order, from the current dbias; rounded once if bf16.
+ * One thread per column; the rows are read SZ_CS_BATCH at a time into registers (independent
+ * loads in flight) and then added in row order, so the sum is still the CPU's sequential one. */
+#define SZ_CS_BATCH 16
 __global__ static void colsum_k(void *dbias, int dbias_dt, const void *dout, int dout_dt, int N, int OC)
 {
     int o = blockIdx.x * blockDim.x + threadIdx.x;
     if (o >= OC)
         return;
     float acc = sz_d_ld(dbias, dbias_dt, o);
-    for (int n = 0; n < N; n++)
+    int n = 0;
+    for (; n + SZ_CS_BATCH <= N; n += SZ_CS_BATCH) {
+        float t[SZ_CS_BATCH];
+#pragma unroll
+        for (int k = 0; k < SZ_CS_BATCH; k++)
+            t[k] = sz_d_ld(dout, dout_dt, (size_t)(n + k) * OC + o);
+#pragma unroll
+        for (int k = 0; k < SZ_CS_BATCH; k++)
+            acc += t[k];
+    }
+    for (; n < N; n++)
         acc += sz_d_ld(dout, dout_dt, (size_t)n * OC + o);
     sz_d_st(dbias, dbias_dt, o, acc);
 }
@@ -80,24 +96,47 @@ static int sz_mm_fwd(cublasHandle_t h, cudaStream_t s, void *out, int out_dt, co
     return sz_gemm(h, CUBLAS_OP_T, CUBLAS_OP_N, OC, N, C, w, C, inp, C, beta, out, OC, in_dt, out_dt);
 }
 
+/* set & SZ_CUDA_SET_A: dinp written (beta = 0: not read), not accumulated. */
 static int sz_mm_bwd(cublasHandle_t h, cudaStream_t s, void *dinp, int dinp_dt, void *dw, void *dbias,
                      int dparam_dt, const void *dout, const void *inp, const void *w, int in_dt, int N, int C,
-                     int OC)
+                     int OC, int set)
 {
     int rc = sz_prepare(h, s);
     if (rc)
         return rc;
-    /* dinpT[C,N] += W'[C,OC] . doutT[OC,N] */
-    if (dinp && (rc = sz_gemm(h, CUBLAS_OP_N, CUBLAS_OP_N, C, N, OC, w, C, dout, OC, 1.0f, dinp, C, in_dt, dinp_dt)))
+    /* dinpT[C,N] (+)= W'[C,OC] . doutT[OC,N] */
+    if (dinp && (set & SZ_CUDA_SET_A) && OC <= 0 && N > 0 && C > 0) {
+        if ((rc = (int)cudaMemsetAsync(dinp, 0, (size_t)N * C * (dinp_dt ? 2 : 4), s)))
+            return rc;
+    } else if (dinp && (rc = sz_gemm(h, CUBLAS_OP_N, CUBLAS_OP_N, C, N, OC, w, C, dout, OC,
+                                     (set & SZ_CUDA_SET_A) ? 0.0f : 1.0f, dinp, C, in_dt, dinp_dt))) {
         return rc;
+    }
     /* dwT[C,OC] += inpT[C,N] . (doutT[OC,N])^T */
     if (dw && (rc = sz_gemm(h, CUBLAS_OP_N, CUBLAS_OP_T, C, OC, N, inp, C, dout, OC, 1.0f, dw, C, in_dt, dparam_dt)))
         return rc;
     if (dbias && OC > 0) {
-        colsum_k<<<(unsigned)((OC + 63) / 64), 64, 0, s>>>(dbias, dparam_dt, dout, in_dt, N, OC);
+        colsum_k<<<(unsigned)((OC + 31) / 32), 32, 0, s>>>(dbias, dparam_dt, dout, in_dt, N, OC);
         rc = sz_launch_rc();
     }
     return rc;
+}
+
+/* gout[i] = gelu(out[i]) (gout fp32 or bf16: rounded once), kernels/matmul_gelu.c's forward tile. */
+template <typename TG> __global__ static void gelu_epi_fwd_k(TG *gout, const float *out, size_t n)
+{
+    SZ_GRID_STRIDE(i, n) sz_mx_put(gout, i, sz_d_gelu(out[i]));
+}
+
+/* d[i] = 0 + gelu'(pre[i]) * d[i] in d's type, kernels/matmul_gelu.c's backward tile (the product
+ * already in d, rounded to d's type: the CPU's scratch of dinp's type). */
+template <typename TD> __global__ static void gelu_epi_bwd_k(TD *d, const float *pre, size_t n)
+{
+    SZ_GRID_STRIDE(i, n) {
+        float acc = 0.0f;
+        acc += sz_d_gelu_grad(pre[i]) * sz_mx_get(d, i);
+        sz_mx_put(d, i, acc);
+    }
 }
 
 extern "C" int sz_cuda_matmul_fwd(cublasHandle_t h, cudaStream_t s, float *out, const float *inp,
@@ -109,7 +148,8 @@ extern "C" int sz_cuda_matmul_fwd(cublasHandle_t h, cudaStream_t s, float *out, 
 extern "C" int sz_cuda_matmul_bwd(cublasHandle_t h, cudaStream_t s, float *dinp, float *dweight, float *dbias,
                                   const float *dout, const float *inp, const float *weight, int N, int C, int OC)
 {
-    return sz_mm_bwd(h, s, dinp, SZ_CUDA_F32, dweight, dbias, SZ_CUDA_F32, dout, inp, weight, SZ_CUDA_F32, N, C, OC);
+    return sz_mm_bwd(h, s, dinp, SZ_CUDA_F32, dweight, dbias, SZ_CUDA_F32, dout, inp, weight, SZ_CUDA_F32, N, C, OC,
+                     0);
 }
 
 extern "C" int sz_cuda_matmul_fwd_bf16(cublasHandle_t h, cudaStream_t s, void *out, int out_dt,
@@ -123,5 +163,76 @@ extern "C" int sz_cuda_matmul_bwd_bf16(cublasHandle_t h, cudaStream_t s, void *d
                                        void *dbias, int dparam_dt, const uint16_t *dout, const uint16_t *inp,
                                        const uint16_t *weight, int N, int C, int OC)
 {
-    return sz_mm_bwd(h, s, dinp, dinp_dt, dweight, dbias, dparam_dt, dout, inp, weight, SZ_CUDA_BF16, N, C, OC);
+    return sz_mm_bwd(h, s, dinp, dinp_dt, dweight, dbias, dparam_dt, dout, inp, weight, SZ_CUDA_BF16, N, C, OC, 0);
+}
+
+/* ---- any operand types (the codelets' entry points) ---- */
+
+/* The types the cuBLAS calls take: inputs fp32 or bf16 (all of one type), fp32 destinations for
+ * fp32 inputs. Anything else is refused (cudaErrorInvalidValue) before any work. */
+static int sz_mm_types_ok(int in_dt, int d1, int d2)
+{
+    int ok = (in_dt == SZ_CUDA_F32 || in_dt == SZ_CUDA_BF16) && (d1 == SZ_CUDA_F32 || d1 == SZ_CUDA_BF16) &&
+             (d2 == SZ_CUDA_F32 || d2 == SZ_CUDA_BF16);
+    if (in_dt == SZ_CUDA_F32)
+        ok = ok && d1 == SZ_CUDA_F32 && d2 == SZ_CUDA_F32;
+    return ok;
+}
+
+extern "C" int sz_cuda_matmul_fwd_any(cublasHandle_t h, cudaStream_t s, void *out, int out_dt, const void *inp,
+                                      const void *weight, const void *bias, int in_dt, int N, int C, int OC)
+{
+    if (!sz_mm_types_ok(in_dt, out_dt, SZ_CUDA_F32))
+        return (int)cudaErrorInvalidValue;
+    return sz_mm_fwd(h, s, out, out_dt, inp, weight, bias, in_dt, N, C, OC);
+}
+
+extern "C" int sz_cuda_matmul_bwd_any(cublasHandle_t h, cudaStream_t s, void *dinp, int dinp_dt, void *dweight,
+                                      void *dbias, int dparam_dt, const void *dout, const void *inp,
+                                      const void *weight, int in_dt, int N, int C, int OC, int set)
+{
+    if (!sz_mm_types_ok(in_dt, dinp_dt, dparam_dt))
+        return (int)cudaErrorInvalidValue;
+    return sz_mm_bwd(h, s, dinp, dinp_dt, dweight, dbias, dparam_dt, dout, inp, weight, in_dt, N, C, OC, set);
+}
+
+extern "C" int sz_cuda_matmul_gelu_fwd(cublasHandle_t h, cudaStream_t s, float *out, void *gout, int gout_dt,
+                                       const void *inp, const void *weight, const void *bias, int in_dt, int N,
+                                       int C, int OC)
+{
+    if (!sz_mm_types_ok(in_dt, SZ_CUDA_F32, SZ_CUDA_F32) || (gout_dt != SZ_CUDA_F32 && gout_dt != SZ_CUDA_BF16))
+        return (int)cudaErrorInvalidValue;
+    int rc = sz_mm_fwd(h, s, out, SZ_CUDA_F32, inp, weight, bias, in_dt, N, C, OC);
+    size_t n = (size_t)(N > 0 ? N : 0) * (size_t)(OC > 0 ? OC : 0);
+    if (rc || !n)
+        return rc;
+    if (gout_dt == SZ_CUDA_BF16)
+        gelu_epi_fwd_k<uint16_t><<<sz_blocks(n, 256), 256, 0, s>>>((uint16_t *)gout, out, n);
+    else
+        gelu_epi_fwd_k<float><<<sz_blocks(n, 256), 256, 0, s>>>((float *)gout, out, n);
+    return sz_launch_rc();
+}
+
+extern "C" int sz_cuda_gelu_matmul_bwd(cublasHandle_t h, cudaStream_t s, void *dinp, int dinp_dt, void *dweight,
+                                       void *dbias, int dparam_dt, const void *dout, const void *inp,
+                                       const void *weight, const float *pre, int in_dt, int N, int C, int OC)
+{
+    if (!sz_mm_types_ok(in_dt, dinp_dt, dparam_dt))
+        return (int)cudaErrorInvalidValue;
+    /* the product written into dinp (its type), then GELU's backward in place */
+    int rc = sz_mm_bwd(h, s, dinp, dinp_dt, NULL, NULL, dparam_dt, dout, inp, weight, in_dt, N, C, OC, SZ_CUDA_SET_A);
+    size_t n = (size_t)(N > 0 ? N : 0) * (size_t)(C > 0 ? C : 0);
+    if (rc)
+        return rc;
+    if (dinp && n) {
+        if (dinp_dt == SZ_CUDA_BF16)
+            gelu_epi_bwd_k<uint16_t><<<sz_blocks(n, 256), 256, 0, s>>>((uint16_t *)dinp, pre, n);
+        else
+            gelu_epi_bwd_k<float><<<sz_blocks(n, 256), 256, 0, s>>>((float *)dinp, pre, n);
+        if ((rc = sz_launch_rc()))
+            return rc;
+    }
+    if (!dweight && !dbias)
+        return 0;
+    return sz_mm_bwd(h, s, NULL, dinp_dt, dweight, dbias, dparam_dt, dout, inp, weight, in_dt, N, C, OC, 0);
 }

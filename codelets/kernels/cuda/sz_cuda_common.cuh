@@ -56,6 +56,24 @@ __device__ __forceinline__ float sz_d_expf(float x)
     return p * __int_as_float((k1 + 127) << 23) * __int_as_float((k - k1 + 127) << 23);
 }
 
+/* GELU, tanh form, with kernels/gelu.c's formula (sz_gelu_1, sz_gelu_grad_1 of sz_kernels_impl.h):
+ * sqrtf(2/pi) as the CPU computes it (the double quotient rounded to float, then a correctly rounded
+ * float square root), tanh through 1/(1+e^(-2u)) with the CPU's exp polynomial. Used by the matmul's
+ * fused GELU epilogues (matmul.cu); elementwise.cu has the same expressions. */
+#define SZ_D_GELU_S sqrtf((float)(2.0 / 3.14159265358979323846))
+__device__ __forceinline__ float sz_d_gelu_g(float x)
+{
+    float cube = 0.044715f * x * x * x;
+    return 1.0f / (1.0f + sz_d_expf(-2.0f * SZ_D_GELU_S * (x + cube)));
+}
+__device__ __forceinline__ float sz_d_gelu(float x) { return x * sz_d_gelu_g(x); }
+__device__ __forceinline__ float sz_d_gelu_grad(float x)
+{
+    float g = sz_d_gelu_g(x);
+    float sech2 = 4.0f * g * (1.0f - g);
+    return g + x * 0.5f * sech2 * SZ_D_GELU_S * (1.0f + 3.0f * 0.044715f * x * x);
+}
+
 /* Warp reductions by xor butterflies: a fixed tree, every lane gets the result. */
 template <typename T> __device__ __forceinline__ T sz_warp_sum(T v)
 {

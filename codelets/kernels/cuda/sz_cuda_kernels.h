@@ -38,6 +38,9 @@ int sz_cuda_device_count(void);
 /* Device dev's free and total memory now (cudaMemGetInfo; the calling thread's current device is
  * left as it was). 0, or a cudaError_t. */
 int sz_cuda_mem_info(int dev, int64_t *free_bytes, int64_t *total_bytes);
+/* Device dev's PCI bus id ("0000:3b:00.0": the same device whatever CUDA_VISIBLE_DEVICES each
+ * process has; cudaDeviceGetPCIBusId, no context needed). 0, or a cudaError_t. */
+int sz_cuda_pci_bus_id(int dev, char *buf, int len);
 /* Device dev's name, SM count, peak clock (kHz, cudaDevAttrClockRate), compute capability, dense
  * bf16 tensor-core FLOPs per clock per SM (the table in util.cu; 0: none or unknown) and their
  * product, the bf16 peak in TFLOP/s (0 when the table has no entry). 0, or a cudaError_t. */
@@ -92,6 +95,69 @@ int sz_cuda_matmul_fwd_bf16(cublasHandle_t h, cudaStream_t s, void *out, int out
 int sz_cuda_matmul_bwd_bf16(cublasHandle_t h, cudaStream_t s, void *dinp, int dinp_dt, void *dweight,
                             void *dbias, int dparam_dt, const uint16_t *dout, const uint16_t *inp,
                             const uint16_t *weight, int N, int C, int OC);
+
+/* Any operand types, as the codelets call them (codelets/matmul.c): inputs (inp, weight, bias;
+ * dout, inp, weight) all of type in_dt; with fp32 inputs every destination fp32, with bf16 inputs
+ * out / dinp / (dweight, dbias) each fp32 or bf16 (a bf16 one accumulated as round(f32(dst) +
+ * result)). set & SZ_CUDA_SET_A: dinp WRITTEN (a folded sz_op_zero; not read), dweight and dbias
+ * still accumulate. Other type combinations: cudaErrorInvalidValue, nothing enqueued. */
+#define SZ_CUDA_SET_A 1 /* as SZ_K_SET_A: the first gradient (dinp, or the residual's da) written */
+#define SZ_CUDA_SET_B 2 /* as SZ_K_SET_B: the residual's db written */
+int sz_cuda_matmul_fwd_any(cublasHandle_t h, cudaStream_t s, void *out, int out_dt, const void *inp,
+                           const void *weight, const void *bias, int in_dt, int N, int C, int OC);
+int sz_cuda_matmul_bwd_any(cublasHandle_t h, cudaStream_t s, void *dinp, int dinp_dt, void *dweight, void *dbias,
+                           int dparam_dt, const void *dout, const void *inp, const void *weight, int in_dt, int N,
+                           int C, int OC, int set);
+/* The linear layer fused with GELU, as sz_k_matmul_gelu_fwd / sz_k_gelu_matmul_bwd (inputs as
+ * above): forward out[N,OC] (fp32, written) = inp . w^T (+ bias), then gout = gelu(out) (gout_dt,
+ * rounded once); backward dinp[N,C] WRITTEN = gelu'(pre) * (dout . w), the product first rounded to
+ * dinp's type (the CPU's scratch of dinp's type), then 0 + gelu'(pre) * it rounded again; dweight,
+ * dbias accumulate as sz_cuda_matmul_bwd_any. A GEMM then an elementwise epilogue. */
+int sz_cuda_matmul_gelu_fwd(cublasHandle_t h, cudaStream_t s, float *out, void *gout, int gout_dt, const void *inp,
+                            const void *weight, const void *bias, int in_dt, int N, int C, int OC);
+int sz_cuda_gelu_matmul_bwd(cublasHandle_t h, cudaStream_t s, void *dinp, int dinp_dt, void *dweight, void *dbias,
+                            int dparam_dt, const void *dout, const void *inp, const void *weight, const float *pre,
+                            int in_dt, int N, int C, int OC);
+
+/* ---- the native bf16 path's norms and lookups, as bf16_act.c's _mx kernels: fp32 math, a bf16
+ *      operand widened exactly as it is loaded, a bf16 output rounded once from the fp32 value, a
+ *      bf16 destination that accumulates rounded as round(f32(dst) + contribution). *_dt: SZ_CUDA_F32
+ *      or SZ_CUDA_BF16; p_dt the parameters' (weight and bias). The statistics (mean, rstd), the
+ *      inputs inp / a / b / res, the residual stream's gradients da, dres and the parameter gradients
+ *      are fp32. The parameter gradients sum rows 0..N-1 in order per column from their current value,
+ *      as the CPU. With every type fp32 these are the fp32 kernels above (the same bits). ---- */
+int sz_cuda_layernorm_fwd_mx(cudaStream_t s, void *out, int out_dt, float *mean, float *rstd, const float *inp,
+                             const void *weight, const void *bias, int p_dt, int N, int C);
+/* dinp += (set & SZ_CUDA_SET_A: =) the input gradient; dweight, dbias (NULL: none) accumulate. */
+int sz_cuda_layernorm_bwd_mx(cudaStream_t s, float *dinp, float *dweight, float *dbias, const void *dout, int dout_dt,
+                             const float *inp, const void *weight, int p_dt, const float *mean, const float *rstd,
+                             int N, int C, int set);
+/* res = a + b (res may alias a or b), then layernorm(res) as above, row by row. */
+int sz_cuda_residual_layernorm_fwd_mx(cudaStream_t s, float *res, void *out, int out_dt, float *mean, float *rstd,
+                                      const float *a, const float *b, const void *weight, const void *bias, int p_dt,
+                                      int N, int C);
+/* dres += the layernorm's input gradient, then da += dres, db += dres (db of db_dt; set bits
+ * SZ_CUDA_SET_A / _B: da = dres, db = dres instead); dweight, dbias accumulate. */
+int sz_cuda_layernorm_residual_bwd_mx(cudaStream_t s, float *da, void *db, int db_dt, float *dres, float *dweight,
+                                      float *dbias, const void *dout, int dout_dt, const float *res,
+                                      const void *weight, int p_dt, const float *mean, const float *rstd, int N,
+                                      int C, int set);
+int sz_cuda_rmsnorm_fwd_mx(cudaStream_t s, void *out, int out_dt, float *rstd, const float *inp, const void *weight,
+                           int p_dt, int N, int C, float eps);
+/* dinp (may be NULL) += (set & SZ_CUDA_SET_A: =) the input gradient; dweight (may be NULL) +=. */
+int sz_cuda_rmsnorm_bwd_mx(cudaStream_t s, float *dinp, float *dweight, const void *dout, int dout_dt,
+                           const float *inp, const void *weight, int p_dt, const float *rstd, int N, int C, int set);
+int sz_cuda_residual_rmsnorm_fwd_mx(cudaStream_t s, float *res, void *out, int out_dt, float *rstd, const float *a,
+                                    const float *b, const void *weight, int p_dt, int N, int C, float eps);
+int sz_cuda_rmsnorm_residual_bwd_mx(cudaStream_t s, float *da, void *db, int db_dt, float *dres, float *dweight,
+                                    const void *dout, int dout_dt, const float *res, const void *weight, int p_dt,
+                                    const float *rstd, int N, int C, int set);
+/* out (fp32) = wte[tok] + wpe[t] from tables of type p_dt (bitwise the CPU's); the embedding's
+ * lookup from a p_dt table (rows of tokens outside [0, V) untouched, as sz_cuda_embedding_fwd). */
+int sz_cuda_encoder_fwd_mx(cudaStream_t s, float *out, const int *tok, const void *wte, const void *wpe, int p_dt,
+                           int B, int T, int C);
+int sz_cuda_embedding_fwd_mx(cudaStream_t s, float *out, const int *tok, const void *wte, int p_dt, int N, int C,
+                             int V);
 
 /* ---- causal self-attention, as sz_k_attention_fwd/bwd (inp [B,T,3C] = q|k|v, out [B,T,C], stats
  *      [B,NH,T,2] = per query row the softmax max and 1/sum; the backward recomputes the

@@ -107,6 +107,14 @@ extern "C" int sz_cuda_mem_info(int dev, int64_t *free_bytes, int64_t *total_byt
     return 0;
 }
 
+extern "C" int sz_cuda_pci_bus_id(int dev, char *buf, int len)
+{
+    int rc = (int)cudaDeviceGetPCIBusId(buf, len, dev);
+    if (rc)
+        (void)cudaGetLastError();
+    return rc;
+}
+
 extern "C" int sz_cuda_device_peak(int dev, char *name, size_t name_len, int *sms, int *clock_khz, int *major,
                                    int *minor, int *flops_per_clock_sm, double *bf16_tflops)
 {
