@@ -1,6 +1,6 @@
 /* codelets/layernorm.c — layernorm over the channel dimension (eps 1e-5), forward and backward.
  * Forward overwrites out, mean, rstd; backward accumulates into dinp (or sets it: a folded
- * sz_op_zero), dw and db. The bias is
+ * sz_op_zero), dw and db (or sets them: the step's first writer of the gradients). The bias is
  * optional: b (forward) and db (backward) may be NULL (a layernorm without bias). */
 #include "sz_tasks.h"
 #include "starzero_starpu.h"
@@ -32,7 +32,8 @@ enum { BWD_DINP, BWD_DW, BWD_DB, BWD_DOUT, BWD_INP, BWD_W, BWD_MEAN, BWD_RSTD };
 static void bwd_cpu(void *b[], void *arg)
 {
     const struct layernorm_args *a = sz_task_params(arg);
-    int set = sz_task_sets(arg, BWD_DINP) ? SZ_K_SET_DINP : 0; /* a folded sz_op_zero of dinp */
+    int set = (sz_task_sets(arg, BWD_DINP) ? SZ_K_SET_DINP : 0) | /* a folded sz_op_zero of dinp */
+              (sz_task_sets(arg, BWD_DW) ? SZ_K_SET_DW : 0) | (sz_task_sets(arg, BWD_DB) ? SZ_K_SET_DB : 0); /* the step's first writer of a parameter's gradient (tasks/zero.c) */
     if (a->dout_dt || a->p_dt) {
         if (sz_k_layernorm_bwd_mx_set(sz_task_ptr(b, arg, BWD_DINP), sz_task_ptr(b, arg, BWD_DW),
                                       sz_task_ptr(b, arg, BWD_DB), sz_task_ptr(b, arg, BWD_DOUT), a->dout_dt,
@@ -110,8 +111,8 @@ sz_status sz_op_layernorm_bwd(sz_unit *u, sz_tensor *dinp, sz_tensor *dw, sz_ten
     /* w may be bf16 (both bf16 paths), dout too (the native one); the gradients are fp32 */
     struct layernorm_args a = {N, C, 0, sz_kdt(w), sz_kdt(dout)};
     sz_task_tensor t[] = {{dinp, SZ_ACCUMULATE_OR_SET, SZ_DTYPE_F32, NC, "dinp", 0},
-                          {dw, SZ_ACCUMULATE, SZ_DTYPE_F32, C, "dw", 0},
-                          {db, SZ_ACCUMULATE, SZ_DTYPE_F32, C, "db", 1},
+                          {dw, SZ_ACCUMULATE_OR_SET, SZ_DTYPE_F32, C, "dw", 0},
+                          {db, SZ_ACCUMULATE_OR_SET, SZ_DTYPE_F32, C, "db", 1},
                           {dout, SZ_READ, sz_fb(dout), NC, "dout", 0},
                           {inp, SZ_READ, SZ_DTYPE_F32, NC, "inp", 0},
                           {w, SZ_READ, sz_fb(w), C, "w", 0},

@@ -1,5 +1,6 @@
 /* codelets/matmul.c — linear layer out = inp . w^T (+ b) through oneDNN, forward and backward.
- * Forward overwrites out; backward accumulates into dinp (or sets it: a folded sz_op_zero), dw and db. The bias is optional (the
+ * Forward overwrites out; backward accumulates into dinp (or sets it: a folded sz_op_zero), dw and db
+ * (or sets them: the step's first writer of the gradients, tasks/zero.c). The bias is optional (the
  * GPT-2 head has none): b and db may be NULL. Operands fp32, or (the native bf16 path) the inputs
  * bf16 — inp, w and b in the forward; dout, inp and w in the backward — with fp32 accumulation in
  * oneDNN's bf16 tiles (kernels/matmul_bf16.c); out, dinp and (dw, db) are then fp32 or bf16 each. Or
@@ -41,7 +42,9 @@ enum { BWD_DINP, BWD_DW, BWD_DOUT, BWD_INP, BWD_W, BWD_DB };
 static void bwd_cpu(void *b[], void *arg)
 {
     const struct matmul_args *a = sz_task_params(arg);
-    int set = sz_task_sets(arg, BWD_DINP) ? SZ_K_SET_DINP : 0; /* a folded sz_op_zero of dinp */
+    int set = (sz_task_sets(arg, BWD_DINP) ? SZ_K_SET_DINP : 0) | /* a folded sz_op_zero of dinp */
+              (sz_task_sets(arg, BWD_DW) ? SZ_K_SET_DW : 0) | /* the step's first writer of the gradients */
+              (sz_task_sets(arg, BWD_DB) ? SZ_K_SET_DB : 0);
     int rc = a->wbf16 ? sz_k_matmul_bwd_wbf16_set(sz_task_ptr(b, arg, BWD_DINP), sz_task_ptr(b, arg, BWD_DW),
                                                   sz_task_ptr(b, arg, BWD_DB), sz_task_ptr(b, arg, BWD_DOUT),
                                                   sz_task_ptr(b, arg, BWD_INP), sz_task_ptr(b, arg, BWD_W), a->N, a->C,
@@ -178,10 +181,10 @@ sz_status sz_op_matmul_bwd(sz_unit *u, sz_tensor *dinp, sz_tensor *dw, sz_tensor
     int mixed = in != wt;
     struct matmul_args a = {N, C, OC, in == SZ_DTYPE_BF16, 0, di == SZ_DTYPE_BF16, dp == SZ_DTYPE_BF16, mixed};
     sz_task_tensor t[] = {{dinp, SZ_ACCUMULATE_OR_SET, di, (int64_t)N * C, "dinp", 0},
-                          {dw, SZ_ACCUMULATE, dp, (int64_t)OC * C, "dw", 0},
+                          {dw, SZ_ACCUMULATE_OR_SET, dp, (int64_t)OC * C, "dw", 0},
                           {dout, SZ_READ, in, (int64_t)N * OC, "dout", 0},
                           {inp, SZ_READ, in, (int64_t)N * C, "inp", 0},
                           {w, SZ_READ, wt, (int64_t)OC * C, "w", 0},
-                          {db, SZ_ACCUMULATE, dp, OC, "db", 1}};
+                          {db, SZ_ACCUMULATE_OR_SET, dp, OC, "db", 1}};
     return (mixed ? sz_task_submit_cpu : sz_task_submit)(u, &sz_cl_matmul_bwd, "matmul_bwd", t, 6, &a, sizeof a);
 }

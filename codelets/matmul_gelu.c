@@ -4,7 +4,8 @@
  *     after its product (the fc layer: fch and fch_gelu; matmul_fwd + gelu_fwd);
  *   gelu_matmul_bwd: the backward of a linear layer whose input inp was gelu(pre) (the fc
  *     projection): dinp = gelu'(pre) * (dout . w) OVERWRITTEN tile by tile, so the product (dfch_gelu)
- *     is no tensor; dw, db accumulate (matmul_bwd of a zeroed scratch + gelu_bwd of a zeroed dinp).
+ *     is no tensor; dw, db accumulate, or are set by the step's first writer of the gradients
+ *     (matmul_bwd of a zeroed scratch + gelu_bwd of a zeroed dinp).
  * Operands fp32, or (the native bf16 path) bf16 inputs as matmul.c's; out and pre are fp32 (GELU
  * reads fp32), gout, dinp and (dw, db) fp32 or bf16. Or, as matmul.c's, fp32 activations with bf16
  * w and b (the emulated bf16 path): everything else fp32 (gout either), the weight widened tile by
@@ -39,11 +40,13 @@ enum { BWD_DINP, BWD_DW, BWD_DOUT, BWD_INP, BWD_W, BWD_PRE, BWD_DB };
 static void bwd_cpu(void *b[], void *arg)
 {
     const struct matmul_gelu_args *a = sz_task_params(arg);
-    if (sz_k_gelu_matmul_bwd(sz_task_ptr(b, arg, BWD_DINP), a->dinp_dt, sz_task_ptr(b, arg, BWD_DW),
+    /* the step's first writer of a parameter's gradient (tasks/zero.c) */
+    int set = (sz_task_sets(arg, BWD_DW) ? SZ_K_SET_DW : 0) | (sz_task_sets(arg, BWD_DB) ? SZ_K_SET_DB : 0);
+    if (sz_k_gelu_matmul_bwd_set(sz_task_ptr(b, arg, BWD_DINP), a->dinp_dt, sz_task_ptr(b, arg, BWD_DW),
                              sz_task_ptr(b, arg, BWD_DB), a->dparam_dt, sz_task_ptr(b, arg, BWD_DOUT),
                              sz_task_ptr(b, arg, BWD_INP), sz_task_ptr(b, arg, BWD_W), sz_task_ptr(b, arg, BWD_PRE),
                              a->bf16 ? SZ_K_BF16 : SZ_K_F32, a->bf16 || a->wbf16 ? SZ_K_BF16 : SZ_K_F32, a->N, a->C,
-                             a->OC) < 0)
+                             a->OC, set) < 0)
         sz_task_fail(arg, "out of memory");
 }
 
@@ -134,12 +137,12 @@ sz_status sz_op_gelu_matmul_bwd(sz_unit *u, sz_tensor *dinp, sz_tensor *dw, sz_t
     int64_t ni = (int64_t)N * C;
     struct matmul_gelu_args a = {N, C, OC, in == SZ_DTYPE_BF16, 0, di == SZ_DTYPE_BF16, dp == SZ_DTYPE_BF16, mixed};
     sz_task_tensor t[] = {{dinp, SZ_WRITE, di, ni, "dinp", 0},
-                          {dw, SZ_ACCUMULATE, dp, (int64_t)OC * C, "dw", 0},
+                          {dw, SZ_ACCUMULATE_OR_SET, dp, (int64_t)OC * C, "dw", 0},
                           {dout, SZ_READ, in, (int64_t)N * OC, "dout", 0},
                           {inp, SZ_READ, in, ni, "inp", 0},
                           {w, SZ_READ, wt, (int64_t)OC * C, "w", 0},
                           {pre, SZ_READ, SZ_DTYPE_F32, ni, "pre", 0},
-                          {db, SZ_ACCUMULATE, dp, OC, "db", 1}};
+                          {db, SZ_ACCUMULATE_OR_SET, dp, OC, "db", 1}};
     return (mixed ? sz_task_submit_cpu : sz_task_submit)(u, &sz_cl_gelu_matmul_bwd, "gelu_matmul_bwd", t, 7, &a,
                                                          sizeof a);
 }

@@ -4,7 +4,7 @@
  * read of a and b instead of writing res and reading it back). Backward accumulates the
  * layernorm's input gradient into dres (the residual stream's gradient, which already holds what
  * the rest of the graph gave it), then adds dres into da and db (or sets either: a folded
- * sz_op_zero), and accumulates dw and db_ln. The
+ * sz_op_zero), and accumulates dw and db_ln (or sets them: the step's first writer of the gradients). The
  * same bits as residual_fwd + layernorm_fwd, and layernorm_bwd + residual_bwd. The layernorm's
  * bias is optional (b_ln NULL forward, db_ln NULL backward). */
 #include "sz_tasks.h"
@@ -41,7 +41,8 @@ enum { BWD_DA, BWD_DB, BWD_DRES, BWD_DW, BWD_DBLN, BWD_DOUT, BWD_RES, BWD_W, BWD
 static void bwd_cpu(void *b[], void *arg)
 {
     const struct residual_layernorm_args *a = sz_task_params(arg);
-    int set = (sz_task_sets(arg, BWD_DA) ? SZ_K_SET_A : 0) | (sz_task_sets(arg, BWD_DB) ? SZ_K_SET_B : 0);
+    int set = (sz_task_sets(arg, BWD_DA) ? SZ_K_SET_A : 0) | (sz_task_sets(arg, BWD_DB) ? SZ_K_SET_B : 0) |
+              (sz_task_sets(arg, BWD_DW) ? SZ_K_SET_DW : 0) | (sz_task_sets(arg, BWD_DBLN) ? SZ_K_SET_DB : 0);
     if (a->out_dt || a->p_dt || a->db_dt) {
         if (sz_k_layernorm_residual_bwd_mx_set(sz_task_ptr(b, arg, BWD_DA), sz_task_ptr(b, arg, BWD_DB), a->db_dt,
                                                sz_task_ptr(b, arg, BWD_DRES), sz_task_ptr(b, arg, BWD_DW),
@@ -129,8 +130,8 @@ sz_status sz_op_layernorm_residual_bwd(sz_unit *u, sz_tensor *da, sz_tensor *db,
     sz_task_tensor t[] = {{da, SZ_ACCUMULATE_OR_SET, SZ_DTYPE_F32, NC, "da", 0},
                           {db, SZ_ACCUMULATE_OR_SET, sz_fb(db), NC, "db", 0},
                           {dres, SZ_ACCUMULATE, SZ_DTYPE_F32, NC, "dres", 0},
-                          {dw, SZ_ACCUMULATE, SZ_DTYPE_F32, C, "dw", 0},
-                          {db_ln, SZ_ACCUMULATE, SZ_DTYPE_F32, C, "db_ln", 1},
+                          {dw, SZ_ACCUMULATE_OR_SET, SZ_DTYPE_F32, C, "dw", 0},
+                          {db_ln, SZ_ACCUMULATE_OR_SET, SZ_DTYPE_F32, C, "db_ln", 1},
                           {dout, SZ_READ, sz_fb(dout), NC, "dout", 0},
                           {res, SZ_READ, SZ_DTYPE_F32, NC, "res", 0},
                           {w, SZ_READ, sz_fb(w), C, "w", 0},

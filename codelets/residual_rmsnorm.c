@@ -2,10 +2,10 @@
  * LLaMA-style block's res2 = x + attproj, rms2 = rmsnorm(res2)), forward and backward, [N,C]
  * rows. Forward overwrites res (= a + b), out and rstd, row by row while the row is in cache.
  * Backward accumulates the norm's input gradient into dres (the residual stream's gradient, which
- * already holds the rest of the graph's), then adds dres into da and db, and accumulates dw. The
- * same bits as residual_fwd + rmsnorm_fwd, and rmsnorm_bwd + residual_bwd. On the native bf16 path
- * out (forward) / dout and db (backward) and w may be bf16, on the emulated one w alone
- * (codelets/kernels/bf16_act.c). */
+ * already holds the rest of the graph's), then adds dres into da and db, and accumulates dw (or sets
+ * it: the step's first writer of the gradients). The same bits as residual_fwd + rmsnorm_fwd, and
+ * rmsnorm_bwd + residual_bwd. On the native bf16 path out (forward) / dout and db (backward) and w
+ * may be bf16, on the emulated one w alone (codelets/kernels/bf16_act.c). */
 #include "sz_tasks.h"
 #include "starzero_starpu.h"
 #include "sz_kernels.h"
@@ -38,7 +38,8 @@ enum { BWD_DA, BWD_DB, BWD_DRES, BWD_DW, BWD_DOUT, BWD_RES, BWD_W, BWD_RSTD };
 static void bwd_cpu(void *b[], void *arg)
 {
     const struct residual_rmsnorm_args *a = sz_task_params(arg);
-    int set = (sz_task_sets(arg, BWD_DA) ? SZ_K_SET_A : 0) | (sz_task_sets(arg, BWD_DB) ? SZ_K_SET_B : 0);
+    int set = (sz_task_sets(arg, BWD_DA) ? SZ_K_SET_A : 0) | (sz_task_sets(arg, BWD_DB) ? SZ_K_SET_B : 0) |
+              (sz_task_sets(arg, BWD_DW) ? SZ_K_SET_DW : 0);
     if (a->out_dt || a->p_dt || a->db_dt) {
         if (sz_k_rmsnorm_residual_bwd_mx_set(sz_task_ptr(b, arg, BWD_DA), sz_task_ptr(b, arg, BWD_DB), a->db_dt,
                                              sz_task_ptr(b, arg, BWD_DRES), sz_task_ptr(b, arg, BWD_DW),
@@ -108,7 +109,7 @@ sz_status sz_op_rmsnorm_residual_bwd(sz_unit *u, sz_tensor *da, sz_tensor *db, s
     struct residual_rmsnorm_args p = {N, C, 0.0f, sz_kdt(dout), sz_kdt(w), sz_kdt(db)}; /* dout, w, db may be bf16 */
     sz_task_tensor t[] = {{da, SZ_ACCUMULATE_OR_SET, SZ_DTYPE_F32, NC, "da", 0},
                           {db, SZ_ACCUMULATE_OR_SET, sz_fb(db), NC, "db", 0},
-                          {dres, SZ_ACCUMULATE, SZ_DTYPE_F32, NC, "dres", 0}, {dw, SZ_ACCUMULATE, SZ_DTYPE_F32, C, "dw", 0},
+                          {dres, SZ_ACCUMULATE, SZ_DTYPE_F32, NC, "dres", 0}, {dw, SZ_ACCUMULATE_OR_SET, SZ_DTYPE_F32, C, "dw", 0},
                           {dout, SZ_READ, sz_fb(dout), NC, "dout", 0},        {res, SZ_READ, SZ_DTYPE_F32, NC, "res", 0},
                           {w, SZ_READ, sz_fb(w), C, "w", 0},                  {rstd, SZ_READ, SZ_DTYPE_F32, N, "rstd", 0}};
     return sz_task_submit(u, &sz_cl_rmsnorm_residual_bwd, "rmsnorm_residual_bwd", t, 8, &p, sizeof p);

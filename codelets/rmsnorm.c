@@ -29,7 +29,8 @@ static void fwd_cpu(void *b[], void *arg)
 static void bwd_cpu(void *b[], void *arg)
 {
     const struct rmsnorm_args *a = sz_task_params(arg);
-    int set = sz_task_sets(arg, 0) ? SZ_K_SET_DINP : 0; /* a folded sz_op_zero of dinp */
+    int set = (sz_task_sets(arg, 0) ? SZ_K_SET_DINP : 0) | /* a folded sz_op_zero of dinp */
+              (sz_task_sets(arg, 1) ? SZ_K_SET_DW : 0); /* the step's first writer of a parameter's gradient (tasks/zero.c) */
     if (a->dout_dt || a->p_dt) {
         if (sz_k_rmsnorm_bwd_mx_set(sz_task_ptr(b, arg, 0), sz_task_ptr(b, arg, 1), sz_task_ptr(b, arg, 2), a->dout_dt,
                                     sz_task_ptr(b, arg, 3), sz_task_ptr(b, arg, 4), a->p_dt, sz_task_ptr(b, arg, 5),
@@ -93,7 +94,7 @@ sz_status sz_op_rmsnorm_bwd(sz_unit *u, sz_tensor *dinp, sz_tensor *dw, sz_tenso
     struct rmsnorm_args a = {N, C, 0.0f, 0, sz_kdt(w), sz_kdt(dout)};
     int64_t NC = (int64_t)N * C;
     sz_task_tensor t[] = {{dinp, SZ_ACCUMULATE_OR_SET, SZ_DTYPE_F32, NC, "dinp", 1},
-                          {dw, SZ_ACCUMULATE, SZ_DTYPE_F32, C, "dw", 1},
+                          {dw, SZ_ACCUMULATE_OR_SET, SZ_DTYPE_F32, C, "dw", 1},
                           {dout, SZ_READ, sz_fb(dout), NC, "dout", 0},
                           {inp, SZ_READ, SZ_DTYPE_F32, NC, "inp", 0},
                           {w, SZ_READ, sz_fb(w), C, "w", 0},

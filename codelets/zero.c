@@ -4,6 +4,8 @@
  * sz_op_zero of a whole handle is deferred to the next task on it (struct sz_model's pending) and
  * folded into it when that task can set the tensor instead of adding into it
  * (SZ_ACCUMULATE_OR_SET): no zeroing pass over memory the op writes anyway. */
+#include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #include "sz_tasks.h"
 #include "starzero_starpu.h"
@@ -13,13 +15,16 @@ struct zero_args {
     struct sz_counters *stats; /* non-NULL: `bytes` of `category` become live when it runs */
     int category;
     int64_t bytes;
+    int64_t from;              /* elements [from, numel) are zeroed (the rest is left to first writers) */
 };
 
 static void zero_cpu(void *b[], void *arg)
 {
     const struct zero_args *a = sz_task_params(arg);
     const sz_task_layout *l = sz_task_layout_of(arg);
-    memset(sz_task_ptr(b, arg, 0), 0, (size_t)l->numel[0] * sz_dtype_size((sz_dtype)l->dtype[0]));
+    size_t es = sz_dtype_size((sz_dtype)l->dtype[0]);
+    if (l->numel[0] > a->from)
+        memset((char *)sz_task_ptr(b, arg, 0) + (size_t)a->from * es, 0, (size_t)(l->numel[0] - a->from) * es);
     if (a->stats) /* a buffer allocated for this write: count it as live */
         sz_counters_add(a->stats, a->category, a->bytes);
 }
@@ -29,8 +34,10 @@ static void zero_cuda(void *b[], void *arg)
 {
     const struct zero_args *a = sz_task_params(arg);
     const sz_task_layout *l = sz_task_layout_of(arg);
-    if (sz_cuda_task_rc(arg, "zero", sz_cuda_zero(SZ_STREAM, sz_task_ptr(b, arg, 0),
-                                                  (size_t)l->numel[0] * sz_dtype_size((sz_dtype)l->dtype[0]))))
+    size_t es = sz_dtype_size((sz_dtype)l->dtype[0]);
+    if (l->numel[0] > a->from &&
+        sz_cuda_task_rc(arg, "zero", sz_cuda_zero(SZ_STREAM, (char *)sz_task_ptr(b, arg, 0) + (size_t)a->from * es,
+                                                  (size_t)(l->numel[0] - a->from) * es)))
         return;
     if (a->stats)
         sz_counters_add(a->stats, a->category, a->bytes);
@@ -42,21 +49,37 @@ SZ_CODELET_CUDA(sz_cl_zero, zero_cpu, zero_cuda, "zero", zero_model);
 
 /* With `token` (a model's communication token), the zeroing that allocates a unit's gradients is
  * ordered after the earlier reduce-scatters, bounding the gradients in flight. */
+static void count_zero(struct sz_model *m, const sz_tensor *t, int64_t from)
+{
+    if (m && t) {
+        m->zero_tasks++;
+        m->zero_bytes += (t->numel > from ? t->numel - from : 0) * (int64_t)sz_dtype_size(t->dtype);
+    }
+}
+
+sz_status sz_submit_zero_from(struct sz_unit *u, const sz_tensor *t, int64_t from, const char *name,
+                              struct sz_counters *acct, int category, int64_t bytes, const sz_tensor *token)
+{
+    struct zero_args a = {acct, category, bytes, from < 0 ? 0 : from};
+    sz_task_tensor tt[] = {{t, SZ_WRITE, SZ_DTYPE_ANY, -1, "x", 0}, {token, SZ_ACCUMULATE, SZ_DTYPE_F32, 1, "token", 1}};
+    count_zero(u->model, t, a.from);
+    return sz_task_submit_named(u->model, u->index, name, "zero", &sz_cl_zero, tt, token ? 2 : 1, &a, sizeof a);
+}
+
 sz_status sz_submit_zero(struct sz_unit *u, const sz_tensor *t, const char *name, struct sz_counters *acct,
                          int category, int64_t bytes, const sz_tensor *token)
 {
-    struct zero_args a = {acct, category, bytes};
-    sz_task_tensor tt[] = {{t, SZ_WRITE, SZ_DTYPE_ANY, -1, "x", 0}, {token, SZ_ACCUMULATE, SZ_DTYPE_F32, 1, "token", 1}};
-    return sz_task_submit_named(u->model, u->index, name, "zero", &sz_cl_zero, tt, token ? 2 : 1, &a, sizeof a);
+    return sz_submit_zero_from(u, t, 0, name, acct, category, bytes, token);
 }
 
 /* The zeroing task of an app's sz_op_zero. */
 static sz_status submit_zero(sz_unit *u, sz_tensor *t)
 {
-    struct zero_args a = {NULL, 0, 0};
+    struct zero_args a = {NULL, 0, 0, 0};
     sz_task_tensor tt[] = {{t, SZ_WRITE, SZ_DTYPE_ANY, -1, "x", 0}};
     if (u && u->model)
         u->model->zeros_run++;
+    count_zero(u ? u->model : NULL, t, 0);
     return sz_task_submit(u, &sz_cl_zero, "zero", tt, 1, &a, sizeof a);
 }
 
@@ -118,4 +141,111 @@ sz_status sz_zero_flush(struct sz_model *m)
             first = st;
     }
     return first;
+}
+
+/* ---- the parameters' gradients left to their first writers (SZ_GRADS_FIRST_WRITERS) ---------- */
+
+sz_status sz_grads_defer(struct sz_model *m, struct sz_unit *u, const sz_tensor *all)
+{
+    for (int k = 0; k < u->nparams; k++) {
+        int64_t n = u->params[k].rows * u->params[k].cols;
+        if (n <= 0)
+            continue;
+        if (m->ngpending == m->cap_gpending) {
+            int cap = m->cap_gpending ? 2 * m->cap_gpending : 64;
+            struct sz_pending_grad *g = realloc(m->gpending, (size_t)cap * sizeof *g);
+            if (!g)
+                return SZ_ERR_NOMEM;
+            m->gpending = g;
+            m->cap_gpending = cap;
+        }
+        m->gpending[m->ngpending++] = (struct sz_pending_grad){u, all, u->offset[k], n};
+    }
+    return SZ_OK;
+}
+
+static int by_handle_then_lo(const void *x, const void *y)
+{
+    const struct sz_pending_grad *a = x, *b = y;
+    uintptr_t ha = (uintptr_t)a->all->h, hb = (uintptr_t)b->all->h;
+    if (ha != hb)
+        return ha < hb ? -1 : 1;
+    return a->lo < b->lo ? -1 : a->lo > b->lo;
+}
+
+/* Zeroes the views z[0..n) (taken off the pending list already): contiguous ones of a buffer by
+ * one task. */
+static sz_status zero_views(struct sz_model *m, struct sz_pending_grad *z, int n)
+{
+    sz_status first = SZ_OK;
+    qsort(z, (size_t)n, sizeof *z, by_handle_then_lo);
+    for (int i = 0; i < n;) {
+        int j = i + 1;
+        int64_t hi = z[i].lo + z[i].n;
+        while (j < n && z[j].all->h == z[i].all->h && z[j].lo == hi)
+            hi += z[j++].n;
+        sz_tensor v = sz_tensor_view(z[i].all, z[i].lo, hi - z[i].lo, NULL);
+        sz_status st = sz_submit_zero(z[i].u, &v, z[i].u->bwd_name, NULL, 0, 0, NULL);
+        m->grads_zeroed += j - i;
+        if (first == SZ_OK)
+            first = st;
+        i = j;
+    }
+    return first;
+}
+
+static int overlaps(const sz_tensor *t, const struct sz_pending_grad *g)
+{
+    return t && t->h == g->all->h && t->offset < g->lo + g->n && g->lo < t->offset + t->numel;
+}
+
+sz_status sz_grads_resolve(struct sz_model *m, struct starpu_codelet *cl, const sz_task_tensor *tt, int n,
+                           uint32_t where, unsigned char *set)
+{
+    /* the CUDA kernels always accumulate: set only in a task that runs on a CPU */
+    int cpu = !cl->cuda_funcs[0] || where == STARPU_CPU || starpu_cuda_worker_get_count() == 0;
+    struct sz_pending_grad zero[64];
+    int nz = 0;
+    sz_status first = SZ_OK;
+    for (int i = 0; i < m->ngpending;) {
+        struct sz_pending_grad g = m->gpending[i];
+        int touch = 0, k1 = -1;
+        for (int k = 0; k < n; k++)
+            if (overlaps(tt[k].tensor, &g)) {
+                touch++;
+                k1 = k;
+            }
+        if (!touch) {
+            i++;
+            continue;
+        }
+        m->gpending[i] = m->gpending[--m->ngpending]; /* taken: set here or zeroed first */
+        const sz_tensor *t = touch == 1 ? tt[k1].tensor : NULL;
+        if (t && tt[k1].access == SZ_ACCUMULATE_OR_SET && cpu && t->offset == g.lo && t->numel == g.n &&
+            (tt[k1].numel < 0 || tt[k1].numel == t->numel)) {
+            set[k1] = 1;
+            m->grads_set++;
+            continue;
+        }
+        if (nz == (int)(sizeof zero / sizeof zero[0])) {
+            sz_status st = zero_views(m, zero, nz);
+            first = first == SZ_OK ? st : first;
+            nz = 0;
+        }
+        zero[nz++] = g;
+    }
+    if (nz) {
+        sz_status st = zero_views(m, zero, nz);
+        first = first == SZ_OK ? st : first;
+    }
+    return first;
+}
+
+sz_status sz_grads_flush(struct sz_model *m)
+{
+    if (!m || m->ngpending == 0)
+        return SZ_OK;
+    int n = m->ngpending;
+    m->ngpending = 0; /* taken before the zeroing tasks are built (they touch the same buffers) */
+    return zero_views(m, m->gpending, n);
 }

@@ -189,15 +189,26 @@ static void with_uses(struct builder *b, int i, void (*fn)(struct builder *, int
 
 /* Gradients: fp32 stages 0-1 write the persistent full gradients; otherwise a buffer allocated
  * on first touch (fp32 working gradients under mixed precision). */
+static int grads_converted(const struct builder *b, int i);
+
 static void grads_touch(struct builder *b, int i)
 {
     const sz_plan *p = b->p;
     if (b->grads_live[i])
         return;
     b->grads_live[i] = 1;
-    if (!p->cfg.mixed && p->cfg.stage < 2)
+    int fold = p->cfg.fold_grads ? SZ_GRADS_FIRST_WRITERS : 0;
+    if (!p->cfg.mixed && p->cfg.stage < 2) {
+        /* left to the first writers: zeroed (the padding) right before the backward that writes them */
+        sz_action *a = fold && b->mb == 0 && !grads_converted(b, i) ? emit(b, SZ_ACT_ZERO_GRADS, i, SZ_BUF_GRAD) : NULL;
+        if (a)
+            a->flag = fold;
         return;
-    delta(emit(b, SZ_ACT_GRAD_ALLOC, i, SZ_BUF_WGRAD), SZ_MEM_GRADS_IN_FLIGHT, p->padded[i] * 4);
+    }
+    sz_action *a = emit(b, SZ_ACT_GRAD_ALLOC, i, SZ_BUF_WGRAD);
+    if (a)
+        a->flag = fold;
+    delta(a, SZ_MEM_GRADS_IN_FLIGHT, p->padded[i] * 4);
 }
 
 /* The unit's reduce-scatter, one action per bucket round: round r reduces elements
@@ -225,13 +236,10 @@ static void reduce_scatter(struct builder *b, int i, int acc, int64_t freed)
     }
 }
 
-/* Mixed precision: the unit's working gradients are written in every micro-batch (by its own
- * backward or by that of a unit using it), so its GRAD_CONVERT runs in every micro-batch. */
-static int grads_converted(const struct builder *b, int i)
+/* Whether a backward writes the unit's gradients: its own, or that of a unit using it. */
+static int grads_written(const struct builder *b, int i)
 {
     const sz_plan *p = b->p;
-    if (!p->cfg.mixed)
-        return 0;
     if (b->u[i].has_backward)
         return 1;
     for (int j = 0; j < p->nunits; j++)
@@ -239,6 +247,13 @@ static int grads_converted(const struct builder *b, int i)
             if (b->u[j].uses[k] == i)
                 return 1;
     return 0;
+}
+
+/* Mixed precision: the unit's working gradients are written in every micro-batch, so its
+ * GRAD_CONVERT runs in every micro-batch. */
+static int grads_converted(const struct builder *b, int i)
+{
+    return b->p->cfg.mixed && grads_written(b, i);
 }
 
 static void grads_flush(struct builder *b, int i)
@@ -349,7 +364,9 @@ static void backward(struct builder *b)
     int n = p->nunits;
     if (p->cfg.stage < 2 && b->mb == 0) /* full gradients accumulate over micro-batches */
         for (int i = 0; i < n; i++)
-            if (!grads_converted(b, i)) /* mixed: its first GRAD_CONVERT writes them whole */
+            /* mixed: its first GRAD_CONVERT writes them whole; left to the first writers: zeroed
+             * before the backward that touches them first (grads_touch), except those none touches */
+            if (!grads_converted(b, i) && (!p->cfg.fold_grads || !grads_written(b, i)))
                 emit(b, SZ_ACT_ZERO_GRADS, i, SZ_BUF_GRAD);
     for (int i = n - 1; i >= 0; i--) {
         if (b->u[i].has_backward) {
@@ -521,8 +538,8 @@ static int accesses_of(const sz_plan *p, const sz_plan_unit *units, const sz_act
             add_access(p, acc, &n, u + 1, SZ_RES_CKPT, 1, 1);
         break;
     }
-    case SZ_ACT_ZERO_GRADS:
-        add_access(p, acc, &n, u, SZ_RES_GRAD, 1, 0);
+    case SZ_ACT_ZERO_GRADS: /* left to the first writers: a task only where there is padding */
+        add_access(p, acc, &n, u, SZ_RES_GRAD, 1, a->flag == SZ_GRADS_FIRST_WRITERS);
         break;
     case SZ_ACT_GRAD_ALLOC:
         add_access(p, acc, &n, u, SZ_RES_WGRAD, 1, 0);

@@ -77,6 +77,8 @@ typedef struct sz_plan_config {
     int comm_worker;          /* a communication worker: the next unit's gradients are allocated
                                  before a unit's reduce-scatter */
     int clip;                 /* the update clips the gradients by their global norm */
+    int fold_grads;           /* the gradients' zeroing left to their first writers (SZ_GRADS_FIRST_WRITERS;
+                                 stages 0-1 fp32: ZERO_GRADS right before the unit's first backward) */
     int offload_optimizer;    /* ZeRO-Offload: master, m, v on the host; optimizer actions there */
     int comm_on_host;         /* the communication buffer lives in host memory (CUDA workers with the
                                  host-copy collectives, which are CPU tasks): not part of the device peak */
@@ -94,8 +96,10 @@ typedef enum sz_action_kind {
     SZ_ACT_CKPT_FETCH,        /* the unit's checkpoint back from the host pool (+) */
     SZ_ACT_RECOMPUTE,         /* checkpointing: the unit's forward again, before its backward */
     SZ_ACT_ZERO_GRADS,        /* stages 0-1: the persistent full gradients zeroed (first micro-batch;
-                                 mixed: only those of units no GRAD_CONVERT writes) */
-    SZ_ACT_GRAD_ALLOC,        /* the unit's (working) gradients allocated and zeroed (+) */
+                                 mixed: only those of units no GRAD_CONVERT writes); flag
+                                 SZ_GRADS_FIRST_WRITERS: see there */
+    SZ_ACT_GRAD_ALLOC,        /* the unit's (working) gradients allocated and zeroed (+); flag as
+                                 ZERO_GRADS's */
     SZ_ACT_BWD,               /* the unit's backward callback */
     SZ_ACT_GRAD_CONVERT,      /* mixed: fp32 working gradients -> bf16 (added into the full ones at 0-1;
                                  flag: sz_convert_mode) */
@@ -119,6 +123,13 @@ typedef enum sz_convert_mode {
     SZ_CONVERT_ONTO_ZEROS = 2,
 } sz_convert_mode;
 
+/* A ZERO_GRADS or GRAD_ALLOC action's flag: 0, the whole buffer is zeroed; SZ_GRADS_FIRST_WRITERS,
+ * only its padding is, and each parameter's gradient is left to the first task that touches it in
+ * the backward actions that follow: one that writes it whole sets it (an SZ_ACCUMULATE_OR_SET
+ * tensor on a CPU), any other gets it zeroed just before; the next BWD action zeroes the rest at
+ * its end (tasks/zero.c, codelets/zero.c). The config's fold_grads chooses. */
+enum { SZ_GRADS_FIRST_WRITERS = 1 };
+
 typedef enum sz_plan_buf {
     SZ_BUF_NONE = 0,
     SZ_BUF_PARAM,             /* the unit's full parameters (stage 3: the gathered copy) */
@@ -136,7 +147,7 @@ typedef struct sz_action {
     int micro_batch;          /* -1: the update */
     sz_plan_buf buf;          /* the buffer it allocates, frees or writes */
     int flag;                 /* REDUCE_SCATTER: accumulate into the destination; GRAD_CONVERT:
-                                 an sz_convert_mode;
+                                 an sz_convert_mode; ZERO_GRADS, GRAD_ALLOC: SZ_GRADS_FIRST_WRITERS or 0;
                                  CLIP: 1 clip, 0 only the norm (for the report); OPTIMIZER: also
                                  take the range's squared norm (no separate NORM) */
     int round, rounds;        /* REDUCE_SCATTER: this round (0..rounds-1) of the unit's reduce-scatter */

@@ -531,8 +531,13 @@ float sz_unit_loss_scale(const sz_unit *u);
  * include/starzero_starpu.h) and runs on CPUs, no zeroing
  * task runs and that op writes t instead of adding into it. The values are those of 0 + x, except that
  * a contribution of exactly -0.0 stays -0.0 (0.0f + -0.0f is +0.0f). Otherwise (another op, a partial
- * view, the end of the callback) the zeroing task is submitted just before. SZ_ZERO_FOLD=0 in the
- * environment (read by sz_model_init) turns folding off. */
+ * view, the end of the callback) the zeroing task is submitted just before. The parameters'
+ * gradients (sz_unit_grad) need no sz_op_zero: the engine leaves each to the first op of the step
+ * that touches it — set there when that op writes the whole view as SZ_ACCUMULATE_OR_SET
+ * (matmul_bwd's and gelu_matmul_bwd's dw and db, layernorm_bwd's and layernorm_residual_bwd's dw and
+ * db, rmsnorm_bwd's and rmsnorm_residual_bwd's dw), zeroed just before any other (an embedding's
+ * scatter-add), and zeroed at the end of the backward when none touched it. SZ_ZERO_FOLD=0 in the
+ * environment (read by sz_model_init) turns both foldings off: every zeroing is a task of its own. */
 sz_status sz_op_zero(sz_unit *u, sz_tensor *t);
 /* out[B,T,C] = wte[tokens[b,t]] + wpe[t] (overwrites out); tokens int32 [B,T] in [0, V), V = rows
  * of wte. */

@@ -49,7 +49,9 @@ typedef enum sz_access {
     SZ_READ_WRITE,  /* updated in place */
     SZ_ACCUMULATE,  /* added into (+=); the op's documentation says "accumulates" */
     SZ_ACCUMULATE_OR_SET, /* added into (+=), or set (=) when the engine folds a pending sz_op_zero of
-                             the tensor into this task: the kernel asks sz_task_sets(cl_arg, k) and
+                             the tensor into this task, or when the task is the step's first writer of
+                             a parameter's gradient (sz_unit_grad, the whole view; the engine zeroes
+                             those no such task writes first): the kernel asks sz_task_sets(cl_arg, k) and
                              then writes every element of the view without reading it. Only for an op
                              whose every implementation honours it (a CUDA one too, if it has one:
                              the engine folds only into tasks that run on CPUs) */

@@ -928,6 +928,7 @@ void sz_model_free(sz_model *m)
     sz_plan_free(&m->step_plan);
     sz_plan_free(&m->eval_plan);
     sz_model_depcheck(m, 0);
+    free(m->gpending);
     free(m->tensors);
     free(m->shared_acts);
     free(m->act_names);

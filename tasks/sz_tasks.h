@@ -157,6 +157,15 @@ struct sz_model {
     int npending;
     struct sz_pending_zero { struct sz_unit *u; sz_tensor *t; } pending[16];
     int64_t zeros_folded, zeros_run; /* counts since sz_model_init: folded into an op / submitted */
+    /* The parameters' gradients left to their first writers (graph/sz_plan.h: SZ_GRADS_FIRST_WRITERS):
+     * views [lo, lo + n) of a unit's gradient buffer `all`, not written since that action; each is
+     * set by the next task that writes it whole (an SZ_ACCUMULATE_OR_SET tensor, on CPUs), zeroed
+     * right before any other task on it, or zeroed at the end of the BWD action (sz_grads_flush). */
+    struct sz_pending_grad { struct sz_unit *u; const sz_tensor *all; int64_t lo, n; } *gpending;
+    int ngpending, cap_gpending;
+    int64_t grads_set, grads_zeroed; /* counts since sz_model_init: views set by their first writer /
+                                        zeroed by a task of their own */
+    int64_t zero_tasks, zero_bytes;  /* every zeroing task submitted since sz_model_init, and its bytes */
 };
 
 /* tasks/depcheck.c: the check that a real step's tasks depend only on data written (or read) by
@@ -186,6 +195,9 @@ void sz_devwatch_report(const struct sz_model *m, sz_memory_report *r);
 /* The step's own tasks, each submitted by its codelet's file (codelets/<op>.c). */
 sz_status sz_submit_zero(struct sz_unit *u, const sz_tensor *t, const char *name, struct sz_counters *acct, int category, int64_t bytes,
                          const sz_tensor *token);
+/* The same task (written whole: W) zeroing only elements [from, numel) of t. */
+sz_status sz_submit_zero_from(struct sz_unit *u, const sz_tensor *t, int64_t from, const char *name,
+                              struct sz_counters *acct, int category, int64_t bytes, const sz_tensor *token);
 sz_status sz_submit_sumsq(struct sz_unit *u, const sz_tensor *out, const sz_tensor *x, const char *name);
 sz_status sz_submit_clip(struct sz_model *m, float clip);
 /* AdamW on a view; norm (one float, or NULL): the gradient's squared norm taken in the same pass,
@@ -222,6 +234,15 @@ struct sz_task_tensor;
 sz_status sz_zero_resolve(struct sz_model *m, struct starpu_codelet *cl, const struct sz_task_tensor *tt, int n,
                           uint32_t where, unsigned char *set);
 sz_status sz_zero_flush(struct sz_model *m);
+/* codelets/zero.c: the gradients left to their first writers (see struct sz_model's gpending).
+ * _defer adds every parameter view of u's buffer `all`; _resolve, for the task being built: a
+ * pending view that only tensor k of the task touches, exactly and as an SZ_ACCUMULATE_OR_SET
+ * tensor on CPUs, is set there (set[k] = 1); every other pending view the task touches is zeroed
+ * by a task submitted first; _flush zeroes every pending view (contiguous ones by one task). */
+sz_status sz_grads_defer(struct sz_model *m, struct sz_unit *u, const sz_tensor *all);
+sz_status sz_grads_resolve(struct sz_model *m, struct starpu_codelet *cl, const struct sz_task_tensor *tt, int n,
+                           uint32_t where, unsigned char *set);
+sz_status sz_grads_flush(struct sz_model *m);
 
 /* tasks/task.c: the task builder behind sz_task_submit (include/starzero_starpu.h) for the library's
  * own tasks: `name` is the task's full name, `op` the operation's (for messages); m may be NULL

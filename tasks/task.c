@@ -4,7 +4,7 @@
  * passed once with the union of its modes; a write to part of a handle becomes a read-write, since
  * the rest of the handle must survive), and packs the layout the kernel reads followed by the op's
  * typed argument struct; a pending sz_op_zero on one of the tensors is folded into the task or
- * submitted before it (codelets/zero.c). Also the failure slot kernels report unusable inputs
+ * submitted before it, and so is a parameter's gradient left to its first writer (codelets/zero.c). Also the failure slot kernels report unusable inputs
  * through. */
 #include <stdarg.h>
 #include <stdlib.h>
@@ -127,6 +127,17 @@ sz_status sz_task_submit_where(struct sz_model *m, int unit, const char *name, c
                 l->set[k] = 1;
                 d[l->buffer[k]].mode = STARPU_W;
             }
+    }
+    if (m && m->ngpending > 0) { /* a parameter's gradient left to its first writer */
+        unsigned char set[SZ_TASK_MAX_TENSORS] = {0};
+        sz_status st = sz_grads_resolve(m, cl, tt, n, where, set);
+        if (st != SZ_OK) {
+            free(buf);
+            return st;
+        }
+        for (int k = 0; k < n; k++)
+            if (set[k]) /* a view written whole: the rest of its buffer survives (the mode stays RW) */
+                l->set[k] = 1;
     }
     if (m && m->depcheck)
         for (int j = 0; j < nb; j++)

@@ -48,6 +48,8 @@ void sz_zero_plan_config(const struct sz_model *m, sz_plan_pass pass, int clip, 
     c->bucket_elems = sz_zero_bucket_elems(m, m->nd);
     c->comm_worker = sz_comm_worker >= 0;
     c->clip = clip;
+    /* the parameters' gradients set by their first writers: CPU kernels only (the CUDA ones add) */
+    c->fold_grads = m->fold_zeros && !m->gpu_compute;
     c->offload_optimizer = m->zero.offload_optimizer;
     /* with CUDA workers and the host-copy collectives (CPU tasks) the buffer stays in RAM
      * (tasks/model.c does not place it on the GPU) */
@@ -220,29 +222,44 @@ static sz_status do_recompute(struct sz_model *m, struct sz_unit *u, const sz_ac
     return after_callback(m, u->forward(u, u->user));
 }
 
+/* The gradients its ops did not write whole first (left to them by ZERO_GRADS / GRAD_ALLOC) are
+ * zeroed before the action ends. */
 static sz_status do_bwd(struct sz_model *m, struct sz_unit *u, const sz_action *a, const struct step_args *s)
 {
     (void)m, (void)a, (void)s;
     if (!u->backward)
         return SZ_ERR_STATE;
     u->phase = u->bwd_name;
-    return after_callback(m, u->backward(u, u->user));
+    sz_status st = after_callback(m, u->backward(u, u->user)), fl = sz_grads_flush(m);
+    return st != SZ_OK ? st : fl;
 }
 
+/* SZ_GRADS_FIRST_WRITERS: only the padding is zeroed (the optimizer and the collectives read it);
+ * each parameter's gradient is left to the first task on it (codelets/zero.c). */
 static sz_status do_zero_grads(struct sz_model *m, struct sz_unit *u, const sz_action *a, const struct step_args *s)
 {
-    (void)m, (void)a, (void)s;
-    return sz_submit_zero(u, &u->grad.all, u->bwd_name, NULL, 0, 0, NULL);
+    (void)s;
+    if (a->flag != SZ_GRADS_FIRST_WRITERS)
+        return sz_submit_zero(u, &u->grad.all, u->bwd_name, NULL, 0, 0, NULL);
+    sz_status st = sz_grads_defer(m, u, &u->grad.all);
+    if (st == SZ_OK && u->padded > u->numel) {
+        sz_tensor pad = sz_tensor_view(&u->grad.all, u->numel, u->padded - u->numel, NULL);
+        st = sz_submit_zero(u, &pad, u->bwd_name, NULL, 0, 0, NULL);
+    }
+    return st;
 }
 
 /* With the token, the zeroing that allocates a unit's gradients is ordered after the earlier
- * reduce-scatters, bounding the gradients in flight. */
+ * reduce-scatters, bounding the gradients in flight. SZ_GRADS_FIRST_WRITERS: the task still writes
+ * the whole buffer (it allocates it) but zeroes only the padding. */
 static sz_status do_grad_alloc(struct sz_model *m, struct sz_unit *u, const sz_action *a, const struct step_args *s)
 {
     (void)s;
     int cat;
     int64_t b = bytes_of(a, &cat);
-    return sz_submit_zero(u, &u->wg->all, u->bwd_name, &m->counters, cat, b, m->token);
+    int fold = a->flag == SZ_GRADS_FIRST_WRITERS;
+    sz_status st = sz_submit_zero_from(u, &u->wg->all, fold ? u->numel : 0, u->bwd_name, &m->counters, cat, b, m->token);
+    return st == SZ_OK && fold ? sz_grads_defer(m, u, &u->wg->all) : st;
 }
 
 static sz_status do_grad_convert(struct sz_model *m, struct sz_unit *u, const sz_action *a, const struct step_args *s)
@@ -370,9 +387,17 @@ static sz_status run(struct sz_model *m, const sz_plan *p, int from, int to, con
         sz_status st = k_submit[a->kind](m, u, a, s);
         m->force_where = 0;
         if (st != SZ_OK) {
+            m->ngpending = 0;
             sz_depcheck_action(m, p, -1);
             return st;
         }
+    }
+    /* the plan puts a BWD after every ZERO_GRADS / GRAD_ALLOC that leaves gradients to first writers */
+    if (m->ngpending > 0) {
+        sz_context_log(m->ctx, SZ_LOG_ERROR, "the plan left %d parameter gradients unwritten at the end of its run "
+                       "(no BWD action after their zeroing): a bug", m->ngpending);
+        m->ngpending = 0;
+        return SZ_ERR_STATE;
     }
     return sz_depcheck_run_end(m, p, to) ? SZ_ERR_STATE : SZ_OK;
 }

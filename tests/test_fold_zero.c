@@ -90,6 +90,24 @@ static void test_matmul_f32(void)
         CU_ASSERT(same_up_to_zero_sign(what, got, want, nc, 0));
         CU_ASSERT(memcmp(dw0, dw1, oc * 4) == 0); /* still accumulated, the same */
         CU_ASSERT(memcmp(db0, db1, OC * 4) == 0);
+        /* the step's first writer of the parameters' gradients: dweight and dbias set (and
+         * gelu_matmul_bwd's, whose dinp is written anyway) */
+        float *dwz = calloc(oc, 4), *dbz = calloc(OC, 4), *dwn = nans(oc * 4), *dbn = nans(OC * 4);
+        CU_ASSERT(sz_k_matmul_bwd(NULL, dwz, dbz, dout, inp, w, N, C, OC) >= 0);
+        CU_ASSERT(sz_k_matmul_bwd_set(NULL, dwn, dbn, dout, inp, w, N, C, OC, SZ_K_SET_DW | SZ_K_SET_DB) >= 0);
+        snprintf(what, sizeof what, "matmul_bwd dweight %dx%dx%d", N, C, OC);
+        CU_ASSERT(same_up_to_zero_sign(what, dwn, dwz, oc, 0));
+        CU_ASSERT(memcmp(dbn, dbz, OC * 4) == 0); /* the column sums start at +0 either way */
+        float *pre = rnd(nc, 1.0f), *gin = malloc(nc * 4), *d0 = malloc(nc * 4), *d1 = malloc(nc * 4);
+        sz_k_gelu_fwd(gin, pre, nc);
+        memset(dwz, 0, oc * 4), memset(dbz, 0, OC * 4), memset(dwn, 0xff, oc * 4), memset(dbn, 0xff, OC * 4);
+        CU_ASSERT(sz_k_gelu_matmul_bwd(d0, SZ_K_F32, dwz, dbz, SZ_K_F32, dout, gin, w, pre, SZ_K_F32, SZ_K_F32, N, C, OC) >= 0);
+        CU_ASSERT(sz_k_gelu_matmul_bwd_set(d1, SZ_K_F32, dwn, dbn, SZ_K_F32, dout, gin, w, pre, SZ_K_F32, SZ_K_F32, N, C, OC,
+                                           SZ_K_SET_DW | SZ_K_SET_DB) >= 0);
+        CU_ASSERT(memcmp(d0, d1, nc * 4) == 0);
+        CU_ASSERT(same_up_to_zero_sign("gelu_matmul_bwd dweight", dwn, dwz, oc, 0));
+        CU_ASSERT(memcmp(dbn, dbz, OC * 4) == 0);
+        free(dwz); free(dbz); free(dwn); free(dbn); free(pre); free(gin); free(d0); free(d1);
         free(dout); free(inp); free(w); free(want); free(got); free(dw0); free(dw1); free(db0); free(db1);
     }
 }
@@ -114,6 +132,17 @@ static void test_matmul_bf16(void)
                 snprintf(what, sizeof what, "matmul_bwd_bf16 dinp %s %dx%dx%d (SZ_ONEDNN_BF16=%s)", dt ? "bf16" : "f32",
                          N, C, OC, paths[pth]);
                 CU_ASSERT(same_up_to_zero_sign(what, got, want, nc, dt));
+                /* dweight, dbias of type dt set (the first writer of a step) */
+                size_t oc = (size_t)OC * C;
+                void *dwz = calloc(oc, es), *dbz = calloc(OC, es), *dwn = nans(oc * es), *dbn = nans(OC * es);
+                CU_ASSERT(sz_k_matmul_bwd_bf16(NULL, SZ_K_F32, dwz, dbz, (sz_k_dtype)dt, dout, inp, w, N, C, OC) >= 0);
+                CU_ASSERT(sz_k_matmul_bwd_bf16_set(NULL, SZ_K_F32, dwn, dbn, (sz_k_dtype)dt, dout, inp, w, N, C, OC,
+                                                   SZ_K_SET_DW | SZ_K_SET_DB) >= 0);
+                snprintf(what, sizeof what, "matmul_bwd_bf16 dweight %s %dx%dx%d (SZ_ONEDNN_BF16=%s)",
+                         dt ? "bf16" : "f32", N, C, OC, paths[pth]);
+                CU_ASSERT(same_up_to_zero_sign(what, dwn, dwz, oc, dt));
+                CU_ASSERT(memcmp(dbn, dbz, OC * es) == 0);
+                free(dwz); free(dbz); free(dwn); free(dbn);
                 free(dout); free(inp); free(w); free(want); free(got);
             }
     }
@@ -175,6 +204,18 @@ static void test_rows(void)
                                             SZ_K_SET_DINP) == 0);
         CU_ASSERT(same_up_to_zero_sign("layernorm_bwd_mx dinp", got, want, nc, 0));
         CU_ASSERT(memcmp(dw0, dw1, sizeof dw1) == 0 && memcmp(db0, db1, sizeof db1) == 0);
+        /* dweight and dbias set: their sums start at +0, as on a zeroed destination (the same bits) */
+        int sets = SZ_K_SET_DW | SZ_K_SET_DB;
+        memset(dw0, 0, sizeof dw1), memset(db0, 0, sizeof db1), memset(dw1, 0xff, sizeof dw1), memset(db1, 0xff, sizeof db1);
+        memcpy(got, want, nc * 4);
+        sz_k_layernorm_bwd(want, dw0, db0, dout, res, wln, mean, rstd, N, C);
+        sz_k_layernorm_bwd_set(got, dw1, db1, dout, res, wln, mean, rstd, N, C, sets);
+        CU_ASSERT(memcmp(dw0, dw1, sizeof dw1) == 0 && memcmp(db0, db1, sizeof db1) == 0 && memcmp(got, want, nc * 4) == 0);
+        memset(dw0, 0, sizeof dw1), memset(db0, 0, sizeof db1), memset(dw1, 0xff, sizeof dw1), memset(db1, 0xff, sizeof db1);
+        memcpy(got, want, nc * 4);
+        CU_ASSERT(sz_k_layernorm_bwd_mx(want, dw0, db0, d16, SZ_K_BF16, res, wln, SZ_K_F32, mean, rstd, N, C) == 0);
+        CU_ASSERT(sz_k_layernorm_bwd_mx_set(got, dw1, db1, d16, SZ_K_BF16, res, wln, SZ_K_F32, mean, rstd, N, C, sets) == 0);
+        CU_ASSERT(memcmp(dw0, dw1, sizeof dw1) == 0 && memcmp(db0, db1, sizeof db1) == 0);
         free(dw0); free(db0);
     }
 
@@ -201,6 +242,23 @@ static void test_rows(void)
         CU_ASSERT(same_up_to_zero_sign("layernorm_residual_bwd_mx da", ga, wa, nc, 0));
         CU_ASSERT(same_up_to_zero_sign("layernorm_residual_bwd_mx db bf16", gb16, wb16, nc, 1));
         CU_ASSERT(memcmp(dres0, dres1, nc * 4) == 0 && memcmp(dw0, dw1, sizeof dw1) == 0);
+        /* dweight and dbias set */
+        float dbl0[C] = {0}, dbl1[C];
+        memset(dw0, 0, sizeof dw0), memset(dw1, 0xff, sizeof dw1), memset(dbl1, 0xff, sizeof dbl1);
+        memcpy(dres1, dres0, nc * 4), memcpy(ga, wa, nc * 4), memcpy(gb, wb, nc * 4);
+        sz_k_layernorm_residual_bwd(wa, wb, dres0, dw0, dbl0, dout, res, wln, mean, rstd, N, C);
+        sz_k_layernorm_residual_bwd_set(ga, gb, dres1, dw1, dbl1, dout, res, wln, mean, rstd, N, C,
+                                        SZ_K_SET_DW | SZ_K_SET_DB);
+        CU_ASSERT(memcmp(dw0, dw1, sizeof dw1) == 0 && memcmp(dbl0, dbl1, sizeof dbl1) == 0);
+        CU_ASSERT(memcmp(ga, wa, nc * 4) == 0 && memcmp(gb, wb, nc * 4) == 0 && memcmp(dres0, dres1, nc * 4) == 0);
+        memset(dw0, 0, sizeof dw0), memset(dbl0, 0, sizeof dbl0), memset(dw1, 0xff, sizeof dw1), memset(dbl1, 0xff, sizeof dbl1);
+        memcpy(dres1, dres0, nc * 4), memcpy(ga, wa, nc * 4);
+        CU_ASSERT(sz_k_layernorm_residual_bwd_mx(wa, wb16, SZ_K_BF16, dres0, dw0, dbl0, d16, SZ_K_BF16, res, wln,
+                                                 SZ_K_F32, mean, rstd, N, C) == 0);
+        memcpy(gb16, wb16, nc * 2); /* (wb16 was added into once more above: compare from equal starts) */
+        CU_ASSERT(sz_k_layernorm_residual_bwd_mx_set(ga, gb16, SZ_K_BF16, dres1, dw1, dbl1, d16, SZ_K_BF16, res, wln,
+                                                     SZ_K_F32, mean, rstd, N, C, SZ_K_SET_DW | SZ_K_SET_DB) == 0);
+        CU_ASSERT(memcmp(dw0, dw1, sizeof dw1) == 0 && memcmp(dbl0, dbl1, sizeof dbl1) == 0);
         free(dres0); free(dres1); free(wa); free(wb); free(ga); free(gb); free(wb16); free(gb16);
     }
 
@@ -236,6 +294,32 @@ static void test_rows(void)
         CU_ASSERT(sz_k_rmsnorm_bwd_mx_set(got, dw1, d16, SZ_K_BF16, res, wln, SZ_K_F32, rs, N, C, SZ_K_SET_DINP) == 0);
         CU_ASSERT(same_up_to_zero_sign("rmsnorm_bwd_mx dinp", got, want, nc, 0));
         CU_ASSERT(memcmp(dw0, dw1, sizeof dw1) == 0);
+        /* dweight set: its sums start at +0 (the same bits as on a zeroed one) */
+        memset(dw0, 0, sizeof dw0), memset(dw1, 0xff, sizeof dw1);
+        sz_k_rmsnorm_bwd(NULL, dw0, dout, res, wln, rs, N, C);
+        sz_k_rmsnorm_bwd_set(NULL, dw1, dout, res, wln, rs, N, C, SZ_K_SET_DW);
+        CU_ASSERT(memcmp(dw0, dw1, sizeof dw1) == 0);
+        memset(dw0, 0, sizeof dw0), memset(dw1, 0xff, sizeof dw1);
+        CU_ASSERT(sz_k_rmsnorm_bwd_mx(NULL, dw0, d16, SZ_K_BF16, res, wln, SZ_K_F32, rs, N, C) == 0);
+        CU_ASSERT(sz_k_rmsnorm_bwd_mx_set(NULL, dw1, d16, SZ_K_BF16, res, wln, SZ_K_F32, rs, N, C, SZ_K_SET_DW) == 0);
+        CU_ASSERT(memcmp(dw0, dw1, sizeof dw1) == 0);
+        {
+            float *dr0 = rnd(nc, 0.3f), *dr1 = malloc(nc * 4), *a0 = rnd(nc, 1.0f), *a1 = malloc(nc * 4);
+            float *b0 = rnd(nc, 1.0f), *b1 = malloc(nc * 4);
+            memcpy(dr1, dr0, nc * 4), memcpy(a1, a0, nc * 4), memcpy(b1, b0, nc * 4);
+            memset(dw0, 0, sizeof dw0), memset(dw1, 0xff, sizeof dw1);
+            sz_k_rmsnorm_residual_bwd(a0, b0, dr0, dw0, dout, res, wln, rs, N, C);
+            sz_k_rmsnorm_residual_bwd_set(a1, b1, dr1, dw1, dout, res, wln, rs, N, C, SZ_K_SET_DW);
+            CU_ASSERT(memcmp(dw0, dw1, sizeof dw1) == 0 && memcmp(a0, a1, nc * 4) == 0 && memcmp(b0, b1, nc * 4) == 0);
+            memset(dw0, 0, sizeof dw0), memset(dw1, 0xff, sizeof dw1);
+            memcpy(dr1, dr0, nc * 4), memcpy(a1, a0, nc * 4), memcpy(b1, b0, nc * 4);
+            CU_ASSERT(sz_k_rmsnorm_residual_bwd_mx(a0, b0, SZ_K_F32, dr0, dw0, d16, SZ_K_BF16, res, wln, SZ_K_F32, rs,
+                                                   N, C) == 0);
+            CU_ASSERT(sz_k_rmsnorm_residual_bwd_mx_set(a1, b1, SZ_K_F32, dr1, dw1, d16, SZ_K_BF16, res, wln, SZ_K_F32,
+                                                       rs, N, C, SZ_K_SET_DW) == 0);
+            CU_ASSERT(memcmp(dw0, dw1, sizeof dw1) == 0 && memcmp(a0, a1, nc * 4) == 0 && memcmp(b0, b1, nc * 4) == 0);
+            free(dr0); free(dr1); free(a0); free(a1); free(b0); free(b1);
+        }
         for (int set = 1; set <= 3; set++) {
             float *dres0 = rnd(nc, 0.3f), *dres1 = malloc(nc * 4), *wa = rnd(nc, 1.0f), *wb = rnd(nc, 1.0f);
             float *ga = malloc(nc * 4), *gb = malloc(nc * 4);
@@ -412,6 +496,124 @@ static void test_fold_tasks(void)
     free(off);
 }
 
+/* The parameters' gradients set by their first writers (SZ_GRADS_FIRST_WRITERS): a unit "lin" with
+ * w [FOC, FC], b [FOC] (set by matmul_bwd), e [4, FC] (an embedding's scatter-add: zeroed just
+ * before it) and c [3] (untouched: zeroed at the end of the backward); fp32 (the persistent
+ * gradients, ZERO_GRADS) and bf16 mixed (the working gradients, GRAD_ALLOC), 1 and 2 micro-batches:
+ * bitwise the gradients and parameters of SZ_ZERO_FOLD=0, with the views set and zeroed counted. */
+struct fg {
+    sz_model *m;
+    sz_tensor *x, *y, *g, *target, *losses, *dg, *dy, *dx, *tok;
+};
+static const sz_param_spec GW[] = {{"w", FOC, FC, 1, SZ_INIT_NORMAL, 0.3f}, {"b", FOC, 1, 0, SZ_INIT_NORMAL, 0.1f},
+                                   {"e", 4, FC, 1, SZ_INIT_NORMAL, 0.1f}, {"c", 3, 1, 0, SZ_INIT_NORMAL, 0.1f}};
+enum { GOUT = FOC * FC + FOC + 4 * FC + 3 };
+
+static sz_status g_fwd(sz_unit *u, void *p)
+{
+    struct fg *f = p;
+    TRY(sz_op_matmul_fwd(u, f->y, f->x, sz_unit_param(u, 0), sz_unit_param(u, 1), FN, FC, FOC));
+    TRY(sz_op_gelu_fwd(u, f->g, f->y, (int64_t)FN * FOC));
+    return sz_op_mse_fwd(u, f->losses, f->g, f->target, FN, FOC);
+}
+static sz_status g_bwd(sz_unit *u, void *p)
+{
+    struct fg *f = p;
+    TRY(sz_op_zero(u, f->dy));
+    TRY(sz_op_zero(u, f->dx));
+    TRY(sz_op_mse_bwd(u, f->dg, f->g, f->target, FN, FOC));
+    TRY(sz_op_gelu_bwd(u, f->dy, f->y, f->dg, (int64_t)FN * FOC));
+    TRY(sz_op_matmul_bwd(u, f->dx, sz_unit_grad(u, 0), sz_unit_grad(u, 1), f->dy, f->x, sz_unit_param(u, 0), FN, FC,
+                         FOC));
+    return sz_op_embedding_bwd(u, sz_unit_grad(u, 2), f->dx, f->tok, FN, FC, 4);
+}
+
+struct fg_count { int64_t set, zeroed, tasks, bytes; };
+static int fg_run(int fold, int mixed, int micro, float *grads, float *params, struct fg_count *c)
+{
+    struct fg f = {0};
+    if (!fold)
+        setenv("SZ_ZERO_FOLD", "0", 1);
+    int ok = sz_model_init(&f.m, ctx) == SZ_OK;
+    unsetenv("SZ_ZERO_FOLD");
+    sz_zero_config z;
+    sz_zero_config_defaults(&z);
+    z.micro_batches = micro;
+    z.precision = mixed ? SZ_PRECISION_BF16 : SZ_PRECISION_FP32;
+    z.bf16_compute = SZ_BF16_COMPUTE_EMULATED;
+    sz_unit_desc d = {.name = "lin", .params = GW, .nparams = 4, .forward = g_fwd, .backward = g_bwd, .user = &f};
+    if (!ok || sz_model_set_zero(f.m, &z) != SZ_OK || sz_model_add_unit(f.m, &d) != SZ_OK)
+        return 0;
+    int64_t nc = (int64_t)FN * FC, no = (int64_t)FN * FOC;
+    sz_tensor **t[] = {&f.x, &f.dx, &f.y, &f.g, &f.target, &f.dg, &f.dy};
+    const char *names[] = {"x", "dx", "y", "g", "target", "dg", "dy"};
+    for (int i = 0; i < 7; i++)
+        *t[i] = sz_model_tensor(f.m, names[i], SZ_DTYPE_F32, i < 2 ? nc : no);
+    f.losses = sz_model_tensor(f.m, "losses", SZ_DTYPE_F32, FN);
+    f.tok = sz_model_tensor(f.m, "tok", SZ_DTYPE_I32, FN);
+    ok = sz_model_set_loss(f.m, f.losses) == SZ_OK && sz_model_finalize(f.m) == SZ_OK &&
+         sz_model_init_params(f.m, 5) == SZ_OK && sz_model_depcheck(f.m, 1) == SZ_OK;
+    int32_t tok[FN];
+    for (int i = 0; i < FN; i++)
+        tok[i] = (i * 3) % 4;
+    float *x = rnd((size_t)nc, 1.0f), *target = rnd((size_t)no, 1.0f);
+    ok &= sz_tensor_write(f.x, x) == SZ_OK && sz_tensor_write(f.target, target) == SZ_OK &&
+          sz_tensor_write(f.tok, tok) == SZ_OK;
+    sz_train_config tc;
+    sz_train_config_defaults(&tc);
+    tc.lr = 0.1f;
+    for (int step = 1; step <= 2 && ok; step++) {
+        for (int mb = 0; mb < micro && ok; mb++) {
+            float loss;
+            ok &= sz_model_forward_backward(f.m, &loss) == SZ_OK && isfinite(loss);
+        }
+        if (step == 2) /* the summed gradients of the step */
+            for (int k = 0, o = 0; k < 4 && ok; o += GW[k].rows * GW[k].cols, k++)
+                ok &= sz_model_grad_read(f.m, 0, k, grads + o) == SZ_OK;
+        ok &= sz_model_update(f.m, &tc, step) == SZ_OK;
+    }
+    for (int k = 0, o = 0; k < 4 && ok; o += GW[k].rows * GW[k].cols, k++)
+        ok &= sz_model_param_read(f.m, 0, k, params + o) == SZ_OK;
+    int steps = 0, ndeps = 0;
+    char msg[256] = "";
+    int viol = sz_model_depcheck_result(f.m, &steps, &ndeps, msg, sizeof msg);
+    if (viol != 0)
+        printf("\n  depcheck: %d violations: %s\n", viol, msg);
+    ok &= viol == 0 && steps >= 1;
+    *c = (struct fg_count){f.m->grads_set, f.m->grads_zeroed, f.m->zero_tasks, f.m->zero_bytes};
+    sz_model_free(f.m);
+    free(x); free(target);
+    return ok;
+}
+
+static void test_fold_grads(void)
+{
+    float *g[2] = {malloc(GOUT * 4), malloc(GOUT * 4)}, *p[2] = {malloc(GOUT * 4), malloc(GOUT * 4)};
+    for (int mixed = 0; mixed < 2; mixed++)
+        for (int micro = 1; micro <= 2; micro++) {
+            struct fg_count c[2];
+            uint32_t seed = rng_state;
+            for (int fold = 0; fold < 2; fold++) {
+                rng_state = seed;
+                CU_ASSERT_FATAL(fg_run(fold, mixed, micro, g[fold], p[fold], &c[fold]));
+            }
+            printf("\n  %s, %d micro-batch(es), 2 steps: set %lld, zeroed %lld views; zeroing tasks %lld (%lld B), "
+                   "SZ_ZERO_FOLD=0: %lld (%lld B)", mixed ? "bf16" : "fp32", micro, (long long)c[1].set,
+                   (long long)c[1].zeroed, (long long)c[1].tasks, (long long)c[1].bytes, (long long)c[0].tasks,
+                   (long long)c[0].bytes);
+            /* fp32: the persistent gradients, left to first writers in the first micro-batch only;
+             * mixed: fresh working gradients in every micro-batch */
+            int64_t passes = 2 * (mixed ? micro : 1);
+            CU_ASSERT_EQUAL(c[1].set, 2 * passes);    /* w, b */
+            CU_ASSERT_EQUAL(c[1].zeroed, 2 * passes); /* e (before the scatter-add), c (at the end) */
+            CU_ASSERT(c[0].set == 0 && c[0].zeroed == 0);
+            CU_ASSERT(c[1].bytes < c[0].bytes);
+            CU_ASSERT(memcmp(g[0], g[1], GOUT * 4) == 0);
+            CU_ASSERT(memcmp(p[0], p[1], GOUT * 4) == 0);
+        }
+    free(g[0]); free(g[1]); free(p[0]); free(p[1]);
+}
+
 static int tasks_init(void)
 {
     sz_context_config cfg;
@@ -432,6 +634,7 @@ int main(void)
              {"matmul_bwd bf16 (native, widened)", test_matmul_bf16}, {"gelu, residual, layernorm, attention, rmsnorm, rope", test_rows});
     CU_pSuite s = CU_add_suite("folding as tasks", tasks_init, tasks_clean);
     CU_add_test(s, "folded or submitted, the same values", test_fold_tasks);
+    CU_add_test(s, "parameters' gradients set by their first writers", test_fold_grads);
     int rc = sz_test_run();
     sz_k_shutdown();
     return rc;

@@ -35,8 +35,12 @@ void sz_k_residual_layernorm_fwd(float *res, float *out, float *mean, float *rst
 /* One column block [c0, c0 + w) of dweight, dbias, adding rows 0..N-1 in order; dout of type dout_dt
  * (a bf16 one widened exactly as it is read, so the sums are those of the fp32 dout). */
 SZ_INLINE void ln_params_block(float *dweight, float *dbias, const void *dout, int dout_dt, const float *inp,
-                                   const float *mean, const float *rstd, int N, int C, int c0, int w)
+                                   const float *mean, const float *rstd, int N, int C, int c0, int w, int set)
 {
+    if (dbias && (set & SZ_K_SET_DB)) /* set: the sums start at 0 (what adding onto zeros gives) */
+        memset(dbias + c0, 0, (size_t)w * sizeof *dbias);
+    if (dweight && (set & SZ_K_SET_DW))
+        memset(dweight + c0, 0, (size_t)w * sizeof *dweight);
     for (int n = 0; n < N; n++) {
         const float *x = inp + (size_t)n * C + c0;
         size_t o = (size_t)n * C + c0;
@@ -49,18 +53,18 @@ SZ_INLINE void ln_params_block(float *dweight, float *dbias, const void *dout, i
     }
 }
 
-/* dweight, dbias: column blocks, each adding rows 0..N-1 in order. */
+/* dweight, dbias: column blocks, each adding rows 0..N-1 in order (onto 0 under SZ_K_SET_DW / _DB). */
 void sz_ln_params_bwd(float *dweight, float *dbias, const void *dout, sz_k_dtype dout_dt, const float *inp,
-                      const float *mean, const float *rstd, int N, int C, int par)
+                      const float *mean, const float *rstd, int N, int C, int par, int set)
 {
     int nb = (C + SZ_COL_BLOCK - 1) / SZ_COL_BLOCK;
 #pragma omp parallel for schedule(static) if (par)
     for (int blk = 0; blk < nb; blk++) {
         int c0 = blk * SZ_COL_BLOCK, w = C - c0 < SZ_COL_BLOCK ? C - c0 : SZ_COL_BLOCK;
         if (dout_dt == SZ_K_BF16)
-            ln_params_block(dweight, dbias, dout, SZ_K_BF16, inp, mean, rstd, N, C, c0, w);
+            ln_params_block(dweight, dbias, dout, SZ_K_BF16, inp, mean, rstd, N, C, c0, w, set);
         else
-            ln_params_block(dweight, dbias, dout, SZ_K_F32, inp, mean, rstd, N, C, c0, w);
+            ln_params_block(dweight, dbias, dout, SZ_K_F32, inp, mean, rstd, N, C, c0, w, set);
     }
 }
 
@@ -80,7 +84,7 @@ void sz_k_layernorm_bwd_set(float *dinp, float *dweight, float *dbias, const flo
     for (int n = 0; n < N; n++)
         sz_ln_row_bwd(dinp + (size_t)n * C, dout + (size_t)n * C, inp + (size_t)n * C, weight, mean[n], rstd[n], C,
                       sd);
-    sz_ln_params_bwd(dweight, dbias, dout, SZ_K_F32, inp, mean, rstd, N, C, par);
+    sz_ln_params_bwd(dweight, dbias, dout, SZ_K_F32, inp, mean, rstd, N, C, par, set);
 }
 
 /* The layernorm's backward and the residual add's before it (res = a + b fed the layernorm), row
@@ -105,5 +109,5 @@ void sz_k_layernorm_residual_bwd_set(float *da, float *db, float *dres, float *d
         sz_ln_row_bwd(dr, dout + (size_t)n * C, res + (size_t)n * C, weight, mean[n], rstd[n], C, 0);
         sz_k_residual_bwd_row(dan, dbn, dr, (size_t)C, set);
     }
-    sz_ln_params_bwd(dweight, dbias, dout, SZ_K_F32, res, mean, rstd, N, C, par);
+    sz_ln_params_bwd(dweight, dbias, dout, SZ_K_F32, res, mean, rstd, N, C, par, set);
 }

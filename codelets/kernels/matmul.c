@@ -615,7 +615,7 @@ int sz_k_matmul_fwd(float *out, const float *inp, const float *weight, const flo
 /* The shapes sz_k_matmul_fwd / _bwd_set (w_dt F32) or their bf16-weight twins (w_dt BF16) run. */
 static void sz_mm_host_bytes(int N, int C, int OC, int nthr, int w_dt, size_t *scratch, size_t *pack)
 {
-    sz_mm_shape s[5];
+    sz_mm_shape s[6];
     sz_mm_shape_fwd(&s[0], N, C, OC, SZ_K_F32, SZ_K_F32, 1);   /* the forward, with a bias and without */
     sz_mm_shape_weights(&s[0], w_dt);
     s[3] = s[0];
@@ -626,8 +626,10 @@ static void sz_mm_host_bytes(int N, int C, int OC, int nthr, int w_dt, size_t *s
     s[2].a_sm = 1; s[2].a_sk = OC; s[2].b_sk = C; s[2].b_sn = 1; s[2].ldd = C; s[2].accumulate = 1;
     s[4] = s[1];                             /* dinp set (sz_k_matmul_bwd_set) */
     s[4].accumulate = 0;
+    s[5] = s[2];                             /* dweight set */
+    s[5].accumulate = 0;
     size_t scratch_most = 0, pack_most = 0;
-    for (int i = 0; i < 5; i++) {
+    for (int i = 0; i < 6; i++) {
         size_t sc, pk;
         sz_mm_shape_host_split(&s[i], nthr, &sc, &pk);
         /* the scratchpads persist (the largest of them), the packed tiles only during a call */
@@ -674,12 +676,13 @@ int sz_k_matmul_bwd_set(float *dinp, float *dweight, float *dbias, const float *
         if ((r = sz_mm_tiled(&s, dinp, dout, weight, NULL)) < 0) return r;
         rc |= r;
     }
-    if (dweight) {   /* dweight[OC,C] += (dout[N,OC] viewed as [OC,N]) . inp[N,C] */
+    if (dweight) {   /* dweight[OC,C] (+)= (dout[N,OC] viewed as [OC,N]) . inp[N,C]; set: no sum post-op */
         sz_mm_init(&s, OC, C, N, SZ_K_F32);
-        s.a_sm = 1; s.a_sk = OC; s.b_sk = C; s.b_sn = 1; s.ldd = C; s.accumulate = 1;
+        s.a_sm = 1; s.a_sk = OC; s.b_sk = C; s.b_sn = 1; s.ldd = C; s.accumulate = !(set & SZ_K_SET_DW);
         if ((r = sz_mm_tiled(&s, dweight, dout, inp, NULL)) < 0) return r;
         rc |= r;
     }
+    if (dbias && (set & SZ_K_SET_DB)) memset(dbias, 0, (size_t)OC * sizeof *dbias); /* the sums start at 0 */
     if (dbias) sz_mm_colsum(dbias, SZ_K_F32, dout, SZ_K_F32, N, OC);
     return rc;
 }
@@ -709,7 +712,8 @@ int sz_k_matmul_bwd_wbf16_set(float *dinp, float *dweight, float *dbias, const f
         rc |= r;
     }
     if (dweight || dbias) {   /* no weight in them: the fp32 kernels' */
-        if ((r = sz_k_matmul_bwd_set(NULL, dweight, dbias, dout, inp, NULL, N, C, OC, 0)) < 0) return r;
+        if ((r = sz_k_matmul_bwd_set(NULL, dweight, dbias, dout, inp, NULL, N, C, OC,
+                                     set & (SZ_K_SET_DW | SZ_K_SET_DB))) < 0) return r;
         rc |= r;
     }
     return rc;

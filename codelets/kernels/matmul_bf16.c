@@ -137,13 +137,15 @@ int sz_k_matmul_bwd_bf16_set(void *dinp, sz_k_dtype dinp_dt, void *dweight, void
         if (r < 0) return r;
         rc |= r;
     }
-    if (dweight) {   /* dweight[OC,C] += dout^T . inp */
+    if (dweight) {   /* dweight[OC,C] (+)= dout^T . inp; set: no sum post-op */
         sz_mm_init16(&s, OC, C, N, dparam_dt);
-        s.a_sm = 1; s.a_sk = OC; s.b_sk = C; s.b_sn = 1; s.ldd = C; s.accumulate = 1;
+        s.a_sm = 1; s.a_sk = OC; s.b_sk = C; s.b_sn = 1; s.ldd = C; s.accumulate = !(set & SZ_K_SET_DW);
         r = sz_mm_bf16(&s, dweight, dout, inp, NULL);
         if (r < 0) return r;
         rc |= r;
     }
+    if (dbias && (set & SZ_K_SET_DB)) /* the sums start at 0 */
+        memset(dbias, 0, (size_t)OC * (dparam_dt == SZ_K_BF16 ? 2 : 4));
     if (dbias) sz_mm_colsum(dbias, dparam_dt, dout, SZ_K_BF16, N, OC);
     return rc;
 }
@@ -155,7 +157,7 @@ int sz_k_matmul_bwd_bf16_set(void *dinp, sz_k_dtype dinp_dt, void *dweight, void
  * held by a running call. */
 void sz_k_matmul_bf16_host_bytes(int N, int C, int OC, int nthr, size_t *scratch, size_t *pack)
 {
-    sz_mm_shape s[10];
+    sz_mm_shape s[14];
     int n = 0;
     for (int dt = 0; dt < 2; dt++) {
         int d_dt = dt ? SZ_K_BF16 : SZ_K_F32;
@@ -168,7 +170,9 @@ void sz_k_matmul_bf16_host_bytes(int N, int C, int OC, int nthr, size_t *scratch
         s[n + 3].accumulate = 1;
         s[n + 4] = s[n + 2];                /* dinp set (sz_k_matmul_bwd_bf16_set) */
         s[n + 4].accumulate = 0;
-        n += 5;
+        s[n + 5] = s[n + 3];                /* dweight set */
+        s[n + 5].accumulate = 0;
+        n += 6;
     }
     const char *native = getenv("SZ_ONEDNN_BF16");
     size_t sc_most = 0, pk_most = 0; /* the choice sz_mm_bf16 makes */

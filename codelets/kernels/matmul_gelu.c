@@ -110,6 +110,15 @@ int sz_k_gelu_matmul_bwd(void *dinp, sz_k_dtype dinp_dt, void *dweight, void *db
                          const void *dout, const void *inp, const void *weight, const float *pre, sz_k_dtype in_dt,
                          sz_k_dtype w_dt, int N, int C, int OC)
 {
+    return sz_k_gelu_matmul_bwd_set(dinp, dinp_dt, dweight, dbias, dparam_dt, dout, inp, weight, pre, in_dt, w_dt, N,
+                                    C, OC, 0);
+}
+
+int sz_k_gelu_matmul_bwd_set(void *dinp, sz_k_dtype dinp_dt, void *dweight, void *dbias, sz_k_dtype dparam_dt,
+                             const void *dout, const void *inp, const void *weight, const float *pre,
+                             sz_k_dtype in_dt, sz_k_dtype w_dt, int N, int C, int OC, int set)
+{
+    set &= SZ_K_SET_DW | SZ_K_SET_DB; /* dinp is always written (the GELU's epilogue) */
     int rc = 0, r;
     if (!sz_mg_types_ok(in_dt, w_dt)) return -2;
     if (dinp) {
@@ -124,8 +133,9 @@ int sz_k_gelu_matmul_bwd(void *dinp, sz_k_dtype dinp_dt, void *dweight, void *db
         rc |= r;
     }
     if (dweight || dbias) {
-        r = in_dt == SZ_K_BF16 ? sz_k_matmul_bwd_bf16(NULL, SZ_K_F32, dweight, dbias, dparam_dt, dout, inp, weight, N, C, OC)
-                               : sz_k_matmul_bwd(NULL, dweight, dbias, dout, inp, weight, N, C, OC);
+        r = in_dt == SZ_K_BF16 ? sz_k_matmul_bwd_bf16_set(NULL, SZ_K_F32, dweight, dbias, dparam_dt, dout, inp, weight,
+                                                          N, C, OC, set)
+                               : sz_k_matmul_bwd_set(NULL, dweight, dbias, dout, inp, weight, N, C, OC, set);
         if (r < 0) return r;
         rc |= r;
     }

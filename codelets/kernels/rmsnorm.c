@@ -30,15 +30,18 @@ void sz_k_residual_rmsnorm_fwd(float *res, float *out, float *rstd, const float 
     }
 }
 
-/* dw: column blocks, each adding rows 0..N-1 in order; dout fp32 or bf16 (widened by block). */
+/* dw: column blocks, each adding rows 0..N-1 in order (onto 0 under SZ_K_SET_DW); dout fp32 or bf16
+ * (widened by block). */
 void sz_rms_weight_bwd(float *dweight, const void *dout, sz_k_dtype dout_dt, const float *inp, const float *rstd,
-                       int N, int C, int par)
+                       int N, int C, int par, int set)
 {
     int nb = (C + SZ_COL_BLOCK - 1) / SZ_COL_BLOCK;
 #pragma omp parallel for schedule(static) if (par)
     for (int blk = 0; blk < nb; blk++) {
         int c0 = blk * SZ_COL_BLOCK, w = C - c0 < SZ_COL_BLOCK ? C - c0 : SZ_COL_BLOCK;
         float wide[SZ_COL_BLOCK];
+        if (set & SZ_K_SET_DW) /* set: the sums start at 0 (what adding onto zeros gives) */
+            memset(dweight + c0, 0, (size_t)w * sizeof *dweight);
         for (int n = 0; n < N; n++) {
             const float *x = inp + (size_t)n * C + c0, *d = (const float *)dout + (size_t)n * C + c0;
             if (dout_dt == SZ_K_BF16) {
@@ -68,7 +71,7 @@ void sz_k_rmsnorm_bwd_set(float *dinp, float *dweight, const float *dout, const 
             sz_rms_row_bwd(dinp + (size_t)n * C, dout + (size_t)n * C, inp + (size_t)n * C, weight, rstd[n], C, sd);
     }
     if (dweight)
-        sz_rms_weight_bwd(dweight, dout, SZ_K_F32, inp, rstd, N, C, par);
+        sz_rms_weight_bwd(dweight, dout, SZ_K_F32, inp, rstd, N, C, par, set);
 }
 
 /* The RMSNorm's backward and the residual add's before it (res = a + b fed the norm), row by row:
@@ -91,5 +94,5 @@ void sz_k_rmsnorm_residual_bwd_set(float *da, float *db, float *dres, float *dwe
         sz_rms_row_bwd(dr, dout + (size_t)n * C, res + (size_t)n * C, weight, rstd[n], C, 0);
         sz_k_residual_bwd_row(dan, dbn, dr, (size_t)C, set);
     }
-    sz_rms_weight_bwd(dweight, dout, SZ_K_F32, res, rstd, N, C, par);
+    sz_rms_weight_bwd(dweight, dout, SZ_K_F32, res, rstd, N, C, par, set);
 }

@@ -84,6 +84,10 @@ int sz_k_matmul_gelu_fwd(float *out, void *gout, sz_k_dtype gout_dt, const void 
 int sz_k_gelu_matmul_bwd(void *dinp, sz_k_dtype dinp_dt, void *dweight, void *dbias, sz_k_dtype dparam_dt,
                          const void *dout, const void *inp, const void *weight, const float *pre, sz_k_dtype in_dt,
                          sz_k_dtype w_dt, int N, int C, int OC);
+/* dweight (SZ_K_SET_DW), dbias (SZ_K_SET_DB) set as sz_k_matmul_bwd_set's; dinp is always written. */
+int sz_k_gelu_matmul_bwd_set(void *dinp, sz_k_dtype dinp_dt, void *dweight, void *dbias, sz_k_dtype dparam_dt,
+                             const void *dout, const void *inp, const void *weight, const float *pre,
+                             sz_k_dtype in_dt, sz_k_dtype w_dt, int N, int C, int OC, int set);
 
 /* ---- causal self-attention, NH heads of size hs = C/NH, scale 1/sqrt(hs), llm.c semantics.
  *      inp [B,T,3C] = q | k | v; out [B,T,C]. Memory linear in T: the forward saves only
@@ -245,7 +249,10 @@ void sz_k_mul_bwd_mx(void *da, sz_k_dtype da_dt, void *db, sz_k_dtype db_dt, con
 #define SZ_K_SET_A 1                 /* the first gradient argument: dinp, or residual's da */
 #define SZ_K_SET_B 2                 /* the second: residual's db */
 #define SZ_K_SET_DINP SZ_K_SET_A
-/* dinp only (no sum post-op in its tiles); dweight, dbias still accumulate. */
+#define SZ_K_SET_DW 4                /* a parameter's gradient: the matmul's or norm's dweight */
+#define SZ_K_SET_DB 8                /* and its bias's: dbias (the engine sets the first writer's of a step:
+                                        tasks/zero.c) */
+/* dinp (no sum post-op in its tiles), dweight (likewise), dbias (its column sums start at 0). */
 int sz_k_matmul_bwd_set(float *dinp, float *dweight, float *dbias, const float *dout,
                         const float *inp, const float *weight, int N, int C, int OC, int set);
 int sz_k_matmul_bwd_bf16_set(void *dinp, sz_k_dtype dinp_dt, void *dweight, void *dbias,
@@ -261,14 +268,14 @@ void sz_k_gelu_bwd_mx_set(void *dinp, sz_k_dtype dinp_dt, const float *inp, cons
 void sz_k_residual_bwd_set(float *da, float *db, const float *dout, size_t n, int set);
 void sz_k_residual_bwd_mx_set(void *da, sz_k_dtype da_dt, void *db, sz_k_dtype db_dt, const float *dout, size_t n,
                               int set);
-/* dinp only; dweight, dbias accumulate. */
+/* dinp; dweight (SZ_K_SET_DW) and dbias (SZ_K_SET_DB): their column sums start at 0. */
 void sz_k_layernorm_bwd_set(float *dinp, float *dweight, float *dbias, const float *dout,
                             const float *inp, const float *weight, const float *mean,
                             const float *rstd, int N, int C, int set);
 int sz_k_layernorm_bwd_mx_set(float *dinp, float *dweight, float *dbias, const void *dout, sz_k_dtype dout_dt,
                               const float *inp, const void *weight, sz_k_dtype p_dt, const float *mean,
                               const float *rstd, int N, int C, int set);
-/* da (SZ_K_SET_A) and db (SZ_K_SET_B) = dres; dres always accumulates. */
+/* da (SZ_K_SET_A) and db (SZ_K_SET_B) = dres, dweight and dbias as above; dres always accumulates. */
 void sz_k_layernorm_residual_bwd_set(float *da, float *db, float *dres, float *dweight, float *dbias,
                                      const float *dout, const float *res, const float *weight,
                                      const float *mean, const float *rstd, int N, int C, int set);
@@ -276,8 +283,8 @@ int sz_k_layernorm_residual_bwd_mx_set(float *da, void *db, sz_k_dtype db_dt, fl
                                        float *dbias, const void *dout, sz_k_dtype dout_dt, const float *res,
                                        const void *weight, sz_k_dtype p_dt, const float *mean, const float *rstd,
                                        int N, int C, int set);
-/* The LLaMA-style model's: RMSNorm's dinp (dweight accumulates), its fusion's da and db (dres, dweight
- * accumulate), RoPE's dinp. */
+/* The LLaMA-style model's: RMSNorm's dinp and dweight (SZ_K_SET_DW), its fusion's da, db and dweight
+ * (dres accumulates), RoPE's dinp. */
 void sz_k_rmsnorm_bwd_set(float *dinp, float *dweight, const float *dout, const float *inp, const float *weight,
                           const float *rstd, int N, int C, int set);
 int sz_k_rmsnorm_bwd_mx_set(float *dinp, float *dweight, const void *dout, sz_k_dtype dout_dt, const float *inp,
