@@ -1,4 +1,6 @@
-/* apps/sz-bench.c — GPT-2 training throughput, as one JSON object: tokens/s, step time, achieved
+/* apps/sz-bench.c — training throughput of a bundled model (GPT-2 by default, or the LLaMA-style
+ * model with --arch llama: the same presets d2, d6, d12 or L,H,C as sz-train --arch llama), as one
+ * JSON object: tokens/s, step time, achieved
  * GFLOP/s, and in the same run the machine's own yardsticks: the fp32 FMA peak (a register-only
  * kernel on all of a node's cores, run by its first rank alone; summed over nodes), the bf16
  * dot-product (vdpbf16ps) peak where the CPU has one, and OpenBLAS sgemm 2048^3. Under mpirun with
@@ -6,6 +8,14 @@
  * transport's throughput (comm_gbps) beside plain MPI collectives on the same bytes (mpi_gbps).
  *   sz-bench --model d12 --batch 4 --seq 64 --precision fp32 --steps 10 --json
  *   mpirun -np 2 sz-bench --model d6 --zero-stage 3 --json
+ *   sz-bench --arch llama --model d12 --batch 4 --seq 64 --precision bf16 --json
+ * Model FLOPs (flops_per_step, gflops, mfu) count the matrix products only, at 2 FLOPs per
+ * multiply-add, backward = 2 x forward, of every rank's micro-batches: per token forward, GPT-2
+ * 2·(12·L·C² + C·Vp) (QKV, attention projection, the 4C MLP's two matmuls, the tied head) and
+ * LLaMA 2·(L·(4C² + 3·C·F) + C·V) (QKV, projection, SwiGLU's gate, up and down; no biases; the
+ * untied head), plus causal attention's QKᵀ and AV, 2·L·T·C; embeddings, layernorm / RMSNorm,
+ * RoPE, GELU / SiLU, softmax and the optimizer are not counted (gpt2_flops_per_step,
+ * sz_llama_flops).
  * --optimizer adamw|sgd [--momentum M] as sz-train's: the optimizer's fp32 states count in
  * optimizer_bytes (what its tasks move) and model_state_bytes_formula.
  * Timings belong here, never in pass/fail tests. */
@@ -24,7 +34,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include "gpt2/gpt2.h"
+#include "arch.h"
 #include "opts.h"
 
 static double now_s(void)
@@ -230,7 +240,7 @@ static double stream_triad_gbps(int threads)
 
 int main(int argc, char **argv)
 {
-    const char *model = "d12", *precision = "fp32", *bf16_compute = "auto";
+    const char *model = "d12", *precision = "fp32", *bf16_compute = "auto", *arch = "gpt2";
     int B = 4, T = 64, steps = 10, warmup = 2, json = 0, vocab = 50257, stage = 0, micro = 1, ckpt = 0, arenas = 1;
     int64_t prefetch = 0;
     sz_optimizer optimizer = SZ_OPTIMIZER_ADAMW;
@@ -257,6 +267,7 @@ int main(int argc, char **argv)
                 return 2;
         }
         else if (!strcmp(a, "--model")) model = argv[++i];
+        else if (!strcmp(a, "--arch")) arch = argv[++i];
         else if (!strcmp(a, "--precision")) precision = argv[++i];
         else if (!strcmp(a, "--bf16-compute")) bf16_compute = argv[++i];
         else if (!strcmp(a, "--batch")) B = atoi(argv[++i]);
@@ -267,7 +278,7 @@ int main(int argc, char **argv)
         else if (!strcmp(a, "--zero-stage")) stage = atoi(argv[++i]);
         else if (!strcmp(a, "--micro-batches")) micro = atoi(argv[++i]);
         else {
-            fprintf(stderr, "usage: sz-bench [--model d2|d6|d12|L,H,C] [--batch B] [--seq T] [--steps N] [--warmup W]\n"
+            fprintf(stderr, "usage: sz-bench [--arch gpt2|llama] [--model d2|d6|d12|L,H,C] [--batch B] [--seq T] [--steps N] [--warmup W]\n"
                             "                [--precision fp32|bf16] [--bf16-compute auto|native|emulated] [--vocab V] [--zero-stage S] [--micro-batches M]\n"
                             "                [--checkpoint] [--no-arenas] [--prefetch-bytes B] [--optimizer adamw|sgd]\n"
                             "                [--momentum M] [--json]\n"
@@ -291,8 +302,13 @@ int main(int argc, char **argv)
     }
     int mixed = !strcmp(precision, "bf16");
     char err[512];
-    sz_gpt2_config cfg;
-    if (sz_gpt2_config_from_string(&cfg, model, vocab, T > 1024 ? T : 1024, err, sizeof err) != SZ_OK) {
+    sz_arch_config cfg;
+    sz_arch_kind kind;
+    if (sz_arch_parse(arch, &kind) != 0) {
+        fprintf(stderr, "sz-bench: --arch %s: must be gpt2 or llama\n", arch);
+        return 2;
+    }
+    if (sz_arch_config_from_string(&cfg, kind, model, vocab, T > 1024 ? T : 1024, err, sizeof err) != SZ_OK) {
         fprintf(stderr, "sz-bench: %s\n", err);
         return 2;
     }
@@ -347,8 +363,8 @@ int main(int argc, char **argv)
                            .prefetch_bytes = prefetch, .optimizer = optimizer, .momentum = momentum,
                            .precision = mixed ? SZ_PRECISION_BF16 : SZ_PRECISION_FP32, .bf16_compute = bf16c};
 
-    gpt2 *g = NULL;
-    if (gpt2_create(&g, ctx, &cfg, B, T, &zero, err, sizeof err) != SZ_OK || gpt2_init_random(g, 1) != SZ_OK) {
+    sz_arch_model *g = NULL;
+    if (sz_arch_create(&g, ctx, &cfg, B, T, &zero, err, sizeof err) != SZ_OK || sz_arch_init_random(g, 1) != SZ_OK) {
         fprintf(stderr, "sz-bench: %s\n", err);
         sz_context_free(ctx);
         if (mpi_ours)
@@ -357,10 +373,10 @@ int main(int argc, char **argv)
     }
     int *in = malloc((size_t)B * T * sizeof *in), *tg = malloc((size_t)B * T * sizeof *tg);
     for (int i = 0; i < B * T; i++) {
-        in[i] = (i * 7919 + rank * 31) % cfg.vocab;
-        tg[i] = (i * 104729 + 1 + rank) % cfg.vocab;
+        in[i] = (i * 7919 + rank * 31) % sz_arch_vocab(&cfg);
+        tg[i] = (i * 104729 + 1 + rank) % sz_arch_vocab(&cfg);
     }
-    gpt2_set_batch(g, in, tg);
+    sz_arch_set_batch(g, in, tg);
     sz_train_config tc;
     sz_train_config_defaults(&tc);
     float loss = 0;
@@ -372,11 +388,11 @@ int main(int argc, char **argv)
         struct rusage ru0, ru1;
         getrusage(RUSAGE_SELF, &ru0);
         for (int mb = 0; mb < micro; mb++)
-            if (sz_model_forward_backward(gpt2_model(g), &loss) != SZ_OK) {
+            if (sz_model_forward_backward(sz_arch_model_of(g), &loss) != SZ_OK) {
                 fprintf(stderr, "sz-bench: step %d failed\n", s);
                 return 1;
             }
-        if (sz_model_update(gpt2_model(g), &tc, s) != SZ_OK) {
+        if (sz_model_update(sz_arch_model_of(g), &tc, s) != SZ_OK) {
             fprintf(stderr, "sz-bench: step %d update failed\n", s);
             return 1;
         }
@@ -395,7 +411,7 @@ int main(int argc, char **argv)
             fprintf(stderr, "step %d: %.1f ms, loss %.4f, %ld page faults\n", s, (now_s() - t0) * 1e3, loss,
                     ru1.ru_minflt - ru0.ru_minflt + ru1.ru_majflt - ru0.ru_majflt);
     }
-    double step_s = total / (steps > 0 ? steps : 1), flops = gpt2_flops_per_step(g) * micro * nd;
+    double step_s = total / (steps > 0 ? steps : 1), flops = sz_arch_flops(g) * micro * nd; /* (the count: top of file) */
     /* GPUs: each rank's CUDA worker's device and its dense bf16 tensor-core peak, summed over the
      * ranks (gpu[0]: ranks with a GPU, gpu[1]: their peaks in TFLOP/s); absent on CPU-only runs. A
      * rank's StarPU allocations on its GPU at the end (total - available of its memory node). */
@@ -406,10 +422,10 @@ int main(int argc, char **argv)
     double gpu_used = have_gpu ? (double)gi.starpu_used_bytes : 0;
     /* ZeRO figures: every rank's memory report, and MPI itself on the same bytes */
     sz_memory_report *reps = calloc((size_t)nd, sizeof *reps);
-    sz_model_memory_report_all(gpt2_model(g), rank == 0 ? reps : NULL);
-    int nunits = sz_model_nunits(gpt2_model(g));
+    sz_model_memory_report_all(sz_arch_model_of(g), rank == 0 ? reps : NULL);
+    int nunits = sz_model_nunits(sz_arch_model_of(g));
     int64_t *sizes = malloc((size_t)nunits * sizeof *sizes);
-    sz_model_unit_sizes(gpt2_model(g), sizes);
+    sz_model_unit_sizes(sz_arch_model_of(g), sizes);
     double mpi_bps = 0;
     sz_context_mpi_baseline(ctx, sizes, nunits, 3, &mpi_bps);
     free(sizes);
@@ -425,16 +441,17 @@ int main(int argc, char **argv)
         }
         double psi = (double)reps[0].nparams;
         cJSON *o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "arch", sz_arch_name(kind));
         cJSON_AddStringToObject(o, "model", model);
         cJSON_AddStringToObject(o, "precision", precision);
-        cJSON_AddStringToObject(o, "bf16_path", sz_model_bf16_path(gpt2_model(g)));
+        cJSON_AddStringToObject(o, "bf16_path", sz_model_bf16_path(sz_arch_model_of(g)));
         cJSON_AddStringToObject(o, "optimizer", sz_optimizer_name(zero.optimizer));
         cJSON_AddNumberToObject(o, "momentum", zero.momentum);
         cJSON_AddNumberToObject(o, "optimizer_state_floats", sz_optimizer_states(zero.optimizer, zero.momentum));
         cJSON_AddNumberToObject(o, "batch", B);
         cJSON_AddNumberToObject(o, "seq", T);
         cJSON_AddNumberToObject(o, "steps", steps);
-        cJSON_AddNumberToObject(o, "params", (double)sz_model_nparams(gpt2_model(g)));
+        cJSON_AddNumberToObject(o, "params", (double)sz_model_nparams(sz_arch_model_of(g)));
         cJSON_AddNumberToObject(o, "cores", topo.ncores);
         cJSON_AddNumberToObject(o, "step_ms", step_s * 1e3);
         cJSON_AddNumberToObject(o, "step_ms_min", best * 1e3); /* the VM is noisy: the best step too */
@@ -533,7 +550,7 @@ int main(int argc, char **argv)
     free(reps);
     free(in);
     free(tg);
-    gpt2_free(g);
+    sz_arch_free(g);
     sz_context_free(ctx);
     if (mpi_ours)
         MPI_Finalize();

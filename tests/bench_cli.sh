@@ -6,7 +6,9 @@
 # page faults per step (their presence, not their values: timings are never pass/fail here; optimizer_bytes is
 # exact: 28 bytes per parameter, padded, at stage 0 on one rank; with --optimizer sgd --momentum 0.9,
 # recorded in the JSON, 20: one fp32 state); on a CPU-only run no GPU figure (mfu, gpu_peak_tflops) at
-# all; a bad --optimizer or --momentum is refused with a message.
+# all; a bad --optimizer or --momentum is refused with a message. --arch llama: the LLaMA-style model's
+# parameters and model FLOPs exact (SwiGLU's three matmuls, no biases), peak_bytes = predicted_peak_bytes,
+# bf16_path fp32 / native / emulated as asked; an unknown --arch refused.
 # Usage: bench_cli.sh BUILD_DIR
 set -u
 bin=$1
@@ -82,4 +84,33 @@ for bad in "--optimizer lamb:allowed: adamw, sgd" "--optimizer sgd --momentum 1:
     if "$bin/sz-bench" --model 2,2,32 --vocab 256 ${bad%%:*} >"$dir/bad.txt" 2>&1; then fail "sz-bench accepted ${bad%%:*}"; fi
     grep -q -- "${bad#*:}" "$dir/bad.txt" || { cat "$dir/bad.txt"; fail "sz-bench ${bad%%:*}: the message lacks '${bad#*:}'"; }
 done
-echo "sz-bench: one JSON object with its figures and yardsticks; --optimizer sgd counted with its one state; STARPU_SCHED=zero selects ours quietly"
+# --arch llama: the LLaMA-style model (sz-train --arch llama's presets and L,H,C), the same JSON. Model
+# 2,2,32 vocab 256: C 32, SwiGLU hidden F = 96 (8C/3 rounded up to 32); parameters: wte 256x32 + 2 blocks
+# of (rms1 32 + qkv 3x32x32 + proj 32x32 + rms2 32 + gate, up, down 3x96x32 = 13376) + rmsf 32 + lm 256x32
+# = 43168. FLOPs per step, matmuls only (no biases, RMSNorm and RoPE not counted): per token forward
+# 2 x (2 x (4 x 32^2 + 3 x 32 x 96) + 32 x 256) = 69632, causal attention 2 x 2 x 16 x 32 = 2048; x 3
+# (forward + backward) x 2 x 16 tokens = 6881280. fp32, then bf16 native and emulated (bf16_path as asked)
+for pc in fp32:auto:fp32 bf16:native:native bf16:emulated:emulated; do
+    IFS=: read -r prec comp path <<<"$pc"
+    out=$(STARPU_NCUDA=0 timeout 120 "$bin/sz-bench" --arch llama --model 2,2,32 --vocab 256 --batch 2 --seq 16 \
+        --steps 1 --warmup 0 --precision "$prec" --bf16-compute "$comp" --json) || fail "sz-bench --arch llama --precision $prec --bf16-compute $comp"
+    [ "$(echo "$out" | wc -l)" -eq 1 ] || fail "llama $pc: expected one JSON line, got: $out"
+    echo "$out" | grep -q '"arch":"llama"' || fail "llama $pc: no \"arch\":\"llama\" in $out"
+    echo "$out" | grep -q "\"bf16_path\":\"$path\"" || fail "llama $pc: bf16_path should be $path: $out"
+    [ "$(num params)" = 43168 ] || fail "llama $pc: params = $(num params), expected 43168"
+    [ "$(num flops_per_step)" = 6881280 ] || fail "llama $pc: flops_per_step = $(num flops_per_step), expected 6881280"
+    [ "$(num peak_bytes)" = "$(num predicted_peak_bytes)" ] || fail "llama $pc: peak_bytes $(num peak_bytes) != predicted $(num predicted_peak_bytes)"
+    [ "$(num model_state_bytes)" = "$(num model_state_bytes_formula)" ] || fail "llama $pc: model-state bytes differ from the formula"
+    for k in step_ms gflops tokens_per_s; do
+        awk -v v="$(num $k)" 'BEGIN { exit !(v > 0) }' || fail "llama $pc: $k = $(num $k), expected > 0"
+    done
+    for k in matmul_ms other_ms convert_ms; do [ -n "$(num $k)" ] || fail "llama $pc: no $k in $out"; done
+    if echo "$out" | grep -q '"sched_policy":"zero"'; then
+        awk -v v="$(num matmul_ms)" 'BEGIN { exit !(v > 0) }' || fail "llama $pc: matmul_ms = $(num matmul_ms)"
+        [ "$path" != emulated ] || awk -v v="$(num convert_ms)" 'BEGIN { exit !(v > 0) }' || fail "llama emulated: convert_ms = $(num convert_ms)"
+        [ "$path" != fp32 ] || awk -v v="$(num convert_ms)" 'BEGIN { exit !(v == 0) }' || fail "llama fp32: convert_ms = $(num convert_ms)"
+    fi
+done
+if "$bin/sz-bench" --arch bert --model 2,2,32 --vocab 256 >"$dir/bad.txt" 2>&1; then fail "sz-bench accepted --arch bert"; fi
+grep -q -- "--arch bert: must be gpt2 or llama" "$dir/bad.txt" || { cat "$dir/bad.txt"; fail "--arch bert: the message"; }
+echo "sz-bench: one JSON object with its figures and yardsticks; --optimizer sgd counted with its one state; STARPU_SCHED=zero selects ours quietly; --arch llama with its FLOPs counted"

@@ -40,22 +40,77 @@ SZ_INLINE void ln_fwd_row(float *res, void *out, int out_dt, float *mean, float 
     sz_ln_row_fwd_x(out, out_dt, mean, rstd, a, weight, bias, p_dt, C);
 }
 
+#if SZ_BF16_HW_ROUND
+/* The output of sz_ln_row_fwd_x into a bf16 o from fp32 weight and bias (bias may be NULL), each
+ * vector of 16 rounded in registers: the same expression in GCC's vector types, which the compiler
+ * contracts as it does the fp32 loop's (one FMA), so the fp32 values are the fp32 kernel's. */
+typedef float sz_lnv __attribute__((vector_size(64)));
+typedef float sz_lnvu __attribute__((vector_size(64), aligned(4)));
+SZ_INLINE void ln_out_bf16(uint16_t *o, const float *x, const float *weight, const float *bias, float m, float s,
+                           int C)
+{
+    int i = 0;
+    if (bias) {
+        for (; i + 16 <= C; i += 16) {
+            sz_lnv t = s * (*(const sz_lnvu *)(x + i) - m);
+            sz_lnv v = t * *(const sz_lnvu *)(weight + i) + *(const sz_lnvu *)(bias + i);
+            _mm256_storeu_si256((__m256i *)(o + i), sz_bf16_round16((__m512)v));
+        }
+        for (; i < C; i++) o[i] = sz_f32_to_bf16_1((s * (x[i] - m)) * weight[i] + bias[i]);
+    } else {
+        for (; i + 16 <= C; i += 16) {
+            sz_lnv t = s * (*(const sz_lnvu *)(x + i) - m);
+            sz_lnv v = t * *(const sz_lnvu *)(weight + i);
+            _mm256_storeu_si256((__m256i *)(o + i), sz_bf16_round16((__m512)v));
+        }
+        for (; i < C; i++) o[i] = sz_f32_to_bf16_1((s * (x[i] - m)) * weight[i]);
+    }
+}
+#endif
+
+/* A bf16 out with C <= SZ_LN_PSTACK: bf16 parameters widened once per thread into fp32 rows on the
+ * stack, then per row the fp32 kernel's own row function (all fp32 operands: its very loop) into a
+ * stack row, rounded as a row while in L1. */
+#define SZ_LN_PSTACK 1360 /* 3 C floats on the stack: 16 KB */
 static void ln_fwd_mx(float *res, void *out, sz_k_dtype out_dt, float *mean, float *rstd, const float *a,
                       const float *b, const void *weight, const void *bias, sz_k_dtype p_dt, int N, int C)
 {
     int oh = out_dt == BF, ph = p_dt == BF;
 #pragma omp parallel if ((size_t)N * C >= SZ_PAR_MIN)
     {
-    float row[SZ_ROW_STACK]; /* a bf16 out: the fp32 row, rounded as a row (C <= SZ_ROW_STACK) */
+    float row[SZ_ROW_STACK] __attribute__((aligned(64))); /* a bf16 out: the fp32 row, or the parameters */
+    const float *wf = weight, *bf = bias;
+    int fast = oh && (!ph || C <= SZ_LN_PSTACK);
+    if (fast && ph) { /* row = [out row | weight | bias] */
+        sz_bf16_to_f32_row(row + C, weight, (size_t)C);
+        wf = row + C;
+        if (bias) {
+            sz_bf16_to_f32_row(row + 2 * C, bias, (size_t)C);
+            bf = row + 2 * C;
+        }
+    }
 #pragma omp for schedule(static)
     for (int n = 0; n < N; n++) {
         size_t r = (size_t)n * C;
         float *rn = res ? res + r : NULL;
         const float *bn = b ? b + r : NULL;
-        if (oh && C <= SZ_ROW_STACK) {
-            if (ph) ln_fwd_row(rn, row, F32, mean + n, rstd + n, a + r, bn, weight, bias, BF, C);
-            else ln_fwd_row(rn, row, F32, mean + n, rstd + n, a + r, bn, weight, bias, F32, C);
+        if (fast && C <= SZ_ROW_STACK) {
+#if SZ_BF16_HW_ROUND
+            const float *xn = a + r;
+            if (rn) {
+#pragma omp simd
+                for (int i = 0; i < C; i++) rn[i] = xn[i] + bn[i];
+                xn = rn;
+            }
+            float m, s;
+            sz_ln_row_stats(xn, C, &m, &s);
+            ln_out_bf16((uint16_t *)out + r, xn, wf, bf, m, s, C);
+            mean[n] = m;
+            rstd[n] = s;
+#else
+            ln_fwd_row(rn, row, F32, mean + n, rstd + n, a + r, bn, wf, bf, F32, C);
             sz_f32_to_bf16_row((uint16_t *)out + r, row, (size_t)C);
+#endif
         } else if (oh && ph)
             ln_fwd_row(rn, (uint16_t *)out + r, BF, mean + n, rstd + n, a + r, bn, weight, bias, BF, C);
         else if (oh)

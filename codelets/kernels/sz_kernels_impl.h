@@ -193,24 +193,37 @@ static inline void sz_bf16_to_f32_row(float *d, const uint16_t *s, size_t n)
 #pragma omp simd
     for (size_t i = 0; i < n; i++) d[i] = sz_bf16_to_f32_1(s[i]);
 }
-#if defined(__AVX512BF16__) && defined(__AVX512BW__) && defined(__AVX512VL__) && defined(__AVX512F__)
+#if defined(__AVX512BF16__) && defined(__AVX512BW__) && defined(__AVX512VL__) && defined(__AVX512F__) && \
+    defined(__AVX512DQ__)
 #define SZ_BF16_HW_ROUND 1
+/* 16 floats rounded: vcvtneps2bf16, and the rule's integer form on the lanes vfpclassps finds
+ * denormal (never NaN), (u + 0x7FFF + lsb) >> 16. */
+static inline __m256i sz_bf16_round16(__m512 x)
+{
+    __m256i h = (__m256i)_mm512_cvtneps_pbh(x);
+    __mmask16 den = _mm512_fpclass_ps_mask(x, 0x20);
+    if (__builtin_expect(den != 0, 0)) {
+        __m512i u = _mm512_castps_si512(x);
+        __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
+        __m512i r = _mm512_srli_epi32(_mm512_add_epi32(_mm512_add_epi32(u, _mm512_set1_epi32(0x7FFF)), lsb), 16);
+        h = _mm256_mask_mov_epi16(h, den, _mm512_cvtepi32_epi16(r));
+    }
+    return h;
+}
 static inline void sz_f32_to_bf16_row(uint16_t *d, const float *s, size_t n)
 {
-    const __m512i expo = _mm512_set1_epi32(0x7F800000), mant = _mm512_set1_epi32(0x007FFFFF);
     size_t i = 0;
-    for (; i + 16 <= n; i += 16) {
-        __m512 x = _mm512_loadu_ps(s + i);
-        __m512i u = _mm512_castps_si512(x);
-        __m256i h = (__m256i)_mm512_cvtneps_pbh(x);
-        __mmask16 den = _mm512_testn_epi32_mask(u, expo) & _mm512_test_epi32_mask(u, mant);
-        if (den) { /* the rule on denormals (never NaN): (u + 0x7FFF + lsb) >> 16 */
-            __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
-            __m512i r = _mm512_srli_epi32(_mm512_add_epi32(_mm512_add_epi32(u, _mm512_set1_epi32(0x7FFF)), lsb), 16);
-            h = _mm256_mask_mov_epi16(h, den, _mm512_cvtepi32_epi16(r));
+    for (; i + 32 <= n; i += 32) { /* 32 at a time: one vcvtne2ps2bf16, one test for denormals */
+        __m512 a = _mm512_loadu_ps(s + i), b = _mm512_loadu_ps(s + i + 16);
+        __mmask16 da = _mm512_fpclass_ps_mask(a, 0x20), db = _mm512_fpclass_ps_mask(b, 0x20);
+        if (__builtin_expect(_kortestz_mask16_u8(da, db), 1)) {
+            _mm512_storeu_si512((void *)(d + i), (__m512i)_mm512_cvtne2ps_pbh(b, a));
+        } else {
+            _mm256_storeu_si256((__m256i *)(d + i), sz_bf16_round16(a));
+            _mm256_storeu_si256((__m256i *)(d + i + 16), sz_bf16_round16(b));
         }
-        _mm256_storeu_si256((__m256i *)(d + i), h);
     }
+    for (; i + 16 <= n; i += 16) _mm256_storeu_si256((__m256i *)(d + i), sz_bf16_round16(_mm512_loadu_ps(s + i)));
     for (size_t k = 0, rest = n - i; k < rest; k++) d[i + k] = sz_f32_to_bf16_1(s[i + k]);
 }
 #else
@@ -222,10 +235,8 @@ static inline void sz_f32_to_bf16_row(uint16_t *d, const float *s, size_t n)
 }
 #endif
 
-/* LayerNorm (layernorm.c), one row: mean, rstd and the normalised, scaled and shifted output o (type
- * o_dt) from fp32 x, with weight and bias of type p_dt (bias may be NULL). */
-SZ_INLINE void sz_ln_row_fwd_x(void *o, int o_dt, float *mean, float *rstd, const float *x, const void *weight,
-                                   const void *bias, int p_dt, int C)
+/* LayerNorm (layernorm.c), one row's mean *mean and rstd *rstd (s). */
+SZ_INLINE void sz_ln_row_stats(const float *x, int C, float *mean, float *rstd)
 {
     const float eps = 1e-5f;
     float m = 0.0f, v = 0.0f;
@@ -235,7 +246,17 @@ SZ_INLINE void sz_ln_row_fwd_x(void *o, int o_dt, float *mean, float *rstd, cons
 #pragma omp simd reduction(+ : v)
     for (int i = 0; i < C; i++) v += (x[i] - m) * (x[i] - m);
     v = v / C;
-    float s = 1.0f / sqrtf(v + eps);
+    *mean = m;
+    *rstd = 1.0f / sqrtf(v + eps);
+}
+
+/* LayerNorm (layernorm.c), one row: mean, rstd and the normalised, scaled and shifted output o (type
+ * o_dt) from fp32 x, with weight and bias of type p_dt (bias may be NULL). */
+SZ_INLINE void sz_ln_row_fwd_x(void *o, int o_dt, float *mean, float *rstd, const float *x, const void *weight,
+                                   const void *bias, int p_dt, int C)
+{
+    float m, s;
+    sz_ln_row_stats(x, C, &m, &s);
     if (bias)
         for (int i = 0; i < C; i++)
             sz_stx(o, o_dt, i, (s * (x[i] - m)) * sz_ldx(weight, p_dt, i) + sz_ldx(bias, p_dt, i));
