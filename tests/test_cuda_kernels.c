@@ -1,7 +1,7 @@
 /* tests/test_cuda_kernels.c — every CUDA kernel (codelets/kernels/cuda) against its CPU twin
  * (codelets/kernels) on random data with odd sizes, forward and backward, fp32 and bf16; each GPU
  * result computed twice and required bitwise equal (determinism); the kernels said to be bitwise
- * the CPU's (conversions, clip, scale, zero, encoder sums, bias column sums) checked bitwise.
+ * the CPU's (conversions, clip, scale, zero, encoder and embedding sums) checked bitwise.
  * The CPU twins themselves are checked against double references and finite differences by
  * tests/test_kernels.c. Exits 77 (skipped) when no CUDA device is present (cudaGetDeviceCount
  * fails or gives 0).
@@ -301,7 +301,11 @@ static void matmul_case_f32(int N, int C, int OC, int with_bias)
     CU_ASSERT(close_f("matmul out", g[0][0], out, (size_t)N * OC, 1e-5 * C, 1e-5));
     CU_ASSERT(close_f("matmul dinp", g[0][1], di, (size_t)N * C, 1e-5 * OC, 1e-5));
     CU_ASSERT(close_f("matmul dweight", g[0][2], dw, (size_t)OC * C, 1e-5 * N, 1e-5));
-    CU_ASSERT(same_bits("matmul dbias vs cpu (row order)", g[0][3], with_bias ? db : db0, OC * 4));
+    if (with_bias) { /* the bias gradient's rows summed in another fixed order */
+        CU_ASSERT(close_f("matmul dbias", g[0][3], db, OC, 1e-5 * N, 1e-5));
+    } else {
+        CU_ASSERT(same_bits("matmul dbias untouched without a bias", g[0][3], db0, OC * 4));
+    }
     size_t sz[4] = {(size_t)N * OC, (size_t)N * C, (size_t)OC * C, OC};
     for (int k = 0; k < 4; k++) {
         CU_ASSERT(same_bits("matmul run to run", g[0][k], g[1][k], sz[k] * 4));
@@ -353,9 +357,6 @@ static void matmul_case_bf16(int N, int C, int OC, int out_dt, int dparam_dt)
             CU_ASSERT(close_f("matmul bf16 (fp32 result)", g[0][k], c[k], n[k], 1e-5 * k_of[k], 1e-5));
         }
         CU_ASSERT(same_bits("matmul bf16 run to run", g[0][k], g[1][k], n[k] * es[k]));
-        if (k == 3) {
-            CU_ASSERT(same_bits("matmul bf16 dbias vs cpu (row order)", g[0][k], db, OC * ep));
-        }
         free(g[0][k]), free(g[1][k]);
     }
     free(x), free(w), free(b), free(dout), free(out), free(di), free(dw), free(db);
@@ -855,7 +856,7 @@ static void matmul_any_case(int N, int C, int OC, int in_dt, int od, int pd, int
         if (k == 3 && !with_bias) {
             CU_ASSERT(same_bits(what, g[0][k], db0, OC * ep)); /* untouched */
         } else if (k == 3) {
-            CU_ASSERT(same_bits(what, g[0][k], c[k], OC * ep)); /* the CPU's row order */
+            CU_ASSERT(close_t(what, g[0][k], c[k], pd, OC, 1e-5 * N, 1e-5, 1)); /* rows in another fixed order */
         } else {
             CU_ASSERT(close_t(what, g[0][k], c[k], dts[k], n[k], 1e-5 * k_of[k], 1e-5, 1));
         }
@@ -875,6 +876,10 @@ static void test_matmul_any(void)
                 matmul_any_case(37, 53, 29, SZ_CUDA_BF16, od, pd, set, (od + pd + set) % 2 == 0);
     }
     matmul_any_case(1, 3, 5, SZ_CUDA_BF16, 1, 1, 1, 1);
+    /* several chunks of rows in the bias gradient's sum (sz_cuda_colsum.cuh: 128 rows each), the last partial */
+    matmul_any_case(300, 17, 45, SZ_CUDA_BF16, 1, 1, 0, 1);
+    matmul_any_case(300, 17, 45, SZ_CUDA_BF16, 0, 0, 0, 1);
+    matmul_any_case(257, 9, 33, SZ_CUDA_F32, 0, 0, 0, 1);
 }
 
 /* ---- matmul + GELU ---- */
@@ -915,11 +920,8 @@ static void matmul_gelu_case(int N, int C, int OC, int in_dt, int gd, int pd)
     for (int k = 0; k < 5; k++) {
         char what[96];
         snprintf(what, sizeof what, "matmul_gelu in %s %s (%s)", dtn(in_dt), names[k], dtn(dts[k]));
-        if (k == 4) {
-            CU_ASSERT(same_bits(what, g[0][k], c[k], OC * es[k]));
-        } else { /* dinp bf16: the product rounded, then GELU's factor rounded again: 2 ulp */
-            CU_ASSERT(close_t(what, g[0][k], c[k], dts[k], n[k], 1e-5 * k_of[k], 1e-5, k == 2 ? 2 : 1));
-        }
+        /* dinp bf16: the product rounded, then GELU's factor rounded again: 2 ulp */
+        CU_ASSERT(close_t(what, g[0][k], c[k], dts[k], n[k], 1e-5 * k_of[k], 1e-5, k == 2 ? 2 : 1));
         CU_ASSERT(same_bits("matmul_gelu run to run", g[0][k], g[1][k], n[k] * es[k]));
         free(g[0][k]), free(g[1][k]), free(c[k]);
     }
@@ -995,7 +997,8 @@ static void norm_mx_case(int kind, int N, int C, int od, int pd, int set, int wi
         if (k == 5 && !with_bias) {
             CU_ASSERT(same_bits(what, g[0][k], db0, C * 4)); /* no bias: untouched */
         } else {
-            CU_ASSERT(close_t(what, g[0][k], c[k], es[k] == 2, n[k], 2e-5, 2e-5, 1));
+            /* the parameter gradients sum N rows in another order: their bound grows with N */
+            CU_ASSERT(close_t(what, g[0][k], c[k], es[k] == 2, n[k], k >= 4 ? 2e-5 + 1e-6 * N : 2e-5, 2e-5, 1));
         }
         CU_ASSERT(same_bits("norm_mx run to run", g[0][k], g[1][k], n[k] * es[k]));
     }
@@ -1068,7 +1071,7 @@ static void residual_norm_mx_case(int kind, int N, int C, int od, int pd, int db
         if (k == RES) {
             CU_ASSERT(same_bits(what, g[0][k], c[k], NC * 4));
         } else {
-            CU_ASSERT(close_t(what, g[0][k], c[k], es[k] == 2, n[k], 2e-5, 2e-5, 1));
+            CU_ASSERT(close_t(what, g[0][k], c[k], es[k] == 2, n[k], k >= DW ? 2e-5 + 1e-6 * N : 2e-5, 2e-5, 1));
         }
         CU_ASSERT(same_bits("residual_norm_mx run to run", g[0][k], g[1][k], n[k] * es[k]));
     }
@@ -1086,6 +1089,8 @@ static void test_norms_mx(void)
                 for (int set = 0; set < 2; set++)
                     norm_mx_case(kind, 19, 77 + 16 * kind, od, pd, set, (od + pd) % 2 == 0);
         norm_mx_case(kind, 3, 1031, 1, 1, 0, 1); /* rows longer than the warp's stride many times */
+        norm_mx_case(kind, 300, 37, 1, 0, 0, 1); /* the parameter sums over several chunks of rows */
+        norm_mx_case(kind, 129, 40, 0, 0, 1, 1);
         for (int set = 0; set < 4; set++)
             residual_norm_mx_case(kind, 13, 67, 1, set & 1, (set >> 1) & 1, set, set == 2);
         residual_norm_mx_case(kind, 11, 45, 0, 0, 0, 0, 0);

@@ -8,7 +8,7 @@
 #include <limits.h>
 #include "sz_cuda_mx.cuh"
 
-#define SZ_EMB_PARTS 32
+#define SZ_EMB_PARTS 128 /* more parts: fewer matches per thread, whose read-modify-writes are serial */
 
 /* out[bt, c] = wte[tok[bt], c] (+ wpe[bt % T, c] with_pos), tables of type TP (a bf16 one widened
  * exactly: the CPU's sz_k_encoder_fwd_mx / sz_k_embedding_fwd_mx bits). */

@@ -3,12 +3,12 @@
  * fusions with the residual add before them, and of the native bf16 path's variants of all of
  * these (kernels/bf16_act.c: out / dout / db and the parameters fp32 or bf16, fp32 math).
  * One warp per row: each lane sums its columns in order, then a fixed butterfly tree. The weight
- * and bias gradients sum over rows: one thread per column adds rows 0..N-1 in order from the
- * current value, as the CPU (rows read a batch at a time into registers, then added in order).
+ * and bias gradients sum over rows in a fixed order (sz_cuda_colsum.cuh: chunks of rows, then the
+ * chunks in order onto the current value; the CPU's row-ordered sums to rounding).
  * Kernels are templated on the operand types (float, or uint16_t = bf16: sz_mx_get / sz_mx_put /
  * sz_mx_acc of sz_cuda_mx.cuh); the all-fp32 instantiations are the fp32 entry points. */
 #include <math.h>
-#include "sz_cuda_mx.cuh"
+#include "sz_cuda_colsum.cuh"
 
 #define SZ_ROWS_PER_BLOCK 4 /* warps per block, one row each */
 
@@ -99,46 +99,30 @@ __global__ static void layernorm_bwd_dinp_k(float *dinp, float *da, TB *db, cons
     }
 }
 
-/* Rows [n, n + SZ_P_BATCH) of one column read into registers, then added in row order. */
-#define SZ_P_BATCH 8
-
-/* thread c: dbias[c] += sum_n dout[n,c]; dweight[c] += sum_n ((x - mean) * rstd) * dout, rows in
- * order. For RMSNorm (mean NULL, dbias NULL) the normalised value is x * rstd. */
-template <typename TD>
-__global__ static void norm_bwd_params_k(float *dweight, float *dbias, const TD *dout, const float *inp,
-                                         const float *mean, const float *rstd, int N, int C)
-{
-    int c = blockIdx.x * blockDim.x + threadIdx.x;
-    if (c >= C)
-        return;
-    float dw = dweight[c], db = dbias ? dbias[c] : 0.0f;
-    int n = 0;
-    for (; n + SZ_P_BATCH <= N; n += SZ_P_BATCH) {
-        float d[SZ_P_BATCH], xn[SZ_P_BATCH];
-#pragma unroll
-        for (int k = 0; k < SZ_P_BATCH; k++) {
-            size_t e = (size_t)(n + k) * C + c;
-            d[k] = sz_mx_get(dout, e);
-            xn[k] = mean ? (inp[e] - mean[n + k]) * rstd[n + k] : inp[e] * rstd[n + k];
-        }
-#pragma unroll
-        for (int k = 0; k < SZ_P_BATCH; k++) {
-            if (dbias)
-                db += d[k];
-            dw += xn[k] * d[k];
-        }
-    }
-    for (; n < N; n++) {
+/* The parameter gradients' terms of row n, column c: LayerNorm's dweight ((x - mean) * rstd) * dout
+ * and dbias dout; RMSNorm's dweight (x * rstd) * dout. dout of type TD. */
+template <typename TD> struct sz_ln_param_term {
+    const TD *dout;
+    const float *inp, *mean, *rstd;
+    int C;
+    __device__ void operator()(int n, int c, float *t) const
+    {
         size_t e = (size_t)n * C + c;
-        float d = sz_mx_get(dout, e), xn = mean ? (inp[e] - mean[n]) * rstd[n] : inp[e] * rstd[n];
-        if (dbias)
-            db += d;
-        dw += xn * d;
+        float d = sz_mx_get(dout, e);
+        t[0] = ((inp[e] - mean[n]) * rstd[n]) * d;
+        t[1] = d;
     }
-    dweight[c] = dw;
-    if (dbias)
-        dbias[c] = db;
-}
+};
+template <typename TD> struct sz_rms_param_term {
+    const TD *dout;
+    const float *inp, *rstd;
+    int C;
+    __device__ void operator()(int n, int c, float *t) const
+    {
+        size_t e = (size_t)n * C + c;
+        t[0] = (inp[e] * rstd[n]) * sz_mx_get(dout, e);
+    }
+};
 
 /* ---- RMSNorm ---- */
 
@@ -212,7 +196,6 @@ __global__ static void rmsnorm_bwd_dinp_k(float *dinp, float *da, TB *db, const 
 
 static unsigned sz_row_blocks(int N) { return (unsigned)((N + SZ_ROWS_PER_BLOCK - 1) / SZ_ROWS_PER_BLOCK); }
 #define SZ_ROW_LAUNCH sz_row_blocks(N), 32 * SZ_ROWS_PER_BLOCK, 0, s
-#define SZ_COL_LAUNCH (unsigned)((C + 31) / 32), 32, 0, s
 #define H16 uint16_t
 
 static int sz_dt_ok(int dt) { return dt == SZ_CUDA_F32 || dt == SZ_CUDA_BF16; }
@@ -272,13 +255,14 @@ static int ln_bwd(cudaStream_t s, float *dinp, float *da, void *db, int db_dt, f
         if ((rc = sz_launch_rc()))
             return rc;
     }
-    if (!dweight)
+    if (!dweight && !dbias)
         return 0;
-    if (dout_dt == SZ_CUDA_BF16)
-        norm_bwd_params_k<H16><<<SZ_COL_LAUNCH>>>(dweight, dbias, (const H16 *)dout, inp, mean, rstd, N, C);
-    else
-        norm_bwd_params_k<float><<<SZ_COL_LAUNCH>>>(dweight, dbias, (const float *)dout, inp, mean, rstd, N, C);
-    return sz_launch_rc();
+    if (dout_dt == SZ_CUDA_BF16) {
+        sz_ln_param_term<H16> t = {(const H16 *)dout, inp, mean, rstd, C};
+        return sz_colsum<2>(s, dweight, dbias, SZ_CUDA_F32, t, N, C);
+    }
+    sz_ln_param_term<float> t = {(const float *)dout, inp, mean, rstd, C};
+    return sz_colsum<2>(s, dweight, dbias, SZ_CUDA_F32, t, N, C);
 }
 
 static int rms_fwd(cudaStream_t s, float *res, void *out, int out_dt, float *rstd, const float *a, const float *b,
@@ -331,11 +315,12 @@ static int rms_bwd(cudaStream_t s, float *dinp, float *da, void *db, int db_dt, 
     }
     if (!dweight)
         return 0;
-    if (dout_dt == SZ_CUDA_BF16)
-        norm_bwd_params_k<H16><<<SZ_COL_LAUNCH>>>(dweight, NULL, (const H16 *)dout, inp, NULL, rstd, N, C);
-    else
-        norm_bwd_params_k<float><<<SZ_COL_LAUNCH>>>(dweight, NULL, (const float *)dout, inp, NULL, rstd, N, C);
-    return sz_launch_rc();
+    if (dout_dt == SZ_CUDA_BF16) {
+        sz_rms_param_term<H16> t = {(const H16 *)dout, inp, rstd, C};
+        return sz_colsum<1>(s, dweight, NULL, SZ_CUDA_F32, t, N, C);
+    }
+    sz_rms_param_term<float> t = {(const float *)dout, inp, rstd, C};
+    return sz_colsum<1>(s, dweight, NULL, SZ_CUDA_F32, t, N, C);
 }
 
 /* ---- entry points ---- */

@@ -4,12 +4,12 @@
  * bf16 operands: CUBLAS_COMPUTE_32F with CUDA_R_16BF inputs (tensor cores), fp32 or bf16
  * destinations. A bias is broadcast into the destination first and the product added with
  * beta = 1, so a bf16 destination is rounded once, as the CPU's sum post-op. The bias gradient is
- * a column sum, one thread per column adding rows in order from the current value (bitwise the
- * CPU's sz_mm_colsum). cuBLAS is deterministic in its default (atomics off) mode. A folded zero
+ * a column sum in a fixed order (sz_cuda_colsum.cuh: chunks of rows, then the chunks in order;
+ * the CPU's sz_mm_colsum to rounding). cuBLAS is deterministic in its default (atomics off) mode. A folded zero
  * (set) writes dinp with beta = 0 (not read). The fused matmul + GELU pair (matmul_gelu.c) is a
  * GEMM and then an elementwise GELU epilogue (forward: gout from out; backward: in place on the
  * product written into dinp). */
-#include "sz_cuda_mx.cuh"
+#include "sz_cuda_colsum.cuh"
 
 static int sz_cublas_rc(cublasStatus_t st) { return st == CUBLAS_STATUS_SUCCESS ? 0 : 1000 + (int)st; }
 
@@ -26,30 +26,12 @@ __global__ static void bias_fill_k(void *out, int out_dt, const void *bias, int 
     }
 }
 
-/* dbias[o] (+)= sum_n dout[n, o], rows in order, from the current dbias; rounded once if bf16.
- * One thread per column; the rows are read SZ_CS_BATCH at a time into registers (independent
- * loads in flight) and then added in row order, so the sum is still the CPU's sequential one. */
-#define SZ_CS_BATCH 16
-__global__ static void colsum_k(void *dbias, int dbias_dt, const void *dout, int dout_dt, int N, int OC)
-{
-    int o = blockIdx.x * blockDim.x + threadIdx.x;
-    if (o >= OC)
-        return;
-    float acc = sz_d_ld(dbias, dbias_dt, o);
-    int n = 0;
-    for (; n + SZ_CS_BATCH <= N; n += SZ_CS_BATCH) {
-        float t[SZ_CS_BATCH];
-#pragma unroll
-        for (int k = 0; k < SZ_CS_BATCH; k++)
-            t[k] = sz_d_ld(dout, dout_dt, (size_t)(n + k) * OC + o);
-#pragma unroll
-        for (int k = 0; k < SZ_CS_BATCH; k++)
-            acc += t[k];
-    }
-    for (; n < N; n++)
-        acc += sz_d_ld(dout, dout_dt, (size_t)n * OC + o);
-    sz_d_st(dbias, dbias_dt, o, acc);
-}
+/* The bias gradient's term: dout[n, o] (fp32 or bf16). */
+struct sz_bias_term {
+    const void *dout;
+    int dt, OC;
+    __device__ void operator()(int n, int o, float *t) const { t[0] = sz_d_ld(dout, dt, (size_t)n * OC + o); }
+};
 
 static cudaDataType sz_cu_dt(int dt) { return dt == SZ_CUDA_BF16 ? CUDA_R_16BF : CUDA_R_32F; }
 
@@ -116,8 +98,8 @@ static int sz_mm_bwd(cublasHandle_t h, cudaStream_t s, void *dinp, int dinp_dt, 
     if (dw && (rc = sz_gemm(h, CUBLAS_OP_N, CUBLAS_OP_T, C, OC, N, inp, C, dout, OC, 1.0f, dw, C, in_dt, dparam_dt)))
         return rc;
     if (dbias && OC > 0) {
-        colsum_k<<<(unsigned)((OC + 31) / 32), 32, 0, s>>>(dbias, dparam_dt, dout, in_dt, N, OC);
-        rc = sz_launch_rc();
+        sz_bias_term term = {dout, in_dt, OC};
+        rc = sz_colsum<1>(s, dbias, NULL, dparam_dt, term, N, OC);
     }
     return rc;
 }

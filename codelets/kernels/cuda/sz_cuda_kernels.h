@@ -6,7 +6,10 @@
  * Semantics are those of the CPU kernel of the same name (layouts, accumulation: backward
  * kernels ADD into their gradients, except softmax_xent_bwd and mse_bwd, which write). Values
  * agree with the CPU to rounding, not bitwise (other summation orders, other exp/log/sqrt), except
- * where said: conversions, zero, scale, clip, and the column sums that keep the CPU's row order.
+ * where said: conversions, zero, scale, clip, and the encoder's and embedding's sums (they keep the
+ * CPU's row order). The parameter gradients' row sums (the matmul's bias, the norms' weight and
+ * bias) run in a fixed order of their own (chunks of 128 rows, then the chunks in order:
+ * kernels/cuda/sz_cuda_colsum.cuh), so they agree with the CPU's to rounding.
  * Every kernel gives the same bits run to run on one GPU model: reductions are fixed trees or
  * fixed sequential orders decided by the shape only, never atomics whose order varies (cuBLAS is
  * deterministic with its default, atomics-free mode on one architecture and SM count).
@@ -74,7 +77,7 @@ int sz_cuda_layernorm_bwd(cudaStream_t s, float *dinp, float *dweight, float *db
 
 /* ---- RMSNorm, as sz_k_rmsnorm_fwd/bwd: rstd[n] = 1/sqrt(mean_i(x[n,i]^2) + eps),
  *      out = (x * rstd) * w, rstd [N] saved. Backward (adds; dinp or dweight may be NULL):
- *      dinp += rstd w dout - (rstd^3 / C) x sum_i dout w x; dweight += (x rstd) dout, rows in order ---- */
+ *      dinp += rstd w dout - (rstd^3 / C) x sum_i dout w x; dweight += (x rstd) dout ---- */
 int sz_cuda_rmsnorm_fwd(cudaStream_t s, float *out, float *rstd, const float *inp, const float *weight,
                         int N, int C, float eps);
 int sz_cuda_rmsnorm_bwd(cudaStream_t s, float *dinp, float *dweight, const float *dout, const float *inp,
@@ -82,7 +85,7 @@ int sz_cuda_rmsnorm_bwd(cudaStream_t s, float *dinp, float *dweight, const float
 
 /* ---- matmul through cuBLAS (fp32: CUBLAS_COMPUTE_32F, no TF32): out[N,OC] = inp[N,C].w[OC,C]^T
  *      (+ bias[OC]); backward dinp += dout.w, dweight += dout^T.inp, dbias += column sums of dout
- *      (rows in order, as the CPU); any of dinp, dweight, dbias may be NULL. The handle's stream
+ *      (in the fixed order above); any of dinp, dweight, dbias may be NULL. The handle's stream
  *      is set to s. ---- */
 int sz_cuda_matmul_fwd(cublasHandle_t h, cudaStream_t s, float *out, const float *inp, const float *weight,
                        const float *bias, int N, int C, int OC);
@@ -124,8 +127,8 @@ int sz_cuda_gelu_matmul_bwd(cublasHandle_t h, cudaStream_t s, void *dinp, int di
  *      bf16 destination that accumulates rounded as round(f32(dst) + contribution). *_dt: SZ_CUDA_F32
  *      or SZ_CUDA_BF16; p_dt the parameters' (weight and bias). The statistics (mean, rstd), the
  *      inputs inp / a / b / res, the residual stream's gradients da, dres and the parameter gradients
- *      are fp32. The parameter gradients sum rows 0..N-1 in order per column from their current value,
- *      as the CPU. With every type fp32 these are the fp32 kernels above (the same bits). ---- */
+ *      are fp32. The parameter gradients' row sums are in the fixed order above, onto their
+ *      current value. With every type fp32 these are the fp32 kernels above (the same bits). ---- */
 int sz_cuda_layernorm_fwd_mx(cudaStream_t s, void *out, int out_dt, float *mean, float *rstd, const float *inp,
                              const void *weight, const void *bias, int p_dt, int N, int C);
 /* dinp += (set & SZ_CUDA_SET_A: =) the input gradient; dweight, dbias (NULL: none) accumulate. */
