@@ -537,7 +537,8 @@ float sz_unit_loss_scale(const sz_unit *u);
  * (matmul_bwd's and gelu_matmul_bwd's dw and db, layernorm_bwd's and layernorm_residual_bwd's dw and
  * db, rmsnorm_bwd's and rmsnorm_residual_bwd's dw), zeroed just before any other (an embedding's
  * scatter-add), and zeroed at the end of the backward when none touched it. SZ_ZERO_FOLD=0 in the
- * environment (read by sz_model_init) turns both foldings off: every zeroing is a task of its own. */
+ * environment (read by sz_model_init) turns both foldings off: every zeroing is a task of its own;
+ * SZ_GRAD_FOLD=0 only the gradients' (the plan's actions zero them whole). */
 sz_status sz_op_zero(sz_unit *u, sz_tensor *t);
 /* out[B,T,C] = wte[tokens[b,t]] + wpe[t] (overwrites out); tokens int32 [B,T] in [0, V), V = rows
  * of wte. */

@@ -55,6 +55,10 @@ sz_status sz_model_init(sz_model **out, sz_context *ctx)
     m->arena_mark = -1;
     const char *fold = getenv("SZ_ZERO_FOLD"); /* 0: every sz_op_zero is its own task (codelets/zero.c) */
     m->fold_zeros = !(fold && fold[0] == '0');
+    /* 0: the parameters' gradients zeroed whole by the plan's actions, the activations' zeros still
+     * folded (SZ_ZERO_FOLD=0 turns both off) */
+    const char *gfold = getenv("SZ_GRAD_FOLD");
+    m->fold_grads = m->fold_zeros && !(gfold && gfold[0] == '0');
     sz_zero_config_defaults(&m->zero);
     m->opt = sz_optimizer_get(m->zero.optimizer);
     m->nopt_states = m->opt->nstates(&m->zero);

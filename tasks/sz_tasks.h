@@ -154,6 +154,8 @@ struct sz_model {
      * folded into the next task on its tensor that can set it, else submitted right before that task
      * or when the callback returns (sz_zero_flush) */
     int fold_zeros;              /* 0 under SZ_ZERO_FOLD=0 */
+    int fold_grads;              /* the parameters' gradients left to first writers: fold_zeros, and
+                                    not SZ_GRAD_FOLD=0 */
     int npending;
     struct sz_pending_zero { struct sz_unit *u; sz_tensor *t; } pending[16];
     int64_t zeros_folded, zeros_run; /* counts since sz_model_init: folded into an op / submitted */
