@@ -445,6 +445,9 @@ int main(int argc, char **argv)
         cJSON_AddStringToObject(o, "model", model);
         cJSON_AddStringToObject(o, "precision", precision);
         cJSON_AddStringToObject(o, "bf16_path", sz_model_bf16_path(sz_arch_model_of(g)));
+        if (zero.precision == SZ_PRECISION_BF16) /* the units read bf16 parameters, or fp32 working copies */
+            cJSON_AddStringToObject(o, "bf16_params",
+                                    sz_model_bf16_params_direct(sz_arch_model_of(g)) ? "direct" : "working copies");
         cJSON_AddStringToObject(o, "optimizer", sz_optimizer_name(zero.optimizer));
         cJSON_AddNumberToObject(o, "momentum", zero.momentum);
         cJSON_AddNumberToObject(o, "optimizer_state_floats", sz_optimizer_states(zero.optimizer, zero.momentum));

@@ -46,6 +46,10 @@ struct opts {
     sz_llama_config lcfg;
     const char *bf16_compute; /* --bf16-compute auto|native|emulated */
     int native;           /* the native bf16 path: mixed, GPT-2 and (forced or the CPU rule's) native */
+    int work_copies;      /* --bf16-work-copies */
+    int bf16_direct;      /* mixed: the units read their bf16 parameters directly, on both paths (as
+                             sz-train's CPU workers do: sz_model_set_zero; sz_plan_config.bf16_direct),
+                             unless --bf16-work-copies on the emulated one */
     const char *bf16_why; /* why auto chose what it chose (NULL when forced) */
 };
 
@@ -77,12 +81,17 @@ static void usage(FILE *f)
             "                      fp32 params, grads, m and v, no master, fp32 communication\n"
             "  --bf16-compute M    auto (default), native or emulated, as sz-train's: how mixed\n"
             "                      precision computes. native (GPT-2 and --arch llama alike): bf16\n"
-            "                      activations and matmul operands, no fp32 working copies of the\n"
-            "                      parameters; the table and --plan count its activation bytes and\n"
-            "                      the bf16 matmul kernels' host memory. auto applies sz-train's CPU\n"
+            "                      activations and matmul operands; the table and --plan count its\n"
+            "                      activation bytes and the bf16 matmul kernels' host memory.\n"
+            "                      emulated: fp32 activations. On both, the units read their bf16\n"
+            "                      parameters directly (no fp32 working copies, no convert actions;\n"
+            "                      sz-train keeps the copies with CUDA workers). auto applies sz-train's CPU\n"
             "                      rule on this machine (AMX-BF16, or AVX512-BF16 on AMD Zen 4+:\n"
             "                      native) and cannot see CUDA workers (sz-train computes emulated\n"
             "                      with them). Printed as bf16_path (native, emulated, or fp32)\n"
+            "  --bf16-work-copies  emulated: fp32 working copies of the bf16 parameters, one unit at a\n"
+            "                      time (convert actions), as sz-train computes with CUDA workers or\n"
+            "                      sz_zero_config.bf16_work_copies (the same bits, more memory)\n"
             "  --optimizer O       adamw (default: fp32 m and v) or sgd (torch.optim.SGD): its fp32\n"
             "                      state per parameter counts in the model states (K = 12 for AdamW\n"
             "                      mixed; SGD: K = 8 with --momentum, 4 without)\n"
@@ -221,6 +230,7 @@ static int parse(int argc, char **argv, struct opts *o)
         if (!strcmp(a, "--plan")) { o->plan = 1; continue; }
         if (!strcmp(a, "--comm-worker")) { o->comm_worker = 1; continue; }
         if (!strcmp(a, "--clip")) { o->clip = 1; continue; }
+        if (!strcmp(a, "--bf16-work-copies")) { o->work_copies = 1; continue; }
         if (!strcmp(a, "--offload-optimizer")) { o->offload_optimizer = 1; continue; }
         if (strncmp(a, "--", 2) != 0)
             BAD("unexpected argument '%s'", a);
@@ -373,6 +383,8 @@ static int parse(int argc, char **argv, struct opts *o)
     if (bc == SZ_BF16_COMPUTE_AUTO)
         bc = sz_bf16_compute_auto(&o->bf16_why);
     o->native = o->mixed && bc == SZ_BF16_COMPUTE_NATIVE;
+    /* GPT-2's and LLaMA's units take bf16 parameters; no CUDA workers seen (sz_model_set_zero's rule) */
+    o->bf16_direct = o->mixed && (o->native || !o->work_copies);
     return 0;
 }
 
@@ -407,12 +419,16 @@ static int64_t host_buffer_bytes(const struct opts *o, int nd)
     int threads = o->kernel_threads > 0 ? o->kernel_threads : (int)(cores / nd > 1 ? cores / nd : 1);
     int64_t mm = o->llama ? sz_llama_host_bytes(&o->lcfg, o->batch, o->seq, 1, threads)
                           : sz_gpt2_host_bytes(&o->cfg, o->batch, o->seq, 1, threads);
-    if (o->native && o->llama) /* llama.c: its matmuls may also run the bf16 kernels */
-        mm += sz_llama_host_bytes_bf16(&o->lcfg, o->batch, o->seq, 1, threads);
-    else if (o->native) { /* gpt2.c: likewise */
+    /* llama.c, gpt2.c: their matmuls may also run the bf16 kernels (native) or widen the bf16 weights
+     * (emulated with direct bf16 parameters) */
+    int wbf = !o->native && o->bf16_direct;
+    if ((o->native || wbf) && o->llama)
+        mm += (o->native ? sz_llama_host_bytes_bf16 : sz_llama_host_bytes_wbf16)(&o->lcfg, o->batch, o->seq, 1, threads);
+    else if (o->native || wbf) {
         int64_t C = o->cfg.channels;
         const int64_t in[] = {C, C, C, 4 * C, C}, out[] = {3 * C, C, 4 * C, C, o->cfg.padded_vocab};
-        mm += sz_matmul_host_bytes_bf16(1, threads, (int64_t)o->batch * o->seq, 5, in, out);
+        mm += (o->native ? sz_matmul_host_bytes_bf16 : sz_matmul_host_bytes_wbf16)(1, threads, (int64_t)o->batch * o->seq,
+                                                                                   5, in, out);
     }
     return mm + (int64_t)o->data_tokens * 2 + 2 * (int64_t)o->batch * o->seq * 4;
 }
@@ -490,7 +506,7 @@ static int plan_build(const struct opts *o, const struct units *s, int stage, in
                         .checkpoint = o->ckpt,
                         .offload = o->offload, .prefetch_bytes = o->prefetch_bytes,
                         .max_live_bytes = o->max_live_bytes, .comm_worker = o->comm_worker, .clip = o->clip,
-                        .offload_optimizer = o->offload_optimizer, .native = o->native,
+                        .offload_optimizer = o->offload_optimizer, .native = o->native, .bf16_direct = o->bf16_direct,
                         .bucket_elems = sz_plan_bucket_elems(o->bucket_bytes, nd, maxpad)};
     c.extra[SZ_MEM_ACTIVATIONS] = engine_activation_bytes(o, o->ckpt, o->offload, &host);
     c.extra[SZ_MEM_HOST] = host;
@@ -592,6 +608,8 @@ static int print_json(const struct opts *o, const struct result *r)
     }
     cJSON_AddStringToObject(root, "precision", o->mixed ? "mixed" : "fp32");
     cJSON_AddStringToObject(root, "bf16_path", bf16_path(o));
+    if (o->mixed)
+        cJSON_AddStringToObject(root, "bf16_params", o->bf16_direct ? "direct" : "working copies");
     cJSON_AddStringToObject(root, "optimizer", sz_optimizer_name(o->optimizer));
     cJSON_AddNumberToObject(root, "momentum", o->momentum);
     cJSON_AddNumberToObject(root, "optimizer_state_floats", o->opt_states);
@@ -740,6 +758,10 @@ static int print_text(const struct opts *o, const struct result *r)
     if (o->mixed)
         printf(" (--bf16-compute %s%s%s)", o->bf16_compute, o->bf16_why ? ": " : "", o->bf16_why ? o->bf16_why : "");
     printf("\n");
+    if (o->mixed)
+        printf("bf16 parameters: %s\n", o->bf16_direct ? "read directly by the units' ops (no fp32 working copies; "
+                                                        "sz-train keeps them with CUDA workers)"
+                                                      : "fp32 working copies, one unit at a time");
     printf("optimizer: %s", sz_optimizer_name(o->optimizer));
     if (o->optimizer == SZ_OPTIMIZER_SGD)
         printf(" (momentum %g)", (double)o->momentum);

@@ -1,7 +1,7 @@
 /* codelets/embedding.c — a token embedding without a position table: the typed wrappers
  * sz_op_embedding_fwd/bwd, their argument struct, codelets and perf models; the math is
  * codelets/kernels/embedding.c. A token outside [0, V) fails the task (sz_task_fail) with the op,
- * the value and the row; the model's next call returns SZ_ERR_INVALID. On the native bf16 path the
+ * the value and the row; the model's next call returns SZ_ERR_INVALID. On both bf16 paths the
  * forward reads a bf16 table (widened: codelets/kernels/bf16_act.c); the gradient is fp32. */
 #include "starzero_starpu.h"
 #include "sz_kernels.h"

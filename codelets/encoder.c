@@ -9,7 +9,7 @@
 struct encoder_args {
     int B, T, C;
     int64_t V; /* rows of wte: tokens must lie in [0, V) */
-    int p_dt;  /* forward: sz_k_dtype of wte and wpe (bf16 on the native bf16 path) */
+    int p_dt;  /* forward: sz_k_dtype of wte and wpe (bf16 on both bf16 paths: read directly) */
 };
 
 enum { FWD_OUT, FWD_TOK, FWD_WTE, FWD_WPE };

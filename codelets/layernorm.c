@@ -92,7 +92,8 @@ sz_status sz_op_layernorm_fwd(sz_unit *u, sz_tensor *out, sz_tensor *mean, sz_te
     if (st != SZ_OK)
         return st;
     int64_t NC = (int64_t)N * C;
-    /* out and the parameters (w's type; b must match) may be bf16: the native bf16 path */
+    /* the parameters (w's type; b must match) may be bf16 on both bf16 paths (with an fp32 out: the
+     * emulated one, the fp32 kernel's bits on the widened parameters), out on the native one */
     struct layernorm_args a = {N, C, sz_kdt(out), sz_kdt(w), 0};
     sz_task_tensor t[] = {{out, SZ_WRITE, sz_fb(out), NC, "out", 0},   {mean, SZ_WRITE, SZ_DTYPE_F32, N, "mean", 0},
                           {rstd, SZ_WRITE, SZ_DTYPE_F32, N, "rstd", 0},  {inp, SZ_READ, SZ_DTYPE_F32, NC, "inp", 0},
@@ -107,7 +108,7 @@ sz_status sz_op_layernorm_bwd(sz_unit *u, sz_tensor *dinp, sz_tensor *dw, sz_ten
     if (st != SZ_OK)
         return st;
     int64_t NC = (int64_t)N * C;
-    /* dout and w may be bf16 (the native bf16 path); the gradients are fp32 */
+    /* w may be bf16 (both bf16 paths), dout too (the native one); the gradients are fp32 */
     struct layernorm_args a = {N, C, 0, sz_kdt(w), sz_kdt(dout)};
     sz_task_tensor t[] = {{dinp, SZ_ACCUMULATE_OR_SET, SZ_DTYPE_F32, NC, "dinp", 0},
                           {dw, SZ_ACCUMULATE_OR_SET, SZ_DTYPE_F32, C, "dw", 0},

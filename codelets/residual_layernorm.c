@@ -15,7 +15,8 @@
 struct residual_layernorm_args {
     int N, C;
     int out_dt, p_dt, db_dt; /* sz_k_dtype of out (fwd) / dout (bwd), of w and b_ln, of db (bwd): the
-                                native bf16 path's (include/starzero.h); all 0: fp32 */
+                                native bf16 path's, or p_dt alone on the emulated one (bf16 parameters
+                                read directly; include/starzero.h); all 0: fp32 */
 };
 
 enum { FWD_RES, FWD_OUT, FWD_MEAN, FWD_RSTD, FWD_A, FWD_B, FWD_W, FWD_BLN };

@@ -3,8 +3,9 @@
  * rows. Forward overwrites res (= a + b), out and rstd, row by row while the row is in cache.
  * Backward accumulates the norm's input gradient into dres (the residual stream's gradient, which
  * already holds the rest of the graph's), then adds dres into da and db, and accumulates dw (or sets
- * it: the step's first writer of the gradients). The same bits as residual_fwd + rmsnorm_fwd, and rmsnorm_bwd + residual_bwd. On the native bf16 path
- * out (forward) / dout and db (backward) and w may be bf16 (codelets/kernels/bf16_act.c). */
+ * it: the step's first writer of the gradients). The same bits as residual_fwd + rmsnorm_fwd, and
+ * rmsnorm_bwd + residual_bwd. On the native bf16 path out (forward) / dout and db (backward) and w
+ * may be bf16, on the emulated one w alone (codelets/kernels/bf16_act.c). */
 #include "sz_tasks.h"
 #include "starzero_starpu.h"
 #include "sz_kernels.h"

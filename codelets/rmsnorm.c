@@ -1,6 +1,7 @@
 /* codelets/rmsnorm.c — RMSNorm (LLaMA's norm, no bias): the typed wrappers sz_op_rmsnorm_fwd/bwd,
  * their argument struct, codelets and perf models; the math is codelets/kernels/rmsnorm.c, and with
- * bf16 operands (the native bf16 path: out / dout and w bf16) codelets/kernels/bf16_act.c. */
+ * bf16 operands (the native bf16 path: out / dout and w bf16; the emulated one: w bf16 alone)
+ * codelets/kernels/bf16_act.c. */
 #include "starzero_starpu.h"
 #include "sz_kernels.h"
 #include "sz_tasks.h"
@@ -74,7 +75,7 @@ sz_status sz_op_rmsnorm_fwd(sz_unit *u, sz_tensor *out, sz_tensor *rstd, sz_tens
 {
     if (N < 1 || C < 1 || !(eps >= 0.0f))
         return sz_op_invalid(u, "rmsnorm", "N = %d, C = %d, eps = %g: need N, C >= 1 and eps >= 0", N, C, eps);
-    /* out and w may be bf16 (the native bf16 path) */
+    /* w may be bf16 (both bf16 paths), out too (the native one) */
     struct rmsnorm_args a = {N, C, eps, sz_kdt(out), sz_kdt(w), 0};
     int64_t NC = (int64_t)N * C;
     sz_task_tensor t[] = {{out, SZ_WRITE, sz_fb(out), NC, "out", 0},
@@ -89,7 +90,7 @@ sz_status sz_op_rmsnorm_bwd(sz_unit *u, sz_tensor *dinp, sz_tensor *dw, sz_tenso
 {
     if (N < 1 || C < 1)
         return sz_op_invalid(u, "rmsnorm_bwd", "N = %d, C = %d: need N, C >= 1", N, C);
-    /* dout and w may be bf16 (the native bf16 path); the gradients are fp32 */
+    /* w may be bf16 (both bf16 paths), dout too (the native one); the gradients are fp32 */
     struct rmsnorm_args a = {N, C, 0.0f, 0, sz_kdt(w), sz_kdt(dout)};
     int64_t NC = (int64_t)N * C;
     sz_task_tensor t[] = {{dinp, SZ_ACCUMULATE_OR_SET, SZ_DTYPE_F32, NC, "dinp", 1},

@@ -118,16 +118,17 @@ static void delta(sz_action *a, int cat, int64_t bytes)
 
 static int64_t elem(const sz_plan *p) { return p->cfg.mixed ? 2 : 4; }
 
-/* Unit i's compute reads an fp32 working copy of its parameters (mixed precision, unless the unit
- * reads the bf16 parameters on the native path). */
-static int work_copy(const struct builder *b, int i)
-{
-    return b->p->cfg.mixed && !(b->p->cfg.native && b->u[i].bf16_params);
-}
+/* Whether unit i's compute reads an fp32 working copy of its parameters, given whether it takes
+ * bf16 ones (sz_plan_unit.bf16_params): under mixed precision, unless it reads the bf16 parameters
+ * directly (cfg.bf16_direct). The one rule the plan's actions, its accesses and the prefetch
+ * window's bytes follow. */
+static int reads_work(const sz_plan_config *c, int bf16_params) { return c->mixed && !(c->bf16_direct && bf16_params); }
+
+static int work_copy(const struct builder *b, int i) { return reads_work(&b->p->cfg, b->u[i].bf16_params); }
 
 int64_t sz_plan_params_bytes(const sz_plan *p, int i)
 {
-    int work = p->cfg.mixed && !(p->cfg.native && p->bf16_params[i]);
+    int work = reads_work(&p->cfg, p->bf16_params[i]);
     return (p->cfg.stage == 3 ? p->padded[i] * elem(p) : 0) + (work ? p->padded[i] * 4 : 0);
 }
 
@@ -489,8 +490,8 @@ static void add_access(const sz_plan *p, struct access *acc, int *n, int unit, s
 static int accesses_of(const sz_plan *p, const sz_plan_unit *units, const sz_action *a, struct access *acc)
 {
     int n = 0, u = a->unit, s = p->cfg.stage;
-    /* the working copy, except for a unit reading its bf16 parameters on the native bf16 path */
-#define WP(i) (p->cfg.mixed && !(p->cfg.native && units[i].bf16_params) ? SZ_RES_WORK : SZ_RES_PARAM)
+    /* the working copy, except for a unit reading its bf16 parameters directly (cfg.bf16_direct) */
+#define WP(i) (reads_work(&p->cfg, units[i].bf16_params) ? SZ_RES_WORK : SZ_RES_PARAM)
     const sz_plan_unit *x = u >= 0 ? &units[u] : NULL;
     switch (a->kind) {
     case SZ_ACT_GATHER:
@@ -924,8 +925,11 @@ static void print_json(FILE *f, const sz_plan *p, const char *const *names, cons
     cJSON_AddNumberToObject(c, "rank", g->rank);
     cJSON_AddNumberToObject(c, "micro_batches", g->micro_batches);
     cJSON_AddStringToObject(c, "precision", g->mixed ? "bf16" : "fp32");
-    if (g->mixed)
+    if (g->mixed) {
         cJSON_AddStringToObject(c, "bf16_path", g->native ? "native" : "emulated");
+        /* how units with bf16_params read their parameters: directly, or fp32 working copies */
+        cJSON_AddStringToObject(c, "bf16_params", g->bf16_direct ? "direct" : "working copies");
+    }
     cJSON_AddBoolToObject(c, "checkpoint", g->checkpoint);
     cJSON_AddBoolToObject(c, "offload_checkpoints", g->offload);
     cJSON_AddNumberToObject(c, "prefetch_bytes", (double)g->prefetch_bytes);
@@ -1009,10 +1013,11 @@ void sz_plan_print(FILE *f, const sz_plan *p, const char *const *names, int json
         return;
     }
     const sz_plan_config *g = &p->cfg;
-    fprintf(f, "plan: %s, stage %d, N_d %d, rank %d, %d micro-batch%s, %s%s%s, prefetch %lld B, max live %lld B, "
+    fprintf(f, "plan: %s, stage %d, N_d %d, rank %d, %d micro-batch%s, %s%s%s%s, prefetch %lld B, max live %lld B, "
             "bucket %lld elements%s%s; %d actions\n", g->pass == SZ_PASS_STEP ? "step" : "eval", g->stage, g->nd,
             g->rank, g->micro_batches, g->micro_batches == 1 ? "" : "es",
             g->mixed ? (g->native ? "bf16 native" : "bf16 emulated") : "fp32",
+            !g->mixed ? "" : g->bf16_direct ? " (bf16 parameters read directly)" : " (fp32 working copies)",
             g->checkpoint ? ", checkpointing" : "", g->offload ? ", offloaded checkpoints" : "",
             (long long)g->prefetch_bytes, (long long)g->max_live_bytes, (long long)g->bucket_elems,
             g->comm_worker ? ", communication worker" : "", g->clip ? ", clipping" : "", p->n);

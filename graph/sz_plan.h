@@ -49,7 +49,8 @@ typedef struct sz_plan_unit {
     int checkpointable;       /* recomputed under checkpointing */
     int backward_skips_params;/* its backward reads no parameter (sz_unit_desc) */
     int64_t ckpt_bytes;       /* bytes of its input checkpoint when offloaded (0: none) */
-    int bf16_params;          /* its compute reads bf16 parameters on the native path (sz_unit_desc) */
+    int bf16_params;          /* its compute accepts bf16 parameters (sz_unit_desc): it reads them
+                                 directly where sz_plan_config.bf16_direct says so */
 } sz_plan_unit;
 
 typedef enum sz_plan_pass {
@@ -60,10 +61,14 @@ typedef enum sz_plan_pass {
 typedef struct sz_plan_config {
     sz_plan_pass pass;
     int stage, nd, rank, micro_batches;
-    int mixed;                /* bf16 parameters and gradients, fp32 working copies */
-    int native;               /* mixed on the native bf16 path: units with bf16_params read the bf16
-                                 parameters (stage 3: the gathered copy, kept until the release) and
-                                 get no fp32 working copy */
+    int mixed;                /* bf16 parameters and gradients, fp32 working gradients */
+    int native;               /* mixed on the native bf16 path (bf16 activations; what is printed) */
+    int bf16_direct;          /* mixed: units with bf16_params read the bf16 parameters directly
+                                 (stage 3: the gathered copy, kept until the release) and get no fp32
+                                 working copy (no CONVERT) — on the native path, and on the emulated
+                                 one without CUDA workers (sz_model_set_zero decides it). The other
+                                 units, and all of them with bf16_direct 0, compute on fp32 working
+                                 copies, one unit at a time. */
     int opt_states;           /* the optimizer's fp32 state floats per element (AdamW 2, SGD 1 or 0) */
     int checkpoint, offload;  /* activation checkpointing; offloaded checkpoints (P_a+cpu) */
     int64_t prefetch_bytes;   /* stage 3: parameter bytes gathered ahead of the unit computing */

@@ -269,10 +269,14 @@ typedef struct sz_unit_desc {
                                       not gather them for it (nor mixed precision convert them),
                                       unless the unit is recomputed under checkpointing */
     int bf16_params;               /* 1: its callbacks accept bf16 parameters (every op they pass a
-                                      parameter to takes bf16 there), so under the native bf16 path
-                                      (sz_model_bf16_native) they read the stored bf16 parameters
-                                      directly, with no fp32 working copy; 0: the unit always gets
-                                      fp32 working copies under mixed precision (the emulated path) */
+                                      parameter to takes bf16 ones, with fp32 activations on the
+                                      emulated path and bf16 ones on the native path), so under mixed
+                                      precision they read the stored bf16 parameters directly, with no
+                                      fp32 working copy (on both paths; on the emulated one not with
+                                      CUDA workers, whose kernels take fp32 parameters there, nor with
+                                      sz_zero_config.bf16_work_copies);
+                                      0: the unit always gets fp32 working copies under mixed
+                                      precision (an op of its own that takes fp32 only) */
 } sz_unit_desc;
 
 /* ZeRO: where model states live. Set before sz_model_finalize; defaults: stage 0, 1 micro-batch,
@@ -281,9 +285,11 @@ typedef enum sz_precision {
     SZ_PRECISION_FP32 = 0, /* fp32 params, grads, Adam m and v */
     SZ_PRECISION_BF16,     /* mixed: bf16 params and grads (stored and communicated), fp32 master
                               weights and Adam m, v; compute tasks write fp32 working gradients
-                              and read either an fp32 working copy of one unit at a time
-                              ("emulated") or, on the native path, the bf16 parameters themselves
-                              with bf16 activations (sz_bf16_compute) */
+                              and read the bf16 parameters themselves (units with
+                              sz_unit_desc.bf16_params; fp32 or bf16 activations: sz_bf16_compute)
+                              or an fp32 working copy of one unit at a time (the other units, and
+                              on the emulated path every unit with CUDA workers or
+                              sz_zero_config.bf16_work_copies) */
 } sz_precision;
 
 /* How bf16 mixed precision computes. Chosen once per run, before anything is allocated, by a
@@ -295,8 +301,12 @@ typedef enum sz_precision {
  *    sz_model_bf16_native); layernorm, softmax, GELU and attention compute in fp32 from bf16
  *    inputs; units with sz_unit_desc.bf16_params read the bf16 parameters directly (no fp32
  *    working copy). Master weights, Adam state and the working gradients stay fp32.
- *  - emulated: every compute task reads fp32 working copies (the exact widening of the bf16
- *    parameters) and fp32 activations: the math of fp32 at fp32 speed.
+ *  - emulated: fp32 activations, and every op widens the bf16 parameters exactly as it loads them
+ *    (units with sz_unit_desc.bf16_params read the bf16 parameters directly: no working copy, no
+ *    conversion pass, half the parameter bytes read); the math and the bits are those of fp32
+ *    kernels on fp32 working copies (the other units' way, and every unit's with CUDA workers,
+ *    whose emulated kernels take fp32 parameters, or sz_zero_config.bf16_work_copies): the math
+ *    of fp32 at fp32 speed.
  * The rule (sz_bf16_compute_decide): native where the CPU has AMX-BF16, or AVX512-BF16 on a CPU
  * whose bf16 dot product is known to run at >= 1.5x its fp32 FMA rate (AMD Zen 4 and later:
  * measured 2.0-2.9x); emulated elsewhere (Intel CPUs with AVX512-BF16 but no AMX run vdpbf16ps at
@@ -409,6 +419,11 @@ typedef struct sz_zero_config {
                                host and the updated parameters back to the GPU through StarPU's data
                                transfers of those tasks. Refused (SZ_ERR_INVALID, with the reason) by
                                sz_model_finalize on a rank without a CUDA worker. */
+    int bf16_work_copies;   /* under SZ_PRECISION_BF16 on the emulated path: 1 gives every unit fp32
+                               working copies of its bf16 parameters (one unit at a time, converted
+                               before its compute), as with CUDA workers — the same bits as reading
+                               them directly (default 0), more memory and time; for comparisons.
+                               Ignored on the native path (its units always read them directly) */
     int64_t host_bytes;     /* host buffers the app holds while it trains, beside the engine's tensors,
                                that grow with the model or the batch (its data loader, the kernels'
                                working memory: sz_matmul_host_bytes): the prediction and the budget
@@ -453,6 +468,11 @@ int64_t sz_model_nparams(const sz_model *m);          /* real parameters, paddin
 /* 1 when the model computes bf16 natively: SZ_PRECISION_BF16 and the native path (sz_bf16_compute,
  * resolved at sz_model_set_zero, so a model can choose its activations' dtypes after it); else 0. */
 int sz_model_bf16_native(const sz_model *m);
+/* 1 when, under SZ_PRECISION_BF16, units with sz_unit_desc.bf16_params read the bf16 parameters
+ * directly (no fp32 working copies): on the native path, and on the emulated one without CUDA
+ * workers unless sz_zero_config.bf16_work_copies; else 0. Resolved at sz_model_set_zero, so a model
+ * can size its kernels' host memory after it (sz_matmul_host_bytes_wbf16 on the emulated path). */
+int sz_model_bf16_params_direct(const sz_model *m);
 /* The path in effect: "native" or "emulated" under bf16 mixed precision, "fp32" otherwise. */
 const char *sz_model_bf16_path(const sz_model *m);
 /* Parameter i of unit u, in the unit's table order: read or write its values (fp32). With several
@@ -517,7 +537,8 @@ float sz_unit_loss_scale(const sz_unit *u);
  * (matmul_bwd's and gelu_matmul_bwd's dw and db, layernorm_bwd's and layernorm_residual_bwd's dw and
  * db, rmsnorm_bwd's and rmsnorm_residual_bwd's dw), zeroed just before any other (an embedding's
  * scatter-add), and zeroed at the end of the backward when none touched it. SZ_ZERO_FOLD=0 in the
- * environment (read by sz_model_init) turns both foldings off: every zeroing is a task of its own. */
+ * environment (read by sz_model_init) turns both foldings off: every zeroing is a task of its own;
+ * SZ_GRAD_FOLD=0 only the gradients' (the plan's actions zero them whole). */
 sz_status sz_op_zero(sz_unit *u, sz_tensor *t);
 /* out[B,T,C] = wte[tokens[b,t]] + wpe[t] (overwrites out); tokens int32 [B,T] in [0, V), V = rows
  * of wte. */

@@ -18,7 +18,8 @@
 #              relative of the CPU's at every step (a bf16 tolerance: one bf16 ulp is 2^-8 = 3.9e-3
 #              relative, and the two paths round their bf16 activations from sums taken in other
 #              orders, which the training steps compound; tests/bf16_native_cli.sh bounds native
-#              against fp32 by 0.05 over 8 steps)
+#              against fp32 by 0.05 over 8 steps); cpu_tasks (a figure, not judged) says whether
+#              any task of the native run fell to a CPU worker
 #   placement  on that d2 GPU run, the zero policy left every task to the CUDA worker (CPU tasks: 0)
 #   gpu_arena  the d2 GPU run with SZ_GPU_ARENA=1 (the model states in one GPU arena registered on
 #              the GPU's memory node): bitwise the same losses, and the log says the arena was made
@@ -200,6 +201,7 @@ if go d2_bf16_native; then
         n=$(losses "$logs/d2n_gpu.json" | wc -l)
         ok=$(awk -v w="$worst" -v n="$n" -v t="$ntask" -v p="$path" 'BEGIN {print (w <= 2e-2 && n >= 5 && t > 0 && p == "native") ? 1 : 0}')
         fig="\"bf16_path\": \"${path:-none}\", \"max_rel_loss_diff\": $worst, \"tolerance\": 2e-2, \"steps\": $n, \"cuda_tasks\": $ntask"
+        fig="$fig, \"cpu_tasks\": $(cpu_tasks "$logs/d2n_gpu.err")" # a figure: 0 when every op ran on the GPU
         [ "$ok" = 1 ] && json d2_bf16_native pass "$fig" ||
             fail_part d2_bf16_native "$fig, \"note\": \"needs bf16_path native, rel diff <= 2e-2 and cuda_tasks > 0\", \"log\": \"$logs/d2n_gpu.err\""
     fi

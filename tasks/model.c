@@ -55,6 +55,10 @@ sz_status sz_model_init(sz_model **out, sz_context *ctx)
     m->arena_mark = -1;
     const char *fold = getenv("SZ_ZERO_FOLD"); /* 0: every sz_op_zero is its own task (codelets/zero.c) */
     m->fold_zeros = !(fold && fold[0] == '0');
+    /* 0: the parameters' gradients zeroed whole by the plan's actions, the activations' zeros still
+     * folded (SZ_ZERO_FOLD=0 turns both off) */
+    const char *gfold = getenv("SZ_GRAD_FOLD");
+    m->fold_grads = m->fold_zeros && !(gfold && gfold[0] == '0');
     sz_zero_config_defaults(&m->zero);
     m->opt = sz_optimizer_get(m->zero.optimizer);
     m->nopt_states = m->opt->nstates(&m->zero);
@@ -127,6 +131,12 @@ sz_status sz_model_set_zero(sz_model *m, const sz_zero_config *z)
     m->zero.bf16_compute = path;
     m->mixed = z->precision == SZ_PRECISION_BF16;
     m->native = m->mixed && path == SZ_BF16_COMPUTE_NATIVE;
+    /* Units with bf16_params read the bf16 parameters directly (no fp32 working copy): on the
+     * native path, and on the emulated one unless CUDA workers may run the compute (their kernels
+     * take fp32 parameters) or z->bf16_work_copies asks for the copies. The emulated ops widen each
+     * parameter on load, so the bits are those of the working copies. Decided here whatever the
+     * precision, so that a prediction for the other precision (advice) follows the same rule. */
+    m->bf16_direct = path == SZ_BF16_COMPUTE_NATIVE || (!cuda && !z->bf16_work_copies);
     m->opt = sz_optimizer_get(z->optimizer);
     m->nopt_states = m->opt->nstates(z);
     m->persistent[SZ_MEM_HOST_BUFFERS] = z->host_bytes; /* the app's; counted as held from here on */
@@ -134,6 +144,7 @@ sz_status sz_model_set_zero(sz_model *m, const sz_zero_config *z)
 }
 
 int sz_model_bf16_native(const sz_model *m) { return m ? m->native : 0; }
+int sz_model_bf16_params_direct(const sz_model *m) { return m ? m->mixed && m->bf16_direct : 0; }
 
 /* "native" only when some unit really reads bf16 (a model whose units take no bf16 parameters
  * computes emulated whatever the rule said). */
@@ -557,7 +568,7 @@ static sz_status unit_storage(struct sz_model *m, struct sz_unit *u)
             (st = flat_init(m, u, &u->wgrad, "wgrad:", SZ_DTYPE_F32, -1)) != SZ_OK)
             return master ? st : SZ_ERR_NOMEM;
         u->master = *master;
-        u->wp = m->native && u->bf16_params ? &u->param : &u->work; /* native: the bf16 parameters */
+        u->wp = m->bf16_direct && u->bf16_params ? &u->param : &u->work; /* direct: the bf16 parameters */
         u->wg = &u->wgrad;
     }
     /* the optimizer's states (tasks/sz_optimizer.h), in categories SZ_MEM_ADAM_M, SZ_MEM_ADAM_V */
@@ -805,6 +816,8 @@ static sz_status agree_model(struct sz_model *m)
     sz_settings_add(s, "arenas (M_D)", "%s", z->arenas ? "on" : "off");
     sz_settings_add(s, "the optimizer", "%s", m->opt->name);
     sz_settings_add(s, "SGD momentum", "%.9g", z->optimizer == SZ_OPTIMIZER_SGD ? (double)z->momentum : 0.0);
+    if (z->bf16_work_copies) /* (only then, as below) */
+        sz_settings_add(s, "bf16 working copies", "forced");
     if (z->offload_optimizer) /* (only then: a CPU-only run's digest stays as it was) */
         sz_settings_add(s, "the offloaded optimizer's CUDA workers", "%s", have_cuda() ? "present" : "none");
     sz_settings_add(s, "the number of units", "%d", m->nunits);

@@ -43,7 +43,7 @@ struct sz_unit {
         ag_name[40], recompute_name[40], offload_name[40], fetch_name[40];
     int checkpointable;
     int backward_skips_params;   /* see sz_unit_desc */
-    int bf16_params;             /* see sz_unit_desc: on the native bf16 path it reads param, not work */
+    int bf16_params;             /* see sz_unit_desc: with m->bf16_direct it reads param, not work */
     sz_tensor *ckpt, *ckpt_host; /* offloaded checkpoint: device tensor (lazy) and its host pool copy */
     int64_t ckpt_bytes;          /* bytes of its offloadable input checkpoint (sz_model_checkpoint;
                                     0: none), whether or not this configuration offloads it */
@@ -81,6 +81,8 @@ struct sz_model {
     int nd, rank;
     int mixed;                   /* zero.precision == SZ_PRECISION_BF16 */
     int native;                  /* mixed, and the native bf16 compute path (zero.bf16_compute) */
+    int bf16_direct;             /* units with bf16_params read param, not work, under mixed precision
+                                    (sz_model_set_zero's rule; graph/sz_plan.h, sz_plan_config) */
     const sz_optimizer_impl *opt;/* zero.optimizer's implementation (tasks/optimizer.c) */
     int nopt_states;             /* opt->nstates(&zero) */
     int64_t arena_mark;          /* the device pool's arena before our first tensor (-1: none) */
@@ -152,6 +154,8 @@ struct sz_model {
      * folded into the next task on its tensor that can set it, else submitted right before that task
      * or when the callback returns (sz_zero_flush) */
     int fold_zeros;              /* 0 under SZ_ZERO_FOLD=0 */
+    int fold_grads;              /* the parameters' gradients left to first writers: fold_zeros, and
+                                    not SZ_GRAD_FOLD=0 */
     int npending;
     struct sz_pending_zero { struct sz_unit *u; sz_tensor *t; } pending[16];
     int64_t zeros_folded, zeros_run; /* counts since sz_model_init: folded into an op / submitted */

@@ -39,6 +39,7 @@ void sz_zero_plan_config(const struct sz_model *m, sz_plan_pass pass, int clip, 
     c->micro_batches = m->zero.micro_batches;
     c->mixed = m->zero.precision == SZ_PRECISION_BF16;
     c->native = m->native;
+    c->bf16_direct = m->bf16_direct;
     c->opt_states = m->opt->nstates(&m->zero);
     c->checkpoint = m->zero.checkpoint;
     c->offload = m->zero.offload_checkpoints;
@@ -48,7 +49,7 @@ void sz_zero_plan_config(const struct sz_model *m, sz_plan_pass pass, int clip, 
     c->comm_worker = sz_comm_worker >= 0;
     c->clip = clip;
     /* the parameters' gradients set by their first writers: CPU kernels only (the CUDA ones add) */
-    c->fold_grads = m->fold_zeros && !m->gpu_compute;
+    c->fold_grads = m->fold_grads && !m->gpu_compute;
     c->offload_optimizer = m->zero.offload_optimizer;
     /* with CUDA workers and the host-copy collectives (CPU tasks) the buffer stays in RAM
      * (tasks/model.c does not place it on the GPU) */

@@ -44,7 +44,7 @@ if echo "$out" | grep -q '"sched_policy":"zero"'; then   # the zero policy times
     awk -v v="$(num optimizer_ms)" 'BEGIN { exit !(v > 0) }' || fail "optimizer_ms = $(num optimizer_ms) under the zero policy"
     awk -v v="$(num optimizer_gbps)" 'BEGIN { exit !(v > 0) }' || fail "optimizer_gbps = $(num optimizer_gbps) under the zero policy"
     awk -v v="$(num convert_ms)" 'BEGIN { exit !(v == 0) }' || fail "convert_ms = $(num convert_ms) in fp32 (no conversions)"
-    # the emulated bf16 path converts (working copies, gradients): its conversion tasks are timed
+    # the emulated bf16 path converts (the working gradients to bf16): its conversion tasks are timed
     emu=$(STARPU_NCUDA=0 timeout 120 "$bin/sz-bench" --model 2,2,32 --vocab 256 --batch 2 --seq 16 --steps 1 --warmup 0 \
         --precision bf16 --bf16-compute emulated --json) || fail "sz-bench --precision bf16 --bf16-compute emulated"
     v=$(echo "$emu" | sed -n 's/.*"convert_ms":\([-0-9.e+]*\).*/\1/p')

@@ -10,12 +10,14 @@
 #  7. sz-estimate --plan --bf16-compute native|emulated predicts the peak sz-train --json measures on
 #     that path (stage 0, and stage 3 with checkpointing), and its main table (no --plan) the same
 #     peak and --plan's activation bytes; it prints bf16_path in text and JSON, and refuses a bad
-#     --bf16-compute value;
+#     --bf16-compute value; on the emulated path GPT-2 d12's plan (stages 0 and 3) has no convert
+#     action (the units read the bf16 parameters directly) and fewer gathered bytes and a lower
+#     device peak than with --bf16-work-copies;
 #  8. the LLaMA-style model (--arch llama) on the native path: losses within bf16 noise of fp32's over
 #     8 steps, bitwise the same with 1 and 2 kernel threads per task (--kernel-threads),
 #     a state saved at step 2 resumes bitwise (losses and every state shard at step 4), and
 #     sz-estimate --arch llama --plan --bf16-compute native|emulated, and its main table, predict the
-#     peak sz-train measures (stage 0, and 2 ranks at stage 3 with checkpointing).
+#     peak sz-train measures (stage 0, and 2 ranks at stage 3 with checkpointing; both paths).
 # Usage: bf16_native_cli.sh BUILD_DIR [MPIEXEC]
 set -u
 bin=$1 mpiexec=${2:-mpiexec}
@@ -81,7 +83,7 @@ echo "refused as expected: $(head -1 "$dir/out.txt")"
 
 # 7. sz-estimate --bf16-compute: the plan's peak on each path is what sz-train measures
 ntok=$(( ($(stat -c %s "$dir/lic_train.bin") - 1024) / 2 ))
-for p in "native 0" "emulated 0" "native 3 --checkpoint --ckpt"; do
+for p in "native 0" "emulated 0" "native 3 --checkpoint --ckpt" "emulated 3 --checkpoint --ckpt"; do
     set -- $p
     rep=$(train --steps 1 --json --precision bf16 --bf16-compute "$1" --zero-stage "$2" ${3:-} | tail -1) \
         || fail "sz-train --bf16-compute $1 --zero-stage $2 ${3:-}"
@@ -103,6 +105,27 @@ for p in "native 0" "emulated 0" "native 3 --checkpoint --ckpt"; do
     echo "sz-estimate --plan --bf16-compute $1, stage $2 ${3:-}: predicted $est = sz-train's peak"
 done
 [ "$peak_native_0" -lt "$peak_emulated_0" ] || fail "native peak $peak_native_0 not below emulated $peak_emulated_0"
+# the emulated path reads the bf16 parameters directly: GPT-2 d12's plan has no convert action, and
+# its gathered bytes (the fp32 working copies) and device peak fall against --bf16-work-copies (the
+# copies, as with CUDA workers); the matmuls' host buffers grow (they widen weight panels per thread)
+fold() { sed 's/.*"fold"://' | grep -o "\"$1\":[0-9]*" | head -1 | grep -o '[0-9]*$'; }
+for st in 0 3; do
+    d12() { "$bin/sz-estimate" --model d12 --batch 4 --seq 64 --precision bf16 --bf16-compute emulated --plan --stage $st "$@"; }
+    d12 >"$dir/d12.txt" && d12 --json >"$dir/d12.json" && d12 --bf16-work-copies --json >"$dir/d12wc.json" \
+        || fail "sz-estimate --model d12 --bf16-compute emulated --plan --stage $st"
+    ! grep -q " convert " "$dir/d12.txt" || fail "d12 emulated plan (stage $st) lists convert actions"
+    grep -q "bf16 emulated (bf16 parameters read directly)" "$dir/d12.txt" || { head -1 "$dir/d12.txt"; fail "d12 plan's first line"; }
+    grep -q '"bf16_params":"direct"' "$dir/d12.json" && grep -q '"bf16_params":"working copies"' "$dir/d12wc.json" \
+        || fail "sz-estimate --plan --json lacks bf16_params"
+    nconv=$(grep -o '"kind":"convert"' "$dir/d12wc.json" | wc -l)
+    [ "$nconv" -gt 0 ] || fail "--bf16-work-copies plan (stage $st) has no convert action"
+    g=$(fold gathered <"$dir/d12.json") gw=$(fold gathered <"$dir/d12wc.json")
+    dp=$(fold device_peak_bytes <"$dir/d12.json") dpw=$(fold device_peak_bytes <"$dir/d12wc.json")
+    p=$(fold peak_bytes <"$dir/d12.json") pw=$(fold peak_bytes <"$dir/d12wc.json")
+    [ -n "$g" ] && [ -n "$gw" ] && [ "$g" -lt "$gw" ] && [ "$dp" -lt "$dpw" ] \
+        || fail "d12 emulated stage $st: gathered $g / device peak $dp not below the working copies' $gw / $dpw"
+    echo "d12 emulated, stage $st: no convert (working copies: $nconv); gathered $gw -> $g B, device peak $dpw -> $dp B, peak $pw -> $p B"
+done
 "$bin/sz-estimate" --model d2 --vocab 256 --bf16-compute native >"$dir/est.txt" || fail "sz-estimate --bf16-compute native"
 grep -q "^bf16_path: native" "$dir/est.txt" || fail "sz-estimate text lacks bf16_path: native"
 grep -q "as sz-train holds them (bf16_path native" "$dir/est.txt" && grep -q "^Predicted peak per rank" "$dir/est.txt" \
@@ -137,7 +160,7 @@ for f in "$dir"/l2.st/step-00000004/*.bin; do
     cmp -s "$f" "$dir/lr.st/step-00000004/$(basename "$f")" || fail "llama resumed: $(basename "$f") differs from 4 straight steps"
 done
 echo "llama native: resumed at step 2 = 4 straight steps, bitwise (loss and every state shard)"
-for p in "native 1 0" "emulated 1 0" "native 2 3 --checkpoint --ckpt"; do
+for p in "native 1 0" "emulated 1 0" "native 2 3 --checkpoint --ckpt" "emulated 2 3 --checkpoint --ckpt"; do
     set -- $p
     rep=$(timeout 120 "$mpiexec" -n "$2" "$bin/sz-train" --arch llama --config 2,2,32 --vocab 256 --max-seq 32 \
           --train "$dir/lic_train.bin" --batch 4 --seq 32 --steps 1 --json --precision bf16 --bf16-compute "$1" \

@@ -7,7 +7,9 @@
  *    bf16 outputs to bf16's (2^-8 relative);
  *  - each against the fp32 kernel on the widened inputs: a bf16 output is bitwise that kernel's
  *    result rounded once, an fp32 one bitwise equal (the same formula, the same order);
- *  - each gives the same bits with 1, 2 and 3 OpenMP threads (sizes above the parallel threshold).
+ *  - each gives the same bits with 1, 2 and 3 OpenMP threads (sizes above the parallel threshold);
+ *  - the emulated path's mix (fp32 activations, bf16 parameters read directly) of every non-matmul
+ *    op that takes parameters: bitwise the fp32 kernel on the widened parameters, at 1-3 threads.
  * Exit code = failures. */
 #include <math.h>
 #include <omp.h>
@@ -649,6 +651,103 @@ static void test_silu_mul(void)
     free(gg);
 }
 
+/* ---- the emulated path's mix (include/starzero.h, sz_bf16_compute): fp32 activations and their
+ * gradients, bf16 parameters read directly. Every op GPT-2's and LLaMA's units pass parameters to
+ * (besides the matmuls) must give bitwise what the fp32 kernel gives on the widened parameters (the
+ * fp32 working copies the emulated path used to read): layernorm, residual + layernorm, encoder,
+ * RMSNorm, residual + RMSNorm, embedding; forwards and backwards, the backwards' SET variants (a
+ * folded zeroing) too, at 1, 2 and 3 threads. ---- */
+static int same32(const float *a, const float *b, size_t n) { return !memcmp(a, b, n * sizeof *a); }
+
+static void test_emulated_mix(void)
+{
+    const float eps = 1e-5f;
+    float *x = rnd(NC, 2.0f), *y = rnd(NC, 1.0f), *wf = rnd(C, 1.0f), *bf = rnd(C, 0.5f), *dout = rnd(NC, 1.0f);
+    uint16_t *w = h16(wf, C), *b = h16(bf, C);
+    float *ww = w32(w, C), *bw = w32(b, C);
+    for (int th = 1; th <= 3; th++) {
+        omp_set_num_threads(th);
+        int ok = 1;
+        /* layernorm forward and backward (accumulating, then with dinp written) */
+        float *o1 = malloc(NC * 4), *o2 = malloc(NC * 4), m1[N], r1[N], m2[N], r2[N];
+        CU_ASSERT_EQUAL(sz_k_layernorm_fwd_mx(o1, SZ_K_F32, m1, r1, x, w, b, SZ_K_BF16, N, C), 0);
+        sz_k_layernorm_fwd(o2, m2, r2, x, ww, bw, N, C);
+        ok &= same32(o1, o2, NC) && same32(m1, m2, N) && same32(r1, r2, N);
+        for (int set = 0; set <= SZ_K_SET_DINP; set += SZ_K_SET_DINP) {
+            float *d1 = rnd(NC, 0.1f), *d2 = dup_f(d1, NC), g1[C] = {0}, g2[C] = {0}, h1[C] = {0}, h2[C] = {0};
+            CU_ASSERT_EQUAL(sz_k_layernorm_bwd_mx_set(d1, g1, h1, dout, SZ_K_F32, x, w, SZ_K_BF16, m1, r1, N, C, set),
+                            0);
+            sz_k_layernorm_bwd_set(d2, g2, h2, dout, x, ww, m2, r2, N, C, set);
+            ok &= same32(d1, d2, NC) && same32(g1, g2, C) && same32(h1, h2, C);
+            free(d1); free(d2);
+        }
+        CU_ASSERT(ok);
+        /* residual + layernorm forward; its backward into fp32 da, db (accumulating, then written) */
+        float *res1 = malloc(NC * 4), *res2 = malloc(NC * 4);
+        CU_ASSERT_EQUAL(sz_k_residual_layernorm_fwd_mx(res1, o1, SZ_K_F32, m1, r1, x, y, w, b, SZ_K_BF16, N, C), 0);
+        sz_k_residual_layernorm_fwd(res2, o2, m2, r2, x, y, ww, bw, N, C);
+        ok = same32(res1, res2, NC) && same32(o1, o2, NC) && same32(m1, m2, N) && same32(r1, r2, N);
+        for (int set = 0; set <= 1; set++) {
+            int bits = set ? SZ_K_SET_A | SZ_K_SET_B : 0;
+            float *da1 = rnd(NC, 1.0f), *db1 = rnd(NC, 1.0f), *dr1 = rnd(NC, 1.0f);
+            float *da2 = dup_f(da1, NC), *db2 = dup_f(db1, NC), *dr2 = dup_f(dr1, NC);
+            float g1[C] = {0}, g2[C] = {0}, h1[C] = {0}, h2[C] = {0};
+            CU_ASSERT_EQUAL(sz_k_layernorm_residual_bwd_mx_set(da1, db1, SZ_K_F32, dr1, g1, h1, dout, SZ_K_F32, res1, w,
+                                                               SZ_K_BF16, m1, r1, N, C, bits), 0);
+            sz_k_layernorm_residual_bwd_set(da2, db2, dr2, g2, h2, dout, res2, ww, m2, r2, N, C, bits);
+            ok &= same32(da1, da2, NC) && same32(db1, db2, NC) && same32(dr1, dr2, NC) && same32(g1, g2, C) &&
+                  same32(h1, h2, C);
+            free(da1); free(db1); free(dr1); free(da2); free(db2); free(dr2);
+        }
+        CU_ASSERT(ok);
+        /* RMSNorm forward and backward */
+        CU_ASSERT_EQUAL(sz_k_rmsnorm_fwd_mx(o1, SZ_K_F32, r1, x, w, SZ_K_BF16, N, C, eps), 0);
+        sz_k_rmsnorm_fwd(o2, r2, x, ww, N, C, eps);
+        ok = same32(o1, o2, NC) && same32(r1, r2, N);
+        for (int set = 0; set <= SZ_K_SET_DINP; set += SZ_K_SET_DINP) {
+            float *d1 = rnd(NC, 0.1f), *d2 = dup_f(d1, NC), g1[C] = {0}, g2[C] = {0};
+            CU_ASSERT_EQUAL(sz_k_rmsnorm_bwd_mx_set(d1, g1, dout, SZ_K_F32, x, w, SZ_K_BF16, r1, N, C, set), 0);
+            sz_k_rmsnorm_bwd_set(d2, g2, dout, x, ww, r2, N, C, set);
+            ok &= same32(d1, d2, NC) && same32(g1, g2, C);
+            free(d1); free(d2);
+        }
+        CU_ASSERT(ok);
+        /* residual + RMSNorm forward and its backward */
+        CU_ASSERT_EQUAL(sz_k_residual_rmsnorm_fwd_mx(res1, o1, SZ_K_F32, r1, x, y, w, SZ_K_BF16, N, C, eps), 0);
+        sz_k_residual_rmsnorm_fwd(res2, o2, r2, x, y, ww, N, C, eps);
+        ok = same32(res1, res2, NC) && same32(o1, o2, NC) && same32(r1, r2, N);
+        for (int set = 0; set <= 1; set++) {
+            int bits = set ? SZ_K_SET_A | SZ_K_SET_B : 0;
+            float *da1 = rnd(NC, 1.0f), *db1 = rnd(NC, 1.0f), *dr1 = rnd(NC, 1.0f);
+            float *da2 = dup_f(da1, NC), *db2 = dup_f(db1, NC), *dr2 = dup_f(dr1, NC), g1[C] = {0}, g2[C] = {0};
+            CU_ASSERT_EQUAL(sz_k_rmsnorm_residual_bwd_mx_set(da1, db1, SZ_K_F32, dr1, g1, dout, SZ_K_F32, res1, w,
+                                                             SZ_K_BF16, r1, N, C, bits), 0);
+            sz_k_rmsnorm_residual_bwd_set(da2, db2, dr2, g2, dout, res2, ww, r2, N, C, bits);
+            ok &= same32(da1, da2, NC) && same32(db1, db2, NC) && same32(dr1, dr2, NC) && same32(g1, g2, C);
+            free(da1); free(db1); free(dr1); free(da2); free(db2); free(dr2);
+        }
+        CU_ASSERT(ok);
+        /* the encoder (wte + wpe) and the embedding (wte) from bf16 tables */
+        enum { VV = 50, TT = 16 };
+        float *tf = rnd((size_t)VV * C, 1.0f), *pf = rnd((size_t)TT * C, 1.0f);
+        uint16_t *te = h16(tf, (size_t)VV * C), *pe = h16(pf, (size_t)TT * C);
+        float *tew = w32(te, (size_t)VV * C), *pew = w32(pe, (size_t)TT * C);
+        int tok[N];
+        for (int i = 0; i < N; i++) tok[i] = (i * 17 + 3) % VV;
+        sz_k_encoder_fwd_mx(o1, tok, te, pe, SZ_K_BF16, N / TT, TT, C);
+        sz_k_encoder_fwd(o2, tok, tew, pew, N / TT, TT, C);
+        ok = same32(o1, o2, NC);
+        CU_ASSERT_EQUAL(sz_k_embedding_fwd_mx(o1, tok, te, SZ_K_BF16, N, C, VV), -1);
+        CU_ASSERT_EQUAL(sz_k_embedding_fwd(o2, tok, tew, N, C, VV), -1);
+        ok &= same32(o1, o2, NC);
+        CU_ASSERT(ok);
+        free(tf); free(pf); free(te); free(pe); free(tew); free(pew);
+        free(o1); free(o2); free(res1); free(res2);
+    }
+    omp_set_num_threads(2);
+    free(x); free(y); free(wf); free(bf); free(dout); free(w); free(b); free(ww); free(bw);
+}
+
 int main(void)
 {
     if (CU_initialize_registry() != CUE_SUCCESS) return 1;
@@ -659,6 +758,7 @@ int main(void)
         !CU_add_test(s, "residual + rmsnorm", test_residual_rmsnorm) ||
         !CU_add_test(s, "rope backward, embedding, public rounding", test_rope_embedding) ||
         !CU_add_test(s, "silu, mul", test_silu_mul) ||
+        !CU_add_test(s, "fp32 activations, bf16 parameters (emulated path)", test_emulated_mix) ||
         !CU_add_test(s, "row conversions, edge values", test_convert_rows)) {
         CU_cleanup_registry();
         return 1;

@@ -500,7 +500,8 @@ static void test_fold_tasks(void)
  * w [FOC, FC], b [FOC] (set by matmul_bwd), e [4, FC] (an embedding's scatter-add: zeroed just
  * before it) and c [3] (untouched: zeroed at the end of the backward); fp32 (the persistent
  * gradients, ZERO_GRADS) and bf16 mixed (the working gradients, GRAD_ALLOC), 1 and 2 micro-batches:
- * bitwise the gradients and parameters of SZ_ZERO_FOLD=0, with the views set and zeroed counted. */
+ * bitwise the gradients and parameters of SZ_ZERO_FOLD=0 and of SZ_GRAD_FOLD=0 (only the gradients
+ * zeroed whole), with the views set and zeroed counted. */
 struct fg {
     sz_model *m;
     sz_tensor *x, *y, *g, *target, *losses, *dg, *dy, *dx, *tok;
@@ -534,8 +535,11 @@ static int fg_run(int fold, int mixed, int micro, float *grads, float *params, s
     struct fg f = {0};
     if (!fold)
         setenv("SZ_ZERO_FOLD", "0", 1);
+    if (fold == 2) /* the activations' zeros folded, the gradients zeroed whole */
+        setenv("SZ_GRAD_FOLD", "0", 1);
     int ok = sz_model_init(&f.m, ctx) == SZ_OK;
     unsetenv("SZ_ZERO_FOLD");
+    unsetenv("SZ_GRAD_FOLD");
     sz_zero_config z;
     sz_zero_config_defaults(&z);
     z.micro_batches = micro;
@@ -588,12 +592,14 @@ static int fg_run(int fold, int mixed, int micro, float *grads, float *params, s
 
 static void test_fold_grads(void)
 {
-    float *g[2] = {malloc(GOUT * 4), malloc(GOUT * 4)}, *p[2] = {malloc(GOUT * 4), malloc(GOUT * 4)};
+    float *g[3], *p[3];
+    for (int i = 0; i < 3; i++)
+        g[i] = malloc(GOUT * 4), p[i] = malloc(GOUT * 4);
     for (int mixed = 0; mixed < 2; mixed++)
         for (int micro = 1; micro <= 2; micro++) {
-            struct fg_count c[2];
+            struct fg_count c[3];
             uint32_t seed = rng_state;
-            for (int fold = 0; fold < 2; fold++) {
+            for (int fold = 0; fold < 3; fold++) { /* SZ_ZERO_FOLD=0, default, SZ_GRAD_FOLD=0 */
                 rng_state = seed;
                 CU_ASSERT_FATAL(fg_run(fold, mixed, micro, g[fold], p[fold], &c[fold]));
             }
@@ -610,8 +616,11 @@ static void test_fold_grads(void)
             CU_ASSERT(c[1].bytes < c[0].bytes);
             CU_ASSERT(memcmp(g[0], g[1], GOUT * 4) == 0);
             CU_ASSERT(memcmp(p[0], p[1], GOUT * 4) == 0);
+            CU_ASSERT(c[2].set == 0 && c[2].zeroed == 0 && c[2].bytes > c[1].bytes);
+            CU_ASSERT(memcmp(g[0], g[2], GOUT * 4) == 0 && memcmp(p[0], p[2], GOUT * 4) == 0);
         }
-    free(g[0]); free(g[1]); free(p[0]); free(p[1]);
+    for (int i = 0; i < 3; i++)
+        free(g[i]), free(p[i]);
 }
 
 static int tasks_init(void)

@@ -2,7 +2,9 @@
  * config whose units do not divide evenly:
  *  - ZeRO stages 1, 2, 3 give bitwise the same losses, first-step gradients and final parameters
  *    as stage 0 at the same N_d; so do activation checkpointing (stages 0 and 3) and offloaded
- *    checkpoints (stage 3), and bf16 runs (the emulated path) agree between stage 0 and stage 3;
+ *    checkpoints (stage 3), and bf16 runs (the emulated path) agree between stage 0 and stages 2-3,
+ *    also with offloaded checkpoints, and with fp32 working copies of the bf16 parameters
+ *    (sz_zero_config.bf16_work_copies) instead of reading them directly;
  *  - with the argument "bf16native", all of that on the native bf16 path (bf16 activations and
  *    parameters read directly; forced whatever this CPU's rule says), whose losses and first-step
  *    gradients also stay within bf16 noise of fp32's, and whose bad tokens fail as fp32's do;
@@ -98,6 +100,15 @@ static void train(const sz_llama_config *c, const sz_zero_config *z, struct run 
     const char *path = z->precision == SZ_PRECISION_FP32 ? "fp32" : nat ? "native" : "emulated";
     CHECK(sz_model_bf16_native(sz_llama_model(m)) == nat && !strcmp(rep.bf16_path, path),
           "stage %d: bf16_path %s, expected %s", z->stage, rep.bf16_path, path);
+    /* the units read their bf16 parameters directly (no CUDA worker here), unless the emulated path was
+     * asked for working copies; those are the only gathered bytes below stage 3 */
+    int direct = z->precision == SZ_PRECISION_BF16 && (nat || !z->bf16_work_copies);
+    CHECK(sz_model_bf16_params_direct(sz_llama_model(m)) == direct, "stage %d: bf16 parameters direct %d, expected %d",
+          z->stage, sz_model_bf16_params_direct(sz_llama_model(m)), direct);
+    if (z->stage < 3)
+        CHECK((rep.bytes[SZ_MEM_GATHERED] > 0) == (z->precision == SZ_PRECISION_BF16 && !direct),
+              "stage %d %s (direct %d): gathered peak %lld", z->stage, path, direct,
+              (long long)rep.bytes[SZ_MEM_GATHERED]);
     CHECK(rep.peak_bytes == rep.predicted_peak_bytes, "stage %d ckpt %d offload %d %s: measured peak %lld, predicted %lld",
           z->stage, z->checkpoint, z->offload_checkpoints, path, (long long)rep.peak_bytes,
           (long long)rep.predicted_peak_bytes);
@@ -122,9 +133,13 @@ static void test_stages(const sz_llama_config *c)
 {
     size_t np = (size_t)sz_llama_num_params(c);
     const sz_precision F = native_mode ? SZ_PRECISION_BF16 : SZ_PRECISION_FP32;
-    struct { int stage, ckpt, offload; sz_precision prec; } cases[] = {
-        {0, 0, 0, F}, {1, 0, 0, F}, {2, 0, 0, F}, {3, 0, 0, F}, {0, 1, 0, F}, {3, 1, 0, F}, {3, 1, 1, F},
-        {0, 0, 0, native_mode ? SZ_PRECISION_FP32 : SZ_PRECISION_BF16}, {3, 1, 0, SZ_PRECISION_BF16},
+    /* wc: fp32 working copies of the bf16 parameters (sz_zero_config.bf16_work_copies; the emulated
+     * path's way before its units read them directly, and still with CUDA workers): the same bits */
+    struct { int stage, ckpt, offload; sz_precision prec; int wc; } cases[] = {
+        {0, 0, 0, F, 0}, {1, 0, 0, F, 0}, {2, 0, 0, F, 0}, {3, 0, 0, F, 0}, {0, 1, 0, F, 0}, {3, 1, 0, F, 0},
+        {3, 1, 1, F, 0}, {0, 0, 0, native_mode ? SZ_PRECISION_FP32 : SZ_PRECISION_BF16, 0},
+        {3, 1, 0, SZ_PRECISION_BF16, 0}, {2, 0, 0, SZ_PRECISION_BF16, 0}, {3, 1, 1, SZ_PRECISION_BF16, 0},
+        {0, 0, 0, SZ_PRECISION_BF16, 1}, {3, 1, 1, SZ_PRECISION_BF16, 1},
     };
     enum { NC = sizeof cases / sizeof cases[0] };
     struct run r[NC];
@@ -137,18 +152,20 @@ static void test_stages(const sz_llama_config *c)
         z.precision = cases[i].prec;
         /* native mode: native; else bf16 is the emulated path (whatever this CPU's rule says) */
         z.bf16_compute = native_mode ? SZ_BF16_COMPUTE_NATIVE : SZ_BF16_COMPUTE_EMULATED;
+        z.bf16_work_copies = cases[i].wc;
         train(c, &z, &r[i]);
         int ref = native_mode ? (i == 7 ? -1 : 0) : cases[i].prec == SZ_PRECISION_BF16 ? 7 : 0;
         if (ref < 0 || i == ref || !r[i].params || !r[ref].params)
             continue;
         CHECK(!memcmp(r[i].loss, r[ref].loss, sizeof r[i].loss),
-              "stage %d ckpt %d offload %d %s: losses differ from stage 0 (%.9g vs %.9g)", cases[i].stage,
-              cases[i].ckpt, cases[i].offload, cases[i].prec ? "bf16" : "fp32", r[i].loss[STEPS - 1],
+              "stage %d ckpt %d offload %d %s%s: losses differ from stage 0 (%.9g vs %.9g)", cases[i].stage,
+              cases[i].ckpt, cases[i].offload, cases[i].prec ? "bf16" : "fp32",
+              cases[i].wc ? " (working copies)" : "", r[i].loss[STEPS - 1],
               r[ref].loss[STEPS - 1]);
-        CHECK(!memcmp(r[i].grads, r[ref].grads, np * sizeof(float)), "stage %d ckpt %d offload %d: gradients differ",
-              cases[i].stage, cases[i].ckpt, cases[i].offload);
-        CHECK(!memcmp(r[i].params, r[ref].params, np * sizeof(float)), "stage %d ckpt %d offload %d: parameters differ",
-              cases[i].stage, cases[i].ckpt, cases[i].offload);
+        CHECK(!memcmp(r[i].grads, r[ref].grads, np * sizeof(float)), "stage %d ckpt %d offload %d wc %d: gradients "
+              "differ", cases[i].stage, cases[i].ckpt, cases[i].offload, cases[i].wc);
+        CHECK(!memcmp(r[i].params, r[ref].params, np * sizeof(float)), "stage %d ckpt %d offload %d wc %d: parameters "
+              "differ", cases[i].stage, cases[i].ckpt, cases[i].offload, cases[i].wc);
     }
     CHECK(r[0].loss[STEPS - 1] < r[0].loss[0], "the loss did not fall over %d steps (%g -> %g)", STEPS, r[0].loss[0],
           r[0].loss[STEPS - 1]);

@@ -82,12 +82,13 @@ static void test_bits(void)
                 CU_ASSERT(sz_k_matmul_fwd(y2, x, w, hb ? b : NULL, N, C, OC) >= 0);
                 CU_ASSERT(same(y1, y2, ny * 4, hb ? "fwd with bias" : "fwd", N, C, OC, nt));
             }
-            for (int set = 0; set < 2; set++) {   /* dinp accumulated and set; dweight, dbias */
+            for (int set = 0; set < 3; set++) {   /* accumulated; dinp set; dinp, dweight, dbias set */
                 float *a1 = copy_f32(d0, nx), *a2 = copy_f32(d0, nx), *w1 = copy_f32(dw0, nw),
                       *w2 = copy_f32(dw0, nw), *c1 = copy_f32(db0, OC), *c2 = copy_f32(db0, OC);
                 CU_ASSERT_FATAL(a1 && a2 && w1 && w2 && c1 && c2);
                 if (set) memset(a1, 0xff, nx * 4);   /* not read: NaN there must not matter */
-                int s = set ? SZ_K_SET_DINP : 0;
+                if (set == 2) { memset(w1, 0xff, nw * 4); memset(c1, 0xff, OC * 4); }
+                int s = set == 2 ? SZ_K_SET_DINP | SZ_K_SET_DW | SZ_K_SET_DB : set ? SZ_K_SET_DINP : 0;
                 CU_ASSERT(sz_k_matmul_bwd_wbf16_set(a1, w1, c1, dy, x, w16, N, C, OC, s) >= 0);
                 CU_ASSERT(sz_k_matmul_bwd_set(a2, w2, c2, dy, x, w, N, C, OC, s) >= 0);
                 CU_ASSERT(same(a1, a2, nx * 4, set ? "dinp set" : "dinp accumulated", N, C, OC, nt));

@@ -661,6 +661,57 @@ static void test_invalid(void)
     CU_ASSERT(lo == 8 && n == 4);
 }
 
+/* Mixed precision, bf16_direct: a unit with bf16_params reads the bf16 parameters (stage 3: the
+ * gathered copy) — no CONVERT, no working copy in the prefetch window's bytes, its compute waits for
+ * the gather itself; a unit without bf16_params (the head here, a user's fp32-only op) keeps its
+ * working copy (but reads the tied embedding's bf16 parameters, whose unit takes them); bf16_direct
+ * 0 gives every unit working copies. The fold's gathered bytes fall by the copies. */
+static void test_bf16_direct(void)
+{
+    sz_plan_unit u[NU];
+    memcpy(u, units, sizeof u);
+    for (int i = 0; i < NU - 1; i++)
+        u[i].bf16_params = 1;
+    for (int stage = 0; stage < 4; stage += 3) {
+        int64_t gathered[2];
+        for (int direct = 0; direct < 2; direct++) {
+            sz_plan_config c = config(stage, 2, 1);
+            c.bf16_direct = direct;
+            sz_plan p;
+            CU_ASSERT_EQUAL_FATAL(sz_plan_build(u, NU, &c, &p), SZ_OK);
+            for (int i = 0; i < NU; i++) {
+                int work = !(direct && u[i].bf16_params);
+                CU_ASSERT_EQUAL(count(&p, SZ_ACT_CONVERT, i, 0, p.n) > 0, work);
+                CU_ASSERT_EQUAL(sz_plan_params_bytes(&p, i),
+                                (stage == 3 ? p.padded[i] * 2 : 0) + (work ? p.padded[i] * 4 : 0));
+            }
+            if (stage == 3 && direct) { /* block1's forward waits for its gather: the bf16 parameters */
+                int g = index_of(&p, SZ_ACT_GATHER, 2), f = index_of(&p, SZ_ACT_FWD, 2), found = 0;
+                for (int w = 0; w < p.a[f].nwaits; w++) {
+                    const sz_wait *y = &p.waits[p.a[f].wait_lo + w];
+                    found |= y->action == g && y->res == SZ_RES_PARAM;
+                    CU_ASSERT(y->res != SZ_RES_WORK);
+                }
+                CU_ASSERT(found);
+            }
+            sz_fold f;
+            sz_plan_fold(&p, &f, NULL);
+            gathered[direct] = f.bytes[SZ_MEM_GATHERED];
+            char *buf = NULL;
+            size_t len = 0;
+            FILE *mf = open_memstream(&buf, &len);
+            sz_plan_print(mf, &p, NULL, 0);
+            sz_plan_print(mf, &p, NULL, 1);
+            fclose(mf);
+            CU_ASSERT_PTR_NOT_NULL(strstr(buf, direct ? "(bf16 parameters read directly)" : "(fp32 working copies)"));
+            CU_ASSERT_PTR_NOT_NULL(strstr(buf, direct ? "\"bf16_params\":\"direct\"" : "\"bf16_params\":\"working copies\""));
+            free(buf);
+            sz_plan_free(&p);
+        }
+        CU_ASSERT(gathered[1] < gathered[0]);
+    }
+}
+
 /* The printed plan: one line per action, and JSON whose action count matches. */
 static void test_print(void)
 {
@@ -718,6 +769,7 @@ int main(void)
              {"offloaded optimizer: host node, host bytes out of the device peak", test_offload_optimizer},
              {"waits: backwards, gathers before compute, reduce-scatters after their backwards", test_waits},
              {"bad configurations", test_invalid},
+             {"mixed precision: units read bf16 parameters directly (bf16_direct)", test_bf16_direct},
              {"printing", test_print});
     return sz_test_run();
 }

@@ -1,6 +1,9 @@
 /* tests/test_zero.c — ZeRO stages across MPI ranks (run under mpiexec with 1, 2, 3 and 4 ranks) on
  * a tiny GPT-2 whose unit sizes do not divide by 3:
  *  - one micro-batch: stages 1, 2, 3 give bitwise the same losses and parameters as stage 0;
+ *  - bf16 emulated ("bf16"): the units read their bf16 parameters directly (no convert action); with
+ *    fp32 working copies instead (sz_zero_config.bf16_work_copies) every stage, plain and ZeRO-R,
+ *    gives bitwise the same losses, gradients and parameters, with more gathered bytes;
  *  - two micro-batches: all stages agree to float rounding;
  *  - measured model-state bytes equal the ZeRO formula for the padded sizes (and the formula
  *    for the real sizes up to padding); measured communication bytes equal the formula too (less,
@@ -38,6 +41,9 @@ static float momentum;
  * activations and matmuls; include/starzero.h, sz_bf16_compute), whatever this CPU's rule says */
 static sz_bf16_compute bf16c = SZ_BF16_COMPUTE_EMULATED;
 static int native(void) { return precision == SZ_PRECISION_BF16 && bf16c == SZ_BF16_COMPUTE_NATIVE; }
+/* bf16 emulated: the units read their bf16 parameters directly unless this asks for fp32 working
+ * copies (sz_zero_config.bf16_work_copies) — the same bits, more memory */
+static int work_copies;
 
 struct run {
     float loss[STEPS];
@@ -147,7 +153,7 @@ static void train_z(const sz_gpt2_config *c, int stage, int M, int zr, struct ru
 {
     int nd = sz_context_world_size(ctx), rank = sz_context_rank(ctx);
     sz_zero_config z = {.stage = stage, .micro_batches = M, .precision = precision, .optimizer = optimizer,
-                        .momentum = momentum, .bf16_compute = bf16c};
+                        .momentum = momentum, .bf16_compute = bf16c, .bf16_work_copies = work_copies};
     if (zr) {
         z.checkpoint = z.offload_checkpoints = 1;
         z.prefetch_bytes = 3000;
@@ -194,7 +200,18 @@ static void train_z(const sz_gpt2_config *c, int stage, int M, int zr, struct ru
     CHECK(gpt2_get_params(g, out->params) == SZ_OK, "get params");
     sz_model_memory_report(gpt2_model(g), &out->rep);
     char what[64];
-    snprintf(what, sizeof what, "stage %d, %d micro-batch(es)%s", stage, M, zr ? ", ZeRO-R" : "");
+    snprintf(what, sizeof what, "stage %d, %d micro-batch(es)%s%s", stage, M, zr ? ", ZeRO-R" : "",
+             work_copies ? ", working copies" : "");
+    /* GPT-2's units read their bf16 parameters directly on both paths (no CUDA worker here), unless
+     * working copies were asked for on the emulated one */
+    int direct = precision == SZ_PRECISION_BF16 && (native() || !work_copies);
+    CHECK(sz_model_bf16_params_direct(gpt2_model(g)) == direct, "%s: sz_model_bf16_params_direct %d, expected %d",
+          what, sz_model_bf16_params_direct(gpt2_model(g)), direct);
+    int converts = 0;
+    for (int k = 0; k < gpt2_model(g)->step_plan.n; k++)
+        converts += gpt2_model(g)->step_plan.a[k].kind == SZ_ACT_CONVERT;
+    CHECK((converts > 0) == (precision == SZ_PRECISION_BF16 && !direct), "%s: %d convert actions in the plan", what,
+          converts);
     /* the GPT-2 estimator counts the model's own tensors as gpt2_create registers them */
     int64_t host = -1,
             act = sz_gpt2_engine_activation_bytes_bf16(c, B, T, z.checkpoint, z.offload_checkpoints, native(), &host);
@@ -325,6 +342,43 @@ int main(int argc, char **argv)
     if (optimizer == SZ_OPTIMIZER_SGD && precision == SZ_PRECISION_FP32)
         for (int s = 0; s < 4; s += 3)
             sgd_reference(&c, s);
+    if (precision == SZ_PRECISION_BF16 && !native()) {
+        /* the emulated path: fp32 working copies (as before, and as with CUDA workers) give bitwise
+         * the losses, gradients and parameters of reading the bf16 parameters directly, at every
+         * stage (plain and ZeRO-R), for more memory: each unit's fp32 copy */
+        work_copies = 1;
+        for (int s = 0; s < 4; s++)
+            for (int zr = 0; zr < 2; zr++) {
+                struct run wc, zd;
+                train_z(&c, s, 1, zr, &wc);
+                if (zr) {
+                    work_copies = 0;
+                    train_z(&c, s, 1, 1, &zd);
+                    work_copies = 1;
+                }
+                const struct run *d = zr ? &zd : &base[s];
+                CHECK(!memcmp(wc.loss, d->loss, sizeof wc.loss) && !memcmp(wc.grads, d->grads, np * sizeof(float)) &&
+                      !memcmp(wc.params, d->params, np * sizeof(float)),
+                      "stage %d%s: working copies give other bits than direct bf16 parameters (loss %.9g vs %.9g)", s,
+                      zr ? ", ZeRO-R" : "", wc.loss[STEPS - 1], d->loss[STEPS - 1]);
+                /* the gathered bytes' peak: each unit's fp32 copy (4 bytes per element beside stage 3's
+                 * 2-byte gathered one). The whole peak may lie elsewhere on this tiny model (with a
+                 * communication worker, or a stage-3 prefetch window, which fits more units of 2-byte
+                 * elements): the d12 plan shows the whole peak fall (bf16_native_cli.sh) */
+                int64_t pw = wc.rep.peak_bytes - wc.rep.bytes[SZ_MEM_HOST_BUFFERS],
+                        pd = d->rep.peak_bytes - d->rep.bytes[SZ_MEM_HOST_BUFFERS];
+                CHECK(wc.rep.bytes[SZ_MEM_GATHERED] > d->rep.bytes[SZ_MEM_GATHERED],
+                      "stage %d%s: working copies' gathered peak %lld not above direct's %lld", s, zr ? ", ZeRO-R" : "",
+                      (long long)wc.rep.bytes[SZ_MEM_GATHERED], (long long)d->rep.bytes[SZ_MEM_GATHERED]);
+                if (s == 0 && !zr && sz_context_rank(ctx) == 0)
+                    printf("nd=%d emulated, stage 0: peak beside host buffers %lld B with working copies, %lld B "
+                           "reading bf16 directly\n", nd, (long long)pw, (long long)pd);
+                free(wc.params), free(wc.grads);
+                if (zr)
+                    free(zd.params), free(zd.grads);
+            }
+        work_copies = 0;
+    }
     for (int s = 0; s < 4; s++) { /* ZeRO-R changes where bytes live, not the bits */
         struct run zr;
         train_z(&c, s, 1, 1, &zr);
@@ -346,8 +400,9 @@ int main(int argc, char **argv)
               (long long)r->bytes[SZ_MEM_GRADS]);
         CHECK((s < 3) == (r->bytes[SZ_MEM_PARAMS] > 0), "stage %d: full parameters held = %lld", s,
               (long long)r->bytes[SZ_MEM_PARAMS]);
-        /* gathered: stage 3's gathered units, and the emulated path's fp32 working copies */
-        CHECK((s == 3 || (precision == SZ_PRECISION_BF16 && !native())) == (r->bytes[SZ_MEM_GATHERED] > 0),
+        /* gathered: stage 3's gathered units (the units read the bf16 parameters directly: no fp32
+         * working copies on either bf16 path) */
+        CHECK((s == 3) == (r->bytes[SZ_MEM_GATHERED] > 0),
               "stage %d: gathered peak %lld",
               s, (long long)r->bytes[SZ_MEM_GATHERED]);
         /* communication per step (the last one): elements sent per the ZeRO formula, fp32 */

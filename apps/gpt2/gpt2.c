@@ -246,10 +246,13 @@ sz_status gpt2_create(gpt2 **out, sz_context *ctx, const sz_gpt2_config *cfg, in
         mm = sz_gpt2_host_bytes(cfg, B, T, info.compute_workers, info.kernel_threads);
     z.host_bytes = app_bytes + mm;
     st = sz_model_set_zero(g->model, &z);
-    if (st == SZ_OK && sz_model_bf16_native(g->model)) { /* its matmuls may also run the bf16 kernels */
+    /* its matmuls may also run the bf16 kernels (native), or widen bf16 weights (emulated, direct) */
+    int nat = st == SZ_OK && sz_model_bf16_native(g->model), wbf = st == SZ_OK && !nat && sz_model_bf16_params_direct(g->model);
+    if (nat || wbf) {
         int64_t C = cfg->channels;
         const int64_t in[] = {C, C, C, 4 * C, C}, out[] = {3 * C, C, 4 * C, C, cfg->padded_vocab};
-        z.host_bytes += sz_matmul_host_bytes_bf16(info.compute_workers, info.kernel_threads, (int64_t)B * T, 5, in, out);
+        z.host_bytes += (nat ? sz_matmul_host_bytes_bf16 : sz_matmul_host_bytes_wbf16)(
+            info.compute_workers, info.kernel_threads, (int64_t)B * T, 5, in, out);
         st = sz_model_set_zero(g->model, &z);
     }
     if (st != SZ_OK) {

@@ -174,6 +174,9 @@ sz_status sz_llama_create(sz_llama **out, sz_context *ctx, const sz_llama_config
     if (st == SZ_OK && have_info && sz_model_bf16_native(m->model)) { /* its matmuls may also run the bf16 kernels */
         z.host_bytes += sz_llama_host_bytes_bf16(cfg, B, T, info.compute_workers, info.kernel_threads);
         st = sz_model_set_zero(m->model, &z);
+    } else if (st == SZ_OK && have_info && sz_model_bf16_params_direct(m->model)) { /* or widen bf16 weights */
+        z.host_bytes += sz_llama_host_bytes_wbf16(cfg, B, T, info.compute_workers, info.kernel_threads);
+        st = sz_model_set_zero(m->model, &z);
     }
     if (st != SZ_OK) {
         snprintf(err, errlen, "invalid ZeRO configuration (the library's error above says why)");

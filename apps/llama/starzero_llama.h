@@ -79,6 +79,9 @@ int64_t sz_llama_host_bytes(const sz_llama_config *cfg, int B, int T, int worker
 /* What the same matmuls add on the native bf16 path (sz_matmul_host_bytes_bf16: they may also run the
  * bf16 kernels); sz_llama_create adds it there too. */
 int64_t sz_llama_host_bytes_bf16(const sz_llama_config *cfg, int B, int T, int workers, int threads);
+/* What they add on the emulated bf16 path with direct bf16 parameters (sz_model_bf16_params_direct:
+ * fp32 activations, bf16 weights widened tile by tile; sz_matmul_host_bytes_wbf16). */
+int64_t sz_llama_host_bytes_wbf16(const sz_llama_config *cfg, int B, int T, int workers, int threads);
 int64_t sz_llama_engine_activation_bytes(const sz_llama_config *cfg, int B, int T, int checkpoint, int offload,
                                          int64_t *host_bytes);
 /* The same with native = 1: the native bf16 path's tensors (sz_model_bf16_native), where the

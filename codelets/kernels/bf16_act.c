@@ -1,7 +1,8 @@
-/* bf16_act.c — the non-matmul kernels of the native bf16 compute path (include/starzero.h,
- * sz_bf16_compute): the same math as the fp32 kernels, computed in fp32, with some operands bf16
- * (the activations a matmul reads and their gradients, and the parameters: bf16 on the native
- * path). A bf16 input is widened exactly; a bf16 output is rounded to nearest even once, from the
+/* bf16_act.c — the non-matmul kernels of both bf16 compute paths (include/starzero.h,
+ * sz_bf16_compute; the emulated one passes fp32 activations with bf16 parameters read directly):
+ * the same math as the fp32 kernels, computed in fp32, with some operands bf16
+ * (the activations a matmul reads and their gradients on the native path, and the parameters on
+ * both). A bf16 input is widened exactly; a bf16 output is rounded to nearest even once, from the
  * fp32 value the fp32 kernel would produce; a bf16 destination that accumulates becomes
  * round_bf16(f32(dst) + fp32 contribution), like the bf16 matmul's. Each kernel's order of
  * operations is fixed by the shapes alone (rows or elements split statically, row reductions by

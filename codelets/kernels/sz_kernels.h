@@ -60,9 +60,9 @@ int sz_k_matmul_bwd_bf16(void *dinp, sz_k_dtype dinp_dt, void *dweight, void *db
  * weights exists): inp, dout, out, dinp, dweight, dbias fp32; weight [OC,C] and bias [OC] bf16 (bias
  * may be NULL). Each tile widens its slice of the weight (and bias) exactly into per-thread scratch
  * and runs the fp32 tile: the bits of sz_k_matmul_fwd / sz_k_matmul_bwd_set on the weight widened
- * to fp32 (tests/test_matmul_wbf16.c checks it bitwise). Backward as sz_k_matmul_bwd_set: dinp
- * accumulated or set (SZ_K_SET_DINP in set), dweight and dbias accumulated (they read no weight: the
- * fp32 kernels). Any of dinp, dweight, dbias may be NULL. Return as the fp32 kernels. */
+ * to fp32 (tests/test_matmul_wbf16.c checks it bitwise). Backward as sz_k_matmul_bwd_set: dinp,
+ * dweight, dbias accumulated or set (SZ_K_SET_DINP, SZ_K_SET_DW, SZ_K_SET_DB in set; dweight and dbias
+ * read no weight: the fp32 kernels). Any of them may be NULL. Return as the fp32 kernels. */
 int sz_k_matmul_fwd_wbf16(float *out, const float *inp, const uint16_t *weight, const uint16_t *bias,
                           int N, int C, int OC);
 int sz_k_matmul_bwd_wbf16_set(float *dinp, float *dweight, float *dbias, const float *dout,
