@@ -188,6 +188,12 @@ int main(int argc, char **argv)
         TIME(a, sz_k_bf16_to_f32(go, gdh, N4));
         TIME(b, sz_k_f32_to_bf16(goh, g, N4));
         printf("%-34s %9.3f %9.3f  (widen, narrow)\n", "conversions (Nx3072)", a, b);
+        size_t nw = (size_t)Vp * C; /* wte's size: beyond the caches */
+        float *wf2 = al(nw * 4);
+        uint16_t *wh2 = al(nw * 2);
+        TIME(a, sz_k_bf16_to_f32(wf2, wteh, nw));
+        TIME(b, sz_k_f32_to_bf16(wh2, wte, nw));
+        printf("%-34s %9.3f %9.3f  (widen, narrow)\n", "conversions (Vp x 768)", a, b);
     }
     return 0;
 }

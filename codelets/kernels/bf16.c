@@ -4,7 +4,8 @@
  * kind of machine), split in contiguous ranges over the OpenMP threads; identical results on every
  * CPU. vcvtneps2bf16 (AVX512-BF16) was tried for fp32 -> bf16, with the integer rule for the
  * denormal lanes it flushes: no measurable difference (these loops run at the memory's speed:
- * docs/BENCHMARKS.md, "The emulated bf16 path's overhead"), so the one portable rule stays. */
+ * docs/BENCHMARKS.md, "The emulated bf16 path's overhead"), so the one portable rule stays. Large
+ * destinations that are only written take non-temporal stores (below: same values, less traffic). */
 #include <omp.h>
 #include "sz_kernels_impl.h"
 
@@ -64,11 +65,65 @@ static void f2f_range(float *d, const float *s, size_t n, int mode)
     }
 }
 
+/* ---- large ranges written whole: the same element loops, stored with non-temporal stores ----
+ * A destination of SZ_NT_MIN_BYTES or more that is only written (not SZ_K_CONVERT_ADD) goes
+ * around the caches: no read of its lines before the write (a third of the traffic of a
+ * fp32 -> bf16 copy), and it would not stay in cache anyway. The values are the element loops'
+ * (computed by them into a 64-byte block, then stored), so the bits are the same. */
+#if defined(__AVX512F__)
+#include <immintrin.h>
+#define SZ_NT_MIN_BYTES ((size_t)4 << 20)
+static void f2h_range_nt(uint16_t *d, const float *s, size_t n, int mode)
+{
+    size_t i = ((64 - ((uintptr_t)d & 63)) & 63) / sizeof *d;
+    if (i > n) i = n;
+    f2h_range(d, s, i, mode); /* up to the first 64-byte boundary */
+    for (; i + 32 <= n; i += 32) {
+        uint16_t t[32] __attribute__((aligned(64)));
+        f2h_range(t, s + i, 32, mode);
+        _mm512_stream_si512((void *)(d + i), _mm512_load_si512((const void *)t));
+    }
+    f2h_range(d + i, s + i, n - i, mode);
+    _mm_sfence();
+}
+static void h2f_range_nt(float *d, const uint16_t *s, size_t n, int mode)
+{
+    size_t i = ((64 - ((uintptr_t)d & 63)) & 63) / sizeof *d;
+    if (i > n) i = n;
+    h2f_range(d, s, i, mode);
+    for (; i + 16 <= n; i += 16) {
+        float t[16] __attribute__((aligned(64)));
+        h2f_range(t, s + i, 16, mode);
+        _mm512_stream_si512((void *)(d + i), _mm512_load_si512((const void *)t));
+    }
+    h2f_range(d + i, s + i, n - i, mode);
+    _mm_sfence();
+}
+#endif
+
 static void convert_range(void *dst, sz_k_dtype ddt, const void *src, sz_k_dtype sdt, size_t lo, size_t n, int mode)
 {
+#if defined(__AVX512F__)
+    int nt = mode != SZ_K_CONVERT_ADD && n * (ddt == SZ_K_BF16 ? 2 : 4) >= SZ_NT_MIN_BYTES;
+#else
+    int nt = 0;
+#endif
+    (void)nt;
     if (ddt == SZ_K_BF16 && sdt == SZ_K_F32) {
+#if defined(__AVX512F__)
+        if (nt) {
+            f2h_range_nt((uint16_t *)dst + lo, (const float *)src + lo, n, mode);
+            return;
+        }
+#endif
         f2h_range((uint16_t *)dst + lo, (const float *)src + lo, n, mode);
     } else if (ddt == SZ_K_F32 && sdt == SZ_K_BF16) {
+#if defined(__AVX512F__)
+        if (nt) {
+            h2f_range_nt((float *)dst + lo, (const uint16_t *)src + lo, n, mode);
+            return;
+        }
+#endif
         h2f_range((float *)dst + lo, (const uint16_t *)src + lo, n, mode);
     } else if (ddt == SZ_K_BF16) {
         h2h_range((uint16_t *)dst + lo, (const uint16_t *)src + lo, n, mode);
