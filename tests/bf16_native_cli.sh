@@ -21,6 +21,9 @@
 # Usage: bf16_native_cli.sh BUILD_DIR [MPIEXEC]
 set -u
 bin=$1 mpiexec=${2:-mpiexec}
+# the CPU paths (sz-estimate sees no CUDA workers; with them sz-train's emulated path keeps fp32
+# working copies and the GPU rule decides native): CPU workers only, on a GPU machine too
+export STARPU_NCUDA=0
 corpus="GPL-3 LGPL-3 Apache-2.0 MPL-2.0"
 . "$(dirname "$0")/cli_common.sh"   # $dir, fail, the corpus $dir/lic_{train,val}.bin (or skipped)
 train() { "$bin/sz-train" --config d2 --vocab 256 --max-seq 64 --train "$dir/lic_train.bin" --batch 4 --seq 32 \

@@ -100,9 +100,11 @@ static void train(const sz_llama_config *c, const sz_zero_config *z, struct run 
     const char *path = z->precision == SZ_PRECISION_FP32 ? "fp32" : nat ? "native" : "emulated";
     CHECK(sz_model_bf16_native(sz_llama_model(m)) == nat && !strcmp(rep.bf16_path, path),
           "stage %d: bf16_path %s, expected %s", z->stage, rep.bf16_path, path);
-    /* the units read their bf16 parameters directly (no CUDA worker here), unless the emulated path was
-     * asked for working copies; those are the only gathered bytes below stage 3 */
-    int direct = z->precision == SZ_PRECISION_BF16 && (nat || !z->bf16_work_copies);
+    /* the units read their bf16 parameters directly, unless the emulated path was asked for working
+     * copies or has CUDA workers; those are the only gathered bytes below stage 3 */
+    sz_runtime_info info; /* with CUDA workers the emulated path keeps working copies */
+    int cuda = sz_context_runtime_info(ctx, &info) == SZ_OK && info.cuda_workers > 0;
+    int direct = z->precision == SZ_PRECISION_BF16 && (nat || (!z->bf16_work_copies && !cuda));
     CHECK(sz_model_bf16_params_direct(sz_llama_model(m)) == direct, "stage %d: bf16 parameters direct %d, expected %d",
           z->stage, sz_model_bf16_params_direct(sz_llama_model(m)), direct);
     if (z->stage < 3)
