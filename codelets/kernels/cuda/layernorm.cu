@@ -12,6 +12,18 @@
 
 #define SZ_ROWS_PER_BLOCK 4 /* warps per block, one row each */
 
+/* The row r (offset) a norm reads: a's, or with res the residual sum res = a + b written first
+ * (res may alias a or b: each lane reads then writes its own elements, the ones it reads later). */
+__device__ static inline const float *sz_norm_input(float *res, const float *a, const float *b, size_t r, int C,
+                                                    int lane)
+{
+    if (!res)
+        return a + r;
+    for (int i = lane; i < C; i += 32)
+        res[r + i] = a[r + i] + b[r + i];
+    return res + r;
+}
+
 /* ---- layernorm ---- */
 
 /* res NULL: layernorm(a); else res = a + b (res may alias a or b: each lane reads then writes its
@@ -24,14 +36,7 @@ __global__ static void layernorm_fwd_k(float *res, TO *out, float *mean, float *
     if (n >= N)
         return;
     size_t r = (size_t)n * C;
-    const float *x = a + r;
-    if (res) {
-        float *rr = res + r;
-        const float *bb = b + r;
-        for (int i = lane; i < C; i += 32)
-            rr[i] = x[i] + bb[i];
-        x = rr;
-    }
+    const float *x = sz_norm_input(res, a, b, r, C, lane);
     TO *o = out + r;
     float sm = 0.0f;
     for (int i = lane; i < C; i += 32)
@@ -134,14 +139,7 @@ __global__ static void rmsnorm_fwd_k(float *res, TO *out, float *rstd, const flo
     if (n >= N)
         return;
     size_t r = (size_t)n * C;
-    const float *x = a + r;
-    if (res) {
-        float *rr = res + r;
-        const float *bb = b + r;
-        for (int i = lane; i < C; i += 32)
-            rr[i] = x[i] + bb[i];
-        x = rr;
-    }
+    const float *x = sz_norm_input(res, a, b, r, C, lane);
     TO *o = out + r;
     float ss = 0.0f;
     for (int i = lane; i < C; i += 32)
