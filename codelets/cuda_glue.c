@@ -1,6 +1,6 @@
 /* codelets/cuda_glue.c — helpers of the codelets' CUDA implementations (codelets/sz_cuda.h): an
- * entry point's error recorded as the task's failure, token ids checked from the device. Empty
- * without CUDA. */
+ * entry point's error recorded as the task's failure, a CPU-only operand mix refused, token ids
+ * checked from the device. Empty without CUDA. */
 #include <stdlib.h>
 #include "sz_tasks.h"
 #include "starzero_starpu.h"
@@ -15,6 +15,14 @@ int sz_cuda_task_rc(const void *cl_arg, const char *op, int rc)
         sz_task_fail(cl_arg, "%s (CUDA): cuBLAS status %d", op, rc - 1000);
     else
         sz_task_fail(cl_arg, "%s (CUDA): %s", op, cudaGetErrorString((cudaError_t)rc));
+    return 1;
+}
+
+int sz_cuda_task_wbf16(const void *cl_arg, const char *op, int wbf16)
+{
+    if (!wbf16)
+        return 0;
+    sz_task_fail(cl_arg, "%s: fp32 activations with bf16 weights have no CUDA implementation (CPU workers only)", op);
     return 1;
 }
 

@@ -62,23 +62,13 @@ static void bwd_cpu(void *b[], void *arg)
 }
 
 #if SZ_WITH_CUDA
-/* fp32 activations with bf16 weights are submitted to CPU workers only (sz_task_submit_cpu): refused
- * here, should such a task reach a CUDA worker */
-static int cuda_no_wbf16(void *arg, const struct matmul_args *a, const char *op)
-{
-    if (!a->wbf16)
-        return 0;
-    sz_task_fail(arg, "%s: fp32 activations with bf16 weights have no CUDA implementation (CPU workers only)", op);
-    return 1;
-}
-
 /* cuBLAS with the operand types of the task (fp32, or bf16 inputs with fp32 accumulation and each
  * destination fp32 or bf16); the backward's dinp set rather than added to where the engine folded a
  * zero into the task. */
 static void fwd_cuda(void *b[], void *arg)
 {
     const struct matmul_args *a = sz_task_params(arg);
-    if (cuda_no_wbf16(arg, a, "matmul_fwd"))
+    if (sz_cuda_task_wbf16(arg, "matmul_fwd", a->wbf16))
         return;
     sz_cuda_task_rc(arg, "matmul_fwd",
                     sz_cuda_matmul_fwd_any(starpu_cublas_get_local_handle(), SZ_STREAM, sz_task_ptr(b, arg, FWD_OUT),
@@ -91,7 +81,7 @@ static void bwd_cuda(void *b[], void *arg)
 {
     const struct matmul_args *a = sz_task_params(arg);
     int set = sz_task_sets(arg, BWD_DINP) ? SZ_CUDA_SET_A : 0;
-    if (cuda_no_wbf16(arg, a, "matmul_bwd"))
+    if (sz_cuda_task_wbf16(arg, "matmul_bwd", a->wbf16))
         return;
     sz_cuda_task_rc(arg, "matmul_bwd",
                     sz_cuda_matmul_bwd_any(starpu_cublas_get_local_handle(), SZ_STREAM, sz_task_ptr(b, arg, BWD_DINP),

@@ -51,22 +51,12 @@ static void bwd_cpu(void *b[], void *arg)
 }
 
 #if SZ_WITH_CUDA
-/* fp32 activations with bf16 weights are submitted to CPU workers only (sz_task_submit_cpu): refused
- * here, should such a task reach a CUDA worker */
-static int cuda_no_wbf16(void *arg, const struct matmul_gelu_args *a, const char *op)
-{
-    if (!a->wbf16)
-        return 0;
-    sz_task_fail(arg, "%s: fp32 activations with bf16 weights have no CUDA implementation (CPU workers only)", op);
-    return 1;
-}
-
 /* cuBLAS's product with the task's operand types, then GELU (forward) or GELU's backward in place
  * on dinp (kernels/cuda/matmul.cu) on the worker's stream */
 static void fwd_cuda(void *b[], void *arg)
 {
     const struct matmul_gelu_args *a = sz_task_params(arg);
-    if (cuda_no_wbf16(arg, a, "matmul_gelu_fwd"))
+    if (sz_cuda_task_wbf16(arg, "matmul_gelu_fwd", a->wbf16))
         return;
     sz_cuda_task_rc(arg, "matmul_gelu_fwd",
                     sz_cuda_matmul_gelu_fwd(starpu_cublas_get_local_handle(), SZ_STREAM, sz_task_ptr(b, arg, FWD_OUT),
@@ -78,7 +68,7 @@ static void fwd_cuda(void *b[], void *arg)
 static void bwd_cuda(void *b[], void *arg)
 {
     const struct matmul_gelu_args *a = sz_task_params(arg);
-    if (cuda_no_wbf16(arg, a, "gelu_matmul_bwd"))
+    if (sz_cuda_task_wbf16(arg, "gelu_matmul_bwd", a->wbf16))
         return;
     sz_cuda_task_rc(arg, "gelu_matmul_bwd",
                     sz_cuda_gelu_matmul_bwd(starpu_cublas_get_local_handle(), SZ_STREAM, sz_task_ptr(b, arg, BWD_DINP),

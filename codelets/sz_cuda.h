@@ -29,6 +29,10 @@ void sz_cuda_scale_f32(float *x, size_t n, float alpha, cudaStream_t stream);
 /* In a CUDA implementation: a nonzero entry-point result recorded as the task's failure (the
  * step then returns an error naming the task and the CUDA error). 1 when it failed. */
 int sz_cuda_task_rc(const void *cl_arg, const char *op, int rc);
+/* In a CUDA implementation of a linear op: fp32 activations with bf16 weights (wbf16) are submitted
+ * to CPU workers only (sz_task_submit_cpu); should such a task reach a CUDA worker, its failure is
+ * recorded here. 1 when wbf16. */
+int sz_cuda_task_wbf16(const void *cl_arg, const char *op, int wbf16);
 /* In a CUDA implementation: copies n int32 ids from the device (synchronously on the worker's
  * stream) and checks them as sz_task_check_ids does; 1 (failure recorded) when one is outside
  * [0, limit) or the copy failed. */

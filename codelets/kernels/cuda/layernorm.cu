@@ -59,6 +59,31 @@ __global__ static void layernorm_fwd_k(float *res, TO *out, float *mean, float *
     }
 }
 
+/* Column i of row r's input gradient v, stored as the backward kernels below do: without da, dinp
+ * (di: its row) += v (sa: = v); with da (the fused residual backward, di is dres, which always
+ * accumulates): dres += v, then da (+)= dres, db (+)= dres (sa, sb: written). */
+template <typename TB>
+__device__ static inline void sz_norm_grad_put(float *di, float *da, TB *db, size_t r, int i, float v, int sa, int sb)
+{
+    if (!da) {
+        if (sa)
+            di[i] = v;
+        else
+            di[i] += v;
+        return;
+    }
+    di[i] += v;
+    float dr = di[i];
+    if (sa)
+        da[r + i] = dr;
+    else
+        da[r + i] += dr;
+    if (sb)
+        sz_mx_put(db, r + i, dr);
+    else
+        sz_mx_acc(db, r + i, dr, 0);
+}
+
 /* The input gradient of row n: without da, dinp += it (set & SZ_CUDA_SET_A: dinp = it); with da
  * (the fused residual backward; dinp is dres, which always accumulates): dres += it, then
  * da (+)= dres, db (+)= dres (set bits A, B: written). dout of type TD, weight TP, db TB. */
@@ -84,23 +109,7 @@ __global__ static void layernorm_bwd_dinp_k(float *dinp, float *da, TB *db, cons
     for (int i = lane; i < C; i += 32) {
         float norm_i = (x[i] - m) * s;
         float dval = sz_mx_get(w, i) * sz_mx_get(d, i) - dnorm_mean - norm_i * dnorm_norm_mean;
-        if (!da) {
-            if (sa)
-                di[i] = dval * s;
-            else
-                di[i] += dval * s;
-            continue;
-        }
-        di[i] += dval * s;
-        float dr = di[i];
-        if (sa)
-            da[r + i] = dr;
-        else
-            da[r + i] += dr;
-        if (sb)
-            sz_mx_put(db, r + i, dr);
-        else
-            sz_mx_acc(db, r + i, dr, 0);
+        sz_norm_grad_put(di, da, db, r, i, dval * s, sa, sb);
     }
 }
 
@@ -170,23 +179,7 @@ __global__ static void rmsnorm_bwd_dinp_k(float *dinp, float *da, TB *db, const 
     int sa = set & SZ_CUDA_SET_A, sb = set & SZ_CUDA_SET_B;
     for (int i = lane; i < C; i += 32) {
         float v = s * sz_mx_get(w, i) * sz_mx_get(d, i) - k * x[i];
-        if (!da) {
-            if (sa)
-                di[i] = v;
-            else
-                di[i] += v;
-            continue;
-        }
-        di[i] += v;
-        float dr = di[i];
-        if (sa)
-            da[r + i] = dr;
-        else
-            da[r + i] += dr;
-        if (sb)
-            sz_mx_put(db, r + i, dr);
-        else
-            sz_mx_acc(db, r + i, dr, 0);
+        sz_norm_grad_put(di, da, db, r, i, v, sa, sb);
     }
 }
 
