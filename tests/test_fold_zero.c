@@ -423,6 +423,18 @@ static int fm_build(struct fm *f, int fold)
            sz_model_init_params(f->m, 11) == SZ_OK;
 }
 
+/* 1 when the run's tasks kept the plan's waits (the dependency check, on for these models) over at
+ * least one checked step; else prints the violations. */
+static int depcheck_ok(struct sz_model *m)
+{
+    int steps = 0, ndeps = 0;
+    char msg[256] = "";
+    int viol = sz_model_depcheck_result(m, &steps, &ndeps, msg, sizeof msg);
+    if (viol != 0)
+        printf("\n  depcheck: %d violations: %s\n", viol, msg);
+    return viol == 0 && steps >= 1;
+}
+
 /* Two steps (forward, backward, update) with every zeroed tensor full of NaNs before each; the
  * tensors and the gradient after the last, concatenated into out. */
 enum { FOUT = 5 * FN * FC + 3 * FN * FOC + FOC * FC }; /* dx, r1, r2, r3, dy, r4 (2 FN FOC), r5, dw */
@@ -455,12 +467,7 @@ static int fm_run(int fold, float *out, int64_t *folded, int64_t *run)
         }
         ok &= sz_model_update(f.m, &tc, step) == SZ_OK;
     }
-    int steps = 0, ndeps = 0;
-    char msg[256] = "";
-    int viol = sz_model_depcheck_result(f.m, &steps, &ndeps, msg, sizeof msg);
-    if (viol != 0)
-        printf("\n  depcheck: %d violations: %s\n", viol, msg);
-    ok &= viol == 0 && steps >= 1;
+    ok &= depcheck_ok(f.m);
     *folded = f.m->zeros_folded;
     *run = f.m->zeros_run;
     sz_model_free(f.m);
@@ -578,12 +585,7 @@ static int fg_run(int fold, int mixed, int micro, float *grads, float *params, s
     }
     for (int k = 0, o = 0; k < 4 && ok; o += GW[k].rows * GW[k].cols, k++)
         ok &= sz_model_param_read(f.m, 0, k, params + o) == SZ_OK;
-    int steps = 0, ndeps = 0;
-    char msg[256] = "";
-    int viol = sz_model_depcheck_result(f.m, &steps, &ndeps, msg, sizeof msg);
-    if (viol != 0)
-        printf("\n  depcheck: %d violations: %s\n", viol, msg);
-    ok &= viol == 0 && steps >= 1;
+    ok &= depcheck_ok(f.m);
     *c = (struct fg_count){f.m->grads_set, f.m->grads_zeroed, f.m->zero_tasks, f.m->zero_bytes};
     sz_model_free(f.m);
     free(x); free(target);
