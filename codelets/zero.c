@@ -99,12 +99,19 @@ sz_status sz_op_zero(sz_unit *u, sz_tensor *t)
     return submit_zero(u, t);
 }
 
+/* Whether a task of cl submitted with `where` runs on a CPU worker: only there may a folded zero or
+ * a parameter gradient's first write set its tensor (the engine folds into CPU kernels' set modes;
+ * on CUDA workers folding is off). */
+static int runs_on_cpu(const struct starpu_codelet *cl, uint32_t where)
+{
+    return !cl->cuda_funcs[0] || where == STARPU_CPU || starpu_cuda_worker_get_count() == 0;
+}
+
 sz_status sz_zero_resolve(struct sz_model *m, struct starpu_codelet *cl, const sz_task_tensor *tt, int n,
                           uint32_t where, unsigned char *set)
 {
     sz_status first = SZ_OK;
-    /* the CUDA kernels always accumulate: fold only into a task that runs on a CPU */
-    int cpu = !cl->cuda_funcs[0] || where == STARPU_CPU || starpu_cuda_worker_get_count() == 0;
+    int cpu = runs_on_cpu(cl, where);
     for (int k = 0; k < n && m->npending > 0; k++) {
         const sz_tensor *t = tt[k].tensor;
         int p = -1;
@@ -202,8 +209,7 @@ static int overlaps(const sz_tensor *t, const struct sz_pending_grad *g)
 sz_status sz_grads_resolve(struct sz_model *m, struct starpu_codelet *cl, const sz_task_tensor *tt, int n,
                            uint32_t where, unsigned char *set)
 {
-    /* the CUDA kernels always accumulate: set only in a task that runs on a CPU */
-    int cpu = !cl->cuda_funcs[0] || where == STARPU_CPU || starpu_cuda_worker_get_count() == 0;
+    int cpu = runs_on_cpu(cl, where);
     struct sz_pending_grad zero[64];
     int nz = 0;
     sz_status first = SZ_OK;
