@@ -23,9 +23,9 @@
  * would let the compiler vectorize, and so add up, those sums in another order. Scratch rows of
  * up to SZ_ROW_STACK floats live on the thread's stack, larger ones are allocated once per call
  * and thread (the softmax's Vp floats). Same thread partition as the fp32 kernels, except the
- * layernorms' AVX-512 paths (C % 16 == 0: ln_fwd_rows16, ln_bwd_rows16), which write the fp32
- * kernels' sums out as GCC vectorizes them, widen and round in registers, and pipeline each thread's
- * block of rows (rows are independent: any partition gives the same bits). */
+ * layernorms' AVX-512 paths (C % 16 == 0: ln_fwd_rows16, ln_bwd_rows16), which run the fp32
+ * row functions' 16-lane sums (sz_kernels_impl.h), widen and round in registers, and pipeline each
+ * thread's block of rows (rows are independent: any partition gives the same bits). */
 #define SZ_ROW_STACK 4096
 #define BF SZ_K_BF16
 #define F32 SZ_K_F32
@@ -74,36 +74,14 @@ SZ_INLINE void ln_out_bf16(uint16_t *o, const float *x, const float *weight, con
 #endif
 
 #if SZ_BF16_HW_ROUND
-/* 16 elements of a row of type dt at i as fp32, in registers (a bf16 one widened exactly). */
-SZ_INLINE __m512 ld16(const void *p, int dt, int i)
-{
-    if (dt == BF)
-        return _mm512_castsi512_ps(
-            _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)((const uint16_t *)p + i))), 16));
-    return _mm512_loadu_ps((const float *)p + i);
-}
-
-/* 0 + lane 0 + lane 1 + ... + lane 15, in that order: how GCC ends an `omp simd reduction(+)` loop
- * that it vectorizes 16 lanes wide (each lane a private sum, added in lane order at the end). */
-SZ_INLINE float lane_sum(__m512 v)
-{
-    float l[16] __attribute__((aligned(64)));
-    _mm512_store_ps(l, v);
-    float t = 0.0f;
-    for (int k = 0; k < 16; k++) t += l[k];
-    return t;
-}
-
-
 /* The layernorm forward into a bf16 out for C % 16 == 0, software-pipelined over a thread's rows:
  * each pass over i = 0..C-1 takes row k's sum (A; the fused residual's res = a + b stored on the
  * way), row k-1's sum of squared deviations (B) and row k-2's output, rounded in registers (O). The
- * fp32 kernel's two sums are each one chain of dependent additions (its loops, vectorized 16 lanes
- * wide), so it waits on their latency; three rows' independent chains in one loop keep the units
- * busy instead. Each sum is the fp32 kernel's as GCC compiles it (lane k adds elements k, k + 16,
- * ... in order, lane_sum ends it), the output its expression (s (x - m)) w + b with its one
- * contraction, so the bits are the fp32 kernel's (checked by tests/test_bf16_act.c and
- * scripts/kernels-oldnew.sh). */
+ * fp32 kernel's two sums are each one chain of dependent additions, so it waits on their latency;
+ * three rows' independent chains in one loop keep the units busy instead. Each sum is the fp32
+ * kernel's own (sz_ln_row_stats' 16-lane form, sz_kernels_impl.h), the output its expression
+ * (s (x - m)) w + b with its one contraction, so the bits are the fp32 kernel's (checked by
+ * tests/test_bf16_act.c and scripts/kernels-oldnew.sh). */
 SZ_INLINE void ln_fwd_pass(int dA, int dB, int dO, float *res, const float *a, const float *b, float *sumA,
                            const float *xB, float mB, float *sumB, uint16_t *o, const float *xO, float mO, float sO,
                            const float *w, const float *bias, int C)
@@ -130,8 +108,8 @@ SZ_INLINE void ln_fwd_pass(int dA, int dB, int dO, float *res, const float *a, c
             _mm256_storeu_si256((__m256i *)(o + i), sz_bf16_round16(v));
         }
     }
-    if (dA) *sumA = lane_sum(accA);
-    if (dB) *sumB = lane_sum(accB);
+    if (dA) *sumA = sz_lane_sum(accA);
+    if (dB) *sumB = sz_lane_sum(accB);
 }
 
 /* Rows [lo, hi) of the pipelined forward (res NULL: layernorm(a); else res = a + b and layernorm(res));
@@ -256,11 +234,9 @@ int sz_k_layernorm_fwd_mx(void *out, sz_k_dtype out_dt, float *mean, float *rstd
 /* The layernorm backward's rows for C % 16 == 0, with dout (type d_dt) widened in registers instead
  * of into a row first, software-pipelined as the forward (ln_fwd_rows16): each pass over i takes
  * row k's two sums (P) and row k-1's gradients (Q), so the sums' chains of dependent additions
- * overlap with independent work. sz_ln_row_bwd's arithmetic as GCC compiles it for the fp32
- * kernel (-O3, AVX-512: its reduction loop 16 lanes wide, lane k summing elements k, k + 16, ... in
- * order, ended by lane_sum; the same products, sums and contractions, written here as the
- * instructions it emits), so the bits are the fp32 kernel's (tests/test_bf16_act.c and
- * scripts/kernels-oldnew.sh check it). di (+)= the input gradient (sd: =); given da (the fused
+ * overlap with independent work. The arithmetic of sz_ln_row_bwd's 16-lane form (sz_kernels_impl.h:
+ * the same products, sums and contractions), so the bits are the fp32 kernel's (tests/test_bf16_act.c
+ * and scripts/kernels-oldnew.sh check it). di (+)= the input gradient (sd: =); given da (the fused
  * residual's backward, di then always accumulates), in the same pass da (+)= di (sa: =) and db
  * (+)= di (sb: =), db of type db_dt (bf16: rounded once, in registers). */
 SZ_INLINE void ln_bwd_pass(int dP, int dQ, const void *dP_, const float *xP, float mP, float sP, float *s1, float *s2,
@@ -271,20 +247,20 @@ SZ_INLINE void ln_bwd_pass(int dP, int dQ, const void *dP_, const float *xP, flo
     __m512 vmQ = _mm512_set1_ps(mQ), vsQ = _mm512_set1_ps(sQ), dm = _mm512_set1_ps(dm_), dnm = _mm512_set1_ps(dnm_);
     for (int i = 0; i < C; i += 16) {
         if (dP) {
-            __m512 dn = _mm512_mul_ps(_mm512_loadu_ps(w + i), ld16(dP_, d_dt, i));
+            __m512 dn = _mm512_mul_ps(_mm512_loadu_ps(w + i), sz_ld16(dP_, d_dt, i));
             a1 = _mm512_add_ps(a1, dn);
             a2 = _mm512_fmadd_ps(dn, _mm512_mul_ps(_mm512_sub_ps(_mm512_loadu_ps(xP + i), vmP), vsP), a2);
         }
         if (!dQ) continue;
         __m512 nr = _mm512_mul_ps(_mm512_sub_ps(_mm512_loadu_ps(xQ + i), vmQ), vsQ);
-        __m512 dval = _mm512_fnmadd_ps(nr, dnm, _mm512_fmsub_ps(_mm512_loadu_ps(w + i), ld16(dQ_, d_dt, i), dm));
+        __m512 dval = _mm512_fnmadd_ps(nr, dnm, _mm512_fmsub_ps(_mm512_loadu_ps(w + i), sz_ld16(dQ_, d_dt, i), dm));
         __m512 g = sd ? _mm512_mul_ps(dval, vsQ) : _mm512_fmadd_ps(dval, vsQ, _mm512_loadu_ps(di + i));
         _mm512_storeu_ps(di + i, g);
         if (!da) continue;
         _mm512_storeu_ps(da + i, sa ? g : _mm512_add_ps(_mm512_loadu_ps(da + i), g));
         if (db_dt == BF) {
             uint16_t *h = (uint16_t *)db + i;
-            __m512 v = sb ? g : _mm512_add_ps(ld16(h, BF, 0), g);
+            __m512 v = sb ? g : _mm512_add_ps(sz_ld16(h, BF, 0), g);
             _mm256_storeu_si256((__m256i *)h, sz_bf16_round16(v));
         } else {
             float *f = (float *)db + i;
@@ -292,8 +268,8 @@ SZ_INLINE void ln_bwd_pass(int dP, int dQ, const void *dP_, const float *xP, flo
         }
     }
     if (dP) {
-        *s1 = lane_sum(a1);
-        *s2 = lane_sum(a2);
+        *s1 = sz_lane_sum(a1);
+        *s2 = sz_lane_sum(a2);
     }
 }
 
