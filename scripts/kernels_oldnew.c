@@ -146,7 +146,7 @@ int main(int argc, char **argv) {
     for (int th = 1; th <= 3; th++) {
         if (!*only || strstr(only, "sx")) { t_softmax(9, 50257, 50304, th); t_softmax(7, 2049, 2064, th); t_softmax(7, 33, 48, th); t_softmax(3, 4096, 4096, th); }
         if (!*only || strstr(only, "att")) { t_att(2, 64, 768, 12, th); t_att(1, 37, 96, 2, th); t_att(2, 20, 48, 1, th); t_att(1, 130, 320, 2, th); if (th == 2) t_att(1, 1024, 768, 12, th); }
-        if (!*only || strstr(only, "ln")) { t_ln(256, 768, th); t_ln(5, 100, th); t_ln(3, 4100, th); t_ln(17, 33, th); }
+        if (!*only || strstr(only, "ln")) { t_ln(256, 768, th); t_ln(5, 100, th); t_ln(3, 4100, th); t_ln(17, 33, th); t_ln(1, 64, th); t_ln(9, 48, th); t_ln(3, 1600, th); }
         if (!*only || strstr(only, "conv")) { t_conv(5000003, 3, th); t_conv(3000000, 0, th); t_conv(1 << 20, 1, th); t_conv(100000, 0, th); }
         if (!*only || strstr(only, "gelu")) { t_gelu(256 * 3072, th); t_gelu(1000, th); t_gelu(17, th); t_gelu(70001, th); }
     }

@@ -235,11 +235,55 @@ static inline void sz_f32_to_bf16_row(uint16_t *d, const float *s, size_t n)
 }
 #endif
 
+#if defined(__AVX512F__)
+#include <immintrin.h>
+#define SZ_ROW16 1
+/* Row sums over C % 16 == 0 elements are written out 16 lanes wide where the build has AVX-512
+ * (the layernorm's, shared by its fp32 kernels and the native bf16 path's pipelined rows,
+ * bf16_act.c): lane k adds elements k, k + 16, ... in order, and sz_lane_sum ends the sum as
+ * 0 + lane 0 + ... + lane 15. That is how GCC compiles their `omp simd reduction` loops at 16 lanes
+ * (so the bits are those the loops had on a Zen 4 build), and fixing it in the source keeps the fp32
+ * kernels and the bf16 path equal whatever width a compiler or its tuning would pick. */
+SZ_INLINE __m512 sz_ld16(const void *p, int dt, int i) /* 16 elements of type dt at i, as fp32 */
+{
+    if (dt == SZ_K_BF16)
+        return _mm512_castsi512_ps(
+            _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)((const uint16_t *)p + i))), 16));
+    return _mm512_loadu_ps((const float *)p + i);
+}
+SZ_INLINE float sz_lane_sum(__m512 v)
+{
+    float l[16] __attribute__((aligned(64)));
+    _mm512_store_ps(l, v);
+    float t = 0.0f;
+    for (int k = 0; k < 16; k++) t += l[k];
+    return t;
+}
+#else
+#define SZ_ROW16 0
+#endif
+
 /* LayerNorm (layernorm.c), one row's mean *mean and rstd *rstd (s). */
 SZ_INLINE void sz_ln_row_stats(const float *x, int C, float *mean, float *rstd)
 {
     const float eps = 1e-5f;
     float m = 0.0f, v = 0.0f;
+#if SZ_ROW16
+    if (C % 16 == 0) {
+        __m512 a = _mm512_setzero_ps(), b = _mm512_setzero_ps();
+        for (int i = 0; i < C; i += 16) a = _mm512_add_ps(a, _mm512_loadu_ps(x + i));
+        m = sz_lane_sum(a) / C;
+        __m512 vm = _mm512_set1_ps(m);
+        for (int i = 0; i < C; i += 16) {
+            __m512 d = _mm512_sub_ps(_mm512_loadu_ps(x + i), vm);
+            b = _mm512_fmadd_ps(d, d, b);
+        }
+        v = sz_lane_sum(b) / C;
+        *mean = m;
+        *rstd = 1.0f / sqrtf(v + eps);
+        return;
+    }
+#endif
 #pragma omp simd reduction(+ : m)
     for (int i = 0; i < C; i++) m += x[i];
     m = m / C;
@@ -278,6 +322,23 @@ SZ_INLINE void sz_ln_row_bwd(float *di, const float *d, const float *x, const fl
                                  int C, int set)
 {
     float dnorm_mean = 0.0f, dnorm_norm_mean = 0.0f;
+#if SZ_ROW16
+    if (C % 16 == 0) { /* the two sums and the gradient 16 lanes wide (above), GCC's contractions */
+        __m512 vm = _mm512_set1_ps(m), vs = _mm512_set1_ps(s), a1 = _mm512_setzero_ps(), a2 = _mm512_setzero_ps();
+        for (int i = 0; i < C; i += 16) {
+            __m512 dn = _mm512_mul_ps(_mm512_loadu_ps(weight + i), _mm512_loadu_ps(d + i));
+            a1 = _mm512_add_ps(a1, dn);
+            a2 = _mm512_fmadd_ps(dn, _mm512_mul_ps(_mm512_sub_ps(_mm512_loadu_ps(x + i), vm), vs), a2);
+        }
+        __m512 dm = _mm512_set1_ps(sz_lane_sum(a1) / C), dnm = _mm512_set1_ps(sz_lane_sum(a2) / C);
+        for (int i = 0; i < C; i += 16) {
+            __m512 nr = _mm512_mul_ps(_mm512_sub_ps(_mm512_loadu_ps(x + i), vm), vs);
+            __m512 dval = _mm512_fnmadd_ps(nr, dnm, _mm512_fmsub_ps(_mm512_loadu_ps(weight + i), _mm512_loadu_ps(d + i), dm));
+            _mm512_storeu_ps(di + i, set ? _mm512_mul_ps(dval, vs) : _mm512_fmadd_ps(dval, vs, _mm512_loadu_ps(di + i)));
+        }
+        return;
+    }
+#endif
 #pragma omp simd reduction(+ : dnorm_mean, dnorm_norm_mean)
     for (int i = 0; i < C; i++) {
         float dnorm_i = weight[i] * d[i];
