@@ -638,11 +638,123 @@ static void widen(float *dst, const void *src, int dt, size_t n)
     else memcpy(dst, src, n * sizeof *dst);
 }
 
+#if SZ_BF16_HW_ROUND
+/* RMSNorm's rows for C % 16 == 0, pipelined as the layernorm's (ln_fwd_rows16, ln_bwd_rows16): each
+ * pass over i takes row k's sum (A; the fused residual's res = a + b stored on the way) and row
+ * k-1's output, rounded in registers (O); backward, row k's sum (P) and row k-1's gradients (Q: di,
+ * and fused da, db as the layernorm's), dout widened in registers. The arithmetic of the fp32 row
+ * functions' 16-lane forms (sz_rms_row_fwd, sz_rms_row_bwd, sz_kernels_impl.h): the same bits. */
+SZ_INLINE void rms_fwd_pass(int dA, int dO, float *res, const float *a, const float *b, float *ssA, uint16_t *o,
+                            const float *xO, float sO, const float *w, int C)
+{
+    __m512 acc = _mm512_setzero_ps(), vs = _mm512_set1_ps(sO);
+    for (int i = 0; i < C; i += 16) {
+        if (dA) {
+            __m512 xa = _mm512_loadu_ps(a + i);
+            if (res) {
+                xa = _mm512_add_ps(xa, _mm512_loadu_ps(b + i));
+                _mm512_storeu_ps(res + i, xa);
+            }
+            acc = _mm512_fmadd_ps(xa, xa, acc);
+        }
+        if (dO) {
+            __m512 v = _mm512_mul_ps(_mm512_mul_ps(_mm512_loadu_ps(xO + i), vs), _mm512_loadu_ps(w + i));
+            _mm256_storeu_si256((__m256i *)(o + i), sz_bf16_round16(v));
+        }
+    }
+    if (dA) *ssA = sz_lane_sum(acc);
+}
+
+static void rms_fwd_rows16(float *res, uint16_t *out, float *rstd, const float *a, const float *b, const float *w,
+                           int lo, int hi, int C, float eps)
+{
+    for (int k = lo; k <= hi; k++) {
+        int dA = k < hi, dO = k > lo;
+        size_t rA = (size_t)k * C, rO = rA - C;
+        float *rs = res && dA ? res + rA : NULL, ss = 0.0f;
+        const float *xa = dA ? a + rA : NULL, *xb = rs ? b + rA : NULL, *xO = dO ? (res ? res : a) + rO : NULL;
+        uint16_t *o = dO ? out + rO : NULL;
+        float sO = dO ? rstd[k - 1] : 0.0f;
+        if (dA && dO) rms_fwd_pass(1, 1, rs, xa, xb, &ss, o, xO, sO, w, C);
+        else if (dA) rms_fwd_pass(1, 0, rs, xa, xb, &ss, o, xO, sO, w, C);
+        else rms_fwd_pass(0, 1, rs, xa, xb, &ss, o, xO, sO, w, C);
+        if (dA) rstd[k] = 1.0f / sqrtf(ss / C + eps);
+    }
+}
+
+SZ_INLINE void rms_bwd_pass(int dP, int dQ, const void *dP_, const float *xP, float *dotP, float *di, float *da,
+                            void *db, int db_dt, const void *dQ_, int d_dt, const float *xQ, float sQ, float kQ,
+                            const float *w, int C, int sd, int sa, int sb)
+{
+    __m512 acc = _mm512_setzero_ps(), vs = _mm512_set1_ps(sQ), vk = _mm512_set1_ps(kQ);
+    for (int i = 0; i < C; i += 16) {
+        if (dP)
+            acc = _mm512_fmadd_ps(_mm512_mul_ps(sz_ld16(dP_, d_dt, i), _mm512_loadu_ps(w + i)), _mm512_loadu_ps(xP + i),
+                                  acc);
+        if (!dQ) continue;
+        __m512 v = _mm512_fmsub_ps(_mm512_mul_ps(vs, _mm512_loadu_ps(w + i)), sz_ld16(dQ_, d_dt, i),
+                                   _mm512_mul_ps(vk, _mm512_loadu_ps(xQ + i)));
+        __m512 g = sd ? v : _mm512_add_ps(_mm512_loadu_ps(di + i), v);
+        _mm512_storeu_ps(di + i, g);
+        if (!da) continue;
+        _mm512_storeu_ps(da + i, sa ? g : _mm512_add_ps(_mm512_loadu_ps(da + i), g));
+        if (db_dt == BF) {
+            uint16_t *h = (uint16_t *)db + i;
+            _mm256_storeu_si256((__m256i *)h, sz_bf16_round16(sb ? g : _mm512_add_ps(sz_ld16(h, BF, 0), g)));
+        } else {
+            float *f = (float *)db + i;
+            _mm512_storeu_ps(f, sb ? g : _mm512_add_ps(_mm512_loadu_ps(f), g));
+        }
+    }
+    if (dP) *dotP = sz_lane_sum(acc);
+}
+
+SZ_INLINE void rms_bwd_rows16(float *dinp, float *da, void *db, int db_dt, const void *dout, int d_dt, const float *inp,
+                              const float *w, const float *rstd, int lo, int hi, int C, int sd, int sa, int sb)
+{
+    size_t ed = d_dt == BF ? 2 : 4, eb = db_dt == BF ? 2 : 4;
+    float kq = 0.0f; /* row k-1's s^3 dot / C */
+    for (int k = lo; k <= hi; k++) {
+        int dP = k < hi, dQ = k > lo;
+        size_t rP = (size_t)k * C, rQ = rP - C;
+        const void *dp = dP ? (const char *)dout + rP * ed : NULL, *dq = dQ ? (const char *)dout + rQ * ed : NULL;
+        const float *xP = dP ? inp + rP : NULL, *xQ = dQ ? inp + rQ : NULL;
+        float sQ = dQ ? rstd[k - 1] : 0.0f, dot = 0.0f;
+        float *di = dQ ? dinp + rQ : NULL, *dan = dQ && da ? da + rQ : NULL;
+        void *dbn = dQ && da ? (char *)db + rQ * eb : NULL;
+        if (dP && dQ) rms_bwd_pass(1, 1, dp, xP, &dot, di, dan, dbn, db_dt, dq, d_dt, xQ, sQ, kq, w, C, sd, sa, sb);
+        else if (dP) rms_bwd_pass(1, 0, dp, xP, &dot, di, dan, dbn, db_dt, dq, d_dt, xQ, sQ, kq, w, C, sd, sa, sb);
+        else rms_bwd_pass(0, 1, dp, xP, &dot, di, dan, dbn, db_dt, dq, d_dt, xQ, sQ, kq, w, C, sd, sa, sb);
+        if (dP) {
+            float s = rstd[k];
+            kq = s * s * s * dot / C;
+        }
+    }
+}
+#endif
+
 /* res NULL: rmsnorm(a) (sz_rms_row_fwd); else res = a + b and rmsnorm(res) (sz_k_residual_rmsnorm_fwd,
  * row by row); a bf16 out is the fp32 row rounded. */
 static int rms_fwd_mx(float *res, void *out, sz_k_dtype out_dt, float *rstd, const float *a, const float *b,
                       const void *weight, sz_k_dtype p_dt, int N, int C, float eps)
 {
+#if SZ_BF16_HW_ROUND
+    if (out_dt == SZ_K_BF16 && C % 16 == 0 && C <= SZ_ROW_STACK) { /* pipelined, rows split in blocks */
+#pragma omp parallel if ((size_t)N * C >= SZ_PAR_MIN)
+        {
+            float wst[SZ_ROW_STACK] __attribute__((aligned(64)));
+            const float *wf = weight;
+            if (p_dt == SZ_K_BF16) {
+                sz_bf16_to_f32_row(wst, weight, (size_t)C);
+                wf = wst;
+            }
+            int nt = omp_get_num_threads(), t = omp_get_thread_num();
+            rms_fwd_rows16(res, out, rstd, a, b, wf, (int)((int64_t)N * t / nt), (int)((int64_t)N * (t + 1) / nt), C,
+                           eps);
+        }
+        return 0;
+    }
+#endif
     float *wf = malloc((size_t)C * sizeof *wf);
     if (!wf) return -1;
     widen(wf, weight, p_dt, (size_t)C);
@@ -688,6 +800,33 @@ static int rms_bwd_mx(float *da, void *db, sz_k_dtype db_dt, float *dres, float 
                       int N, int C, int set)
 {
     int par = (size_t)N * C >= SZ_PAR_MIN;
+#if SZ_BF16_HW_ROUND
+    if (C % 16 == 0 && C <= SZ_ROW_STACK) { /* pipelined, rows split in blocks */
+        int dh = dout_dt == SZ_K_BF16, sd = !db && (set & SZ_K_SET_DINP);
+        int sa = db && (set & SZ_K_SET_A), sb = db && (set & SZ_K_SET_B);
+        if (da || db) {
+#pragma omp parallel if (par)
+            {
+                float wst[SZ_ROW_STACK] __attribute__((aligned(64)));
+                const float *wf = weight;
+                if (p_dt == SZ_K_BF16) {
+                    sz_bf16_to_f32_row(wst, weight, (size_t)C);
+                    wf = wst;
+                }
+                int nt = omp_get_num_threads(), t = omp_get_thread_num();
+                int lo = (int)((int64_t)N * t / nt), hi = (int)((int64_t)N * (t + 1) / nt);
+                if (!db && dh) rms_bwd_rows16(da, NULL, NULL, F32, dout, BF, inp, wf, rstd, lo, hi, C, sd, 0, 0);
+                else if (!db) rms_bwd_rows16(da, NULL, NULL, F32, dout, F32, inp, wf, rstd, lo, hi, C, sd, 0, 0);
+                else if (db_dt == BF && dh) rms_bwd_rows16(dres, da, db, BF, dout, BF, inp, wf, rstd, lo, hi, C, 0, sa, sb);
+                else if (db_dt == BF) rms_bwd_rows16(dres, da, db, BF, dout, F32, inp, wf, rstd, lo, hi, C, 0, sa, sb);
+                else if (dh) rms_bwd_rows16(dres, da, db, F32, dout, BF, inp, wf, rstd, lo, hi, C, 0, sa, sb);
+                else rms_bwd_rows16(dres, da, db, F32, dout, F32, inp, wf, rstd, lo, hi, C, 0, sa, sb);
+            }
+        }
+        if (dweight) sz_rms_weight_bwd(dweight, dout, dout_dt, inp, rstd, N, C, par, set);
+        return 0;
+    }
+#endif
     float *wf = malloc((size_t)C * sizeof *wf);
     if (!wf) return -1;
     widen(wf, weight, p_dt, (size_t)C);

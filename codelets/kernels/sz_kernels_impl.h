@@ -239,8 +239,8 @@ static inline void sz_f32_to_bf16_row(uint16_t *d, const float *s, size_t n)
 #include <immintrin.h>
 #define SZ_ROW16 1
 /* Row sums over C % 16 == 0 elements are written out 16 lanes wide where the build has AVX-512
- * (the layernorm's, shared by its fp32 kernels and the native bf16 path's pipelined rows,
- * bf16_act.c): lane k adds elements k, k + 16, ... in order, and sz_lane_sum ends the sum as
+ * (the layernorm's and the RMSNorm's, shared by their fp32 kernels and the native bf16 path's
+ * pipelined rows, bf16_act.c): lane k adds elements k, k + 16, ... in order, and sz_lane_sum ends the sum as
  * 0 + lane 0 + ... + lane 15. That is how GCC compiles their `omp simd reduction` loops at 16 lanes
  * (so the bits are those the loops had on a Zen 4 build), and fixing it in the source keeps the fp32
  * kernels and the bf16 path equal whatever width a compiler or its tuning would pick. */
@@ -436,6 +436,21 @@ void sz_ln_params_bwd(float *dweight, float *dbias, const void *dout, sz_k_dtype
 /* RMSNorm (rmsnorm.c), one row: rstd and the scaled output. */
 static inline void sz_rms_row_fwd(float *o, float *rstd, const float *x, const float *weight, int C, float eps)
 {
+#if SZ_ROW16
+    if (C % 16 == 0) { /* the sum 16 lanes wide (sz_lane_sum), the output as GCC compiles the loop below */
+        __m512 a = _mm512_setzero_ps();
+        for (int i = 0; i < C; i += 16) {
+            __m512 xv = _mm512_loadu_ps(x + i);
+            a = _mm512_fmadd_ps(xv, xv, a);
+        }
+        float s = 1.0f / sqrtf(sz_lane_sum(a) / C + eps);
+        __m512 vs = _mm512_set1_ps(s);
+        for (int i = 0; i < C; i += 16)
+            _mm512_storeu_ps(o + i, _mm512_mul_ps(_mm512_mul_ps(_mm512_loadu_ps(x + i), vs), _mm512_loadu_ps(weight + i)));
+        *rstd = s;
+        return;
+    }
+#endif
     float ss = 0.0f;
 #pragma omp simd reduction(+ : ss)
     for (int i = 0; i < C; i++) ss += x[i] * x[i];
@@ -449,6 +464,22 @@ static inline void sz_rms_row_fwd(float *o, float *rstd, const float *x, const f
 static inline void sz_rms_row_bwd(float *di, const float *d, const float *x, const float *weight, float s, int C,
                                   int set)
 {
+#if SZ_ROW16
+    if (C % 16 == 0) { /* the sum 16 lanes wide (sz_lane_sum), the gradient with GCC's contraction */
+        __m512 a = _mm512_setzero_ps();
+        for (int i = 0; i < C; i += 16)
+            a = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_loadu_ps(d + i), _mm512_loadu_ps(weight + i)), _mm512_loadu_ps(x + i), a);
+        float dot = sz_lane_sum(a);
+        float k = s * s * s * dot / C;
+        __m512 vs = _mm512_set1_ps(s), vk = _mm512_set1_ps(k);
+        for (int i = 0; i < C; i += 16) {
+            __m512 v = _mm512_fmsub_ps(_mm512_mul_ps(vs, _mm512_loadu_ps(weight + i)), _mm512_loadu_ps(d + i),
+                                       _mm512_mul_ps(vk, _mm512_loadu_ps(x + i)));
+            _mm512_storeu_ps(di + i, set ? v : _mm512_add_ps(_mm512_loadu_ps(di + i), v));
+        }
+        return;
+    }
+#endif
     float dot = 0.0f;
 #pragma omp simd reduction(+ : dot)
     for (int i = 0; i < C; i++) dot += d[i] * weight[i] * x[i];
