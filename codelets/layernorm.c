@@ -63,7 +63,8 @@ static void fwd_cuda(void *b[], void *arg)
 static void bwd_cuda(void *b[], void *arg)
 {
     const struct layernorm_args *a = sz_task_params(arg);
-    int set = sz_task_sets(arg, BWD_DINP) ? SZ_CUDA_SET_A : 0;
+    int set = (sz_task_sets(arg, BWD_DINP) ? SZ_CUDA_SET_A : 0) | (sz_task_sets(arg, BWD_DW) ? SZ_CUDA_SET_DW : 0) |
+              (sz_task_sets(arg, BWD_DB) ? SZ_CUDA_SET_DB : 0); /* as the CPU's */
     sz_cuda_task_rc(arg, "layernorm_bwd",
                     sz_cuda_layernorm_bwd_mx(SZ_STREAM, sz_task_ptr(b, arg, BWD_DINP), sz_task_ptr(b, arg, BWD_DW),
                                              sz_task_ptr(b, arg, BWD_DB), sz_task_ptr(b, arg, BWD_DOUT), a->dout_dt,

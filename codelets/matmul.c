@@ -64,7 +64,7 @@ static void bwd_cpu(void *b[], void *arg)
 #if SZ_WITH_CUDA
 /* cuBLAS with the operand types of the task (fp32, or bf16 inputs with fp32 accumulation and each
  * destination fp32 or bf16); the backward's dinp set rather than added to where the engine folded a
- * zero into the task. */
+ * zero into the task, dw and db where the task is the step's first writer of them (as the CPU's). */
 static void fwd_cuda(void *b[], void *arg)
 {
     const struct matmul_args *a = sz_task_params(arg);
@@ -80,7 +80,8 @@ static void fwd_cuda(void *b[], void *arg)
 static void bwd_cuda(void *b[], void *arg)
 {
     const struct matmul_args *a = sz_task_params(arg);
-    int set = sz_task_sets(arg, BWD_DINP) ? SZ_CUDA_SET_A : 0;
+    int set = (sz_task_sets(arg, BWD_DINP) ? SZ_CUDA_SET_A : 0) | (sz_task_sets(arg, BWD_DW) ? SZ_CUDA_SET_DW : 0) |
+              (sz_task_sets(arg, BWD_DB) ? SZ_CUDA_SET_DB : 0);
     if (sz_cuda_task_wbf16(arg, "matmul_bwd", a->wbf16))
         return;
     sz_cuda_task_rc(arg, "matmul_bwd",

@@ -68,14 +68,16 @@ static void fwd_cuda(void *b[], void *arg)
 static void bwd_cuda(void *b[], void *arg)
 {
     const struct matmul_gelu_args *a = sz_task_params(arg);
+    int set = (sz_task_sets(arg, BWD_DW) ? SZ_CUDA_SET_DW : 0) | (sz_task_sets(arg, BWD_DB) ? SZ_CUDA_SET_DB : 0);
     if (sz_cuda_task_wbf16(arg, "gelu_matmul_bwd", a->wbf16))
         return;
     sz_cuda_task_rc(arg, "gelu_matmul_bwd",
-                    sz_cuda_gelu_matmul_bwd(starpu_cublas_get_local_handle(), SZ_STREAM, sz_task_ptr(b, arg, BWD_DINP),
-                                            a->dinp_dt, sz_task_ptr(b, arg, BWD_DW), sz_task_ptr(b, arg, BWD_DB),
-                                            a->dparam_dt, sz_task_ptr(b, arg, BWD_DOUT), sz_task_ptr(b, arg, BWD_INP),
-                                            sz_task_ptr(b, arg, BWD_W), sz_task_ptr(b, arg, BWD_PRE),
-                                            a->bf16 ? SZ_CUDA_BF16 : SZ_CUDA_F32, a->N, a->C, a->OC));
+                    sz_cuda_gelu_matmul_bwd_set(starpu_cublas_get_local_handle(), SZ_STREAM,
+                                                sz_task_ptr(b, arg, BWD_DINP), a->dinp_dt, sz_task_ptr(b, arg, BWD_DW),
+                                                sz_task_ptr(b, arg, BWD_DB), a->dparam_dt,
+                                                sz_task_ptr(b, arg, BWD_DOUT), sz_task_ptr(b, arg, BWD_INP),
+                                                sz_task_ptr(b, arg, BWD_W), sz_task_ptr(b, arg, BWD_PRE),
+                                                a->bf16 ? SZ_CUDA_BF16 : SZ_CUDA_F32, a->N, a->C, a->OC, set));
 }
 #endif
 

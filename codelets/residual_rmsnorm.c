@@ -71,7 +71,8 @@ static void fwd_cuda(void *b[], void *arg)
 static void bwd_cuda(void *b[], void *arg)
 {
     const struct residual_rmsnorm_args *a = sz_task_params(arg);
-    int set = (sz_task_sets(arg, BWD_DA) ? SZ_CUDA_SET_A : 0) | (sz_task_sets(arg, BWD_DB) ? SZ_CUDA_SET_B : 0);
+    int set = (sz_task_sets(arg, BWD_DA) ? SZ_CUDA_SET_A : 0) | (sz_task_sets(arg, BWD_DB) ? SZ_CUDA_SET_B : 0) |
+              (sz_task_sets(arg, BWD_DW) ? SZ_CUDA_SET_DW : 0);
     sz_cuda_task_rc(arg, "rmsnorm_residual_bwd",
                     sz_cuda_rmsnorm_residual_bwd_mx(SZ_STREAM, sz_task_ptr(b, arg, BWD_DA), sz_task_ptr(b, arg, BWD_DB),
                                                     a->db_dt, sz_task_ptr(b, arg, BWD_DRES),

@@ -57,7 +57,7 @@ static void fwd_cuda(void *b[], void *arg)
 static void bwd_cuda(void *b[], void *arg)
 {
     const struct rmsnorm_args *a = sz_task_params(arg);
-    int set = sz_task_sets(arg, 0) ? SZ_CUDA_SET_A : 0;
+    int set = (sz_task_sets(arg, 0) ? SZ_CUDA_SET_A : 0) | (sz_task_sets(arg, 1) ? SZ_CUDA_SET_DW : 0); /* as the CPU's */
     sz_cuda_task_rc(arg, "rmsnorm_bwd",
                     sz_cuda_rmsnorm_bwd_mx(SZ_STREAM, sz_task_ptr(b, arg, 0), sz_task_ptr(b, arg, 1),
                                            sz_task_ptr(b, arg, 2), a->dout_dt, sz_task_ptr(b, arg, 3),

@@ -99,19 +99,46 @@ sz_status sz_op_zero(sz_unit *u, sz_tensor *t)
     return submit_zero(u, t);
 }
 
-/* Whether a task of cl submitted with `where` runs on a CPU worker: only there may a folded zero or
- * a parameter gradient's first write set its tensor (the engine folds into CPU kernels' set modes;
- * on CUDA workers folding is off). */
-static int runs_on_cpu(const struct starpu_codelet *cl, uint32_t where)
+/* The engine's codelets whose CUDA implementation honours the set (=) of every tensor it declares
+ * SZ_ACCUMULATE_OR_SET: the activation gradients (dinp, the residual's da and db) and the
+ * parameter gradients (the matmuls' dw through cuBLAS's beta 0 and db, the norms' dw and db through
+ * column sums started at 0: kernels/cuda/sz_cuda_colsum.cuh). tests/test_cuda_kernels.c checks each
+ * set output starting as NaN on the GPU. A codelet not listed here (an app's own with a CUDA
+ * function) is folded into only where its task runs on CPUs. */
+static const struct starpu_codelet *const sets_on_cuda[] = {
+    &sz_cl_matmul_bwd,    &sz_cl_gelu_matmul_bwd,        &sz_cl_layernorm_bwd,       &sz_cl_layernorm_residual_bwd,
+    &sz_cl_rmsnorm_bwd,   &sz_cl_rmsnorm_residual_bwd,   &sz_cl_attention_bwd,       &sz_cl_gelu_bwd,
+    &sz_cl_residual_bwd,  &sz_cl_rope_bwd,
+};
+
+int sz_codelet_cuda_sets(const struct starpu_codelet *cl)
 {
-    return !cl->cuda_funcs[0] || where == STARPU_CPU || starpu_cuda_worker_get_count() == 0;
+    for (size_t i = 0; i < sizeof sets_on_cuda / sizeof sets_on_cuda[0]; i++)
+        if (sets_on_cuda[i] == cl)
+            return 1;
+    return 0;
+}
+
+int sz_fold_decide(int has_cuda_impl, int cuda_sets, uint32_t where, int ncuda_workers)
+{
+    if (!has_cuda_impl || where == STARPU_CPU || ncuda_workers == 0)
+        return 1; /* it runs on a CPU worker: every CPU kernel of an SZ_ACCUMULATE_OR_SET op sets */
+    return cuda_sets; /* it may run on a CUDA worker (where: CUDA, or either): that impl must set too */
+}
+
+/* Whether a task of cl submitted with `where` may set its SZ_ACCUMULATE_OR_SET tensors: decided at
+ * submission, before a worker is chosen, so every implementation it may run on must honour it. */
+static int sets_wherever(const struct starpu_codelet *cl, uint32_t where)
+{
+    return sz_fold_decide(cl->cuda_funcs[0] != NULL, sz_codelet_cuda_sets(cl), where,
+                          (int)starpu_cuda_worker_get_count());
 }
 
 sz_status sz_zero_resolve(struct sz_model *m, struct starpu_codelet *cl, const sz_task_tensor *tt, int n,
                           uint32_t where, unsigned char *set)
 {
     sz_status first = SZ_OK;
-    int cpu = runs_on_cpu(cl, where);
+    int sets = sets_wherever(cl, where);
     for (int k = 0; k < n && m->npending > 0; k++) {
         const sz_tensor *t = tt[k].tensor;
         int p = -1;
@@ -125,7 +152,7 @@ sz_status sz_zero_resolve(struct sz_model *m, struct starpu_codelet *cl, const s
         int alone = 1;
         for (int j = 0; j < n; j++)
             alone &= j == k || !tt[j].tensor || tt[j].tensor->h != t->h;
-        if (tt[k].access == SZ_ACCUMULATE_OR_SET && cpu && alone && t->offset == 0 && t->numel == t->handle_numel &&
+        if (tt[k].access == SZ_ACCUMULATE_OR_SET && sets && alone && t->offset == 0 && t->numel == t->handle_numel &&
             (tt[k].numel < 0 || tt[k].numel == t->numel)) {
             set[k] = 1;
             m->zeros_folded++;
@@ -209,7 +236,7 @@ static int overlaps(const sz_tensor *t, const struct sz_pending_grad *g)
 sz_status sz_grads_resolve(struct sz_model *m, struct starpu_codelet *cl, const sz_task_tensor *tt, int n,
                            uint32_t where, unsigned char *set)
 {
-    int cpu = runs_on_cpu(cl, where);
+    int sets = sets_wherever(cl, where);
     struct sz_pending_grad zero[64];
     int nz = 0;
     sz_status first = SZ_OK;
@@ -227,7 +254,7 @@ sz_status sz_grads_resolve(struct sz_model *m, struct starpu_codelet *cl, const 
         }
         m->gpending[i] = m->gpending[--m->ngpending]; /* taken: set here or zeroed first */
         const sz_tensor *t = touch == 1 ? tt[k1].tensor : NULL;
-        if (t && tt[k1].access == SZ_ACCUMULATE_OR_SET && cpu && t->offset == g.lo && t->numel == g.n &&
+        if (t && tt[k1].access == SZ_ACCUMULATE_OR_SET && sets && t->offset == g.lo && t->numel == g.n &&
             (tt[k1].numel < 0 || tt[k1].numel == t->numel)) {
             set[k1] = 1;
             m->grads_set++;

@@ -126,7 +126,7 @@ typedef enum sz_convert_mode {
 /* A ZERO_GRADS or GRAD_ALLOC action's flag: 0, the whole buffer is zeroed; SZ_GRADS_FIRST_WRITERS,
  * only its padding is, and each parameter's gradient is left to the first task that touches it in
  * the backward actions that follow: one that writes it whole sets it (an SZ_ACCUMULATE_OR_SET
- * tensor on a CPU), any other gets it zeroed just before; the next BWD action zeroes the rest at
+ * tensor, on a CPU or a CUDA worker whose kernel sets: codelets/zero.c), any other gets it zeroed just before; the next BWD action zeroes the rest at
  * its end (tasks/zero.c, codelets/zero.c). The config's fold_grads chooses. */
 enum { SZ_GRADS_FIRST_WRITERS = 1 };
 

@@ -532,7 +532,7 @@ float sz_unit_loss_scale(const sz_unit *u);
  * that next touches t: when that op accumulates into the whole of t and can set it instead (matmul_bwd's
  * dinp, gelu_bwd, residual_bwd, layernorm_bwd's dinp, layernorm_residual_bwd's da and db,
  * attention_bwd, rmsnorm_bwd's dinp, rmsnorm_residual_bwd's da and db, rope_bwd: SZ_ACCUMULATE_OR_SET in
- * include/starzero_starpu.h) and runs on CPUs, no zeroing
+ * include/starzero_starpu.h; on CPUs and on CUDA workers alike), no zeroing
  * task runs and that op writes t instead of adding into it. The values are those of 0 + x, except that
  * a contribution of exactly -0.0 stays -0.0 (0.0f + -0.0f is +0.0f). Otherwise (another op, a partial
  * view, the end of the callback) the zeroing task is submitted just before. The parameters'

@@ -53,8 +53,10 @@ typedef enum sz_access {
                              a parameter's gradient (sz_unit_grad, the whole view; the engine zeroes
                              those no such task writes first): the kernel asks sz_task_sets(cl_arg, k) and
                              then writes every element of the view without reading it. Only for an op
-                             whose every implementation honours it (a CUDA one too, if it has one:
-                             the engine folds only into tasks that run on CPUs) */
+                             whose CPU implementation honours it; a task that may run on a CUDA
+                             worker is folded into only for the engine's own codelets whose CUDA
+                             implementations honour it too (codelets/zero.c): an op of your own
+                             with a CUDA function is folded into where it runs on CPUs only */
 } sz_access;
 
 /* For sz_task_tensor.dtype: the op takes any element type (it reads the layout's dtype). */

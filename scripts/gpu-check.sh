@@ -26,6 +26,8 @@
 #              pick native) within 2e-2 of the CPU's native path; cpu_tasks a figure (0 when every
 #              op ran on the GPU)
 #   placement  on that d2 GPU run, the zero policy left every task to the CUDA worker (CPU tasks: 0)
+#   zero_fold  the d2 GPU run (zero folding on: the default) against SZ_ZERO_FOLD=0 on the GPU:
+#              losses bitwise equal reported, within 1e-6 required (cuBLAS's beta 0 may take another kernel)
 #   gpu_arena  the d2 GPU run with SZ_GPU_ARENA=1 (the model states in one GPU arena registered on
 #              the GPU's memory node): bitwise the same losses, and the log says the arena was made
 #   stages     stages 0-3 on 2 ranks (sharing one GPU), losses bitwise equal to each other, through
@@ -146,7 +148,7 @@ if [ -z "$texts" ]; then
     texts="$root/README.md"
 fi
 needs_data=0 # (only the training parts read it)
-for p in d2_losses d2_bf16_native llama_d2_losses llama_d2_bf16_native gpu_arena stages stages_nccl offload budget; do
+for p in d2_losses d2_bf16_native llama_d2_losses llama_d2_bf16_native gpu_arena zero_fold stages stages_nccl offload budget; do
     case ",${SZ_GPU_CHECK_PARTS:-$p}," in *",$p,"*) needs_data=1 ;; esac
 done
 [ $needs_data = 0 ] || "$build/sz-prepare" --out-dir "$data" --prefix chk $texts >"$logs/prepare.log" 2>&1 ||
@@ -267,6 +269,26 @@ if go gpu_arena; then
     fig="\"rc\": $rc, \"cuda_tasks\": $nt, \"arena_logged\": $used, \"bitwise_equal_to_d2_gpu\": $same"
     if [ $rc -eq 0 ] && [ "$nt" -gt 0 ] && [ "$used" -gt 0 ] && [ "$same" = true ]; then json gpu_arena pass "$fig"
     else fail_part gpu_arena "$fig, \"log\": \"$logs/d2_arena.err\""; fi
+fi
+
+# ---- zero folding on the GPU: the d2 GPU run (folds on, the default: activation zeros and the
+# parameters' gradients set by their CUDA first writers) against SZ_ZERO_FOLD=0 (every zeroing a
+# task of its own). Values differ at most in the sign of a zero, so the losses should be bitwise
+# equal; cuBLAS may pick another kernel for beta 0 than for beta 1, so the pass bound is 1e-6 ----
+if go zero_fold; then
+    SZ_ZERO_FOLD=0 STARPU_NCUDA=1 STARPU_WORKER_STATS=1 timeout $(tl 60) "$build/sz-train" "${train[@]}" \
+        >"$logs/d2_nofold.json" 2>"$logs/d2_nofold.err"
+    rc=$?
+    nt=$(cuda_tasks "$logs/d2_nofold.err")
+    same=$([ -n "$(losses "$logs/d2_nofold.json")" ] && [ "$(losses "$logs/d2_nofold.json")" = "$(losses "$logs/d2_gpu.json")" ] && echo true || echo false)
+    worst=$(paste <(losses "$logs/d2_gpu.json") <(losses "$logs/d2_nofold.json") |
+        awk '{d = $1 - $2; if (d < 0) d = -d; r = d / ($1 < 0 ? -$1 : $1); if (r > w) w = r} END {printf "%.3g", w + 0}')
+    n=$(losses "$logs/d2_nofold.json" | wc -l) n0=$(losses "$logs/d2_gpu.json" 2>/dev/null | wc -l)
+    [ "$n0" = "$n" ] || worst=null # d2_losses did not run (or failed): nothing to compare with
+    fig="\"rc\": $rc, \"cuda_tasks\": $nt, \"steps\": $n, \"bitwise_equal_to_folded\": $same, \"max_rel_loss_diff\": $worst"
+    ok=$(awk -v w="$worst" -v n="$n" -v t="$nt" -v r="$rc" 'BEGIN {print (r == 0 && w != "null" && w <= 1e-6 && n >= 5 && t > 0) ? 1 : 0}')
+    if [ "$ok" = 1 ]; then json zero_fold pass "$fig"
+    else fail_part zero_fold "$fig, \"log\": \"$logs/d2_nofold.err\""; fi
 fi
 
 # ---- stages 0-3, 2 ranks, bitwise equal: host-copy collectives (the 2 ranks may share one GPU),

@@ -230,7 +230,8 @@ sz_status sz_submit_scale(const sz_tensor *x, float alpha, const char *name, uin
 /* codelets/zero.c: the pending zeros of m (see struct sz_model). _resolve, for the task being built
  * on tensors tt[0..n) (codelet cl, workers `where`): each tensor of a pending zero either takes it
  * (set[k] = 1: an SZ_ACCUMULATE_OR_SET tensor covering its whole handle, the task's only tensor on
- * that handle, on CPUs) or has it submitted first. _flush submits every pending zero (the end of a
+ * that handle, where every implementation the task may run on sets: sz_fold_decide) or has it
+ * submitted first. _flush submits every pending zero (the end of a
  * callback); both return the first failure. */
 struct sz_task_tensor;
 sz_status sz_zero_resolve(struct sz_model *m, struct starpu_codelet *cl, const struct sz_task_tensor *tt, int n,
@@ -239,12 +240,19 @@ sz_status sz_zero_flush(struct sz_model *m);
 /* codelets/zero.c: the gradients left to their first writers (see struct sz_model's gpending).
  * _defer adds every parameter view of u's buffer `all`; _resolve, for the task being built: a
  * pending view that only tensor k of the task touches, exactly and as an SZ_ACCUMULATE_OR_SET
- * tensor on CPUs, is set there (set[k] = 1); every other pending view the task touches is zeroed
+ * tensor (sz_fold_decide as above), is set there (set[k] = 1); every other pending view the task touches is zeroed
  * by a task submitted first; _flush zeroes every pending view (contiguous ones by one task). */
 sz_status sz_grads_defer(struct sz_model *m, struct sz_unit *u, const sz_tensor *all);
 sz_status sz_grads_resolve(struct sz_model *m, struct starpu_codelet *cl, const struct sz_task_tensor *tt, int n,
                            uint32_t where, unsigned char *set);
 sz_status sz_grads_flush(struct sz_model *m);
+/* codelets/zero.c: whether a task may set (rather than add into) its SZ_ACCUMULATE_OR_SET tensors,
+ * decided when it is submitted (the worker is not known yet): 1 when it can run only on CPUs (its
+ * codelet has no CUDA function, `where` is STARPU_CPU, or there are no CUDA workers), else
+ * cuda_sets — whether the codelet's CUDA implementation sets too (sz_codelet_cuda_sets: the
+ * engine's backward codelets listed in codelets/zero.c). Pure: tests call it on made-up cases. */
+int sz_fold_decide(int has_cuda_impl, int cuda_sets, uint32_t where, int ncuda_workers);
+int sz_codelet_cuda_sets(const struct starpu_codelet *cl);
 
 /* tasks/task.c: the task builder behind sz_task_submit (include/starzero_starpu.h) for the library's
  * own tasks: `name` is the task's full name, `op` the operation's (for messages); m may be NULL

@@ -48,8 +48,10 @@ void sz_zero_plan_config(const struct sz_model *m, sz_plan_pass pass, int clip, 
     c->bucket_elems = sz_zero_bucket_elems(m, m->nd);
     c->comm_worker = sz_comm_worker >= 0;
     c->clip = clip;
-    /* the parameters' gradients set by their first writers: CPU kernels only (the CUDA ones add) */
-    c->fold_grads = m->fold_grads && !m->gpu_compute;
+    /* the parameters' gradients set by their first writers, on CPUs and CUDA workers alike (the
+     * engine's CUDA backward kernels set too: codelets/zero.c, sz_fold_decide); a first writer that
+     * cannot set has the view zeroed just before, so the plan's bytes are the same either way */
+    c->fold_grads = m->fold_grads;
     c->offload_optimizer = m->zero.offload_optimizer;
     /* with CUDA workers and the host-copy collectives (CPU tasks) the buffer stays in RAM
      * (tasks/model.c does not place it on the GPU) */

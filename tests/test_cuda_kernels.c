@@ -865,7 +865,9 @@ static void matmul_any_case(int N, int C, int OC, int in_dt, int od, int pd, int
     void *g[2][4];
     for (int r = 0; r < 2; r++) {
         void *gx = dput(x, NC * ei), *gw = dput(w, OCC * ei), *gb = dput(b, OC * ei), *gd = dput(d, NO * ei);
-        void *gi = dput_or_nan(di0, NC * eo, set), *gdw = dput(dw0, OCC * ep), *gdb = dput(db0, OC * ep);
+        /* a set gradient starts as NaN: read, it shows */
+        void *gi = dput_or_nan(di0, NC * eo, set & SZ_CUDA_SET_A), *gdw = dput_or_nan(dw0, OCC * ep, set & SZ_CUDA_SET_DW);
+        void *gdb = dput_or_nan(db0, OC * ep, (set & SZ_CUDA_SET_DB) && with_bias);
         void *go = dput(NULL, NO * eo);
         CUOK(sz_cuda_matmul_fwd_any(H, S, go, od, gx, gw, with_bias ? gb : NULL, in_dt, N, C, OC));
         CUOK(sz_cuda_matmul_bwd_any(H, S, gi, od, gdw, with_bias ? gdb : NULL, pd, gd, gx, gw, in_dt, N, C, OC, set));
@@ -900,12 +902,16 @@ static void matmul_any_case(int N, int C, int OC, int in_dt, int od, int pd, int
 
 static void test_matmul_any(void)
 {
-    for (int set = 0; set < 2; set++) {
+    /* set: none, dinp (a folded zero), dw and db (the step's first writer), all three */
+    const int sets[4] = {0, SZ_CUDA_SET_A, SZ_CUDA_SET_DW | SZ_CUDA_SET_DB, SZ_CUDA_SET_A | SZ_CUDA_SET_DW | SZ_CUDA_SET_DB};
+    for (int si = 0; si < 4; si++) {
+        int set = sets[si];
         matmul_any_case(23, 41, 19, SZ_CUDA_F32, 0, 0, set, 1);
         for (int od = 0; od < 2; od++)
             for (int pd = 0; pd < 2; pd++)
-                matmul_any_case(37, 53, 29, SZ_CUDA_BF16, od, pd, set, (od + pd + set) % 2 == 0);
+                matmul_any_case(37, 53, 29, SZ_CUDA_BF16, od, pd, set, (set & SZ_CUDA_SET_DB) || (od + pd + si) % 2 == 0);
     }
+    matmul_any_case(300, 17, 45, SZ_CUDA_BF16, 0, 1, SZ_CUDA_SET_DW | SZ_CUDA_SET_DB, 1); /* db over chunks, set */
     matmul_any_case(1, 3, 5, SZ_CUDA_BF16, 1, 1, 1, 1);
     /* several chunks of rows in the bias gradient's sum (sz_cuda_colsum.cuh: 128 rows each), the last partial */
     matmul_any_case(300, 17, 45, SZ_CUDA_BF16, 1, 1, 0, 1);
@@ -916,7 +922,7 @@ static void test_matmul_any(void)
 /* ---- matmul + GELU ---- */
 
 /* in_dt the inputs', gd gout's, and with bf16 inputs dinp's (gd) and the parameter gradients' (pd) */
-static void matmul_gelu_case(int N, int C, int OC, int in_dt, int gd, int pd)
+static void matmul_gelu_case(int N, int C, int OC, int in_dt, int gd, int pd, int set)
 {
     int did = in_dt ? gd : 0, dpd = in_dt ? pd : 0;
     size_t NC = (size_t)N * C, NO = (size_t)N * OC, OCC = (size_t)OC * C, ei = esz(in_dt);
@@ -929,16 +935,20 @@ static void matmul_gelu_case(int N, int C, int OC, int in_dt, int gd, int pd)
     void *c[5] = {malloc(NO * 4), malloc(NO * es[1]), malloc(NC * es[2]), hdup(dw0, OCC * es[3]), hdup(db0, OC * es[4])};
     CU_ASSERT(sz_k_matmul_gelu_fwd(c[0], c[1], (sz_k_dtype)gd, x, w, b, (sz_k_dtype)in_dt, (sz_k_dtype)in_dt, N, C,
                                    OC) >= 0);
-    CU_ASSERT(sz_k_gelu_matmul_bwd(c[2], (sz_k_dtype)did, c[3], c[4], (sz_k_dtype)dpd, d, x, w, pre, (sz_k_dtype)in_dt,
-                                   (sz_k_dtype)in_dt, N, C, OC) >= 0);
+    CU_ASSERT(sz_k_gelu_matmul_bwd_set(c[2], (sz_k_dtype)did, c[3], c[4], (sz_k_dtype)dpd, d, x, w, pre,
+                                       (sz_k_dtype)in_dt, (sz_k_dtype)in_dt, N, C, OC, set) >= 0);
     void *g[2][5];
     for (int r = 0; r < 2; r++) {
         void *gx = dput(x, NC * ei), *gw = dput(w, OCC * ei), *gb = dput(b, OC * ei), *gdd = dput(d, NO * ei);
         float *gp = dput(pre, NC * 4);
         void *go = dput(NULL, NO * 4), *gg = dput(NULL, NO * es[1]), *gi = dput_or_nan(NULL, NC * es[2], 1);
-        void *gdw = dput(dw0, OCC * es[3]), *gdb = dput(db0, OC * es[4]);
+        void *gdw = dput_or_nan(dw0, OCC * es[3], set & SZ_CUDA_SET_DW), *gdb = dput_or_nan(db0, OC * es[4], set & SZ_CUDA_SET_DB);
         CUOK(sz_cuda_matmul_gelu_fwd(H, S, go, gg, gd, gx, gw, gb, in_dt, N, C, OC));
-        CUOK(sz_cuda_gelu_matmul_bwd(H, S, gi, did, gdw, gdb, dpd, gdd, gx, gw, gp, in_dt, N, C, OC));
+        if (set) {
+            CUOK(sz_cuda_gelu_matmul_bwd_set(H, S, gi, did, gdw, gdb, dpd, gdd, gx, gw, gp, in_dt, N, C, OC, set));
+        } else {
+            CUOK(sz_cuda_gelu_matmul_bwd(H, S, gi, did, gdw, gdb, dpd, gdd, gx, gw, gp, in_dt, N, C, OC));
+        }
         void *gs[5] = {go, gg, gi, gdw, gdb};
         for (int k = 0; k < 5; k++) {
             g[r][k] = malloc(n[k] * es[k]);
@@ -950,7 +960,7 @@ static void matmul_gelu_case(int N, int C, int OC, int in_dt, int gd, int pd)
     const char *names[5] = {"out", "gout", "dinp", "dweight", "dbias"};
     for (int k = 0; k < 5; k++) {
         char what[96];
-        snprintf(what, sizeof what, "matmul_gelu in %s %s (%s)", dtn(in_dt), names[k], dtn(dts[k]));
+        snprintf(what, sizeof what, "matmul_gelu in %s %s (%s) set %d", dtn(in_dt), names[k], dtn(dts[k]), set);
         /* dinp bf16: the product rounded, then GELU's factor rounded again: 2 ulp */
         CU_ASSERT(close_t(what, g[0][k], c[k], dts[k], n[k], 1e-5 * k_of[k], 1e-5, k == 2 ? 2 : 1));
         CU_ASSERT(same_bits("matmul_gelu run to run", g[0][k], g[1][k], n[k] * es[k]));
@@ -962,11 +972,14 @@ static void matmul_gelu_case(int N, int C, int OC, int in_dt, int gd, int pd)
 
 static void test_matmul_gelu(void)
 {
-    matmul_gelu_case(31, 45, 27, SZ_CUDA_F32, 0, 0);
-    matmul_gelu_case(31, 45, 27, SZ_CUDA_F32, 1, 0);
+    int dwdb = SZ_CUDA_SET_DW | SZ_CUDA_SET_DB; /* the step's first writer of dw, db */
+    matmul_gelu_case(31, 45, 27, SZ_CUDA_F32, 0, 0, 0);
+    matmul_gelu_case(31, 45, 27, SZ_CUDA_F32, 1, 0, 0);
+    matmul_gelu_case(31, 45, 27, SZ_CUDA_F32, 0, 0, dwdb);
     for (int gd = 0; gd < 2; gd++)
         for (int pd = 0; pd < 2; pd++)
-            matmul_gelu_case(29, 51, 35, SZ_CUDA_BF16, gd, pd);
+            for (int set = 0; set <= dwdb; set += dwdb)
+                matmul_gelu_case(29, 51, 35, SZ_CUDA_BF16, gd, pd, set);
 }
 
 /* ---- layernorm, rmsnorm, and their residual fusions ---- */
@@ -996,8 +1009,8 @@ static void norm_mx_case(int kind, int N, int C, int od, int pd, int set, int wi
     for (int r = 0; r < 2; r++) {
         float *gx = dput(x, NC * 4), *gm = dput(NULL, N * 4), *gr = dput(NULL, N * 4);
         void *gw = dput(w, C * ep), *gb = with_bias ? dput(b, C * ep) : NULL, *gd = dput(d, NC * eo);
-        void *go = dput(NULL, NC * eo), *gi = dput_or_nan(di0, NC * 4, set), *gdw = dput(dw0, C * 4);
-        void *gdb = dput(db0, C * 4);
+        void *go = dput(NULL, NC * eo), *gi = dput_or_nan(di0, NC * 4, set & SZ_CUDA_SET_A);
+        void *gdw = dput_or_nan(dw0, C * 4, set & SZ_CUDA_SET_DW), *gdb = dput_or_nan(db0, C * 4, (set & SZ_CUDA_SET_DB) && with_bias);
         /* the backward from the CPU's statistics, so that it alone is compared */
         float *cm = dput(mean, N * 4), *cr = dput(rstd, N * 4);
         if (kind == 0) {
@@ -1071,7 +1084,8 @@ static void residual_norm_mx_case(int kind, int N, int C, int od, int pd, int db
         void *gw = dput(w, C * ep), *gbl = dput(bl, C * ep), *gd = dput(d, NC * eo), *go = dput(NULL, NC * eo);
         float *gda = dput_or_nan(da0, NC * 4, set & SZ_CUDA_SET_A);
         void *gdb = dput_or_nan(db0, NC * eb, set & SZ_CUDA_SET_B);
-        float *gdres = dput(dres0, NC * 4), *gdw = dput(dw0, C * 4), *gdbl = dput(dbl0, C * 4);
+        float *gdres = dput(dres0, NC * 4), *gdw = dput_or_nan(dw0, C * 4, set & SZ_CUDA_SET_DW);
+        float *gdbl = dput_or_nan(dbl0, C * 4, (set & SZ_CUDA_SET_DB) && kind == 0);
         float *cres = dput(res, NC * 4), *cm = dput(mean, N * 4), *cr = dput(rstd, N * 4); /* the CPU's */
         if (kind == 0) {
             CUOK(sz_cuda_residual_layernorm_fwd_mx(S, gres, go, od, gm, gr, ga, gb, gw, gbl, pd, N, C));
@@ -1117,14 +1131,20 @@ static void test_norms_mx(void)
     for (int kind = 0; kind < 2; kind++) {
         for (int od = 0; od < 2; od++)
             for (int pd = 0; pd < 2; pd++)
-                for (int set = 0; set < 2; set++)
-                    norm_mx_case(kind, 19, 77 + 16 * kind, od, pd, set, (od + pd) % 2 == 0);
+                for (int si = 0; si < 4; si++) { /* none, dinp, dw and db, all */
+                    int set = (si & 1 ? SZ_CUDA_SET_A : 0) | (si & 2 ? SZ_CUDA_SET_DW | SZ_CUDA_SET_DB : 0);
+                    norm_mx_case(kind, 19, 77 + 16 * kind, od, pd, set, (si & 2) || (od + pd) % 2 == 0);
+                }
+        norm_mx_case(kind, 300, 37, 0, 1, SZ_CUDA_SET_DW | SZ_CUDA_SET_DB, 1); /* set sums over chunks */
         norm_mx_case(kind, 3, 1031, 1, 1, 0, 1); /* rows longer than the warp's stride many times */
         norm_mx_case(kind, 300, 37, 1, 0, 0, 1); /* the parameter sums over several chunks of rows */
         norm_mx_case(kind, 129, 40, 0, 0, 1, 1);
         for (int set = 0; set < 4; set++)
             residual_norm_mx_case(kind, 13, 67, 1, set & 1, (set >> 1) & 1, set, set == 2);
         residual_norm_mx_case(kind, 11, 45, 0, 0, 0, 0, 0);
+        /* the parameter gradients set too (the step's first writer), with and without da, db */
+        residual_norm_mx_case(kind, 13, 67, 1, 1, 1, SZ_CUDA_SET_DW | SZ_CUDA_SET_DB, 0);
+        residual_norm_mx_case(kind, 130, 40, 0, 0, 1, 15, 1);
         residual_norm_mx_case(kind, 11, 45, 1, 1, 1, 0, 1);
     }
     /* rmsnorm's dinp may be absent (dweight alone) */

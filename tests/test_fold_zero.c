@@ -15,6 +15,7 @@
 #include "starzero.h"
 #include "sz_kernels.h"
 #include "sz_tasks.h"
+#include "sz_codelets.h"
 #include "sz_test.h"
 
 /* ---------------------------------------------------------------- helpers */
@@ -637,10 +638,39 @@ static int tasks_clean(void)
     return 0;
 }
 
+/* The fold decision (codelets/zero.c: sz_fold_decide), made at submission before StarPU picks a
+ * worker, on made-up cases: a task that can run only on CPUs always sets; one that may run on a
+ * CUDA worker (where CUDA, or either) sets only when its codelet's CUDA implementation does. And
+ * the list of codelets whose CUDA implementations set: exactly the engine's backward codelets
+ * with SZ_ACCUMULATE_OR_SET tensors (their forwards, the zeroing, the encoder's scatter-add not). */
+static void test_fold_decide(void)
+{
+    /* no CUDA function, or submitted to CPUs, or no CUDA workers: set, whatever the list says */
+    CU_ASSERT(sz_fold_decide(0, 0, 0, 1) == 1);
+    CU_ASSERT(sz_fold_decide(1, 0, STARPU_CPU, 1) == 1);
+    CU_ASSERT(sz_fold_decide(1, 0, 0, 0) == 1);
+    CU_ASSERT(sz_fold_decide(1, 0, STARPU_CUDA, 0) == 1);
+    /* may run on a GPU: only a codelet whose CUDA implementation sets */
+    CU_ASSERT(sz_fold_decide(1, 0, STARPU_CUDA, 1) == 0);
+    CU_ASSERT(sz_fold_decide(1, 0, 0, 2) == 0);
+    CU_ASSERT(sz_fold_decide(1, 1, STARPU_CUDA, 1) == 1);
+    CU_ASSERT(sz_fold_decide(1, 1, 0, 8) == 1);
+    const struct starpu_codelet *yes[] = {&sz_cl_matmul_bwd, &sz_cl_gelu_matmul_bwd, &sz_cl_layernorm_bwd,
+                                          &sz_cl_layernorm_residual_bwd, &sz_cl_rmsnorm_bwd, &sz_cl_rmsnorm_residual_bwd,
+                                          &sz_cl_attention_bwd, &sz_cl_gelu_bwd, &sz_cl_residual_bwd, &sz_cl_rope_bwd};
+    const struct starpu_codelet *no[] = {&sz_cl_matmul_fwd, &sz_cl_zero, &sz_cl_encoder_bwd, &sz_cl_layernorm_fwd,
+                                         &sz_cl_swiglu_bwd, &sz_cl_gelu_fwd};
+    for (size_t i = 0; i < sizeof yes / sizeof yes[0]; i++)
+        CU_ASSERT(sz_codelet_cuda_sets(yes[i]) == 1);
+    for (size_t i = 0; i < sizeof no / sizeof no[0]; i++)
+        CU_ASSERT(sz_codelet_cuda_sets(no[i]) == 0);
+}
+
 int main(void)
 {
     if (CU_initialize_registry() != CUE_SUCCESS)
         return 1;
+    SZ_SUITE("fold decision", {"who may set, on made-up workers", test_fold_decide});
     SZ_SUITE("first-writer kernels", {"matmul_bwd fp32 at GPT-2 shapes", test_matmul_f32},
              {"matmul_bwd bf16 (native, widened)", test_matmul_bf16}, {"gelu, residual, layernorm, attention, rmsnorm, rope", test_rows});
     CU_pSuite s = CU_add_suite("folding as tasks", tasks_init, tasks_clean);

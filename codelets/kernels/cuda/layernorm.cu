@@ -231,10 +231,10 @@ static int ln_bwd(cudaStream_t s, float *dinp, float *da, void *db, int db_dt, f
 {
     if (!sz_dt_ok(dout_dt) || !sz_dt_ok(p_dt) || !sz_dt_ok(db_dt))
         return (int)cudaErrorInvalidValue;
-    if (N <= 0 || C <= 0)
+    if (C <= 0) /* no rows: a set parameter gradient is still zeroed (sz_colsum) */
         return 0;
     int rc;
-    if (dinp) {
+    if (dinp && N > 0) {
         if (dout_dt == SZ_CUDA_BF16 && p_dt == SZ_CUDA_BF16)
             ln_bwd_rows_tb(s, dinp, da, db, db_dt, (const H16 *)dout, inp, (const H16 *)w, mean, rstd, N, C, set);
         else if (dout_dt == SZ_CUDA_BF16)
@@ -248,12 +248,13 @@ static int ln_bwd(cudaStream_t s, float *dinp, float *da, void *db, int db_dt, f
     }
     if (!dweight && !dbias)
         return 0;
+    int fresh = (set & SZ_CUDA_SET_DW ? SZ_CS_FRESH0 : 0) | (set & SZ_CUDA_SET_DB ? SZ_CS_FRESH1 : 0);
     if (dout_dt == SZ_CUDA_BF16) {
         sz_ln_param_term<H16> t = {(const H16 *)dout, inp, mean, rstd, C};
-        return sz_colsum<2>(s, dweight, dbias, SZ_CUDA_F32, t, N, C);
+        return sz_colsum<2>(s, dweight, dbias, SZ_CUDA_F32, t, N, C, fresh);
     }
     sz_ln_param_term<float> t = {(const float *)dout, inp, mean, rstd, C};
-    return sz_colsum<2>(s, dweight, dbias, SZ_CUDA_F32, t, N, C);
+    return sz_colsum<2>(s, dweight, dbias, SZ_CUDA_F32, t, N, C, fresh);
 }
 
 static int rms_fwd(cudaStream_t s, float *res, void *out, int out_dt, float *rstd, const float *a, const float *b,
@@ -289,10 +290,10 @@ static int rms_bwd(cudaStream_t s, float *dinp, float *da, void *db, int db_dt, 
 {
     if (!sz_dt_ok(dout_dt) || !sz_dt_ok(p_dt) || !sz_dt_ok(db_dt))
         return (int)cudaErrorInvalidValue;
-    if (N <= 0 || C <= 0)
+    if (C <= 0) /* no rows: a set parameter gradient is still zeroed (sz_colsum) */
         return 0;
     int rc;
-    if (dinp) {
+    if (dinp && N > 0) {
         if (dout_dt == SZ_CUDA_BF16 && p_dt == SZ_CUDA_BF16)
             rms_bwd_rows_tb(s, dinp, da, db, db_dt, (const H16 *)dout, inp, (const H16 *)w, rstd, N, C, set);
         else if (dout_dt == SZ_CUDA_BF16)
@@ -306,12 +307,13 @@ static int rms_bwd(cudaStream_t s, float *dinp, float *da, void *db, int db_dt, 
     }
     if (!dweight)
         return 0;
+    int fresh = set & SZ_CUDA_SET_DW ? SZ_CS_FRESH0 : 0;
     if (dout_dt == SZ_CUDA_BF16) {
         sz_rms_param_term<H16> t = {(const H16 *)dout, inp, rstd, C};
-        return sz_colsum<1>(s, dweight, NULL, SZ_CUDA_F32, t, N, C);
+        return sz_colsum<1>(s, dweight, NULL, SZ_CUDA_F32, t, N, C, fresh);
     }
     sz_rms_param_term<float> t = {(const float *)dout, inp, rstd, C};
-    return sz_colsum<1>(s, dweight, NULL, SZ_CUDA_F32, t, N, C);
+    return sz_colsum<1>(s, dweight, NULL, SZ_CUDA_F32, t, N, C, fresh);
 }
 
 /* ---- entry points ---- */
@@ -355,7 +357,7 @@ extern "C" int sz_cuda_layernorm_bwd_mx(cudaStream_t s, float *dinp, float *dwei
                                         const float *mean, const float *rstd, int N, int C, int set)
 {
     return ln_bwd(s, dinp, NULL, NULL, SZ_CUDA_F32, dweight, dbias, dout, dout_dt, inp, weight, p_dt, mean, rstd, N,
-                  C, set & SZ_CUDA_SET_A);
+                  C, set & (SZ_CUDA_SET_A | SZ_CUDA_SET_DW | SZ_CUDA_SET_DB));
 }
 
 extern "C" int sz_cuda_residual_layernorm_fwd_mx(cudaStream_t s, float *res, void *out, int out_dt, float *mean,
@@ -386,7 +388,7 @@ extern "C" int sz_cuda_rmsnorm_bwd_mx(cudaStream_t s, float *dinp, float *dweigh
                                       int set)
 {
     return rms_bwd(s, dinp, NULL, NULL, SZ_CUDA_F32, dweight, dout, dout_dt, inp, weight, p_dt, rstd, N, C,
-                   set & SZ_CUDA_SET_A);
+                   set & (SZ_CUDA_SET_A | SZ_CUDA_SET_DW));
 }
 
 extern "C" int sz_cuda_residual_rmsnorm_fwd_mx(cudaStream_t s, float *res, void *out, int out_dt, float *rstd,

@@ -78,7 +78,8 @@ static int sz_mm_fwd(cublasHandle_t h, cudaStream_t s, void *out, int out_dt, co
     return sz_gemm(h, CUBLAS_OP_T, CUBLAS_OP_N, OC, N, C, w, C, inp, C, beta, out, OC, in_dt, out_dt);
 }
 
-/* set & SZ_CUDA_SET_A: dinp written (beta = 0: not read), not accumulated. */
+/* set & SZ_CUDA_SET_A: dinp written (beta = 0: not read), not accumulated; SZ_CUDA_SET_DW,
+ * SZ_CUDA_SET_DB: dw, dbias likewise (the step's first writer of the parameters' gradients). */
 static int sz_mm_bwd(cublasHandle_t h, cudaStream_t s, void *dinp, int dinp_dt, void *dw, void *dbias,
                      int dparam_dt, const void *dout, const void *inp, const void *w, int in_dt, int N, int C,
                      int OC, int set)
@@ -94,12 +95,17 @@ static int sz_mm_bwd(cublasHandle_t h, cudaStream_t s, void *dinp, int dinp_dt, 
                                      (set & SZ_CUDA_SET_A) ? 0.0f : 1.0f, dinp, C, in_dt, dinp_dt))) {
         return rc;
     }
-    /* dwT[C,OC] += inpT[C,N] . (doutT[OC,N])^T */
-    if (dw && (rc = sz_gemm(h, CUBLAS_OP_N, CUBLAS_OP_T, C, OC, N, inp, C, dout, OC, 1.0f, dw, C, in_dt, dparam_dt)))
+    /* dwT[C,OC] (+)= inpT[C,N] . (doutT[OC,N])^T; set & SZ_CUDA_SET_DW: beta = 0 (not read) */
+    if (dw && (set & SZ_CUDA_SET_DW) && N <= 0 && OC > 0 && C > 0) {
+        if ((rc = (int)cudaMemsetAsync(dw, 0, (size_t)OC * C * (dparam_dt ? 2 : 4), s)))
+            return rc;
+    } else if (dw && (rc = sz_gemm(h, CUBLAS_OP_N, CUBLAS_OP_T, C, OC, N, inp, C, dout, OC,
+                                   (set & SZ_CUDA_SET_DW) ? 0.0f : 1.0f, dw, C, in_dt, dparam_dt))) {
         return rc;
-    if (dbias && OC > 0) {
+    }
+    if (dbias && OC > 0) { /* set & SZ_CUDA_SET_DB: the column sums start at 0 */
         sz_bias_term term = {dout, in_dt, OC};
-        rc = sz_colsum<1>(s, dbias, NULL, dparam_dt, term, N, OC);
+        rc = sz_colsum<1>(s, dbias, NULL, dparam_dt, term, N, OC, (set & SZ_CUDA_SET_DB) ? SZ_CS_FRESH0 : 0);
     }
     return rc;
 }
@@ -199,6 +205,15 @@ extern "C" int sz_cuda_gelu_matmul_bwd(cublasHandle_t h, cudaStream_t s, void *d
                                        void *dbias, int dparam_dt, const void *dout, const void *inp,
                                        const void *weight, const float *pre, int in_dt, int N, int C, int OC)
 {
+    return sz_cuda_gelu_matmul_bwd_set(h, s, dinp, dinp_dt, dweight, dbias, dparam_dt, dout, inp, weight, pre, in_dt,
+                                       N, C, OC, 0);
+}
+
+extern "C" int sz_cuda_gelu_matmul_bwd_set(cublasHandle_t h, cudaStream_t s, void *dinp, int dinp_dt,
+                                           void *dweight, void *dbias, int dparam_dt, const void *dout,
+                                           const void *inp, const void *weight, const float *pre, int in_dt, int N,
+                                           int C, int OC, int set)
+{
     if (!sz_mm_types_ok(in_dt, dinp_dt, dparam_dt))
         return (int)cudaErrorInvalidValue;
     /* the product written into dinp (its type), then GELU's backward in place */
@@ -216,5 +231,6 @@ extern "C" int sz_cuda_gelu_matmul_bwd(cublasHandle_t h, cudaStream_t s, void *d
     }
     if (!dweight && !dbias)
         return 0;
-    return sz_mm_bwd(h, s, NULL, dinp_dt, dweight, dbias, dparam_dt, dout, inp, weight, in_dt, N, C, OC, 0);
+    return sz_mm_bwd(h, s, NULL, dinp_dt, dweight, dbias, dparam_dt, dout, inp, weight, in_dt, N, C, OC,
+                     set & (SZ_CUDA_SET_DW | SZ_CUDA_SET_DB));
 }

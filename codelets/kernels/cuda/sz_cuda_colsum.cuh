@@ -62,9 +62,10 @@ __global__ static void sz_cs_stage1_k(float *part, Term term, int N, int C, int 
 }
 
 /* out_q[c] = out_q[c] + the K partials of column c in chunk order (out_q NULL: skipped); out of
- * type dt (bf16: rounded once). */
+ * type dt (bf16: rounded once). Bit q of fresh: out_q is not read, its sum starts at 0 (a first
+ * writer's set: the same bits as onto a zeroed out_q). */
 template <int NQ>
-__global__ static void sz_cs_stage2_k(void *out0, void *out1, int dt, const float *part, int K, int C)
+__global__ static void sz_cs_stage2_k(void *out0, void *out1, int dt, const float *part, int K, int C, int fresh)
 {
     int c = blockIdx.x * blockDim.x + threadIdx.x;
     if (c >= C)
@@ -75,7 +76,7 @@ __global__ static void sz_cs_stage2_k(void *out0, void *out1, int dt, const floa
         if (!o)
             continue;
         const float *p = part + (size_t)q * K * C + c;
-        float acc = sz_d_ld(o, dt, c);
+        float acc = (fresh >> q) & 1 ? 0.0f : sz_d_ld(o, dt, c);
         int k = 0;
         for (; k + 16 <= K; k += 16) {
             float t[16];
@@ -93,10 +94,22 @@ __global__ static void sz_cs_stage2_k(void *out0, void *out1, int dt, const floa
 }
 
 /* out0[c] (+)= sum_n term_0(n, c), out1 likewise with term_1 (NQ = 2); out0 / out1 NULL: not
- * written; dt their type. 0, or a cudaError_t. */
+ * written; dt their type. Bit q of fresh (SZ_CS_FRESH0 / 1): out_q is set (=), not added to, and
+ * not read (with no rows: zeroed). 0, or a cudaError_t. */
+#define SZ_CS_FRESH0 1
+#define SZ_CS_FRESH1 2
 template <int NQ, typename Term>
-static int sz_colsum(cudaStream_t s, void *out0, void *out1, int dt, Term term, int N, int C)
+static int sz_colsum(cudaStream_t s, void *out0, void *out1, int dt, Term term, int N, int C, int fresh = 0)
 {
+    if (C > 0 && N <= 0) { /* no rows: a set output is 0, an accumulated one unchanged */
+        int rc = 0;
+        for (int q = 0; q < NQ && !rc; q++) {
+            void *o = q ? out1 : out0;
+            if (o && ((fresh >> q) & 1))
+                rc = (int)cudaMemsetAsync(o, 0, (size_t)C * (dt == SZ_CUDA_BF16 ? 2 : 4), s);
+        }
+        return rc;
+    }
     if (N <= 0 || C <= 0 || (!out0 && !out1))
         return 0;
     int K = (N + SZ_CS_CHUNK - 1) / SZ_CS_CHUNK;
@@ -110,7 +123,7 @@ static int sz_colsum(cudaStream_t s, void *out0, void *out1, int dt, Term term, 
     sz_cs_stage1_k<NQ, Term><<<g1, SZ_CS_COLS * SZ_CS_LANES, 0, s>>>(part, term, N, C, K);
     rc = sz_launch_rc();
     if (!rc) {
-        sz_cs_stage2_k<NQ><<<(unsigned)((C + 31) / 32), 32, 0, s>>>(out0, out1, dt, part, K, C);
+        sz_cs_stage2_k<NQ><<<(unsigned)((C + 31) / 32), 32, 0, s>>>(out0, out1, dt, part, K, C, fresh);
         rc = sz_launch_rc();
     }
     int rf = (int)cudaFreeAsync(part, s);

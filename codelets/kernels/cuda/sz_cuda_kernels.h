@@ -102,10 +102,15 @@ int sz_cuda_matmul_bwd_bf16(cublasHandle_t h, cudaStream_t s, void *dinp, int di
 /* Any operand types, as the codelets call them (codelets/matmul.c): inputs (inp, weight, bias;
  * dout, inp, weight) all of type in_dt; with fp32 inputs every destination fp32, with bf16 inputs
  * out / dinp / (dweight, dbias) each fp32 or bf16 (a bf16 one accumulated as round(f32(dst) +
- * result)). set & SZ_CUDA_SET_A: dinp WRITTEN (a folded sz_op_zero; not read), dweight and dbias
- * still accumulate. Other type combinations: cudaErrorInvalidValue, nothing enqueued. */
-#define SZ_CUDA_SET_A 1 /* as SZ_K_SET_A: the first gradient (dinp, or the residual's da) written */
-#define SZ_CUDA_SET_B 2 /* as SZ_K_SET_B: the residual's db written */
+ * result)). set & SZ_CUDA_SET_A: dinp WRITTEN (a folded sz_op_zero; not read: the GEMM's beta 0);
+ * set & SZ_CUDA_SET_DW: dweight WRITTEN (beta 0), set & SZ_CUDA_SET_DB: dbias WRITTEN (its column
+ * sums start at 0: the bits of the sum onto a zeroed dbias) — the step's first writer of a
+ * parameter's gradient (tasks/zero.c). Other type combinations: cudaErrorInvalidValue, nothing
+ * enqueued. */
+#define SZ_CUDA_SET_A 1  /* as SZ_K_SET_A: the first gradient (dinp, or the residual's da) written */
+#define SZ_CUDA_SET_B 2  /* as SZ_K_SET_B: the residual's db written */
+#define SZ_CUDA_SET_DW 4 /* as SZ_K_SET_DW: the matmul's or a norm's dweight written */
+#define SZ_CUDA_SET_DB 8 /* as SZ_K_SET_DB: its dbias written */
 int sz_cuda_matmul_fwd_any(cublasHandle_t h, cudaStream_t s, void *out, int out_dt, const void *inp,
                            const void *weight, const void *bias, int in_dt, int N, int C, int OC);
 int sz_cuda_matmul_bwd_any(cublasHandle_t h, cudaStream_t s, void *dinp, int dinp_dt, void *dweight, void *dbias,
@@ -121,6 +126,11 @@ int sz_cuda_matmul_gelu_fwd(cublasHandle_t h, cudaStream_t s, float *out, void *
 int sz_cuda_gelu_matmul_bwd(cublasHandle_t h, cudaStream_t s, void *dinp, int dinp_dt, void *dweight, void *dbias,
                             int dparam_dt, const void *dout, const void *inp, const void *weight, const float *pre,
                             int in_dt, int N, int C, int OC);
+/* The same with dweight (set & SZ_CUDA_SET_DW) and dbias (SZ_CUDA_SET_DB) written, as
+ * sz_cuda_matmul_bwd_any's; dinp is always written. */
+int sz_cuda_gelu_matmul_bwd_set(cublasHandle_t h, cudaStream_t s, void *dinp, int dinp_dt, void *dweight,
+                                void *dbias, int dparam_dt, const void *dout, const void *inp, const void *weight,
+                                const float *pre, int in_dt, int N, int C, int OC, int set);
 
 /* ---- the native bf16 path's norms and lookups, as bf16_act.c's _mx kernels: fp32 math, a bf16
  *      operand widened exactly as it is loaded, a bf16 output rounded once from the fp32 value, a
@@ -131,7 +141,8 @@ int sz_cuda_gelu_matmul_bwd(cublasHandle_t h, cudaStream_t s, void *dinp, int di
  *      current value. With every type fp32 these are the fp32 kernels above (the same bits). ---- */
 int sz_cuda_layernorm_fwd_mx(cudaStream_t s, void *out, int out_dt, float *mean, float *rstd, const float *inp,
                              const void *weight, const void *bias, int p_dt, int N, int C);
-/* dinp += (set & SZ_CUDA_SET_A: =) the input gradient; dweight, dbias (NULL: none) accumulate. */
+/* dinp += (set & SZ_CUDA_SET_A: =) the input gradient; dweight, dbias (NULL: none) accumulate
+ * (set & SZ_CUDA_SET_DW / _DB: written, their sums from 0). */
 int sz_cuda_layernorm_bwd_mx(cudaStream_t s, float *dinp, float *dweight, float *dbias, const void *dout, int dout_dt,
                              const float *inp, const void *weight, int p_dt, const float *mean, const float *rstd,
                              int N, int C, int set);
@@ -140,14 +151,16 @@ int sz_cuda_residual_layernorm_fwd_mx(cudaStream_t s, float *res, void *out, int
                                       const float *a, const float *b, const void *weight, const void *bias, int p_dt,
                                       int N, int C);
 /* dres += the layernorm's input gradient, then da += dres, db += dres (db of db_dt; set bits
- * SZ_CUDA_SET_A / _B: da = dres, db = dres instead); dweight, dbias accumulate. */
+ * SZ_CUDA_SET_A / _B: da = dres, db = dres instead); dweight, dbias accumulate (SZ_CUDA_SET_DW /
+ * _DB: written). */
 int sz_cuda_layernorm_residual_bwd_mx(cudaStream_t s, float *da, void *db, int db_dt, float *dres, float *dweight,
                                       float *dbias, const void *dout, int dout_dt, const float *res,
                                       const void *weight, int p_dt, const float *mean, const float *rstd, int N,
                                       int C, int set);
 int sz_cuda_rmsnorm_fwd_mx(cudaStream_t s, void *out, int out_dt, float *rstd, const float *inp, const void *weight,
                            int p_dt, int N, int C, float eps);
-/* dinp (may be NULL) += (set & SZ_CUDA_SET_A: =) the input gradient; dweight (may be NULL) +=. */
+/* dinp (may be NULL) += (set & SZ_CUDA_SET_A: =) the input gradient; dweight (may be NULL) +=
+ * (set & SZ_CUDA_SET_DW: =). The residual fusion's da, db as the layernorm's; dweight likewise. */
 int sz_cuda_rmsnorm_bwd_mx(cudaStream_t s, float *dinp, float *dweight, const void *dout, int dout_dt,
                            const float *inp, const void *weight, int p_dt, const float *rstd, int N, int C, int set);
 int sz_cuda_residual_rmsnorm_fwd_mx(cudaStream_t s, float *res, void *out, int out_dt, float *rstd, const float *a,
