@@ -397,9 +397,10 @@ int sz_k_layernorm_bwd_mx_set(float *dinp, float *dweight, float *dbias, const v
 
 /* ---- GELU (gelu.c's formula) ---- */
 
-/* In pieces of SZ_GELU_PIECE elements: gelu.c's loop into a stack row (the fp32 kernel's own
- * vectorization), then rounded (a mixed-type loop vectorizes narrower). Elementwise: the bits
- * depend on no partition. */
+/* In pieces of SZ_GELU_PIECE elements. Where the build has AVX-512 and AVX512-BF16: sz_gelu16
+ * (sz_kernels_impl.h: the fp32 formula's very operations, four vectors side by side) rounded in
+ * registers; else gelu.c's loop into a stack row (the fp32 kernel's own vectorization), then
+ * rounded (a mixed-type loop vectorizes narrower). Elementwise: the bits depend on no partition. */
 #define SZ_GELU_PIECE 1024
 void sz_k_gelu_fwd_mx(void *out, sz_k_dtype out_dt, const float *inp, size_t n)
 {
@@ -409,6 +410,15 @@ void sz_k_gelu_fwd_mx(void *out, sz_k_dtype out_dt, const float *inp, size_t n)
         return;
     }
     size_t np = (n + SZ_GELU_PIECE - 1) / SZ_GELU_PIECE;
+#if SZ_BF16_HW_ROUND
+    /* AVX-512: sz_gelu16 rounded in registers (sz_gelu_row_bf16), no fp32 row */
+#pragma omp parallel for schedule(static) if (n >= SZ_PAR_MIN)
+    for (size_t p = 0; p < np; p++) {
+        size_t lo = p * SZ_GELU_PIECE, m = n - lo < SZ_GELU_PIECE ? n - lo : SZ_GELU_PIECE;
+        sz_gelu_row_bf16((uint16_t *)out + lo, inp + lo, m);
+    }
+    (void)s;
+#else
 #pragma omp parallel for schedule(static) if (n >= SZ_PAR_MIN)
     for (size_t p = 0; p < np; p++) {
         size_t lo = p * SZ_GELU_PIECE, m = n - lo < SZ_GELU_PIECE ? n - lo : SZ_GELU_PIECE;
@@ -418,6 +428,7 @@ void sz_k_gelu_fwd_mx(void *out, sz_k_dtype out_dt, const float *inp, size_t n)
         for (size_t i = 0; i < m; i++) v[i] = sz_gelu_1(x[i], s);
         sz_f32_to_bf16_row((uint16_t *)out + lo, v, m);
     }
+#endif
 }
 
 /* dinp (+)= local gradient * dout, in pieces of SZ_GELU_PIECE elements: the contributions (gelu.c's
