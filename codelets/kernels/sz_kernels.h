@@ -309,7 +309,7 @@ int sz_k_rope_bwd_set(float *dinp, const float *dout, int B, int T, int C, int N
 int sz_k_rope_bwd_mx_set(void *dinp, sz_k_dtype dinp_dt, const void *dout, sz_k_dtype dout_dt, int B, int T, int C,
                          int NH, float theta, int set);
 
-/* ==== operations of LLaMA-style models (rmsnorm.c, silu.c, mul.c, rope.c, embedding.c, mse.c) ==== */
+/* ==== operations of LLaMA-style models (rmsnorm.c, silu.c, mul.c, swiglu.c, rope.c, embedding.c, mse.c) ==== */
 
 /* ---- RMSNorm over the last dim: out[N,C] = inp · rstd · w, rstd[N] = 1/sqrt(mean(inp²) + eps)
  *      (written); backward: dinp [N,C], dweight [C] accumulate (either may be NULL) ---- */
@@ -331,6 +331,16 @@ void sz_k_silu_bwd(float *dinp, const float *inp, const float *dout, size_t n);
 /* ---- elementwise product: out = a · b, [n]; da += dout · b, db += dout · a (either may be NULL) ---- */
 void sz_k_mul_fwd(float *out, const float *a, const float *b, size_t n);
 void sz_k_mul_bwd(float *da, float *db, const float *dout, const float *a, const float *b, size_t n);
+
+/* ---- SwiGLU (swiglu.c), LLaMA's MLP gate fused: out = silu(gate) · up, [n] (written; libm's expf);
+ *      dgate += dout · up · σ(g)(1 + g(1 - σ(g))), dup += dout · g σ(g). The _mx variants: out, dgate,
+ *      dup, dout each fp32 or bf16 (gate, up fp32), the fp32 formula on the widened values, each bf16
+ *      result rounded once. ---- */
+void sz_k_swiglu_fwd(float *out, const float *gate, const float *up, size_t n);
+void sz_k_swiglu_bwd(float *dgate, float *dup, const float *dout, const float *gate, const float *up, size_t n);
+void sz_k_swiglu_fwd_mx(void *out, sz_k_dtype out_dt, const float *gate, const float *up, size_t n);
+void sz_k_swiglu_bwd_mx(void *dgate, sz_k_dtype dgate_dt, void *dup, sz_k_dtype dup_dt, const void *dout,
+                        sz_k_dtype dout_dt, const float *gate, const float *up, size_t n);
 
 /* ---- rotary position embedding on fused qkv [B,T,3C], NH heads of hs = C/NH (hs even): q and k
  *      pairs (2i, 2i+1) at position t rotated by t · theta^(-2i/hs), v copied. out WRITTEN; the
