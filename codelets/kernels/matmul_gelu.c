@@ -34,8 +34,12 @@ static void sz_gelu_fwd_tile(const sz_mm_epi *e, int64_t i0, int64_t j0, int64_t
         const float *x = c->out + i * c->ld + j0;
         if (c->gout_dt == SZ_K_BF16) {
             uint16_t *o = (uint16_t *)c->gout + i * c->ld + j0;
+#if SZ_BF16_HW_ROUND
+            sz_gelu_row_bf16(o, x, (size_t)n); /* the same bits, rounded in registers */
+#else
 #pragma omp simd
             for (int64_t j = 0; j < n; j++) o[j] = sz_f32_to_bf16_1(sz_gelu_1(x[j], s));
+#endif
         } else {
             float *o = (float *)c->gout + i * c->ld + j0;
 #pragma omp simd
