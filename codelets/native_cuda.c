@@ -5,8 +5,11 @@
  * takes bf16 and every CUDA worker's GPU has bf16 tensor cores (compute capability 8.0 or later,
  * sz_cuda_device_peak), else emulated, with the reason. A rule on the device's properties, never a
  * timed probe, so every rank of a job on the same kind of node decides alike (sz_model_finalize
- * still checks that they agree). Codelets without a CUDA function (an app's own ops: LLaMA's SwiGLU)
- * run on CPU workers, whose kernels take bf16, so they need no entry.
+ * still checks that they agree). Every op the bundled models (GPT-2, LLaMA) run on the native path is
+ * in the table; in a CUDA build one whose codelet has no CUDA function counts as missing too (it
+ * would run on a CPU worker, its tensors copied to the host and back every step). An app's own ops
+ * (through starzero_starpu.h) are not known here: a CPU-only one runs on CPU workers, whose kernels
+ * take bf16.
  *
  * Status: the CUDA twins were written and compiled without a GPU; tests/test_cuda_kernels.c checks
  * each against its CPU twin and has not yet run on a GPU (README, "Running on GPUs"). */
@@ -55,6 +58,8 @@ static const struct sz_native_cuda_op {
     {&sz_cl_silu_bwd, 1},
     {&sz_cl_mul_fwd, 1},
     {&sz_cl_mul_bwd, 1},
+    {&sz_cl_swiglu_fwd, 1},
+    {&sz_cl_swiglu_bwd, 1},
     {&sz_cl_residual_bwd, 1},
     {&sz_cl_rope_bwd, 1},
 };
@@ -64,13 +69,22 @@ int sz_native_cuda_missing(const char **names, int max)
     int n = 0;
     for (size_t i = 0; i < sizeof sz_native_cuda_ops / sizeof sz_native_cuda_ops[0]; i++) {
         const struct sz_native_cuda_op *o = &sz_native_cuda_ops[i];
-        if (o->cuda_bf16 || !o->cl->cuda_funcs[0])
+        /* without CUDA no codelet has a CUDA function and no rank has CUDA workers: nothing missing */
+        if (!SZ_WITH_CUDA || (o->cuda_bf16 && o->cl->cuda_funcs[0]))
             continue;
         if (names && n < max)
             names[n] = o->cl->name;
         n++;
     }
     return n;
+}
+
+int sz_native_cuda_listed(const char *name)
+{
+    for (size_t i = 0; name && i < sizeof sz_native_cuda_ops / sizeof sz_native_cuda_ops[0]; i++)
+        if (!strcmp(sz_native_cuda_ops[i].cl->name, name))
+            return sz_native_cuda_ops[i].cuda_bf16;
+    return -1;
 }
 
 sz_bf16_compute sz_bf16_compute_decide_cuda(int cc_major, int cc_minor, const char *gpu, int nmissing,

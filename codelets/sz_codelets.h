@@ -91,6 +91,8 @@ static inline uint16_t sz_f2h(float f)
     X(sz_cl_silu_bwd, "dinp += silu'(inp) * dout") \
     X(sz_cl_mul_fwd, "out = a * b") \
     X(sz_cl_mul_bwd, "da += dout * b, db += dout * a") \
+    X(sz_cl_swiglu_fwd, "out = silu(gate) * up (LLaMA's MLP gate)") \
+    X(sz_cl_swiglu_bwd, "dgate += dout * up * silu'(gate), dup += dout * silu(gate)") \
     X(sz_cl_rope_fwd, "rotary embedding of q, k in qkv") \
     X(sz_cl_rope_bwd, "dqkv += rotated back dout") \
     X(sz_cl_embedding_fwd, "out = wte[tokens]") \

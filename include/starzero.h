@@ -341,9 +341,13 @@ sz_bf16_compute sz_bf16_compute_auto(const char **why);
  * (may be NULL). */
 sz_bf16_compute sz_bf16_compute_decide_cuda(int cc_major, int cc_minor, const char *gpu, int nmissing,
                                             const char *const *missing, char *why, size_t len);
-/* The codelets of the native bf16 path with a CUDA implementation that takes no bf16 tensors: how
- * many, and the first max of their names in names[] (may be NULL). 0 when the GPUs have every twin. */
+/* The codelets of the native bf16 path whose CUDA implementation takes no bf16 tensors or that have
+ * no CUDA implementation at all (in a CUDA build): how many, and the first max of their names in
+ * names[] (may be NULL). 0 when the GPUs have every twin, and always 0 in a build without CUDA. */
 int sz_native_cuda_missing(const char **names, int max);
+/* Whether the codelet named `name` (sz_codelet_desc.name) is in the native path's table of
+ * codelets given bf16 tensors: 1 with its bf16 CUDA twin, 0 without, -1 not in the table. */
+int sz_native_cuda_listed(const char *name);
 /* What --bf16-compute auto picks on this rank and why (in why[len]): the CPU rule without CUDA
  * workers, the GPU rule with them (this rank's CUDA workers' devices and sz_native_cuda_missing). */
 sz_bf16_compute sz_context_bf16_auto(const sz_context *ctx, char *why, size_t len);
@@ -353,7 +357,7 @@ sz_status sz_bf16_compute_parse(const char *s, sz_bf16_compute *out);
 
 /* One bf16 value (the upper half of an fp32's bits) from an fp32, rounded to nearest even (a NaN
  * stays a quiet NaN), and its exact widening back: the library's own rounding, for an app's own
- * operations on the native bf16 path (sz_task_tensor dtype SZ_DTYPE_BF16; apps/llama/swiglu.c). */
+ * operations on the native bf16 path (sz_task_tensor dtype SZ_DTYPE_BF16). */
 static inline uint16_t sz_bf16_from_f32(float f)
 {
     union { float f; uint32_t u; } v = {f};
@@ -638,6 +642,12 @@ sz_status sz_op_silu_bwd(sz_unit *u, sz_tensor *dinp, sz_tensor *inp, sz_tensor 
 sz_status sz_op_mul_fwd(sz_unit *u, sz_tensor *out, sz_tensor *a, sz_tensor *b, int64_t n);
 sz_status sz_op_mul_bwd(sz_unit *u, sz_tensor *da, sz_tensor *db, sz_tensor *dout, sz_tensor *a, sz_tensor *b,
                         int64_t n);
+/* SwiGLU, LLaMA's MLP gate in one pass: out = silu(gate) · up over n elements, overwrites out; the
+ * backward accumulates dgate += dout · up · silu'(gate) and dup += dout · silu(gate). On the native
+ * bf16 path out, dgate, dup and dout may be bf16 (gate and up fp32). CPU and CUDA implementations. */
+sz_status sz_op_swiglu_fwd(sz_unit *u, sz_tensor *out, sz_tensor *gate, sz_tensor *up, int64_t n);
+sz_status sz_op_swiglu_bwd(sz_unit *u, sz_tensor *dgate, sz_tensor *dup, sz_tensor *dout, sz_tensor *gate,
+                           sz_tensor *up, int64_t n);
 /* Rotary position embedding on a fused qkv [B,T,3C] (q | k | v, as sz_op_attention_fwd reads it),
  * NH heads of hs = C/NH channels (hs even): in q and k each head's pair (2i, 2i+1) at position t
  * is rotated by the angle t · theta^(-2i/hs) (LLaMA: theta 10000); v is copied. Overwrites out

@@ -24,6 +24,11 @@
 #              orders, which the training steps compound; tests/bf16_native_cli.sh bounds native
 #              against fp32 by 0.05 over 8 steps); cpu_tasks (a figure, not judged) says whether
 #              any task of the native run fell to a CPU worker
+#   llama_d2_losses, llama_d2_bf16_native  the same two for the LLaMA-style model (--arch llama,
+#              config d2: RMSNorm and its residual fusion, RoPE, SwiGLU, all with CUDA twins): fp32
+#              losses within 1e-4 of the CPU-only run; bf16 (--bf16-compute auto on the GPU: must
+#              pick native) within 2e-2 of the CPU's native path; cpu_tasks a figure (0 when every
+#              op ran on the GPU)
 #   placement  on that d2 GPU run, the zero policy left every task to the CUDA worker (CPU tasks: 0)
 #   gpu_arena  the d2 GPU run with SZ_GPU_ARENA=1 (the model states in one GPU arena registered on
 #              the GPU's memory node): bitwise the same losses, and the log says the arena was made
@@ -158,7 +163,7 @@ if [ -z "$texts" ]; then
     texts="$root/README.md"
 fi
 needs_data=0 # (only the training parts read it)
-for p in d2_losses d2_bf16_native gpu_arena stages stages_nccl offload budget; do
+for p in d2_losses d2_bf16_native llama_d2_losses llama_d2_bf16_native gpu_arena stages stages_nccl offload budget; do
     case ",${SZ_GPU_CHECK_PARTS:-$p}," in *",$p,"*) needs_data=1 ;; esac
 done
 [ $needs_data = 0 ] || "$build/sz-prepare" --out-dir "$data" --prefix chk $texts >"$logs/prepare.log" 2>&1 ||
@@ -223,6 +228,42 @@ if go d2_bf16_native; then
             fail_part d2_bf16_native "$fig, \"note\": \"needs bf16_path native, rel diff <= 2e-2 and cuda_tasks > 0\", \"log\": \"$logs/d2n_gpu.err\""
     fi
 fi
+
+# ---- the LLaMA-style model (--arch llama, d2: RMSNorm, RoPE, SwiGLU) on 1 GPU against its CPU
+# losses: fp32 within 1e-4; bf16 with --bf16-compute auto (native by the GPU rule) against the CPU's
+# native path within 2e-2, as the GPT-2 parts ----
+llama_part() { # PART TOL NEED_PATH (native, or any) CPU_ARGS... -- GPU_ARGS...
+    local part=$1 tol=$2 need=$3 cpu=() gpu=() rc_cpu rc_gpu ntask path worst n ok fig
+    shift 3
+    while [ $# -gt 0 ] && [ "$1" != -- ]; do cpu+=("$1"); shift; done
+    [ $# -gt 0 ] && shift
+    gpu=("$@")
+    STARPU_NCUDA=0 timeout $(tl 60) "$build/sz-train" "${train[@]}" --arch llama "${cpu[@]}" \
+        >"$logs/${part}_cpu.json" 2>"$logs/${part}_cpu.err"
+    rc_cpu=$?
+    STARPU_NCUDA=1 STARPU_WORKER_STATS=1 timeout $(tl 60) "$build/sz-train" "${train[@]}" --arch llama "${gpu[@]}" \
+        >"$logs/${part}_gpu.json" 2>"$logs/${part}_gpu.err"
+    rc_gpu=$?
+    ntask=$(cuda_tasks "$logs/${part}_gpu.err")
+    path=$(grep -o '"bf16_path": "[a-z0-9]*"' "$logs/${part}_gpu.json" | head -1 | sed 's/.*: "\(.*\)"/\1/')
+    if [ $rc_cpu -ne 0 ] || [ $rc_gpu -ne 0 ]; then
+        fail_part "$part" "\"rc_cpu\": $rc_cpu, \"rc_gpu\": $rc_gpu, \"log\": \"$logs/${part}_gpu.err\""
+        return
+    fi
+    worst=$(paste <(losses "$logs/${part}_cpu.json") <(losses "$logs/${part}_gpu.json") |
+        awk '{d = $1 - $2; if (d < 0) d = -d; r = d / ($1 < 0 ? -$1 : $1); if (r > w) w = r} END {printf "%.3g", w + 0}')
+    n=$(losses "$logs/${part}_gpu.json" | wc -l)
+    # the bf16 part must have run the native path (need native: the GPU rule's pick once every op has its twin)
+    ok=$(awk -v w="$worst" -v n="$n" -v t="$ntask" -v tol="$tol" -v p="${path:-none}" -v need="$need" \
+        'BEGIN {print (w <= tol + 0 && n >= 5 && t > 0 && (need == "any" || p == need)) ? 1 : 0}')
+    fig="\"arch\": \"llama\", \"bf16_path\": \"${path:-none}\", \"max_rel_loss_diff\": $worst, \"tolerance\": $tol"
+    fig="$fig, \"steps\": $n, \"cuda_tasks\": $ntask, \"cpu_tasks\": $(cpu_tasks "$logs/${part}_gpu.err")"
+    [ "$ok" = 1 ] && json "$part" pass "$fig" ||
+        fail_part "$part" "$fig, \"note\": \"needs rel diff <= $tol, cuda_tasks > 0 (and bf16_path native for bf16)\", \"log\": \"$logs/${part}_gpu.err\""
+}
+go llama_d2_losses && llama_part llama_d2_losses 1e-4 any --
+go llama_d2_bf16_native && llama_part llama_d2_bf16_native 2e-2 native --precision bf16 --bf16-compute native -- \
+    --precision bf16 --bf16-compute auto
 
 # ---- placement: on that 1-rank GPU run (no communication worker) every task has a CUDA
 # implementation, so under the zero policy the CPU worker must have run none ----

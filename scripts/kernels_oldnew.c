@@ -5,9 +5,10 @@
  * softmax-xent fused (fp32 and bf16 logits; targets at 0, V-1 and piece edges; a NaN row, a row of
  * +-100, a denormal), attention forward and backward (every dtype and set combination, T up to 1024),
  * layernorm and residual + layernorm forward and backward (every dtype, bias and set combination, the
- * fp32 kernels too, denormal inputs), GELU forward and backward, and the whole-buffer conversions
+ * fp32 kernels too, denormal inputs), RMSNorm and residual + RMSNorm likewise, the residual backward, GELU
+ * forward and backward, and the whole-buffer conversions
  * (all modes, sizes across the non-temporal threshold, unaligned offsets), at 1, 2 and 3 threads.
- * Usage: kernels_oldnew OLD.so NEW.so [sx|att|ln|gelu|conv]; exit 0 when nothing differs. */
+ * Usage: kernels_oldnew OLD.so NEW.so [sx|att|ln|rms|res|gelu|conv]; exit 0 when nothing differs. */
 #include <dlfcn.h>
 #include <omp.h>
 #include <stdint.h>
@@ -114,6 +115,67 @@ static void t_ln(int N, int C, int th) {
         if (fu) { same(w, da[0], da[1], NC * 4); same(w, dbb[0], dbb[1], NC * (bd ? 2 : 4)); }
     }
 }
+typedef int (*rf_f)(void *, sz_k_dtype, float *, const float *, const void *, sz_k_dtype, int, int, float);
+typedef int (*rrf_f)(float *, void *, sz_k_dtype, float *, const float *, const float *, const void *, sz_k_dtype, int, int, float);
+typedef int (*rb_f)(float *, float *, const void *, sz_k_dtype, const float *, const void *, sz_k_dtype, const float *, int, int, int);
+typedef int (*rrb_f)(float *, void *, sz_k_dtype, float *, float *, const void *, sz_k_dtype, const float *, const void *, sz_k_dtype, const float *, int, int, int);
+static void t_rms(int N, int C, int th) {
+    size_t NC = (size_t)N * C; char w[160]; const float eps = 1e-5f;
+    float *x = rf(NC, 3.0f), *x2 = rf(NC, 1.0f), *wf = rf(C, 1.0f), *d = rf(NC, 1.0f), *r = al(N * 4);
+    uint16_t *wh = rh(C, 1.0f), *dh = rh(NC, 1.0f), *dbh = rh(NC, 0.5f);
+    float *dif = rf(NC, 0.3f), *daf = rf(NC, 0.3f), *dbf = rf(NC, 0.3f);
+    for (int i = 0; i < C; i += 97) x[i] = 1e-40f;   /* denormal inputs */
+    for (int od = 0; od < 2; od++) for (int pd = 0; pd < 2; pd++) for (int fu = 0; fu < 2; fu++) {
+        void *o[2]; float *rr[2], *res[2];
+        for (int k = 0; k < 2; k++) { o[k] = al(NC * 4); rr[k] = al(N * 4); res[k] = al(NC * 4); omp_set_num_threads(th);
+            const void *W = pd ? (void *)wh : (void *)wf;
+            if (fu) ((rrf_f)sym(k, "sz_k_residual_rmsnorm_fwd_mx"))(res[k], o[k], od ? SZ_K_BF16 : SZ_K_F32, rr[k], x, x2, W, pd ? SZ_K_BF16 : SZ_K_F32, N, C, eps);
+            else ((rf_f)sym(k, "sz_k_rmsnorm_fwd_mx"))(o[k], od ? SZ_K_BF16 : SZ_K_F32, rr[k], x, W, pd ? SZ_K_BF16 : SZ_K_F32, N, C, eps); }
+        snprintf(w, sizeof w, "rms fwd fu%d od%d pd%d N%d C%d th%d", fu, od, pd, N, C, th);
+        same(w, o[0], o[1], NC * (od ? 2 : 4)); same(w, rr[0], rr[1], N * 4);
+        if (fu) same(w, res[0], res[1], NC * 4);
+        if (od == 0 && pd == 0 && fu == 0) memcpy(r, rr[0], N * 4);
+    }
+    { typedef void (*f1)(float *, float *, const float *, const float *, int, int, float);
+      typedef void (*f2)(float *, float *, float *, const float *, const float *, const float *, int, int, float);
+      typedef void (*f3)(float *, float *, const float *, const float *, const float *, const float *, int, int, int);
+      typedef void (*f4)(float *, float *, float *, float *, const float *, const float *, const float *, const float *, int, int, int);
+      float *o[2], *rr[2], *res[2], *g[2], *gw[2], *ga[2], *gb[2];
+      for (int k = 0; k < 2; k++) { o[k] = al(NC * 4); rr[k] = al(N * 4); res[k] = al(NC * 4); omp_set_num_threads(th);
+          ((f1)sym(k, "sz_k_rmsnorm_fwd"))(o[k], rr[k], x, wf, N, C, eps); }
+      snprintf(w, sizeof w, "rms fwd fp32 N%d C%d th%d", N, C, th); same(w, o[0], o[1], NC * 4); same(w, rr[0], rr[1], N * 4);
+      for (int k = 0; k < 2; k++) ((f2)sym(k, "sz_k_residual_rmsnorm_fwd"))(res[k], o[k], rr[k], x, x2, wf, N, C, eps);
+      snprintf(w, sizeof w, "res rms fwd fp32 N%d C%d th%d", N, C, th); same(w, o[0], o[1], NC * 4); same(w, res[0], res[1], NC * 4);
+      for (int set = 0; set < 2; set++) {
+          for (int k = 0; k < 2; k++) { g[k] = dup(dif, NC * 4); gw[k] = dup(wf, C * 4); ga[k] = dup(daf, NC * 4); gb[k] = dup(dbf, NC * 4);
+              ((f3)sym(k, "sz_k_rmsnorm_bwd_set"))(g[k], gw[k], d, x, wf, r, N, C, set ? SZ_K_SET_DINP : 0); }
+          snprintf(w, sizeof w, "rms bwd fp32 set%d N%d C%d th%d", set, N, C, th); same(w, g[0], g[1], NC * 4); same(w, gw[0], gw[1], C * 4);
+          for (int k = 0; k < 2; k++) ((f4)sym(k, "sz_k_rmsnorm_residual_bwd_set"))(ga[k], gb[k], g[k], gw[k], d, x, wf, r, N, C, set ? 3 : 0);
+          snprintf(w, sizeof w, "rms res bwd fp32 set%d N%d C%d th%d", set, N, C, th); same(w, g[0], g[1], NC * 4); same(w, ga[0], ga[1], NC * 4); same(w, gb[0], gb[1], NC * 4); }
+    }
+    for (int dd = 0; dd < 2; dd++) for (int pd = 0; pd < 2; pd++) for (int set = 0; set < 4; set++) for (int fu = 0; fu < 2; fu++) for (int bd = 0; bd < 2; bd++) {
+        if (!fu && (set > 1 || bd)) continue;
+        float *di[2], *dw[2], *da[2]; void *dbb[2];
+        for (int k = 0; k < 2; k++) { di[k] = dup(dif, NC * 4); dw[k] = dup(wf, C * 4); da[k] = dup(daf, NC * 4);
+            dbb[k] = bd ? dup(dbh, NC * 2) : dup(dbf, NC * 4); omp_set_num_threads(th);
+            const void *W = pd ? (void *)wh : (void *)wf, *D = dd ? (void *)dh : (void *)d;
+            if (fu) ((rrb_f)sym(k, "sz_k_rmsnorm_residual_bwd_mx_set"))(da[k], dbb[k], bd ? SZ_K_BF16 : SZ_K_F32, di[k], dw[k], D, dd ? SZ_K_BF16 : SZ_K_F32, x, W, pd ? SZ_K_BF16 : SZ_K_F32, r, N, C, set);
+            else ((rb_f)sym(k, "sz_k_rmsnorm_bwd_mx_set"))(di[k], dw[k], D, dd ? SZ_K_BF16 : SZ_K_F32, x, W, pd ? SZ_K_BF16 : SZ_K_F32, r, N, C, set); }
+        snprintf(w, sizeof w, "rms bwd fu%d dd%d pd%d set%d bd%d N%d C%d th%d", fu, dd, pd, set, bd, N, C, th);
+        same(w, di[0], di[1], NC * 4); same(w, dw[0], dw[1], C * 4);
+        if (fu) { same(w, da[0], da[1], NC * 4); same(w, dbb[0], dbb[1], NC * (bd ? 2 : 4)); }
+    }
+}
+typedef void (*resb_f)(void *, sz_k_dtype, void *, sz_k_dtype, const float *, size_t, int);
+static void t_res(size_t n, int th) {
+    char w[128]; float *d = rf(n, 1.0f), *af = rf(n, 0.5f), *bf = rf(n, 0.5f); uint16_t *ah = rh(n, 0.5f), *bh = rh(n, 0.5f);
+    d[n / 3] = 1e-40f; d[n / 2] = 0.0f / 0.0f;   /* a denormal, a NaN */
+    for (int ad = 0; ad < 2; ad++) for (int bd = 0; bd < 2; bd++) for (int set = 0; set < 4; set++) { void *a[2], *b[2];
+        for (int k = 0; k < 2; k++) { a[k] = ad ? dup(ah, n * 2) : dup(af, n * 4); b[k] = bd ? dup(bh, n * 2) : dup(bf, n * 4); omp_set_num_threads(th);
+            ((resb_f)sym(k, "sz_k_residual_bwd_mx_set"))(a[k], ad ? SZ_K_BF16 : SZ_K_F32, b[k], bd ? SZ_K_BF16 : SZ_K_F32, d, n, set); }
+        snprintf(w, sizeof w, "residual bwd ad%d bd%d set%d n%zu th%d", ad, bd, set, n, th);
+        same(w, a[0], a[1], n * (ad ? 2 : 4)); same(w, b[0], b[1], n * (bd ? 2 : 4)); }
+}
 typedef void (*gf_f)(void *, sz_k_dtype, const float *, size_t);
 typedef void (*gb_f)(void *, sz_k_dtype, const float *, const void *, sz_k_dtype, size_t, int);
 static void t_gelu(size_t n, int th) {
@@ -146,7 +208,9 @@ int main(int argc, char **argv) {
     for (int th = 1; th <= 3; th++) {
         if (!*only || strstr(only, "sx")) { t_softmax(9, 50257, 50304, th); t_softmax(7, 2049, 2064, th); t_softmax(7, 33, 48, th); t_softmax(3, 4096, 4096, th); }
         if (!*only || strstr(only, "att")) { t_att(2, 64, 768, 12, th); t_att(1, 37, 96, 2, th); t_att(2, 20, 48, 1, th); t_att(1, 130, 320, 2, th); if (th == 2) t_att(1, 1024, 768, 12, th); }
-        if (!*only || strstr(only, "ln")) { t_ln(256, 768, th); t_ln(5, 100, th); t_ln(3, 4100, th); t_ln(17, 33, th); }
+        if (!*only || strstr(only, "ln")) { t_ln(256, 768, th); t_ln(5, 100, th); t_ln(3, 4100, th); t_ln(17, 33, th); t_ln(1, 64, th); t_ln(9, 48, th); t_ln(3, 1600, th); }
+        if (!*only || strstr(only, "rms")) { t_rms(256, 768, th); t_rms(5, 100, th); t_rms(17, 33, th); t_rms(1, 64, th); t_rms(9, 48, th); t_rms(3, 1600, th); t_rms(2, 4112, th); }
+        if (!*only || strstr(only, "res")) { t_res(256 * 768, th); t_res(70001, th); t_res(4103, th); t_res(17, th); }
         if (!*only || strstr(only, "conv")) { t_conv(5000003, 3, th); t_conv(3000000, 0, th); t_conv(1 << 20, 1, th); t_conv(100000, 0, th); }
         if (!*only || strstr(only, "gelu")) { t_gelu(256 * 3072, th); t_gelu(1000, th); t_gelu(17, th); t_gelu(70001, th); }
     }

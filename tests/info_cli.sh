@@ -9,7 +9,7 @@ corpus=none
 . "$(dirname "$0")/cli_common.sh"   # fail
 table=$("$bin/sz-info" --codelets) || fail "sz-info --codelets exited non-zero"
 json=$("$bin/sz-info" --codelets --json) || fail "sz-info --codelets --json exited non-zero"
-for cl in matmul_fwd matmul_bwd matmul_gelu_fwd gelu_matmul_bwd softmax_xent_bwd rmsnorm_fwd reduce_scatter all_gather adamw convert scale; do
+for cl in matmul_fwd matmul_bwd matmul_gelu_fwd gelu_matmul_bwd softmax_xent_bwd rmsnorm_fwd swiglu_fwd swiglu_bwd reduce_scatter all_gather adamw convert scale; do
     echo "$table" | grep -q "^$cl " || fail "codelet $cl missing from the table"
     echo "$json" | grep -q "\"name\": \"$cl\", \"implementations\": \[\"cpu\"" || fail "codelet $cl missing from the JSON or without cpu"
 done

@@ -1,8 +1,9 @@
 /* tests/test_bf16_gpu_rule.c — the bf16 compute path's GPU rule (codelets/native_cuda.c), which
  * needs no GPU to check: sz_bf16_compute_decide_cuda on made-up devices (a pre-Ampere GPU, ops
  * without a bf16 CUDA twin, an sm_90 GPU with every twin) and the sentences that say why;
- * sz_native_cuda_missing agrees with itself and names only the engine's codelets with a CUDA
- * function; and without CUDA workers sz_context_bf16_auto is exactly the CPU rule. */
+ * sz_native_cuda_missing agrees with itself and names only the engine's codelets; every op the
+ * LLaMA-style and GPT-2 models hand bf16 tensors (the SwiGLU included) is in the rule's table with
+ * its bf16 CUDA twin and, in a CUDA build, a CUDA function; and without CUDA workers sz_context_bf16_auto is exactly the CPU rule. */
 #include <stdio.h>
 #include <string.h>
 #include "starzero.h"
@@ -53,6 +54,34 @@ int main(int argc, char **argv)
         }
         CHECK(found, "missing op '%s' is not a codelet with a CUDA function", names[i]);
     }
+    /* every codelet the LLaMA-style model hands bf16 tensors on the native path (apps/llama/llama.c)
+     * is in the rule's table with its bf16 CUDA twin, and in a CUDA build has its CUDA function (the
+     * SwiGLU was an app op without one: it ran on CPU workers, its tensors copied to the host and
+     * back); the GPT-2 ones likewise */
+    const char *llama_ops[] = {"embedding_fwd", "rmsnorm_fwd", "rmsnorm_bwd", "residual_rmsnorm_fwd",
+                               "rmsnorm_residual_bwd", "matmul_fwd", "matmul_bwd", "rope_bwd", "attention_fwd",
+                               "attention_bwd", "swiglu_fwd", "swiglu_bwd", "residual_bwd", "softmax_xent_fused"};
+    const char *gpt2_ops[] = {"encoder_fwd", "layernorm_fwd", "layernorm_bwd", "residual_layernorm_fwd",
+                              "layernorm_residual_bwd", "matmul_gelu_fwd", "gelu_matmul_bwd"};
+    for (size_t i = 0; i < sizeof llama_ops / sizeof llama_ops[0] + sizeof gpt2_ops / sizeof gpt2_ops[0]; i++) {
+        size_t nl = sizeof llama_ops / sizeof llama_ops[0];
+        const char *op = i < nl ? llama_ops[i] : gpt2_ops[i - nl];
+        CHECK(sz_native_cuda_listed(op) == 1, "native-path op '%s' not in the GPU rule's table with its bf16 twin "
+              "(listed: %d)", op, sz_native_cuda_listed(op));
+        int found = 0, cuda = 0;
+        for (int k = 0; k < sz_codelets_count(); k++) {
+            sz_codelet_desc d;
+            if (sz_codelet_info(k, &d) == SZ_OK && !strcmp(d.name, op))
+                found = 1, cuda = d.cuda;
+        }
+        CHECK(found, "native-path op '%s' is not a registered codelet", op);
+#ifdef SZ_HAVE_CUDA
+        CHECK(cuda > 0, "native-path op '%s' has no CUDA function in this CUDA build", op);
+#else
+        (void)cuda;
+#endif
+    }
+    CHECK(sz_native_cuda_listed("no_such_op") == -1 && sz_native_cuda_listed(NULL) == -1, "an unknown name listed");
     printf("native path's ops without a bf16 CUDA twin in this build: %d", n);
     for (int i = 0; i < n && i < 64; i++)
         printf("%s%s", i ? ", " : " (", names[i]);

@@ -482,6 +482,37 @@ static void test_silu_mul(void)
     free(o), free(s), free(m), free(a), free(b);
 }
 
+/* SwiGLU fp32 (kernels/swiglu.c's formula; the device's expf against libm's: to rounding), odd n,
+ * several blocks; gradients accumulate onto random values; run to run bitwise. */
+static void test_swiglu(void)
+{
+    size_t n = 5003;
+    float *g = rnd(n, 6), *u = rnd(n, 2), *d = rnd(n, 1), *a0 = rnd(n, 1), *b0 = rnd(n, 1);
+    g[0] = 0.0f, g[1] = -90.0f, g[2] = 90.0f; /* e^-g overflows / underflows */
+    float *co = malloc(n * 4), *ca = copyf(a0, n), *cb = copyf(b0, n);
+    sz_k_swiglu_fwd(co, g, u, n);
+    sz_k_swiglu_bwd(ca, cb, d, g, u, n);
+    float *o[2], *a[2], *b[2];
+    for (int r = 0; r < 2; r++) {
+        float *gg = dput(g, n * 4), *gu = dput(u, n * 4), *gd = dput(d, n * 4), *ga = dput(a0, n * 4);
+        float *gb = dput(b0, n * 4), *go = dput(NULL, n * 4);
+        CUOK(sz_cuda_swiglu_fwd(S, go, gg, gu, n));
+        CUOK(sz_cuda_swiglu_bwd(S, ga, gb, gd, gg, gu, n));
+        o[r] = malloc(n * 4), a[r] = malloc(n * 4), b[r] = malloc(n * 4);
+        dget(o[r], go, n * 4), dget(a[r], ga, n * 4), dget(b[r], gb, n * 4);
+        dfree(gg), dfree(gu), dfree(gd), dfree(ga), dfree(gb), dfree(go);
+    }
+    CU_ASSERT(close_f("swiglu out", o[0], co, n, 1e-6, 1e-5));
+    CU_ASSERT(close_f("swiglu dgate", a[0], ca, n, 1e-6, 1e-5));
+    CU_ASSERT(close_f("swiglu dup", b[0], cb, n, 1e-6, 1e-5));
+    CU_ASSERT(same_bits("swiglu out run to run", o[0], o[1], n * 4));
+    CU_ASSERT(same_bits("swiglu dgate run to run", a[0], a[1], n * 4));
+    CU_ASSERT(same_bits("swiglu dup run to run", b[0], b[1], n * 4));
+    CU_ASSERT(sz_cuda_swiglu_fwd(S, NULL, NULL, NULL, 0) == 0); /* n = 0: nothing launched */
+    for (int r = 0; r < 2; r++) free(o[r]), free(a[r]), free(b[r]);
+    free(g), free(u), free(d), free(a0), free(b0), free(co), free(ca), free(cb);
+}
+
 /* ---------------------------------------------------------------- rope */
 
 static void test_rope(void)
@@ -1519,6 +1550,55 @@ static void test_mx_elementwise(void)
     free(x), free(y), free(d), free(g0), free(h0);
 }
 
+/* SwiGLU with bf16 operands: out bf16 (forward); dgate, dup, dout each fp32 or bf16 (backward, every
+ * combination but all-fp32, which test_swiglu covers), against the CPU's _mx kernels: bf16 within 1
+ * ulp or the fp32 bound (the exp differs by rounding), fp32 within that bound; run to run bitwise. */
+static void test_mx_swiglu(void)
+{
+    size_t n = 4099;
+    float *g = rnd(n, 6), *u = rnd(n, 2), *d = rnd(n, 1), *a0 = rnd(n, 1), *b0 = rnd(n, 1);
+    for (size_t i = 0; i < n; i += 101) d[i] = 0.0f;
+    float *gg = dput(g, n * 4), *gu = dput(u, n * 4);
+    char w[128];
+    {
+        uint16_t *ref = malloc(n * 2), *got[2];
+        sz_k_swiglu_fwd_mx(ref, SZ_K_BF16, g, u, n);
+        for (int r = 0; r < 2; r++) {
+            void *go = mx_dev(NULL, SZ_K_BF16, n);
+            CUOK(sz_cuda_swiglu_fwd_mx(S, go, SZ_K_BF16, gg, gu, n));
+            got[r] = malloc(n * 2);
+            dget(got[r], go, n * 2);
+            dfree(go);
+        }
+        CU_ASSERT(mx_close("swiglu_fwd_mx out bf16", SZ_K_BF16, got[0], ref, n, 1e-6, 1e-5));
+        CU_ASSERT(same_bits("swiglu_fwd_mx run to run", got[0], got[1], n * 2));
+        free(ref), free(got[0]), free(got[1]);
+    }
+    for (int combo = 1; combo < 8; combo++) {
+        int adt = combo & 1, bdt = (combo >> 1) & 1, ddt = (combo >> 2) & 1;
+        void *dh = mx_host(d, ddt, n), *ra = mx_host(a0, adt, n), *rb = mx_host(b0, bdt, n);
+        void *sa = mx_host(a0, adt, n), *sb = mx_host(b0, bdt, n), *ga[2], *gb[2];
+        sz_k_swiglu_bwd_mx(ra, adt, rb, bdt, dh, ddt, g, u, n);
+        for (int r = 0; r < 2; r++) {
+            void *gd = mx_dev(dh, ddt, n), *da = mx_dev(sa, adt, n), *db = mx_dev(sb, bdt, n);
+            CUOK(sz_cuda_swiglu_bwd_mx(S, da, adt, db, bdt, gd, ddt, gg, gu, n));
+            ga[r] = malloc(n * mx_es(adt)), gb[r] = malloc(n * mx_es(bdt));
+            dget(ga[r], da, n * mx_es(adt)), dget(gb[r], db, n * mx_es(bdt));
+            dfree(gd), dfree(da), dfree(db);
+        }
+        snprintf(w, sizeof w, "swiglu_bwd_mx dgate %s (dup %s, dout %s)", dtn(adt), dtn(bdt), dtn(ddt));
+        CU_ASSERT(mx_close(w, adt, ga[0], ra, n, 1e-6, 1e-5));
+        CU_ASSERT(same_bits(w, ga[0], ga[1], n * mx_es(adt)));
+        snprintf(w, sizeof w, "swiglu_bwd_mx dup %s (dgate %s, dout %s)", dtn(bdt), dtn(adt), dtn(ddt));
+        CU_ASSERT(mx_close(w, bdt, gb[0], rb, n, 1e-6, 1e-5));
+        CU_ASSERT(same_bits(w, gb[0], gb[1], n * mx_es(bdt)));
+        free(dh), free(ra), free(rb), free(sa), free(sb);
+        for (int r = 0; r < 2; r++) free(ga[r]), free(gb[r]);
+    }
+    dfree(gg), dfree(gu);
+    free(g), free(u), free(d), free(a0), free(b0);
+}
+
 static void test_mx_rope(void)
 {
     int B = 2, T = 19, C = 3 * 10, NH = 3;
@@ -1632,7 +1712,7 @@ int main(int argc, char **argv)
              {"layernorm fwd/bwd", test_layernorm}, {"rmsnorm fwd/bwd", test_rmsnorm},
              {"matmul fp32 fwd/bwd", test_matmul_f32}, {"matmul bf16 fwd/bwd", test_matmul_bf16},
              {"attention fwd/bwd", test_attention}, {"gelu, residual", test_gelu_residual},
-             {"silu, mul", test_silu_mul}, {"rope", test_rope}, {"softmax + cross-entropy", test_softmax_xent},
+             {"silu, mul", test_silu_mul}, {"swiglu", test_swiglu}, {"rope", test_rope}, {"softmax + cross-entropy", test_softmax_xent},
              {"mse", test_mse}, {"adamw fp32 + fused norm", test_adamw}, {"adamw mixed", test_adamw_mixed},
              {"sgd momentum", test_sgd}, {"sumsq fp32/bf16", test_sumsq}, {"convert", test_convert},
              {"clip, scale, zero", test_clip_scale_zero});
@@ -1641,6 +1721,7 @@ int main(int argc, char **argv)
              {"tiled attention (fp32 FMA, bf16 tensor cores) vs cpu and rowwise", test_attention_tiled},
              {"softmax-xent fused in place on bf16, bwd into bf16", test_mx_softmax_xent},
              {"gelu, silu, mul, residual with bf16 operands, set", test_mx_elementwise},
+             {"swiglu with bf16 out / dgate / dup / dout", test_mx_swiglu},
              {"rope bwd bf16 dinp/dout, set", test_mx_rope});
     SZ_SUITE("cuda twins, native bf16 path (matmul, matmul + gelu, norms, lookups)",
              {"matmul any types, folded zero", test_matmul_any}, {"matmul + gelu", test_matmul_gelu},

@@ -293,90 +293,6 @@ static void test_gradient(const sz_llama_config *c)
     sz_llama_free(m);
 }
 
-static void test_swiglu_kernel(void)
-{
-    enum { n = 200 };
-    float gate[n], up[n], w[n], out[n], dg[n], du[n];
-    for (int i = 0; i < n; i++) {
-        gate[i] = (float)sin(i * 1.7) * 6.0f;
-        up[i] = (float)cos(i * 0.9) * 2.0f;
-        w[i] = (float)sin(i * 0.37 + 1.0);
-        dg[i] = 0.25f;
-        du[i] = -0.5f;
-    }
-    sz_llama_swiglu_fwd(out, gate, up, n);
-    sz_llama_swiglu_bwd(dg, du, w, gate, up, n);
-    int bad = 0;
-    for (int i = 0; i < n; i++) {
-        double g = gate[i], u = up[i], ref = g / (1 + exp(-g)) * u, h = 1e-5;
-        double fg = ((g + h) / (1 + exp(-(g + h))) - (g - h) / (1 + exp(-(g - h)))) / (2 * h) * u * w[i];
-        double fu = g / (1 + exp(-g)) * w[i];
-        bad += !(fabs(out[i] - ref) <= 1e-5 * (1 + fabs(ref)));
-        bad += !(fabs(dg[i] - 0.25 - fg) <= 1e-5 * (1 + fabs(fg)));
-        bad += !(fabs(du[i] + 0.5 - fu) <= 1e-5 * (1 + fabs(fu)));
-    }
-    CHECK(bad == 0, "swiglu kernel: %d values off the double reference / finite differences", bad);
-
-    /* the bf16 variant (the native path's): the fp32 kernel on the widened values, each result rounded
-     * once; dout bf16 or fp32; the same bits at 1-3 threads (sizes above the parallel threshold) */
-    enum { M = 40000 };
-    float *g = malloc(M * sizeof *g), *uu = malloc(M * sizeof *uu), *o32 = malloc(M * sizeof *o32);
-    float *a32 = malloc(M * sizeof *a32), *b32 = malloc(M * sizeof *b32), *d32 = malloc(M * sizeof *d32);
-    uint16_t *o16 = malloc(M * 2), *a16 = malloc(M * 2), *b16 = malloc(M * 2), *d16 = malloc(M * 2);
-    uint16_t *a0 = malloc(M * 2), *b0 = malloc(M * 2), *t16 = malloc(M * 2), *ta = malloc(M * 2), *tb = malloc(M * 2);
-    for (int i = 0; i < M; i++) {
-        g[i] = (float)sin(i * 0.013) * 7.0f;
-        uu[i] = (float)cos(i * 0.029) * 3.0f;
-        d16[i] = sz_bf16_from_f32((float)sin(i * 0.0071 + 0.3));
-        a0[i] = sz_bf16_from_f32((float)cos(i * 0.0037) * 0.5f);
-        b0[i] = sz_bf16_from_f32((float)sin(i * 0.0053) * 0.5f);
-    }
-    sz_llama_swiglu_fwd_bf16(o16, g, uu, M);
-    sz_llama_swiglu_fwd(o32, g, uu, M);
-    int diff = 0, far = 0;
-    for (int i = 0; i < M; i++) {
-        diff += o16[i] != sz_bf16_from_f32(o32[i]);
-        double ref = g[i] / (1 + exp(-(double)g[i])) * uu[i];
-        far += !(fabs(sz_bf16_to_f32(o16[i]) - ref) <= fabs(ref) / 256 + 1e-6);
-    }
-    for (int dbf = 0; dbf < 2; dbf++) { /* dout bf16, then fp32 */
-        for (int i = 0; i < M; i++) {
-            d32[i] = sz_bf16_to_f32(d16[i]);
-            a32[i] = sz_bf16_to_f32(a0[i]);
-            b32[i] = sz_bf16_to_f32(b0[i]);
-        }
-        memcpy(a16, a0, M * 2);
-        memcpy(b16, b0, M * 2);
-        sz_llama_swiglu_bwd_bf16(a16, b16, dbf ? (const void *)d32 : (const void *)d16, !dbf, g, uu, M);
-        sz_llama_swiglu_bwd(a32, b32, d32, g, uu, M);
-        for (int i = 0; i < M; i++) {
-            diff += a16[i] != sz_bf16_from_f32(a32[i]) || b16[i] != sz_bf16_from_f32(b32[i]);
-            double gg = g[i], sg = 1 / (1 + exp(-gg));
-            double rg = sz_bf16_to_f32(a0[i]) + d32[i] * uu[i] * sg * (1 + gg * (1 - sg));
-            double ru = sz_bf16_to_f32(b0[i]) + d32[i] * gg * sg;
-            far += !(fabs(sz_bf16_to_f32(a16[i]) - rg) <= fabs(rg) / 128 + 1e-5);
-            far += !(fabs(sz_bf16_to_f32(b16[i]) - ru) <= fabs(ru) / 128 + 1e-5);
-        }
-    }
-    memcpy(ta, a0, M * 2); /* the reference bits at the default thread count, dout bf16 */
-    memcpy(tb, b0, M * 2);
-    sz_llama_swiglu_bwd_bf16(ta, tb, d16, 1, g, uu, M);
-    int threads = omp_get_max_threads();
-    for (int th = 1; th <= 3; th++) {
-        omp_set_num_threads(th);
-        memcpy(a16, a0, M * 2);
-        memcpy(b16, b0, M * 2);
-        sz_llama_swiglu_fwd_bf16(t16, g, uu, M);
-        sz_llama_swiglu_bwd_bf16(a16, b16, d16, 1, g, uu, M);
-        diff += memcmp(t16, o16, M * 2) != 0 || memcmp(a16, ta, M * 2) != 0 || memcmp(b16, tb, M * 2) != 0;
-    }
-    omp_set_num_threads(threads);
-    CHECK(diff == 0 && far == 0, "swiglu bf16 kernels: %d results not the fp32 kernel's rounded (or differing "
-          "across 1-3 threads), %d off the double reference", diff, far);
-    free(g); free(uu); free(o32); free(a32); free(b32); free(d32); free(o16); free(a16); free(b16); free(d16);
-    free(a0); free(b0); free(t16); free(ta); free(tb);
-}
-
 int main(int argc, char **argv)
 {
     sz_context_config cc;
@@ -400,7 +316,6 @@ int main(int argc, char **argv)
             return 1;
         }
     }
-    test_swiglu_kernel();
     test_stages(&c);
     if (sz_context_world_size(ctx) == 1 && native_mode)
         test_native_bad_token(&c);

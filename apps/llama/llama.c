@@ -1,7 +1,6 @@
-/* apps/llama/llama.c — the LLaMA-style model on the public StarZeRO API (starzero.h and, for its
- * own SwiGLU op, starzero_starpu.h): units "embed" (wte), "block<l>" (checkpointable), "head"
- * (final RMSNorm weight and the untied LM head). The callbacks only submit operations; ZeRO
- * stages, checkpointing and offload are the engine's business. On the native bf16 path
+/* apps/llama/llama.c — the LLaMA-style model on the public StarZeRO API (starzero.h): units "embed"
+ * (wte), "block<l>" (checkpointable), "head" (final RMSNorm weight and the untied LM head). The
+ * callbacks only submit operations; ZeRO stages, checkpointing and offload are the engine's business. On the native bf16 path
  * (sz_model_bf16_native) the activations the matmuls read (rms1, atty, rms2, h, rmsf), the logits
  * (bf16 as a matmul's output; the fused softmax-xent computes in fp32 from them and leaves the bf16
  * gradient in place) and the gradients the matmuls read or write (dqkv, dattproj, dgate, dup, ddown;
@@ -69,7 +68,7 @@ static sz_status block_fwd(sz_unit *u, void *user)
                                    c->norm_eps));
     TRY(sz_op_matmul_fwd(u, a[LL_GATE], a[LL_RMS2], P(GATEW), NULL, N, C, F));
     TRY(sz_op_matmul_fwd(u, a[LL_UP], a[LL_RMS2], P(UPW), NULL, N, C, F));
-    TRY(sz_llama_op_swiglu_fwd(u, a[LL_H], a[LL_GATE], a[LL_UP], NF));
+    TRY(sz_op_swiglu_fwd(u, a[LL_H], a[LL_GATE], a[LL_UP], NF));
     TRY(sz_op_matmul_fwd(u, a[LL_DOWN], a[LL_H], P(DOWNW), NULL, N, F, C));
     return sz_op_residual_fwd(u, y, a[LL_RES2], a[LL_DOWN], NC);
 }
@@ -90,7 +89,7 @@ static sz_status block_bwd(sz_unit *u, void *user)
         TRY(sz_op_zero(u, zero[i]));
     TRY(sz_op_residual_bwd(u, d[LL_DRES2], d[LL_DDOWN], dy, NC));
     TRY(sz_op_matmul_bwd(u, d[LL_DH], G(DOWNW), NULL, d[LL_DDOWN], a[LL_H], P(DOWNW), N, F, C));
-    TRY(sz_llama_op_swiglu_bwd(u, d[LL_DGATE], d[LL_DUP], d[LL_DH], a[LL_GATE], a[LL_UP], NF));
+    TRY(sz_op_swiglu_bwd(u, d[LL_DGATE], d[LL_DUP], d[LL_DH], a[LL_GATE], a[LL_UP], NF));
     TRY(sz_op_matmul_bwd(u, d[LL_DRMS2], G(GATEW), NULL, d[LL_DGATE], a[LL_RMS2], P(GATEW), N, C, F));
     TRY(sz_op_matmul_bwd(u, d[LL_DRMS2], G(UPW), NULL, d[LL_DUP], a[LL_RMS2], P(UPW), N, C, F));
     /* dres2 += rms2's input gradient, then dx, dattproj += dres2, in one pass */

@@ -1,12 +1,12 @@
 /* starzero_llama.h — the bundled LLaMA-style model (library sz_llama), written only against the
- * public headers starzero.h and starzero_starpu.h: token embedding (no position table); L blocks
+ * public header starzero.h: token embedding (no position table); L blocks
  * of RMSNorm -> fused qkv matmul -> rotary embedding on q and k -> causal attention -> output
  * projection -> residual, RMSNorm -> SwiGLU MLP (gate and up matmuls, silu(gate)·up, down matmul)
  * -> residual; a final RMSNorm; an untied LM head; softmax cross-entropy. No biases anywhere.
  * Units: "embed" (wte), "block<l>" (checkpointable), "head" (final norm weight, LM head), so ZeRO
  * stages 0-3, activation checkpointing and offloaded checkpoints apply without the model knowing.
- * The SwiGLU product is an operation of the model's own (apps/llama/swiglu.c, a StarPU codelet
- * through starzero_starpu.h). The first part below is pure C (configs, sizes, the estimator). */
+ * The SwiGLU product is the engine's sz_op_swiglu_fwd/bwd (CPU and CUDA; it was an operation of the
+ * model's own through starzero_starpu.h until it needed a CUDA twin). The first part below is pure C (configs, sizes, the estimator). */
 #ifndef STARZERO_LLAMA_H
 #define STARZERO_LLAMA_H
 
@@ -114,20 +114,6 @@ sz_status sz_llama_set_batch(sz_llama *m, const int *inputs, const int *targets)
 sz_status sz_llama_get_params(sz_llama *m, float *flat);
 sz_status sz_llama_set_params(sz_llama *m, const float *flat);
 sz_status sz_llama_get_grads(sz_llama *m, float *flat);
-
-/* The model's own operation (apps/llama/swiglu.c, through starzero_starpu.h): out = silu(gate)·up
- * over n elements, overwriting out; the backward accumulates into dgate and dup. */
-sz_status sz_llama_op_swiglu_fwd(sz_unit *u, sz_tensor *out, sz_tensor *gate, sz_tensor *up, int64_t n);
-sz_status sz_llama_op_swiglu_bwd(sz_unit *u, sz_tensor *dgate, sz_tensor *dup, sz_tensor *dout, sz_tensor *gate,
-                                 sz_tensor *up, int64_t n);
-/* Its math, callable without the runtime (for tests). The _bf16 variants are the native bf16 path's:
- * out (forward), dgate and dup (backward, accumulated) bf16, dout bf16 (dout_bf16 = 1) or fp32; the
- * fp32 formula on the widened values, each bf16 result rounded once to nearest even. */
-void sz_llama_swiglu_fwd(float *out, const float *gate, const float *up, size_t n);
-void sz_llama_swiglu_bwd(float *dgate, float *dup, const float *dout, const float *gate, const float *up, size_t n);
-void sz_llama_swiglu_fwd_bf16(uint16_t *out, const float *gate, const float *up, size_t n);
-void sz_llama_swiglu_bwd_bf16(uint16_t *dgate, uint16_t *dup, const void *dout, int dout_bf16, const float *gate,
-                              const float *up, size_t n);
 
 #ifdef __cplusplus
 }

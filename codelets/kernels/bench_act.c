@@ -1,8 +1,9 @@
 /* bench_act.c — the non-matmul kernels of a GPT-2 d12 step (N = B*T = 256 rows, C = 768, 4C,
  * Vp = 50304, NH = 12, B = 4, T = 64): each fp32 kernel against its native-bf16-path variant
  * (bf16_act.c, the operand types gpt2.c gives it), one thread, thread CPU time (not disturbed by
- * other processes' share of the cores), best of R calls; with TH > 1 threads, wall time (best of R:
- * on a loaded machine run it several times). Not part of the library. Usage:
+ * other processes' share of the cores), the two called in turn R times, best of each; with TH > 1
+ * threads, wall time (best of R: on a loaded machine run it several times). The LLaMA-style model's
+ * RMSNorm kernels and embedding at the same shapes. Not part of the library. Usage:
  * bench_act [R [B T [TH [ONLY]]]], ONLY a word the kernels' names must contain (e.g. attention: at
  * B 4 T 1024 the softmax's N x Vp logits take 1.2 GB). Build (from the source root):
  *   gcc -O3 -march=native -fno-math-errno -fopenmp -Icodelets/kernels codelets/kernels/bench_act.c \
@@ -65,6 +66,23 @@ static double now_s(void) { return TH > 1 ? omp_get_wtime() : cpu_s(); }
         }                                                                                                \
         var = best_ * 1e3;                                                                               \
     } while (0)
+/* the fp32 kernel and its variant called in turn R times (after one warm-up call each), the best of
+ * each: both see the same moments of the machine's load */
+#define PAIR(va, sa, vb, sb)                                                                             \
+    do {                                                                                                 \
+        double ba_ = 1e30, bb_ = 1e30;                                                                   \
+        for (int r_ = -1; r_ < R; r_++) {                                                                \
+            double t0_ = now_s();                                                                        \
+            sa;                                                                                          \
+            double t1_ = now_s();                                                                        \
+            sb;                                                                                          \
+            double t2_ = now_s();                                                                        \
+            if (r_ >= 0 && t1_ - t0_ < ba_) ba_ = t1_ - t0_;                                             \
+            if (r_ >= 0 && t2_ - t1_ < bb_) bb_ = t2_ - t1_;                                             \
+        }                                                                                                \
+        va = ba_ * 1e3;                                                                                  \
+        vb = bb_ * 1e3;                                                                                  \
+    } while (0)
 
 #define ON(name) (!*ONLY || strstr(name, ONLY))
 static void row(const char *name, double f32, double bf)
@@ -95,11 +113,11 @@ int main(int argc, char **argv)
     float *x = rf(NC, 2.0f), *o = al(NC * 4), *x2 = rf(NC, 1.0f), *res = al(NC * 4);
     uint16_t *oh = al(NC * 2);
     if (ON("layernorm")) {
-    TIME(a, sz_k_layernorm_fwd(o, mean, rstd, x, w, bi, N, C));
-        TIME(b, sz_k_layernorm_fwd_mx(oh, SZ_K_BF16, mean, rstd, x, wh, bh, SZ_K_BF16, N, C));
+        PAIR(a, sz_k_layernorm_fwd(o, mean, rstd, x, w, bi, N, C),
+             b, sz_k_layernorm_fwd_mx(oh, SZ_K_BF16, mean, rstd, x, wh, bh, SZ_K_BF16, N, C));
         row("layernorm_fwd (Nx768)", a, b);
-        TIME(a, sz_k_residual_layernorm_fwd(res, o, mean, rstd, x, x2, w, bi, N, C));
-        TIME(b, sz_k_residual_layernorm_fwd_mx(res, oh, SZ_K_BF16, mean, rstd, x, x2, wh, bh, SZ_K_BF16, N, C));
+        PAIR(a, sz_k_residual_layernorm_fwd(res, o, mean, rstd, x, x2, w, bi, N, C),
+             b, sz_k_residual_layernorm_fwd_mx(res, oh, SZ_K_BF16, mean, rstd, x, x2, wh, bh, SZ_K_BF16, N, C));
         row("residual_layernorm_fwd", a, b);
     }
 
@@ -107,15 +125,14 @@ int main(int argc, char **argv)
     float *d = rf(NC, 1.0f), *di = calloc(NC, 4), *da = calloc(NC, 4), *dres = calloc(NC, 4), *dbf = calloc(NC, 4);
     uint16_t *dh = rh(NC, 1.0f), *dbh = rh(NC, 0.5f);
     if (ON("layernorm")) {
-    TIME(a, sz_k_layernorm_bwd(di, dw, db, d, x, w, mean, rstd, N, C));
-        TIME(b, sz_k_layernorm_bwd_mx(di, dw, db, dh, SZ_K_BF16, x, wh, SZ_K_BF16, mean, rstd, N, C));
+        PAIR(a, sz_k_layernorm_bwd(di, dw, db, d, x, w, mean, rstd, N, C),
+             b, sz_k_layernorm_bwd_mx(di, dw, db, dh, SZ_K_BF16, x, wh, SZ_K_BF16, mean, rstd, N, C));
         row("layernorm_bwd", a, b);
-        TIME(a, sz_k_layernorm_bwd_set(di, dw, db, d, x, w, mean, rstd, N, C, SZ_K_SET_DINP));
-        TIME(b, sz_k_layernorm_bwd_mx_set(di, dw, db, dh, SZ_K_BF16, x, wh, SZ_K_BF16, mean, rstd, N, C, SZ_K_SET_DINP));
+        PAIR(a, sz_k_layernorm_bwd_set(di, dw, db, d, x, w, mean, rstd, N, C, SZ_K_SET_DINP),
+             b, sz_k_layernorm_bwd_mx_set(di, dw, db, dh, SZ_K_BF16, x, wh, SZ_K_BF16, mean, rstd, N, C, SZ_K_SET_DINP));
         row("layernorm_bwd (set)", a, b);
-        TIME(a, sz_k_layernorm_residual_bwd(da, dbf, dres, dw, db, d, x, w, mean, rstd, N, C));
-        TIME(b, sz_k_layernorm_residual_bwd_mx(da, dbh, SZ_K_BF16, dres, dw, db, dh, SZ_K_BF16, x, wh, SZ_K_BF16, mean,
-                                               rstd, N, C));
+        PAIR(a, sz_k_layernorm_residual_bwd(da, dbf, dres, dw, db, d, x, w, mean, rstd, N, C),
+             b, sz_k_layernorm_residual_bwd_mx(da, dbh, SZ_K_BF16, dres, dw, db, dh, SZ_K_BF16, x, wh, SZ_K_BF16, mean, rstd, N, C));
         row("layernorm_residual_bwd", a, b);
     }
 
@@ -123,21 +140,21 @@ int main(int argc, char **argv)
     float *g = rf(N4, 3.0f), *go = al(N4 * 4), *gd = rf(N4, 1.0f), *gdi = calloc(N4, 4);
     uint16_t *goh = al(N4 * 2), *gdh = rh(N4, 1.0f), *gdih = rh(N4, 0.1f);
     if (ON("gelu")) {
-    TIME(a, sz_k_gelu_fwd(go, g, N4));
-        TIME(b, sz_k_gelu_fwd_mx(goh, SZ_K_BF16, g, N4));
+        PAIR(a, sz_k_gelu_fwd(go, g, N4),
+             b, sz_k_gelu_fwd_mx(goh, SZ_K_BF16, g, N4));
         row("gelu_fwd (Nx3072)", a, b);
-        TIME(a, sz_k_gelu_bwd(gdi, g, gd, N4));
-        TIME(b, sz_k_gelu_bwd_mx(gdih, SZ_K_BF16, g, gdh, SZ_K_BF16, N4));
+        PAIR(a, sz_k_gelu_bwd(gdi, g, gd, N4),
+             b, sz_k_gelu_bwd_mx(gdih, SZ_K_BF16, g, gdh, SZ_K_BF16, N4));
         row("gelu_bwd", a, b);
-        TIME(a, sz_k_gelu_bwd_set(gdi, g, gd, N4, SZ_K_SET_DINP));
-        TIME(b, sz_k_gelu_bwd_mx_set(gdih, SZ_K_BF16, g, gdh, SZ_K_BF16, N4, SZ_K_SET_DINP));
+        PAIR(a, sz_k_gelu_bwd_set(gdi, g, gd, N4, SZ_K_SET_DINP),
+             b, sz_k_gelu_bwd_mx_set(gdih, SZ_K_BF16, g, gdh, SZ_K_BF16, N4, SZ_K_SET_DINP));
         row("gelu_bwd (set)", a, b);
     }
 
     /* residual backward: dres2 fp32 += dy, dfcproj bf16 += dy */
     if (ON("residual")) {
-    TIME(a, sz_k_residual_bwd(da, dbf, d, NC));
-        TIME(b, sz_k_residual_bwd_mx(da, SZ_K_F32, dbh, SZ_K_BF16, d, NC));
+        PAIR(a, sz_k_residual_bwd(da, dbf, d, NC),
+             b, sz_k_residual_bwd_mx(da, SZ_K_F32, dbh, SZ_K_BF16, d, NC));
         row("residual_bwd (Nx768)", a, b);
     }
 
@@ -145,14 +162,14 @@ int main(int argc, char **argv)
     float *qkv = rf(3 * NC, 1.0f), *ao = al(NC * 4), *st = al((size_t)2 * B * NH * T * 4), *adi = calloc(3 * NC, 4);
     uint16_t *aoh = al(NC * 2), *adih = calloc(3 * NC, 2);
     if (ON("attention")) {
-    TIME(a, sz_k_attention_fwd(ao, st, qkv, B, T, C, NH));
-        TIME(b, sz_k_attention_fwd_mx(aoh, SZ_K_BF16, st, qkv, B, T, C, NH));
+        PAIR(a, sz_k_attention_fwd(ao, st, qkv, B, T, C, NH),
+             b, sz_k_attention_fwd_mx(aoh, SZ_K_BF16, st, qkv, B, T, C, NH));
         row("attention_fwd", a, b);
-        TIME(a, sz_k_attention_bwd(adi, d, qkv, st, B, T, C, NH));
-        TIME(b, sz_k_attention_bwd_mx(adih, SZ_K_BF16, dh, SZ_K_BF16, qkv, st, B, T, C, NH));
+        PAIR(a, sz_k_attention_bwd(adi, d, qkv, st, B, T, C, NH),
+             b, sz_k_attention_bwd_mx(adih, SZ_K_BF16, dh, SZ_K_BF16, qkv, st, B, T, C, NH));
         row("attention_bwd", a, b);
-        TIME(a, sz_k_attention_bwd_set(adi, d, qkv, st, B, T, C, NH, SZ_K_SET_DINP));
-        TIME(b, sz_k_attention_bwd_mx_set(adih, SZ_K_BF16, dh, SZ_K_BF16, qkv, st, B, T, C, NH, SZ_K_SET_DINP));
+        PAIR(a, sz_k_attention_bwd_set(adi, d, qkv, st, B, T, C, NH, SZ_K_SET_DINP),
+             b, sz_k_attention_bwd_mx_set(adih, SZ_K_BF16, dh, SZ_K_BF16, qkv, st, B, T, C, NH, SZ_K_SET_DINP));
         row("attention_bwd (set)", a, b);
     }
 
@@ -169,8 +186,8 @@ int main(int argc, char **argv)
         double c32, c16;
         TIME(c32, memcpy(lw, lg, NV * 4));
         TIME(c16, memcpy(lh, lh0, NV * 2));
-        TIME(a, (memcpy(lw, lg, NV * 4), sz_k_softmax_xent_fused(lw, loss, tg, 1.0f / N, N, V, Vp)));
-        TIME(b, (memcpy(lh, lh0, NV * 2), sz_k_softmax_xent_fused_mx(lh, SZ_K_BF16, loss, tg, 1.0f / N, N, V, Vp)));
+        PAIR(a, (memcpy(lw, lg, NV * 4), sz_k_softmax_xent_fused(lw, loss, tg, 1.0f / N, N, V, Vp)),
+             b, (memcpy(lh, lh0, NV * 2), sz_k_softmax_xent_fused_mx(lh, SZ_K_BF16, loss, tg, 1.0f / N, N, V, Vp)));
         row("softmax_xent_fused (Nx50304)", a - c32, b - c16);
     }
 
@@ -178,21 +195,47 @@ int main(int argc, char **argv)
     float *wte = rf((size_t)Vp * C, 0.1f), *wpe = rf((size_t)1024 * C, 0.1f);
     uint16_t *wteh = rh((size_t)Vp * C, 0.1f), *wpeh = rh((size_t)1024 * C, 0.1f);
     if (ON("encoder")) {
-    TIME(a, sz_k_encoder_fwd(o, tg, wte, wpe, B, T, C));
-        TIME(b, sz_k_encoder_fwd_mx(o, tg, wteh, wpeh, SZ_K_BF16, B, T, C));
+        PAIR(a, sz_k_encoder_fwd(o, tg, wte, wpe, B, T, C),
+             b, sz_k_encoder_fwd_mx(o, tg, wteh, wpeh, SZ_K_BF16, B, T, C));
         row("encoder_fwd", a, b);
+    }
+
+    /* the LLaMA-style model's: RMSNorm (bf16 out, bf16 weight; backward from a bf16 dout) and its fusions
+     * with the residual (db bf16), the embedding from a bf16 table */
+    if (ON("rmsnorm")) {
+        const float eps = 1e-5f;
+        PAIR(a, sz_k_rmsnorm_fwd(o, rstd, x, w, N, C, eps),
+             b, sz_k_rmsnorm_fwd_mx(oh, SZ_K_BF16, rstd, x, wh, SZ_K_BF16, N, C, eps));
+        row("rmsnorm_fwd (Nx768)", a, b);
+        PAIR(a, sz_k_residual_rmsnorm_fwd(res, o, rstd, x, x2, w, N, C, eps),
+             b, sz_k_residual_rmsnorm_fwd_mx(res, oh, SZ_K_BF16, rstd, x, x2, wh, SZ_K_BF16, N, C, eps));
+        row("residual_rmsnorm_fwd", a, b);
+        PAIR(a, sz_k_rmsnorm_bwd(di, dw, d, x, w, rstd, N, C),
+             b, sz_k_rmsnorm_bwd_mx(di, dw, dh, SZ_K_BF16, x, wh, SZ_K_BF16, rstd, N, C));
+        row("rmsnorm_bwd", a, b);
+        PAIR(a, sz_k_rmsnorm_bwd_set(di, dw, d, x, w, rstd, N, C, SZ_K_SET_DINP),
+             b, sz_k_rmsnorm_bwd_mx_set(di, dw, dh, SZ_K_BF16, x, wh, SZ_K_BF16, rstd, N, C, SZ_K_SET_DINP));
+        row("rmsnorm_bwd (set)", a, b);
+        PAIR(a, sz_k_rmsnorm_residual_bwd(da, dbf, dres, dw, d, x, w, rstd, N, C),
+             b, sz_k_rmsnorm_residual_bwd_mx(da, dbh, SZ_K_BF16, dres, dw, dh, SZ_K_BF16, x, wh, SZ_K_BF16, rstd, N, C));
+        row("rmsnorm_residual_bwd", a, b);
+    }
+    if (ON("embedding")) {
+        PAIR(a, sz_k_embedding_fwd(o, tg, wte, N, C, V),
+             b, sz_k_embedding_fwd_mx(o, tg, wteh, SZ_K_BF16, N, C, V));
+        row("embedding_fwd", a, b);
     }
 
     /* whole-buffer conversions (bf16.c), N x 4C */
     if (ON("conversions")) {
-        TIME(a, sz_k_bf16_to_f32(go, gdh, N4));
-        TIME(b, sz_k_f32_to_bf16(goh, g, N4));
+        PAIR(a, sz_k_bf16_to_f32(go, gdh, N4),
+             b, sz_k_f32_to_bf16(goh, g, N4));
         printf("%-34s %9.3f %9.3f  (widen, narrow)\n", "conversions (Nx3072)", a, b);
         size_t nw = (size_t)Vp * C; /* wte's size: beyond the caches */
         float *wf2 = al(nw * 4);
         uint16_t *wh2 = al(nw * 2);
-        TIME(a, sz_k_bf16_to_f32(wf2, wteh, nw));
-        TIME(b, sz_k_f32_to_bf16(wh2, wte, nw));
+        PAIR(a, sz_k_bf16_to_f32(wf2, wteh, nw),
+             b, sz_k_f32_to_bf16(wh2, wte, nw));
         printf("%-34s %9.3f %9.3f  (widen, narrow)\n", "conversions (Vp x 768)", a, b);
     }
     return 0;

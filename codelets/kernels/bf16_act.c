@@ -11,6 +11,7 @@
  * (layernorm, GELU, residual, softmax-xent, encoder, their fusions) and the LLaMA-style model's
  * (RMSNorm and its fusion with the residual, RoPE's backward, the embedding; SiLU and the product). */
 #include <math.h>
+#include <omp.h>
 #include <stdlib.h>
 #include "sz_kernels_impl.h"
 
@@ -21,7 +22,10 @@
  * L1, no OpenMP region of its own) and the fp32 row function runs on it: loads of another type
  * would let the compiler vectorize, and so add up, those sums in another order. Scratch rows of
  * up to SZ_ROW_STACK floats live on the thread's stack, larger ones are allocated once per call
- * and thread (the softmax's Vp floats). Same thread partition as the fp32 kernels. */
+ * and thread (the softmax's Vp floats). Same thread partition as the fp32 kernels, except the
+ * layernorms' AVX-512 paths (C % 16 == 0: ln_fwd_rows16, ln_bwd_rows16), which run the fp32
+ * row functions' 16-lane sums (sz_kernels_impl.h), widen and round in registers, and pipeline each
+ * thread's block of rows (rows are independent: any partition gives the same bits). */
 #define SZ_ROW_STACK 4096
 #define BF SZ_K_BF16
 #define F32 SZ_K_F32
@@ -69,6 +73,80 @@ SZ_INLINE void ln_out_bf16(uint16_t *o, const float *x, const float *weight, con
 }
 #endif
 
+#if SZ_BF16_HW_ROUND
+/* The layernorm forward into a bf16 out for C % 16 == 0, software-pipelined over a thread's rows:
+ * each pass over i = 0..C-1 takes row k's sum (A; the fused residual's res = a + b stored on the
+ * way), row k-1's sum of squared deviations (B) and row k-2's output, rounded in registers (O). The
+ * fp32 kernel's two sums are each one chain of dependent additions, so it waits on their latency;
+ * three rows' independent chains in one loop keep the units busy instead. Each sum is the fp32
+ * kernel's own (sz_ln_row_stats' 16-lane form, sz_kernels_impl.h), the output its expression
+ * (s (x - m)) w + b with its one contraction, so the bits are the fp32 kernel's (checked by
+ * tests/test_bf16_act.c and scripts/kernels-oldnew.sh). */
+SZ_INLINE void ln_fwd_pass(int dA, int dB, int dO, float *res, const float *a, const float *b, float *sumA,
+                           const float *xB, float mB, float *sumB, uint16_t *o, const float *xO, float mO, float sO,
+                           const float *w, const float *bias, int C)
+{
+    __m512 accA = _mm512_setzero_ps(), accB = _mm512_setzero_ps();
+    __m512 vmB = _mm512_set1_ps(mB), vmO = _mm512_set1_ps(mO), vsO = _mm512_set1_ps(sO);
+    for (int i = 0; i < C; i += 16) {
+        if (dA) {
+            __m512 xa = _mm512_loadu_ps(a + i);
+            if (res) {
+                xa = _mm512_add_ps(xa, _mm512_loadu_ps(b + i));
+                _mm512_storeu_ps(res + i, xa);
+            }
+            accA = _mm512_add_ps(accA, xa);
+        }
+        if (dB) {
+            __m512 dv = _mm512_sub_ps(_mm512_loadu_ps(xB + i), vmB);
+            accB = _mm512_fmadd_ps(dv, dv, accB);
+        }
+        if (dO) {
+            __m512 t = _mm512_mul_ps(vsO, _mm512_sub_ps(_mm512_loadu_ps(xO + i), vmO));
+            __m512 v = bias ? _mm512_fmadd_ps(t, _mm512_loadu_ps(w + i), _mm512_loadu_ps(bias + i))
+                            : _mm512_mul_ps(t, _mm512_loadu_ps(w + i));
+            _mm256_storeu_si256((__m256i *)(o + i), sz_bf16_round16(v));
+        }
+    }
+    if (dA) *sumA = sz_lane_sum(accA);
+    if (dB) *sumB = sz_lane_sum(accB);
+}
+
+/* Rows [lo, hi) of the pipelined forward (res NULL: layernorm(a); else res = a + b and layernorm(res));
+ * w, bias fp32 (bias may be NULL). */
+static void ln_fwd_rows16(float *res, uint16_t *out, float *mean, float *rstd, const float *a, const float *b,
+                          const float *w, const float *bias, int lo, int hi, int C)
+{
+    const float eps = 1e-5f;
+    for (int k = lo; k < hi + 2; k++) {
+        int dA = k < hi, dB = k - 1 >= lo && k - 1 < hi, dO = k - 2 >= lo;
+        size_t rA = (size_t)k * C, rB = rA - C, rO = rB - C;
+        float *rs = res && dA ? res + rA : NULL;
+        const float *xa = dA ? a + rA : NULL, *xb = rs ? b + rA : NULL;
+        const float *xB = dB ? (res ? res : a) + rB : NULL, *xO = dO ? (res ? res : a) + rO : NULL;
+        float mB = dB ? mean[k - 1] : 0.0f, mO = dO ? mean[k - 2] : 0.0f, sO = dO ? rstd[k - 2] : 0.0f;
+        uint16_t *o = dO ? out + rO : NULL;
+        float sA = 0.0f, sB = 0.0f;
+#define SZ_LNP(A, B_, O_) ln_fwd_pass(A, B_, O_, rs, xa, xb, &sA, xB, mB, &sB, o, xO, mO, sO, w, bias, C)
+        switch (dA | dB << 1 | dO << 2) {
+        case 7: SZ_LNP(1, 1, 1); break;
+        case 1: SZ_LNP(1, 0, 0); break;
+        case 3: SZ_LNP(1, 1, 0); break;
+        case 6: SZ_LNP(0, 1, 1); break;
+        case 4: SZ_LNP(0, 0, 1); break;
+        case 2: SZ_LNP(0, 1, 0); break;
+        case 5: SZ_LNP(1, 0, 1); break;
+        }
+#undef SZ_LNP
+        if (dA) mean[k] = sA / C;
+        if (dB) {
+            float v = sB / C;
+            rstd[k - 1] = 1.0f / sqrtf(v + eps);
+        }
+    }
+}
+#endif
+
 /* A bf16 out with C <= SZ_LN_PSTACK: bf16 parameters widened once per thread into fp32 rows on the
  * stack, then per row the fp32 kernel's own row function (all fp32 operands: its very loop) into a
  * stack row, rounded as a row while in L1. */
@@ -77,6 +155,27 @@ static void ln_fwd_mx(float *res, void *out, sz_k_dtype out_dt, float *mean, flo
                       const float *b, const void *weight, const void *bias, sz_k_dtype p_dt, int N, int C)
 {
     int oh = out_dt == BF, ph = p_dt == BF;
+#if SZ_BF16_HW_ROUND
+    if (oh && C % 16 == 0 && (!ph || C <= SZ_LN_PSTACK)) { /* pipelined (ln_fwd_rows16), rows split in blocks */
+#pragma omp parallel if ((size_t)N * C >= SZ_PAR_MIN)
+        {
+            float prm[2 * SZ_LN_PSTACK] __attribute__((aligned(64)));
+            const float *wf = weight, *bf = bias;
+            if (ph) {
+                sz_bf16_to_f32_row(prm, weight, (size_t)C);
+                wf = prm;
+                if (bias) {
+                    sz_bf16_to_f32_row(prm + C, bias, (size_t)C);
+                    bf = prm + C;
+                }
+            }
+            int nt = omp_get_num_threads(), t = omp_get_thread_num();
+            int lo = (int)((int64_t)N * t / nt), hi = (int)((int64_t)N * (t + 1) / nt);
+            ln_fwd_rows16(res, out, mean, rstd, a, b, wf, bf, lo, hi, C);
+        }
+        return;
+    }
+#endif
 #pragma omp parallel if ((size_t)N * C >= SZ_PAR_MIN)
     {
     float row[SZ_ROW_STACK] __attribute__((aligned(64))); /* a bf16 out: the fp32 row, or the parameters */
@@ -131,10 +230,83 @@ int sz_k_layernorm_fwd_mx(void *out, sz_k_dtype out_dt, float *mean, float *rstd
     return 0;
 }
 
+#if SZ_BF16_HW_ROUND
+/* The layernorm backward's rows for C % 16 == 0, with dout (type d_dt) widened in registers instead
+ * of into a row first, software-pipelined as the forward (ln_fwd_rows16): each pass over i takes
+ * row k's two sums (P) and row k-1's gradients (Q), so the sums' chains of dependent additions
+ * overlap with independent work. The arithmetic of sz_ln_row_bwd's 16-lane form (sz_kernels_impl.h:
+ * the same products, sums and contractions), so the bits are the fp32 kernel's (tests/test_bf16_act.c
+ * and scripts/kernels-oldnew.sh check it). di (+)= the input gradient (sd: =); given da (the fused
+ * residual's backward, di then always accumulates), in the same pass da (+)= di (sa: =) and db
+ * (+)= di (sb: =), db of type db_dt (bf16: rounded once, in registers). */
+SZ_INLINE void ln_bwd_pass(int dP, int dQ, const void *dP_, const float *xP, float mP, float sP, float *s1, float *s2,
+                           float *di, float *da, void *db, int db_dt, const void *dQ_, int d_dt, const float *xQ,
+                           float mQ, float sQ, float dm_, float dnm_, const float *w, int C, int sd, int sa, int sb)
+{
+    __m512 vmP = _mm512_set1_ps(mP), vsP = _mm512_set1_ps(sP), a1 = _mm512_setzero_ps(), a2 = _mm512_setzero_ps();
+    __m512 vmQ = _mm512_set1_ps(mQ), vsQ = _mm512_set1_ps(sQ), dm = _mm512_set1_ps(dm_), dnm = _mm512_set1_ps(dnm_);
+    for (int i = 0; i < C; i += 16) {
+        if (dP) {
+            __m512 dn = _mm512_mul_ps(_mm512_loadu_ps(w + i), sz_ld16(dP_, d_dt, i));
+            a1 = _mm512_add_ps(a1, dn);
+            a2 = _mm512_fmadd_ps(dn, _mm512_mul_ps(_mm512_sub_ps(_mm512_loadu_ps(xP + i), vmP), vsP), a2);
+        }
+        if (!dQ) continue;
+        __m512 nr = _mm512_mul_ps(_mm512_sub_ps(_mm512_loadu_ps(xQ + i), vmQ), vsQ);
+        __m512 dval = _mm512_fnmadd_ps(nr, dnm, _mm512_fmsub_ps(_mm512_loadu_ps(w + i), sz_ld16(dQ_, d_dt, i), dm));
+        __m512 g = sd ? _mm512_mul_ps(dval, vsQ) : _mm512_fmadd_ps(dval, vsQ, _mm512_loadu_ps(di + i));
+        _mm512_storeu_ps(di + i, g);
+        if (!da) continue;
+        _mm512_storeu_ps(da + i, sa ? g : _mm512_add_ps(_mm512_loadu_ps(da + i), g));
+        if (db_dt == BF) {
+            uint16_t *h = (uint16_t *)db + i;
+            __m512 v = sb ? g : _mm512_add_ps(sz_ld16(h, BF, 0), g);
+            _mm256_storeu_si256((__m256i *)h, sz_bf16_round16(v));
+        } else {
+            float *f = (float *)db + i;
+            _mm512_storeu_ps(f, sb ? g : _mm512_add_ps(_mm512_loadu_ps(f), g));
+        }
+    }
+    if (dP) {
+        *s1 = sz_lane_sum(a1);
+        *s2 = sz_lane_sum(a2);
+    }
+}
+
+/* Rows [lo, hi) of the pipelined backward, the operand types constant (d_dt; db_dt when da). */
+SZ_INLINE void ln_bwd_rows16(float *dinp, float *da, void *db, int db_dt, const void *dout, int d_dt,
+                             const float *inp, const float *w, const float *mean, const float *rstd, int lo, int hi,
+                             int C, int sd, int sa, int sb)
+{
+    size_t ed = d_dt == BF ? 2 : 4, eb = db_dt == BF ? 2 : 4;
+    float dm = 0.0f, dnm = 0.0f; /* row k-1's dnorm_mean, dnorm_norm_mean */
+    for (int k = lo; k <= hi; k++) {
+        int dP = k < hi, dQ = k > lo;
+        size_t rP = (size_t)k * C, rQ = rP - C;
+        const void *dp = dP ? (const char *)dout + rP * ed : NULL, *dq = dQ ? (const char *)dout + rQ * ed : NULL;
+        const float *xP = dP ? inp + rP : NULL, *xQ = dQ ? inp + rQ : NULL;
+        float mP = dP ? mean[k] : 0.0f, sP = dP ? rstd[k] : 0.0f, mQ = dQ ? mean[k - 1] : 0.0f;
+        float sQ = dQ ? rstd[k - 1] : 0.0f, s1 = 0.0f, s2 = 0.0f;
+        float *di = dQ ? dinp + rQ : NULL, *dan = dQ && da ? da + rQ : NULL;
+        void *dbn = dQ && da ? (char *)db + rQ * eb : NULL;
+        if (dP && dQ)
+            ln_bwd_pass(1, 1, dp, xP, mP, sP, &s1, &s2, di, dan, dbn, db_dt, dq, d_dt, xQ, mQ, sQ, dm, dnm, w, C, sd, sa, sb);
+        else if (dP)
+            ln_bwd_pass(1, 0, dp, xP, mP, sP, &s1, &s2, di, dan, dbn, db_dt, dq, d_dt, xQ, mQ, sQ, dm, dnm, w, C, sd, sa, sb);
+        else
+            ln_bwd_pass(0, 1, dp, xP, mP, sP, &s1, &s2, di, dan, dbn, db_dt, dq, d_dt, xQ, mQ, sQ, dm, dnm, w, C, sd, sa, sb);
+        dm = s1 / C;
+        dnm = s2 / C;
+    }
+}
+#endif
+
 /* The rows of the layernorm backward: di (fp32) += the input gradient of row n (sz_ln_row_bwd on the
  * widened weight and dout rows; set & SZ_K_SET_DINP without da: written instead), then, given da
  * (the fused residual's backward: di, i.e. dres, always accumulates), da += di and db += di (db of
- * type db_dt; set & SZ_K_SET_A, SZ_K_SET_B: da = di, db = di instead). 0, or -1 when a thread's
+ * type db_dt; set & SZ_K_SET_A, SZ_K_SET_B: da = di, db = di instead). Where the build has
+ * AVX-512 and C % 16 == 0, each row is one ln_row_bwd16 (dout widened in registers, the residual's
+ * gradients in the same pass); else dout is widened into a row first. 0, or -1 when a thread's
  * scratch (2 C floats beyond SZ_ROW_STACK) could not be allocated (then some rows are not done). */
 static int ln_bwd_rows(float *dinp, float *da, void *db, sz_k_dtype db_dt, const void *dout, sz_k_dtype dout_dt,
                        const float *inp, const void *weight, sz_k_dtype p_dt, const float *mean, const float *rstd,
@@ -142,14 +314,33 @@ static int ln_bwd_rows(float *dinp, float *da, void *db, sz_k_dtype db_dt, const
 {
     int dh = dout_dt == BF, ph = p_dt == BF, fail = 0;
     int sd = !da && (set & SZ_K_SET_DINP), sa = da && (set & SZ_K_SET_A), sb = da && (set & SZ_K_SET_B);
-    size_t need = (size_t)(dh + ph) * C;
+#if SZ_BF16_HW_ROUND
+    int v16 = C % 16 == 0;
+#else
+    int v16 = 0;
+#endif
+    size_t need = (size_t)(ph + (dh && !v16)) * C;
 #pragma omp parallel if (par) reduction(| : fail)
     {
-        float stk[SZ_ROW_STACK], *buf = need <= SZ_ROW_STACK ? stk : malloc(need * sizeof *buf);
+        float stk[SZ_ROW_STACK] __attribute__((aligned(64)));
+        float *buf = need <= SZ_ROW_STACK ? stk : malloc(need * sizeof *buf);
         const float *w = ph ? buf : weight;
         float *drow = buf ? buf + (ph ? C : 0) : NULL;
         if (!buf) fail = 1;
         else if (ph) sz_bf16_to_f32_row(buf, weight, (size_t)C);
+#if SZ_BF16_HW_ROUND
+        if (v16) { /* pipelined over the thread's block of rows */
+            int nt = omp_get_num_threads(), t = omp_get_thread_num();
+            int lo = (int)((int64_t)N * t / nt), hi = (int)((int64_t)N * (t + 1) / nt);
+            if (!buf) lo = hi;
+            else if (!da && dh) ln_bwd_rows16(dinp, NULL, NULL, F32, dout, BF, inp, w, mean, rstd, lo, hi, C, sd, 0, 0);
+            else if (!da) ln_bwd_rows16(dinp, NULL, NULL, F32, dout, F32, inp, w, mean, rstd, lo, hi, C, sd, 0, 0);
+            else if (db_dt == BF && dh) ln_bwd_rows16(dinp, da, db, BF, dout, BF, inp, w, mean, rstd, lo, hi, C, 0, sa, sb);
+            else if (db_dt == BF) ln_bwd_rows16(dinp, da, db, BF, dout, F32, inp, w, mean, rstd, lo, hi, C, 0, sa, sb);
+            else if (dh) ln_bwd_rows16(dinp, da, db, F32, dout, BF, inp, w, mean, rstd, lo, hi, C, 0, sa, sb);
+            else ln_bwd_rows16(dinp, da, db, F32, dout, F32, inp, w, mean, rstd, lo, hi, C, 0, sa, sb);
+        } else
+#endif
 #pragma omp for schedule(static)
         for (int n = 0; n < N; n++) {
             if (!buf) continue;
@@ -206,9 +397,10 @@ int sz_k_layernorm_bwd_mx_set(float *dinp, float *dweight, float *dbias, const v
 
 /* ---- GELU (gelu.c's formula) ---- */
 
-/* In pieces of SZ_GELU_PIECE elements: gelu.c's loop into a stack row (the fp32 kernel's own
- * vectorization), then rounded (a mixed-type loop vectorizes narrower). Elementwise: the bits
- * depend on no partition. */
+/* In pieces of SZ_GELU_PIECE elements. Where the build has AVX-512 and AVX512-BF16: sz_gelu16
+ * (sz_kernels_impl.h: the fp32 formula's very operations, four vectors side by side) rounded in
+ * registers; else gelu.c's loop into a stack row (the fp32 kernel's own vectorization), then
+ * rounded (a mixed-type loop vectorizes narrower). Elementwise: the bits depend on no partition. */
 #define SZ_GELU_PIECE 1024
 void sz_k_gelu_fwd_mx(void *out, sz_k_dtype out_dt, const float *inp, size_t n)
 {
@@ -218,6 +410,15 @@ void sz_k_gelu_fwd_mx(void *out, sz_k_dtype out_dt, const float *inp, size_t n)
         return;
     }
     size_t np = (n + SZ_GELU_PIECE - 1) / SZ_GELU_PIECE;
+#if SZ_BF16_HW_ROUND
+    /* AVX-512: sz_gelu16 rounded in registers (sz_gelu_row_bf16), no fp32 row */
+#pragma omp parallel for schedule(static) if (n >= SZ_PAR_MIN)
+    for (size_t p = 0; p < np; p++) {
+        size_t lo = p * SZ_GELU_PIECE, m = n - lo < SZ_GELU_PIECE ? n - lo : SZ_GELU_PIECE;
+        sz_gelu_row_bf16((uint16_t *)out + lo, inp + lo, m);
+    }
+    (void)s;
+#else
 #pragma omp parallel for schedule(static) if (n >= SZ_PAR_MIN)
     for (size_t p = 0; p < np; p++) {
         size_t lo = p * SZ_GELU_PIECE, m = n - lo < SZ_GELU_PIECE ? n - lo : SZ_GELU_PIECE;
@@ -227,6 +428,7 @@ void sz_k_gelu_fwd_mx(void *out, sz_k_dtype out_dt, const float *inp, size_t n)
         for (size_t i = 0; i < m; i++) v[i] = sz_gelu_1(x[i], s);
         sz_f32_to_bf16_row((uint16_t *)out + lo, v, m);
     }
+#endif
 }
 
 /* dinp (+)= local gradient * dout, in pieces of SZ_GELU_PIECE elements: the contributions (gelu.c's
@@ -252,6 +454,20 @@ void sz_k_gelu_bwd_mx_set(void *dinp, sz_k_dtype dinp_dt, const float *inp, cons
 {
     int ih = dinp_dt == BF, dh = dout_dt == BF, sd = set & SZ_K_SET_DINP;
     size_t np = (n + SZ_GELU_PIECE - 1) / SZ_GELU_PIECE;
+#if SZ_BF16_HW_ROUND
+    /* AVX-512: sz_gelu_bwd_row16 (the local gradient four vectors side by side, sz_gelu_grad16u; the
+     * product and the addition kept apart as below; a bf16 dinp rounded in registers) */
+#pragma omp parallel for schedule(static) if (n >= SZ_PAR_MIN)
+    for (size_t p = 0; p < np; p++) {
+        size_t lo = p * SZ_GELU_PIECE, m = n - lo < SZ_GELU_PIECE ? n - lo : SZ_GELU_PIECE;
+        const void *d = dh ? (const void *)((const uint16_t *)dout + lo) : (const void *)((const float *)dout + lo);
+        void *di = ih ? (void *)((uint16_t *)dinp + lo) : (void *)((float *)dinp + lo);
+        if (ih && dh) sz_gelu_bwd_row16(di, BF, inp + lo, d, BF, m, sd);
+        else if (ih) sz_gelu_bwd_row16(di, BF, inp + lo, d, F32, m, sd);
+        else if (dh) sz_gelu_bwd_row16(di, F32, inp + lo, d, BF, m, sd);
+        else sz_gelu_bwd_row16(di, F32, inp + lo, d, F32, m, sd);
+    }
+#else
 #pragma omp parallel for schedule(static) if (n >= SZ_PAR_MIN)
     for (size_t p = 0; p < np; p++) {
         size_t lo = p * SZ_GELU_PIECE, m = n - lo < SZ_GELU_PIECE ? n - lo : SZ_GELU_PIECE;
@@ -273,6 +489,7 @@ void sz_k_gelu_bwd_mx_set(void *dinp, sz_k_dtype dinp_dt, const float *inp, cons
             for (size_t i = 0; i < m; i++) di[i] += v[i];
         }
     }
+#endif
 }
 
 /* ---- residual backward: da += dout, db += dout (set: da = dout, db = dout) ---- */
@@ -305,6 +522,20 @@ void sz_k_residual_bwd_mx_set(void *da, sz_k_dtype da_dt, void *db, sz_k_dtype d
 #pragma omp parallel for schedule(static) if (n >= SZ_PAR_MIN)
     for (size_t p = 0; p < np; p++) {
         size_t lo = p * 4096, hi = lo + 4096 < n ? lo + 4096 : n;
+#if SZ_BF16_HW_ROUND
+        if (!ah && bh) { /* 16 at a time, db widened and rounded in registers (the same bits) */
+            size_t i = lo;
+            for (; i + 16 <= hi; i += 16) {
+                __m512 g = _mm512_loadu_ps(dout + i);
+                float *a = (float *)da + i;
+                uint16_t *h = (uint16_t *)db + i;
+                _mm512_storeu_ps(a, sa ? g : _mm512_add_ps(_mm512_loadu_ps(a), g));
+                _mm256_storeu_si256((__m256i *)h, sz_bf16_round16(sb ? g : _mm512_add_ps(sz_ld16(h, BF, 0), g)));
+            }
+            if (i < hi) res_bwd_range(da, F32, sa, db, BF, sb, dout, i, hi);
+            continue;
+        }
+#endif
         if (!ah && bh && !sa && !sb) res_bwd_range(da, F32, 0, db, BF, 0, dout, lo, hi);
         else if (!ah && bh && sa && sb) res_bwd_range(da, F32, 1, db, BF, 1, dout, lo, hi);
         else if (!ah && bh && !sa && sb) res_bwd_range(da, F32, 0, db, BF, 1, dout, lo, hi);
@@ -447,11 +678,123 @@ static void widen(float *dst, const void *src, int dt, size_t n)
     else memcpy(dst, src, n * sizeof *dst);
 }
 
+#if SZ_BF16_HW_ROUND
+/* RMSNorm's rows for C % 16 == 0, pipelined as the layernorm's (ln_fwd_rows16, ln_bwd_rows16): each
+ * pass over i takes row k's sum (A; the fused residual's res = a + b stored on the way) and row
+ * k-1's output, rounded in registers (O); backward, row k's sum (P) and row k-1's gradients (Q: di,
+ * and fused da, db as the layernorm's), dout widened in registers. The arithmetic of the fp32 row
+ * functions' 16-lane forms (sz_rms_row_fwd, sz_rms_row_bwd, sz_kernels_impl.h): the same bits. */
+SZ_INLINE void rms_fwd_pass(int dA, int dO, float *res, const float *a, const float *b, float *ssA, uint16_t *o,
+                            const float *xO, float sO, const float *w, int C)
+{
+    __m512 acc = _mm512_setzero_ps(), vs = _mm512_set1_ps(sO);
+    for (int i = 0; i < C; i += 16) {
+        if (dA) {
+            __m512 xa = _mm512_loadu_ps(a + i);
+            if (res) {
+                xa = _mm512_add_ps(xa, _mm512_loadu_ps(b + i));
+                _mm512_storeu_ps(res + i, xa);
+            }
+            acc = _mm512_fmadd_ps(xa, xa, acc);
+        }
+        if (dO) {
+            __m512 v = _mm512_mul_ps(_mm512_mul_ps(_mm512_loadu_ps(xO + i), vs), _mm512_loadu_ps(w + i));
+            _mm256_storeu_si256((__m256i *)(o + i), sz_bf16_round16(v));
+        }
+    }
+    if (dA) *ssA = sz_lane_sum(acc);
+}
+
+static void rms_fwd_rows16(float *res, uint16_t *out, float *rstd, const float *a, const float *b, const float *w,
+                           int lo, int hi, int C, float eps)
+{
+    for (int k = lo; k <= hi; k++) {
+        int dA = k < hi, dO = k > lo;
+        size_t rA = (size_t)k * C, rO = rA - C;
+        float *rs = res && dA ? res + rA : NULL, ss = 0.0f;
+        const float *xa = dA ? a + rA : NULL, *xb = rs ? b + rA : NULL, *xO = dO ? (res ? res : a) + rO : NULL;
+        uint16_t *o = dO ? out + rO : NULL;
+        float sO = dO ? rstd[k - 1] : 0.0f;
+        if (dA && dO) rms_fwd_pass(1, 1, rs, xa, xb, &ss, o, xO, sO, w, C);
+        else if (dA) rms_fwd_pass(1, 0, rs, xa, xb, &ss, o, xO, sO, w, C);
+        else rms_fwd_pass(0, 1, rs, xa, xb, &ss, o, xO, sO, w, C);
+        if (dA) rstd[k] = 1.0f / sqrtf(ss / C + eps);
+    }
+}
+
+SZ_INLINE void rms_bwd_pass(int dP, int dQ, const void *dP_, const float *xP, float *dotP, float *di, float *da,
+                            void *db, int db_dt, const void *dQ_, int d_dt, const float *xQ, float sQ, float kQ,
+                            const float *w, int C, int sd, int sa, int sb)
+{
+    __m512 acc = _mm512_setzero_ps(), vs = _mm512_set1_ps(sQ), vk = _mm512_set1_ps(kQ);
+    for (int i = 0; i < C; i += 16) {
+        if (dP)
+            acc = _mm512_fmadd_ps(_mm512_mul_ps(sz_ld16(dP_, d_dt, i), _mm512_loadu_ps(w + i)), _mm512_loadu_ps(xP + i),
+                                  acc);
+        if (!dQ) continue;
+        __m512 v = _mm512_fmsub_ps(_mm512_mul_ps(vs, _mm512_loadu_ps(w + i)), sz_ld16(dQ_, d_dt, i),
+                                   _mm512_mul_ps(vk, _mm512_loadu_ps(xQ + i)));
+        __m512 g = sd ? v : _mm512_add_ps(_mm512_loadu_ps(di + i), v);
+        _mm512_storeu_ps(di + i, g);
+        if (!da) continue;
+        _mm512_storeu_ps(da + i, sa ? g : _mm512_add_ps(_mm512_loadu_ps(da + i), g));
+        if (db_dt == BF) {
+            uint16_t *h = (uint16_t *)db + i;
+            _mm256_storeu_si256((__m256i *)h, sz_bf16_round16(sb ? g : _mm512_add_ps(sz_ld16(h, BF, 0), g)));
+        } else {
+            float *f = (float *)db + i;
+            _mm512_storeu_ps(f, sb ? g : _mm512_add_ps(_mm512_loadu_ps(f), g));
+        }
+    }
+    if (dP) *dotP = sz_lane_sum(acc);
+}
+
+SZ_INLINE void rms_bwd_rows16(float *dinp, float *da, void *db, int db_dt, const void *dout, int d_dt, const float *inp,
+                              const float *w, const float *rstd, int lo, int hi, int C, int sd, int sa, int sb)
+{
+    size_t ed = d_dt == BF ? 2 : 4, eb = db_dt == BF ? 2 : 4;
+    float kq = 0.0f; /* row k-1's s^3 dot / C */
+    for (int k = lo; k <= hi; k++) {
+        int dP = k < hi, dQ = k > lo;
+        size_t rP = (size_t)k * C, rQ = rP - C;
+        const void *dp = dP ? (const char *)dout + rP * ed : NULL, *dq = dQ ? (const char *)dout + rQ * ed : NULL;
+        const float *xP = dP ? inp + rP : NULL, *xQ = dQ ? inp + rQ : NULL;
+        float sQ = dQ ? rstd[k - 1] : 0.0f, dot = 0.0f;
+        float *di = dQ ? dinp + rQ : NULL, *dan = dQ && da ? da + rQ : NULL;
+        void *dbn = dQ && da ? (char *)db + rQ * eb : NULL;
+        if (dP && dQ) rms_bwd_pass(1, 1, dp, xP, &dot, di, dan, dbn, db_dt, dq, d_dt, xQ, sQ, kq, w, C, sd, sa, sb);
+        else if (dP) rms_bwd_pass(1, 0, dp, xP, &dot, di, dan, dbn, db_dt, dq, d_dt, xQ, sQ, kq, w, C, sd, sa, sb);
+        else rms_bwd_pass(0, 1, dp, xP, &dot, di, dan, dbn, db_dt, dq, d_dt, xQ, sQ, kq, w, C, sd, sa, sb);
+        if (dP) {
+            float s = rstd[k];
+            kq = s * s * s * dot / C;
+        }
+    }
+}
+#endif
+
 /* res NULL: rmsnorm(a) (sz_rms_row_fwd); else res = a + b and rmsnorm(res) (sz_k_residual_rmsnorm_fwd,
  * row by row); a bf16 out is the fp32 row rounded. */
 static int rms_fwd_mx(float *res, void *out, sz_k_dtype out_dt, float *rstd, const float *a, const float *b,
                       const void *weight, sz_k_dtype p_dt, int N, int C, float eps)
 {
+#if SZ_BF16_HW_ROUND
+    if (out_dt == SZ_K_BF16 && C % 16 == 0 && C <= SZ_ROW_STACK) { /* pipelined, rows split in blocks */
+#pragma omp parallel if ((size_t)N * C >= SZ_PAR_MIN)
+        {
+            float wst[SZ_ROW_STACK] __attribute__((aligned(64)));
+            const float *wf = weight;
+            if (p_dt == SZ_K_BF16) {
+                sz_bf16_to_f32_row(wst, weight, (size_t)C);
+                wf = wst;
+            }
+            int nt = omp_get_num_threads(), t = omp_get_thread_num();
+            rms_fwd_rows16(res, out, rstd, a, b, wf, (int)((int64_t)N * t / nt), (int)((int64_t)N * (t + 1) / nt), C,
+                           eps);
+        }
+        return 0;
+    }
+#endif
     float *wf = malloc((size_t)C * sizeof *wf);
     if (!wf) return -1;
     widen(wf, weight, p_dt, (size_t)C);
@@ -497,6 +840,33 @@ static int rms_bwd_mx(float *da, void *db, sz_k_dtype db_dt, float *dres, float 
                       int N, int C, int set)
 {
     int par = (size_t)N * C >= SZ_PAR_MIN;
+#if SZ_BF16_HW_ROUND
+    if (C % 16 == 0 && C <= SZ_ROW_STACK) { /* pipelined, rows split in blocks */
+        int dh = dout_dt == SZ_K_BF16, sd = !db && (set & SZ_K_SET_DINP);
+        int sa = db && (set & SZ_K_SET_A), sb = db && (set & SZ_K_SET_B);
+        if (da || db) {
+#pragma omp parallel if (par)
+            {
+                float wst[SZ_ROW_STACK] __attribute__((aligned(64)));
+                const float *wf = weight;
+                if (p_dt == SZ_K_BF16) {
+                    sz_bf16_to_f32_row(wst, weight, (size_t)C);
+                    wf = wst;
+                }
+                int nt = omp_get_num_threads(), t = omp_get_thread_num();
+                int lo = (int)((int64_t)N * t / nt), hi = (int)((int64_t)N * (t + 1) / nt);
+                if (!db && dh) rms_bwd_rows16(da, NULL, NULL, F32, dout, BF, inp, wf, rstd, lo, hi, C, sd, 0, 0);
+                else if (!db) rms_bwd_rows16(da, NULL, NULL, F32, dout, F32, inp, wf, rstd, lo, hi, C, sd, 0, 0);
+                else if (db_dt == BF && dh) rms_bwd_rows16(dres, da, db, BF, dout, BF, inp, wf, rstd, lo, hi, C, 0, sa, sb);
+                else if (db_dt == BF) rms_bwd_rows16(dres, da, db, BF, dout, F32, inp, wf, rstd, lo, hi, C, 0, sa, sb);
+                else if (dh) rms_bwd_rows16(dres, da, db, F32, dout, BF, inp, wf, rstd, lo, hi, C, 0, sa, sb);
+                else rms_bwd_rows16(dres, da, db, F32, dout, F32, inp, wf, rstd, lo, hi, C, 0, sa, sb);
+            }
+        }
+        if (dweight) sz_rms_weight_bwd(dweight, dout, dout_dt, inp, rstd, N, C, par, set);
+        return 0;
+    }
+#endif
     float *wf = malloc((size_t)C * sizeof *wf);
     if (!wf) return -1;
     widen(wf, weight, p_dt, (size_t)C);

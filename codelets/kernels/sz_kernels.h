@@ -180,6 +180,17 @@ void sz_k_bf16_to_f32(float *dst, const uint16_t *src, size_t n);
  * CPU and thread count. */
 enum { SZ_K_CONVERT_SET = 0, SZ_K_CONVERT_ADD = 1, SZ_K_CONVERT_ONTO_ZEROS = 2 };
 void sz_k_convert(void *dst, sz_k_dtype ddt, const void *src, sz_k_dtype sdt, size_t n, int mode);
+/* The linear layer's parameter gradients rounded into bf16 by their one writer (matmul_round.c):
+ * dweight[OC,C] and dbias[OC] (either may be NULL) get exactly what sz_k_matmul_bwd_set (in_dt
+ * F32: fp32 dout[N,OC], inp[N,C]) or sz_k_matmul_bwd_bf16_set (in_dt BF16, dparam_dt F32) with
+ * SZ_K_SET_DW | SZ_K_SET_DB into fp32 buffers followed by sz_k_convert(..., mode) into them give
+ * (mode an SZ_K_CONVERT_*: a GRAD_CONVERT folded into the gradients' writer); no full fp32 copy,
+ * a panel of whole tile rows instead (sz_k_matmul_dparams_round_bytes, counted in the matmuls'
+ * host bytes while a call runs). 0 (oneDNN tiles), 1 (a plain fallback tile), -1 out of memory
+ * (nothing written), -2 bad arguments. */
+int sz_k_matmul_dparams_round(uint16_t *dweight, uint16_t *dbias, const void *dout, const void *inp,
+                              sz_k_dtype in_dt, int N, int C, int OC, int mode);
+size_t sz_k_matmul_dparams_round_bytes(int C, int OC);
 
 /* ==== the native bf16 path's kernels (bf16_act.c): fp32 math, some operands bf16 ====
  * A bf16 input is widened exactly, a bf16 output rounded once (RNE) from the fp32 value, and a bf16
@@ -298,7 +309,7 @@ int sz_k_rope_bwd_set(float *dinp, const float *dout, int B, int T, int C, int N
 int sz_k_rope_bwd_mx_set(void *dinp, sz_k_dtype dinp_dt, const void *dout, sz_k_dtype dout_dt, int B, int T, int C,
                          int NH, float theta, int set);
 
-/* ==== operations of LLaMA-style models (rmsnorm.c, silu.c, mul.c, rope.c, embedding.c, mse.c) ==== */
+/* ==== operations of LLaMA-style models (rmsnorm.c, silu.c, mul.c, swiglu.c, rope.c, embedding.c, mse.c) ==== */
 
 /* ---- RMSNorm over the last dim: out[N,C] = inp · rstd · w, rstd[N] = 1/sqrt(mean(inp²) + eps)
  *      (written); backward: dinp [N,C], dweight [C] accumulate (either may be NULL) ---- */
@@ -320,6 +331,16 @@ void sz_k_silu_bwd(float *dinp, const float *inp, const float *dout, size_t n);
 /* ---- elementwise product: out = a · b, [n]; da += dout · b, db += dout · a (either may be NULL) ---- */
 void sz_k_mul_fwd(float *out, const float *a, const float *b, size_t n);
 void sz_k_mul_bwd(float *da, float *db, const float *dout, const float *a, const float *b, size_t n);
+
+/* ---- SwiGLU (swiglu.c), LLaMA's MLP gate fused: out = silu(gate) · up, [n] (written; libm's expf);
+ *      dgate += dout · up · σ(g)(1 + g(1 - σ(g))), dup += dout · g σ(g). The _mx variants: out, dgate,
+ *      dup, dout each fp32 or bf16 (gate, up fp32), the fp32 formula on the widened values, each bf16
+ *      result rounded once. ---- */
+void sz_k_swiglu_fwd(float *out, const float *gate, const float *up, size_t n);
+void sz_k_swiglu_bwd(float *dgate, float *dup, const float *dout, const float *gate, const float *up, size_t n);
+void sz_k_swiglu_fwd_mx(void *out, sz_k_dtype out_dt, const float *gate, const float *up, size_t n);
+void sz_k_swiglu_bwd_mx(void *dgate, sz_k_dtype dgate_dt, void *dup, sz_k_dtype dup_dt, const void *dout,
+                        sz_k_dtype dout_dt, const float *gate, const float *up, size_t n);
 
 /* ---- rotary position embedding on fused qkv [B,T,3C], NH heads of hs = C/NH (hs even): q and k
  *      pairs (2i, 2i+1) at position t rotated by t · theta^(-2i/hs), v copied. out WRITTEN; the

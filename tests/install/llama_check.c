@@ -1,7 +1,6 @@
 /* tests/install/llama_check.c — the bundled LLaMA-style model from an installed StarZeRO
- * (starzero_llama.h, library starzero_llama; its SwiGLU is an operation of its own through
- * starzero_starpu.h): a tiny model learns to repeat a fixed sequence. Exits non-zero unless the
- * loss after 40 steps is below half the first step's.  llama-check [steps] */
+ * (starzero_llama.h, library starzero_llama): a tiny model learns to repeat a fixed sequence.
+ * Exits non-zero unless the loss after 40 steps is below half the first step's.  llama-check [steps] */
 #include <stdio.h>
 #include <stdlib.h>
 #include "starzero_llama.h"

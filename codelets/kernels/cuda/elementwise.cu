@@ -1,7 +1,8 @@
 /* codelets/kernels/cuda/elementwise.cu — CUDA twins of the elementwise kernels: GELU (tanh form,
  * kernels/gelu.c's formula through 1/(1+e^(-2u)) with the CPU's exp polynomial), residual
- * (kernels/residual.c), SiLU (kernels/silu.c) and the elementwise product (kernels/mul.c).
- * Backward kernels add.
+ * (kernels/residual.c), SiLU (kernels/silu.c), the elementwise product (kernels/mul.c) and SwiGLU
+ * (kernels/swiglu.c: silu(gate) * up fused, with the device's expf where the CPU calls libm's, so
+ * the two agree to rounding, not bitwise). Backward kernels add.
  *
  * The native bf16 path's variants (the _mx entry points, as the CPU's sz_k_*_mx kernels of
  * kernels/bf16_act.c): the inputs the formulas read (x, a, b: a matmul's fp32 outputs) stay fp32;
@@ -88,6 +89,32 @@ __global__ static void mul_bwd_k(float *da, float *db, const float *dout, const 
     }
 }
 
+/* SwiGLU's per-element math, kernels/swiglu.c's expressions (swiglu_1, swiglu_bwd_1) in the same
+ * order; expf is CUDA's (max 2 ulp), libm's on the CPU. One copy for the fp32 and the typed kernels. */
+static __device__ __forceinline__ float swiglu_1(float g, float u) { return g / (1.0f + expf(-g)) * u; }
+static __device__ __forceinline__ void swiglu_bwd_1(float *dg, float *du, float d, float g, float u)
+{
+    float s = 1.0f / (1.0f + expf(-g));
+    *dg += d * u * (s * (1.0f + g * (1.0f - s)));
+    *du += d * (g * s);
+}
+
+__global__ static void swiglu_fwd_k(float *out, const float *gate, const float *up, size_t n)
+{
+    SZ_GRID_STRIDE(i, n) out[i] = swiglu_1(gate[i], up[i]);
+}
+
+__global__ static void swiglu_bwd_k(float *dgate, float *dup, const float *dout, const float *gate, const float *up,
+                                    size_t n)
+{
+    SZ_GRID_STRIDE(i, n) {
+        float dg = dgate[i], du = dup[i];
+        swiglu_bwd_1(&dg, &du, dout[i], gate[i], up[i]);
+        dgate[i] = dg;
+        dup[i] = du;
+    }
+}
+
 __global__ static void residual_fwd_k(float *out, const float *a, const float *b, size_t n)
 {
     SZ_GRID_STRIDE(i, n) out[i] = a[i] + b[i];
@@ -167,6 +194,23 @@ __global__ static void mul_bwd_mx_k(void *da, int da_dt, void *db, int db_dt, co
     }
 }
 
+__global__ static void swiglu_fwd_mx_k(void *out, int out_dt, const float *gate, const float *up, size_t n)
+{
+    SZ_GRID_STRIDE(i, n) sz_d_st(out, out_dt, i, swiglu_1(gate[i], up[i]));
+}
+
+/* The fp32 kernel's arithmetic on the widened values, each bf16 gradient rounded once on store. */
+__global__ static void swiglu_bwd_mx_k(void *dgate, int dgate_dt, void *dup, int dup_dt, const void *dout,
+                                       int dout_dt, const float *gate, const float *up, size_t n)
+{
+    SZ_GRID_STRIDE(i, n) {
+        float dg = sz_d_ld(dgate, dgate_dt, i), du = sz_d_ld(dup, dup_dt, i);
+        swiglu_bwd_1(&dg, &du, sz_d_ld(dout, dout_dt, i), gate[i], up[i]);
+        sz_d_st(dgate, dgate_dt, i, dg);
+        sz_d_st(dup, dup_dt, i, du);
+    }
+}
+
 __global__ static void residual_bwd_mx_k(void *da, int da_dt, void *db, int db_dt, const float *dout, size_t n,
                                          int set_a, int set_b)
 {
@@ -213,6 +257,15 @@ extern "C" int sz_cuda_mul_bwd(cudaStream_t s, float *da, float *db, const float
                                const float *b, size_t n)
 {
     SZ_EW_LAUNCH(mul_bwd_k, n, da, db, dout, a, b, n);
+}
+extern "C" int sz_cuda_swiglu_fwd(cudaStream_t s, float *out, const float *gate, const float *up, size_t n)
+{
+    SZ_EW_LAUNCH(swiglu_fwd_k, n, out, gate, up, n);
+}
+extern "C" int sz_cuda_swiglu_bwd(cudaStream_t s, float *dgate, float *dup, const float *dout, const float *gate,
+                                  const float *up, size_t n)
+{
+    SZ_EW_LAUNCH(swiglu_bwd_k, n, dgate, dup, dout, gate, up, n);
 }
 extern "C" int sz_cuda_residual_fwd(cudaStream_t s, float *out, const float *a, const float *b, size_t n)
 {
@@ -270,4 +323,18 @@ extern "C" int sz_cuda_residual_bwd_mx(cudaStream_t s, void *da, int da_dt, void
     if (da_dt != SZ_CUDA_BF16 && db_dt != SZ_CUDA_BF16 && !sa && !sb)
         return sz_cuda_residual_bwd(s, (float *)da, (float *)db, dout, n);
     SZ_EW_LAUNCH(residual_bwd_mx_k, n, da, da_dt, db, db_dt, dout, n, sa, sb);
+}
+extern "C" int sz_cuda_swiglu_fwd_mx(cudaStream_t s, void *out, int out_dt, const float *gate, const float *up,
+                                     size_t n)
+{
+    if (out_dt != SZ_CUDA_BF16)
+        return sz_cuda_swiglu_fwd(s, (float *)out, gate, up, n);
+    SZ_EW_LAUNCH(swiglu_fwd_mx_k, n, out, out_dt, gate, up, n);
+}
+extern "C" int sz_cuda_swiglu_bwd_mx(cudaStream_t s, void *dgate, int dgate_dt, void *dup, int dup_dt,
+                                     const void *dout, int dout_dt, const float *gate, const float *up, size_t n)
+{
+    if (dgate_dt != SZ_CUDA_BF16 && dup_dt != SZ_CUDA_BF16 && dout_dt != SZ_CUDA_BF16)
+        return sz_cuda_swiglu_bwd(s, (float *)dgate, (float *)dup, (const float *)dout, gate, up, n);
+    SZ_EW_LAUNCH(swiglu_bwd_mx_k, n, dgate, dgate_dt, dup, dup_dt, dout, dout_dt, gate, up, n);
 }

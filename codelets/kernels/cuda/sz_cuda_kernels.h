@@ -192,6 +192,11 @@ int sz_cuda_silu_bwd(cudaStream_t s, float *dinp, const float *inp, const float 
 int sz_cuda_mul_fwd(cudaStream_t s, float *out, const float *a, const float *b, size_t n);
 int sz_cuda_mul_bwd(cudaStream_t s, float *da, float *db, const float *dout, const float *a, const float *b,
                     size_t n);
+/* SwiGLU, as sz_k_swiglu_*: out = g / (1 + e^-g) * u (the device's expf, libm's on the CPU);
+ * dgate += dout * u * (s * (1 + g (1 - s))), dup += dout * (g * s), s = 1 / (1 + e^-g). */
+int sz_cuda_swiglu_fwd(cudaStream_t s, float *out, const float *gate, const float *up, size_t n);
+int sz_cuda_swiglu_bwd(cudaStream_t s, float *dgate, float *dup, const float *dout, const float *gate,
+                       const float *up, size_t n);
 /* out = a + b (out may alias a or b); da += dout, db += dout. */
 int sz_cuda_residual_fwd(cudaStream_t s, float *out, const float *a, const float *b, size_t n);
 int sz_cuda_residual_bwd(cudaStream_t s, float *da, float *db, const float *dout, size_t n);
@@ -306,6 +311,10 @@ int sz_cuda_mul_bwd_mx(cudaStream_t s, void *da, int da_dt, void *db, int db_dt,
                        const float *a, const float *b, size_t n);
 int sz_cuda_residual_bwd_mx(cudaStream_t s, void *da, int da_dt, void *db, int db_dt, const float *dout, size_t n,
                             int set);
+/* SwiGLU with out (forward) / dgate, dup, dout (backward) each fp32 or bf16; gate, up fp32. */
+int sz_cuda_swiglu_fwd_mx(cudaStream_t s, void *out, int out_dt, const float *gate, const float *up, size_t n);
+int sz_cuda_swiglu_bwd_mx(cudaStream_t s, void *dgate, int dgate_dt, void *dup, int dup_dt, const void *dout,
+                          int dout_dt, const float *gate, const float *up, size_t n);
 int sz_cuda_rope_bwd_mx(cudaStream_t s, void *dinp, int dinp_dt, const void *dout, int dout_dt, int B, int T, int C,
                         int NH, float theta, int set);
 
