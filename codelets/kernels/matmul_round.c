@@ -7,8 +7,8 @@
  * bf16(old + g)). So the bits equal that kernel into an fp32 buffer followed by sz_k_convert, without
  * the full fp32 gradient: dweight goes through a per-call fp32 panel of whole tile rows (the tiled
  * product cuts d into fixed SZ_MM_TM x SZ_MM_TN tiles from its row 0; a panel of whole tile rows,
- * same row stride C, gives every tile the same shape, operands and primitive), rounded while it is
- * warm in the cache. */
+ * same row stride C, gives every tile the same shape, operands and primitive), each tile rounded
+ * by its own thread right after its product (an sz_mm_epi hook), while it is in the cache. */
 #include <omp.h>
 #include <stdlib.h>
 #include "sz_kernels_impl.h"
@@ -22,11 +22,14 @@
 #endif
 
 
-/* Rows per panel: whole tile rows, enough tiles for every thread. */
+/* Rows per panel: whole tile rows, about SZ_MMR_PANEL_BYTES of fp32 (fewer parallel regions: each
+ * costs a fork and a barrier), at least enough tiles for every thread, at most all of dweight. */
+#define SZ_MMR_PANEL_BYTES (4u << 20)
 static int64_t panel_rows(int64_t OC, int64_t C)
 {
     int64_t nn = (C + SZ_MM_TN - 1) / SZ_MM_TN, nthr = omp_get_max_threads();
-    int64_t k = (nthr + nn - 1) / nn;
+    int64_t need = (nthr + nn - 1) / nn, fit = (int64_t)SZ_MMR_PANEL_BYTES / ((int64_t)SZ_MM_TM * C * 4);
+    int64_t k = fit > need ? fit : need;
     int64_t rows = (k < 1 ? 1 : k) * SZ_MM_TM;
     return rows < OC ? rows : OC;
 }
@@ -34,6 +37,34 @@ static int64_t panel_rows(int64_t OC, int64_t C)
 size_t sz_k_matmul_dparams_round_bytes(int C, int OC)
 {
     return (size_t)panel_rows(OC, C) * (size_t)C * sizeof(float) + (size_t)OC * sizeof(float);
+}
+
+/* The tile hook: the tile's fp32 values (rows i0.., columns j0.. of the panel) rounded into
+ * dweight on the tile's thread, right after its product, with sz_k_convert's element rule. */
+struct round_ctx {
+    const float *panel;
+    uint16_t *dst;   /* dweight's row r0 */
+    int64_t C;
+    int mode;
+};
+
+static void round_tile(const sz_mm_epi *e, int64_t i0, int64_t j0, int64_t m, int64_t n)
+{
+    const struct round_ctx *c = e->ctx;
+    for (int64_t i = i0; i < i0 + m; i++) {
+        const float *s = c->panel + i * c->C + j0;
+        uint16_t *d = c->dst + i * c->C + j0;
+        if (c->mode == SZ_K_CONVERT_ADD) {
+#pragma omp simd
+            for (int64_t j = 0; j < n; j++) d[j] = sz_f32_to_bf16_1(sz_bf16_to_f32_1(d[j]) + s[j]);
+        } else if (c->mode == SZ_K_CONVERT_ONTO_ZEROS) {
+#pragma omp simd
+            for (int64_t j = 0; j < n; j++) d[j] = sz_f32_to_bf16_1(0.0f + s[j]);
+        } else {
+#pragma omp simd
+            for (int64_t j = 0; j < n; j++) d[j] = sz_f32_to_bf16_1(s[j]);
+        }
+    }
 }
 
 int sz_k_matmul_dparams_round(uint16_t *dweight, uint16_t *dbias, const void *dout, const void *inp,
@@ -60,11 +91,12 @@ int sz_k_matmul_dparams_round(uint16_t *dweight, uint16_t *dbias, const void *do
         s.bias_dt = -1;
         s.a_sm = 1; s.a_sk = OC; s.b_sk = C; s.b_sn = 1; s.ldd = C; s.accumulate = 0;
         const void *a = (const char *)dout + (size_t)r0 * es;
-        int r = in_dt == SZ_K_BF16 ? sz_mm_bf16_epi(&s, panel, a, inp, NULL, NULL)
-                                   : sz_mm_tiled(&s, panel, a, inp, NULL);
+        struct round_ctx ctx = {panel, dweight + (size_t)r0 * C, C, mode};
+        sz_mm_epi epi = {NULL, round_tile, &ctx};
+        int r = in_dt == SZ_K_BF16 ? sz_mm_bf16_epi(&s, panel, a, inp, NULL, &epi)
+                                   : sz_mm_tiled_epi(&s, panel, a, inp, NULL, &epi);
         if (r < 0) { rc = r; break; }
         rc |= r;
-        sz_k_convert(dweight + (size_t)r0 * C, SZ_K_BF16, panel, SZ_K_F32, (size_t)m * C, mode);
     }
     if (rc >= 0 && dbias) { /* the first writer's sums: from 0, rows in order */
         float *db = panel + (size_t)rows * C;
