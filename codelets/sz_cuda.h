@@ -15,6 +15,11 @@
 sz_status sz_nccl_start(MPI_Comm comm, int rank, int nd, char *why, size_t why_len);
 void sz_nccl_stop(void);
 int sz_nccl_active(void);
+/* The decisions of codelets/nccl.c, pure (tests/test_nccl_rule.c): whether a worker (a CUDA one or
+ * not) may run reduce-scatter / all-gather, NCCL active or not (never both paths at once); whether
+ * the ranks' PCI bus ids (nd strings, stride bytes apart) are all present and different. */
+int sz_nccl_worker_may_run(int cuda_worker, int nccl_active);
+int sz_nccl_buses_distinct(const char *all, int nd, size_t stride);
 
 #if defined(SZ_HAVE_CUDA) && defined(STARPU_USE_CUDA)
 #define SZ_WITH_CUDA 1

@@ -454,6 +454,20 @@ void sz_k_gelu_bwd_mx_set(void *dinp, sz_k_dtype dinp_dt, const float *inp, cons
 {
     int ih = dinp_dt == BF, dh = dout_dt == BF, sd = set & SZ_K_SET_DINP;
     size_t np = (n + SZ_GELU_PIECE - 1) / SZ_GELU_PIECE;
+#if SZ_BF16_HW_ROUND
+    /* AVX-512: sz_gelu_bwd_row16 (the local gradient four vectors side by side, sz_gelu_grad16u; the
+     * product and the addition kept apart as below; a bf16 dinp rounded in registers) */
+#pragma omp parallel for schedule(static) if (n >= SZ_PAR_MIN)
+    for (size_t p = 0; p < np; p++) {
+        size_t lo = p * SZ_GELU_PIECE, m = n - lo < SZ_GELU_PIECE ? n - lo : SZ_GELU_PIECE;
+        const void *d = dh ? (const void *)((const uint16_t *)dout + lo) : (const void *)((const float *)dout + lo);
+        void *di = ih ? (void *)((uint16_t *)dinp + lo) : (void *)((float *)dinp + lo);
+        if (ih && dh) sz_gelu_bwd_row16(di, BF, inp + lo, d, BF, m, sd);
+        else if (ih) sz_gelu_bwd_row16(di, BF, inp + lo, d, F32, m, sd);
+        else if (dh) sz_gelu_bwd_row16(di, F32, inp + lo, d, BF, m, sd);
+        else sz_gelu_bwd_row16(di, F32, inp + lo, d, F32, m, sd);
+    }
+#else
 #pragma omp parallel for schedule(static) if (n >= SZ_PAR_MIN)
     for (size_t p = 0; p < np; p++) {
         size_t lo = p * SZ_GELU_PIECE, m = n - lo < SZ_GELU_PIECE ? n - lo : SZ_GELU_PIECE;
@@ -475,6 +489,7 @@ void sz_k_gelu_bwd_mx_set(void *dinp, sz_k_dtype dinp_dt, const float *inp, cons
             for (size_t i = 0; i < m; i++) di[i] += v[i];
         }
     }
+#endif
 }
 
 /* ---- residual backward: da += dout, db += dout (set: da = dout, db = dout) ---- */

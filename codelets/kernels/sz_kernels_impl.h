@@ -303,16 +303,32 @@ SZ_INLINE void sz_expf16u(__m512 *x, int U)
     SZ_U_(k[u_] = _mm512_mask_mov_epi32(k[u_], mhi[u_], _mm512_set1_epi32(0x7F800000)))
     SZ_U_(x[u_] = _mm512_castsi512_ps(_mm512_mask_mov_epi32(k[u_], mnan[u_], ix[u_])))
 }
+/* g[0..U) = 1 / (1 + e^(-2u)) of x[0..U) (sz_gelu_g) */
+SZ_INLINE void sz_gelu_g16u(const __m512 *x, __m512 *g, int U)
+{
+    const float c = -2.0f * SZ_GELU_SCALE;
+    SZ_U_(g[u_] = _mm512_mul_ps(_mm512_mul_ps(_mm512_set1_ps(0.044715f), x[u_]), x[u_]))
+    SZ_U_(g[u_] = _mm512_mul_ps(_mm512_fmadd_ps(g[u_], x[u_], x[u_]), _mm512_set1_ps(c)))
+    sz_expf16u(g, U);
+    SZ_U_(g[u_] = _mm512_div_ps(_mm512_set1_ps(1.0f), _mm512_add_ps(_mm512_set1_ps(1.0f), g[u_])))
+}
 /* x[0..U) replaced by gelu(x) */
 SZ_INLINE void sz_gelu16u(__m512 *x, int U)
 {
-    const float c = -2.0f * SZ_GELU_SCALE;
-    __m512 e[SZ_GELU_U];
-    SZ_U_(e[u_] = _mm512_mul_ps(_mm512_mul_ps(_mm512_set1_ps(0.044715f), x[u_]), x[u_]))
-    SZ_U_(e[u_] = _mm512_mul_ps(_mm512_fmadd_ps(e[u_], x[u_], x[u_]), _mm512_set1_ps(c)))
-    sz_expf16u(e, U);
-    SZ_U_(e[u_] = _mm512_div_ps(_mm512_set1_ps(1.0f), _mm512_add_ps(_mm512_set1_ps(1.0f), e[u_])))
-    SZ_U_(x[u_] = _mm512_mul_ps(x[u_], e[u_]))
+    __m512 g[SZ_GELU_U];
+    sz_gelu_g16u(x, g, U);
+    SZ_U_(x[u_] = _mm512_mul_ps(x[u_], g[u_]))
+}
+/* x[0..U) replaced by GELU's local gradient (sz_gelu_grad_1) */
+SZ_INLINE void sz_gelu_grad16u(__m512 *x, int U)
+{
+    const float s = SZ_GELU_SCALE, c3 = 3.0f * 0.044715f;
+    __m512 g[SZ_GELU_U], t[SZ_GELU_U];
+    sz_gelu_g16u(x, g, U);
+    SZ_U_(t[u_] = _mm512_mul_ps(_mm512_mul_ps(_mm512_set1_ps(4.0f), g[u_]), _mm512_sub_ps(_mm512_set1_ps(1.0f), g[u_])))
+    SZ_U_(t[u_] = _mm512_mul_ps(_mm512_mul_ps(_mm512_mul_ps(x[u_], _mm512_set1_ps(0.5f)), t[u_]), _mm512_set1_ps(s)))
+    SZ_U_(x[u_] = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_set1_ps(c3), x[u_]), x[u_], _mm512_set1_ps(1.0f)))
+    SZ_U_(x[u_] = _mm512_fmadd_ps(t[u_], x[u_], g[u_]))
 }
 #undef SZ_U_
 SZ_INLINE __m512 sz_gelu16(__m512 x)
@@ -322,6 +338,55 @@ SZ_INLINE __m512 sz_gelu16(__m512 x)
 }
 #else
 #define SZ_ROW16 0
+#endif
+
+#if SZ_BF16_HW_ROUND
+/* GELU's backward on n elements, serially, AVX-512: c = gelu'(x) * dout (dout of type d_dt; the
+ * product alone, rounded before any addition: _mm512_mul_round_ps, which the compiler never fuses),
+ * then dinp (type i_dt) = c (set 1), 0.0f + c (set 2: what adding onto a zeroed dinp gives, dinp
+ * not read; -0 becomes +0) or dinp + c (set 0), a bf16 dinp rounded once in registers. Bitwise
+ * sz_gelu_grad_1(x) * dout and the additions of bf16_act.c's loops (gelu_contrib). dinp may be dout
+ * (in place) with set 1 or 2. */
+SZ_INLINE void sz_gelu_bwd16_put(void *dinp, int i_dt, int set, size_t i, __m512 c, __mmask16 m)
+{
+    if (set == 2) {
+        c = _mm512_add_ps(_mm512_setzero_ps(), c);
+        set = 1;
+    }
+    if (i_dt == SZ_K_BF16) {
+        uint16_t *h = (uint16_t *)dinp + i;
+        if (!set) c = _mm512_add_ps(_mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, h)), 16)), c);
+        _mm256_mask_storeu_epi16(h, m, sz_bf16_round16(c));
+    } else {
+        float *f = (float *)dinp + i;
+        _mm512_mask_storeu_ps(f, m, set ? c : _mm512_add_ps(_mm512_maskz_loadu_ps(m, f), c));
+    }
+}
+SZ_INLINE __m512 sz_ld16m(const void *p, int dt, size_t i, __mmask16 m) /* sz_ld16, lanes outside m zero */
+{
+    if (dt == SZ_K_BF16)
+        return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, (const uint16_t *)p + i)), 16));
+    return _mm512_maskz_loadu_ps(m, (const float *)p + i);
+}
+SZ_INLINE void sz_gelu_bwd_row16(void *dinp, int i_dt, const float *x, const void *d, int d_dt, size_t n, int set)
+{
+    size_t i = 0;
+    for (; i + 16 * SZ_GELU_U <= n; i += 16 * SZ_GELU_U) {
+        __m512 v[SZ_GELU_U];
+        for (int u = 0; u < SZ_GELU_U; u++) v[u] = _mm512_loadu_ps(x + i + 16 * u);
+        sz_gelu_grad16u(v, SZ_GELU_U);
+        for (int u = 0; u < SZ_GELU_U; u++)
+            sz_gelu_bwd16_put(dinp, i_dt, set, i + 16 * u,
+                              _mm512_mul_round_ps(v[u], sz_ld16m(d, d_dt, i + 16 * u, 0xFFFF), _MM_FROUND_CUR_DIRECTION),
+                              0xFFFF);
+    }
+    for (; i < n; i += 16) {
+        __mmask16 m = n - i >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (n - i)) - 1);
+        __m512 v = _mm512_maskz_loadu_ps(m, x + i);
+        sz_gelu_grad16u(&v, 1);
+        sz_gelu_bwd16_put(dinp, i_dt, set, i, _mm512_mul_round_ps(v, sz_ld16m(d, d_dt, i, m), _MM_FROUND_CUR_DIRECTION), m);
+    }
+}
 #endif
 
 #if SZ_BF16_HW_ROUND
