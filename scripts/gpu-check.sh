@@ -17,6 +17,10 @@
 #   build      scripts/build.sh with CUDA and -Werror for the GPU's own architecture (native); a
 #              failure prints the end of the build log
 #   kernels    every CUDA kernel against its CPU twin (tests/test_cuda_kernels)
+#   attention_bench  figures, not judged on speed: the tiled (FlashAttention-2, bf16 tensor-core)
+#              and the rowwise CUDA attention at GPT-2 124M's shape (B8 T1024 NH12 hs64, the native
+#              bf16 path's operands): fwd/bwd ms and TFLOP/s (test_cuda_kernels --bench-attention);
+#              "pass" when both ran
 #   d2_losses  a d2 model, 1 GPU (STARPU_NCUDA=1) against the CPU-only run: fp32 losses within 1e-4,
 #              and the GPU run must have executed tasks on a CUDA worker (STARPU_WORKER_STATS)
 #   d2_bf16_native  the d2 model under --precision bf16 on 1 GPU with --bf16-compute auto (the GPU
@@ -192,6 +196,19 @@ if go kernels; then
             [ "$ngpu" = dryrun ] || finish 77 ;;
         *) fail_part kernels "\"rc\": $rc, \"log\": \"$logs/kernels.log\"" ;;
     esac
+fi
+
+# ---- attention kernel timing (figures) ----
+if go attention_bench; then
+    timeout $(tl 60) "$build/tests/test_cuda_kernels" --bench-attention >"$logs/attention_bench.json" 2>&1
+    rc=$?
+    line=$(grep '"tiled_fwd_ms"' "$logs/attention_bench.json" | tail -1)
+    if [ $rc -eq 0 ] && [ -n "$line" ]; then
+        line=${line#\{}
+        json attention_bench pass "${line%\}}"
+    else
+        fail_part attention_bench "\"rc\": $rc, \"log\": \"$logs/attention_bench.json\""
+    fi
 fi
 
 # ---- data for the training parts ----

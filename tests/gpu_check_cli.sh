@@ -42,7 +42,7 @@ for pol in zero dmdas prio lws; do
     [ "$(q shipped canned_sched_$pol zero_wins device_peak)" = true ] || fail "shipped: zero must win the peak against $pol"
 done
 [ "$(q shipped canned_sched_zero zero_wins overlap)" = true ] || fail "shipped: overlap 0.91 with comm < compute must pass"
-for part in kernels d2_losses d2_bf16_native llama_d2_losses llama_d2_bf16_native stages budget bench sched_zero; do
+for part in kernels attention_bench d2_losses d2_bf16_native llama_d2_losses llama_d2_bf16_native stages budget bench sched_zero; do
     [ "$(q shipped $part result)" = missing ] || fail "part $part ran although not selected"
 done
 
