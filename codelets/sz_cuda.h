@@ -30,7 +30,6 @@ int sz_nccl_buses_distinct(const char *all, int nd, size_t stride);
 #ifdef __cplusplus
 extern "C" {
 #endif
-void sz_cuda_scale_f32(float *x, size_t n, float alpha, cudaStream_t stream);
 /* In a CUDA implementation: a nonzero entry-point result recorded as the task's failure (the
  * step then returns an error naming the task and the CUDA error). 1 when it failed. */
 int sz_cuda_task_rc(const void *cl_arg, const char *op, int rc);
