@@ -890,13 +890,15 @@ int main(int argc, char **argv)
 
     sz_gpu_budget_info gb; /* a GPU rank: its per-GPU budget, as decided at start */
     if (lead && sz_context_gpu_budget(ctx, &gb) == SZ_OK) {
-        char text[512];
-        sz_gpu_budget_describe(&gb, (int64_t)o.mem_budget, text, sizeof text);
+        char text[2048]; /* every device of the rank, each its own budget; the figures: the smallest's */
+        sz_gpu_budget_info all[16];
+        int ndev = sz_context_gpu_budgets(ctx, all, 16);
+        sz_gpu_budgets_describe(all, ndev < 16 ? ndev : 16, (int64_t)o.mem_budget, text, sizeof text);
         if (o.json)
             printf("{\"gpu_budget\": \"%s\", \"budget_per_rank_bytes\": %lld, \"gpu_free_at_start_bytes\": %lld, "
-                   "\"gpu_budget_device\": %d, \"gpu_budget_sharers\": %d}\n", text,
+                   "\"gpu_budget_device\": %d, \"gpu_budget_sharers\": %d, \"gpu_budget_devices\": %d}\n", text,
                    (long long)(o.mem_budget > 0 ? (int64_t)o.mem_budget : gb.share_bytes), (long long)gb.free_bytes,
-                   gb.device, gb.sharers);
+                   gb.device, gb.sharers, ndev);
         else
             printf("%s (rank 0)%s\n", text, o.mem_budget > 0 ? "" : "; no --mem-budget given");
     }

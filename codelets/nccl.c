@@ -25,6 +25,26 @@
 #include "sz_cuda.h"
 #include "sz_deadline.h"
 
+/* Which workers may run the collectives: with a communicator only the CUDA worker (NCCL), without
+ * one only CPU workers (the host paths). Both ranks of a collective must take the same path: a
+ * policy free to pick per rank (dmdas by its perf models, lws by whoever is idle) putting one rank's
+ * task on the CPU (MPI) and another's on the GPU (NCCL) would leave both waiting for good. */
+int sz_nccl_worker_may_run(int cuda_worker, int nccl_active) { return cuda_worker ? nccl_active != 0 : !nccl_active; }
+
+/* 1 when the nd bus ids (strings, `stride` bytes apart) are all different (every rank has a GPU of
+ * its own) and none is empty (a rank without one). */
+int sz_nccl_buses_distinct(const char *all, int nd, size_t stride)
+{
+    for (int r = 0; r < nd; r++) {
+        if (!all[(size_t)r * stride])
+            return 0;
+        for (int q = r + 1; q < nd; q++)
+            if (!strcmp(all + (size_t)r * stride, all + (size_t)q * stride))
+                return 0;
+    }
+    return 1;
+}
+
 #if SZ_WITH_CUDA && defined(SZ_HAVE_NCCL)
 #include <nccl.h>
 
@@ -65,10 +85,8 @@ sz_status sz_nccl_start(MPI_Comm comm, int rank, int nd, char *why, size_t why_l
         free(all);
         return SZ_ERR_RUNTIME;
     }
-    for (int r = 0; can && r < nd; r++)
-        for (int q = r + 1; q < nd; q++)
-            if (!strcmp(all + (size_t)r * sizeof bus, all + (size_t)q * sizeof bus))
-                can = 0; /* two ranks on one GPU: NCCL refuses, the host path serves */
+    if (can && !sz_nccl_buses_distinct(all, nd, sizeof bus))
+        can = 0; /* two ranks on one GPU: NCCL refuses, the host path serves */
     free(all);
     int every = 0;
     if (sz_allreduce(&can, &every, 1, MPI_INT, MPI_MIN, comm, "NCCL: every rank can") != MPI_SUCCESS)
@@ -163,12 +181,13 @@ void sz_nccl_all_gather(void *b[], void *arg, int64_t S, int in_place, int rank,
     sz_counters_comm(stats, (sz_nccl_nd - 1) * S * (int64_t)es, 0);
 }
 
-/* can_execute: the CUDA implementation (nimpl 0 of a CUDA worker) only with a communicator. */
+/* can_execute: the CUDA implementation (nimpl 0 of a CUDA worker) only with a communicator, the
+ * CPU one only without (sz_nccl_worker_may_run: every rank takes the same path). */
 int sz_nccl_can_execute(unsigned workerid, struct starpu_task *task, unsigned nimpl)
 {
     (void)task;
     (void)nimpl;
-    return starpu_worker_get_type((int)workerid) != STARPU_CUDA_WORKER || sz_nccl != NULL;
+    return sz_nccl_worker_may_run(starpu_worker_get_type((int)workerid) == STARPU_CUDA_WORKER, sz_nccl != NULL);
 }
 #else
 int sz_nccl_active(void) { return 0; }

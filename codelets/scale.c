@@ -1,6 +1,6 @@
 /* codelets/scale.c — the `scale` op: x *= alpha on a float view, CPU and CUDA side by side (the
- * CUDA kernel lives in scale.cu, compiled by nvcc when SZ_USE_CUDA is on). Used by the tests of
- * the runtime and the CUDA path. */
+ * CUDA kernel is sz_cuda_scale of kernels/cuda/util.cu, compiled by nvcc when SZ_USE_CUDA is on;
+ * its launch error becomes the task's failure). Used by the tests of the runtime and the CUDA path. */
 #include <stdint.h>
 #include "sz_tasks.h"
 #include "starzero_starpu.h"
@@ -23,7 +23,8 @@ static void scale_cpu(void *b[], void *arg)
 static void scale_cuda(void *b[], void *arg)
 {
     const struct scale_args *a = sz_task_params(arg);
-    sz_cuda_scale_f32(sz_task_ptr(b, arg, 0), (size_t)a->n, a->alpha, starpu_cuda_get_local_stream());
+    sz_cuda_task_rc(arg, "scale", sz_cuda_scale(starpu_cuda_get_local_stream(), sz_task_ptr(b, arg, 0), (size_t)a->n,
+                                                a->alpha)); /* (the launch's error recorded) */
 }
 #endif
 

@@ -15,6 +15,11 @@
 sz_status sz_nccl_start(MPI_Comm comm, int rank, int nd, char *why, size_t why_len);
 void sz_nccl_stop(void);
 int sz_nccl_active(void);
+/* The decisions of codelets/nccl.c, pure (tests/test_nccl_rule.c): whether a worker (a CUDA one or
+ * not) may run reduce-scatter / all-gather, NCCL active or not (never both paths at once); whether
+ * the ranks' PCI bus ids (nd strings, stride bytes apart) are all present and different. */
+int sz_nccl_worker_may_run(int cuda_worker, int nccl_active);
+int sz_nccl_buses_distinct(const char *all, int nd, size_t stride);
 
 #if defined(SZ_HAVE_CUDA) && defined(STARPU_USE_CUDA)
 #define SZ_WITH_CUDA 1
@@ -25,7 +30,6 @@ int sz_nccl_active(void);
 #ifdef __cplusplus
 extern "C" {
 #endif
-void sz_cuda_scale_f32(float *x, size_t n, float alpha, cudaStream_t stream);
 /* In a CUDA implementation: a nonzero entry-point result recorded as the task's failure (the
  * step then returns an error naming the task and the CUDA error). 1 when it failed. */
 int sz_cuda_task_rc(const void *cl_arg, const char *op, int rc);

@@ -2,6 +2,7 @@
  * that share it, check an explicit budget against it, and say both (graph/sz_gpu_budget.h). */
 #include <math.h>
 #include <stdio.h>
+#include <string.h>
 #include "sz_gpu_budget.h"
 
 #define MIB ((int64_t)1 << 20)
@@ -89,4 +90,77 @@ int sz_gpu_budget_check_given(const sz_gpu_budget_info *b, int64_t budget, int r
                                                                                  : "",
                  gb_down(per), k);
     return 1;
+}
+
+/* ---- several GPUs per rank: one budget per device (each CUDA memory node its own limit) ---- */
+
+void sz_gpu_budget_count_sharers(const int64_t *all, int nranks, int per, const int64_t *mine, int n, int *sharers)
+{
+    for (int i = 0; i < n; i++) {
+        int k = 0;
+        for (int r = 0; all && mine[i] >= 0 && r < nranks; r++) {
+            int has = 0;
+            for (int j = 0; j < per; j++)
+                has |= all[(size_t)r * per + j] == mine[i];
+            k += has;
+        }
+        sharers[i] = k > 0 ? k : 1;
+    }
+}
+
+int sz_gpu_budget_tightest(const sz_gpu_budget_info *b, int n)
+{
+    int best = -1;
+    for (int i = 0; b && i < n; i++)
+        if (b[i].device >= 0 && b[i].share_bytes >= 0 && (best < 0 || b[i].share_bytes < b[best].share_bytes))
+            best = i;
+    return best;
+}
+
+char *sz_gpu_budgets_describe(const sz_gpu_budget_info *b, int n, int64_t given, char *msg, size_t len)
+{
+    if (!msg || !len)
+        return msg;
+    if (!b || n <= 1)
+        return sz_gpu_budget_describe(n == 1 ? b : NULL, given, msg, len);
+    const char *pre = "budget per rank: ";
+    size_t o = (size_t)snprintf(msg, len, "budget per rank, each of its %d GPUs its own: ", n);
+    for (int i = 0; i < n && o < len; i++) {
+        char one[512];
+        sz_gpu_budget_describe(&b[i], given, one, sizeof one);
+        const char *t = strncmp(one, pre, strlen(pre)) ? one : one + strlen(pre);
+        o += (size_t)snprintf(msg + o, len - o, "%s%s", i ? "; " : "", t);
+    }
+    int t = sz_gpu_budget_tightest(b, n);
+    if (given <= 0 && t >= 0 && o < len)
+        snprintf(msg + o, len - o, " (the plan's device peak must fit each: GPU %d's %.2f GB is the smallest)",
+                 b[t].device, gb_down(b[t].share_bytes));
+    return msg;
+}
+
+int sz_gpu_budgets_check_given(const sz_gpu_budget_info *b, int n, int64_t budget, int rank, char *msg, size_t len)
+{
+    if (msg && len)
+        msg[0] = '\0';
+    for (int i = 0; b && i < n; i++)
+        if (sz_gpu_budget_check_given(&b[i], budget, rank, msg, len))
+            return 1;
+    return 0;
+}
+
+int sz_gpu_budgets_check_peak(const sz_gpu_budget_info *b, int n, int64_t peak, char *msg, size_t len)
+{
+    int over = 0;
+    size_t o = 0;
+    if (msg && len)
+        msg[0] = '\0';
+    for (int i = 0; b && i < n; i++) {
+        if (b[i].device < 0 || b[i].share_bytes < 0 || peak <= b[i].share_bytes)
+            continue;
+        if (msg && o < len)
+            o += (size_t)snprintf(msg + o, len - o, "%sGPU %d (%.2f GB)", over ? ", " : "", b[i].device,
+                                  gb_down(b[i].share_bytes));
+        over++;
+    }
+    return over;
 }

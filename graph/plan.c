@@ -198,6 +198,17 @@ static void grads_touch(struct builder *b, int i)
         return;
     b->grads_live[i] = 1;
     int fold = p->cfg.fold_grads ? SZ_GRADS_FIRST_WRITERS : 0;
+    if (p->rounded[i]) { /* the writers round into the bf16 gradients: no fp32 working copy */
+        fold |= SZ_GRADS_ROUNDED;
+        sz_action *a = p->cfg.stage >= 2 ? emit(b, SZ_ACT_GRAD_ALLOC, i, SZ_BUF_GRAD)
+                       : b->mb == 0      ? emit(b, SZ_ACT_ZERO_GRADS, i, SZ_BUF_GRAD) /* later ones add */
+                                         : NULL;
+        if (a)
+            a->flag = fold;
+        if (p->cfg.stage >= 2)
+            delta(a, SZ_MEM_GRADS_IN_FLIGHT, p->padded[i] * 2);
+        return;
+    }
     if (!p->cfg.mixed && p->cfg.stage < 2) {
         /* left to the first writers: zeroed (the padding) right before the backward that writes them */
         sz_action *a = fold && b->mb == 0 && !grads_converted(b, i) ? emit(b, SZ_ACT_ZERO_GRADS, i, SZ_BUF_GRAD) : NULL;
@@ -253,7 +264,21 @@ static int grads_written(const struct builder *b, int i)
  * GRAD_CONVERT runs in every micro-batch. */
 static int grads_converted(const struct builder *b, int i)
 {
-    return b->p->cfg.mixed && grads_written(b, i);
+    return b->p->cfg.mixed && !b->p->rounded[i] && grads_written(b, i);
+}
+
+/* fold_round: the unit's writers round into its bf16 gradients (sz_plan_config.fold_round): a unit
+ * with round_grads and a backward, whose gradients no other unit's backward writes. */
+static int grads_rounded(const struct builder *b, int i)
+{
+    const sz_plan *p = b->p;
+    if (!p->cfg.mixed || !p->cfg.fold_round || !p->cfg.fold_grads || !b->u[i].round_grads || !b->u[i].has_backward)
+        return 0;
+    for (int j = 0; j < p->nunits; j++)
+        for (int k = 0; j != i && b->u[j].has_backward && k < b->u[j].nuses; k++)
+            if (b->u[j].uses[k] == i)
+                return 0;
+    return 1;
 }
 
 static void grads_flush(struct builder *b, int i)
@@ -262,8 +287,8 @@ static void grads_flush(struct builder *b, int i)
     if ((!p->cfg.mixed && p->cfg.stage < 2) || !b->grads_live[i])
         return;
     b->grads_live[i] = 0;
-    int64_t freed = p->padded[i] * 4;
-    if (p->cfg.mixed) {
+    int64_t freed = p->padded[i] * (p->rounded[i] ? 2 : 4);
+    if (p->cfg.mixed && !p->rounded[i]) {
         int keep = p->cfg.stage >= 2; /* a bf16 copy lives on until its reduce-scatter */
         sz_action *a = emit(b, SZ_ACT_GRAD_CONVERT, i, SZ_BUF_GRAD);
         /* stages 0-1 add into the full gradients; the first micro-batch's convert writes what
@@ -460,9 +485,9 @@ struct datum {
 
 /* The datum kind r of unit u names: the views and the aliases of the storage table (the shards are
  * views of the full buffers below stage 3 resp. 2; fp32 backward writes the full gradients). */
-static sz_plan_res canonical(const sz_plan *p, sz_plan_res r)
+static sz_plan_res canonical(const sz_plan *p, int unit, sz_plan_res r)
 {
-    if (r == SZ_RES_WGRAD && !p->cfg.mixed)
+    if (r == SZ_RES_WGRAD && (!p->cfg.mixed || (unit >= 0 && unit < p->nunits && p->rounded[unit])))
         return SZ_RES_GRAD;
     if (r == SZ_RES_PSHARD && p->cfg.stage < 3)
         return SZ_RES_PARAM;
@@ -473,7 +498,7 @@ static sz_plan_res canonical(const sz_plan *p, sz_plan_res r)
 
 static void add_access(const sz_plan *p, struct access *acc, int *n, int unit, sz_plan_res r, int write, int assumed)
 {
-    r = canonical(p, r);
+    r = canonical(p, unit, r);
     int id = r >= SZ_RES_UNIT_KINDS ? p->nunits * SZ_RES_UNIT_KINDS + (r - SZ_RES_UNIT_KINDS)
                                     : unit * SZ_RES_UNIT_KINDS + r;
     for (int k = 0; k < *n; k++)
@@ -539,9 +564,9 @@ static int accesses_of(const sz_plan *p, const sz_plan_unit *units, const sz_act
         break;
     }
     case SZ_ACT_ZERO_GRADS: /* left to the first writers: a task only where there is padding */
-        add_access(p, acc, &n, u, SZ_RES_GRAD, 1, a->flag == SZ_GRADS_FIRST_WRITERS);
+        add_access(p, acc, &n, u, SZ_RES_GRAD, 1, (a->flag & SZ_GRADS_FIRST_WRITERS) != 0);
         break;
-    case SZ_ACT_GRAD_ALLOC:
+    case SZ_ACT_GRAD_ALLOC: /* the rounded units' bf16 copy is their WGRAD (canonical) */
         add_access(p, acc, &n, u, SZ_RES_WGRAD, 1, 0);
         break;
     case SZ_ACT_GRAD_CONVERT:
@@ -754,6 +779,7 @@ void sz_plan_free(sz_plan *p)
     free(p->padded);
     free(p->shard);
     free(p->bf16_params);
+    free(p->rounded);
     free(p->mb_begin);
     free(p->waits);
     memset(p, 0, sizeof *p);
@@ -782,10 +808,11 @@ sz_status sz_plan_build(const sz_plan_unit *units, int nunits, const sz_plan_con
     out->padded = calloc((size_t)nunits, sizeof *out->padded);
     out->shard = calloc((size_t)nunits, sizeof *out->shard);
     out->bf16_params = calloc((size_t)nunits, 1);
+    out->rounded = calloc((size_t)nunits, 1);
     out->mb_begin = calloc((size_t)nmb + 1, sizeof *out->mb_begin);
     struct builder b = {.p = out, .u = units, .gathered = calloc((size_t)nunits, 1),
                         .grads_live = calloc((size_t)nunits, 1), .ckpt_dev = calloc((size_t)nunits, 1)};
-    if (!out->padded || !out->shard || !out->bf16_params || !out->mb_begin || !b.gathered || !b.grads_live || !b.ckpt_dev)
+    if (!out->padded || !out->shard || !out->bf16_params || !out->rounded || !out->mb_begin || !b.gathered || !b.grads_live || !b.ckpt_dev)
         b.st = SZ_ERR_NOMEM;
     for (int i = 0; b.st == SZ_OK && i < nunits; i++) {
         out->padded[i] = sz_plan_padded(units[i].numel, cfg->nd);
@@ -794,6 +821,8 @@ sz_status sz_plan_build(const sz_plan_unit *units, int nunits, const sz_plan_con
         if (out->padded[i] < 0)
             b.st = SZ_ERR_INVALID;
     }
+    for (int i = 0; b.st == SZ_OK && i < nunits; i++)
+        out->rounded[i] = (char)grads_rounded(&b, i);
     for (int mb = 0; b.st == SZ_OK && mb < nmb; mb++) {
         b.mb = mb;
         out->mb_begin[mb] = out->n;

@@ -34,4 +34,22 @@ char *sz_gpu_budget_describe(const sz_gpu_budget_info *b, int64_t given, char *m
  * there is no GPU (device < 0) or the free memory is unknown. */
 int sz_gpu_budget_check_given(const sz_gpu_budget_info *b, int64_t budget, int rank, char *msg, size_t len);
 
+/* ---- several CUDA workers per rank on different GPUs: each device its own budget (its free memory
+ * at start, StarPU's 90% of it, STARPU_LIMIT_CUDA_MEM or STARPU_LIMIT_CUDA_<d>_MEM, over the ranks
+ * of the node driving that device), each CUDA memory node its own limit. The plan predicts one
+ * device peak per rank, which any of its GPUs may have to hold (StarPU places a task on any of
+ * them), so it is checked against each. ---- */
+#define SZ_GPU_BUDGET_MAX_DEVICES 16
+/* The node's ranks' device keys, `per` per rank (all[r * per + j], -1 unused), and this rank's n:
+ * sharers[i] = how many ranks list mine[i] (>= 1). */
+void sz_gpu_budget_count_sharers(const int64_t *all, int nranks, int per, const int64_t *mine, int n, int *sharers);
+/* The index of the device with the smallest known share (-1: none). */
+int sz_gpu_budget_tightest(const sz_gpu_budget_info *b, int n);
+/* sz_gpu_budgets_describe: starzero.h. An explicit budget against each device (the first over
+ * gives msg; 1 when one is). */
+int sz_gpu_budgets_check_given(const sz_gpu_budget_info *b, int n, int64_t budget, int rank, char *msg, size_t len);
+/* The plan's device peak against each device's share: how many it exceeds, msg listing them
+ * ("GPU 0 (50.00 GB), GPU 2 (...)"). */
+int sz_gpu_budgets_check_peak(const sz_gpu_budget_info *b, int n, int64_t peak, char *msg, size_t len);
+
 #endif

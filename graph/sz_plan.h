@@ -51,6 +51,10 @@ typedef struct sz_plan_unit {
     int64_t ckpt_bytes;       /* bytes of its input checkpoint when offloaded (0: none) */
     int bf16_params;          /* its compute accepts bf16 parameters (sz_unit_desc): it reads them
                                  directly where sz_plan_config.bf16_direct says so */
+    int round_grads;          /* its backward writes each of its parameters' gradients once, whole, by
+                                 a task that can round its fp32 result into the bf16 gradients with a
+                                 GRAD_CONVERT's rule (e.g. kernels/matmul_round.c): see
+                                 sz_plan_config.fold_round */
 } sz_plan_unit;
 
 typedef enum sz_plan_pass {
@@ -79,6 +83,14 @@ typedef struct sz_plan_config {
     int clip;                 /* the update clips the gradients by their global norm */
     int fold_grads;           /* the gradients' zeroing left to their first writers (SZ_GRADS_FIRST_WRITERS;
                                  stages 0-1 fp32: ZERO_GRADS right before the unit's first backward) */
+    int fold_round;           /* mixed, with fold_grads: the GRAD_CONVERT of a unit with round_grads whose
+                                 gradients no other unit's backward writes is folded into their writers
+                                 (sz_plan.rounded): no fp32 working gradients, no GRAD_CONVERT; stages 0-1
+                                 write the full bf16 gradients (first micro-batch ZERO_GRADS flag
+                                 SZ_GRADS_FIRST_WRITERS | SZ_GRADS_ROUNDED: the padding zeroed, the
+                                 first writers write bf16(0 + g), later micro-batches add: bf16(old + g)),
+                                 stages 2-3 a fresh bf16 copy per micro-batch (GRAD_ALLOC of SZ_BUF_GRAD,
+                                 padded * 2 bytes, first writers bf16(g)) freed by the reduce-scatter */
     int offload_optimizer;    /* ZeRO-Offload: master, m, v on the host; optimizer actions there */
     int comm_on_host;         /* the communication buffer lives in host memory (CUDA workers with the
                                  host-copy collectives, which are CPU tasks): not part of the device peak */
@@ -128,7 +140,7 @@ typedef enum sz_convert_mode {
  * the backward actions that follow: one that writes it whole sets it (an SZ_ACCUMULATE_OR_SET
  * tensor, on a CPU or a CUDA worker whose kernel sets: codelets/zero.c), any other gets it zeroed just before; the next BWD action zeroes the rest at
  * its end (tasks/zero.c, codelets/zero.c). The config's fold_grads chooses. */
-enum { SZ_GRADS_FIRST_WRITERS = 1 };
+enum { SZ_GRADS_FIRST_WRITERS = 1, SZ_GRADS_ROUNDED = 2 /* with FIRST_WRITERS: they round into bf16 (fold_round) */ };
 
 typedef enum sz_plan_buf {
     SZ_BUF_NONE = 0,
@@ -147,7 +159,7 @@ typedef struct sz_action {
     int micro_batch;          /* -1: the update */
     sz_plan_buf buf;          /* the buffer it allocates, frees or writes */
     int flag;                 /* REDUCE_SCATTER: accumulate into the destination; GRAD_CONVERT:
-                                 an sz_convert_mode; ZERO_GRADS, GRAD_ALLOC: SZ_GRADS_FIRST_WRITERS or 0;
+                                 an sz_convert_mode; ZERO_GRADS, GRAD_ALLOC: 0 or SZ_GRADS_FIRST_WRITERS (| SZ_GRADS_ROUNDED);
                                  CLIP: 1 clip, 0 only the norm (for the report); OPTIMIZER: also
                                  take the range's squared norm (no separate NORM) */
     int round, rounds;        /* REDUCE_SCATTER: this round (0..rounds-1) of the unit's reduce-scatter */
@@ -190,6 +202,7 @@ typedef struct sz_plan {
     int nunits;
     int64_t *padded, *shard;  /* per unit */
     char *bf16_params;        /* per unit: sz_plan_unit.bf16_params */
+    char *rounded;            /* per unit: its gradients' rounding folded into their writers (fold_round) */
     sz_action *a;
     int n, cap;
     int *mb_begin;            /* micro_batches + 1 entries: first action of each micro-batch; the

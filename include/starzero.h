@@ -121,6 +121,13 @@ typedef struct sz_gpu_budget_info {
 sz_status sz_context_gpu_budget(const sz_context *ctx, sz_gpu_budget_info *out);
 /* "budget per rank: X of Y free on GPU d shared by k ranks" for b (given > 0: that --mem-budget). */
 char *sz_gpu_budget_describe(const sz_gpu_budget_info *b, int64_t given, char *msg, size_t len);
+/* With several CUDA workers per rank on different GPUs each device has its own budget (its own
+ * free memory, StarPU limit and sharers; each CUDA memory node its own STARPU_LIMIT_CUDA_<d>_MEM):
+ * up to max of them in out[], how many this rank has (0 without a GPU); sz_context_gpu_budget
+ * gives the one with the smallest share, which bounds the plan's device peak. */
+int sz_context_gpu_budgets(const sz_context *ctx, sz_gpu_budget_info *out, int max);
+/* n devices' budgets in one sentence (n == 1: sz_gpu_budget_describe's). */
+char *sz_gpu_budgets_describe(const sz_gpu_budget_info *b, int n, int64_t given, char *msg, size_t len);
 
 /* Starts MPI (MPI_THREAD_MULTIPLE, if not already started), hwloc, StarPU and StarPU-MPI.
  * argc/argv may be NULL. On success *out owns the runtime until sz_context_free(). */

@@ -144,14 +144,19 @@ sz_status sz_context_gpu_sharers(sz_context *ctx, int *any, int *sharers)
     return SZ_OK;
 }
 
-/* What StarPU may allocate on the memory node of this rank's first CUDA worker (its limit there:
- * STARPU_LIMIT_CUDA_MEM, else 90% of the device); -1 without one. */
+/* What StarPU may allocate on the memory nodes of this rank's CUDA workers, the smallest (its limit
+ * there: STARPU_LIMIT_CUDA_MEM, else STARPU_LIMIT_CUDA_<d>_MEM, else 90% of the device); -1 without one. */
 static int64_t gpu_starpu_limit(void)
 {
 #if SZ_WITH_CUDA
-    int ids[STARPU_NMAXWORKERS];
-    if (starpu_worker_get_ids_by_type(STARPU_CUDA_WORKER, ids, STARPU_NMAXWORKERS) >= 1)
-        return (int64_t)starpu_memory_get_total(starpu_worker_get_memory_node((unsigned)ids[0]));
+    int ids[STARPU_NMAXWORKERS], n = starpu_worker_get_ids_by_type(STARPU_CUDA_WORKER, ids, STARPU_NMAXWORKERS);
+    int64_t lim = -1;
+    for (int i = 0; i < n; i++) { /* every CUDA worker's memory node: the smallest bounds the plan */
+        int64_t l = (int64_t)starpu_memory_get_total(starpu_worker_get_memory_node((unsigned)ids[i]));
+        if (l > 0 && (lim < 0 || l < lim))
+            lim = l;
+    }
+    return lim;
 #endif
     return -1;
 }
@@ -162,6 +167,16 @@ sz_status sz_context_gpu_budget(const sz_context *ctx, sz_gpu_budget_info *out)
         return SZ_ERR_INVALID;
     *out = ctx->gpu_budget;
     return out->device >= 0 ? SZ_OK : SZ_ERR_UNSUPPORTED;
+}
+
+int sz_context_gpu_budgets(const sz_context *ctx, sz_gpu_budget_info *out, int max)
+{
+    if (!ctx)
+        return 0;
+    int n = ctx->ngpu_budgets > 0 ? ctx->ngpu_budgets : ctx->gpu_budget.device >= 0;
+    for (int i = 0; out && i < n && i < max; i++)
+        out[i] = ctx->ngpu_budgets > 0 ? ctx->gpu_budgets[i] : ctx->gpu_budget;
+    return n;
 }
 
 /* Collective: with CUDA workers on any rank, each GPU rank's default budget: its decision at start
@@ -180,7 +195,8 @@ static sz_status gpu_share(sz_context *ctx, int64_t *share)
     int dev = gpu_device();
     if (dev < 0)
         return SZ_OK;
-    if (ctx->gpu_budget.device != dev) { /* not decided at start */
+    if (ctx->gpu_budget.device < 0) { /* not decided at start (the decision at start keeps the
+                                         * device with the smallest share: not always the first) */
         sz_gpu_budget_info b = {.device = dev, .sharers = sharing, .free_bytes = -1};
         b.free_bytes = sz_memory_gpu_free_bytes();
 #if SZ_WITH_CUDA
@@ -204,8 +220,12 @@ sz_status sz_context_check_gpu_budget(sz_context *ctx, int64_t budget)
 {
     char msg[1024] = "";
     int dev = gpu_device();
-    int over = dev >= 0 && ctx->gpu_budget.device == dev &&
-               sz_gpu_budget_check_given(&ctx->gpu_budget, budget, ctx->rank, msg, sizeof msg);
+    /* each device of this rank against it (the budget applies to each GPU) */
+    int over = dev >= 0 && (ctx->ngpu_budgets > 0
+                                ? sz_gpu_budgets_check_given(ctx->gpu_budgets, ctx->ngpu_budgets, budget, ctx->rank,
+                                                             msg, sizeof msg)
+                                : ctx->gpu_budget.device == dev &&
+                                      sz_gpu_budget_check_given(&ctx->gpu_budget, budget, ctx->rank, msg, sizeof msg));
     int first = over ? ctx->rank : INT_MAX;
     if (ctx->world_size > 1 && sz_allreduce(MPI_IN_PLACE, &first, 1, MPI_INT, MPI_MIN, ctx->host_comm,
                                             "memory budget against the GPUs") != MPI_SUCCESS)

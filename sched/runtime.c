@@ -132,7 +132,31 @@ static void choose_gpu(struct sz_context *ctx, const sz_context_config *cfg, str
     conf->use_explicit_workers_cuda_gpuid = 1;
     for (int i = 0; i < n; i++)
         conf->workers_cuda_gpuid[i] = (unsigned)((ctx->topology.local_rank * n + i) % ngpu);
-    ctx->gpu_device = getenv("STARPU_WORKERS_CUDAID") ? atoi(getenv("STARPU_WORKERS_CUDAID")) : dev;
+    /* every device this rank's workers drive, each once (STARPU_WORKERS_CUDAID's list where set:
+     * StarPU takes it before the explicit ids), for a budget per device (decide_gpu_budget) */
+    const char *ids = getenv("STARPU_WORKERS_CUDAID");
+    ctx->ngpu_devices = 0;
+    for (int i = 0; i < n && ctx->ngpu_devices < SZ_GPU_BUDGET_MAX_DEVICES; i++) {
+        int d = (int)conf->workers_cuda_gpuid[i];
+        if (ids && *ids) { /* its i-th entry, the list repeated as StarPU repeats it */
+            char *end = NULL;
+            const char *p = ids;
+            int k = 0, first = -1, got = -1;
+            for (long v = strtol(p, &end, 10); end != p; p = end, v = strtol(p, &end, 10), k++) {
+                if (first < 0)
+                    first = (int)v;
+                if (k == i)
+                    got = (int)v;
+            }
+            d = got >= 0 ? got : first >= 0 ? first : d;
+        }
+        int seen = 0;
+        for (int j = 0; j < ctx->ngpu_devices; j++)
+            seen |= ctx->gpu_devices[j] == d;
+        if (!seen)
+            ctx->gpu_devices[ctx->ngpu_devices++] = d;
+    }
+    ctx->gpu_device = ids && *ids ? ctx->gpu_devices[0] : dev;
     sz_context_log(ctx, SZ_LOG_INFO, "GPU: local rank %d of %d -> CUDA device %d of %d visible%s",
                    ctx->topology.local_rank, ctx->topology.local_size, ctx->gpu_device, ngpu,
                    ctx->topology.local_size > ngpu ? " (several ranks share a GPU)" : "");
@@ -144,6 +168,8 @@ static void choose_gpu(struct sz_context *ctx, const sz_context_config *cfg, str
 /* The STARPU_LIMIT_CUDA_MEM value this process set (from a budget), so that a later context in the
  * same process does not take it for the user's. */
 static char cuda_limit_we_set[32];
+/* The same for the per-device STARPU_LIMIT_CUDA_<d>_MEM this process set (decide_gpu_budget). */
+static char dev_limit_we_set[SZ_GPU_BUDGET_MAX_DEVICES][32];
 
 /* The per-GPU default budget, decided once, before StarPU starts (starzero.h, sz_gpu_budget_info):
  * collective over the node's ranks (every rank comes here, with a GPU or not). Each rank with a
@@ -156,42 +182,67 @@ static char cuda_limit_we_set[32];
 static void decide_gpu_budget(struct sz_context *ctx, const sz_context_config *cfg, int64_t user_limit)
 {
 #if SZ_WITH_CUDA
-    int dev = ctx->gpu_device;
-    int64_t f = -1, t = 0;
-    if (dev >= 0 && sz_cuda_mem_info(dev, &f, &t) != 0)
-        dev = -1; /* (no context: StarPU will say why) */
-    int64_t key = sz_gpu_device_key(dev);
-    int k = dev >= 0;
+    enum { MAXD = SZ_GPU_BUDGET_MAX_DEVICES };
+    int n = ctx->ngpu_devices > 0 ? ctx->ngpu_devices : ctx->gpu_device >= 0;
+    int devs[MAXD];
+    int64_t keys[MAXD], f[MAXD], t[MAXD];
+    for (int i = 0; i < MAXD; i++)
+        keys[i] = -1, f[i] = -1, t[i] = 0;
+    for (int i = 0; i < n; i++) {
+        devs[i] = ctx->ngpu_devices > 0 ? ctx->gpu_devices[i] : ctx->gpu_device;
+        if (devs[i] >= 0 && sz_cuda_mem_info(devs[i], &f[i], &t[i]) != 0)
+            devs[i] = -1; /* (no context: StarPU will say why) */
+        keys[i] = sz_gpu_device_key(devs[i]);
+    }
+    int k[MAXD];
+    for (int i = 0; i < MAXD; i++)
+        k[i] = 1;
     MPI_Comm node;
     if (ctx->world_size > 1 &&
         MPI_Comm_split_type(ctx->comm, MPI_COMM_TYPE_SHARED, ctx->rank, MPI_INFO_NULL, &node) == MPI_SUCCESS) {
-        int n = 1;
-        MPI_Comm_size(node, &n);
-        int64_t *keys = malloc((size_t)n * sizeof *keys);
-        if (keys && MPI_Allgather(&key, 1, MPI_INT64_T, keys, 1, MPI_INT64_T, node) == MPI_SUCCESS) {
-            k = 0;
-            for (int i = 0; i < n; i++)
-                k += dev >= 0 && keys[i] == key;
-        }
-        free(keys);
+        int nn = 1;
+        MPI_Comm_size(node, &nn);
+        int64_t *all = malloc((size_t)nn * MAXD * sizeof *all);
+        if (all && MPI_Allgather(keys, MAXD, MPI_INT64_T, all, MAXD, MPI_INT64_T, node) == MPI_SUCCESS)
+            sz_gpu_budget_count_sharers(all, nn, MAXD, keys, n, k);
+        free(all);
         MPI_Comm_free(&node);
     }
-    if (dev < 0 || sz_cuda_mem_info(dev, &f, &t) != 0)
-        return;
-    sz_gpu_budget_info *b = &ctx->gpu_budget;
-    *b = (sz_gpu_budget_info){.device = dev, .sharers = k, .free_bytes = f, .total_bytes = t,
-                              .process_limit_bytes = user_limit};
-    sz_gpu_budget_split(b);
-    if (!user_limit && cfg->gpu_mem_limit <= 0 && b->share_bytes > 0) {
-        char mib[32];
-        snprintf(mib, sizeof mib, "%lld", (long long)(b->share_bytes >> 20 > 0 ? b->share_bytes >> 20 : 1));
-        setenv("STARPU_LIMIT_CUDA_MEM", mib, 1);
-        b->limit_from_share = 1;
-        snprintf(cuda_limit_we_set, sizeof cuda_limit_we_set, "%s", mib);
+    ctx->ngpu_budgets = 0;
+    for (int i = 0; i < n; i++) {
+        if (devs[i] < 0 || sz_cuda_mem_info(devs[i], &f[i], &t[i]) != 0)
+            continue;
+        /* StarPU's limit for this device: STARPU_LIMIT_CUDA_MEM wins, else STARPU_LIMIT_CUDA_<d>_MEM
+         * (the user's; one this process set for an earlier context is dropped) */
+        char var[48];
+        snprintf(var, sizeof var, "STARPU_LIMIT_CUDA_%d_MEM", devs[i]);
+        const char *dl = getenv(var);
+        if (dl && devs[i] < MAXD && dev_limit_we_set[devs[i]][0] && !strcmp(dl, dev_limit_we_set[devs[i]])) {
+            unsetenv(var);
+            dl = NULL;
+        }
+        int64_t lim = user_limit > 0 ? user_limit : dl && *dl ? (int64_t)atoll(dl) << 20 : 0;
+        sz_gpu_budget_info *b = &ctx->gpu_budgets[ctx->ngpu_budgets++];
+        *b = (sz_gpu_budget_info){.device = devs[i], .sharers = k[i], .free_bytes = f[i], .total_bytes = t[i],
+                                  .process_limit_bytes = lim};
+        sz_gpu_budget_split(b);
+        /* each CUDA memory node its own limit, from its own share (not one global value) */
+        if (!lim && cfg->gpu_mem_limit <= 0 && b->share_bytes > 0 && devs[i] < MAXD) {
+            char mib[32];
+            snprintf(mib, sizeof mib, "%lld", (long long)(b->share_bytes >> 20 > 0 ? b->share_bytes >> 20 : 1));
+            setenv(var, mib, 1);
+            b->limit_from_share = 1;
+            snprintf(dev_limit_we_set[devs[i]], sizeof dev_limit_we_set[0], "%s", mib);
+        }
     }
-    char text[512];
-    sz_context_log(ctx, SZ_LOG_INFO, "%s%s", sz_gpu_budget_describe(b, cfg->gpu_mem_limit, text, sizeof text),
-                   b->limit_from_share ? "; STARPU_LIMIT_CUDA_MEM set from it" : "");
+    int tight = sz_gpu_budget_tightest(ctx->gpu_budgets, ctx->ngpu_budgets);
+    if (tight < 0)
+        return;
+    ctx->gpu_budget = ctx->gpu_budgets[tight];
+    char text[2048];
+    sz_context_log(ctx, SZ_LOG_INFO, "%s%s",
+                   sz_gpu_budgets_describe(ctx->gpu_budgets, ctx->ngpu_budgets, cfg->gpu_mem_limit, text, sizeof text),
+                   ctx->gpu_budget.limit_from_share ? "; STARPU_LIMIT_CUDA_<d>_MEM set from each" : "");
 #else
     (void)ctx, (void)cfg, (void)user_limit;
 #endif
@@ -522,9 +573,11 @@ void sz_context_print(const sz_context *ctx, FILE *f)
             cpu.amx_bf16 && cpu.amx_tile ? "yes" : "no");
     fprintf(f, "  bf16_path: %s under --precision bf16 with --bf16-compute auto (%s)\n", sz_bf16_compute_name(path), why);
     if (ctx->gpu_budget.device >= 0) {
-        char text[512];
-        fprintf(f, "  GPU: %s%s\n", sz_gpu_budget_describe(&ctx->gpu_budget, 0, text, sizeof text),
-                ctx->gpu_budget.limit_from_share ? " (with no --mem-budget; STARPU_LIMIT_CUDA_MEM set from it)" : " (with no --mem-budget)");
+        char text[2048]; /* each device of this rank (several CUDA workers on several GPUs) */
+        fprintf(f, "  GPU: %s%s\n",
+                ctx->ngpu_budgets > 0 ? sz_gpu_budgets_describe(ctx->gpu_budgets, ctx->ngpu_budgets, 0, text, sizeof text)
+                                      : sz_gpu_budget_describe(&ctx->gpu_budget, 0, text, sizeof text),
+                ctx->gpu_budget.limit_from_share ? " (with no --mem-budget; STARPU_LIMIT_CUDA_<d>_MEM set from it)" : " (with no --mem-budget)");
     }
     for (int w = 0; w < info.workers; w++) {
         char name[64];

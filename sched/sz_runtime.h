@@ -19,7 +19,12 @@ struct sz_context {
     int kernel_threads;          /* OpenMP threads every compute task uses */
     uint64_t ram_share;          /* this rank's share of the node's RAM (bytes; 0: unknown) */
     int gpu_device;              /* the CUDA device this rank's worker uses (-1: none chosen here) */
-    sz_gpu_budget_info gpu_budget; /* the per-GPU default budget, decided once (device -1: none yet) */
+    sz_gpu_budget_info gpu_budget; /* the per-GPU default budget, decided once (device -1: none yet):
+                                    * with several devices, the one with the smallest share */
+    int ngpu_devices;            /* the CUDA devices this rank's workers drive (choose_gpu), */
+    int gpu_devices[16];         /* SZ_GPU_BUDGET_MAX_DEVICES at most, each once */
+    int ngpu_budgets;            /* and each one's own budget, decided with gpu_budget */
+    sz_gpu_budget_info gpu_budgets[16];
     sz_log_fn log_fn;
     void *log_user;
     sz_log_level log_level;

@@ -6,9 +6,21 @@
 # Without a GPU it says so and exits 77; otherwise it exits 1 if any part failed, else 0.
 # Budget: under 8 minutes on one H100/H200-class GPU (each part has its own timeout, and the whole
 # check stops starting parts once SZ_GPU_CHECK_BUDGET_S, default 470 s, has passed: the parts not
-# run then say "skip" with that reason).
+# run then say "skip" with that reason). Every run is under `timeout -k 10` (a process stuck in
+# the driver that ignores SIGTERM is killed 10 s later), every way out prints the "total" line, and
+# SZ_GPU_CHECK_OUT=DIR packs the logs into DIR/gpu-check-logs.tgz (one file) at the end.
 #
+#   prereq     what the build needs, before it starts: cmake, pkg-config, mpiexec, nvcc, hwloc and
+#              cJSON (pkg-config), and a StarPU built WITH CUDA at $SZ_DEPS_DIR/starpu.env (scripts/
+#              setup.sh: it needs apt and the network, so a bare machine cannot make one); a "fail"
+#              names what is missing and ends the check (the build would fail anyway)
+#   build      scripts/build.sh with CUDA and -Werror for the GPU's own architecture (native); a
+#              failure prints the end of the build log
 #   kernels    every CUDA kernel against its CPU twin (tests/test_cuda_kernels)
+#   attention_bench  figures, not judged on speed: the tiled (FlashAttention-2, bf16 tensor-core)
+#              and the rowwise CUDA attention at GPT-2 124M's shape (B8 T1024 NH12 hs64, the native
+#              bf16 path's operands): fwd/bwd ms and TFLOP/s (test_cuda_kernels --bench-attention);
+#              "pass" when both ran
 #   d2_losses  a d2 model, 1 GPU (STARPU_NCUDA=1) against the CPU-only run: fp32 losses within 1e-4,
 #              and the GPU run must have executed tasks on a CUDA worker (STARPU_WORKER_STATS)
 #   d2_bf16_native  the d2 model under --precision bf16 on 1 GPU with --bf16-compute auto (the GPU
@@ -97,16 +109,61 @@ fi
 if [ "$ngpu" = 0 ]; then
     echo "gpu-check: no GPU on this machine (no nvidia-smi GPU, no /dev/nvidiaN): nothing to check" >&2
     json gpu skip '"reason": "no GPU"'
+    json total skip '"seconds": 0'
     exit 77
+fi
+
+# SZ_GPU_CHECK_OUT=DIR (say the device machine's $OUT): the logs packed into DIR/gpu-check-logs.tgz
+# at the end, whatever happened (one file: what comes back from a lent machine is a few files).
+pack_logs() {
+    [ -n "${SZ_GPU_CHECK_OUT:-}" ] && [ -d "$logs" ] &&
+        tar czf "$SZ_GPU_CHECK_OUT/gpu-check-logs.tgz" -C "$logs" . 2>/dev/null || true
+}
+trap pack_logs EXIT
+finish() { # RC: the summary line, then exit RC (every way out of the check prints it)
+    json total "$([ "$1" = 0 ] && echo pass || { [ "$1" = 77 ] && echo skip || echo fail; })" "\"seconds\": $(($(date +%s) - t_start))"
+    exit "$1"
+}
+
+# ---- what the build needs, named before it starts (a bare machine lacks some: say which). In a
+# dry run a "fail" here is reported but ends nothing (the dry run uses the existing build) ----
+missing="" cfgh=""
+for c in cmake pkg-config mpiexec; do command -v $c >/dev/null 2>&1 || missing="$missing $c"; done
+command -v "${CUDACXX:-nvcc}" >/dev/null 2>&1 || [ -x /usr/local/cuda/bin/nvcc ] || missing="$missing nvcc"
+envf="${SZ_DEPS_DIR:-/opt/starzero}/starpu.env"
+if [ ! -f "$envf" ]; then
+    missing="$missing starpu(no $envf: scripts/setup.sh makes it, with apt and the network)"
+else
+    starpu_home=$(. "$envf" && echo "${SZ_STARPU_HOME:-}")
+    cfgh=$(ls "${starpu_home:-/usr}"/include/starpu/1.*/starpu_config.h 2>/dev/null | head -1)
+    if [ -z "$cfgh" ]; then
+        missing="$missing starpu_config.h(none under ${starpu_home:-/usr}/include/starpu)"
+    elif ! grep -q '^#define STARPU_USE_CUDA 1' "$cfgh"; then
+        missing="$missing starpu-with-cuda($cfgh: StarPU built without CUDA; rerun scripts/setup.sh where nvcc is found)"
+    fi
+fi
+for pc in hwloc libcjson; do pkg-config --exists $pc 2>/dev/null || missing="$missing $pc(pkg-config)"; done
+if [ -n "$missing" ]; then
+    echo "gpu-check: this machine lacks what the build needs:$missing" >&2
+    if [ "$ngpu" = dryrun ]; then
+        json prereq fail "\"missing\": \"${missing# }\", \"note\": \"dry run: not counted\""
+    else
+        fail_part prereq "\"missing\": \"${missing# }\""
+        finish 1
+    fi
+else
+    json prereq pass "\"starpu_config\": \"$cfgh\""
 fi
 
 # ---- build with CUDA ----
 mkdir -p "$build" "$logs"
 if [ "$ngpu" = dryrun ]; then
     json build skip '"reason": "dry run: the existing build"'
-elif ! SZ_BUILD_DIR="$build" "$root/scripts/build.sh" -DSZ_USE_CUDA=ON -DSZ_WERROR=ON -DCMAKE_CUDA_ARCHITECTURES="${SZ_CUDA_ARCH:-native}" >"$logs/build.log" 2>&1; then
+elif ! SZ_BUILD_DIR="$build" timeout -k 10 "${SZ_GPU_CHECK_BUILD_S:-300}" "$root/scripts/build.sh" -DSZ_USE_CUDA=ON \
+    -DSZ_WERROR=ON -DCMAKE_CUDA_ARCHITECTURES="${SZ_CUDA_ARCH:-native}" >"$logs/build.log" 2>&1; then
+    tail -25 "$logs/build.log" >&2 # (the reason, in the output itself)
     fail_part build "\"log\": \"$logs/build.log\""
-    exit 1
+    finish 1
 else
     json build pass "\"seconds\": $(($(date +%s) - t_start))"
 fi
@@ -114,6 +171,9 @@ fi
 sz_load_env
 export STARPU_SILENT=1 STARPU_FXT_TRACE=0 STARPU_HOME="$build/starpu-home"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
+# Open MPI's shared-memory single copy (CMA: process_vm_readv) is missing in sandboxed kernels
+# (gVisor, some containers) and then fails every large intra-node message: plain copies instead
+export OMPI_MCA_btl_vader_single_copy_mechanism="${OMPI_MCA_btl_vader_single_copy_mechanism:-none}"
 gpu_name=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)
 # Two ranks on one GPU (the stages and scheduler parts) need the Default compute mode: in
 # Exclusive_Process mode the second process cannot create its context there
@@ -129,15 +189,28 @@ share_skip() { # PART: 0 (after its skip line) when two ranks cannot share the G
 
 # ---- kernels ----
 if go kernels; then
-    timeout $(tl 150) "$build/tests/test_cuda_kernels" >"$logs/kernels.log" 2>&1
+    timeout -k 10 $(tl 150) "$build/tests/test_cuda_kernels" >"$logs/kernels.log" 2>&1
     rc=$?
     case $rc in
         0) json kernels pass "\"gpu\": \"$gpu_name\", \"log\": \"$logs/kernels.log\"" ;;
-        77) echo "gpu-check: the CUDA runtime sees no device" >&2
+        77) echo "gpu-check: the CUDA runtime sees no device (driver older than the toolkit? see $logs/kernels.log)" >&2
             json kernels skip '"reason": "cudaGetDeviceCount found no device"'
-            [ "$ngpu" = dryrun ] || exit 77 ;;
+            [ "$ngpu" = dryrun ] || finish 77 ;;
         *) fail_part kernels "\"rc\": $rc, \"log\": \"$logs/kernels.log\"" ;;
     esac
+fi
+
+# ---- attention kernel timing (figures) ----
+if go attention_bench; then
+    timeout $(tl 60) "$build/tests/test_cuda_kernels" --bench-attention >"$logs/attention_bench.json" 2>&1
+    rc=$?
+    line=$(grep '"tiled_fwd_ms"' "$logs/attention_bench.json" | tail -1)
+    if [ $rc -eq 0 ] && [ -n "$line" ]; then
+        line=${line#\{}
+        json attention_bench pass "${line%\}}"
+    else
+        fail_part attention_bench "\"rc\": $rc, \"log\": \"$logs/attention_bench.json\""
+    fi
 fi
 
 # ---- data for the training parts ----
@@ -173,9 +246,9 @@ jnum() { # KEY FILE: a number from the last JSON line of FILE ("null" when absen
 
 # ---- d2 on 1 GPU against the CPU losses ----
 if go d2_losses; then
-    STARPU_NCUDA=0 timeout $(tl 60) "$build/sz-train" "${train[@]}" >"$logs/d2_cpu.json" 2>"$logs/d2_cpu.err"
+    STARPU_NCUDA=0 timeout -k 10 $(tl 60) "$build/sz-train" "${train[@]}" >"$logs/d2_cpu.json" 2>"$logs/d2_cpu.err"
     rc_cpu=$?
-    STARPU_NCUDA=1 STARPU_WORKER_STATS=1 timeout $(tl 60) "$build/sz-train" "${train[@]}" >"$logs/d2_gpu.json" 2>"$logs/d2_gpu.err"
+    STARPU_NCUDA=1 STARPU_WORKER_STATS=1 timeout -k 10 $(tl 60) "$build/sz-train" "${train[@]}" >"$logs/d2_gpu.json" 2>"$logs/d2_gpu.err"
     rc_gpu=$?
     ntask=$(cuda_tasks "$logs/d2_gpu.err")
     if [ $rc_cpu -ne 0 ] || [ $rc_gpu -ne 0 ]; then
@@ -192,10 +265,10 @@ fi
 
 # ---- d2 bf16 on 1 GPU, native by the GPU rule, against the CPU's native path ----
 if go d2_bf16_native; then
-    STARPU_NCUDA=0 timeout $(tl 60) "$build/sz-train" "${train[@]}" --precision bf16 --bf16-compute native \
+    STARPU_NCUDA=0 timeout -k 10 $(tl 60) "$build/sz-train" "${train[@]}" --precision bf16 --bf16-compute native \
         >"$logs/d2n_cpu.json" 2>"$logs/d2n_cpu.err"
     rc_cpu=$?
-    STARPU_NCUDA=1 STARPU_WORKER_STATS=1 timeout $(tl 60) "$build/sz-train" "${train[@]}" --precision bf16 \
+    STARPU_NCUDA=1 STARPU_WORKER_STATS=1 timeout -k 10 $(tl 60) "$build/sz-train" "${train[@]}" --precision bf16 \
         --bf16-compute auto >"$logs/d2n_gpu.json" 2>"$logs/d2n_gpu.err"
     rc_gpu=$?
     ntask=$(cuda_tasks "$logs/d2n_gpu.err")
@@ -223,10 +296,10 @@ llama_part() { # PART TOL NEED_PATH (native, or any) CPU_ARGS... -- GPU_ARGS...
     while [ $# -gt 0 ] && [ "$1" != -- ]; do cpu+=("$1"); shift; done
     [ $# -gt 0 ] && shift
     gpu=("$@")
-    STARPU_NCUDA=0 timeout $(tl 60) "$build/sz-train" "${train[@]}" --arch llama "${cpu[@]}" \
+    STARPU_NCUDA=0 timeout -k 10 $(tl 60) "$build/sz-train" "${train[@]}" --arch llama "${cpu[@]}" \
         >"$logs/${part}_cpu.json" 2>"$logs/${part}_cpu.err"
     rc_cpu=$?
-    STARPU_NCUDA=1 STARPU_WORKER_STATS=1 timeout $(tl 60) "$build/sz-train" "${train[@]}" --arch llama "${gpu[@]}" \
+    STARPU_NCUDA=1 STARPU_WORKER_STATS=1 timeout -k 10 $(tl 60) "$build/sz-train" "${train[@]}" --arch llama "${gpu[@]}" \
         >"$logs/${part}_gpu.json" 2>"$logs/${part}_gpu.err"
     rc_gpu=$?
     ntask=$(cuda_tasks "$logs/${part}_gpu.err")
@@ -260,7 +333,7 @@ fi
 
 # ---- M_D on the GPU (SZ_GPU_ARENA=1, opt-in): the d2 GPU run again, bitwise the same losses ----
 if go gpu_arena; then
-    SZ_GPU_ARENA=1 SZ_LOG=info STARPU_NCUDA=1 STARPU_WORKER_STATS=1 timeout $(tl 60) "$build/sz-train" "${train[@]}" \
+    SZ_GPU_ARENA=1 SZ_LOG=info STARPU_NCUDA=1 STARPU_WORKER_STATS=1 timeout -k 10 $(tl 60) "$build/sz-train" "${train[@]}" \
         >"$logs/d2_arena.json" 2>"$logs/d2_arena.err"
     rc=$?
     nt=$(cuda_tasks "$logs/d2_arena.err")
@@ -297,7 +370,7 @@ stages() { # PART PATH [ENV...]
     local part=$1 path=$2 ref="" ok=1 fig="" stage rc nt cur
     shift 2
     for stage in 0 1 2 3; do
-        env "$@" STARPU_NCUDA=1 STARPU_WORKER_STATS=1 timeout $(tl 60) mpiexec -n 2 "$root/scripts/gpu-rank.sh" \
+        env "$@" STARPU_NCUDA=1 STARPU_WORKER_STATS=1 timeout -k 10 $(tl 60) mpiexec -n 2 "$root/scripts/gpu-rank.sh" \
             "$build/sz-train" "${train[@]}" --batch 2 --zero-stage $stage >"$logs/$part$stage.json" 2>"$logs/$part$stage.err"
         rc=$?
         nt=$(cuda_tasks "$logs/$part$stage.err")
@@ -322,9 +395,9 @@ fi
 
 # ---- ZeRO-Offload: --offload-optimizer against no offload, 1 GPU, d2 fp32 ----
 if go offload; then
-    STARPU_NCUDA=1 STARPU_WORKER_STATS=1 timeout $(tl 60) "$build/sz-train" "${train[@]}" >"$logs/offload_off.json" 2>"$logs/offload_off.err"
+    STARPU_NCUDA=1 STARPU_WORKER_STATS=1 timeout -k 10 $(tl 60) "$build/sz-train" "${train[@]}" >"$logs/offload_off.json" 2>"$logs/offload_off.err"
     rc_off=$?
-    STARPU_NCUDA=1 STARPU_WORKER_STATS=1 timeout $(tl 60) "$build/sz-train" "${train[@]}" --offload-optimizer >"$logs/offload_on.json" 2>"$logs/offload_on.err"
+    STARPU_NCUDA=1 STARPU_WORKER_STATS=1 timeout -k 10 $(tl 60) "$build/sz-train" "${train[@]}" --offload-optimizer >"$logs/offload_on.json" 2>"$logs/offload_on.err"
     rc_on=$?
     if [ $rc_off -ne 0 ] || [ $rc_on -ne 0 ]; then
         fail_part offload "\"rc_no_offload\": $rc_off, \"rc_offload\": $rc_on, \"log\": \"$logs/offload_on.err\""
@@ -343,7 +416,7 @@ fi
 
 # ---- per-GPU budget: refused with what fits, then a fitting one respected ----
 if go budget; then
-    STARPU_NCUDA=1 timeout $(tl 60) "$build/sz-train" "${train[@]}" --mem-budget 1M >"$logs/budget_small.txt" 2>&1
+    STARPU_NCUDA=1 timeout -k 10 $(tl 60) "$build/sz-train" "${train[@]}" --mem-budget 1M >"$logs/budget_small.txt" 2>&1
     rc_small=$?
     need=$(grep -o 'the plan needs [0-9.]* MB per GPU' "$logs/budget_small.txt" | head -1 | awk '{print $4}')
     if [ $rc_small -eq 0 ] || [ -z "$need" ] || ! grep -q "Settings that fit" "$logs/budget_small.txt" ||
@@ -351,7 +424,7 @@ if go budget; then
         fail_part budget "\"rc_small\": $rc_small, \"needs_mb\": \"${need:-none}\", \"note\": \"1 MB must be refused before any step, per GPU, with settings that fit\", \"log\": \"$logs/budget_small.txt\""
     else
         bud=$(awk -v n="$need" 'BEGIN {printf "%.0f", n * 2e6 + 8e6}')
-        STARPU_NCUDA=1 timeout $(tl 60) "$build/sz-train" "${train[@]}" --mem-budget "$bud" >"$logs/budget_fit.json" 2>"$logs/budget_fit.err"
+        STARPU_NCUDA=1 timeout -k 10 $(tl 60) "$build/sz-train" "${train[@]}" --mem-budget "$bud" >"$logs/budget_fit.json" 2>"$logs/budget_fit.err"
         rc_fit=$?
         dpeak=$(jnum device_peak_bytes "$logs/budget_fit.json") mpeak=$(jnum device_measured_peak_bytes "$logs/budget_fit.json")
         cused=$(jnum gpu_cuda_used_bytes "$logs/budget_fit.json") cstart=$(jnum gpu_cuda_used_at_start_bytes "$logs/budget_fit.json")
@@ -367,7 +440,7 @@ fi
 
 # ---- two ranks on one GPU with no --mem-budget: the free memory split, and a budget 2 ranks cannot fit ----
 if go budget && ! share_skip budget_shared; then
-    SZ_GPU_SHARE=1 STARPU_NCUDA=1 timeout $(tl 60) mpiexec -n 2 "$root/scripts/gpu-rank.sh" "$build/sz-train" \
+    SZ_GPU_SHARE=1 STARPU_NCUDA=1 timeout -k 10 $(tl 60) mpiexec -n 2 "$root/scripts/gpu-rank.sh" "$build/sz-train" \
         "${train[@]}" --batch 2 >"$logs/budget_shared.json" 2>"$logs/budget_shared.err"
     rc_sh=$?
     grep '"gpu_budget"' "$logs/budget_shared.json" | head -1 >"$logs/budget_shared_line.json"
@@ -375,7 +448,7 @@ if go budget && ! share_skip budget_shared; then
     free=$(jnum gpu_free_at_start_bytes "$logs/budget_shared_line.json")
     mb=$(jnum mem_budget "$logs/budget_shared.json") mpeak=$(jnum device_measured_peak_bytes "$logs/budget_shared.json")
     big=$(awk -v f="$free" 'BEGIN {printf "%.0f", (f == "null" ? 1e12 : f) * 0.75}')
-    SZ_GPU_SHARE=1 STARPU_NCUDA=1 timeout $(tl 60) mpiexec -n 2 "$root/scripts/gpu-rank.sh" "$build/sz-train" \
+    SZ_GPU_SHARE=1 STARPU_NCUDA=1 timeout -k 10 $(tl 60) mpiexec -n 2 "$root/scripts/gpu-rank.sh" "$build/sz-train" \
         "${train[@]}" --batch 2 --mem-budget "$big" >"$logs/budget_big.txt" 2>&1
     rc_big=$?
     fig="\"rc\": $rc_sh, \"sharers\": $k, \"budget_per_rank_bytes\": $per, \"gpu_free_at_start_bytes\": $free"
@@ -389,7 +462,7 @@ fi
 
 # ---- sz-bench d12 B8 T1024 bf16 on one GPU ----
 if go bench; then
-    STARPU_NCUDA=1 STARPU_WORKER_STATS=1 timeout $(tl 150) "$build/sz-bench" "${bench_model[@]}" --precision bf16 \
+    STARPU_NCUDA=1 STARPU_WORKER_STATS=1 timeout -k 10 $(tl 150) "$build/sz-bench" "${bench_model[@]}" --precision bf16 \
         --steps 3 --warmup 1 --json >"$logs/bench.json" 2>"$logs/bench.err"
     rc=$?
     nt=$(cuda_tasks "$logs/bench.err")
@@ -410,7 +483,7 @@ for pol in zero dmdas prio lws; do
     go "sched_$pol" || continue
     share_skip "sched_$pol" && continue
     nsched=$((nsched + 1))
-    SZ_GPU_SHARE=1 STARPU_SCHED=$pol STARPU_NCUDA=1 STARPU_WORKER_STATS=1 timeout $(tl 60) mpiexec -n 2 "$root/scripts/gpu-rank.sh" \
+    SZ_GPU_SHARE=1 STARPU_SCHED=$pol STARPU_NCUDA=1 STARPU_WORKER_STATS=1 timeout -k 10 $(tl 60) mpiexec -n 2 "$root/scripts/gpu-rank.sh" \
         "$build/sz-bench" "${sched_model[@]}" --precision bf16 --zero-stage 3 --steps 2 --warmup 1 --json \
         >"$logs/sched_$pol.json" 2>"$logs/sched_$pol.err"
     rc=$?
@@ -432,5 +505,4 @@ if [ "$ngpu" = dryrun ] && go sched_ranking_canned; then
     "$here/sched_rank.sh" "$canned" --prefix canned_ --summary sched_ranking_canned --canned ||
         fail_part sched_ranking_canned "\"note\": \"scripts/sched_rank.sh failed on $canned\""
 fi
-json total "$([ $any_fail = 0 ] && echo pass || echo fail)" "\"seconds\": $(($(date +%s) - t_start))"
-exit $any_fail
+finish $any_fail

@@ -5,10 +5,10 @@
  * softmax-xent fused (fp32 and bf16 logits; targets at 0, V-1 and piece edges; a NaN row, a row of
  * +-100, a denormal), attention forward and backward (every dtype and set combination, T up to 1024),
  * layernorm and residual + layernorm forward and backward (every dtype, bias and set combination, the
- * fp32 kernels too, denormal inputs), RMSNorm and residual + RMSNorm likewise, GELU forward and
- * backward, and the whole-buffer conversions
+ * fp32 kernels too, denormal inputs), RMSNorm and residual + RMSNorm likewise, the residual backward, GELU
+ * forward and backward, and the whole-buffer conversions
  * (all modes, sizes across the non-temporal threshold, unaligned offsets), at 1, 2 and 3 threads.
- * Usage: kernels_oldnew OLD.so NEW.so [sx|att|ln|rms|gelu|conv]; exit 0 when nothing differs. */
+ * Usage: kernels_oldnew OLD.so NEW.so [sx|att|ln|rms|res|gelu|conv]; exit 0 when nothing differs. */
 #include <dlfcn.h>
 #include <omp.h>
 #include <stdint.h>
@@ -166,6 +166,16 @@ static void t_rms(int N, int C, int th) {
         if (fu) { same(w, da[0], da[1], NC * 4); same(w, dbb[0], dbb[1], NC * (bd ? 2 : 4)); }
     }
 }
+typedef void (*resb_f)(void *, sz_k_dtype, void *, sz_k_dtype, const float *, size_t, int);
+static void t_res(size_t n, int th) {
+    char w[128]; float *d = rf(n, 1.0f), *af = rf(n, 0.5f), *bf = rf(n, 0.5f); uint16_t *ah = rh(n, 0.5f), *bh = rh(n, 0.5f);
+    d[n / 3] = 1e-40f; d[n / 2] = 0.0f / 0.0f;   /* a denormal, a NaN */
+    for (int ad = 0; ad < 2; ad++) for (int bd = 0; bd < 2; bd++) for (int set = 0; set < 4; set++) { void *a[2], *b[2];
+        for (int k = 0; k < 2; k++) { a[k] = ad ? dup(ah, n * 2) : dup(af, n * 4); b[k] = bd ? dup(bh, n * 2) : dup(bf, n * 4); omp_set_num_threads(th);
+            ((resb_f)sym(k, "sz_k_residual_bwd_mx_set"))(a[k], ad ? SZ_K_BF16 : SZ_K_F32, b[k], bd ? SZ_K_BF16 : SZ_K_F32, d, n, set); }
+        snprintf(w, sizeof w, "residual bwd ad%d bd%d set%d n%zu th%d", ad, bd, set, n, th);
+        same(w, a[0], a[1], n * (ad ? 2 : 4)); same(w, b[0], b[1], n * (bd ? 2 : 4)); }
+}
 typedef void (*gf_f)(void *, sz_k_dtype, const float *, size_t);
 typedef void (*gb_f)(void *, sz_k_dtype, const float *, const void *, sz_k_dtype, size_t, int);
 static void t_gelu(size_t n, int th) {
@@ -200,6 +210,7 @@ int main(int argc, char **argv) {
         if (!*only || strstr(only, "att")) { t_att(2, 64, 768, 12, th); t_att(1, 37, 96, 2, th); t_att(2, 20, 48, 1, th); t_att(1, 130, 320, 2, th); if (th == 2) t_att(1, 1024, 768, 12, th); }
         if (!*only || strstr(only, "ln")) { t_ln(256, 768, th); t_ln(5, 100, th); t_ln(3, 4100, th); t_ln(17, 33, th); t_ln(1, 64, th); t_ln(9, 48, th); t_ln(3, 1600, th); }
         if (!*only || strstr(only, "rms")) { t_rms(256, 768, th); t_rms(5, 100, th); t_rms(17, 33, th); t_rms(1, 64, th); t_rms(9, 48, th); t_rms(3, 1600, th); t_rms(2, 4112, th); }
+        if (!*only || strstr(only, "res")) { t_res(256 * 768, th); t_res(70001, th); t_res(4103, th); t_res(17, th); }
         if (!*only || strstr(only, "conv")) { t_conv(5000003, 3, th); t_conv(3000000, 0, th); t_conv(1 << 20, 1, th); t_conv(100000, 0, th); }
         if (!*only || strstr(only, "gelu")) { t_gelu(256 * 3072, th); t_gelu(1000, th); t_gelu(17, th); t_gelu(70001, th); }
     }

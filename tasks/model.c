@@ -766,12 +766,17 @@ sz_status sz_model_check_budget(struct sz_model *m, int64_t budget)
         said_rows |= alt[i].rows > 1;
         say(&a, "%s%s: stage %d with N_d >= %d (%.1f MB)", a.len ? "; " : "", what[i], best_s, best_nd, mb_up(best_at));
     }
-    char gpu_note[768] = "";
+    char gpu_note[2048] = "";
     if (have_cuda() && m->budget_from_machine && budget == m->budget) {
-        char text[512];
-        sz_gpu_budget_describe(&m->ctx->gpu_budget, 0, text, sizeof text);
-        snprintf(gpu_note, sizeof gpu_note, " (no budget given: %s; %s; a larger N_d below means more GPUs)",
-                 m->ctx->gpu_budget.device >= 0 ? text : "the free memory of this rank's GPU at start, split among the ranks driving it",
+        char text[1024], over[256] = "";
+        const struct sz_context *cx = m->ctx;
+        if (cx->ngpu_budgets > 1) /* the device peak against each of this rank's GPUs */
+            sz_gpu_budgets_check_peak(cx->gpu_budgets, cx->ngpu_budgets, peak, over, sizeof over);
+        sz_gpu_budgets_describe(cx->ngpu_budgets > 0 ? cx->gpu_budgets : &cx->gpu_budget,
+                                cx->ngpu_budgets > 0 ? cx->ngpu_budgets : 1, 0, text, sizeof text);
+        snprintf(gpu_note, sizeof gpu_note, " (no budget given: %s%s%s; %s; a larger N_d below means more GPUs)",
+                 cx->gpu_budget.device >= 0 ? text : "the free memory of this rank's GPU at start, split among the ranks driving it",
+                 over[0] ? "; over on " : "", over,
                  "at most StarPU's limit there (STARPU_LIMIT_CUDA_MEM, else 90% of the device); the smallest over ranks");
     }
     char slack_note[96] = "";

@@ -42,7 +42,7 @@ for pol in zero dmdas prio lws; do
     [ "$(q shipped canned_sched_$pol zero_wins device_peak)" = true ] || fail "shipped: zero must win the peak against $pol"
 done
 [ "$(q shipped canned_sched_zero zero_wins overlap)" = true ] || fail "shipped: overlap 0.91 with comm < compute must pass"
-for part in kernels d2_losses d2_bf16_native llama_d2_losses llama_d2_bf16_native stages budget bench sched_zero; do
+for part in kernels attention_bench d2_losses d2_bf16_native llama_d2_losses llama_d2_bf16_native stages budget bench sched_zero; do
     [ "$(q shipped $part result)" = missing ] || fail "part $part ran although not selected"
 done
 
@@ -94,4 +94,13 @@ case "$(q native d2_bf16_native bf16_path)" in '"native"'|'"emulated"') ;; *) fa
 case "$(q native d2_bf16_native max_rel_loss_diff)" in [0-9]*) ;; *) fail "d2_bf16_native: max_rel_loss_diff: $(cat "$dir/native.out")" ;; esac
 [ "$(q native d2_bf16_native tolerance)" = 2e-2 ] || fail "d2_bf16_native: tolerance"
 [ "$(q native d2_losses result)" = missing ] || fail "d2_losses ran although not selected"
-echo "gpu-check dry-run ranking: ok; the d2 bf16 native part's plumbing: ok"
+# every run ends with the summary line; the prerequisites are named before the build: here (the
+# dry run) a StarPU that is not there is reported by name, and the run stops where it needs it
+[ "$(q shipped total result)" = '"pass"' ] || fail "shipped: no total line: $(cat "$dir/shipped.out")"
+case "$(q shipped prereq result)" in '"pass"'|'"fail"') ;; *) fail "shipped: no prereq line: $(cat "$dir/shipped.out")" ;; esac
+env SZ_GPU_CHECK_DRYRUN=1 SZ_BUILD_DIR="$bin" SZ_GPU_LOG="$dir/logs" SZ_GPU_CHECK_PARTS=none SZ_DEPS_DIR="$dir/nodeps" \
+    SZ_GPU_CHECK_OUT="$dir" timeout 60 "$root/scripts/gpu-check.sh" >"$dir/nodeps.out" 2>"$dir/nodeps.err"
+[ "$(q nodeps prereq result)" = '"fail"' ] || fail "no StarPU: prereq must fail: $(cat "$dir/nodeps.out")"
+q nodeps prereq missing | grep -q "starpu(no $dir/nodeps/starpu.env" || fail "no StarPU: not named: $(q nodeps prereq missing)"
+[ -s "$dir/gpu-check-logs.tgz" ] || fail "SZ_GPU_CHECK_OUT: no gpu-check-logs.tgz"
+echo "gpu-check dry-run ranking: ok; the d2 bf16 native part's plumbing: ok; prerequisites and summary: ok"

@@ -378,6 +378,7 @@ static void test_matmul_bf16(void)
 /* ---------------------------------------------------------------- attention
  * The CUDA kernels keep llm.c's preatt/att [B,NH,T,T]: their CPU twins are the _tt kernels. */
 
+/* The entry points' default choice: the tiled fp32 kernels for hs 64, the rowwise ones for 37 and 256. */
 static void attention_case(int B, int T, int NH, int hs)
 {
     int C = NH * hs;
@@ -1244,6 +1245,8 @@ static void *mx_dev(const void *h, int dt, size_t n)
     return d;
 }
 
+/* The row-per-block kernels by name (the tiled ones, the default for hs 64, round q, k, v to bf16
+ * with a bf16 out: test_attention_tiled, with its own bounds). */
 static void mx_attention_case(int B, int T, int NH, int hs)
 {
     int C = NH * hs;
@@ -1257,7 +1260,7 @@ static void mx_attention_case(int B, int T, int NH, int hs)
         for (int r = 0; r < 2; r++) {
             float *gi = dput(inp, ni * 4), *gs = dput(NULL, ns * 4);
             void *go = mx_dev(NULL, odt, no);
-            CUOK(sz_cuda_attention_fwd_mx(S, go, odt, gs, gi, B, T, C, NH));
+            CUOK(sz_cuda_attention_fwd_mx_impl(S, go, odt, gs, gi, B, T, C, NH, SZ_CUDA_ATT_ROWWISE));
             got[r] = malloc(no * mx_es(odt)), gst[r] = malloc(ns * 4);
             dget(got[r], go, no * mx_es(odt)), dget(gst[r], gs, ns * 4);
             dfree(gi), dfree(gs), dfree(go);
@@ -1283,7 +1286,8 @@ static void mx_attention_case(int B, int T, int NH, int hs)
                 for (int r = 0; r < 2; r++) {
                     float *gi = dput(inp, ni * 4), *gs = dput(st, ns * 4);
                     void *gd = mx_dev(dh, ddt, no), *gdi = mx_dev(set ? NULL : start, idt, ni);
-                    CUOK(sz_cuda_attention_bwd_mx(S, gdi, idt, gd, ddt, gi, gs, B, T, C, NH, set ? SZ_K_SET_DINP : 0));
+                    CUOK(sz_cuda_attention_bwd_mx_impl(S, gdi, idt, gd, ddt, gi, gs, B, T, C, NH,
+                                                       set ? SZ_K_SET_DINP : 0, SZ_CUDA_ATT_ROWWISE));
                     got[r] = malloc(ni * mx_es(idt));
                     dget(got[r], gdi, ni * mx_es(idt));
                     dfree(gi), dfree(gs), dfree(gd), dfree(gdi);
@@ -1302,6 +1306,133 @@ static void test_mx_attention(void)
 {
     mx_attention_case(2, 13, 3, 37); /* odd head size, fewer rows than threads */
     mx_attention_case(1, 70, 2, 64); /* rows beyond one pass of the block */
+}
+
+/* ---------------------------------------------------------------- tiled attention
+ * The tiled (FlashAttention-2) kernels, asked for by name (SZ_CUDA_ATT_TILED), against the CPU
+ * twin and against the row-per-block CUDA kernels (SZ_CUDA_ATT_ROWWISE). fp32 out/dinp: fp32 FMA
+ * tiles, the fp32 bounds above (out atol 1e-5 rtol 1e-4, stats 1e-6/1e-5, dinp 1e-5 T / 1e-4).
+ * bf16 out/dinp: bf16 tensor-core tiles, which round q, k, v to bf16: the CPU gets the same
+ * bf16-rounded inp (exact in fp32), so what is left is p and dS rounded to bf16 before their
+ * products and sums in another order: out within 1 bf16 ulp or atol 4e-3 rtol 1e-2; stats atol 1e-5
+ * rtol 1e-4; dinp within 1 ulp or atol 1e-2 rtol 2e-2. Odd T (1, 17, 100, 257: partial tiles, one
+ * and several tiles), B*NH > 1, head sizes 32, 64, 128, dout fp32 and bf16, set and accumulate,
+ * run-to-run bits. A shape the tiled kernels do not cover on this device (the fp32 tiles of head
+ * size 128 need more shared memory than a block may have) is reported and skipped. */
+
+static int tiled_covers_or_say(int T, int C, int NH, int bf16)
+{
+    if (sz_cuda_attention_tiled_covers(T, C, NH, bf16))
+        return 1;
+    printf("\n  tiled attention (%s, T %d C %d NH %d) not covered on this device: skipped", bf16 ? "bf16" : "fp32",
+           T, C, NH);
+    return 0;
+}
+
+static void tiled_attention_case(int B, int T, int NH, int hs, int bf16)
+{
+    int C = NH * hs, odt = bf16 ? SZ_K_BF16 : SZ_K_F32;
+    if (!tiled_covers_or_say(T, C, NH, bf16))
+        return;
+    size_t ni = (size_t)B * T * 3 * C, no = (size_t)B * T * C, ns = (size_t)B * NH * T * 2;
+    float *inp = rnd(ni, 1), *dout = rnd(no, 1), *di0 = rnd(ni, 1);
+    if (bf16) { /* the tensor-core kernels' own rounding of q, k, v, given to the CPU too */
+        uint16_t *h = bf16_of(inp, ni);
+        for (size_t i = 0; i < ni; i++)
+            inp[i] = sz_bf16_to_f32_1(h[i]);
+        free(h);
+    }
+    double oa = bf16 ? 4e-3 : 1e-5, orl = bf16 ? 1e-2 : 1e-4, sa = bf16 ? 1e-5 : 1e-6, srl = bf16 ? 1e-4 : 1e-5;
+    double da = bf16 ? 1e-2 : 1e-5 * T, drl = bf16 ? 2e-2 : 1e-4;
+    char w[128];
+    /* forward: tiled twice (bits), rowwise once, CPU */
+    void *out = malloc(no * mx_es(odt)), *got[3];
+    float *st = malloc(ns * 4), *gst[3];
+    CU_ASSERT(sz_k_attention_fwd_mx(out, odt, st, inp, B, T, C, NH) == 0);
+    for (int r = 0; r < 3; r++) {
+        float *gi = dput(inp, ni * 4), *gs = dput(NULL, ns * 4);
+        void *go = mx_dev(NULL, odt, no);
+        CUOK(sz_cuda_attention_fwd_mx_impl(S, go, odt, gs, gi, B, T, C, NH, r < 2 ? SZ_CUDA_ATT_TILED : SZ_CUDA_ATT_ROWWISE));
+        got[r] = malloc(no * mx_es(odt)), gst[r] = malloc(ns * 4);
+        dget(got[r], go, no * mx_es(odt)), dget(gst[r], gs, ns * 4);
+        dfree(gi), dfree(gs), dfree(go);
+    }
+    snprintf(w, sizeof w, "tiled attention fwd out %s vs cpu (B %d T %d NH %d hs %d)", bf16 ? "bf16" : "f32", B, T, NH, hs);
+    CU_ASSERT(mx_close(w, odt, got[0], out, no, oa, orl));
+    snprintf(w, sizeof w, "tiled attention fwd out %s vs rowwise cuda (T %d hs %d)", bf16 ? "bf16" : "f32", T, hs);
+    CU_ASSERT(mx_close(w, odt, got[0], got[2], no, oa, orl));
+    CU_ASSERT(close_f("tiled attention stats vs cpu", gst[0], st, ns, sa, srl));
+    CU_ASSERT(close_f("tiled attention stats vs rowwise cuda", gst[0], gst[2], ns, sa, srl));
+    CU_ASSERT(same_bits("tiled attention fwd run to run", got[0], got[1], no * mx_es(odt)));
+    CU_ASSERT(same_bits("tiled attention stats run to run", gst[0], gst[1], ns * 4));
+    for (int r = 0; r < 3; r++)
+        free(got[r]), free(gst[r]);
+    free(out);
+    /* backward from the CPU's stats: dout fp32 and bf16, set and accumulate */
+    for (int ddt = 0; ddt < 2; ddt++)
+        for (int set = 0; set < 2; set++) {
+            void *dh = mx_host(dout, ddt, no), *ref = mx_host(di0, odt, ni), *start = mx_host(di0, odt, ni), *g[3];
+            CU_ASSERT(sz_k_attention_bwd_mx_set(ref, odt, dh, ddt, inp, st, B, T, C, NH, set ? SZ_K_SET_DINP : 0) == 0);
+            for (int r = 0; r < 3; r++) {
+                float *gi = dput(inp, ni * 4), *gs = dput(st, ns * 4);
+                void *gd = mx_dev(dh, ddt, no), *gdi = mx_dev(set ? NULL : start, odt, ni);
+                CUOK(sz_cuda_attention_bwd_mx_impl(S, gdi, odt, gd, ddt, gi, gs, B, T, C, NH, set ? SZ_K_SET_DINP : 0,
+                                                   r < 2 ? SZ_CUDA_ATT_TILED : SZ_CUDA_ATT_ROWWISE));
+                g[r] = malloc(ni * mx_es(odt));
+                dget(g[r], gdi, ni * mx_es(odt));
+                dfree(gi), dfree(gs), dfree(gd), dfree(gdi);
+            }
+            snprintf(w, sizeof w, "tiled attention bwd dinp %s dout %s set %d vs cpu (B %d T %d NH %d hs %d)",
+                     bf16 ? "bf16" : "f32", ddt ? "bf16" : "f32", set, B, T, NH, hs);
+            CU_ASSERT(mx_close(w, odt, g[0], ref, ni, da, drl));
+            snprintf(w, sizeof w, "tiled attention bwd dinp %s dout %s set %d vs rowwise cuda (T %d hs %d)",
+                     bf16 ? "bf16" : "f32", ddt ? "bf16" : "f32", set, T, hs);
+            CU_ASSERT(mx_close(w, odt, g[0], g[2], ni, da, drl));
+            CU_ASSERT(same_bits("tiled attention bwd run to run", g[0], g[1], ni * mx_es(odt)));
+            for (int r = 0; r < 3; r++)
+                free(g[r]);
+            free(dh), free(ref), free(start);
+        }
+    free(st), free(inp), free(dout), free(di0);
+}
+
+static void test_attention_tiled(void)
+{
+    /* GPT-2's head size on an H100/H200-class GPU: both kinds of tiles must be there */
+    CU_ASSERT(sz_cuda_attention_tiled_covers(1024, 768, 12, 1));
+    for (int bf16 = 0; bf16 < 2; bf16++) {
+        tiled_attention_case(2, 1, 3, 64, bf16);  /* one row */
+        tiled_attention_case(2, 17, 3, 64, bf16); /* a partial tile */
+        tiled_attention_case(1, 100, 2, 32, bf16);
+        tiled_attention_case(2, 257, 2, 64, bf16); /* five tiles, the last with one row */
+        tiled_attention_case(1, 100, 2, 128, bf16);
+    }
+    /* what the entry points choose: the tiled kernels by default, the rowwise ones on request */
+    int B = 1, T = 70, NH = 2, hs = 64, C = NH * hs;
+    size_t ni = (size_t)B * T * 3 * C, no = (size_t)B * T * C, ns = (size_t)B * NH * T * 2;
+    float *inp = rnd(ni, 1), *gi = dput(inp, ni * 4), *go = dput(NULL, no * 4), *gs = dput(NULL, ns * 4);
+    float *o[3];
+    for (int r = 0; r < 3; r++) {
+        if (r == 2)
+            setenv("SZ_CUDA_ATTENTION", "rowwise", 1);
+        CUOK(r == 0 ? sz_cuda_attention_fwd_mx_impl(S, go, SZ_K_F32, gs, gi, B, T, C, NH, SZ_CUDA_ATT_TILED)
+                    : sz_cuda_attention_fwd(S, go, gs, gi, B, T, C, NH));
+        o[r] = malloc(no * 4);
+        dget(o[r], go, no * 4);
+    }
+    unsetenv("SZ_CUDA_ATTENTION");
+    CUOK(sz_cuda_attention_fwd_mx_impl(S, go, SZ_K_F32, gs, gi, B, T, C, NH, SZ_CUDA_ATT_ROWWISE));
+    float *rw = malloc(no * 4);
+    dget(rw, go, no * 4);
+    CU_ASSERT(same_bits("the default is the tiled kernel", o[0], o[1], no * 4));
+    CU_ASSERT(same_bits("SZ_CUDA_ATTENTION=rowwise is the rowwise kernel", o[2], rw, no * 4));
+    /* a head size the tiled kernels do not have: refused by name, rowwise by default */
+    CU_ASSERT(sz_cuda_attention_fwd_mx_impl(S, go, SZ_K_F32, gs, gi, 1, 10, 3 * 37, 3, SZ_CUDA_ATT_TILED) ==
+              (int)cudaErrorNotSupported);
+    CU_ASSERT(sz_cuda_attention_tiled_covers(10, 3 * 37, 3, 0) == 0);
+    for (int r = 0; r < 3; r++)
+        free(o[r]);
+    free(rw), free(inp), dfree(gi), dfree(go), dfree(gs);
 }
 
 static void test_mx_softmax_xent(void)
@@ -1516,7 +1647,64 @@ static void test_mx_rope(void)
     free(d), free(di0);
 }
 
-int main(void)
+/* ---------------------------------------------------------------- attention timing
+ * `test_cuda_kernels --bench-attention`: not a test (no pass/fail on a time) but the figures
+ * scripts/gpu-check.sh puts in its attention_bench row: the native bf16 path's call (out, dout,
+ * dinp bf16, dinp set) at GPT-2 124M's shape B8 T1024 NH12 hs64, tiled and rowwise, ms per call
+ * (median of 5 after a warm-up) and TFLOP/s of the causal attention's useful products (forward
+ * 2 B NH T^2 hs, backward 5 B NH T^2 hs; the backward's recomputation not counted). */
+static int cmp_f(const void *a, const void *b)
+{
+    float x = *(const float *)a, y = *(const float *)b;
+    return (x > y) - (x < y);
+}
+static int bench_attention(void)
+{
+    int B = 8, T = 1024, NH = 12, hs = 64, C = NH * hs;
+    size_t ni = (size_t)B * T * 3 * C, no = (size_t)B * T * C, ns = (size_t)B * NH * T * 2;
+    float *inp = rnd(ni, 1), *gi = dput(inp, ni * 4), *gs = dput(NULL, ns * 4);
+    uint16_t *dh = bf16_of(inp, no);
+    void *go = dput(NULL, no * 2), *gd = dput(dh, no * 2), *gdi = dput(NULL, ni * 2);
+    cudaEvent_t e0, e1;
+    if (cudaEventCreate(&e0) != cudaSuccess || cudaEventCreate(&e1) != cudaSuccess)
+        return 1;
+    double ffl = 2.0 * B * NH * (double)T * T * hs, bfl = 2.5 * ffl;
+    float ms[2][2];
+    int rc = 0;
+    for (int impl = 0; impl < 2; impl++)
+        for (int dir = 0; dir < 2; dir++) {
+            float t[6];
+            for (int r = 0; r < 6 && !rc; r++) {
+                cudaEventRecord(e0, S);
+                rc = dir == 0 ? sz_cuda_attention_fwd_mx_impl(S, go, SZ_CUDA_BF16, gs, gi, B, T, C, NH,
+                                                              impl ? SZ_CUDA_ATT_ROWWISE : SZ_CUDA_ATT_TILED)
+                              : sz_cuda_attention_bwd_mx_impl(S, gdi, SZ_CUDA_BF16, gd, SZ_CUDA_BF16, gi, gs, B, T, C,
+                                                              NH, 1, impl ? SZ_CUDA_ATT_ROWWISE : SZ_CUDA_ATT_TILED);
+                cudaEventRecord(e1, S);
+                if (!rc)
+                    rc = (int)cudaEventSynchronize(e1);
+                if (!rc)
+                    rc = (int)cudaEventElapsedTime(&t[r], e0, e1);
+            }
+            if (rc) {
+                printf("{\"error\": \"attention %s %s: cuda error %d\"}\n", impl ? "rowwise" : "tiled",
+                       dir ? "bwd" : "fwd", rc);
+                return 1;
+            }
+            qsort(t + 1, 5, sizeof t[0], cmp_f);
+            ms[impl][dir] = t[3];
+        }
+    printf("{\"shape\": \"B%d T%d NH%d hs%d bf16\", \"tiled_fwd_ms\": %.4f, \"tiled_bwd_ms\": %.4f, "
+           "\"tiled_fwd_tflops\": %.2f, \"tiled_bwd_tflops\": %.2f, \"rowwise_fwd_ms\": %.4f, \"rowwise_bwd_ms\": %.4f, "
+           "\"speedup_fwd\": %.2f, \"speedup_bwd\": %.2f}\n",
+           B, T, NH, hs, ms[0][0], ms[0][1], ffl / (ms[0][0] * 1e9), bfl / (ms[0][1] * 1e9), ms[1][0], ms[1][1],
+           ms[1][0] / ms[0][0], ms[1][1] / ms[0][1]);
+    cudaEventDestroy(e0), cudaEventDestroy(e1);
+    free(inp), free(dh), dfree(gi), dfree(gs), dfree(go), dfree(gd), dfree(gdi);
+    return 0;
+}
+
+int main(int argc, char **argv)
 {
     if (CU_initialize_registry() != CUE_SUCCESS)
         return 1;
@@ -1533,6 +1721,13 @@ int main(void)
         printf("could not create a CUDA stream or cuBLAS handle\n");
         return 1;
     }
+    if (argc > 1 && !strcmp(argv[1], "--bench-attention")) {
+        int rc = bench_attention();
+        cublasDestroy(H);
+        cudaStreamDestroy(S);
+        CU_cleanup_registry();
+        return rc;
+    }
     SZ_SUITE("cuda twins", {"encoder fwd/bwd (bitwise)", test_encoder}, {"embedding fwd/bwd", test_embedding},
              {"layernorm fwd/bwd", test_layernorm}, {"rmsnorm fwd/bwd", test_rmsnorm},
              {"matmul fp32 fwd/bwd", test_matmul_f32}, {"matmul bf16 fwd/bwd", test_matmul_bf16},
@@ -1543,6 +1738,7 @@ int main(void)
              {"clip, scale, zero", test_clip_scale_zero});
     SZ_SUITE("cuda twins, native bf16 path (attention, softmax-xent, elementwise, rope)",
              {"attention fwd/bwd, bf16 out/dout/dinp, set", test_mx_attention},
+             {"tiled attention (fp32 FMA, bf16 tensor cores) vs cpu and rowwise", test_attention_tiled},
              {"softmax-xent fused in place on bf16, bwd into bf16", test_mx_softmax_xent},
              {"gelu, silu, mul, residual with bf16 operands, set", test_mx_elementwise},
              {"swiglu with bf16 out / dgate / dup / dout", test_mx_swiglu},

@@ -150,6 +150,75 @@ static void test_matmul_bf16(void)
     unsetenv("SZ_ONEDNN_BF16");
 }
 
+/* Mixed precision's gradient rounding folded into the linear layer's parameter-gradient writer:
+ * sz_k_matmul_dparams_round equals the first writer's fp32 dweight / dbias followed by the
+ * GRAD_CONVERT's sz_k_convert, bit for bit, in every mode (ADD onto a random bf16 gradient), fp32
+ * and bf16 inputs (oneDNN's bf16 tiles and the widening path), panels cut mid-matrix (OC > 256)
+ * and ragged shapes; -0 contributions included (dout rows of zeros). */
+static void test_matmul_round(void)
+{
+    const int shapes[][3] = {{256, 768, 2304}, {256, 3072, 768}, {64, 768, 3072}, {7, 5, 3}, {33, 400, 513}};
+    const char *paths[] = {"1", "0"};
+    for (int dt = 0; dt < 2; dt++)
+        for (int pth = 0; pth < (dt ? 2 : 1); pth++) {
+            setenv("SZ_ONEDNN_BF16", paths[pth], 1);
+            for (size_t k = 0; k < sizeof shapes / sizeof shapes[0]; k++) {
+                int N = shapes[k][0], C = shapes[k][1], OC = shapes[k][2];
+                size_t nc = (size_t)N * C, no = (size_t)N * OC, oc = (size_t)OC * C;
+                void *dout, *inp;
+                if (dt) {
+                    dout = rnd16(no, 0.1f), inp = rnd16(nc, 1.0f);
+                    memset(dout, 0, (size_t)OC * 2); /* a row of zeros: -0 / +0 sums where inp < 0 */
+                } else {
+                    dout = rnd(no, 0.1f), inp = rnd(nc, 1.0f);
+                    memset(dout, 0, (size_t)OC * 4);
+                }
+                float *dw32 = nans(oc * 4), *db32 = nans((size_t)OC * 4);
+                int r = dt ? sz_k_matmul_bwd_bf16_set(NULL, SZ_K_F32, dw32, db32, SZ_K_F32, dout, inp, NULL, N, C, OC,
+                                                      SZ_K_SET_DW | SZ_K_SET_DB)
+                           : sz_k_matmul_bwd_set(NULL, dw32, db32, dout, inp, NULL, N, C, OC, SZ_K_SET_DW | SZ_K_SET_DB);
+                CU_ASSERT(r >= 0);
+                uint16_t *old_w = rnd16(oc, 0.01f), *old_b = rnd16((size_t)OC, 0.01f);
+                for (int mode = 0; mode < 3; mode++) {
+                    uint16_t *ww = malloc(oc * 2), *wb = malloc((size_t)OC * 2), *gw = malloc(oc * 2),
+                             *gb = malloc((size_t)OC * 2);
+                    memcpy(ww, old_w, oc * 2), memcpy(gw, old_w, oc * 2);
+                    memcpy(wb, old_b, (size_t)OC * 2), memcpy(gb, old_b, (size_t)OC * 2);
+                    if (mode != SZ_K_CONVERT_ADD) { /* written whole: what was there must not matter */
+                        memset(gw, 0xff, oc * 2);
+                        memset(gb, 0xff, (size_t)OC * 2);
+                    }
+                    sz_k_convert(ww, SZ_K_BF16, dw32, SZ_K_F32, oc, mode);
+                    sz_k_convert(wb, SZ_K_BF16, db32, SZ_K_F32, (size_t)OC, mode);
+                    CU_ASSERT(sz_k_matmul_dparams_round(gw, gb, dout, inp, dt ? SZ_K_BF16 : SZ_K_F32, N, C, OC, mode) >= 0);
+                    int okw = memcmp(gw, ww, oc * 2) == 0, okb = memcmp(gb, wb, (size_t)OC * 2) == 0;
+                    if (!okw || !okb)
+                        fprintf(stderr, "matmul_dparams_round %s %dx%dx%d mode %d (SZ_ONEDNN_BF16=%s): dweight %s, dbias %s\n",
+                                dt ? "bf16" : "f32", N, C, OC, mode, paths[pth], okw ? "equal" : "DIFFERS",
+                                okb ? "equal" : "DIFFERS");
+                    CU_ASSERT(okw && okb);
+                    /* dweight alone, dbias alone */
+                    memset(gw, 0, oc * 2);
+                    CU_ASSERT(sz_k_matmul_dparams_round(gw, NULL, dout, inp, dt ? SZ_K_BF16 : SZ_K_F32, N, C, OC,
+                                                        SZ_K_CONVERT_ONTO_ZEROS) >= 0);
+                    sz_k_convert(ww, SZ_K_BF16, dw32, SZ_K_F32, oc, SZ_K_CONVERT_ONTO_ZEROS);
+                    CU_ASSERT(memcmp(gw, ww, oc * 2) == 0);
+                    CU_ASSERT(sz_k_matmul_dparams_round(NULL, gb, dout, inp, dt ? SZ_K_BF16 : SZ_K_F32, N, C, OC,
+                                                        SZ_K_CONVERT_SET) >= 0);
+                    sz_k_convert(wb, SZ_K_BF16, db32, SZ_K_F32, (size_t)OC, SZ_K_CONVERT_SET);
+                    CU_ASSERT(memcmp(gb, wb, (size_t)OC * 2) == 0);
+                    free(ww); free(wb); free(gw); free(gb);
+                }
+                free(old_w); free(old_b); free(dw32); free(db32); free(dout); free(inp);
+            }
+        }
+    unsetenv("SZ_ONEDNN_BF16");
+    uint16_t x = 0;
+    float f = 0.0f;
+    CU_ASSERT_EQUAL(sz_k_matmul_dparams_round(&x, NULL, &f, &f, (sz_k_dtype)7, 1, 1, 1, 0), -2); /* bad type */
+    CU_ASSERT_EQUAL(sz_k_matmul_dparams_round(&x, NULL, &f, &f, SZ_K_F32, 0, 1, 1, 0), -2);       /* no rows */
+}
+
 /* The elementwise and row kernels, fp32 and with bf16 operands. */
 static void test_rows(void)
 {
@@ -674,6 +743,7 @@ int main(void)
     SZ_SUITE("first-writer kernels", {"matmul_bwd fp32 at GPT-2 shapes", test_matmul_f32},
              {"matmul_bwd bf16 (native, widened)", test_matmul_bf16}, {"gelu, residual, layernorm, attention, rmsnorm, rope", test_rows});
     CU_pSuite s = CU_add_suite("folding as tasks", tasks_init, tasks_clean);
+    CU_add_test(s, "gradient rounding folded into the matmul's dparams", test_matmul_round);
     CU_add_test(s, "folded or submitted, the same values", test_fold_tasks);
     CU_add_test(s, "parameters' gradients set by their first writers", test_fold_grads);
     int rc = sz_test_run();

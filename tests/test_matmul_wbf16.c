@@ -50,9 +50,12 @@ static float *copy_f32(const float *x, size_t n)
 
 /* N, C, OC: odd sizes, edge tiles in both directions (tiles 256 x 384), C = 512 and 1024 (the fp32
  * dinp packs B there), 768 and 600 (several column blocks: it reads W in place, strided), 96, 384 and
- * smaller (one column block: it reads W densely) and 385 (one column more than a tile). */
+ * smaller (one column block: it reads W densely) and 385 (one column more than a tile); OC = 2000
+ * and 1700 (dinp's K over two chunks of 768: the panel widened and multiplied chunk by chunk, the
+ * last chunk longer, with edge tiles in both directions and two row blocks). */
 static const int shapes[][3] = {{37, 29, 53}, {300, 96, 401}, {64, 512, 512}, {20, 768, 800},
-                                {260, 1024, 130}, {5, 1, 7}, {3, 17, 1}, {70, 600, 90}, {30, 384, 70}, {40, 385, 33}};
+                                {260, 1024, 130}, {5, 1, 7}, {3, 17, 1}, {70, 600, 90}, {30, 384, 70}, {40, 385, 33},
+                                {300, 768, 2000}, {40, 1000, 1700}};
 #define NSHAPES (sizeof shapes / sizeof shapes[0])
 
 static int same(const void *a, const void *b, size_t bytes, const char *what, int N, int C, int OC, int nt)

@@ -594,6 +594,102 @@ static void test_mixed_grads(void)
         }
 }
 
+/* fold_round: the GRAD_CONVERT of a unit whose writers round into its bf16 gradients (round_grads,
+ * no other unit's backward writing them: unit 0, tied to unit 4, keeps its convert) disappears with
+ * its fp32 working gradients. Stages 0-1: the first micro-batch's ZERO_GRADS (FIRST_WRITERS |
+ * ROUNDED) and nothing else; stages 2-3: a GRAD_ALLOC of the bf16 copy (padded * 2) per micro-batch,
+ * freed by the last reduce-scatter round. The backward waits for that allocation / zeroing, the
+ * reduce-scatter for the backward; the gradients in flight fall from 4 to 2 bytes per element (0 at
+ * stages 0-1); off without mixed precision, without fold_grads or without the flag. */
+static void test_round_grads(void)
+{
+    sz_plan_unit u[NU];
+    memcpy(u, units, sizeof units);
+    for (int i = 0; i < NU; i++)
+        u[i].round_grads = 1;
+    for (int stage = 0; stage < 4; stage++)
+        for (int micro = 1; micro <= 2; micro++)
+            for (int variant = 0; variant < 4; variant++) { /* plain, comm worker, checkpointing, offload */
+                sz_plan_config c = config(stage, 3, 1);
+                c.micro_batches = micro;
+                c.fold_grads = 1;
+                c.comm_worker = variant == 1;
+                c.checkpoint = variant >= 2;
+                c.offload = variant == 3;
+                sz_plan a, b;
+                CU_ASSERT_EQUAL_FATAL(sz_plan_build(u, NU, &c, &a), SZ_OK);
+                c.fold_round = 1;
+                CU_ASSERT_EQUAL_FATAL(sz_plan_build(u, NU, &c, &b), SZ_OK);
+                for (int i = 0; i < NU; i++) {
+                    int r = i != 0;
+                    CU_ASSERT_EQUAL(a.rounded[i], 0);
+                    CU_ASSERT_EQUAL(b.rounded[i], r);
+                    CU_ASSERT_EQUAL(count(&a, SZ_ACT_GRAD_CONVERT, i, 0, a.n), micro);
+                    CU_ASSERT_EQUAL(count(&b, SZ_ACT_GRAD_CONVERT, i, 0, b.n), r ? 0 : micro);
+                    CU_ASSERT_EQUAL(count(&b, SZ_ACT_GRAD_ALLOC, i, 0, b.n), micro * (stage >= 2 || !r));
+                    CU_ASSERT_EQUAL(count(&b, SZ_ACT_ZERO_GRADS, i, 0, b.n), stage < 2 && r);
+                    int64_t inflight = 0;
+                    for (int k = 0; k < b.n; k++) {
+                        const sz_action *x = &b.a[k];
+                        if (x->unit != i)
+                            continue;
+                        inflight += x->delta[SZ_MEM_GRADS_IN_FLIGHT];
+                        if (!r)
+                            continue;
+                        if (x->kind == SZ_ACT_ZERO_GRADS) {
+                            CU_ASSERT_EQUAL(x->flag, SZ_GRADS_FIRST_WRITERS | SZ_GRADS_ROUNDED);
+                            CU_ASSERT_EQUAL(x->micro_batch, 0);
+                            CU_ASSERT_EQUAL(x->buf, SZ_BUF_GRAD);
+                        }
+                        if (x->kind == SZ_ACT_GRAD_ALLOC) {
+                            CU_ASSERT_EQUAL(x->flag, SZ_GRADS_FIRST_WRITERS | SZ_GRADS_ROUNDED);
+                            CU_ASSERT_EQUAL(x->buf, SZ_BUF_GRAD);
+                            CU_ASSERT_EQUAL(x->delta[SZ_MEM_GRADS_IN_FLIGHT], b.padded[i] * 2);
+                        }
+                        if (x->kind == SZ_ACT_REDUCE_SCATTER && x->round == x->rounds - 1 && stage >= 2)
+                            CU_ASSERT_EQUAL(x->delta[SZ_MEM_GRADS_IN_FLIGHT], -b.padded[i] * 2);
+                        if (x->kind == SZ_ACT_BWD) { /* waits for its gradients' allocation or zeroing */
+                            int j = -1;
+                            for (int q = 0; q < k; q++)
+                                if (b.a[q].unit == i && b.a[q].micro_batch == x->micro_batch &&
+                                    (b.a[q].kind == SZ_ACT_GRAD_ALLOC || b.a[q].kind == SZ_ACT_ZERO_GRADS))
+                                    j = q;
+                            if (j >= 0) {
+                                CU_ASSERT(waits_directly(&b, k, j));
+                            } else {
+                                CU_ASSERT(stage < 2 && x->micro_batch > 0);
+                            }
+                        }
+                    }
+                    CU_ASSERT_EQUAL(inflight, 0);
+                }
+                sz_fold fa, fb;
+                sz_plan_fold(&a, &fa, NULL);
+                sz_plan_fold(&b, &fb, NULL);
+                if (variant == 0) { /* one unit's gradients at a time, beside unit 0's (from unit 4's backward on) */
+                    int64_t want_a = 4 * a.padded[1] + 4 * a.padded[0],
+                            want_b = (stage >= 2 ? 2 * b.padded[1] : 0) + 4 * b.padded[0];
+                    CU_ASSERT_EQUAL(fa.transient_peak[SZ_MEM_GRADS_IN_FLIGHT], want_a);
+                    CU_ASSERT_EQUAL(fb.transient_peak[SZ_MEM_GRADS_IN_FLIGHT], want_b);
+                }
+                CU_ASSERT(fb.peak_bytes < fa.peak_bytes);
+                CU_ASSERT_EQUAL(fb.persistent_bytes, fa.persistent_bytes);
+                sz_plan_free(&a);
+                sz_plan_free(&b);
+            }
+    /* off: fp32, no fold_grads, no unit flag */
+    for (int k = 0; k < 3; k++) {
+        sz_plan_config c = config(2, 3, k != 0);
+        c.fold_round = 1;
+        c.fold_grads = k != 1;
+        sz_plan p;
+        CU_ASSERT_EQUAL_FATAL(sz_plan_build(k == 2 ? units : u, NU, &c, &p), SZ_OK);
+        for (int i = 0; i < NU; i++)
+            CU_ASSERT_EQUAL(p.rounded[i], 0);
+        sz_plan_free(&p);
+    }
+}
+
 /* ZeRO-Offload: the same actions and the same fold, but every optimizer action on the host node
  * and the master, m and v counted on the host (host_bytes), out of the device peak. */
 static void test_offload_optimizer(void)
@@ -766,6 +862,7 @@ int main(void)
              {"prefetch window and max live bytes", test_prefetch_window},
              {"update and eval plans", test_update},
              {"mixed precision: the first gradient conversion writes, no zeroing before it", test_mixed_grads},
+             {"mixed precision: rounding folded into the gradients' writers (fold_round)", test_round_grads},
              {"offloaded optimizer: host node, host bytes out of the device peak", test_offload_optimizer},
              {"waits: backwards, gathers before compute, reduce-scatters after their backwards", test_waits},
              {"bad configurations", test_invalid},

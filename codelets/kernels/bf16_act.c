@@ -397,9 +397,10 @@ int sz_k_layernorm_bwd_mx_set(float *dinp, float *dweight, float *dbias, const v
 
 /* ---- GELU (gelu.c's formula) ---- */
 
-/* In pieces of SZ_GELU_PIECE elements: gelu.c's loop into a stack row (the fp32 kernel's own
- * vectorization), then rounded (a mixed-type loop vectorizes narrower). Elementwise: the bits
- * depend on no partition. */
+/* In pieces of SZ_GELU_PIECE elements. Where the build has AVX-512 and AVX512-BF16: sz_gelu16
+ * (sz_kernels_impl.h: the fp32 formula's very operations, four vectors side by side) rounded in
+ * registers; else gelu.c's loop into a stack row (the fp32 kernel's own vectorization), then
+ * rounded (a mixed-type loop vectorizes narrower). Elementwise: the bits depend on no partition. */
 #define SZ_GELU_PIECE 1024
 void sz_k_gelu_fwd_mx(void *out, sz_k_dtype out_dt, const float *inp, size_t n)
 {
@@ -409,6 +410,15 @@ void sz_k_gelu_fwd_mx(void *out, sz_k_dtype out_dt, const float *inp, size_t n)
         return;
     }
     size_t np = (n + SZ_GELU_PIECE - 1) / SZ_GELU_PIECE;
+#if SZ_BF16_HW_ROUND
+    /* AVX-512: sz_gelu16 rounded in registers (sz_gelu_row_bf16), no fp32 row */
+#pragma omp parallel for schedule(static) if (n >= SZ_PAR_MIN)
+    for (size_t p = 0; p < np; p++) {
+        size_t lo = p * SZ_GELU_PIECE, m = n - lo < SZ_GELU_PIECE ? n - lo : SZ_GELU_PIECE;
+        sz_gelu_row_bf16((uint16_t *)out + lo, inp + lo, m);
+    }
+    (void)s;
+#else
 #pragma omp parallel for schedule(static) if (n >= SZ_PAR_MIN)
     for (size_t p = 0; p < np; p++) {
         size_t lo = p * SZ_GELU_PIECE, m = n - lo < SZ_GELU_PIECE ? n - lo : SZ_GELU_PIECE;
@@ -418,6 +428,7 @@ void sz_k_gelu_fwd_mx(void *out, sz_k_dtype out_dt, const float *inp, size_t n)
         for (size_t i = 0; i < m; i++) v[i] = sz_gelu_1(x[i], s);
         sz_f32_to_bf16_row((uint16_t *)out + lo, v, m);
     }
+#endif
 }
 
 /* dinp (+)= local gradient * dout, in pieces of SZ_GELU_PIECE elements: the contributions (gelu.c's
@@ -443,6 +454,20 @@ void sz_k_gelu_bwd_mx_set(void *dinp, sz_k_dtype dinp_dt, const float *inp, cons
 {
     int ih = dinp_dt == BF, dh = dout_dt == BF, sd = set & SZ_K_SET_DINP;
     size_t np = (n + SZ_GELU_PIECE - 1) / SZ_GELU_PIECE;
+#if SZ_BF16_HW_ROUND
+    /* AVX-512: sz_gelu_bwd_row16 (the local gradient four vectors side by side, sz_gelu_grad16u; the
+     * product and the addition kept apart as below; a bf16 dinp rounded in registers) */
+#pragma omp parallel for schedule(static) if (n >= SZ_PAR_MIN)
+    for (size_t p = 0; p < np; p++) {
+        size_t lo = p * SZ_GELU_PIECE, m = n - lo < SZ_GELU_PIECE ? n - lo : SZ_GELU_PIECE;
+        const void *d = dh ? (const void *)((const uint16_t *)dout + lo) : (const void *)((const float *)dout + lo);
+        void *di = ih ? (void *)((uint16_t *)dinp + lo) : (void *)((float *)dinp + lo);
+        if (ih && dh) sz_gelu_bwd_row16(di, BF, inp + lo, d, BF, m, sd);
+        else if (ih) sz_gelu_bwd_row16(di, BF, inp + lo, d, F32, m, sd);
+        else if (dh) sz_gelu_bwd_row16(di, F32, inp + lo, d, BF, m, sd);
+        else sz_gelu_bwd_row16(di, F32, inp + lo, d, F32, m, sd);
+    }
+#else
 #pragma omp parallel for schedule(static) if (n >= SZ_PAR_MIN)
     for (size_t p = 0; p < np; p++) {
         size_t lo = p * SZ_GELU_PIECE, m = n - lo < SZ_GELU_PIECE ? n - lo : SZ_GELU_PIECE;
@@ -464,6 +489,7 @@ void sz_k_gelu_bwd_mx_set(void *dinp, sz_k_dtype dinp_dt, const float *inp, cons
             for (size_t i = 0; i < m; i++) di[i] += v[i];
         }
     }
+#endif
 }
 
 /* ---- residual backward: da += dout, db += dout (set: da = dout, db = dout) ---- */
@@ -496,6 +522,20 @@ void sz_k_residual_bwd_mx_set(void *da, sz_k_dtype da_dt, void *db, sz_k_dtype d
 #pragma omp parallel for schedule(static) if (n >= SZ_PAR_MIN)
     for (size_t p = 0; p < np; p++) {
         size_t lo = p * 4096, hi = lo + 4096 < n ? lo + 4096 : n;
+#if SZ_BF16_HW_ROUND
+        if (!ah && bh) { /* 16 at a time, db widened and rounded in registers (the same bits) */
+            size_t i = lo;
+            for (; i + 16 <= hi; i += 16) {
+                __m512 g = _mm512_loadu_ps(dout + i);
+                float *a = (float *)da + i;
+                uint16_t *h = (uint16_t *)db + i;
+                _mm512_storeu_ps(a, sa ? g : _mm512_add_ps(_mm512_loadu_ps(a), g));
+                _mm256_storeu_si256((__m256i *)h, sz_bf16_round16(sb ? g : _mm512_add_ps(sz_ld16(h, BF, 0), g)));
+            }
+            if (i < hi) res_bwd_range(da, F32, sa, db, BF, sb, dout, i, hi);
+            continue;
+        }
+#endif
         if (!ah && bh && !sa && !sb) res_bwd_range(da, F32, 0, db, BF, 0, dout, lo, hi);
         else if (!ah && bh && sa && sb) res_bwd_range(da, F32, 1, db, BF, 1, dout, lo, hi);
         else if (!ah && bh && !sa && sb) res_bwd_range(da, F32, 0, db, BF, 1, dout, lo, hi);

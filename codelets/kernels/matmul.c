@@ -325,8 +325,10 @@ static void sz_mm_pack_b(const sz_mm_shape *s, int64_t j0, int64_t nt, int64_t l
  *    hold K x C floats per thread (the lm head's: 154 MB), no smaller than a working copy.
  * tests/test_matmul_wbf16.c checks memcmp-equality on every layout (C = 768, d12's, among them),
  * forward with and without bias, dinp accumulated and set, 1/2/3 threads.
- * The tiles are visited column-major, so a thread widens each panel once for all its row blocks. */
+ * The tiles are visited column-major, so a thread widens each panel once for all its row blocks.
+ * A long K is widened and multiplied in chunks instead (sz_mm_kchunk, below), where that keeps the bits. */
 static int sz_mm_widens(const sz_mm_shape *s) { return s->a_dt == SZ_K_F32 && s->b_dt == SZ_K_BF16; }
+static int64_t sz_mm_kchunk(const sz_mm_shape *s);
 
 /* Whether the fp32 product packs a row-major B of row stride b_sk (below: sz_mm_packing). */
 static int sz_mm_packs_b(const sz_mm_shape *s, size_t eb)
@@ -344,6 +346,13 @@ static void sz_mm_panel_strides(const sz_mm_shape *s, int64_t *sk, int64_t *sn)
     else if (s->b_sn == 1 && s->N <= SZ_MM_TN && !sz_mm_packs_b(s, 4)) *sk = s->b_sk; /* all of W */
 }
 
+/* The rows of B one widened panel holds: all K, or with K chunks (sz_mm_kchunk) the longest chunk. */
+static int64_t sz_mm_panel_rows(const sz_mm_shape *s)
+{
+    int64_t kc = sz_mm_kchunk(s);
+    return kc ? s->K - (s->K / kc - 1) * kc : s->K;
+}
+
 /* fp32 elements of a widened B panel (the bias slice follows it, 64-byte aligned). */
 static size_t sz_mm_panel_elems(const sz_mm_shape *s)
 {
@@ -351,7 +360,7 @@ static size_t sz_mm_panel_elems(const sz_mm_shape *s)
     sz_mm_panel_strides(s, &sk, &sn);
     size_t n = sk == 1 && sn != 1 ? (size_t)SZ_MM_TN * sn
                : sn == 1 && sk != SZ_MM_TN + 16 ? (size_t)(s->K - 1) * sk + s->N
-                                                : (size_t)s->K * (SZ_MM_TN + 16);
+                                                : (size_t)sz_mm_panel_rows(s) * (SZ_MM_TN + 16);
     return (n + 15) & ~(size_t)15;
 }
 
@@ -361,16 +370,17 @@ static inline void sz_mm_widen_row(float *restrict dst, const uint16_t *restrict
     for (int64_t i = 0; i < n; i++) dst[i] = sz_bits_f32((uint32_t)src[i] << 16);
 }
 
-/* Widens B's columns j0..j0+nt (and bias[j0..j0+nt) when given) into pb, as the tile reads them. */
-static void sz_mm_widen_b(const sz_mm_shape *s, int64_t j0, int64_t nt, const uint16_t *b,
-                          const uint16_t *bias, float *pb)
+/* Widens B's columns j0..j0+nt (and bias[j0..j0+nt) when given) into pb, as the tile reads them;
+ * of a row-major B only the rows k0..k0+kl (a K chunk, sz_mm_kchunk; else 0..K). */
+static void sz_mm_widen_b(const sz_mm_shape *s, int64_t j0, int64_t nt, int64_t k0, int64_t kl,
+                          const uint16_t *b, const uint16_t *bias, float *pb)
 {
     int64_t sk, sn;
     sz_mm_panel_strides(s, &sk, &sn);
     if (sk == 1 && sn != 1) {       /* W's rows j0..j0+nt */
         for (int64_t j = 0; j < nt; j++) sz_mm_widen_row(pb + j * sn, b + (j0 + j) * s->b_sn, s->K);
     } else if (s->b_sn == 1) {      /* row-major B: nt contiguous elements per k */
-        for (int64_t k = 0; k < s->K; k++) sz_mm_widen_row(pb + k * sk, b + k * s->b_sk + j0, nt);
+        for (int64_t k = 0; k < kl; k++) sz_mm_widen_row(pb + k * sk, b + (k0 + k) * s->b_sk + j0, nt);
     } else {
         for (int64_t k = 0; k < s->K; k++)
             for (int64_t j = 0; j < nt; j++)
@@ -406,6 +416,93 @@ static void sz_mm_sub_packed(const sz_mm_shape *s, int pack_a, int pack_b, sz_mm
     }
 }
 
+/* ---- K chunks of a widened row-major B (the dinp products of the emulated path) ----
+ * A [K, SZ_MM_TN + 16] panel of the whole K is the lm head's 80 MB per thread (50304 x 400 floats),
+ * written to memory and read back by the tile: the widening costs more than the product saves.
+ * Cut into chunks of SZ_MM_KC rows (the last one takes the rest, kc..2kc-1 rows), each chunk
+ * widened and multiplied with the sum post-op on the tile (the first chunk with the tile's own
+ * accumulate flag), the panel is kc..2kc rows and stays in cache. That is the fp32 tile's bits only
+ * where oneDNN's kernel sums K in blocks whose boundaries fall on the chunks' and adds each block's
+ * sum to d in turn: measured here (oneDNN 2.6 gemm:jit, AVX-512), it blocks K by 384 (a chunk of 384
+ * matched, 128, 256 and 512 did not, nor a last chunk shorter than 384). Nothing says that of
+ * another CPU or oneDNN, so it is checked where it runs: once per tile shape (M, N, accumulate) a
+ * probe multiplies random operands over K = 3.5 kc whole and in chunks and compares the bits
+ * (a different summation order changed ~90% of the elements); chunks are used only if they are
+ * equal. */
+#ifndef SZ_MM_KC
+#define SZ_MM_KC 768          /* K chunk rows (a multiple of 384, the K block measured) */
+#endif
+
+typedef struct { int64_t m, n; int acc, ok; } sz_mm_kprobe;
+static struct { pthread_mutex_t lock; int n; sz_mm_kprobe e[32]; } sz_mm_kprobes = { .lock = PTHREAD_MUTEX_INITIALIZER };
+
+static uint32_t sz_mm_lcg(uint32_t *x) { return *x = *x * 1664525u + 1013904223u; }
+
+/* Whether an m x n tile over a [K, SZ_MM_TN + 16] panel gives the same bits whole and in K chunks. */
+static int sz_mm_kprobe_run(int64_t m, int64_t n, int acc)
+{
+    int64_t kc = SZ_MM_KC, K = 3 * kc + kc / 2, ldb = SZ_MM_TN + 16;
+    float *a = malloc(sizeof(float) * (size_t)(m * K)), *b = malloc(sizeof(float) * (size_t)(K * ldb));
+    float *d0 = malloc(sizeof(float) * (size_t)(m * n)), *d1 = malloc(sizeof(float) * (size_t)(m * n));
+    int ok = 0;
+    if (a && b && d0 && d1) {
+        uint32_t x = 12345;
+        for (int64_t i = 0; i < m * K; i++) a[i] = (float)(int32_t)sz_mm_lcg(&x) * 0x1p-31f;
+        for (int64_t i = 0; i < K * ldb; i++) b[i] = (float)(int32_t)sz_mm_lcg(&x) * 0x1p-31f;
+        for (int64_t i = 0; i < m * n; i++) d0[i] = d1[i] = (float)(int32_t)sz_mm_lcg(&x) * 0x1p-31f;
+        sz_mm_shape t;
+        memset(&t, 0, sizeof t);
+        t.M = m; t.N = n; t.K = K; t.a_sm = K; t.a_sk = 1; t.b_sk = ldb; t.b_sn = 1; t.ldd = n;
+        t.a_dt = t.b_dt = t.d_dt = SZ_K_F32; t.bias_dt = -1; t.accumulate = acc; t.nthr = 1;
+        sz_mm_tile(&t, d0, a, b, NULL);
+        for (int64_t k0 = 0, nch = K / kc, c = 0; c < nch; c++, k0 += kc) {
+            t.K = c == nch - 1 ? K - k0 : kc;
+            t.accumulate = c ? 1 : acc;
+            sz_mm_tile(&t, d1, a + k0, b + k0 * ldb, NULL);
+        }
+        ok = memcmp(d0, d1, sizeof(float) * (size_t)(m * n)) == 0;
+    }
+    free(a); free(b); free(d0); free(d1);
+    return ok;
+}
+
+static int sz_mm_kprobe_ok(int64_t m, int64_t n, int acc)
+{
+    int ok = -1;
+    pthread_mutex_lock(&sz_mm_kprobes.lock);
+    for (int i = 0; i < sz_mm_kprobes.n; i++)
+        if (sz_mm_kprobes.e[i].m == m && sz_mm_kprobes.e[i].n == n && sz_mm_kprobes.e[i].acc == acc)
+            ok = sz_mm_kprobes.e[i].ok;
+    pthread_mutex_unlock(&sz_mm_kprobes.lock);
+    if (ok >= 0) return ok;
+#pragma omp parallel num_threads(1)
+    {
+        omp_set_num_threads(1);   /* the tiles' own primitives: single-threaded, keyed nthr = 1 */
+        ok = sz_mm_kprobe_run(m, n, acc);
+    }
+    pthread_mutex_lock(&sz_mm_kprobes.lock);
+    if (sz_mm_kprobes.n < 32) sz_mm_kprobes.e[sz_mm_kprobes.n++] = (sz_mm_kprobe){ m, n, acc, ok };
+    pthread_mutex_unlock(&sz_mm_kprobes.lock);
+    return ok;
+}
+
+/* The K chunk rows s's tiles use (0: the whole K in one panel): a widened row-major B read through
+ * a [K, SZ_MM_TN + 16] panel, A row-major, at least two chunks, and every distinct tile shape of s
+ * passing the probe. */
+static int64_t sz_mm_kchunk(const sz_mm_shape *s)
+{
+    int64_t sk, sn;
+    if (!sz_mm_widens(s) || s->b_sn != 1 || s->a_sk != 1 || s->K < 2 * SZ_MM_KC || s->bias_dt >= 0) return 0;
+    sz_mm_panel_strides(s, &sk, &sn);
+    if (sk != SZ_MM_TN + 16 || sn != 1) return 0;
+    int64_t me = (s->M - 1) % SZ_MM_TM + 1, ne = (s->N - 1) % SZ_MM_TN + 1;
+    int64_t m0 = s->M < SZ_MM_TM ? s->M : SZ_MM_TM, n0 = s->N < SZ_MM_TN ? s->N : SZ_MM_TN;
+    if (!sz_mm_kprobe_ok(m0, n0, s->accumulate) || !sz_mm_kprobe_ok(me, n0, s->accumulate) ||
+        !sz_mm_kprobe_ok(m0, ne, s->accumulate) || !sz_mm_kprobe_ok(me, ne, s->accumulate))
+        return 0;
+    return SZ_MM_KC;
+}
+
 /* The largest oneDNN scratchpad among s's distinct tiles (whole ones and the edges in each direction,
  * as sz_mm_tiled cuts them; the packed operands change only the strides the tile sees). Call with
  * omp_get_max_threads() == 1, as inside the tiled region (the tiles' primitives are keyed so). */
@@ -418,12 +515,20 @@ static size_t sz_mm_most_scratch(const sz_mm_shape *s, int pack_a, int pack_b)
             sz_mm_shape sub;
             sz_mm_sub(s, i0, j0, &sub);
             sz_mm_sub_packed(s, pack_a, pack_b, &sub);
-            dnnl_engine_t eng;
-            int owned;
-            size_t scratch = 0;
-            dnnl_primitive_t prim = sz_mm_get(&sub, &eng, &owned, &scratch);
-            if (prim && owned) dnnl_primitive_destroy(prim);
-            most = scratch > most ? scratch : most;
+            /* with K chunks: the first chunk (the tile's accumulate flag), the others (sum), the last */
+            int64_t kc = sz_mm_kchunk(s), nv = kc ? 3 : 1;
+            for (int v = 0; v < nv; v++) {
+                if (kc) {
+                    sub.K = v == 2 ? s->K - (s->K / kc - 1) * kc : kc;
+                    sub.accumulate = v ? 1 : s->accumulate;
+                }
+                dnnl_engine_t eng;
+                int owned;
+                size_t scratch = 0;
+                dnnl_primitive_t prim = sz_mm_get(&sub, &eng, &owned, &scratch);
+                if (prim && owned) dnnl_primitive_destroy(prim);
+                most = scratch > most ? scratch : most;
+            }
         }
     return most ? (most + 63) & ~(size_t)63 : 0;   /* +63: the panel that follows stays aligned */
 }
@@ -451,6 +556,7 @@ int sz_mm_tiled_epi(const sz_mm_shape *s, void *d, const void *a, const void *b,
     /* Column-major visit re-packs A once per column block, row-major re-packs B
      * once per row block: take the cheaper. */
     int widen = sz_mm_widens(s);
+    int64_t kc = sz_mm_kchunk(s);
     int col_major = pack_b && (!pack_a || nn * s->M < nm * s->N);
     /* A widened panel lives behind the thread's oneDNN scratchpad in its kept buffer (sz_mm_scratch:
      * a fresh allocation per call page-faulted the lm head's 80 MB panel in every call: 280 against
@@ -474,9 +580,35 @@ int sz_mm_tiled_epi(const sz_mm_shape *s, void *d, const void *a, const void *b,
             pb = kept ? kept + most : NULL;
             oom = !kept;
         }
+        /* K chunks: a thread's run of tiles (the static schedule's contiguous share) is taken one
+         * column block at a time; each chunk of the block's panel is widened once and multiplied
+         * into all the block's row tiles in turn. */
+        int64_t all = nm * nn, tid = omp_get_thread_num(), nth = omp_get_num_threads();
+        for (int64_t g = kc && !oom ? all * tid / nth : all, hi = all * (tid + 1) / nth; g < hi;) {
+            int64_t jb = col_major ? g / nm : g % nn, ge = g + 1, j0 = jb * SZ_MM_TN;
+            while (ge < hi && (col_major ? ge / nm : ge % nn) == jb) ge++;
+            for (int64_t c = 0, nch = s->K / kc; c < nch; c++) {
+                int64_t k0 = c * kc, kl = c == nch - 1 ? s->K - k0 : kc;
+                sz_mm_shape sub;
+                sz_mm_sub(s, 0, j0, &sub);
+                sz_mm_widen_b(s, j0, sub.N, k0, kl, b, NULL, (float *)pb);
+                for (int64_t t = g; t < ge; t++) {
+                    int64_t ib = col_major ? t % nm : t / nn, i0 = ib * SZ_MM_TM;
+                    sz_mm_sub(s, i0, j0, &sub);
+                    sz_mm_sub_packed(s, pack_a, pack_b, &sub);
+                    sub.K = kl;
+                    sub.accumulate = c ? 1 : s->accumulate;
+                    if (c == 0 && epi && epi->before) epi->before(epi, i0, j0, sub.M, sub.N);
+                    plain |= sz_mm_tile(&sub, (char *)d + (i0 * s->ldd + j0) * ed,
+                                        (const char *)a + (i0 * s->a_sm + k0) * ea, pb, NULL);
+                    if (c == nch - 1 && epi && epi->after) epi->after(epi, i0, j0, sub.M, sub.N);
+                }
+            }
+            g = ge;
+        }
 #pragma omp for schedule(static)
         for (int64_t t = 0; t < nm * nn; t++) {
-            if (oom) continue;
+            if (oom || kc) continue;
             int64_t ib = col_major ? t % nm : t / nn, jb = col_major ? t / nm : t % nn;
             int64_t i0 = ib * SZ_MM_TM, j0 = jb * SZ_MM_TN;
             sz_mm_shape sub;
@@ -492,7 +624,7 @@ int sz_mm_tiled_epi(const sz_mm_shape *s, void *d, const void *a, const void *b,
             }
             if (pack_b) {
                 if (have_b != jb) {
-                    if (widen) sz_mm_widen_b(s, j0, sub.N, b, bias, (float *)pb);
+                    if (widen) sz_mm_widen_b(s, j0, sub.N, 0, s->K, b, bias, (float *)pb);
                     else sz_mm_pack_b(s, j0, sub.N, ldpb, b, pb);
                 }
                 have_b = jb;

@@ -34,8 +34,12 @@ static void sz_gelu_fwd_tile(const sz_mm_epi *e, int64_t i0, int64_t j0, int64_t
         const float *x = c->out + i * c->ld + j0;
         if (c->gout_dt == SZ_K_BF16) {
             uint16_t *o = (uint16_t *)c->gout + i * c->ld + j0;
+#if SZ_BF16_HW_ROUND
+            sz_gelu_row_bf16(o, x, (size_t)n); /* the same bits, rounded in registers */
+#else
 #pragma omp simd
             for (int64_t j = 0; j < n; j++) o[j] = sz_f32_to_bf16_1(sz_gelu_1(x[j], s));
+#endif
         } else {
             float *o = (float *)c->gout + i * c->ld + j0;
 #pragma omp simd
@@ -95,9 +99,13 @@ static void sz_gelu_bwd_tile(const sz_mm_epi *e, int64_t i0, int64_t j0, int64_t
             for (int64_t j = 0; j < n; j += 16) __builtin_prefetch(x + SZ_GELU_PF * c->ld + j, 0, 3);
         if (c->dinp_dt == SZ_K_BF16) { /* as sz_k_gelu_bwd_mx into a zeroed bf16 dinp */
             uint16_t *d = (uint16_t *)c->dinp + i * c->ld + j0;
+#if SZ_BF16_HW_ROUND
+            sz_gelu_bwd_row16(d, SZ_K_BF16, x, d, SZ_K_BF16, (size_t)n, 2); /* in place, onto +0 */
+#else
 #pragma omp simd
             for (int64_t j = 0; j < n; j++)
                 d[j] = sz_f32_to_bf16_1(0.0f + sz_gelu_grad_1(x[j], s) * sz_bf16_to_f32_1(d[j]));
+#endif
         } else { /* as sz_k_gelu_bwd into a zeroed dinp */
             float *d = (float *)c->dinp + i * c->ld + j0;
 #pragma omp simd

@@ -180,6 +180,17 @@ void sz_k_bf16_to_f32(float *dst, const uint16_t *src, size_t n);
  * CPU and thread count. */
 enum { SZ_K_CONVERT_SET = 0, SZ_K_CONVERT_ADD = 1, SZ_K_CONVERT_ONTO_ZEROS = 2 };
 void sz_k_convert(void *dst, sz_k_dtype ddt, const void *src, sz_k_dtype sdt, size_t n, int mode);
+/* The linear layer's parameter gradients rounded into bf16 by their one writer (matmul_round.c):
+ * dweight[OC,C] and dbias[OC] (either may be NULL) get exactly what sz_k_matmul_bwd_set (in_dt
+ * F32: fp32 dout[N,OC], inp[N,C]) or sz_k_matmul_bwd_bf16_set (in_dt BF16, dparam_dt F32) with
+ * SZ_K_SET_DW | SZ_K_SET_DB into fp32 buffers followed by sz_k_convert(..., mode) into them give
+ * (mode an SZ_K_CONVERT_*: a GRAD_CONVERT folded into the gradients' writer); no full fp32 copy,
+ * a panel of whole tile rows instead (sz_k_matmul_dparams_round_bytes, counted in the matmuls'
+ * host bytes while a call runs). 0 (oneDNN tiles), 1 (a plain fallback tile), -1 out of memory
+ * (nothing written), -2 bad arguments. */
+int sz_k_matmul_dparams_round(uint16_t *dweight, uint16_t *dbias, const void *dout, const void *inp,
+                              sz_k_dtype in_dt, int N, int C, int OC, int mode);
+size_t sz_k_matmul_dparams_round_bytes(int C, int OC);
 
 /* ==== the native bf16 path's kernels (bf16_act.c): fp32 math, some operands bf16 ====
  * A bf16 input is widened exactly, a bf16 output rounded once (RNE) from the fp32 value, and a bf16

@@ -259,8 +259,154 @@ SZ_INLINE float sz_lane_sum(__m512 v)
     for (int k = 0; k < 16; k++) t += l[k];
     return t;
 }
+/* sz_expf and sz_gelu_1 on 16 lanes, written with AVX-512 masks: the operations GCC emits for their
+ * vectorized loops (the same constants, products, contractions and integer steps), in fewer
+ * instructions (compares into mask registers instead of all-ones lanes), so the same bits for every
+ * input (checked on all 2^32 floats against sz_k_gelu_fwd, and on a sample by tests/test_bf16_act.c).
+ * The native bf16 path's GELU forward uses it (bf16_act.c, matmul_gelu.c's epilogue). */
+/* U vectors at a time (U <= SZ_GELU_U), each step applied to all U before the next: one vector's
+ * chain of dependent steps (~85 cycles of latency) is longer than the out-of-order window covers, so
+ * independent vectors side by side keep the units busy. */
+#define SZ_GELU_U 4
+#define SZ_U_(stmt) for (int u_ = 0; u_ < U; u_++) { stmt; }
+SZ_INLINE void sz_expf16u(__m512 *x, int U)
+{
+    const __m512i lo = _mm512_set1_epi32(SZ_EXP_LO_BITS), hi = _mm512_set1_epi32(SZ_EXP_HI_BITS);
+    __m512i ix[SZ_GELU_U], k[SZ_GELU_U], k1[SZ_GELU_U];
+    __mmask16 mnan[SZ_GELU_U], mlo[SZ_GELU_U], mhi[SZ_GELU_U];
+    __m512 kf[SZ_GELU_U], r[SZ_GELU_U], p[SZ_GELU_U];
+    SZ_U_(ix[u_] = _mm512_castps_si512(x[u_]))
+    SZ_U_(mnan[u_] = _mm512_cmpgt_epu32_mask(_mm512_and_si512(ix[u_], _mm512_set1_epi32(0x7FFFFFFF)),
+                                             _mm512_set1_epi32(0x7F800000)))
+    SZ_U_(mlo[u_] = _mm512_mask_cmpgt_epi32_mask(_mm512_cmplt_epi32_mask(ix[u_], _mm512_setzero_si512()) & ~mnan[u_],
+                                                 ix[u_], lo))
+    SZ_U_(mhi[u_] = _mm512_cmpgt_epi32_mask(ix[u_], hi) & ~mnan[u_])
+    SZ_U_(kf[u_] = _mm512_castsi512_ps(_mm512_mask_mov_epi32(_mm512_mask_mov_epi32(ix[u_], mlo[u_], lo), mhi[u_] | mnan[u_], hi)))
+    SZ_U_(r[u_] = kf[u_]) /* xc */
+    SZ_U_(kf[u_] = _mm512_sub_ps(_mm512_fmadd_ps(r[u_], _mm512_set1_ps(1.44269504f), _mm512_set1_ps(12582912.0f)),
+                                 _mm512_set1_ps(12582912.0f)))
+    SZ_U_(r[u_] = _mm512_fnmadd_ps(kf[u_], _mm512_set1_ps(0.693145752f), r[u_]))
+    SZ_U_(r[u_] = _mm512_fnmadd_ps(kf[u_], _mm512_set1_ps(1.42860677e-6f), r[u_]))
+    SZ_U_(p[u_] = _mm512_fmadd_ps(r[u_], _mm512_set1_ps(1.0f / 5040.0f), _mm512_set1_ps(1.0f / 720.0f)))
+    SZ_U_(p[u_] = _mm512_fmadd_ps(p[u_], r[u_], _mm512_set1_ps(1.0f / 120.0f)))
+    SZ_U_(p[u_] = _mm512_fmadd_ps(p[u_], r[u_], _mm512_set1_ps(1.0f / 24.0f)))
+    SZ_U_(p[u_] = _mm512_fmadd_ps(p[u_], r[u_], _mm512_set1_ps(1.0f / 6.0f)))
+    SZ_U_(p[u_] = _mm512_fmadd_ps(p[u_], r[u_], _mm512_set1_ps(0.5f)))
+    SZ_U_(p[u_] = _mm512_fmadd_ps(p[u_], r[u_], _mm512_set1_ps(1.0f)))
+    SZ_U_(p[u_] = _mm512_fmadd_ps(p[u_], r[u_], _mm512_set1_ps(1.0f)))
+    SZ_U_(k[u_] = _mm512_cvttps_epi32(kf[u_]))
+    SZ_U_(k1[u_] = _mm512_srai_epi32(_mm512_add_epi32(k[u_], _mm512_srli_epi32(k[u_], 31)), 1)) /* k / 2, toward 0 */
+    SZ_U_(p[u_] = _mm512_mul_ps(p[u_], _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_add_epi32(k1[u_], _mm512_set1_epi32(127)), 23))))
+    SZ_U_(p[u_] = _mm512_mul_ps(p[u_], _mm512_castsi512_ps(_mm512_slli_epi32(
+                                           _mm512_add_epi32(_mm512_sub_epi32(k[u_], k1[u_]), _mm512_set1_epi32(127)), 23))))
+    SZ_U_(k[u_] = _mm512_mask_mov_epi32(_mm512_castps_si512(p[u_]), mlo[u_], _mm512_setzero_si512()))
+    SZ_U_(k[u_] = _mm512_mask_mov_epi32(k[u_], mhi[u_], _mm512_set1_epi32(0x7F800000)))
+    SZ_U_(x[u_] = _mm512_castsi512_ps(_mm512_mask_mov_epi32(k[u_], mnan[u_], ix[u_])))
+}
+/* g[0..U) = 1 / (1 + e^(-2u)) of x[0..U) (sz_gelu_g) */
+SZ_INLINE void sz_gelu_g16u(const __m512 *x, __m512 *g, int U)
+{
+    const float c = -2.0f * SZ_GELU_SCALE;
+    SZ_U_(g[u_] = _mm512_mul_ps(_mm512_mul_ps(_mm512_set1_ps(0.044715f), x[u_]), x[u_]))
+    SZ_U_(g[u_] = _mm512_mul_ps(_mm512_fmadd_ps(g[u_], x[u_], x[u_]), _mm512_set1_ps(c)))
+    sz_expf16u(g, U);
+    SZ_U_(g[u_] = _mm512_div_ps(_mm512_set1_ps(1.0f), _mm512_add_ps(_mm512_set1_ps(1.0f), g[u_])))
+}
+/* x[0..U) replaced by gelu(x) */
+SZ_INLINE void sz_gelu16u(__m512 *x, int U)
+{
+    __m512 g[SZ_GELU_U];
+    sz_gelu_g16u(x, g, U);
+    SZ_U_(x[u_] = _mm512_mul_ps(x[u_], g[u_]))
+}
+/* x[0..U) replaced by GELU's local gradient (sz_gelu_grad_1) */
+SZ_INLINE void sz_gelu_grad16u(__m512 *x, int U)
+{
+    const float s = SZ_GELU_SCALE, c3 = 3.0f * 0.044715f;
+    __m512 g[SZ_GELU_U], t[SZ_GELU_U];
+    sz_gelu_g16u(x, g, U);
+    SZ_U_(t[u_] = _mm512_mul_ps(_mm512_mul_ps(_mm512_set1_ps(4.0f), g[u_]), _mm512_sub_ps(_mm512_set1_ps(1.0f), g[u_])))
+    SZ_U_(t[u_] = _mm512_mul_ps(_mm512_mul_ps(_mm512_mul_ps(x[u_], _mm512_set1_ps(0.5f)), t[u_]), _mm512_set1_ps(s)))
+    SZ_U_(x[u_] = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_set1_ps(c3), x[u_]), x[u_], _mm512_set1_ps(1.0f)))
+    SZ_U_(x[u_] = _mm512_fmadd_ps(t[u_], x[u_], g[u_]))
+}
+#undef SZ_U_
+SZ_INLINE __m512 sz_gelu16(__m512 x)
+{
+    sz_gelu16u(&x, 1);
+    return x;
+}
 #else
 #define SZ_ROW16 0
+#endif
+
+#if SZ_BF16_HW_ROUND
+/* GELU's backward on n elements, serially, AVX-512: c = gelu'(x) * dout (dout of type d_dt; the
+ * product alone, rounded before any addition: _mm512_mul_round_ps, which the compiler never fuses),
+ * then dinp (type i_dt) = c (set 1), 0.0f + c (set 2: what adding onto a zeroed dinp gives, dinp
+ * not read; -0 becomes +0) or dinp + c (set 0), a bf16 dinp rounded once in registers. Bitwise
+ * sz_gelu_grad_1(x) * dout and the additions of bf16_act.c's loops (gelu_contrib). dinp may be dout
+ * (in place) with set 1 or 2. */
+SZ_INLINE void sz_gelu_bwd16_put(void *dinp, int i_dt, int set, size_t i, __m512 c, __mmask16 m)
+{
+    if (set == 2) {
+        c = _mm512_add_ps(_mm512_setzero_ps(), c);
+        set = 1;
+    }
+    if (i_dt == SZ_K_BF16) {
+        uint16_t *h = (uint16_t *)dinp + i;
+        if (!set) c = _mm512_add_ps(_mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, h)), 16)), c);
+        _mm256_mask_storeu_epi16(h, m, sz_bf16_round16(c));
+    } else {
+        float *f = (float *)dinp + i;
+        _mm512_mask_storeu_ps(f, m, set ? c : _mm512_add_ps(_mm512_maskz_loadu_ps(m, f), c));
+    }
+}
+SZ_INLINE __m512 sz_ld16m(const void *p, int dt, size_t i, __mmask16 m) /* sz_ld16, lanes outside m zero */
+{
+    if (dt == SZ_K_BF16)
+        return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, (const uint16_t *)p + i)), 16));
+    return _mm512_maskz_loadu_ps(m, (const float *)p + i);
+}
+SZ_INLINE void sz_gelu_bwd_row16(void *dinp, int i_dt, const float *x, const void *d, int d_dt, size_t n, int set)
+{
+    size_t i = 0;
+    for (; i + 16 * SZ_GELU_U <= n; i += 16 * SZ_GELU_U) {
+        __m512 v[SZ_GELU_U];
+        for (int u = 0; u < SZ_GELU_U; u++) v[u] = _mm512_loadu_ps(x + i + 16 * u);
+        sz_gelu_grad16u(v, SZ_GELU_U);
+        for (int u = 0; u < SZ_GELU_U; u++)
+            sz_gelu_bwd16_put(dinp, i_dt, set, i + 16 * u,
+                              _mm512_mul_round_ps(v[u], sz_ld16m(d, d_dt, i + 16 * u, 0xFFFF), _MM_FROUND_CUR_DIRECTION),
+                              0xFFFF);
+    }
+    for (; i < n; i += 16) {
+        __mmask16 m = n - i >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (n - i)) - 1);
+        __m512 v = _mm512_maskz_loadu_ps(m, x + i);
+        sz_gelu_grad16u(&v, 1);
+        sz_gelu_bwd16_put(dinp, i_dt, set, i, _mm512_mul_round_ps(v, sz_ld16m(d, d_dt, i, m), _MM_FROUND_CUR_DIRECTION), m);
+    }
+}
+#endif
+
+#if SZ_BF16_HW_ROUND
+/* o[0..n) = bf16(gelu(x[0..n))), serially: sz_gelu16 rounded in registers (sz_bf16_round16), the
+ * tail through masked loads and stores; bitwise sz_f32_to_bf16_1(sz_gelu_1(x)). */
+SZ_INLINE void sz_gelu_row_bf16(uint16_t *o, const float *x, size_t n)
+{
+    size_t i = 0;
+    for (; i + 16 * SZ_GELU_U <= n; i += 16 * SZ_GELU_U) {
+        __m512 v[SZ_GELU_U];
+        for (int u = 0; u < SZ_GELU_U; u++) v[u] = _mm512_loadu_ps(x + i + 16 * u);
+        sz_gelu16u(v, SZ_GELU_U);
+        for (int u = 0; u < SZ_GELU_U; u++) _mm256_storeu_si256((__m256i *)(o + i + 16 * u), sz_bf16_round16(v[u]));
+    }
+    for (; i + 16 <= n; i += 16) _mm256_storeu_si256((__m256i *)(o + i), sz_bf16_round16(sz_gelu16(_mm512_loadu_ps(x + i))));
+    if (i < n) {
+        __mmask16 m = (__mmask16)((1u << (n - i)) - 1);
+        _mm256_mask_storeu_epi16(o + i, m, sz_bf16_round16(sz_gelu16(_mm512_maskz_loadu_ps(m, x + i))));
+    }
+}
 #endif
 
 /* LayerNorm (layernorm.c), one row's mean *mean and rstd *rstd (s). */

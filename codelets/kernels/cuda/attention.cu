@@ -1,11 +1,12 @@
 /* codelets/kernels/cuda/attention.cu — CUDA twin of kernels/attention.c: causal multi-head
  * self-attention with llm.c's semantics (inp [B,T,3C] = q|k|v, scale 1/sqrt(hs), softmax max
  * started at -10000) and the CPU's memory scheme: only two statistics per query row are kept
- * (the softmax max and 1/sum, stats [B,NH,T,2]); the backward recomputes the probabilities. A
- * kernel of our own, not cuDNN's fused attention; not tiled like FlashAttention (K and V rows are
- * re-read from L2 per query row): correct first, fast later.
+ * (the softmax max and 1/sum, stats [B,NH,T,2]); the backward recomputes the probabilities. Kernels
+ * of our own, not cuDNN's fused attention. Two kinds: the tiled FlashAttention-2 kernels (the
+ * second half of this file, the default where they cover the shape) and the row-per-block kernels
+ * below (K and V rows re-read from L2 per query row: the fallback, and SZ_CUDA_ATTENTION=rowwise).
  *
- * One block of 4 warps per query row (b, h, t). Dot products: each lane multiplies its columns
+ * Row-per-block kernels: one block of 4 warps per query row (b, h, t). Dot products: each lane multiplies its columns
  * i = lane + 32 j in order, then a fixed butterfly tree; rows t2 are dealt to the warps
  * round-robin; sums over t2 are per warp in t2 order, then the 4 warps added in warp order.
  * Everything is a fixed tree decided by the shape: the same bits run to run.
@@ -283,35 +284,226 @@ static int sz_att_bwd_launch(cudaStream_t s, DinT *dinp, const DoutT *dout, cons
     return rc ? rc : rf;
 }
 
+/* ==== the tiled kernels (the FlashAttention-2 scheme), the default where the shape allows ====
+ *
+ * Tiles of SZ_FA_B = 64 query rows x 64 key rows, 4 warps per block, one block per (query tile or
+ * key tile, h, b): grid ceil(T/64) x NH x B. Every tile product C (+)= op(A) op(B) goes through
+ * shared memory (sz_fa_mm): warp w owns the output rows 16w..16w+15. Two product types, chosen by
+ * the output operand's type (the native bf16 path's calls have a bf16 out / dinp; the same rule
+ * in the forward and the backward, so the backward recomputes the forward's probabilities):
+ *  - bf16 (E = __nv_bfloat16): WMMA 16x16x16 bf16 fragments with fp32 accumulation (tensor cores);
+ *    q, k, v (fp32 in memory) are rounded to bf16 where a tile is loaded, p and dS where they are
+ *    stored for the next product; scores, softmax statistics, row sums and every accumulator fp32.
+ *  - fp32 (E = float): plain fp32 FMA, each lane 8 rows x HS/16 (or 4) columns, k summed in order.
+ * Forward: per query tile, the key tiles 0..qt in order with the online softmax (running max m
+ * started at -10000, l = l alpha + sum exp(s - m), O = O alpha + P V), out = O / l at the end (the
+ * CPU normalises p before it weights v: equal to rounding), stats = (m, 1/l).
+ * Backward, no atomics: kernel dQ per query tile sweeps its key tiles twice: first D_t = sum p dP
+ * (dP = dout v^T: the CPU's s_t = sum p datt), then dS = p (dP - D) scale and dQ += dS K; it saves D
+ * (B*NH*T floats of scratch). Kernel dKV per key tile sweeps the query tiles qt >= kt in order:
+ * dV += P^T dout, dK += dS^T Q. p = exp(s - max) * inv from the forward's stats, as the CPU.
+ * Every sum is in an order fixed by the shape: the same bits run to run. Head sizes 32, 64, 128
+ * (compiled instantiations), where the tiles fit the device's opt-in shared memory per block (set
+ * with cudaFuncSetAttribute above 48 KB); other shapes, and SZ_CUDA_ATTENTION=rowwise, take the
+ * row-per-block kernels above. Written and compiled without a GPU: not yet run on one. */
+#include <stdlib.h>
+#include <string.h>
+#include "sz_cuda_fa.cuh"
+
+/* ---- launches and the choice of kernel ---- */
+
+template <typename T> struct sz_fa_elem;
+template <> struct sz_fa_elem<float> { typedef float E; };
+template <> struct sz_fa_elem<uint16_t> { typedef __nv_bfloat16 E; };
+
+/* The device's opt-in shared memory per block (0 when it cannot be read). */
+static size_t sz_fa_optin(void)
+{
+    int dev = 0, v = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess ||
+        cudaDeviceGetAttribute(&v, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return 0;
+    }
+    return (size_t)v;
+}
+
+/* Dynamic shared memory above the default 48 KB is opt-in per kernel. */
+static int sz_fa_smem(const void *k, size_t bytes)
+{
+    return (int)cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes);
+}
+
+/* probe: only whether the tiles fit (0) or not (cudaErrorNotSupported). */
+template <int HS, typename OutT>
+static int sz_fa_fwd_go(cudaStream_t s, OutT *out, float *stats, const float *inp, const sz_att_dims &d, int probe)
+{
+    typedef typename sz_fa_elem<OutT>::E E;
+    const size_t bytes = sz_fa_lay<HS, E>::fwd;
+    if (bytes > sz_fa_optin())
+        return (int)cudaErrorNotSupported;
+    if (probe)
+        return 0;
+    int rc = sz_fa_smem((const void *)fa_fwd_k<HS, E, OutT>, bytes);
+    if (rc)
+        return rc;
+    dim3 grid((unsigned)((d.T + SZ_FA_B - 1) / SZ_FA_B), (unsigned)d.NH, (unsigned)d.B);
+    fa_fwd_k<HS, E, OutT><<<grid, SZ_FA_THREADS, bytes, s>>>(out, stats, inp, d);
+    return sz_launch_rc();
+}
+
+template <int HS, typename DinT, typename DoutT>
+static int sz_fa_bwd_go(cudaStream_t s, DinT *dinp, const DoutT *dout, const float *inp, const float *stats,
+                        const sz_att_dims &d, int set, int probe)
+{
+    typedef typename sz_fa_elem<DinT>::E E;
+    typedef sz_fa_lay<HS, E> L;
+    const size_t optin = sz_fa_optin();
+    if (L::dq > optin || L::dkv > optin)
+        return (int)cudaErrorNotSupported;
+    if (probe)
+        return 0;
+    int rc = sz_fa_smem((const void *)fa_bwd_dq_k<HS, E, DinT, DoutT>, L::dq);
+    if (!rc)
+        rc = sz_fa_smem((const void *)fa_bwd_dkv_k<HS, E, DinT, DoutT>, L::dkv);
+    if (rc)
+        return rc;
+    float *Dg = NULL;
+    if ((rc = (int)cudaMallocAsync((void **)&Dg, (size_t)d.B * d.NH * d.T * sizeof(float), s)))
+        return rc;
+    dim3 grid((unsigned)((d.T + SZ_FA_B - 1) / SZ_FA_B), (unsigned)d.NH, (unsigned)d.B);
+    fa_bwd_dq_k<HS, E, DinT, DoutT><<<grid, SZ_FA_THREADS, L::dq, s>>>(dinp, Dg, dout, inp, stats, d, set);
+    rc = sz_launch_rc();
+    if (!rc) {
+        fa_bwd_dkv_k<HS, E, DinT, DoutT><<<grid, SZ_FA_THREADS, L::dkv, s>>>(dinp, Dg, dout, inp, stats, d, set);
+        rc = sz_launch_rc();
+    }
+    int rf = (int)cudaFreeAsync(Dg, s);
+    return rc ? rc : rf;
+}
+
+template <typename OutT>
+static int sz_fa_fwd(cudaStream_t s, OutT *out, float *stats, const float *inp, const sz_att_dims &d, int probe)
+{
+    switch (d.hs) {
+    case 32: return sz_fa_fwd_go<32>(s, out, stats, inp, d, probe);
+    case 64: return sz_fa_fwd_go<64>(s, out, stats, inp, d, probe);
+    case 128: return sz_fa_fwd_go<128>(s, out, stats, inp, d, probe);
+    default: return (int)cudaErrorNotSupported;
+    }
+}
+
+template <typename DinT, typename DoutT>
+static int sz_fa_bwd(cudaStream_t s, DinT *dinp, const DoutT *dout, const float *inp, const float *stats,
+                     const sz_att_dims &d, int set, int probe)
+{
+    switch (d.hs) {
+    case 32: return sz_fa_bwd_go<32>(s, dinp, dout, inp, stats, d, set, probe);
+    case 64: return sz_fa_bwd_go<64>(s, dinp, dout, inp, stats, d, set, probe);
+    case 128: return sz_fa_bwd_go<128>(s, dinp, dout, inp, stats, d, set, probe);
+    default: return (int)cudaErrorNotSupported;
+    }
+}
+
+/* SZ_CUDA_ATT_AUTO: the tiled kernels where they cover the shape, unless SZ_CUDA_ATTENTION=rowwise. */
+static int sz_att_resolve(int impl, int tiled_ok)
+{
+    if (impl == SZ_CUDA_ATT_AUTO) {
+        const char *e = getenv("SZ_CUDA_ATTENTION");
+        impl = (e && !strcmp(e, "rowwise")) || !tiled_ok ? SZ_CUDA_ATT_ROWWISE : SZ_CUDA_ATT_TILED;
+    }
+    return impl;
+}
+
+template <typename OutT>
+static int sz_att_fwd_any(cudaStream_t s, OutT *out, float *stats, const float *inp, int B, int T, int C, int NH,
+                          int impl)
+{
+    sz_att_dims d;
+    int rc = sz_att_dims_of(&d, B, T, C, NH);
+    if (rc)
+        return rc;
+    if (impl != SZ_CUDA_ATT_ROWWISE)
+        impl = sz_att_resolve(impl, sz_fa_fwd(s, out, stats, inp, d, 1) == 0);
+    if (impl == SZ_CUDA_ATT_TILED)
+        return sz_fa_fwd(s, out, stats, inp, d, 0);
+    if (impl != SZ_CUDA_ATT_ROWWISE)
+        return (int)cudaErrorInvalidValue;
+    return sz_att_fwd_launch(s, out, stats, inp, B, T, C, NH);
+}
+
+template <typename DinT, typename DoutT>
+static int sz_att_bwd_any(cudaStream_t s, DinT *dinp, const DoutT *dout, const float *inp, const float *stats, int B,
+                          int T, int C, int NH, int set, int impl)
+{
+    sz_att_dims d;
+    int rc = sz_att_dims_of(&d, B, T, C, NH);
+    if (rc)
+        return rc;
+    if (impl != SZ_CUDA_ATT_ROWWISE)
+        impl = sz_att_resolve(impl, sz_fa_bwd(s, dinp, dout, inp, stats, d, set, 1) == 0);
+    if (impl == SZ_CUDA_ATT_TILED)
+        return sz_fa_bwd(s, dinp, dout, inp, stats, d, set, 0);
+    if (impl != SZ_CUDA_ATT_ROWWISE)
+        return (int)cudaErrorInvalidValue;
+    return sz_att_bwd_launch(s, dinp, dout, inp, stats, B, T, C, NH, set);
+}
+
+extern "C" int sz_cuda_attention_fwd_mx_impl(cudaStream_t s, void *out, int out_dt, float *stats, const float *inp,
+                                             int B, int T, int C, int NH, int impl)
+{
+    if (out_dt == SZ_CUDA_BF16)
+        return sz_att_fwd_any(s, (uint16_t *)out, stats, inp, B, T, C, NH, impl);
+    return sz_att_fwd_any(s, (float *)out, stats, inp, B, T, C, NH, impl);
+}
+
+extern "C" int sz_cuda_attention_bwd_mx_impl(cudaStream_t s, void *dinp, int dinp_dt, const void *dout, int dout_dt,
+                                             const float *inp, const float *stats, int B, int T, int C, int NH,
+                                             int set, int impl)
+{
+    int st = (set & SZ_MX_SET_A) ? 1 : 0, ih = dinp_dt == SZ_CUDA_BF16, dh = dout_dt == SZ_CUDA_BF16;
+    if (ih && dh)
+        return sz_att_bwd_any(s, (uint16_t *)dinp, (const uint16_t *)dout, inp, stats, B, T, C, NH, st, impl);
+    if (ih)
+        return sz_att_bwd_any(s, (uint16_t *)dinp, (const float *)dout, inp, stats, B, T, C, NH, st, impl);
+    if (dh)
+        return sz_att_bwd_any(s, (float *)dinp, (const uint16_t *)dout, inp, stats, B, T, C, NH, st, impl);
+    return sz_att_bwd_any(s, (float *)dinp, (const float *)dout, inp, stats, B, T, C, NH, st, impl);
+}
+
+extern "C" int sz_cuda_attention_tiled_covers(int T, int C, int NH, int bf16)
+{
+    sz_att_dims d;
+    if (sz_att_dims_of(&d, 1, T, C, NH))
+        return 0;
+    if (bf16)
+        return sz_fa_fwd(0, (uint16_t *)NULL, NULL, NULL, d, 1) == 0 &&
+               sz_fa_bwd(0, (uint16_t *)NULL, (const uint16_t *)NULL, NULL, NULL, d, 0, 1) == 0;
+    return sz_fa_fwd(0, (float *)NULL, NULL, NULL, d, 1) == 0 &&
+           sz_fa_bwd(0, (float *)NULL, (const float *)NULL, NULL, NULL, d, 0, 1) == 0;
+}
+
 extern "C" int sz_cuda_attention_fwd(cudaStream_t s, float *out, float *stats, const float *inp, int B, int T,
                                      int C, int NH)
 {
-    return sz_att_fwd_launch(s, out, stats, inp, B, T, C, NH);
+    return sz_att_fwd_any(s, out, stats, inp, B, T, C, NH, SZ_CUDA_ATT_AUTO);
 }
 
 extern "C" int sz_cuda_attention_bwd(cudaStream_t s, float *dinp, const float *dout, const float *inp,
                                      const float *stats, int B, int T, int C, int NH)
 {
-    return sz_att_bwd_launch(s, dinp, dout, inp, stats, B, T, C, NH, 0);
+    return sz_att_bwd_any(s, dinp, dout, inp, stats, B, T, C, NH, 0, SZ_CUDA_ATT_AUTO);
 }
 
 extern "C" int sz_cuda_attention_fwd_mx(cudaStream_t s, void *out, int out_dt, float *stats, const float *inp, int B,
                                         int T, int C, int NH)
 {
-    if (out_dt == SZ_CUDA_BF16)
-        return sz_att_fwd_launch(s, (uint16_t *)out, stats, inp, B, T, C, NH);
-    return sz_att_fwd_launch(s, (float *)out, stats, inp, B, T, C, NH);
+    return sz_cuda_attention_fwd_mx_impl(s, out, out_dt, stats, inp, B, T, C, NH, SZ_CUDA_ATT_AUTO);
 }
 
 extern "C" int sz_cuda_attention_bwd_mx(cudaStream_t s, void *dinp, int dinp_dt, const void *dout, int dout_dt,
                                         const float *inp, const float *stats, int B, int T, int C, int NH, int set)
 {
-    int st = (set & SZ_MX_SET_A) ? 1 : 0, ih = dinp_dt == SZ_CUDA_BF16, dh = dout_dt == SZ_CUDA_BF16;
-    if (ih && dh)
-        return sz_att_bwd_launch(s, (uint16_t *)dinp, (const uint16_t *)dout, inp, stats, B, T, C, NH, st);
-    if (ih)
-        return sz_att_bwd_launch(s, (uint16_t *)dinp, (const float *)dout, inp, stats, B, T, C, NH, st);
-    if (dh)
-        return sz_att_bwd_launch(s, (float *)dinp, (const uint16_t *)dout, inp, stats, B, T, C, NH, st);
-    return sz_att_bwd_launch(s, (float *)dinp, (const float *)dout, inp, stats, B, T, C, NH, st);
+    return sz_cuda_attention_bwd_mx_impl(s, dinp, dinp_dt, dout, dout_dt, inp, stats, B, T, C, NH, set,
+                                         SZ_CUDA_ATT_AUTO);
 }
