@@ -411,6 +411,14 @@ struct result {
     int min_nd[4];
 };
 
+/* 1 unless the environment turns off what sz-train's CPU workers fold by default (tasks/model.c:
+ * SZ_ZERO_FOLD, SZ_GRAD_FOLD, SZ_GRAD_ROUND_FOLD = 0) */
+static int env_on(const char *name)
+{
+    const char *v = getenv(name);
+    return !(v && v[0] == '0');
+}
+
 /* What sz-train's rank holds on the host beside the engine's tensors (SZ_MEM_HOST_BUFFERS): the
  * matmul kernels' working memory on one CPU worker, the data loader's tokens, the batch. */
 static int64_t host_buffer_bytes(const struct opts *o, int nd)
@@ -430,6 +438,9 @@ static int64_t host_buffer_bytes(const struct opts *o, int nd)
         mm += (o->native ? sz_matmul_host_bytes_bf16 : sz_matmul_host_bytes_wbf16)(1, threads, (int64_t)o->batch * o->seq,
                                                                                    5, in, out);
     }
+    /* and, mixed precision's rounding folded into the writers (sz-train's default on CPUs), their panels */
+    if (o->mixed && env_on("SZ_ZERO_FOLD") && env_on("SZ_GRAD_FOLD") && env_on("SZ_GRAD_ROUND_FOLD"))
+        mm += o->llama ? sz_llama_round_host_bytes(&o->lcfg, 1) : sz_gpt2_round_host_bytes(&o->cfg, 1);
     return mm + (int64_t)o->data_tokens * 2 + 2 * (int64_t)o->batch * o->seq * 4;
 }
 
@@ -473,7 +484,8 @@ static int units_build(const struct opts *o, struct units *s)
     }
     int64_t ckpt = (int64_t)o->batch * o->seq * o->cfg.channels * 4;
     for (int i = 0; i < n; i++) {
-        s->u[i] = (sz_plan_unit){.numel = s->numel[i], .has_backward = 1, .bf16_params = 1}; /* both models' units */
+        /* both models' units; the blocks' and heads' backward ops round into bf16 gradients */
+        s->u[i] = (sz_plan_unit){.numel = s->numel[i], .has_backward = 1, .bf16_params = 1, .round_grads = i > 0};
         if (i == 0 || i == n - 1)
             snprintf(s->label[i], sizeof s->label[i], "%s", i == 0 ? "embed" : "head");
         else
@@ -508,6 +520,9 @@ static int plan_build(const struct opts *o, const struct units *s, int stage, in
                         .max_live_bytes = o->max_live_bytes, .comm_worker = o->comm_worker, .clip = o->clip,
                         .offload_optimizer = o->offload_optimizer, .native = o->native, .bf16_direct = o->bf16_direct,
                         .bucket_elems = sz_plan_bucket_elems(o->bucket_bytes, nd, maxpad)};
+    /* the gradients' first writers and mixed precision's rounding folded into them (their bytes) */
+    c.fold_grads = env_on("SZ_ZERO_FOLD") && env_on("SZ_GRAD_FOLD");
+    c.fold_round = c.fold_grads && env_on("SZ_GRAD_ROUND_FOLD");
     c.extra[SZ_MEM_ACTIVATIONS] = engine_activation_bytes(o, o->ckpt, o->offload, &host);
     c.extra[SZ_MEM_HOST] = host;
     c.extra[SZ_MEM_HOST_BUFFERS] = host_buffer_bytes(o, nd);

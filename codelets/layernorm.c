@@ -6,10 +6,12 @@
 #include "starzero_starpu.h"
 #include "sz_kernels.h"
 #include "sz_cuda.h"
+#include "sz_round.h"
 
 struct layernorm_args {
     int N, C;
     int out_dt, p_dt, dout_dt; /* sz_k_dtype of out (fwd), of w and b, of dout (bwd); all 0: fp32 */
+    int round;                 /* backward: dw, db are bf16 gradients to round into (sz_round.h) */
 };
 
 enum { FWD_OUT, FWD_MEAN, FWD_RSTD, FWD_INP, FWD_W, FWD_B };
@@ -29,22 +31,40 @@ static void fwd_cpu(void *b[], void *arg)
 }
 
 enum { BWD_DINP, BWD_DW, BWD_DB, BWD_DOUT, BWD_INP, BWD_W, BWD_MEAN, BWD_RSTD };
-static void bwd_cpu(void *b[], void *arg)
+static void bwd_run(void *b[], void *arg, void *dw, void *dbp, int rset)
 {
     const struct layernorm_args *a = sz_task_params(arg);
-    int set = (sz_task_sets(arg, BWD_DINP) ? SZ_K_SET_DINP : 0) | /* a folded sz_op_zero of dinp */
+    int set = rset | (sz_task_sets(arg, BWD_DINP) ? SZ_K_SET_DINP : 0) | /* a folded sz_op_zero of dinp */
               (sz_task_sets(arg, BWD_DW) ? SZ_K_SET_DW : 0) | (sz_task_sets(arg, BWD_DB) ? SZ_K_SET_DB : 0); /* the step's first writer of a parameter's gradient (tasks/zero.c) */
     if (a->dout_dt || a->p_dt) {
-        if (sz_k_layernorm_bwd_mx_set(sz_task_ptr(b, arg, BWD_DINP), sz_task_ptr(b, arg, BWD_DW),
-                                      sz_task_ptr(b, arg, BWD_DB), sz_task_ptr(b, arg, BWD_DOUT), a->dout_dt,
+        if (sz_k_layernorm_bwd_mx_set(sz_task_ptr(b, arg, BWD_DINP), dw,
+                                      dbp, sz_task_ptr(b, arg, BWD_DOUT), a->dout_dt,
                                       sz_task_ptr(b, arg, BWD_INP), sz_task_ptr(b, arg, BWD_W), a->p_dt,
                                       sz_task_ptr(b, arg, BWD_MEAN), sz_task_ptr(b, arg, BWD_RSTD), a->N, a->C, set))
             sz_task_fail(arg, "out of memory");
         return;
     }
-    sz_k_layernorm_bwd_set(sz_task_ptr(b, arg, BWD_DINP), sz_task_ptr(b, arg, BWD_DW), sz_task_ptr(b, arg, BWD_DB),
+    sz_k_layernorm_bwd_set(sz_task_ptr(b, arg, BWD_DINP), dw, dbp,
                            sz_task_ptr(b, arg, BWD_DOUT), sz_task_ptr(b, arg, BWD_INP), sz_task_ptr(b, arg, BWD_W),
                            sz_task_ptr(b, arg, BWD_MEAN), sz_task_ptr(b, arg, BWD_RSTD), a->N, a->C, set);
+}
+
+/* The parameters' gradients: into the task's (fp32), or (a->round) set in an fp32 scratch as a first
+ * writer's and rounded into the bf16 ones with the task's rule (sz_round.h). */
+static void bwd_cpu(void *b[], void *arg)
+{
+    const struct layernorm_args *a = sz_task_params(arg);
+    if (!a->round) {
+        bwd_run(b, arg, sz_task_ptr(b, arg, BWD_DW), sz_task_ptr(b, arg, BWD_DB), 0);
+        return;
+    }
+    float *s = sz_round_scratch(arg, (size_t)2 * a->C);
+    if (!s)
+        return;
+    bwd_run(b, arg, s, sz_task_ptr(b, arg, BWD_DB) ? s + a->C : NULL, SZ_K_SET_DW | SZ_K_SET_DB);
+    sz_round_into(b, arg, BWD_DW, s, (size_t)a->C);
+    sz_round_into(b, arg, BWD_DB, s + a->C, (size_t)a->C);
+    free(s);
 }
 
 #if SZ_WITH_CUDA
@@ -95,7 +115,7 @@ sz_status sz_op_layernorm_fwd(sz_unit *u, sz_tensor *out, sz_tensor *mean, sz_te
     int64_t NC = (int64_t)N * C;
     /* the parameters (w's type; b must match) may be bf16 on both bf16 paths (with an fp32 out: the
      * emulated one, the fp32 kernel's bits on the widened parameters), out on the native one */
-    struct layernorm_args a = {N, C, sz_kdt(out), sz_kdt(w), 0};
+    struct layernorm_args a = {N, C, sz_kdt(out), sz_kdt(w), 0, 0};
     sz_task_tensor t[] = {{out, SZ_WRITE, sz_fb(out), NC, "out", 0},   {mean, SZ_WRITE, SZ_DTYPE_F32, N, "mean", 0},
                           {rstd, SZ_WRITE, SZ_DTYPE_F32, N, "rstd", 0},  {inp, SZ_READ, SZ_DTYPE_F32, NC, "inp", 0},
                           {w, SZ_READ, sz_fb(w), C, "w", 0},         {b, SZ_READ, sz_fb(w), C, "b", 1}};
@@ -110,14 +130,17 @@ sz_status sz_op_layernorm_bwd(sz_unit *u, sz_tensor *dinp, sz_tensor *dw, sz_ten
         return st;
     int64_t NC = (int64_t)N * C;
     /* w may be bf16 (both bf16 paths), dout too (the native one); the gradients are fp32 */
-    struct layernorm_args a = {N, C, 0, sz_kdt(w), sz_kdt(dout)};
+    /* or bf16 ones of a unit that rounds into them (CPU workers) */
+    int round = sz_round_wanted(u, dw);
+    sz_dtype gt = round ? SZ_DTYPE_BF16 : SZ_DTYPE_F32;
+    struct layernorm_args a = {N, C, 0, sz_kdt(w), sz_kdt(dout), round};
     sz_task_tensor t[] = {{dinp, SZ_ACCUMULATE_OR_SET, SZ_DTYPE_F32, NC, "dinp", 0},
-                          {dw, SZ_ACCUMULATE_OR_SET, SZ_DTYPE_F32, C, "dw", 0},
-                          {db, SZ_ACCUMULATE_OR_SET, SZ_DTYPE_F32, C, "db", 1},
+                          {dw, SZ_ACCUMULATE_OR_SET, gt, C, "dw", 0},
+                          {db, SZ_ACCUMULATE_OR_SET, gt, C, "db", 1},
                           {dout, SZ_READ, sz_fb(dout), NC, "dout", 0},
                           {inp, SZ_READ, SZ_DTYPE_F32, NC, "inp", 0},
                           {w, SZ_READ, sz_fb(w), C, "w", 0},
                           {mean, SZ_READ, SZ_DTYPE_F32, N, "mean", 0},
                           {rstd, SZ_READ, SZ_DTYPE_F32, N, "rstd", 0}};
-    return sz_task_submit(u, &sz_cl_layernorm_bwd, "layernorm_bwd", t, 8, &a, sizeof a);
+    return (round ? sz_task_submit_cpu : sz_task_submit)(u, &sz_cl_layernorm_bwd, "layernorm_bwd", t, 8, &a, sizeof a);
 }

@@ -16,12 +16,14 @@
 #include "starzero_starpu.h"
 #include "sz_kernels.h"
 #include "sz_cuda.h"
+#include "sz_round.h"
 
 struct matmul_args {
     int N, C, OC;
     int bf16;                  /* 1: the inputs are bf16 (sz_k_matmul_*_bf16) */
     int out_dt, dinp_dt, dparam_dt; /* sz_k_dtype of out (forward), dinp and (dw, db) (backward) */
     int wbf16;                 /* 1: fp32 inputs with bf16 w and b (sz_k_matmul_*_wbf16; bf16 is 0) */
+    int round;                 /* backward: dw, db are bf16 gradients to round into (sz_round.h) */
 };
 
 enum { FWD_OUT, FWD_INP, FWD_W, FWD_B };
@@ -42,6 +44,21 @@ enum { BWD_DINP, BWD_DW, BWD_DOUT, BWD_INP, BWD_W, BWD_DB };
 static void bwd_cpu(void *b[], void *arg)
 {
     const struct matmul_args *a = sz_task_params(arg);
+    if (a->round) { /* dinp as below, then dw, db rounded into the bf16 gradients tile by tile */
+        int set = sz_task_sets(arg, BWD_DINP) ? SZ_K_SET_DINP : 0, rc = 0;
+        void *dinp = sz_task_ptr(b, arg, BWD_DINP), *dout = sz_task_ptr(b, arg, BWD_DOUT),
+             *inp = sz_task_ptr(b, arg, BWD_INP), *w = sz_task_ptr(b, arg, BWD_W);
+        if (dinp)
+            rc = a->wbf16 ? sz_k_matmul_bwd_wbf16_set(dinp, NULL, NULL, dout, inp, w, a->N, a->C, a->OC, set)
+                 : a->bf16 ? sz_k_matmul_bwd_bf16_set(dinp, a->dinp_dt, NULL, NULL, SZ_K_F32, dout, inp, w, a->N, a->C,
+                                                      a->OC, set)
+                           : sz_k_matmul_bwd_set(dinp, NULL, NULL, dout, inp, w, a->N, a->C, a->OC, set);
+        if (rc >= 0)
+            rc = sz_round_dparams(b, arg, BWD_DW, BWD_DB, dout, inp, a->bf16 ? SZ_K_BF16 : SZ_K_F32, a->N, a->C, a->OC);
+        if (rc < 0)
+            sz_task_fail(arg, "out of memory");
+        return;
+    }
     int set = (sz_task_sets(arg, BWD_DINP) ? SZ_K_SET_DINP : 0) | /* a folded sz_op_zero of dinp */
               (sz_task_sets(arg, BWD_DW) ? SZ_K_SET_DW : 0) | /* the step's first writer of the gradients */
               (sz_task_sets(arg, BWD_DB) ? SZ_K_SET_DB : 0);
@@ -132,6 +149,18 @@ int64_t sz_matmul_host_bytes_wbf16(int workers, int threads, int64_t rows, int n
     return host_bytes(2, workers, threads, rows, n, in, out);
 }
 
+int64_t sz_matmul_round_host_bytes(int workers, int n, const int64_t *in, const int64_t *out)
+{
+    if (n < 0 || (n && (!in || !out)))
+        return 0;
+    size_t most = 0;
+    for (int i = 0; i < n; i++) {
+        size_t b = sz_k_matmul_dparams_round_bytes((int)in[i], (int)out[i]);
+        most = b > most ? b : most;
+    }
+    return (int64_t)most * (workers > 0 ? workers : 1);
+}
+
 static sz_status check_shape(sz_unit *u, const char *op, int N, int C, int OC)
 {
     if (N < 1 || C < 1 || OC < 1)
@@ -150,7 +179,7 @@ sz_status sz_op_matmul_fwd(sz_unit *u, sz_tensor *out, sz_tensor *inp, sz_tensor
     sz_dtype in = sz_fb(inp), wt = in == SZ_DTYPE_F32 ? sz_fb(w) : in,
              od = in == SZ_DTYPE_BF16 ? sz_fb(out) : SZ_DTYPE_F32;
     int mixed = in != wt;
-    struct matmul_args a = {N, C, OC, in == SZ_DTYPE_BF16, od == SZ_DTYPE_BF16, 0, 0, mixed};
+    struct matmul_args a = {N, C, OC, in == SZ_DTYPE_BF16, od == SZ_DTYPE_BF16, 0, 0, mixed, 0};
     sz_task_tensor t[] = {{out, SZ_WRITE, od, (int64_t)N * OC, "out", 0},
                           {inp, SZ_READ, in, (int64_t)N * C, "inp", 0},
                           {w, SZ_READ, wt, (int64_t)OC * C, "w", 0},
@@ -169,13 +198,16 @@ sz_status sz_op_matmul_bwd(sz_unit *u, sz_tensor *dinp, sz_tensor *dw, sz_tensor
     sz_dtype in = sz_fb(dout), wt = in == SZ_DTYPE_F32 ? sz_fb(w) : in,
              di = in == SZ_DTYPE_BF16 ? sz_fb(dinp) : SZ_DTYPE_F32,
              dp = in == SZ_DTYPE_BF16 ? sz_fb(dw) : SZ_DTYPE_F32;
-    int mixed = in != wt;
-    struct matmul_args a = {N, C, OC, in == SZ_DTYPE_BF16, 0, di == SZ_DTYPE_BF16, dp == SZ_DTYPE_BF16, mixed};
+    /* or dw, db the bf16 gradients of a unit that rounds into them (either path; CPU workers) */
+    int mixed = in != wt, round = sz_round_wanted(u, dw);
+    dp = round ? SZ_DTYPE_BF16 : dp;
+    struct matmul_args a = {N, C, OC, in == SZ_DTYPE_BF16, 0, di == SZ_DTYPE_BF16, dp == SZ_DTYPE_BF16, mixed, round};
     sz_task_tensor t[] = {{dinp, SZ_ACCUMULATE_OR_SET, di, (int64_t)N * C, "dinp", 0},
                           {dw, SZ_ACCUMULATE_OR_SET, dp, (int64_t)OC * C, "dw", 0},
                           {dout, SZ_READ, in, (int64_t)N * OC, "dout", 0},
                           {inp, SZ_READ, in, (int64_t)N * C, "inp", 0},
                           {w, SZ_READ, wt, (int64_t)OC * C, "w", 0},
                           {db, SZ_ACCUMULATE_OR_SET, dp, OC, "db", 1}};
-    return (mixed ? sz_task_submit_cpu : sz_task_submit)(u, &sz_cl_matmul_bwd, "matmul_bwd", t, 6, &a, sizeof a);
+    return (mixed || round ? sz_task_submit_cpu : sz_task_submit)(u, &sz_cl_matmul_bwd, "matmul_bwd", t, 6, &a,
+                                                                  sizeof a);
 }

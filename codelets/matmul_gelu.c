@@ -17,12 +17,14 @@
 #include "starzero_starpu.h"
 #include "sz_kernels.h"
 #include "sz_cuda.h"
+#include "sz_round.h"
 
 struct matmul_gelu_args {
     int N, C, OC;
     int bf16;                        /* 1: the inputs are bf16 */
     int gout_dt, dinp_dt, dparam_dt; /* sz_k_dtype of gout (forward), dinp and (dw, db) (backward) */
     int wbf16;                       /* 1: fp32 inputs with bf16 w and b (bf16 is 0) */
+    int round;                       /* backward: dw, db are bf16 gradients to round into (sz_round.h) */
 };
 
 enum { FWD_OUT, FWD_GOUT, FWD_INP, FWD_W, FWD_B };
@@ -40,6 +42,18 @@ enum { BWD_DINP, BWD_DW, BWD_DOUT, BWD_INP, BWD_W, BWD_PRE, BWD_DB };
 static void bwd_cpu(void *b[], void *arg)
 {
     const struct matmul_gelu_args *a = sz_task_params(arg);
+    if (a->round) { /* dinp as below, then dw, db (the matmul's: inp is gelu(pre)) rounded tile by tile */
+        void *dout = sz_task_ptr(b, arg, BWD_DOUT), *inp = sz_task_ptr(b, arg, BWD_INP);
+        int rc = sz_k_gelu_matmul_bwd_set(sz_task_ptr(b, arg, BWD_DINP), a->dinp_dt, NULL, NULL, SZ_K_F32, dout, inp,
+                                          sz_task_ptr(b, arg, BWD_W), sz_task_ptr(b, arg, BWD_PRE),
+                                          a->bf16 ? SZ_K_BF16 : SZ_K_F32, a->bf16 || a->wbf16 ? SZ_K_BF16 : SZ_K_F32,
+                                          a->N, a->C, a->OC, 0);
+        if (rc >= 0)
+            rc = sz_round_dparams(b, arg, BWD_DW, BWD_DB, dout, inp, a->bf16 ? SZ_K_BF16 : SZ_K_F32, a->N, a->C, a->OC);
+        if (rc < 0)
+            sz_task_fail(arg, "out of memory");
+        return;
+    }
     /* the step's first writer of a parameter's gradient (tasks/zero.c) */
     int set = (sz_task_sets(arg, BWD_DW) ? SZ_K_SET_DW : 0) | (sz_task_sets(arg, BWD_DB) ? SZ_K_SET_DB : 0);
     if (sz_k_gelu_matmul_bwd_set(sz_task_ptr(b, arg, BWD_DINP), a->dinp_dt, sz_task_ptr(b, arg, BWD_DW),
@@ -104,7 +118,7 @@ sz_status sz_op_matmul_gelu_fwd(sz_unit *u, sz_tensor *out, sz_tensor *gout, sz_
     sz_dtype in = sz_fb(inp), wt = in == SZ_DTYPE_F32 ? sz_fb(w) : in;
     int mixed = in != wt;
     int64_t no = (int64_t)N * OC;
-    struct matmul_gelu_args a = {N, C, OC, in == SZ_DTYPE_BF16, sz_kdt(gout), 0, 0, mixed};
+    struct matmul_gelu_args a = {N, C, OC, in == SZ_DTYPE_BF16, sz_kdt(gout), 0, 0, mixed, 0};
     sz_task_tensor t[] = {{out, SZ_WRITE, SZ_DTYPE_F32, no, "out", 0},
                           {gout, SZ_WRITE, sz_fb(gout), no, "gout", 0},
                           {inp, SZ_READ, in, (int64_t)N * C, "inp", 0},
@@ -125,9 +139,12 @@ sz_status sz_op_gelu_matmul_bwd(sz_unit *u, sz_tensor *dinp, sz_tensor *dw, sz_t
     sz_dtype in = sz_fb(dout), wt = in == SZ_DTYPE_F32 ? sz_fb(w) : in,
              di = in == SZ_DTYPE_BF16 ? sz_fb(dinp) : SZ_DTYPE_F32,
              dp = in == SZ_DTYPE_BF16 ? sz_fb(dw) : SZ_DTYPE_F32;
-    int mixed = in != wt;
+    /* or dw, db the bf16 gradients of a unit that rounds into them (either path; CPU workers) */
+    int mixed = in != wt, round = sz_round_wanted(u, dw);
+    dp = round ? SZ_DTYPE_BF16 : dp;
     int64_t ni = (int64_t)N * C;
-    struct matmul_gelu_args a = {N, C, OC, in == SZ_DTYPE_BF16, 0, di == SZ_DTYPE_BF16, dp == SZ_DTYPE_BF16, mixed};
+    struct matmul_gelu_args a = {N, C, OC, in == SZ_DTYPE_BF16, 0, di == SZ_DTYPE_BF16, dp == SZ_DTYPE_BF16, mixed,
+                                 round};
     sz_task_tensor t[] = {{dinp, SZ_WRITE, di, ni, "dinp", 0},
                           {dw, SZ_ACCUMULATE_OR_SET, dp, (int64_t)OC * C, "dw", 0},
                           {dout, SZ_READ, in, (int64_t)N * OC, "dout", 0},
@@ -135,6 +152,6 @@ sz_status sz_op_gelu_matmul_bwd(sz_unit *u, sz_tensor *dinp, sz_tensor *dw, sz_t
                           {w, SZ_READ, wt, (int64_t)OC * C, "w", 0},
                           {pre, SZ_READ, SZ_DTYPE_F32, ni, "pre", 0},
                           {db, SZ_ACCUMULATE_OR_SET, dp, OC, "db", 1}};
-    return (mixed ? sz_task_submit_cpu : sz_task_submit)(u, &sz_cl_gelu_matmul_bwd, "gelu_matmul_bwd", t, 7, &a,
-                                                         sizeof a);
+    return (mixed || round ? sz_task_submit_cpu : sz_task_submit)(u, &sz_cl_gelu_matmul_bwd, "gelu_matmul_bwd", t, 7,
+                                                                  &a, sizeof a);
 }

@@ -11,12 +11,14 @@
 #include "starzero_starpu.h"
 #include "sz_kernels.h"
 #include "sz_cuda.h"
+#include "sz_round.h"
 
 struct residual_layernorm_args {
     int N, C;
     int out_dt, p_dt, db_dt; /* sz_k_dtype of out (fwd) / dout (bwd), of w and b_ln, of db (bwd): the
                                 native bf16 path's, or p_dt alone on the emulated one (bf16 parameters
                                 read directly; include/starzero.h); all 0: fp32 */
+    int round;               /* backward: dw, db_ln are bf16 gradients to round into (sz_round.h) */
 };
 
 enum { FWD_RES, FWD_OUT, FWD_MEAN, FWD_RSTD, FWD_A, FWD_B, FWD_W, FWD_BLN };
@@ -38,15 +40,15 @@ static void fwd_cpu(void *b[], void *arg)
 }
 
 enum { BWD_DA, BWD_DB, BWD_DRES, BWD_DW, BWD_DBLN, BWD_DOUT, BWD_RES, BWD_W, BWD_MEAN, BWD_RSTD };
-static void bwd_cpu(void *b[], void *arg)
+static void bwd_run(void *b[], void *arg, void *dw, void *dbp, int rset)
 {
     const struct residual_layernorm_args *a = sz_task_params(arg);
-    int set = (sz_task_sets(arg, BWD_DA) ? SZ_K_SET_A : 0) | (sz_task_sets(arg, BWD_DB) ? SZ_K_SET_B : 0) |
+    int set = rset | (sz_task_sets(arg, BWD_DA) ? SZ_K_SET_A : 0) | (sz_task_sets(arg, BWD_DB) ? SZ_K_SET_B : 0) |
               (sz_task_sets(arg, BWD_DW) ? SZ_K_SET_DW : 0) | (sz_task_sets(arg, BWD_DBLN) ? SZ_K_SET_DB : 0);
     if (a->out_dt || a->p_dt || a->db_dt) {
         if (sz_k_layernorm_residual_bwd_mx_set(sz_task_ptr(b, arg, BWD_DA), sz_task_ptr(b, arg, BWD_DB), a->db_dt,
-                                               sz_task_ptr(b, arg, BWD_DRES), sz_task_ptr(b, arg, BWD_DW),
-                                               sz_task_ptr(b, arg, BWD_DBLN), sz_task_ptr(b, arg, BWD_DOUT), a->out_dt,
+                                               sz_task_ptr(b, arg, BWD_DRES), dw,
+                                               dbp, sz_task_ptr(b, arg, BWD_DOUT), a->out_dt,
                                                sz_task_ptr(b, arg, BWD_RES), sz_task_ptr(b, arg, BWD_W), a->p_dt,
                                                sz_task_ptr(b, arg, BWD_MEAN), sz_task_ptr(b, arg, BWD_RSTD), a->N, a->C,
                                                set))
@@ -54,10 +56,28 @@ static void bwd_cpu(void *b[], void *arg)
         return;
     }
     sz_k_layernorm_residual_bwd_set(sz_task_ptr(b, arg, BWD_DA), sz_task_ptr(b, arg, BWD_DB),
-                                    sz_task_ptr(b, arg, BWD_DRES), sz_task_ptr(b, arg, BWD_DW),
-                                    sz_task_ptr(b, arg, BWD_DBLN), sz_task_ptr(b, arg, BWD_DOUT),
+                                    sz_task_ptr(b, arg, BWD_DRES), dw,
+                                    dbp, sz_task_ptr(b, arg, BWD_DOUT),
                                     sz_task_ptr(b, arg, BWD_RES), sz_task_ptr(b, arg, BWD_W),
                                     sz_task_ptr(b, arg, BWD_MEAN), sz_task_ptr(b, arg, BWD_RSTD), a->N, a->C, set);
+}
+
+/* The parameters' gradients: into the task's (fp32), or (a->round) set in an fp32 scratch as a first
+ * writer's and rounded into the bf16 ones with the task's rule (sz_round.h). */
+static void bwd_cpu(void *b[], void *arg)
+{
+    const struct residual_layernorm_args *a = sz_task_params(arg);
+    if (!a->round) {
+        bwd_run(b, arg, sz_task_ptr(b, arg, BWD_DW), sz_task_ptr(b, arg, BWD_DBLN), 0);
+        return;
+    }
+    float *s = sz_round_scratch(arg, (size_t)2 * a->C);
+    if (!s)
+        return;
+    bwd_run(b, arg, s, sz_task_ptr(b, arg, BWD_DBLN) ? s + a->C : NULL, SZ_K_SET_DW | SZ_K_SET_DB);
+    sz_round_into(b, arg, BWD_DW, s, (size_t)a->C);
+    sz_round_into(b, arg, BWD_DBLN, s + a->C, (size_t)a->C);
+    free(s);
 }
 
 #if SZ_WITH_CUDA
@@ -111,7 +131,7 @@ sz_status sz_op_residual_layernorm_fwd(sz_unit *u, sz_tensor *res, sz_tensor *ou
     if (st != SZ_OK)
         return st;
     int64_t NC = (int64_t)N * C;
-    struct residual_layernorm_args p = {N, C, sz_kdt(out), sz_kdt(w), 0}; /* out, w, b_ln may be bf16 */
+    struct residual_layernorm_args p = {N, C, sz_kdt(out), sz_kdt(w), 0, 0}; /* out, w, b_ln may be bf16 */
     sz_task_tensor t[] = {{res, SZ_WRITE, SZ_DTYPE_F32, NC, "res", 0},  {out, SZ_WRITE, sz_fb(out), NC, "out", 0},
                           {mean, SZ_WRITE, SZ_DTYPE_F32, N, "mean", 0}, {rstd, SZ_WRITE, SZ_DTYPE_F32, N, "rstd", 0},
                           {a, SZ_READ, SZ_DTYPE_F32, NC, "a", 0},       {b, SZ_READ, SZ_DTYPE_F32, NC, "b", 0},
@@ -127,16 +147,20 @@ sz_status sz_op_layernorm_residual_bwd(sz_unit *u, sz_tensor *da, sz_tensor *db,
     if (st != SZ_OK)
         return st;
     int64_t NC = (int64_t)N * C;
-    struct residual_layernorm_args p = {N, C, sz_kdt(dout), sz_kdt(w), sz_kdt(db)}; /* dout, w, db may be bf16 */
+    /* dout, w, db may be bf16; dw, db_ln too: a unit's that rounds into them (CPU workers) */
+    int round = sz_round_wanted(u, dw);
+    sz_dtype gt = round ? SZ_DTYPE_BF16 : SZ_DTYPE_F32;
+    struct residual_layernorm_args p = {N, C, sz_kdt(dout), sz_kdt(w), sz_kdt(db), round};
     sz_task_tensor t[] = {{da, SZ_ACCUMULATE_OR_SET, SZ_DTYPE_F32, NC, "da", 0},
                           {db, SZ_ACCUMULATE_OR_SET, sz_fb(db), NC, "db", 0},
                           {dres, SZ_ACCUMULATE, SZ_DTYPE_F32, NC, "dres", 0},
-                          {dw, SZ_ACCUMULATE_OR_SET, SZ_DTYPE_F32, C, "dw", 0},
-                          {db_ln, SZ_ACCUMULATE_OR_SET, SZ_DTYPE_F32, C, "db_ln", 1},
+                          {dw, SZ_ACCUMULATE_OR_SET, gt, C, "dw", 0},
+                          {db_ln, SZ_ACCUMULATE_OR_SET, gt, C, "db_ln", 1},
                           {dout, SZ_READ, sz_fb(dout), NC, "dout", 0},
                           {res, SZ_READ, SZ_DTYPE_F32, NC, "res", 0},
                           {w, SZ_READ, sz_fb(w), C, "w", 0},
                           {mean, SZ_READ, SZ_DTYPE_F32, N, "mean", 0},
                           {rstd, SZ_READ, SZ_DTYPE_F32, N, "rstd", 0}};
-    return sz_task_submit(u, &sz_cl_layernorm_residual_bwd, "layernorm_residual_bwd", t, 10, &p, sizeof p);
+    return (round ? sz_task_submit_cpu : sz_task_submit)(u, &sz_cl_layernorm_residual_bwd, "layernorm_residual_bwd", t,
+                                                         10, &p, sizeof p);
 }

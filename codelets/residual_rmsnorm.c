@@ -10,11 +10,13 @@
 #include "starzero_starpu.h"
 #include "sz_kernels.h"
 #include "sz_cuda.h"
+#include "sz_round.h"
 
 struct residual_rmsnorm_args {
     int N, C;
     float eps; /* forward only */
     int out_dt, p_dt, db_dt; /* sz_k_dtype of out (fwd) / dout (bwd), of w, of db (bwd); all 0: fp32 */
+    int round;               /* backward: dw is a bf16 gradient to round into (sz_round.h) */
 };
 
 enum { FWD_RES, FWD_OUT, FWD_RSTD, FWD_A, FWD_B, FWD_W };
@@ -35,14 +37,15 @@ static void fwd_cpu(void *b[], void *arg)
 }
 
 enum { BWD_DA, BWD_DB, BWD_DRES, BWD_DW, BWD_DOUT, BWD_RES, BWD_W, BWD_RSTD };
-static void bwd_cpu(void *b[], void *arg)
+static void bwd_run(void *b[], void *arg, void *dw, void *dbp, int rset)
 {
+    (void)dbp; /* no bias */
     const struct residual_rmsnorm_args *a = sz_task_params(arg);
-    int set = (sz_task_sets(arg, BWD_DA) ? SZ_K_SET_A : 0) | (sz_task_sets(arg, BWD_DB) ? SZ_K_SET_B : 0) |
+    int set = rset | (sz_task_sets(arg, BWD_DA) ? SZ_K_SET_A : 0) | (sz_task_sets(arg, BWD_DB) ? SZ_K_SET_B : 0) |
               (sz_task_sets(arg, BWD_DW) ? SZ_K_SET_DW : 0);
     if (a->out_dt || a->p_dt || a->db_dt) {
         if (sz_k_rmsnorm_residual_bwd_mx_set(sz_task_ptr(b, arg, BWD_DA), sz_task_ptr(b, arg, BWD_DB), a->db_dt,
-                                             sz_task_ptr(b, arg, BWD_DRES), sz_task_ptr(b, arg, BWD_DW),
+                                             sz_task_ptr(b, arg, BWD_DRES), dw,
                                              sz_task_ptr(b, arg, BWD_DOUT), a->out_dt, sz_task_ptr(b, arg, BWD_RES),
                                              sz_task_ptr(b, arg, BWD_W), a->p_dt, sz_task_ptr(b, arg, BWD_RSTD), a->N,
                                              a->C, set))
@@ -50,9 +53,26 @@ static void bwd_cpu(void *b[], void *arg)
         return;
     }
     sz_k_rmsnorm_residual_bwd_set(sz_task_ptr(b, arg, BWD_DA), sz_task_ptr(b, arg, BWD_DB),
-                                  sz_task_ptr(b, arg, BWD_DRES), sz_task_ptr(b, arg, BWD_DW),
+                                  sz_task_ptr(b, arg, BWD_DRES), dw,
                                   sz_task_ptr(b, arg, BWD_DOUT), sz_task_ptr(b, arg, BWD_RES),
                                   sz_task_ptr(b, arg, BWD_W), sz_task_ptr(b, arg, BWD_RSTD), a->N, a->C, set);
+}
+
+/* The parameters' gradients: into the task's (fp32), or (a->round) set in an fp32 scratch as a first
+ * writer's and rounded into the bf16 ones with the task's rule (sz_round.h). */
+static void bwd_cpu(void *b[], void *arg)
+{
+    const struct residual_rmsnorm_args *a = sz_task_params(arg);
+    if (!a->round) {
+        bwd_run(b, arg, sz_task_ptr(b, arg, BWD_DW), NULL, 0);
+        return;
+    }
+    float *s = sz_round_scratch(arg, (size_t)1 * a->C);
+    if (!s)
+        return;
+    bwd_run(b, arg, s, NULL, SZ_K_SET_DW);
+    sz_round_into(b, arg, BWD_DW, s, (size_t)a->C);
+    free(s);
 }
 
 #if SZ_WITH_CUDA
@@ -94,7 +114,7 @@ sz_status sz_op_residual_rmsnorm_fwd(sz_unit *u, sz_tensor *res, sz_tensor *out,
         return sz_op_invalid(u, "residual_rmsnorm_fwd", "N = %d, C = %d, eps = %g: need N, C >= 1 and eps >= 0", N,
                              C, eps);
     int64_t NC = (int64_t)N * C;
-    struct residual_rmsnorm_args p = {N, C, eps, sz_kdt(out), sz_kdt(w), 0}; /* out, w may be bf16 */
+    struct residual_rmsnorm_args p = {N, C, eps, sz_kdt(out), sz_kdt(w), 0, 0}; /* out, w may be bf16 */
     sz_task_tensor t[] = {{res, SZ_WRITE, SZ_DTYPE_F32, NC, "res", 0}, {out, SZ_WRITE, sz_fb(out), NC, "out", 0},
                           {rstd, SZ_WRITE, SZ_DTYPE_F32, N, "rstd", 0}, {a, SZ_READ, SZ_DTYPE_F32, NC, "a", 0},
                           {b, SZ_READ, SZ_DTYPE_F32, NC, "b", 0},       {w, SZ_READ, sz_fb(w), C, "w", 0}};
@@ -107,11 +127,14 @@ sz_status sz_op_rmsnorm_residual_bwd(sz_unit *u, sz_tensor *da, sz_tensor *db, s
     if (N < 1 || C < 1)
         return sz_op_invalid(u, "rmsnorm_residual_bwd", "N = %d, C = %d: need N, C >= 1", N, C);
     int64_t NC = (int64_t)N * C;
-    struct residual_rmsnorm_args p = {N, C, 0.0f, sz_kdt(dout), sz_kdt(w), sz_kdt(db)}; /* dout, w, db may be bf16 */
+    /* dout, w, db may be bf16; dw too: a unit's that rounds into it (CPU workers) */
+    int round = sz_round_wanted(u, dw);
+    struct residual_rmsnorm_args p = {N, C, 0.0f, sz_kdt(dout), sz_kdt(w), sz_kdt(db), round};
     sz_task_tensor t[] = {{da, SZ_ACCUMULATE_OR_SET, SZ_DTYPE_F32, NC, "da", 0},
                           {db, SZ_ACCUMULATE_OR_SET, sz_fb(db), NC, "db", 0},
-                          {dres, SZ_ACCUMULATE, SZ_DTYPE_F32, NC, "dres", 0}, {dw, SZ_ACCUMULATE_OR_SET, SZ_DTYPE_F32, C, "dw", 0},
+                          {dres, SZ_ACCUMULATE, SZ_DTYPE_F32, NC, "dres", 0}, {dw, SZ_ACCUMULATE_OR_SET, round ? SZ_DTYPE_BF16 : SZ_DTYPE_F32, C, "dw", 0},
                           {dout, SZ_READ, sz_fb(dout), NC, "dout", 0},        {res, SZ_READ, SZ_DTYPE_F32, NC, "res", 0},
                           {w, SZ_READ, sz_fb(w), C, "w", 0},                  {rstd, SZ_READ, SZ_DTYPE_F32, N, "rstd", 0}};
-    return sz_task_submit(u, &sz_cl_rmsnorm_residual_bwd, "rmsnorm_residual_bwd", t, 8, &p, sizeof p);
+    return (round ? sz_task_submit_cpu : sz_task_submit)(u, &sz_cl_rmsnorm_residual_bwd, "rmsnorm_residual_bwd", t, 8,
+                                                         &p, sizeof p);
 }

@@ -6,11 +6,13 @@
 #include "sz_kernels.h"
 #include "sz_tasks.h"
 #include "sz_cuda.h"
+#include "sz_round.h"
 
 struct rmsnorm_args {
     int N, C;
     float eps;
     int out_dt, p_dt, dout_dt; /* sz_k_dtype of out (fwd), of w, of dout (bwd); all 0: fp32 */
+    int round;                 /* backward: dw is a bf16 gradient to round into (sz_round.h) */
 };
 
 static void fwd_cpu(void *b[], void *arg)
@@ -26,20 +28,38 @@ static void fwd_cpu(void *b[], void *arg)
                      a->N, a->C, a->eps);
 }
 
-static void bwd_cpu(void *b[], void *arg)
+static void bwd_run(void *b[], void *arg, void *dw, void *dbp, int rset)
 {
+    (void)dbp; /* no bias */
     const struct rmsnorm_args *a = sz_task_params(arg);
-    int set = (sz_task_sets(arg, 0) ? SZ_K_SET_DINP : 0) | /* a folded sz_op_zero of dinp */
+    int set = rset | (sz_task_sets(arg, 0) ? SZ_K_SET_DINP : 0) | /* a folded sz_op_zero of dinp */
               (sz_task_sets(arg, 1) ? SZ_K_SET_DW : 0); /* the step's first writer of a parameter's gradient (tasks/zero.c) */
     if (a->dout_dt || a->p_dt) {
-        if (sz_k_rmsnorm_bwd_mx_set(sz_task_ptr(b, arg, 0), sz_task_ptr(b, arg, 1), sz_task_ptr(b, arg, 2), a->dout_dt,
+        if (sz_k_rmsnorm_bwd_mx_set(sz_task_ptr(b, arg, 0), dw, sz_task_ptr(b, arg, 2), a->dout_dt,
                                     sz_task_ptr(b, arg, 3), sz_task_ptr(b, arg, 4), a->p_dt, sz_task_ptr(b, arg, 5),
                                     a->N, a->C, set))
             sz_task_fail(arg, "out of memory");
         return;
     }
-    sz_k_rmsnorm_bwd_set(sz_task_ptr(b, arg, 0), sz_task_ptr(b, arg, 1), sz_task_ptr(b, arg, 2), sz_task_ptr(b, arg, 3),
+    sz_k_rmsnorm_bwd_set(sz_task_ptr(b, arg, 0), dw, sz_task_ptr(b, arg, 2), sz_task_ptr(b, arg, 3),
                          sz_task_ptr(b, arg, 4), sz_task_ptr(b, arg, 5), a->N, a->C, set);
+}
+
+/* The parameters' gradients: into the task's (fp32), or (a->round) set in an fp32 scratch as a first
+ * writer's and rounded into the bf16 ones with the task's rule (sz_round.h). */
+static void bwd_cpu(void *b[], void *arg)
+{
+    const struct rmsnorm_args *a = sz_task_params(arg);
+    if (!a->round) {
+        bwd_run(b, arg, sz_task_ptr(b, arg, 1), NULL, 0);
+        return;
+    }
+    float *s = sz_round_scratch(arg, (size_t)1 * a->C);
+    if (!s)
+        return;
+    bwd_run(b, arg, s, NULL, SZ_K_SET_DW);
+    sz_round_into(b, arg, 1, s, (size_t)a->C);
+    free(s);
 }
 
 #if SZ_WITH_CUDA
@@ -76,7 +96,7 @@ sz_status sz_op_rmsnorm_fwd(sz_unit *u, sz_tensor *out, sz_tensor *rstd, sz_tens
     if (N < 1 || C < 1 || !(eps >= 0.0f))
         return sz_op_invalid(u, "rmsnorm", "N = %d, C = %d, eps = %g: need N, C >= 1 and eps >= 0", N, C, eps);
     /* w may be bf16 (both bf16 paths), out too (the native one) */
-    struct rmsnorm_args a = {N, C, eps, sz_kdt(out), sz_kdt(w), 0};
+    struct rmsnorm_args a = {N, C, eps, sz_kdt(out), sz_kdt(w), 0, 0};
     int64_t NC = (int64_t)N * C;
     sz_task_tensor t[] = {{out, SZ_WRITE, sz_fb(out), NC, "out", 0},
                           {rstd, SZ_WRITE, SZ_DTYPE_F32, N, "rstd", 0},
@@ -91,13 +111,15 @@ sz_status sz_op_rmsnorm_bwd(sz_unit *u, sz_tensor *dinp, sz_tensor *dw, sz_tenso
     if (N < 1 || C < 1)
         return sz_op_invalid(u, "rmsnorm_bwd", "N = %d, C = %d: need N, C >= 1", N, C);
     /* w may be bf16 (both bf16 paths), dout too (the native one); the gradients are fp32 */
-    struct rmsnorm_args a = {N, C, 0.0f, 0, sz_kdt(w), sz_kdt(dout)};
+    /* or a bf16 dw of a unit that rounds into it (CPU workers) */
+    int round = sz_round_wanted(u, dw);
+    struct rmsnorm_args a = {N, C, 0.0f, 0, sz_kdt(w), sz_kdt(dout), round};
     int64_t NC = (int64_t)N * C;
     sz_task_tensor t[] = {{dinp, SZ_ACCUMULATE_OR_SET, SZ_DTYPE_F32, NC, "dinp", 1},
-                          {dw, SZ_ACCUMULATE_OR_SET, SZ_DTYPE_F32, C, "dw", 1},
+                          {dw, SZ_ACCUMULATE_OR_SET, round ? SZ_DTYPE_BF16 : SZ_DTYPE_F32, C, "dw", 1},
                           {dout, SZ_READ, sz_fb(dout), NC, "dout", 0},
                           {inp, SZ_READ, SZ_DTYPE_F32, NC, "inp", 0},
                           {w, SZ_READ, sz_fb(w), C, "w", 0},
                           {rstd, SZ_READ, SZ_DTYPE_F32, N, "rstd", 0}};
-    return sz_task_submit(u, &sz_cl_rmsnorm_bwd, "rmsnorm_bwd", t, 6, &a, sizeof a);
+    return (round ? sz_task_submit_cpu : sz_task_submit)(u, &sz_cl_rmsnorm_bwd, "rmsnorm_bwd", t, 6, &a, sizeof a);
 }

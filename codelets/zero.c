@@ -179,7 +179,7 @@ sz_status sz_zero_flush(struct sz_model *m)
 
 /* ---- the parameters' gradients left to their first writers (SZ_GRADS_FIRST_WRITERS) ---------- */
 
-sz_status sz_grads_defer(struct sz_model *m, struct sz_unit *u, const sz_tensor *all)
+sz_status sz_grads_defer(struct sz_model *m, struct sz_unit *u, const sz_tensor *all, int onto_zeros)
 {
     for (int k = 0; k < u->nparams; k++) {
         int64_t n = u->params[k].rows * u->params[k].cols;
@@ -193,7 +193,7 @@ sz_status sz_grads_defer(struct sz_model *m, struct sz_unit *u, const sz_tensor 
             m->gpending = g;
             m->cap_gpending = cap;
         }
-        m->gpending[m->ngpending++] = (struct sz_pending_grad){u, all, u->offset[k], n};
+        m->gpending[m->ngpending++] = (struct sz_pending_grad){u, all, u->offset[k], n, onto_zeros};
     }
     return SZ_OK;
 }
@@ -256,7 +256,7 @@ sz_status sz_grads_resolve(struct sz_model *m, struct starpu_codelet *cl, const 
         const sz_tensor *t = touch == 1 ? tt[k1].tensor : NULL;
         if (t && tt[k1].access == SZ_ACCUMULATE_OR_SET && sets && t->offset == g.lo && t->numel == g.n &&
             (tt[k1].numel < 0 || tt[k1].numel == t->numel)) {
-            set[k1] = 1;
+            set[k1] = g.onto_zeros ? 2 : 1; /* 2: a rounding writer's ONTO_ZEROS (sz_task_round_mode) */
             m->grads_set++;
             continue;
         }

@@ -284,6 +284,13 @@ typedef struct sz_unit_desc {
                                       sz_zero_config.bf16_work_copies);
                                       0: the unit always gets fp32 working copies under mixed
                                       precision (an op of its own that takes fp32 only) */
+    int round_grads;               /* 1: every op its backward passes a parameter gradient to can round
+                                      into bf16 gradients (matmul, gelu_matmul, the layernorms and
+                                      rmsnorms): under mixed precision, on CPU compute, its backward then
+                                      gets the bf16 gradients themselves, no fp32 working gradients and
+                                      no separate conversion (unless SZ_GRAD_ROUND_FOLD=0, or another
+                                      unit's backward writes its gradients: tied weights); 0: fp32
+                                      working gradients, converted after its backward */
 } sz_unit_desc;
 
 /* ZeRO: where model states live. Set before sz_model_finalize; defaults: stage 0, 1 micro-batch,
@@ -484,6 +491,11 @@ int sz_model_bf16_native(const sz_model *m);
  * workers unless sz_zero_config.bf16_work_copies; else 0. Resolved at sz_model_set_zero, so a model
  * can size its kernels' host memory after it (sz_matmul_host_bytes_wbf16 on the emulated path). */
 int sz_model_bf16_params_direct(const sz_model *m);
+/* 1 when mixed precision's gradient rounding is folded into the writers of units with round_grads
+ * (no CUDA workers, not SZ_GRAD_ROUND_FOLD=0, SZ_GRAD_FOLD / SZ_ZERO_FOLD not 0); resolved at
+ * sz_model_set_zero, so a model can add its linear layers' rounding panels to its host memory
+ * (sz_matmul_round_host_bytes). */
+int sz_model_grad_round_folded(const sz_model *m);
 /* The path in effect: "native" or "emulated" under bf16 mixed precision, "fp32" otherwise. */
 const char *sz_model_bf16_path(const sz_model *m);
 /* Parameter i of unit u, in the unit's table order: read or write its values (fp32). With several
@@ -835,6 +847,10 @@ int64_t sz_matmul_host_bytes_bf16(int workers, int threads, int64_t rows, int n,
  * scratchpad (forward 384 x in[i] floats, backward out[i] x 400, or out[i] x in[i] where in[i] <= 384:
  * GPT-2's lm head backward keeps 80 MB per kernel thread). */
 int64_t sz_matmul_host_bytes_wbf16(int workers, int threads, int64_t rows, int n, const int64_t *in, const int64_t *out);
+/* What the linear layers add when mixed precision's gradient rounding is folded into them
+ * (sz_model_grad_round_folded): the fp32 panel of whole tile rows one dweight / dbias call holds
+ * while it rounds (sz_k_matmul_dparams_round_bytes), the largest of the n shapes, per worker. */
+int64_t sz_matmul_round_host_bytes(int workers, int n, const int64_t *in, const int64_t *out);
 
 /* Collective yardstick: plain MPI_Reduce_scatter_block + MPI_Allgather on the same element counts
  * (one per unit), with buffers allocated once and reused, `reps` times. Returns the bytes received

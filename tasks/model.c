@@ -59,6 +59,10 @@ sz_status sz_model_init(sz_model **out, sz_context *ctx)
      * folded (SZ_ZERO_FOLD=0 turns both off) */
     const char *gfold = getenv("SZ_GRAD_FOLD");
     m->fold_grads = m->fold_zeros && !(gfold && gfold[0] == '0');
+    /* 0: mixed precision's gradients written in fp32 and converted by GRAD_CONVERT, never rounded
+     * into bf16 by their writers (sz_unit_desc.round_grads) */
+    const char *rfold = getenv("SZ_GRAD_ROUND_FOLD");
+    m->fold_round = !(rfold && rfold[0] == '0');
     sz_zero_config_defaults(&m->zero);
     m->opt = sz_optimizer_get(m->zero.optimizer);
     m->nopt_states = m->opt->nstates(&m->zero);
@@ -137,6 +141,9 @@ sz_status sz_model_set_zero(sz_model *m, const sz_zero_config *z)
      * parameter on load, so the bits are those of the working copies. Decided here whatever the
      * precision, so that a prediction for the other precision (advice) follows the same rule. */
     m->bf16_direct = path == SZ_BF16_COMPUTE_NATIVE || (!cuda && !z->bf16_work_copies);
+    /* mixed precision's gradient rounding folded into the writers: CPU kernels only, so never with
+     * CUDA workers (decided here too, whatever the precision; the plan applies it under bf16) */
+    m->round_ok = m->fold_round && m->fold_grads && !cuda;
     m->opt = sz_optimizer_get(z->optimizer);
     m->nopt_states = m->opt->nstates(z);
     m->persistent[SZ_MEM_HOST_BUFFERS] = z->host_bytes; /* the app's; counted as held from here on */
@@ -144,6 +151,7 @@ sz_status sz_model_set_zero(sz_model *m, const sz_zero_config *z)
 }
 
 int sz_model_bf16_native(const sz_model *m) { return m ? m->native : 0; }
+int sz_model_grad_round_folded(const sz_model *m) { return m ? m->mixed && m->round_ok : 0; }
 int sz_model_bf16_params_direct(const sz_model *m) { return m ? m->mixed && m->bf16_direct : 0; }
 
 /* "native" only when some unit really reads bf16 (a model whose units take no bf16 parameters
@@ -217,6 +225,7 @@ sz_status sz_model_add_unit(sz_model *m, const sz_unit_desc *d)
     u->checkpointable = d->checkpointable;
     u->backward_skips_params = d->backward_skips_params;
     u->bf16_params = d->bf16_params;
+    u->round_grads = d->round_grads;
     u->nparams = d->nparams;
     u->params = calloc((size_t)d->nparams + 1, sizeof *u->params);
     u->offset = calloc((size_t)d->nparams + 1, sizeof *u->offset);

@@ -10,6 +10,7 @@
 #include "sz_runtime.h"
 #include "sz_codelets.h"
 #include "sz_plan.h"
+#include "starzero_starpu.h"
 #include "sz_optimizer.h"
 #include "sz_sched.h"
 
@@ -44,6 +45,9 @@ struct sz_unit {
     int checkpointable;
     int backward_skips_params;   /* see sz_unit_desc */
     int bf16_params;             /* see sz_unit_desc: with m->bf16_direct it reads param, not work */
+    int round_grads;             /* see sz_unit_desc */
+    int rounded;                 /* the step plan folds its gradients' rounding into their writers
+                                    (sz_plan.rounded): wg is grad (bf16), the ops round into it */
     sz_tensor *ckpt, *ckpt_host; /* offloaded checkpoint: device tensor (lazy) and its host pool copy */
     int64_t ckpt_bytes;          /* bytes of its offloadable input checkpoint (sz_model_checkpoint;
                                     0: none), whether or not this configuration offloads it */
@@ -156,6 +160,10 @@ struct sz_model {
     int fold_zeros;              /* 0 under SZ_ZERO_FOLD=0 */
     int fold_grads;              /* the parameters' gradients left to first writers: fold_zeros, and
                                     not SZ_GRAD_FOLD=0 */
+    int fold_round;              /* mixed precision's gradient rounding folded into the writers of
+                                    units with round_grads (sz_plan_config.fold_round): fold_grads, and
+                                    not SZ_GRAD_ROUND_FOLD=0 */
+    int round_ok;                /* fold_round and no CUDA workers (sz_model_set_zero) */
     int npending;
     struct sz_pending_zero { struct sz_unit *u; sz_tensor *t; } pending[16];
     int64_t zeros_folded, zeros_run; /* counts since sz_model_init: folded into an op / submitted */
@@ -163,7 +171,7 @@ struct sz_model {
      * views [lo, lo + n) of a unit's gradient buffer `all`, not written since that action; each is
      * set by the next task that writes it whole (an SZ_ACCUMULATE_OR_SET tensor, on CPUs), zeroed
      * right before any other task on it, or zeroed at the end of the BWD action (sz_grads_flush). */
-    struct sz_pending_grad { struct sz_unit *u; const sz_tensor *all; int64_t lo, n; } *gpending;
+    struct sz_pending_grad { struct sz_unit *u; const sz_tensor *all; int64_t lo, n; int onto_zeros; } *gpending;
     int ngpending, cap_gpending;
     int64_t grads_set, grads_zeroed; /* counts since sz_model_init: views set by their first writer /
                                         zeroed by a task of their own */
@@ -242,7 +250,18 @@ sz_status sz_zero_flush(struct sz_model *m);
  * pending view that only tensor k of the task touches, exactly and as an SZ_ACCUMULATE_OR_SET
  * tensor (sz_fold_decide as above), is set there (set[k] = 1); every other pending view the task touches is zeroed
  * by a task submitted first; _flush zeroes every pending view (contiguous ones by one task). */
-sz_status sz_grads_defer(struct sz_model *m, struct sz_unit *u, const sz_tensor *all);
+sz_status sz_grads_defer(struct sz_model *m, struct sz_unit *u, const sz_tensor *all, int onto_zeros);
+/* The GRAD_CONVERT rule (graph/sz_plan.h sz_convert_mode) an op that rounds its fp32 result into
+ * the bf16 gradient k (a unit with sz_unit.rounded) applies: set by the first writer, SET (stages
+ * 2-3: a fresh copy) or ONTO_ZEROS (stages 0-1: the first micro-batch, set[k] == 2 from a deferral
+ * with onto_zeros); otherwise ADD (a later micro-batch adds into the bf16 gradients). */
+static inline int sz_task_round_mode(const void *cl_arg, int k)
+{
+    const sz_task_layout *l = sz_task_layout_of(cl_arg);
+    return l->set[k] == 2 ? SZ_CONVERT_ONTO_ZEROS : l->set[k] ? SZ_CONVERT_SET : SZ_CONVERT_ADD;
+}
+/* 1 when u's backward hands its ops the bf16 gradients to round into (sz_unit.rounded). */
+static inline int sz_unit_rounds(const struct sz_unit *u) { return u && u->rounded; }
 sz_status sz_grads_resolve(struct sz_model *m, struct starpu_codelet *cl, const struct sz_task_tensor *tt, int n,
                            uint32_t where, unsigned char *set);
 sz_status sz_grads_flush(struct sz_model *m);

@@ -136,8 +136,9 @@ sz_status sz_task_submit_where(struct sz_model *m, int unit, const char *name, c
             return st;
         }
         for (int k = 0; k < n; k++)
-            if (set[k]) /* a view written whole: the rest of its buffer survives (the mode stays RW) */
-                l->set[k] = 1;
+            if (set[k]) /* a view written whole: the rest of its buffer survives (the mode stays RW);
+                         * 2: rounded onto zeros (sz_task_round_mode) */
+                l->set[k] = set[k];
     }
     if (m && m->depcheck)
         for (int j = 0; j < nb; j++)

@@ -25,7 +25,8 @@ void sz_zero_plan_units(const struct sz_model *m, sz_plan_unit *pu)
         const struct sz_unit *u = m->units[i];
         pu[i] = (sz_plan_unit){.numel = u->numel, .uses = u->uses, .nuses = u->nuses, .has_backward = u->backward != NULL,
                                .checkpointable = u->checkpointable, .backward_skips_params = u->backward_skips_params,
-                               .ckpt_bytes = u->ckpt_bytes, .bf16_params = u->bf16_params};
+                               .ckpt_bytes = u->ckpt_bytes, .bf16_params = u->bf16_params,
+                               .round_grads = u->round_grads};
     }
 }
 
@@ -52,6 +53,9 @@ void sz_zero_plan_config(const struct sz_model *m, sz_plan_pass pass, int clip, 
      * engine's CUDA backward kernels set too: codelets/zero.c, sz_fold_decide); a first writer that
      * cannot set has the view zeroed just before, so the plan's bytes are the same either way */
     c->fold_grads = m->fold_grads;
+    /* and the bf16 gradients' rounding folded into them (units with round_grads): CPU kernels
+     * only, so off wherever there are CUDA workers (the GPU path stays as it was) */
+    c->fold_round = c->fold_grads && m->round_ok;
     c->offload_optimizer = m->zero.offload_optimizer;
     /* with CUDA workers and the host-copy collectives (CPU tasks) the buffer stays in RAM
      * (tasks/model.c does not place it on the GPU) */
@@ -94,6 +98,11 @@ static sz_status plan_of(struct sz_model *m, sz_plan_pass pass, int clip, const 
         sz_status st = sz_zero_plan_build(m, &c, p);
         if (st != SZ_OK)
             return st;
+        for (int i = 0; pass == SZ_PASS_STEP && i < m->nunits; i++) { /* what the callbacks write */
+            struct sz_unit *u = m->units[i];
+            u->rounded = p->rounded[i];
+            u->wg = m->mixed && !u->rounded ? &u->wgrad : &u->grad;
+        }
     }
     *out = p;
     return SZ_OK;
@@ -241,9 +250,10 @@ static sz_status do_bwd(struct sz_model *m, struct sz_unit *u, const sz_action *
 static sz_status do_zero_grads(struct sz_model *m, struct sz_unit *u, const sz_action *a, const struct step_args *s)
 {
     (void)s;
-    if (a->flag != SZ_GRADS_FIRST_WRITERS)
+    if (!(a->flag & SZ_GRADS_FIRST_WRITERS))
         return sz_submit_zero(u, &u->grad.all, u->bwd_name, NULL, 0, 0, NULL);
-    sz_status st = sz_grads_defer(m, u, &u->grad.all);
+    /* SZ_GRADS_ROUNDED: the bf16 gradients, the writers round onto zeros (bf16(0 + g)) */
+    sz_status st = sz_grads_defer(m, u, &u->grad.all, (a->flag & SZ_GRADS_ROUNDED) != 0);
     if (st == SZ_OK && u->padded > u->numel) {
         sz_tensor pad = sz_tensor_view(&u->grad.all, u->numel, u->padded - u->numel, NULL);
         st = sz_submit_zero(u, &pad, u->bwd_name, NULL, 0, 0, NULL);
@@ -259,9 +269,11 @@ static sz_status do_grad_alloc(struct sz_model *m, struct sz_unit *u, const sz_a
     (void)s;
     int cat;
     int64_t b = bytes_of(a, &cat);
-    int fold = a->flag == SZ_GRADS_FIRST_WRITERS;
-    sz_status st = sz_submit_zero_from(u, &u->wg->all, fold ? u->numel : 0, u->bwd_name, &m->counters, cat, b, m->token);
-    return st == SZ_OK && fold ? sz_grads_defer(m, u, &u->wg->all) : st;
+    int fold = (a->flag & SZ_GRADS_FIRST_WRITERS) != 0;
+    /* SZ_GRADS_ROUNDED: the bf16 copy (SZ_BUF_GRAD) the writers round into, each setting bf16(g) */
+    const sz_tensor *t = a->buf == SZ_BUF_GRAD ? &u->grad.all : &u->wg->all;
+    sz_status st = sz_submit_zero_from(u, t, fold ? u->numel : 0, u->bwd_name, &m->counters, cat, b, m->token);
+    return st == SZ_OK && fold ? sz_grads_defer(m, u, t, 0) : st;
 }
 
 static sz_status do_grad_convert(struct sz_model *m, struct sz_unit *u, const sz_action *a, const struct step_args *s)

@@ -255,6 +255,10 @@ sz_status gpt2_create(gpt2 **out, sz_context *ctx, const sz_gpt2_config *cfg, in
             info.compute_workers, info.kernel_threads, (int64_t)B * T, 5, in, out);
         st = sz_model_set_zero(g->model, &z);
     }
+    if (st == SZ_OK && sz_model_grad_round_folded(g->model)) { /* the blocks' matmuls round (not the tied head's) */
+        z.host_bytes += sz_gpt2_round_host_bytes(cfg, info.compute_workers);
+        st = sz_model_set_zero(g->model, &z);
+    }
     if (st != SZ_OK) {
         snprintf(err, errlen, "invalid ZeRO configuration (the library's error above says why)");
         gpt2_free(g);
@@ -276,13 +280,15 @@ sz_status gpt2_create(gpt2 **out, sz_context *ctx, const sz_gpt2_config *cfg, in
         snprintf(name, sizeof name, "block%d", l);
         g->blocks[l] = (struct block_unit){g, l};
         sz_unit_desc bd = {.name = name, .params = g->block_spec, .nparams = NELEM(BLOCK_IDS), .forward = block_fwd,
-                           .backward = block_bwd, .user = &g->blocks[l], .checkpointable = 1, .bf16_params = 1};
+                           .backward = block_bwd, .user = &g->blocks[l], .checkpointable = 1, .bf16_params = 1,
+                           .round_grads = 1}; /* its writers (matmuls, gelu_matmul, the layernorms) round */
         st = sz_model_add_unit(g->model, &bd);
     }
     if (st == SZ_OK) {
         static const int tied[] = {0}; /* the head reads the embedding's wte */
         sz_unit_desc hd = {.name = "head", .params = g->head_spec, .nparams = NELEM(HEAD_IDS), .forward = head_fwd,
-                           .backward = head_bwd, .user = g, .uses = tied, .nuses = 1, .bf16_params = 1};
+                           .backward = head_bwd, .user = g, .uses = tied, .nuses = 1, .bf16_params = 1,
+                           .round_grads = 1}; /* lnf's (layernorm_bwd); wte's are the embedding's */
         st = sz_model_add_unit(g->model, &hd);
     }
 

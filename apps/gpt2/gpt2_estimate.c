@@ -241,6 +241,13 @@ int64_t sz_gpt2_engine_activation_bytes_bf16(const sz_gpt2_config *cfg, int B, i
     return 2 * N * 4 + (floats + (offload ? 0 : ckpt)) * 4;
 }
 
+int64_t sz_gpt2_round_host_bytes(const sz_gpt2_config *cfg, int workers)
+{
+    int64_t C = cfg->channels;
+    const int64_t in[] = {C, C, C, 4 * C}, out[] = {3 * C, C, 4 * C, C};
+    return sz_matmul_round_host_bytes(workers, 4, in, out);
+}
+
 int64_t sz_gpt2_host_bytes(const sz_gpt2_config *cfg, int B, int T, int workers, int threads)
 {
     int64_t C = cfg->channels;

@@ -212,6 +212,9 @@ sz_status sz_llmc_tokens_write(const char *path, const uint16_t *tokens, size_t 
  * linear layers: qkv, attention projection, fc, fc projection, the head; rows = B*T), on `workers`
  * CPU workers of `threads` kernel threads: what gpt2_create adds to sz_zero_config.host_bytes. */
 int64_t sz_gpt2_host_bytes(const sz_gpt2_config *cfg, int B, int T, int workers, int threads);
+/* What the blocks' linear layers add when they round into the bf16 gradients (sz_model_grad_round_folded;
+ * sz_matmul_round_host_bytes; the lm head's dweight is the tied embedding's fp32 gradient, not rounded). */
+int64_t sz_gpt2_round_host_bytes(const sz_gpt2_config *cfg, int workers);
 
 /* ---- GPT-2 activations ------------------------------------------------------------------- */
 

@@ -177,6 +177,10 @@ sz_status sz_llama_create(sz_llama **out, sz_context *ctx, const sz_llama_config
         z.host_bytes += sz_llama_host_bytes_wbf16(cfg, B, T, info.compute_workers, info.kernel_threads);
         st = sz_model_set_zero(m->model, &z);
     }
+    if (st == SZ_OK && have_info && sz_model_grad_round_folded(m->model)) { /* its matmuls round into bf16 */
+        z.host_bytes += sz_llama_round_host_bytes(cfg, info.compute_workers);
+        st = sz_model_set_zero(m->model, &z);
+    }
     if (st != SZ_OK) {
         snprintf(err, errlen, "invalid ZeRO configuration (the library's error above says why)");
         sz_llama_free(m);
@@ -195,12 +199,13 @@ sz_status sz_llama_create(sz_llama **out, sz_context *ctx, const sz_llama_config
         m->blocks[l] = (struct block_unit){m, l};
         sz_unit_desc bd = {.name = name, .params = m->block_spec, .nparams = SZ_LLAMA_BLOCK_PARAMS,
                            .forward = block_fwd, .backward = block_bwd, .user = &m->blocks[l], .checkpointable = 1,
-                           .bf16_params = 1};
+                           .bf16_params = 1, .round_grads = 1}; /* its writers (matmuls, rmsnorms) round */
         st = sz_model_add_unit(m->model, &bd);
     }
     if (st == SZ_OK) {
         sz_unit_desc hd = {.name = "head", .params = m->head_spec, .nparams = SZ_LLAMA_HEAD_PARAMS,
-                           .forward = head_fwd, .backward = head_bwd, .user = m, .bf16_params = 1};
+                           .forward = head_fwd, .backward = head_bwd, .user = m, .bf16_params = 1,
+                           .round_grads = 1}; /* matmul_bwd and rmsnorm_bwd */
         st = sz_model_add_unit(m->model, &hd);
     }
     int64_t N = (int64_t)B * T, NC = N * cfg->channels;

@@ -1,0 +1,49 @@
+/* codelets/sz_round.h — the ops' side of mixed precision's gradient rounding folded into the
+ * gradients' writers (graph/sz_plan.h fold_round, issue 16): a unit with sz_unit.rounded hands its
+ * ops the bf16 gradients; each op computes its parameter gradients in fp32 exactly as the first
+ * writer of an fp32 working gradient would (set, from zero) and rounds them into the bf16 ones with
+ * the GRAD_CONVERT's rule the task carries (sz_task_round_mode: SET, ONTO_ZEROS, ADD), so the bits
+ * equal writer + GRAD_CONVERT. The linear layers round tile by tile (kernels/matmul_round.c); the
+ * norms' C-float gradients go through a small fp32 scratch and sz_k_convert (these helpers). */
+#ifndef SZ_ROUND_H
+#define SZ_ROUND_H
+#include <stdlib.h>
+#include "sz_tasks.h"
+#include "starzero_starpu.h"
+#include "sz_kernels.h"
+
+/* 1 when the op's parameter gradient dw (bf16) is one to round into (the unit's are) */
+static inline int sz_round_wanted(const sz_unit *u, const sz_tensor *dw)
+{
+    return sz_unit_rounds(u) && dw && dw->dtype == SZ_DTYPE_BF16;
+}
+
+/* n fp32 values of scratch (NULL after sz_task_fail when out of memory) */
+static inline float *sz_round_scratch(const void *arg, size_t n)
+{
+    float *s = malloc(n * sizeof *s);
+    if (!s)
+        sz_task_fail(arg, "out of memory (the gradients' rounding scratch)");
+    return s;
+}
+
+/* tensor k (bf16, may be absent) of the task from n fp32 values with its rule */
+static inline void sz_round_into(void *b[], const void *arg, int k, const float *src, size_t n)
+{
+    void *dst = sz_task_ptr(b, arg, k);
+    if (dst)
+        sz_k_convert(dst, SZ_K_BF16, src, SZ_K_F32, n, sz_task_round_mode(arg, k));
+}
+
+/* the linear layer's dweight (tensor kw) and dbias (kb) from dout[N,OC] and inp[N,C] (in_dt) */
+static inline int sz_round_dparams(void *b[], const void *arg, int kw, int kb, const void *dout, const void *inp,
+                                   sz_k_dtype in_dt, int N, int C, int OC)
+{
+    uint16_t *dw = sz_task_ptr(b, arg, kw), *db = sz_task_ptr(b, arg, kb);
+    int mw = sz_task_round_mode(arg, kw), mb = sz_task_round_mode(arg, kb);
+    if (!dw || !db || mw == mb)
+        return sz_k_matmul_dparams_round(dw, db, dout, inp, in_dt, N, C, OC, dw ? mw : mb);
+    int r = sz_k_matmul_dparams_round(dw, NULL, dout, inp, in_dt, N, C, OC, mw);
+    return r < 0 ? r : sz_k_matmul_dparams_round(NULL, db, dout, inp, in_dt, N, C, OC, mb);
+}
+#endif
