@@ -773,6 +773,17 @@ SZ_INLINE void rms_bwd_rows16(float *dinp, float *da, void *db, int db_dt, const
 }
 #endif
 
+#if SZ_BF16_HW_ROUND
+/* The C parameters as fp32: weight itself, or (bf16) widened into the thread's stack row wst. */
+static inline const float *params_f32(float *wst, const void *weight, sz_k_dtype p_dt, int C)
+{
+    if (p_dt != SZ_K_BF16)
+        return weight;
+    sz_bf16_to_f32_row(wst, weight, (size_t)C);
+    return wst;
+}
+#endif
+
 /* res NULL: rmsnorm(a) (sz_rms_row_fwd); else res = a + b and rmsnorm(res) (sz_k_residual_rmsnorm_fwd,
  * row by row); a bf16 out is the fp32 row rounded. */
 static int rms_fwd_mx(float *res, void *out, sz_k_dtype out_dt, float *rstd, const float *a, const float *b,
@@ -783,11 +794,7 @@ static int rms_fwd_mx(float *res, void *out, sz_k_dtype out_dt, float *rstd, con
 #pragma omp parallel if ((size_t)N * C >= SZ_PAR_MIN)
         {
             float wst[SZ_ROW_STACK] __attribute__((aligned(64)));
-            const float *wf = weight;
-            if (p_dt == SZ_K_BF16) {
-                sz_bf16_to_f32_row(wst, weight, (size_t)C);
-                wf = wst;
-            }
+            const float *wf = params_f32(wst, weight, p_dt, C);
             int nt = omp_get_num_threads(), t = omp_get_thread_num();
             rms_fwd_rows16(res, out, rstd, a, b, wf, (int)((int64_t)N * t / nt), (int)((int64_t)N * (t + 1) / nt), C,
                            eps);
@@ -848,11 +855,7 @@ static int rms_bwd_mx(float *da, void *db, sz_k_dtype db_dt, float *dres, float 
 #pragma omp parallel if (par)
             {
                 float wst[SZ_ROW_STACK] __attribute__((aligned(64)));
-                const float *wf = weight;
-                if (p_dt == SZ_K_BF16) {
-                    sz_bf16_to_f32_row(wst, weight, (size_t)C);
-                    wf = wst;
-                }
+                const float *wf = params_f32(wst, weight, p_dt, C);
                 int nt = omp_get_num_threads(), t = omp_get_thread_num();
                 int lo = (int)((int64_t)N * t / nt), hi = (int)((int64_t)N * (t + 1) / nt);
                 if (!db && dh) rms_bwd_rows16(da, NULL, NULL, F32, dout, BF, inp, wf, rstd, lo, hi, C, sd, 0, 0);

@@ -44,13 +44,13 @@ int sz_cuda_mem_info(int dev, int64_t *free_bytes, int64_t *total_bytes);
 /* Device dev's PCI bus id ("0000:3b:00.0": the same device whatever CUDA_VISIBLE_DEVICES each
  * process has; cudaDeviceGetPCIBusId, no context needed). 0, or a cudaError_t. */
 int sz_cuda_pci_bus_id(int dev, char *buf, int len);
+/* The GPU arena's one region (tasks/model.c): cudaMalloc + cudaMemset on device dev, synchronous,
+ * and its cudaFree; the calling thread's current device is left as it was. 0 or a cudaError_t. */
+int sz_cuda_arena_alloc(int dev, size_t bytes, void **out);
+int sz_cuda_arena_free(int dev, void *p);
 /* Device dev's name, SM count, peak clock (kHz, cudaDevAttrClockRate), compute capability, dense
  * bf16 tensor-core FLOPs per clock per SM (the table in util.cu; 0: none or unknown) and their
  * product, the bf16 peak in TFLOP/s (0 when the table has no entry). 0, or a cudaError_t. */
-/* The GPU arena's one region (tasks/model.c): cudaMalloc + cudaMemset on device dev, synchronous;
- * and its cudaFree. 0 or a cudaError_t. */
-int sz_cuda_arena_alloc(int dev, size_t bytes, void **out);
-int sz_cuda_arena_free(int dev, void *p);
 int sz_cuda_device_peak(int dev, char *name, size_t name_len, int *sms, int *clock_khz, int *major, int *minor,
                         int *flops_per_clock_sm, double *bf16_tflops);
 

@@ -136,11 +136,14 @@ extern "C" int sz_cuda_device_peak(int dev, char *name, size_t name_len, int *sm
 }
 
 /* Device memory for the GPU arena (tasks/model.c), synchronous, on device dev (the calling
- * thread's current device is set to it): allocated and zeroed, or freed. 0 or a cudaError_t. */
+ * thread's current device is left as it was): allocated and zeroed, or freed. 0 or a cudaError_t. */
 extern "C" int sz_cuda_arena_alloc(int dev, size_t bytes, void **out)
 {
     *out = NULL;
-    int rc = (int)cudaSetDevice(dev);
+    int prev = 0;
+    int rc = (int)cudaGetDevice(&prev);
+    if (!rc)
+        rc = (int)cudaSetDevice(dev);
     if (!rc)
         rc = (int)cudaMalloc(out, bytes);
     if (!rc)
@@ -153,13 +156,20 @@ extern "C" int sz_cuda_arena_alloc(int dev, size_t bytes, void **out)
         *out = NULL;
         (void)cudaGetLastError();
     }
+    (void)cudaSetDevice(prev);
     return rc;
 }
 
 extern "C" int sz_cuda_arena_free(int dev, void *p)
 {
-    int rc = (int)cudaSetDevice(dev);
-    return rc ? rc : (int)cudaFree(p);
+    int prev = 0;
+    int rc = (int)cudaGetDevice(&prev);
+    if (!rc)
+        rc = (int)cudaSetDevice(dev);
+    if (!rc)
+        rc = (int)cudaFree(p);
+    (void)cudaSetDevice(prev);
+    return rc;
 }
 
 __global__ static void reduce_pieces_k(void *shard, int dt, const void *pieces, int nd, size_t len, int acc)
