@@ -10,12 +10,15 @@
 #   OPAL_*           Open MPI 4.1 relocated into DIR/mpi (Open MPI passes them on to PMIx as PMIX_*:
 #                    a PMIX_ variable of the same directory set to another value is an error there,
 #                    so none is set here and a caller's are unset)
-# and sets SZ_BUNDLE_CUDA_DIRS (the CUDA folders found, ':'-separated; empty if none).
+# and sets SZ_BUNDLE_CUDA_DIRS (the CUDA folders found, ':'-separated; empty if none) and
+# SZ_BUNDLE_COMPAT (1 when lib/compat is on the path, else 0).
 sz_bundle_env() {
     local b=$1 d lib ld="" cuda="" py
+    SZ_BUNDLE_COMPAT=0
     ld="$b/lib"
-    for lib in libstdc++.so.6 libgcc_s.so.1 libgomp.so.1 libz.so.1; do
-        if ! /sbin/ldconfig -p 2>/dev/null | grep -q "[[:space:]]$lib "; then ld="$ld:$b/lib/compat"; break; fi
+    for lib in libstdc++.so.6 libgcc_s.so.1 libgomp.so.1 libz.so.1; do # (the path the loader's cache names, not empty)
+        d=$(/sbin/ldconfig -p 2>/dev/null | awk -v l="$lib" '$1 == l && /x86-64/ {print $NF; exit}')
+        if [ -z "$d" ] || [ ! -s "$d" ]; then ld="$ld:$b/lib/compat"; SZ_BUNDLE_COMPAT=1; break; fi
     done
     for d in /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib /usr/local/nvidia/lib64 /usr/local/nvidia/lib; do
         [ -d "$d" ] && cuda="$cuda:$d"

@@ -3,7 +3,8 @@
 # without a GPU: in a private mount namespace (unshare -m, as root) Open MPI, PMIx, StarPU
 # (/opt/starzero), hwloc, libevent, cJSON, oneDNN, OpenBLAS, FxT, CUnit and every other library the
 # bundle carries are hidden (empty folders and /dev/null bound over them; the CUDA libraries stay,
-# as on the GPU machine), which the normal build's sz-train failing to start proves; then, from the
+# as on the GPU machine; libgomp too, so that the bundle's lib/compat serves), which the normal
+# build's sz-train failing to start proves; then, from the
 # unpacked bundle alone: sz-info, sz-prepare, a 1-rank and a 2-rank CPU-only d2 training through
 # the bundle's mpiexec (STARPU_NCUDA=0; stages 0 and 3 on 2 ranks bitwise equal), gpu-check.sh
 # --bundle up to "no GPU" (exit 77, its prereq passing), and its dry run (SZ_GPU_CHECK_DRYRUN=1) of
@@ -58,6 +59,8 @@ for f in "$B"/lib/*.so*; do
 done
 for g in /usr/lib/x86_64-linux-gnu/{libmpi,libopen-rte,libopen-pal,liboshmem,libmca_common_,libevent,libpmix}*.so* \
     /usr/bin/{mpiexec,mpirun,orterun,orted,ompi_info,opal_wrapper,mpicc}*; do hide_file "$g"; done
+# libgomp too, as an image without GCC's OpenMP runtime would be: the bundle's lib/compat serves
+hide_file /usr/lib/x86_64-linux-gnu/libgomp.so.1
 hash -r
 for lib in libmpi.so.40 libopen-pal.so.40 libpmix.so.2 libhwloc.so.15 libdnnl.so.2 libcjson.so.1 libfxt.so.2 libcunit.so.1 libevent_core-2.1.so.7; do
     [ -s "/usr/lib/x86_64-linux-gnu/$lib" ] && fail "/usr/lib/x86_64-linux-gnu/$lib still visible"
@@ -80,6 +83,7 @@ sz_bundle_env "$B"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1 \
     OMPI_MCA_btl_vader_single_copy_mechanism=none STARPU_SILENT=1 STARPU_FXT_TRACE=0 STARPU_HOME="$work/starpu-home"
 [ "$(command -v mpiexec)" = "$B/mpi/bin/mpiexec" ] || fail "mpiexec is not the bundle's: $(command -v mpiexec)"
+[ "$SZ_BUNDLE_COMPAT" = 1 ] || fail "libgomp hidden, but the bundle's lib/compat is not on the path"
 sz-info >"$work/info.txt" 2>&1 || fail "sz-info from the bundle: $(tail -5 "$work/info.txt")"
 echo "sz-info: ok ($(grep -m1 -i starpu "$work/info.txt"))"
 sz-prepare --out-dir "$work" --prefix chk "$B"/data/* >"$work/prep.log" 2>&1 || fail "sz-prepare: $(tail -3 "$work/prep.log")"
