@@ -9,7 +9,8 @@
 # the bundle's mpiexec (STARPU_NCUDA=0; stages 0 and 3 on 2 ranks bitwise equal), gpu-check.sh
 # --bundle up to "no GPU" (exit 77, its prereq passing), and its dry run (SZ_GPU_CHECK_DRYRUN=1) of
 # the d2 parts and the 2-rank stages through the bundle (which fail for want of a CUDA worker, but
-# every run in them must have exited 0).
+# every run in them must have exited 0; SZ_SIM_DRY_PARTS=a,b,... selects other parts: with all of
+# them every run goes through the bundle too, about a minute, and only the CPU-only failures remain).
 #   tests/gpu_bundle_sim.sh BUILD_DIR [BUNDLE]
 # BUILD_DIR: a normal build (shown unable to start inside); with BUNDLE (e.g. the real one,
 # .gpu-bundle/sz-gpu.tar.xz of scripts/gpu-bundle.sh) that bundle is run, else a quick one is packed
@@ -110,7 +111,7 @@ grep -q '"part": "prereq", "result": "pass"' "$work/chk77.out" || fail "gpu-chec
 grep -q '"part": "gpu", "result": "skip"' "$work/chk77.out" || fail "gpu-check --bundle: no 'no GPU' line"
 echo "gpu-check --bundle: exit 77; $(grep '"prereq"' "$work/chk77.out")"
 ( unset OPAL_PREFIX LD_LIBRARY_PATH; PATH=$(printf '%s' "$PATH" | tr ':' '\n' | grep -v "^$B" | paste -sd:)
-  SZ_GPU_CHECK_DRYRUN=1 SZ_GPU_CHECK_PARTS=d2_losses,zero_fold,stages,sched_ranking_canned SZ_GPU_LOG="$work/logsdry" \
+  SZ_GPU_CHECK_DRYRUN=1 SZ_GPU_CHECK_PARTS=${SZ_SIM_DRY_PARTS:-d2_losses,zero_fold,stages,sched_ranking_canned} SZ_GPU_LOG="$work/logsdry" \
       timeout -k 10 400 "$root/scripts/gpu-check.sh" --bundle "$bundle" >"$work/dry.out" 2>"$work/dry.err"
   echo $? >"$work/dry.rc" )
 cat "$work/dry.out"
