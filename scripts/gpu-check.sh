@@ -13,9 +13,15 @@
 #   prereq     what the build needs, before it starts: cmake, pkg-config, mpiexec, nvcc, hwloc and
 #              cJSON (pkg-config), and a StarPU built WITH CUDA at $SZ_DEPS_DIR/starpu.env (scripts/
 #              setup.sh: it needs apt and the network, so a bare machine cannot make one); a "fail"
-#              names what is missing and ends the check (the build would fail anyway)
+#              names what is missing and ends the check (the build would fail anyway).
+#              With --bundle, what the bundle needs instead, checked before the GPU is looked for:
+#              it unpacks; the machine's glibc is at least the one the bundle needs (both figures);
+#              the CPU has the features of the bundle's -march; every bundled program, Open MPI
+#              program and plugin finds all its libraries (ldd: each "not found" named, the CUDA
+#              ones included); the bundle's mpiexec starts a process. A "fail" ends the check
 #   build      scripts/build.sh with CUDA and -Werror for the GPU's own architecture (native); a
-#              failure prints the end of the build log
+#              failure prints the end of the build log. With --bundle no build: "from": "bundle",
+#              with the commit the bundle was built from, its CUDA architectures and -march
 #   kernels    every CUDA kernel against its CPU twin (tests/test_cuda_kernels)
 #   attention_bench  figures, not judged on speed: the tiled (FlashAttention-2, bf16 tensor-core)
 #              and the rowwise CUDA attention at GPT-2 124M's shape (B8 T1024 NH12 hs64, the native
@@ -73,11 +79,39 @@
 #              canned_sched_* rows and this summary, so the ranking is tested without a GPU
 #              (tests/gpu_check_cli.sh)
 # SZ_GPU_CHECK_PARTS=a,b,... runs only those parts (the build and data steps always run).
+#
+# On a bare GPU machine (a CUDA image without Open MPI, StarPU & co. and without a network: the
+# lent device machine): `scripts/gpu-check.sh --bundle FILE` (or SZ_GPU_BUNDLE=FILE), FILE made on
+# a development machine by scripts/gpu-bundle.sh. The bundle is unpacked into a temporary folder
+# (removed at the end; $SZ_GPU_BUNDLE_DIR instead if set, kept), its programs, libraries and Open
+# MPI put on PATH / LD_LIBRARY_PATH / OPAL_* for the check's own processes, with the CUDA libraries
+# the machine has (scripts/gpu-bundle-env.sh), and the parts run its programs. SZ_BUILD_DIR is
+# then not used; the logs go to $SZ_GPU_LOG (default ./build-gpu/gpu-check-logs).
 set -uo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(dirname "$here")"
-build="${SZ_BUILD_DIR:-$root/build-gpu}"
-logs="${SZ_GPU_LOG:-$build/gpu-check-logs}"
+bundle="${SZ_GPU_BUNDLE:-}"
+usage_err=""
+while [ $# -gt 0 ]; do
+    case $1 in
+        --bundle) if [ $# -ge 2 ] && [ -n "$2" ]; then bundle=$2; shift 2; else usage_err="--bundle needs a FILE"; break; fi ;;
+        --bundle=*) bundle=${1#--bundle=}; shift ;;
+        -h|--help) sed -n '2,/^set -uo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+        *) usage_err="unknown argument $1"; break ;;
+    esac
+done
+if [ -n "$usage_err" ]; then
+    echo "gpu-check: $usage_err (usage: scripts/gpu-check.sh [--bundle FILE]; --help)" >&2
+    printf '{"part": "total", "result": "fail", "reason": "%s", "seconds": 0}\n' "${usage_err//\"/}"
+    exit 2
+fi
+if [ -n "$bundle" ]; then
+    build="" # its bin/ folder, once it is unpacked
+    logs="${SZ_GPU_LOG:-$root/build-gpu/gpu-check-logs}"
+else
+    build="${SZ_BUILD_DIR:-$root/build-gpu}"
+    logs="${SZ_GPU_LOG:-$build/gpu-check-logs}"
+fi
 t_start=$(date +%s)
 deadline=$((t_start + ${SZ_GPU_CHECK_BUDGET_S:-470}))
 tl() { # a part's timeout: N seconds, or what is left of the check's budget (at least 5)
@@ -94,6 +128,83 @@ go() { # PART: 0 when it is selected (SZ_GPU_CHECK_PARTS) and there is time left
 json() { printf '{"part": "%s", "result": "%s"%s}\n' "$1" "$2" "${3:+, $3}"; }
 any_fail=0
 fail_part() { any_fail=1; json "$1" fail "$2"; }
+
+# SZ_GPU_CHECK_OUT=DIR (say the device machine's $OUT): the logs packed into DIR/gpu-check-logs.tgz
+# at the end, whatever happened (one file: what comes back from a lent machine is a few files).
+pack_logs() {
+    [ -n "${SZ_GPU_CHECK_OUT:-}" ] && [ -d "$logs" ] &&
+        tar czf "$SZ_GPU_CHECK_OUT/gpu-check-logs.tgz" -C "$logs" . 2>/dev/null || true
+}
+unpacked="" # the bundle's temporary folder (removed at the end)
+at_exit() {
+    pack_logs
+    [ -n "$unpacked" ] && [ -z "${SZ_GPU_BUNDLE_DIR:-}" ] && rm -rf "$unpacked"
+    return 0
+}
+trap at_exit EXIT
+finish() { # RC: the summary line, then exit RC (every way out of the check prints it)
+    json total "$([ "$1" = 0 ] && echo pass || { [ "$1" = 77 ] && echo skip || echo fail; })" "\"seconds\": $(($(date +%s) - t_start))"
+    exit "$1"
+}
+
+# ---- --bundle: unpack it and check what it needs of this machine (before the GPU is looked for:
+# a bundle that cannot run here says so on any machine) ----
+mval() { sed -n "s/^$1=//p" "$unpacked/sz-gpu/MANIFEST" 2>/dev/null | head -1; } # KEY: from the bundle's MANIFEST
+if [ -n "$bundle" ]; then
+    mkdir -p "$logs"
+    export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
+    export OMPI_MCA_btl_vader_single_copy_mechanism="${OMPI_MCA_btl_vader_single_copy_mechanism:-none}"
+    bprob=""
+    if [ ! -f "$bundle" ]; then
+        bprob="no bundle file $bundle (scripts/gpu-bundle.sh makes it)"
+    else
+        if [ -n "${SZ_GPU_BUNDLE_DIR:-}" ]; then unpacked="$SZ_GPU_BUNDLE_DIR" && mkdir -p "$unpacked"
+        else unpacked=$(mktemp -d "${TMPDIR:-/tmp}/sz-gpu-check.XXXXXX"); fi
+        if command -v xz >/dev/null 2>&1; then
+            tar -C "$unpacked" -xJf "$bundle" >"$logs/unpack.log" 2>&1
+        else # no xz: Python's tarfile reads it
+            python3 -c 'import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2])' "$bundle" "$unpacked" >"$logs/unpack.log" 2>&1
+        fi || bprob="cannot unpack $bundle (tar -xJ; python3's tarfile where there is no xz): $(tail -1 "$logs/unpack.log" | tr -d '"\\')"
+        build="$unpacked/sz-gpu/bin"
+        [ -z "$bprob" ] && [ ! -f "$unpacked/sz-gpu/MANIFEST" ] && bprob="$bundle has no sz-gpu/MANIFEST: not a bundle of scripts/gpu-bundle.sh"
+    fi
+    if [ -n "$bprob" ]; then
+        echo "gpu-check: $bprob" >&2
+        fail_part prereq "\"bundle\": \"$bundle\", \"missing\": \"$bprob\""
+        finish 1
+    fi
+    . "$here/gpu-bundle-env.sh"
+    sz_bundle_env "$unpacked/sz-gpu"
+    missing=""
+    glibc_have=$(getconf GNU_LIBC_VERSION 2>/dev/null | awk '{print $2}')
+    glibc_need=$(mval glibc_needed)
+    if [ -z "$glibc_have" ]; then
+        missing="$missing glibc(this machine's version unknown: getconf GNU_LIBC_VERSION failed; the bundle needs $glibc_need)"
+    elif [ -n "$glibc_need" ] && [ "$(printf '%s\n%s\n' "$glibc_need" "$glibc_have" | sort -V | head -1)" != "$glibc_need" ]; then
+        missing="$missing glibc(this machine has $glibc_have, the bundle needs $glibc_need: make the bundle on an older system)"
+    fi
+    cpu_have=" $(grep -m1 '^flags' /proc/cpuinfo 2>/dev/null | sed 's/^flags[[:space:]]*:[[:space:]]*//') "
+    lack=""
+    for f in $(mval cpu_flags); do case "$cpu_have" in *" $f "*) ;; *) lack="$lack $f" ;; esac; done
+    [ -z "$lack" ] || missing="$missing cpu(the bundle's -march=$(mval march) needs$lack: SZ_BUNDLE_MARCH=x86-64-v2 scripts/gpu-bundle.sh)"
+    for p in $(mval programs); do [ -x "$build/$p" ] || missing="$missing $p(not in the bundle)"; done
+    [ -x "$unpacked/sz-gpu/mpi/bin/mpiexec" ] || missing="$missing mpiexec(not in the bundle)"
+    nf=$(for f in "$build"/* "$build"/tests/* "$unpacked"/sz-gpu/mpi/bin/* "$unpacked"/sz-gpu/mpi/lib/openmpi3/*.so; do
+        [ -f "$f" ] || continue
+        ldd "$f" 2>/dev/null | awk -v f="${f##*/}" '/not found/ {print f ":" $1}'
+    done | sort -u | tr '\n' ' ')
+    [ -z "$nf" ] || missing="$missing libraries-not-found(${nf% })"
+    mpiv=$(timeout -k 5 20 mpiexec --version 2>&1 | head -1 | tr -d '"\\')
+    if [ -z "$missing" ] && ! timeout -k 5 60 mpiexec -n 1 true >"$logs/mpiexec.log" 2>&1; then
+        missing="$missing mpiexec(the bundle's mpiexec -n 1 true failed: $(grep -v '^[-[:space:]]*$' "$logs/mpiexec.log" | head -2 | tr '\n"\\' '   '))"
+    fi
+    if [ -n "$missing" ]; then
+        echo "gpu-check: the bundle cannot run on this machine:$missing" >&2
+        fail_part prereq "\"bundle\": \"$bundle\", \"missing\": \"${missing# }\", \"glibc\": \"${glibc_have:-unknown}\", \"glibc_needed\": \"$glibc_need\", \"cuda_dirs\": \"$SZ_BUNDLE_CUDA_DIRS\""
+        finish 1
+    fi
+    json prereq pass "\"bundle\": \"$bundle\", \"glibc\": \"$glibc_have\", \"glibc_needed\": \"$glibc_need\", \"cuda_dirs\": \"$SZ_BUNDLE_CUDA_DIRS\", \"mpiexec\": \"$mpiv\""
+fi
 
 # ---- a GPU at all? (nvidia-smi when present; the kernel test's own check after the build) ----
 if command -v nvidia-smi >/dev/null 2>&1; then
@@ -113,20 +224,9 @@ if [ "$ngpu" = 0 ]; then
     exit 77
 fi
 
-# SZ_GPU_CHECK_OUT=DIR (say the device machine's $OUT): the logs packed into DIR/gpu-check-logs.tgz
-# at the end, whatever happened (one file: what comes back from a lent machine is a few files).
-pack_logs() {
-    [ -n "${SZ_GPU_CHECK_OUT:-}" ] && [ -d "$logs" ] &&
-        tar czf "$SZ_GPU_CHECK_OUT/gpu-check-logs.tgz" -C "$logs" . 2>/dev/null || true
-}
-trap pack_logs EXIT
-finish() { # RC: the summary line, then exit RC (every way out of the check prints it)
-    json total "$([ "$1" = 0 ] && echo pass || { [ "$1" = 77 ] && echo skip || echo fail; })" "\"seconds\": $(($(date +%s) - t_start))"
-    exit "$1"
-}
-
 # ---- what the build needs, named before it starts (a bare machine lacks some: say which). In a
 # dry run a "fail" here is reported but ends nothing (the dry run uses the existing build) ----
+if [ -z "$bundle" ]; then
 missing="" cfgh=""
 for c in cmake pkg-config mpiexec; do command -v $c >/dev/null 2>&1 || missing="$missing $c"; done
 command -v "${CUDACXX:-nvcc}" >/dev/null 2>&1 || [ -x /usr/local/cuda/bin/nvcc ] || missing="$missing nvcc"
@@ -154,10 +254,16 @@ if [ -n "$missing" ]; then
 else
     json prereq pass "\"starpu_config\": \"$cfgh\""
 fi
+fi # (no bundle)
 
 # ---- build with CUDA ----
 mkdir -p "$build" "$logs"
-if [ "$ngpu" = dryrun ]; then
+if [ -n "$bundle" ]; then
+    bc=$(mval commit) tc=$(git -C "$root" rev-parse HEAD 2>/dev/null || echo unknown)
+    json build pass "\"from\": \"bundle\", \"commit\": \"$bc\", \"tree_commit\": \"$tc\", \"built\": \"$(mval built)\", \"cuda_archs\": \"$(mval cuda_archs)\", \"march\": \"$(mval march)\""
+    [ "${bc%-dirty}" = "$tc" ] || [ "$tc" = unknown ] ||
+        echo "gpu-check: the bundle was built from $bc, this tree is at $tc: the parts run the bundle's programs with this tree's scripts" >&2
+elif [ "$ngpu" = dryrun ]; then
     json build skip '"reason": "dry run: the existing build"'
 elif ! SZ_BUILD_DIR="$build" timeout -k 10 "${SZ_GPU_CHECK_BUILD_S:-300}" "$root/scripts/build.sh" -DSZ_USE_CUDA=ON \
     -DSZ_WERROR=ON -DCMAKE_CUDA_ARCHITECTURES="${SZ_CUDA_ARCH:-native}" >"$logs/build.log" 2>&1; then
@@ -168,7 +274,7 @@ else
     json build pass "\"seconds\": $(($(date +%s) - t_start))"
 fi
 . "$root/scripts/common.sh"
-sz_load_env
+[ -n "$bundle" ] || sz_load_env
 export STARPU_SILENT=1 STARPU_FXT_TRACE=0 STARPU_HOME="$build/starpu-home"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
 # Open MPI's shared-memory single copy (CMA: process_vm_readv) is missing in sandboxed kernels
@@ -202,7 +308,7 @@ fi
 
 # ---- attention kernel timing (figures) ----
 if go attention_bench; then
-    timeout $(tl 60) "$build/tests/test_cuda_kernels" --bench-attention >"$logs/attention_bench.json" 2>&1
+    timeout -k 10 $(tl 60) "$build/tests/test_cuda_kernels" --bench-attention >"$logs/attention_bench.json" 2>&1
     rc=$?
     line=$(grep '"tiled_fwd_ms"' "$logs/attention_bench.json" | tail -1)
     if [ $rc -eq 0 ] && [ -n "$line" ]; then
@@ -217,6 +323,7 @@ fi
 data="$build/gpu-check-data"
 mkdir -p "$data"
 texts=$(ls /usr/share/common-licenses/{GPL-3,LGPL-3,Apache-2.0} 2>/dev/null)
+[ -n "$bundle" ] && texts=$(ls "$unpacked"/sz-gpu/data/{GPL-3,LGPL-3,Apache-2.0} 2>/dev/null)
 if [ -z "$texts" ]; then
     texts="$root/README.md"
 fi
@@ -349,7 +456,7 @@ fi
 # task of its own). Values differ at most in the sign of a zero, so the losses should be bitwise
 # equal; cuBLAS may pick another kernel for beta 0 than for beta 1, so the pass bound is 1e-6 ----
 if go zero_fold; then
-    SZ_ZERO_FOLD=0 STARPU_NCUDA=1 STARPU_WORKER_STATS=1 timeout $(tl 60) "$build/sz-train" "${train[@]}" \
+    SZ_ZERO_FOLD=0 STARPU_NCUDA=1 STARPU_WORKER_STATS=1 timeout -k 10 $(tl 60) "$build/sz-train" "${train[@]}" \
         >"$logs/d2_nofold.json" 2>"$logs/d2_nofold.err"
     rc=$?
     nt=$(cuda_tasks "$logs/d2_nofold.err")

@@ -7,6 +7,8 @@
 # compute makes the overlap criterion not apply; with no zero row nothing is ranked. The ranking
 # never changes the check's exit status. Also the other parts are not run when not selected, and the
 # d2 bf16 native part runs its two d2 runs (both on CPUs here) and reports, failing for want of a GPU.
+# And --bundle's prerequisites on made-up bundles (too new a glibc, a CPU feature missing, a library
+# not found, an mpiexec that fails, no file), an unknown argument (exit 2).
 # Usage: gpu_check_cli.sh BUILD_DIR
 set -uo pipefail
 bin="$1"
@@ -103,4 +105,49 @@ env SZ_GPU_CHECK_DRYRUN=1 SZ_BUILD_DIR="$bin" SZ_GPU_LOG="$dir/logs" SZ_GPU_CHEC
 [ "$(q nodeps prereq result)" = '"fail"' ] || fail "no StarPU: prereq must fail: $(cat "$dir/nodeps.out")"
 q nodeps prereq missing | grep -q "starpu(no $dir/nodeps/starpu.env" || fail "no StarPU: not named: $(q nodeps prereq missing)"
 [ -s "$dir/gpu-check-logs.tgz" ] || fail "SZ_GPU_CHECK_OUT: no gpu-check-logs.tgz"
-echo "gpu-check dry-run ranking: ok; the d2 bf16 native part's plumbing: ok; prerequisites and summary: ok"
+# --bundle (scripts/gpu-bundle.sh): what the bundle needs of this machine, named before anything
+# runs, on made-up bundles: a glibc newer than this one's and a CPU feature this CPU lacks; a
+# program with a library not found; an mpiexec that cannot start a process; no file at all
+fake() { # NAME GLIBC_NEEDED CPU_FLAGS PROGRAM MPIEXEC_SCRIPT: $dir/NAME.tar.xz
+    local t="$dir/$1/sz-gpu"
+    mkdir -p "$t/bin/tests" "$t/mpi/bin" "$t/mpi/lib/openmpi3"
+    printf 'commit=fake\nglibc_needed=%s\nmarch=made-up\ncpu_flags=%s\nprograms=prog\n' "$2" "$3" >"$t/MANIFEST"
+    cp "$4" "$t/bin/prog"
+    printf '#!/bin/sh\n%s\n' "$5" >"$t/mpi/bin/mpiexec"
+    chmod +x "$t/bin/prog" "$t/mpi/bin/mpiexec"
+    tar -C "$dir/$1" -cJf "$dir/$1.tar.xz" sz-gpu
+}
+bcheck() { # NAME: gpu-check --bundle $dir/NAME.tar.xz, output in $dir/NAME.out; prints the exit status
+    SZ_GPU_LOG="$dir/logs_$1" timeout 60 "$root/scripts/gpu-check.sh" --bundle "$dir/$1.tar.xz" >"$dir/$1.out" 2>"$dir/$1.err"
+    echo $?
+}
+fake old 99.1 "sse2 sz_no_such_flag" /bin/true "exit 0"
+rc=$(bcheck old)
+[ "$rc" = 1 ] || fail "bundle needing glibc 99.1: exit $rc, expected 1: $(cat "$dir/old.out")"
+have=$(getconf GNU_LIBC_VERSION | awk '{print $2}')
+q old prereq missing | grep -q "this machine has $have, the bundle needs 99.1" || fail "glibc figures not named: $(q old prereq missing)"
+q old prereq missing | grep -q "needs sz_no_such_flag" || fail "missing CPU feature not named: $(q old prereq missing)"
+q old prereq missing | grep -q "needs sse2" && fail "a CPU feature this CPU has was named: $(q old prereq missing)"
+[ "$(q old total result)" = '"fail"' ] || fail "bundle: no total line"
+[ "$(q old gpu result)" = missing ] || fail "a bundle that cannot run must end the check before the GPU is looked for"
+if command -v cc >/dev/null 2>&1; then
+    printf 'int sz_gone(void);\nint main(void) { return sz_gone(); }\n' >"$dir/m.c"
+    printf 'int sz_gone(void) { return 0; }\n' >"$dir/g.c"
+    cc -shared -fPIC -o "$dir/libszgone.so" "$dir/g.c" && cc -o "$dir/needs_gone" "$dir/m.c" -L"$dir" -lszgone &&
+        rm "$dir/libszgone.so" || fail "cc: the program with a library that goes"
+    fake gone 2.0 "" "$dir/needs_gone" "exit 0"
+    rc=$(bcheck gone)
+    [ "$rc" = 1 ] || fail "bundle with a library not found: exit $rc: $(cat "$dir/gone.out")"
+    q gone prereq missing | grep -q "libraries-not-found(prog:libszgone.so)" || fail "library not found not named: $(q gone prereq missing)"
+else
+    echo "note: no cc: the bundle's library-not-found case not tested"
+fi
+fake nompi 2.0 "" /bin/true "echo cannot start a daemon; exit 1"
+rc=$(bcheck nompi)
+[ "$rc" = 1 ] || fail "bundle whose mpiexec fails: exit $rc: $(cat "$dir/nompi.out")"
+q nompi prereq missing | grep -q "mpiexec -n 1 true failed: cannot start a daemon" || fail "mpiexec failure not named: $(q nompi prereq missing)"
+rc=$(SZ_GPU_LOG="$dir/logs_none" timeout 60 "$root/scripts/gpu-check.sh" --bundle "$dir/no-such.tar.xz" >"$dir/nobundle.out" 2>&1; echo $?)
+[ "$rc" = 1 ] && grep -q "no bundle file $dir/no-such.tar.xz" "$dir/nobundle.out" || fail "no bundle file: exit $rc: $(cat "$dir/nobundle.out")"
+rc=$(timeout 60 "$root/scripts/gpu-check.sh" --no-such-option >"$dir/badarg.out" 2>&1; echo $?)
+[ "$rc" = 2 ] && grep -q "unknown argument --no-such-option" "$dir/badarg.out" || fail "unknown argument: exit $rc: $(cat "$dir/badarg.out")"
+echo "gpu-check dry-run ranking: ok; the d2 bf16 native part's plumbing: ok; prerequisites and summary: ok; bundle prerequisites: ok"
