@@ -49,22 +49,12 @@ static void bwd_run(void *b[], void *arg, void *dw, void *dbp, int rset)
                            sz_task_ptr(b, arg, BWD_MEAN), sz_task_ptr(b, arg, BWD_RSTD), a->N, a->C, set);
 }
 
-/* The parameters' gradients: into the task's (fp32), or (a->round) set in an fp32 scratch as a first
- * writer's and rounded into the bf16 ones with the task's rule (sz_round.h). */
+/* The parameters' gradients: into the task's (fp32), or (a->round) rounded into the bf16 ones
+ * (sz_round.h). */
 static void bwd_cpu(void *b[], void *arg)
 {
     const struct layernorm_args *a = sz_task_params(arg);
-    if (!a->round) {
-        bwd_run(b, arg, sz_task_ptr(b, arg, BWD_DW), sz_task_ptr(b, arg, BWD_DB), 0);
-        return;
-    }
-    float *s = sz_round_scratch(arg, (size_t)2 * a->C);
-    if (!s)
-        return;
-    bwd_run(b, arg, s, sz_task_ptr(b, arg, BWD_DB) ? s + a->C : NULL, SZ_K_SET_DW | SZ_K_SET_DB);
-    sz_round_into(b, arg, BWD_DW, s, (size_t)a->C);
-    sz_round_into(b, arg, BWD_DB, s + a->C, (size_t)a->C);
-    free(s);
+    sz_round_norm_bwd(b, arg, bwd_run, a->round, BWD_DW, BWD_DB, a->C);
 }
 
 #if SZ_WITH_CUDA

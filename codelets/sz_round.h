@@ -35,6 +35,30 @@ static inline void sz_round_into(void *b[], const void *arg, int k, const float 
         sz_k_convert(dst, SZ_K_BF16, src, SZ_K_F32, n, sz_task_round_mode(arg, k));
 }
 
+/* A norm's backward into the given parameter gradients dw and db (NULL: none) with the extra
+ * SZ_K_SET_* flags `set` (its codelet's bwd_run). */
+typedef void (*sz_round_norm_run)(void *b[], void *arg, void *dw, void *db, int set);
+
+/* A norm's bwd_cpu: run into the task's own parameter gradients (tensors kw and kb; kb < 0: no
+ * bias), or (round) set them in an fp32 scratch as a first writer would and round that into the
+ * bf16 ones with the task's rule. */
+static inline void sz_round_norm_bwd(void *b[], void *arg, sz_round_norm_run run, int round, int kw, int kb, int C)
+{
+    void *db = kb >= 0 ? sz_task_ptr(b, arg, kb) : NULL;
+    if (!round) {
+        run(b, arg, sz_task_ptr(b, arg, kw), db, 0);
+        return;
+    }
+    float *s = sz_round_scratch(arg, (size_t)(kb >= 0 ? 2 : 1) * C);
+    if (!s)
+        return;
+    run(b, arg, s, db ? s + C : NULL, SZ_K_SET_DW | (kb >= 0 ? SZ_K_SET_DB : 0));
+    sz_round_into(b, arg, kw, s, (size_t)C);
+    if (kb >= 0)
+        sz_round_into(b, arg, kb, s + C, (size_t)C);
+    free(s);
+}
+
 /* the linear layer's dweight (tensor kw) and dbias (kb) from dout[N,OC] and inp[N,C] (in_dt) */
 static inline int sz_round_dparams(void *b[], const void *arg, int kw, int kb, const void *dout, const void *inp,
                                    sz_k_dtype in_dt, int N, int C, int OC)
