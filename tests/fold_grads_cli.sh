@@ -26,6 +26,15 @@ run() { # FOLD ARCH PRECISION COMPUTE STAGE MICRO OUT
         --train "$dir/lic_train.bin" --batch 2 --seq 32 --lr 2e-3 --steps 2 --json --precision "$3" \
         --bf16-compute "$4" --zero-stage "$5" --micro-batches "$6" --save-state "$7.st" ${FOLD_ARGS:-} >"$7.json" 2>"$7.err"
 }
+same_bits() { # WHAT NOTE: the runs $dir/off and $dir/on gave the same losses and saved state, byte for byte
+    grep -o '"loss": [0-9.]*' "$dir/off.json" >"$dir/off.loss"
+    grep -o '"loss": [0-9.]*' "$dir/on.json" >"$dir/on.loss"
+    [ -s "$dir/off.loss" ] && cmp -s "$dir/off.loss" "$dir/on.loss" || fail "$1: the losses differ$2"
+    ls "$dir"/off.st/step-00000002/*.bin >/dev/null 2>&1 || fail "$1: no saved state"
+    for f in "$dir"/off.st/step-00000002/*.bin; do
+        cmp -s "$f" "$dir/on.st/step-00000002/$(basename "$f")" || fail "$1: $(basename "$f") differs$2"
+    done
+}
 configs() { # ARCH PRECISION COMPUTE: "stage micro-batches" pairs
     if [ -n "${FOLD_FULL:-}" ]; then printf "%s\n" "0 2" "1 2" "2 2" "3 2" "0 1" "1 1" "2 1" "3 1"; return; fi
     case "$1 $3" in
@@ -44,13 +53,7 @@ for arch in $([ -n "${FOLD_ROUND_ONLY:-}" ] || echo gpt2 llama); do
             rm -rf "$dir/off.st" "$dir/on.st"
             run 0 $arch $1 $2 $3 $4 "$dir/off" || { cat "$dir/off.err"; fail "$what, SZ_ZERO_FOLD=0"; }
             run 1 $arch $1 $2 $3 $4 "$dir/on" || { cat "$dir/on.err"; fail "$what, SZ_ZERO_FOLD=1"; }
-            grep -o '"loss": [0-9.]*' "$dir/off.json" >"$dir/off.loss"
-            grep -o '"loss": [0-9.]*' "$dir/on.json" >"$dir/on.loss"
-            [ -s "$dir/off.loss" ] && cmp -s "$dir/off.loss" "$dir/on.loss" || fail "$what: the losses differ"
-            ls "$dir"/off.st/step-00000002/*.bin >/dev/null 2>&1 || fail "$what: no saved state"
-            for f in "$dir"/off.st/step-00000002/*.bin; do
-                cmp -s "$f" "$dir/on.st/step-00000002/$(basename "$f")" || fail "$what: $(basename "$f") differs"
-            done
+            same_bits "$what" ""
             off=$(tail -1 "$dir/off.json" | field peak_bytes) on=$(tail -1 "$dir/on.json" | field peak_bytes)
             pred=$(tail -1 "$dir/on.json" | field predicted_peak_bytes)
             [ -n "$on" ] && [ "$on" = "$off" ] && [ "$on" = "$pred" ] ||
@@ -76,13 +79,7 @@ for arch in gpt2 llama; do
             rm -rf "$dir/off.st" "$dir/on.st"
             run 1 $arch $1 $2 $3 $4 "$dir/off" || { cat "$dir/off.err"; fail "$what, SZ_GRAD_ROUND_FOLD=0"; }
             ROUND=1 run 1 $arch $1 $2 $3 $4 "$dir/on" || { cat "$dir/on.err"; fail "$what, the rounding folded"; }
-            grep -o '"loss": [0-9.]*' "$dir/off.json" >"$dir/off.loss"
-            grep -o '"loss": [0-9.]*' "$dir/on.json" >"$dir/on.loss"
-            [ -s "$dir/off.loss" ] && cmp -s "$dir/off.loss" "$dir/on.loss" || fail "$what: the losses differ (rounding)"
-            ls "$dir"/off.st/step-00000002/*.bin >/dev/null 2>&1 || fail "$what: no saved state"
-            for f in "$dir"/off.st/step-00000002/*.bin; do
-                cmp -s "$f" "$dir/on.st/step-00000002/$(basename "$f")" || fail "$what: $(basename "$f") differs (rounding)"
-            done
+            same_bits "$what" " (rounding)"
             off=$(tail -1 "$dir/off.json" | field peak_bytes) on=$(tail -1 "$dir/on.json" | field peak_bytes)
             pred=$(tail -1 "$dir/on.json" | field predicted_peak_bytes)
             # the host buffers grow by the matmuls' rounding panels (sz_matmul_round_host_bytes): apart
