@@ -42,6 +42,13 @@ void sz_zero_config_defaults(sz_zero_config *z)
     z->arenas = 1;
 }
 
+/* An on-by-default switch of the environment: off only when set to a value starting with '0'. */
+static int switch_on(const char *name)
+{
+    const char *v = getenv(name);
+    return !(v && v[0] == '0');
+}
+
 sz_status sz_model_init(sz_model **out, sz_context *ctx)
 {
     if (!out || !ctx)
@@ -53,16 +60,13 @@ sz_status sz_model_init(sz_model **out, sz_context *ctx)
     m->nd = ctx->world_size;
     m->rank = ctx->rank;
     m->arena_mark = -1;
-    const char *fold = getenv("SZ_ZERO_FOLD"); /* 0: every sz_op_zero is its own task (codelets/zero.c) */
-    m->fold_zeros = !(fold && fold[0] == '0');
+    m->fold_zeros = switch_on("SZ_ZERO_FOLD"); /* 0: every sz_op_zero is its own task (codelets/zero.c) */
     /* 0: the parameters' gradients zeroed whole by the plan's actions, the activations' zeros still
      * folded (SZ_ZERO_FOLD=0 turns both off) */
-    const char *gfold = getenv("SZ_GRAD_FOLD");
-    m->fold_grads = m->fold_zeros && !(gfold && gfold[0] == '0');
+    m->fold_grads = m->fold_zeros && switch_on("SZ_GRAD_FOLD");
     /* 0: mixed precision's gradients written in fp32 and converted by GRAD_CONVERT, never rounded
      * into bf16 by their writers (sz_unit_desc.round_grads) */
-    const char *rfold = getenv("SZ_GRAD_ROUND_FOLD");
-    m->fold_round = !(rfold && rfold[0] == '0');
+    m->fold_round = switch_on("SZ_GRAD_ROUND_FOLD");
     sz_zero_config_defaults(&m->zero);
     m->opt = sz_optimizer_get(m->zero.optimizer);
     m->nopt_states = m->opt->nstates(&m->zero);
