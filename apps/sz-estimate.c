@@ -419,6 +419,9 @@ static int env_on(const char *name)
     return !(v && v[0] == '0');
 }
 
+/* mixed precision's gradient rounding folded into the writers, as sz-train's CPU workers do */
+static int round_folded(void) { return env_on("SZ_ZERO_FOLD") && env_on("SZ_GRAD_FOLD") && env_on("SZ_GRAD_ROUND_FOLD"); }
+
 /* What sz-train's rank holds on the host beside the engine's tensors (SZ_MEM_HOST_BUFFERS): the
  * matmul kernels' working memory on one CPU worker, the data loader's tokens, the batch. */
 static int64_t host_buffer_bytes(const struct opts *o, int nd)
@@ -439,7 +442,7 @@ static int64_t host_buffer_bytes(const struct opts *o, int nd)
                                                                                    5, in, out);
     }
     /* and, mixed precision's rounding folded into the writers (sz-train's default on CPUs), their panels */
-    if (o->mixed && env_on("SZ_ZERO_FOLD") && env_on("SZ_GRAD_FOLD") && env_on("SZ_GRAD_ROUND_FOLD"))
+    if (o->mixed && round_folded())
         mm += o->llama ? sz_llama_round_host_bytes(&o->lcfg, 1) : sz_gpt2_round_host_bytes(&o->cfg, 1);
     return mm + (int64_t)o->data_tokens * 2 + 2 * (int64_t)o->batch * o->seq * 4;
 }
@@ -449,7 +452,8 @@ static int64_t host_buffer_bytes(const struct opts *o, int nd)
 static int64_t engine_activation_bytes(const struct opts *o, int ckpt, int offload, int64_t *host)
 {
     return o->llama ? sz_llama_engine_activation_bytes_bf16(&o->lcfg, o->batch, o->seq, ckpt, offload, o->native, host)
-                    : sz_gpt2_engine_activation_bytes_bf16(&o->cfg, o->batch, o->seq, ckpt, offload, o->native, host);
+                    : sz_gpt2_engine_activation_bytes_bf16(&o->cfg, o->batch, o->seq, ckpt, offload, o->native,
+                                                           o->mixed && round_folded(), host);
 }
 
 /* GPT-2's units (or LLaMA's) as apps/gpt2 (apps/llama) declares them, for graph/plan.c (all NULL
@@ -497,9 +501,11 @@ static int units_build(const struct opts *o, struct units *s)
         s->u[l].checkpointable = 1;
         s->u[l].ckpt_bytes = ckpt; /* the block's input */
     }
-    if (!o->llama) { /* GPT-2's head reads the embedding's wte; LLaMA's head is untied */
+    if (!o->llama) { /* GPT-2's head reads the embedding's wte (and rounds into its gradient with the
+                      * embedding's backward: sz_op_matmul_bwd_tied); LLaMA's head is untied */
         s->u[n - 1].uses = tied;
         s->u[n - 1].nuses = 1;
+        s->u[0].round_grads = s->u[0].round_tied_grads = 1;
     }
     return 0;
 }

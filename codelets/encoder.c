@@ -38,6 +38,32 @@ static void bwd_cpu(void *b[], void *arg)
                      a->B, a->T, a->C);
 }
 
+/* The tied variant (sz_op_encoder_bwd_tied): the sums into the output layer's fp32 rows of the
+ * tokens, then those rows rounded into dwte with the rule the output layer's task left after them,
+ * and dwpe's sums rounded with this task's rule for it. */
+enum { TIED_DWTE, TIED_DWPE, TIED_ROWS, TIED_DOUT, TIED_TOK };
+static void bwd_tied_cpu(void *b[], void *arg)
+{
+    const struct encoder_args *a = sz_task_params(arg);
+    const int *tok = sz_task_ptr(b, arg, TIED_TOK);
+    int64_t N = (int64_t)a->B * a->T;
+    if (sz_task_check_ids(arg, "token", tok, N, a->V))
+        return;
+    /* rows: the tokens' rows, wpe's sums, the rule (sz_tied_rows_numel) */
+    float *rows = sz_task_ptr(b, arg, TIED_ROWS);
+    int64_t n = sz_task_numel(arg, TIED_ROWS);
+    int32_t *slot = malloc((size_t)a->V * sizeof *slot);
+    if (!slot) {
+        sz_task_fail(arg, "out of memory (the tied embedding's token slots)");
+        return;
+    }
+    sz_k_token_slots(slot, a->V, tok, N);
+    sz_k_encoder_bwd_round(sz_task_ptr(b, arg, TIED_DWTE), sz_task_ptr(b, arg, TIED_DWPE), rows,
+                           rows + n - 1 - (int64_t)a->T * a->C, slot, a->V, sz_task_ptr(b, arg, TIED_DOUT), tok, a->B,
+                           a->T, a->C, (int)rows[n - 1], sz_task_round_mode(arg, TIED_DWPE));
+    free(slot);
+}
+
 #if SZ_WITH_CUDA
 static void fwd_cuda(void *b[], void *arg)
 {
@@ -64,6 +90,8 @@ SZ_PERFMODEL(fwd_model, "sz_encoder_fwd");
 SZ_PERFMODEL(bwd_model, "sz_encoder_bwd");
 SZ_CODELET_CUDA(sz_cl_encoder_fwd, fwd_cpu, fwd_cuda, "encoder_fwd", fwd_model);
 SZ_CODELET_CUDA(sz_cl_encoder_bwd, bwd_cpu, bwd_cuda, "encoder_bwd", bwd_model);
+SZ_PERFMODEL(bwd_tied_model, "sz_encoder_bwd_tied");
+SZ_CODELET(sz_cl_encoder_bwd_tied, bwd_tied_cpu, "encoder_bwd_tied", bwd_tied_model);
 
 /* The vocabulary: wte's rows (at least one). */
 static int64_t vocab(const sz_tensor *wte, int C) { return wte && C > 0 ? wte->numel / C : 0; }
@@ -103,4 +131,20 @@ sz_status sz_op_encoder_bwd(sz_unit *u, sz_tensor *dwte, sz_tensor *dwpe, sz_ten
                           {dout, SZ_READ, SZ_DTYPE_F32, N * C, "dout", 0},
                           {tok, SZ_READ, SZ_DTYPE_I32, N, "tokens", 0}};
     return sz_task_submit(u, &sz_cl_encoder_bwd, "encoder_bwd", t, 4, &a, sizeof a);
+}
+
+sz_status sz_op_encoder_bwd_tied(sz_unit *u, sz_tensor *dwte, sz_tensor *dwpe, sz_tensor *rows, sz_tensor *dout,
+                                 sz_tensor *tok, int B, int T, int C)
+{
+    sz_status st = check_shape(u, "encoder_bwd_tied", B, T, C);
+    if (st != SZ_OK)
+        return st;
+    int64_t N = (int64_t)B * T, V = vocab(dwte, C);
+    struct encoder_args a = {B, T, C, V, 0};
+    sz_task_tensor t[] = {{dwte, SZ_ACCUMULATE, SZ_DTYPE_BF16, V * C, "dwte", 0},
+                          {dwpe, SZ_ACCUMULATE_OR_SET, SZ_DTYPE_BF16, (int64_t)T * C, "dwpe", 0},
+                          {rows, SZ_ACCUMULATE, SZ_DTYPE_F32, sz_tied_rows_numel(B, T, V, C), "rows", 0},
+                          {dout, SZ_READ, SZ_DTYPE_F32, N * C, "dout", 0},
+                          {tok, SZ_READ, SZ_DTYPE_I32, N, "tokens", 0}};
+    return sz_task_submit_cpu(u, &sz_cl_encoder_bwd_tied, "encoder_bwd_tied", t, 5, &a, sizeof a);
 }

@@ -40,21 +40,31 @@ static void fwd_cpu(void *b[], void *arg)
         sz_task_fail(arg, "out of memory");
 }
 
-enum { BWD_DINP, BWD_DW, BWD_DOUT, BWD_INP, BWD_W, BWD_DB };
+/* matmul_bwd's tensors; its tied variant (bwd_tied_cpu) has ROWS and IDS in place of DB */
+enum { BWD_DINP, BWD_DW, BWD_DOUT, BWD_INP, BWD_W, BWD_DB, BWD_ROWS = BWD_DB, BWD_IDS };
+
+/* The backward's dinp alone (the rounding variants: dw, db rounded after it) */
+static int bwd_dinp(void *b[], void *arg, const struct matmul_args *a)
+{
+    int set = sz_task_sets(arg, BWD_DINP) ? SZ_K_SET_DINP : 0;
+    void *dinp = sz_task_ptr(b, arg, BWD_DINP), *dout = sz_task_ptr(b, arg, BWD_DOUT),
+         *inp = sz_task_ptr(b, arg, BWD_INP), *w = sz_task_ptr(b, arg, BWD_W);
+    if (!dinp)
+        return 0;
+    return a->wbf16 ? sz_k_matmul_bwd_wbf16_set(dinp, NULL, NULL, dout, inp, w, a->N, a->C, a->OC, set)
+           : a->bf16 ? sz_k_matmul_bwd_bf16_set(dinp, a->dinp_dt, NULL, NULL, SZ_K_F32, dout, inp, w, a->N, a->C,
+                                                a->OC, set)
+                     : sz_k_matmul_bwd_set(dinp, NULL, NULL, dout, inp, w, a->N, a->C, a->OC, set);
+}
+
 static void bwd_cpu(void *b[], void *arg)
 {
     const struct matmul_args *a = sz_task_params(arg);
-    if (a->round) { /* dinp as below, then dw, db rounded into the bf16 gradients tile by tile */
-        int set = sz_task_sets(arg, BWD_DINP) ? SZ_K_SET_DINP : 0, rc = 0;
-        void *dinp = sz_task_ptr(b, arg, BWD_DINP), *dout = sz_task_ptr(b, arg, BWD_DOUT),
-             *inp = sz_task_ptr(b, arg, BWD_INP), *w = sz_task_ptr(b, arg, BWD_W);
-        if (dinp)
-            rc = a->wbf16 ? sz_k_matmul_bwd_wbf16_set(dinp, NULL, NULL, dout, inp, w, a->N, a->C, a->OC, set)
-                 : a->bf16 ? sz_k_matmul_bwd_bf16_set(dinp, a->dinp_dt, NULL, NULL, SZ_K_F32, dout, inp, w, a->N, a->C,
-                                                      a->OC, set)
-                           : sz_k_matmul_bwd_set(dinp, NULL, NULL, dout, inp, w, a->N, a->C, a->OC, set);
+    if (a->round) { /* dinp, then dw, db rounded into the bf16 gradients tile by tile */
+        int rc = bwd_dinp(b, arg, a);
         if (rc >= 0)
-            rc = sz_round_dparams(b, arg, BWD_DW, BWD_DB, dout, inp, a->bf16 ? SZ_K_BF16 : SZ_K_F32, a->N, a->C, a->OC);
+            rc = sz_round_dparams(b, arg, BWD_DW, BWD_DB, sz_task_ptr(b, arg, BWD_DOUT), sz_task_ptr(b, arg, BWD_INP),
+                                  a->bf16 ? SZ_K_BF16 : SZ_K_F32, a->N, a->C, a->OC);
         if (rc < 0)
             sz_task_fail(arg, "out of memory");
         return;
@@ -74,6 +84,30 @@ static void bwd_cpu(void *b[], void *arg)
                                            sz_task_ptr(b, arg, BWD_DB), sz_task_ptr(b, arg, BWD_DOUT),
                                            sz_task_ptr(b, arg, BWD_INP), sz_task_ptr(b, arg, BWD_W), a->N, a->C, a->OC,
                                            set);
+    if (rc < 0)
+        sz_task_fail(arg, "out of memory");
+}
+
+/* The tied output layer's backward (sz_op_matmul_bwd_tied): dinp as matmul_bwd's; dw rounded into
+ * the bf16 gradient with the task's rule except the ids' rows, left in fp32 in rows, the rule
+ * after them (for sz_op_encoder_bwd_tied). */
+static void bwd_tied_cpu(void *b[], void *arg)
+{
+    const struct matmul_args *a = sz_task_params(arg);
+    const int32_t *ids = sz_task_ptr(b, arg, BWD_IDS);
+    if (sz_task_check_ids(arg, "token", ids, a->N, a->OC))
+        return;
+    int32_t *slot = malloc((size_t)a->OC * sizeof *slot);
+    int rc = slot ? bwd_dinp(b, arg, a) : -1, mode = sz_task_round_mode(arg, BWD_DW);
+    float *rows = sz_task_ptr(b, arg, BWD_ROWS);
+    if (rc >= 0) {
+        sz_k_token_slots(slot, a->OC, ids, a->N);
+        rc = sz_k_matmul_dweight_round_rows(sz_task_ptr(b, arg, BWD_DW), rows, slot, sz_task_ptr(b, arg, BWD_DOUT),
+                                            sz_task_ptr(b, arg, BWD_INP), a->bf16 ? SZ_K_BF16 : SZ_K_F32, a->N, a->C,
+                                            a->OC, mode);
+        rows[sz_task_numel(arg, BWD_ROWS) - 1] = (float)mode; /* its last float: sz_tied_rows_numel */
+    }
+    free(slot);
     if (rc < 0)
         sz_task_fail(arg, "out of memory");
 }
@@ -114,6 +148,8 @@ SZ_PERFMODEL(fwd_model, "sz_matmul_fwd");
 SZ_PERFMODEL(bwd_model, "sz_matmul_bwd");
 SZ_CODELET_CUDA(sz_cl_matmul_fwd, fwd_cpu, fwd_cuda, "matmul_fwd", fwd_model);
 SZ_CODELET_CUDA(sz_cl_matmul_bwd, bwd_cpu, bwd_cuda, "matmul_bwd", bwd_model);
+SZ_PERFMODEL(bwd_tied_model, "sz_matmul_bwd_tied");
+SZ_CODELET(sz_cl_matmul_bwd_tied, bwd_tied_cpu, "matmul_bwd_tied", bwd_tied_model);
 
 /* kind 0: the fp32 kernels, 1: the bf16 ones, 2: the bf16-weight ones */
 static int64_t host_bytes(int kind, int workers, int threads, int64_t rows, int n, const int64_t *in, const int64_t *out)
@@ -210,4 +246,30 @@ sz_status sz_op_matmul_bwd(sz_unit *u, sz_tensor *dinp, sz_tensor *dw, sz_tensor
                           {db, SZ_ACCUMULATE_OR_SET, dp, OC, "db", 1}};
     return (mixed || round ? sz_task_submit_cpu : sz_task_submit)(u, &sz_cl_matmul_bwd, "matmul_bwd", t, 6, &a,
                                                                   sizeof a);
+}
+
+int64_t sz_tied_rows_numel(int64_t B, int64_t T, int64_t V, int64_t C)
+{
+    int64_t N = B * T;
+    return B < 1 || T < 1 || V < 1 || C < 1 ? 0 : ((N < V ? N : V) + T) * C + 1;
+}
+
+sz_status sz_op_matmul_bwd_tied(sz_unit *u, sz_tensor *dinp, sz_tensor *dw, sz_tensor *rows, sz_tensor *dout,
+                                sz_tensor *inp, sz_tensor *w, sz_tensor *ids, int N, int C, int OC)
+{
+    sz_status st = check_shape(u, "matmul_bwd_tied", N, C, OC);
+    if (st != SZ_OK)
+        return st;
+    /* as matmul_bwd's: the inputs' type is dout's, or fp32 dout and inp with a bf16 w; dw bf16 */
+    sz_dtype in = sz_fb(dout), wt = in == SZ_DTYPE_F32 ? sz_fb(w) : in,
+             di = in == SZ_DTYPE_BF16 ? sz_fb(dinp) : SZ_DTYPE_F32;
+    struct matmul_args a = {N, C, OC, in == SZ_DTYPE_BF16, 0, di == SZ_DTYPE_BF16, 1, in != wt, 1};
+    sz_task_tensor t[] = {{dinp, SZ_ACCUMULATE_OR_SET, di, (int64_t)N * C, "dinp", 0},
+                          {dw, SZ_ACCUMULATE_OR_SET, SZ_DTYPE_BF16, (int64_t)OC * C, "dw", 0},
+                          {dout, SZ_READ, in, (int64_t)N * OC, "dout", 0},
+                          {inp, SZ_READ, in, (int64_t)N * C, "inp", 0},
+                          {w, SZ_READ, wt, (int64_t)OC * C, "w", 0},
+                          {rows, SZ_WRITE, SZ_DTYPE_F32, (N < OC ? N : OC) * (int64_t)C + 1, "rows", 0},
+                          {ids, SZ_READ, SZ_DTYPE_I32, N, "ids", 0}};
+    return sz_task_submit_cpu(u, &sz_cl_matmul_bwd_tied, "matmul_bwd_tied", t, 7, &a, sizeof a);
 }

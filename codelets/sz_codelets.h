@@ -66,10 +66,12 @@ static inline uint16_t sz_f2h(float f)
     X(sz_cl_zero,             "x (W) = 0") \
     X(sz_cl_encoder_fwd,      "out = wte[tokens] + wpe") \
     X(sz_cl_encoder_bwd,      "dwte, dwpe += from dout") \
+    X(sz_cl_encoder_bwd_tied, "rows += from dout; dwte's token rows, dwpe rounded into bf16") \
     X(sz_cl_layernorm_fwd,    "out, mean, rstd from inp, w [, b]") \
     X(sz_cl_layernorm_bwd,    "dinp, dw [, db] += from dout") \
     X(sz_cl_matmul_fwd,       "out = inp . w^T [+ b]") \
     X(sz_cl_matmul_bwd,       "dinp, dw [, db] += from dout") \
+    X(sz_cl_matmul_bwd_tied,  "dinp += from dout; dw rounded into bf16 but the ids' rows (fp32, in rows)") \
     X(sz_cl_attention_fwd,    "out, stats from qkv") \
     X(sz_cl_attention_bwd,    "dqkv += from dout, qkv, stats") \
     X(sz_cl_gelu_fwd,         "out = gelu(inp)") \

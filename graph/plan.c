@@ -268,7 +268,8 @@ static int grads_converted(const struct builder *b, int i)
 }
 
 /* fold_round: the unit's writers round into its bf16 gradients (sz_plan_config.fold_round): a unit
- * with round_grads and a backward, whose gradients no other unit's backward writes. */
+ * with round_grads and a backward, whose gradients no other unit's backward writes, or (with
+ * round_tied_grads) only units with round_grads. */
 static int grads_rounded(const struct builder *b, int i)
 {
     const sz_plan *p = b->p;
@@ -276,7 +277,7 @@ static int grads_rounded(const struct builder *b, int i)
         return 0;
     for (int j = 0; j < p->nunits; j++)
         for (int k = 0; j != i && b->u[j].has_backward && k < b->u[j].nuses; k++)
-            if (b->u[j].uses[k] == i)
+            if (b->u[j].uses[k] == i && !(b->u[i].round_tied_grads && b->u[j].round_grads))
                 return 0;
     return 1;
 }

@@ -55,6 +55,9 @@ typedef struct sz_plan_unit {
                                  a task that can round its fp32 result into the bf16 gradients with a
                                  GRAD_CONVERT's rule (e.g. kernels/matmul_round.c): see
                                  sz_plan_config.fold_round */
+    int round_tied_grads;     /* with round_grads: the units using it (tied) write its gradients by
+                                 tasks that round too (sz_unit_desc.round_tied_grads), so it is
+                                 rounded although other backwards write its gradients */
 } sz_plan_unit;
 
 typedef enum sz_plan_pass {
@@ -84,7 +87,8 @@ typedef struct sz_plan_config {
     int fold_grads;           /* the gradients' zeroing left to their first writers (SZ_GRADS_FIRST_WRITERS;
                                  stages 0-1 fp32: ZERO_GRADS right before the unit's first backward) */
     int fold_round;           /* mixed, with fold_grads: the GRAD_CONVERT of a unit with round_grads whose
-                                 gradients no other unit's backward writes is folded into their writers
+                                 gradients no other unit's backward writes (or only units with round_grads,
+                                 where it has round_tied_grads) is folded into their writers
                                  (sz_plan.rounded): no fp32 working gradients, no GRAD_CONVERT; stages 0-1
                                  write the full bf16 gradients (first micro-batch ZERO_GRADS flag
                                  SZ_GRADS_FIRST_WRITERS | SZ_GRADS_ROUNDED: the padding zeroed, the

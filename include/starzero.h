@@ -289,8 +289,15 @@ typedef struct sz_unit_desc {
                                       rmsnorms): under mixed precision, on CPU compute, its backward then
                                       gets the bf16 gradients themselves, no fp32 working gradients and
                                       no separate conversion (unless SZ_GRAD_ROUND_FOLD=0, or another
-                                      unit's backward writes its gradients: tied weights); 0: fp32
-                                      working gradients, converted after its backward */
+                                      unit's backward writes its gradients: tied weights, see
+                                      round_tied_grads); 0: fp32 working gradients, converted after
+                                      its backward */
+    int round_tied_grads;          /* with round_grads, on a unit that others use (tied weights): those
+                                      units have round_grads too and write its gradients only through
+                                      sz_op_matmul_bwd_tied, which leaves the rows its own backward then
+                                      adds into in fp32 (sz_op_encoder_bwd_tied rounds them), so its
+                                      gradients are rounded by their writers as well (GPT-2's embedding:
+                                      no fp32 working gradient of wte) */
 } sz_unit_desc;
 
 /* ZeRO: where model states live. Set before sz_model_finalize; defaults: stage 0, 1 micro-batch,
@@ -570,6 +577,22 @@ sz_status sz_op_encoder_fwd(sz_unit *u, sz_tensor *out, sz_tensor *tokens, sz_te
 /* dwte[tokens[b,t]] += dout[b,t], dwpe[t] += dout[b,t] (accumulates). */
 sz_status sz_op_encoder_bwd(sz_unit *u, sz_tensor *dwte, sz_tensor *dwpe, sz_tensor *dout, sz_tensor *tokens,
                             int B, int T, int C);
+/* A tied embedding's gradients rounded by their writers (mixed precision with the rounding folded:
+ * the embedding unit has round_tied_grads and its sz_unit_grad tensors are bf16; else use
+ * sz_op_matmul_bwd and sz_op_encoder_bwd). The output layer's backward: dinp as sz_op_matmul_bwd's
+ * (accumulates); dw[OC,C] = dout^T . inp rounded into the bf16 dw (as the step's first writer of
+ * it) except the rows that ids[N] (the input tokens) name: those stay fp32 in rows (an F32 tensor
+ * of sz_tied_rows_numel(B, T, OC, C) floats, N = B*T; its last one gets the rounding rule) for the
+ * encoder's backward, which adds dout[b,t] into them and rounds them into dwte, and rounds wpe's
+ * sums (taken in rows too) into the bf16 dwpe. The bits of sz_op_matmul_bwd and sz_op_encoder_bwd
+ * into fp32 gradients rounded afterwards. CPU tasks. */
+sz_status sz_op_matmul_bwd_tied(sz_unit *u, sz_tensor *dinp, sz_tensor *dw, sz_tensor *rows, sz_tensor *dout,
+                                sz_tensor *inp, sz_tensor *w, sz_tensor *ids, int N, int C, int OC);
+sz_status sz_op_encoder_bwd_tied(sz_unit *u, sz_tensor *dwte, sz_tensor *dwpe, sz_tensor *rows, sz_tensor *dout,
+                                 sz_tensor *tokens, int B, int T, int C);
+/* Floats of their rows tensor for B x T tokens of a V x C embedding: min(B*T, V) rows (the tokens'
+ * distinct values), T rows (wpe's sums), the rule; 0 for a non-positive argument. */
+int64_t sz_tied_rows_numel(int64_t B, int64_t T, int64_t V, int64_t C);
 /* out[N,C] = (inp - mean) * rstd * w + b over C (eps 1e-5); overwrites out, mean[N], rstd[N].
  * b may be NULL: no bias. */
 sz_status sz_op_layernorm_fwd(sz_unit *u, sz_tensor *out, sz_tensor *mean, sz_tensor *rstd, sz_tensor *inp,

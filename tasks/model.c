@@ -230,6 +230,7 @@ sz_status sz_model_add_unit(sz_model *m, const sz_unit_desc *d)
     u->backward_skips_params = d->backward_skips_params;
     u->bf16_params = d->bf16_params;
     u->round_grads = d->round_grads;
+    u->round_tied_grads = d->round_tied_grads;
     u->nparams = d->nparams;
     u->params = calloc((size_t)d->nparams + 1, sizeof *u->params);
     u->offset = calloc((size_t)d->nparams + 1, sizeof *u->offset);

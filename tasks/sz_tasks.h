@@ -46,6 +46,7 @@ struct sz_unit {
     int backward_skips_params;   /* see sz_unit_desc */
     int bf16_params;             /* see sz_unit_desc: with m->bf16_direct it reads param, not work */
     int round_grads;             /* see sz_unit_desc */
+    int round_tied_grads;        /* see sz_unit_desc */
     int rounded;                 /* the step plan folds its gradients' rounding into their writers
                                     (sz_plan.rounded): wg is grad (bf16), the ops round into it */
     sz_tensor *ckpt, *ckpt_host; /* offloaded checkpoint: device tensor (lazy) and its host pool copy */

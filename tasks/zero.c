@@ -26,7 +26,7 @@ void sz_zero_plan_units(const struct sz_model *m, sz_plan_unit *pu)
         pu[i] = (sz_plan_unit){.numel = u->numel, .uses = u->uses, .nuses = u->nuses, .has_backward = u->backward != NULL,
                                .checkpointable = u->checkpointable, .backward_skips_params = u->backward_skips_params,
                                .ckpt_bytes = u->ckpt_bytes, .bf16_params = u->bf16_params,
-                               .round_grads = u->round_grads};
+                               .round_grads = u->round_grads, .round_tied_grads = u->round_tied_grads};
     }
 }
 

@@ -219,6 +219,65 @@ static void test_matmul_round(void)
     CU_ASSERT_EQUAL(sz_k_matmul_dparams_round(&x, NULL, &f, &f, SZ_K_F32, 0, 1, 1, 0), -2);       /* no rows */
 }
 
+/* The tied embedding's gradient rounded by its two writers: sz_k_matmul_dweight_round_rows (the lm
+ * head) and sz_k_encoder_bwd_round (the embedding) give wte's and wpe's bf16 gradients equal, bit
+ * for bit, to the fp32 first writer (sz_k_matmul_bwd_set / _bf16_set) plus sz_k_encoder_bwd
+ * followed by the GRAD_CONVERT's sz_k_convert, in every mode (ADD onto random bf16 gradients):
+ * tokens repeated, absent rows, ids spanning panels (V > 1280 rows at C = 768: several panels),
+ * fp32 and bf16 inputs. The slots: distinct tokens ranked in ascending order. */
+static void test_tied_round(void)
+{
+    const int shapes[][4] = {{2, 32, 96, 300}, {4, 64, 768, 2600}, {1, 7, 5, 3}};
+    for (int dt = 0; dt < 2; dt++)
+        for (size_t k = 0; k < sizeof shapes / sizeof shapes[0]; k++) {
+            int B = shapes[k][0], T = shapes[k][1], C = shapes[k][2], V = shapes[k][3], N = B * T;
+            size_t nc = (size_t)N * C, nv = (size_t)N * V, vc = (size_t)V * C, tc = (size_t)T * C;
+            int *tok = malloc((size_t)N * sizeof *tok);
+            for (int i = 0; i < N; i++) /* repeats, and a cluster at the last panel's rows */
+                tok[i] = i % 3 == 0 ? V - 1 - i % 5 % V : (int)((urand() * 0.5f + 0.5f) * (float)(V - 1));
+            void *dout = dt ? (void *)rnd16(nv, 0.1f) : (void *)rnd(nv, 0.1f);
+            void *inp = dt ? (void *)rnd16(nc, 1.0f) : (void *)rnd(nc, 1.0f);
+            float *edout = rnd(nc, 0.1f);
+            /* the reference: fp32 gradients written by the head and the encoder, then converted */
+            float *w32 = nans(vc * 4), *p32 = calloc(tc, sizeof *p32);
+            int r = dt ? sz_k_matmul_bwd_bf16_set(NULL, SZ_K_F32, w32, NULL, SZ_K_F32, dout, inp, NULL, N, C, V,
+                                                  SZ_K_SET_DW)
+                       : sz_k_matmul_bwd_set(NULL, w32, NULL, dout, inp, NULL, N, C, V, SZ_K_SET_DW);
+            CU_ASSERT(r >= 0);
+            sz_k_encoder_bwd(w32, p32, edout, tok, B, T, C);
+            int32_t *slot = malloc((size_t)V * sizeof *slot);
+            int64_t nu = sz_k_token_slots(slot, V, tok, N), seen = 0;
+            for (int v = 0; v < V; v++)
+                if (slot[v] >= 0)
+                    CU_ASSERT_EQUAL(slot[v], seen++);
+            CU_ASSERT_EQUAL(nu, seen);
+            uint16_t *old_w = rnd16(vc, 0.01f), *old_p = rnd16(tc, 0.01f);
+            for (int mode = 0; mode < 3; mode++) {
+                uint16_t *ww = malloc(vc * 2), *wp = malloc(tc * 2), *gw = malloc(vc * 2), *gp = malloc(tc * 2);
+                memcpy(ww, old_w, vc * 2), memcpy(gw, old_w, vc * 2);
+                memcpy(wp, old_p, tc * 2), memcpy(gp, old_p, tc * 2);
+                if (mode != SZ_K_CONVERT_ADD) { /* written whole: what was there must not matter */
+                    memset(gw, 0xff, vc * 2);
+                    memset(gp, 0xff, tc * 2);
+                }
+                sz_k_convert(ww, SZ_K_BF16, w32, SZ_K_F32, vc, mode);
+                sz_k_convert(wp, SZ_K_BF16, p32, SZ_K_F32, tc, mode);
+                float *rows = nans((size_t)nu * C * 4), *pe32 = nans(tc * 4);
+                CU_ASSERT(sz_k_matmul_dweight_round_rows(gw, rows, slot, dout, inp, dt ? SZ_K_BF16 : SZ_K_F32, N, C, V,
+                                                         mode) >= 0);
+                sz_k_encoder_bwd_round(gw, gp, rows, pe32, slot, V, edout, tok, B, T, C, mode, mode);
+                int okw = memcmp(gw, ww, vc * 2) == 0, okp = memcmp(gp, wp, tc * 2) == 0;
+                if (!okw || !okp)
+                    fprintf(stderr, "tied rounding %s B=%d T=%d C=%d V=%d mode %d: dwte %s, dwpe %s\n",
+                            dt ? "bf16" : "f32", B, T, C, V, mode, okw ? "equal" : "DIFFERS", okp ? "equal" : "DIFFERS");
+                CU_ASSERT(okw && okp);
+                free(ww); free(wp); free(gw); free(gp); free(rows); free(pe32);
+            }
+            CU_ASSERT_EQUAL(sz_k_matmul_dweight_round_rows(old_w, NULL, slot, dout, inp, SZ_K_F32, N, C, V, 0), -2);
+            free(old_w); free(old_p); free(slot); free(w32); free(p32); free(edout); free(dout); free(inp); free(tok);
+        }
+}
+
 /* The elementwise and row kernels, fp32 and with bf16 operands. */
 static void test_rows(void)
 {
@@ -744,6 +803,7 @@ int main(void)
              {"matmul_bwd bf16 (native, widened)", test_matmul_bf16}, {"gelu, residual, layernorm, attention, rmsnorm, rope", test_rows});
     CU_pSuite s = CU_add_suite("folding as tasks", tasks_init, tasks_clean);
     CU_add_test(s, "gradient rounding folded into the matmul's dparams", test_matmul_round);
+    CU_add_test(s, "a tied embedding's gradient rounded by its two writers", test_tied_round);
     CU_add_test(s, "folded or submitted, the same values", test_fold_tasks);
     CU_add_test(s, "parameters' gradients set by their first writers", test_fold_grads);
     int rc = sz_test_run();

@@ -220,7 +220,8 @@ static void train_z(const sz_gpt2_config *c, int stage, int M, int zr, struct ru
           converts);
     /* the GPT-2 estimator counts the model's own tensors as gpt2_create registers them */
     int64_t host = -1,
-            act = sz_gpt2_engine_activation_bytes_bf16(c, B, T, z.checkpoint, z.offload_checkpoints, native(), &host);
+            act = sz_gpt2_engine_activation_bytes_bf16(c, B, T, z.checkpoint, z.offload_checkpoints, native(),
+                                                       sz_model_grad_round_folded(gpt2_model(g)), &host);
     CHECK(!strcmp(out->rep.bf16_path, precision == SZ_PRECISION_FP32 ? "fp32" : native() ? "native" : "emulated"),
           "%s: bf16_path %s", what, out->rep.bf16_path);
     CHECK(act == out->rep.bytes[SZ_MEM_ACTIVATIONS] && host == out->rep.bytes[SZ_MEM_HOST],

@@ -41,6 +41,8 @@ struct gpt2 {
     struct block_grads grads;
     struct block_unit *blocks;        /* L */
     sz_tensor *lnf, *lnf_mean, *lnf_rstd, *logits, *losses, *dlnf; /* logits: dlogits after head_fwd */
+    sz_tensor *tied_rows; /* the tokens' rows of wte's gradient in fp32 between the head's backward and
+                             the embedding's, where the writers round it (NULL: fp32 working gradient) */
     sz_param_spec embed_spec[2], block_spec[12], head_spec[2];
 };
 
@@ -101,9 +103,14 @@ static sz_status embed_fwd(sz_unit *u, void *user)
                              g->cfg.channels);
 }
 
+/* The embedding's gradients are bf16 where their writers round them (the head's tied matmul left
+ * the tokens' rows of wte in g->tied_rows), else fp32 working gradients. */
 static sz_status embed_bwd(sz_unit *u, void *user)
 {
     struct gpt2 *g = user;
+    if (sz_tensor_dtype(sz_unit_grad(u, 0)) == SZ_DTYPE_BF16)
+        return sz_op_encoder_bwd_tied(u, sz_unit_grad(u, 0), sz_unit_grad(u, 1), g->tied_rows, g->dres[0], g->tokens,
+                                      g->B, g->T, g->cfg.channels);
     return sz_op_encoder_bwd(u, sz_unit_grad(u, 0), sz_unit_grad(u, 1), g->dres[0], g->tokens, g->B, g->T,
                              g->cfg.channels);
 }
@@ -179,7 +186,11 @@ static sz_status head_bwd(sz_unit *u, void *user)
     TRY(sz_op_zero(u, g->dlnf));
     TRY(sz_op_zero(u, g->dres[L]));
     /* g->logits holds dlogits: head_fwd's fused softmax-cross-entropy wrote it */
-    TRY(sz_op_matmul_bwd(u, g->dlnf, dwte, NULL, g->logits, g->lnf, wte, N, C, g->cfg.padded_vocab));
+    if (sz_tensor_dtype(dwte) == SZ_DTYPE_BF16) /* rounded by its writers: see embed_bwd */
+        TRY(sz_op_matmul_bwd_tied(u, g->dlnf, dwte, g->tied_rows, g->logits, g->lnf, wte, g->tokens, N, C,
+                                  g->cfg.padded_vocab));
+    else
+        TRY(sz_op_matmul_bwd(u, g->dlnf, dwte, NULL, g->logits, g->lnf, wte, N, C, g->cfg.padded_vocab));
     return sz_op_layernorm_bwd(u, g->dres[L], G(0), G(1), g->dlnf, g->res[L], P(0), g->lnf_mean, g->lnf_rstd, N, C);
 }
 #undef P
@@ -255,7 +266,7 @@ sz_status gpt2_create(gpt2 **out, sz_context *ctx, const sz_gpt2_config *cfg, in
             info.compute_workers, info.kernel_threads, (int64_t)B * T, 5, in, out);
         st = sz_model_set_zero(g->model, &z);
     }
-    if (st == SZ_OK && sz_model_grad_round_folded(g->model)) { /* the blocks' matmuls round (not the tied head's) */
+    if (st == SZ_OK && sz_model_grad_round_folded(g->model)) { /* the matmuls round (the tied head's too) */
         z.host_bytes += sz_gpt2_round_host_bytes(cfg, info.compute_workers);
         st = sz_model_set_zero(g->model, &z);
     }
@@ -272,8 +283,10 @@ sz_status gpt2_create(gpt2 **out, sz_context *ctx, const sz_gpt2_config *cfg, in
         spec_from_table(cfg, HEAD_IDS[i], &g->head_spec[i]);
 
     /* every op GPT-2's units pass parameters to takes bf16 ones: bf16_params */
+    /* its gradients rounded by the head's tied matmul and its own encoder_bwd (their _tied ops) */
     sz_unit_desc d = {.name = "embed", .params = g->embed_spec, .nparams = NELEM(EMBED_IDS), .forward = embed_fwd,
-                      .backward = embed_bwd, .user = g, .backward_skips_params = 1, .bf16_params = 1};
+                      .backward = embed_bwd, .user = g, .backward_skips_params = 1, .bf16_params = 1,
+                      .round_grads = 1, .round_tied_grads = 1};
     st = sz_model_add_unit(g->model, &d);
     for (int l = 0; l < L && st == SZ_OK; l++) {
         char name[32];
@@ -334,7 +347,10 @@ sz_status gpt2_create(gpt2 **out, sz_context *ctx, const sz_gpt2_config *cfg, in
     g->logits = act(g, "logits", -1, X, NV);
     g->losses = act(g, "losses", -1, SZ_DTYPE_F32, N);
     g->dlnf = act(g, "dlnf", -1, X, NC);
-    if (st == SZ_OK && (!g->logits || !g->losses || !gd->dfcproj))
+    if (sz_model_grad_round_folded(g->model))
+        g->tied_rows = act(g, "tied_rows", -1, SZ_DTYPE_F32, sz_tied_rows_numel(B, T, cfg->padded_vocab, C));
+    if (st == SZ_OK &&
+        (!g->logits || !g->losses || !gd->dfcproj || (sz_model_grad_round_folded(g->model) && !g->tied_rows)))
         st = SZ_ERR_NOMEM;
     if (st == SZ_OK)
         st = sz_model_set_loss(g->model, g->losses);

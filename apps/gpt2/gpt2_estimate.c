@@ -202,14 +202,16 @@ int64_t sz_gpt2_largest_unit_numel(const sz_gpt2_config *cfg)
 int64_t sz_gpt2_engine_activation_bytes(const sz_gpt2_config *cfg, int B, int T, int checkpoint, int offload,
                                         int64_t *host_bytes)
 {
-    return sz_gpt2_engine_activation_bytes_bf16(cfg, B, T, checkpoint, offload, 0, host_bytes);
+    return sz_gpt2_engine_activation_bytes_bf16(cfg, B, T, checkpoint, offload, 0, 0, host_bytes);
 }
 
 int64_t sz_gpt2_engine_activation_bytes_bf16(const sz_gpt2_config *cfg, int B, int T, int checkpoint, int offload,
-                                             int native, int64_t *host_bytes)
+                                             int native, int rounded, int64_t *host_bytes)
 {
     if (!act_args_ok(cfg, B, T) || (offload && !checkpoint))
         return -1;
+    /* the tied wte's rows in fp32 between the head's backward and the embedding's */
+    int64_t tied = rounded ? sz_tied_rows_numel(B, T, cfg->padded_vocab, cfg->channels) * 4 : 0;
     if (native) { /* gpt2.c's bf16 tensors (the matmuls' inputs and their gradients) at 2 bytes */
         int64_t N = (int64_t)B * T, C = cfg->channels, NC = N * C, A = 2 * (int64_t)B * cfg->heads * T;
         int64_t NV = N * cfg->padded_vocab, L = cfg->layers, nb = checkpoint ? 1 : L;
@@ -223,7 +225,7 @@ int64_t sz_gpt2_engine_activation_bytes_bf16(const sz_gpt2_config *cfg, int B, i
         int64_t ckpt = L * NC;
         if (host_bytes)
             *host_bytes = offload ? ckpt * 4 : 0;
-        return 2 * N * 4 + (f32 + (offload ? 0 : ckpt)) * 4 + bf16 * 2;
+        return 2 * N * 4 + (f32 + (offload ? 0 : ckpt)) * 4 + bf16 * 2 + tied;
     }
     int64_t N = (int64_t)B * T, C = cfg->channels, NC = N * C, A = 2 * (int64_t)B * cfg->heads * T;
     int64_t NV = N * cfg->padded_vocab, L = cfg->layers;
@@ -238,14 +240,17 @@ int64_t sz_gpt2_engine_activation_bytes_bf16(const sz_gpt2_config *cfg, int B, i
     int64_t ckpt = L * NC;                               /* res[0..L-1]: the blocks' inputs */
     if (host_bytes)
         *host_bytes = offload ? ckpt * 4 : 0;
-    return 2 * N * 4 + (floats + (offload ? 0 : ckpt)) * 4;
+    return 2 * N * 4 + (floats + (offload ? 0 : ckpt)) * 4 + tied;
 }
 
 int64_t sz_gpt2_round_host_bytes(const sz_gpt2_config *cfg, int workers)
 {
-    int64_t C = cfg->channels;
+    int64_t C = cfg->channels, Vp = cfg->padded_vocab;
     const int64_t in[] = {C, C, C, 4 * C}, out[] = {3 * C, C, 4 * C, C};
-    return sz_matmul_round_host_bytes(workers, 4, in, out);
+    int64_t blocks = sz_matmul_round_host_bytes(workers, 4, in, out);
+    /* the tied head's dweight: its panel and its token slots (Vp int32, as the embedding's backward) */
+    int64_t head = sz_matmul_round_host_bytes(workers, 1, &C, &Vp) + Vp * 4 * (workers > 0 ? workers : 1);
+    return blocks > head ? blocks : head;
 }
 
 int64_t sz_gpt2_host_bytes(const sz_gpt2_config *cfg, int B, int T, int workers, int threads)

@@ -8,7 +8,9 @@
  * the full fp32 gradient: dweight goes through a per-call fp32 panel of whole tile rows (the tiled
  * product cuts d into fixed SZ_MM_TM x SZ_MM_TN tiles from its row 0; a panel of whole tile rows,
  * same row stride C, gives every tile the same shape, operands and primitive), each tile rounded
- * by its own thread right after its product (an sz_mm_epi hook), while it is in the cache. */
+ * by its own thread right after its product (an sz_mm_epi hook), while it is in the cache.
+ * A tied embedding's dweight (sz_k_matmul_dweight_round_rows) leaves the rows a later writer adds
+ * into (the tokens' rows, for the encoder's backward) in fp32 instead: the tile copies them out. */
 #include <omp.h>
 #include <stdlib.h>
 #include "sz_kernels_impl.h"
@@ -46,6 +48,8 @@ struct round_ctx {
     uint16_t *dst;   /* dweight's row r0 */
     int64_t C;
     int mode;
+    const int32_t *slot; /* NULL, or from row r0: >= 0 keeps that row in fp32 as rows[slot] */
+    float *rows;
 };
 
 static void round_tile(const sz_mm_epi *e, int64_t i0, int64_t j0, int64_t m, int64_t n)
@@ -54,7 +58,9 @@ static void round_tile(const sz_mm_epi *e, int64_t i0, int64_t j0, int64_t m, in
     for (int64_t i = i0; i < i0 + m; i++) {
         const float *s = c->panel + i * c->C + j0;
         uint16_t *d = c->dst + i * c->C + j0;
-        if (c->mode == SZ_K_CONVERT_ADD) {
+        if (c->slot && c->slot[i] >= 0)
+            memcpy(c->rows + (int64_t)c->slot[i] * c->C + j0, s, (size_t)n * sizeof *s);
+        else if (c->mode == SZ_K_CONVERT_ADD) {
 #pragma omp simd
             for (int64_t j = 0; j < n; j++) d[j] = sz_f32_to_bf16_1(sz_bf16_to_f32_1(d[j]) + s[j]);
         } else if (c->mode == SZ_K_CONVERT_ONTO_ZEROS) {
@@ -67,8 +73,8 @@ static void round_tile(const sz_mm_epi *e, int64_t i0, int64_t j0, int64_t m, in
     }
 }
 
-int sz_k_matmul_dparams_round(uint16_t *dweight, uint16_t *dbias, const void *dout, const void *inp,
-                              sz_k_dtype in_dt, int N, int C, int OC, int mode)
+static int dparams_round(uint16_t *dweight, uint16_t *dbias, const int32_t *slot, float *keep, const void *dout,
+                         const void *inp, sz_k_dtype in_dt, int N, int C, int OC, int mode)
 {
     if (N < 1 || C < 1 || OC < 1 || (in_dt != SZ_K_F32 && in_dt != SZ_K_BF16)) return -2;
     if (!dweight && !dbias) return 0;
@@ -91,7 +97,7 @@ int sz_k_matmul_dparams_round(uint16_t *dweight, uint16_t *dbias, const void *do
         s.bias_dt = -1;
         s.a_sm = 1; s.a_sk = OC; s.b_sk = C; s.b_sn = 1; s.ldd = C; s.accumulate = 0;
         const void *a = (const char *)dout + (size_t)r0 * es;
-        struct round_ctx ctx = {panel, dweight + (size_t)r0 * C, C, mode};
+        struct round_ctx ctx = {panel, dweight + (size_t)r0 * C, C, mode, slot ? slot + r0 : NULL, keep};
         sz_mm_epi epi = {NULL, round_tile, &ctx};
         int r = in_dt == SZ_K_BF16 ? sz_mm_bf16_epi(&s, panel, a, inp, NULL, &epi)
                                    : sz_mm_tiled_epi(&s, panel, a, inp, NULL, &epi);
@@ -107,4 +113,17 @@ int sz_k_matmul_dparams_round(uint16_t *dweight, uint16_t *dbias, const void *do
     sz_mm_count(-(int64_t)bytes);
     free(panel);
     return rc;
+}
+
+int sz_k_matmul_dparams_round(uint16_t *dweight, uint16_t *dbias, const void *dout, const void *inp,
+                              sz_k_dtype in_dt, int N, int C, int OC, int mode)
+{
+    return dparams_round(dweight, dbias, NULL, NULL, dout, inp, in_dt, N, C, OC, mode);
+}
+
+int sz_k_matmul_dweight_round_rows(uint16_t *dweight, float *rows, const int32_t *slot, const void *dout,
+                                   const void *inp, sz_k_dtype in_dt, int N, int C, int OC, int mode)
+{
+    if (!dweight || !rows || !slot) return -2;
+    return dparams_round(dweight, NULL, slot, rows, dout, inp, in_dt, N, C, OC, mode);
 }

@@ -24,6 +24,17 @@ void sz_k_encoder_fwd(float *out, const int *tok, const float *wte, const float 
 /* dwte[Vp,C] += dout at the token rows (tok < Vp); dwpe[maxT,C] += dout at rows t < T. */
 void sz_k_encoder_bwd(float *dwte, float *dwpe, const float *dout, const int *tok,
                       int B, int T, int C);
+/* A tied wte's gradient rounded by its writers (mixed precision, issue 16): slot[v] (v < V) becomes
+ * the rank of token v among the n tokens' distinct values in ascending order, -1 for a value absent;
+ * returns how many are distinct (tokens must lie in [0, V)). */
+int64_t sz_k_token_slots(int32_t *slot, int64_t V, const int *tok, int64_t n);
+/* sz_k_encoder_bwd's sums, then the rounding: rows[slot[v]] (fp32, the output layer's dweight rows
+ * of the tokens: sz_k_matmul_dweight_round_rows) += dout at the token rows, each then rounded into
+ * dwte[v] (bf16) with wte_mode; dwpe[t] (bf16) gets wpe's sums from zero (in pe32, T x C floats,
+ * overwritten) rounded with wpe_mode (SZ_K_CONVERT_*). The bits of sz_k_encoder_bwd into the fp32
+ * gradients followed by sz_k_convert. */
+void sz_k_encoder_bwd_round(uint16_t *dwte, uint16_t *dwpe, float *rows, float *pe32, const int32_t *slot, int64_t V,
+                            const float *dout, const int *tok, int B, int T, int C, int wte_mode, int wpe_mode);
 
 /* ---- layernorm over the last dim, eps 1e-5: inp,out [N,C]; weight,bias [C] (bias may be
  *      NULL: none); saves mean, rstd [N] for the backward ---- */
@@ -191,6 +202,11 @@ void sz_k_convert(void *dst, sz_k_dtype ddt, const void *src, sz_k_dtype sdt, si
 int sz_k_matmul_dparams_round(uint16_t *dweight, uint16_t *dbias, const void *dout, const void *inp,
                               sz_k_dtype in_dt, int N, int C, int OC, int mode);
 size_t sz_k_matmul_dparams_round_bytes(int C, int OC);
+/* The same for a tied embedding's dweight alone, except that a row r with slot[r] >= 0 (the tokens'
+ * rows, sz_k_token_slots) is not rounded but left in fp32 as rows[slot[r]] (C floats each: the
+ * value the fp32 first writer sets), for sz_k_encoder_bwd_round to add into and round. */
+int sz_k_matmul_dweight_round_rows(uint16_t *dweight, float *rows, const int32_t *slot, const void *dout,
+                                   const void *inp, sz_k_dtype in_dt, int N, int C, int OC, int mode);
 
 /* ==== the native bf16 path's kernels (bf16_act.c): fp32 math, some operands bf16 ====
  * A bf16 input is widened exactly, a bf16 output rounded once (RNE) from the fp32 value, and a bf16
