@@ -6,7 +6,8 @@
 # page faults per step (their presence, not their values: timings are never pass/fail here; optimizer_bytes is
 # exact: 28 bytes per parameter, padded, at stage 0 on one rank; with --optimizer sgd --momentum 0.9,
 # recorded in the JSON, 20: one fp32 state); on a CPU-only run no GPU figure (mfu, gpu_peak_tflops) at
-# all; a bad --optimizer or --momentum is refused with a message. --arch llama: the LLaMA-style model's
+# all; a bad --optimizer or --momentum, a value option without its value and a malformed or out-of-range
+# number are refused with a message (exit status 2). --arch llama: the LLaMA-style model's
 # parameters and model FLOPs exact (SwiGLU's three matmuls, no biases), peak_bytes = predicted_peak_bytes,
 # bf16_path fp32 / native / emulated as asked; an unknown --arch refused.
 # Usage: bench_cli.sh BUILD_DIR
@@ -77,11 +78,19 @@ echo "$out" | grep -Eq '"optimizer":"sgd","momentum":0\.(9|89999997)' || fail "t
 [ "$(num optimizer_state_floats)" = 1 ] || fail "optimizer_state_floats = $(num optimizer_state_floats) with SGD's momentum"
 [ "$(num optimizer_bytes)" = 1328640 ] || fail "SGD optimizer_bytes = $(num optimizer_bytes), expected 20 x 66432 = 1328640"
 [ "$(num model_state_bytes)" = "$(num model_state_bytes_formula)" ] || fail "SGD: model-state bytes $(num model_state_bytes), formula $(num model_state_bytes_formula)"
-# refusals, before any work: an unknown optimizer, a momentum out of range, a momentum with AdamW
+# refusals, before any work, exit status 2: an unknown optimizer, a momentum out of range, a momentum
+# with AdamW; a value option last on the line (no value), a value that is not a number or out of range
 for bad in "--optimizer lamb:allowed: adamw, sgd" "--optimizer sgd --momentum 1:--momentum" \
-    "--momentum 0.9:only --optimizer sgd has a momentum"; do
+    "--momentum 0.9:only --optimizer sgd has a momentum" "--batch:--batch needs a value" \
+    "--seq:--seq needs a value" "--steps:--steps needs a value" "--model:--model needs a value" \
+    "--prefetch-bytes:--prefetch-bytes needs a value" "--batch abc:--batch abc: not an integer" \
+    "--seq 2x:--seq 2x: not an integer" "--steps 0:--steps 0: out of range" \
+    "--warmup 1.5:--warmup 1.5: not an integer" "--zero-stage 4:--zero-stage 4: out of range" \
+    "--micro-batches -1:--micro-batches -1: out of range" "--prefetch-bytes zz:--prefetch-bytes zz: not a byte size"; do
     # shellcheck disable=SC2086
-    if "$bin/sz-bench" --model 2,2,32 --vocab 256 ${bad%%:*} >"$dir/bad.txt" 2>&1; then fail "sz-bench accepted ${bad%%:*}"; fi
+    "$bin/sz-bench" --model 2,2,32 --vocab 256 ${bad%%:*} >"$dir/bad.txt" 2>&1
+    rc=$?
+    [ "$rc" = 2 ] || { cat "$dir/bad.txt"; fail "sz-bench ${bad%%:*}: exit status $rc, expected 2"; }
     grep -q -- "${bad#*:}" "$dir/bad.txt" || { cat "$dir/bad.txt"; fail "sz-bench ${bad%%:*}: the message lacks '${bad#*:}'"; }
 done
 # --arch llama: the LLaMA-style model (sz-train --arch llama's presets and L,H,C), the same JSON. Model
