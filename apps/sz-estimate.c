@@ -411,14 +411,6 @@ struct result {
     int min_nd[4];
 };
 
-/* 1 unless the environment turns off what sz-train's CPU workers fold by default (tasks/model.c:
- * SZ_ZERO_FOLD, SZ_GRAD_FOLD, SZ_GRAD_ROUND_FOLD = 0) */
-static int env_on(const char *name)
-{
-    const char *v = getenv(name);
-    return !(v && v[0] == '0');
-}
-
 /* What sz-train's rank holds on the host beside the engine's tensors (SZ_MEM_HOST_BUFFERS): the
  * matmul kernels' working memory on one CPU worker, the data loader's tokens, the batch. */
 static int64_t host_buffer_bytes(const struct opts *o, int nd)
@@ -439,7 +431,9 @@ static int64_t host_buffer_bytes(const struct opts *o, int nd)
                                                                                    5, in, out);
     }
     /* and, mixed precision's rounding folded into the writers (sz-train's default on CPUs), their panels */
-    if (o->mixed && env_on("SZ_ZERO_FOLD") && env_on("SZ_GRAD_FOLD") && env_on("SZ_GRAD_ROUND_FOLD"))
+    sz_fold_switches fold; /* what sz-train's CPU workers fold unless the environment says 0 */
+    sz_fold_switches_read(&fold);
+    if (o->mixed && fold.round)
         mm += o->llama ? sz_llama_round_host_bytes(&o->lcfg, 1) : sz_gpt2_round_host_bytes(&o->cfg, 1);
     return mm + (int64_t)o->data_tokens * 2 + 2 * (int64_t)o->batch * o->seq * 4;
 }
@@ -521,8 +515,10 @@ static int plan_build(const struct opts *o, const struct units *s, int stage, in
                         .offload_optimizer = o->offload_optimizer, .native = o->native, .bf16_direct = o->bf16_direct,
                         .bucket_elems = sz_plan_bucket_elems(o->bucket_bytes, nd, maxpad)};
     /* the gradients' first writers and mixed precision's rounding folded into them (their bytes) */
-    c.fold_grads = env_on("SZ_ZERO_FOLD") && env_on("SZ_GRAD_FOLD");
-    c.fold_round = c.fold_grads && env_on("SZ_GRAD_ROUND_FOLD");
+    sz_fold_switches fold;
+    sz_fold_switches_read(&fold);
+    c.fold_grads = fold.grads;
+    c.fold_round = fold.round;
     c.extra[SZ_MEM_ACTIVATIONS] = engine_activation_bytes(o, o->ckpt, o->offload, &host);
     c.extra[SZ_MEM_HOST] = host;
     c.extra[SZ_MEM_HOST_BUFFERS] = host_buffer_bytes(o, nd);
