@@ -29,6 +29,7 @@
 #include <unistd.h>
 #include <cjson/cJSON.h>
 #include <immintrin.h>
+#include <limits.h>
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -238,54 +239,64 @@ static double stream_triad_gbps(int threads)
     return best;
 }
 
+/* The options that take a value (parsed strictly in main: apps/common/opts.c). */
+static int is_value_option(const char *a)
+{
+    static const char *const names[] = {"--model", "--arch", "--precision", "--bf16-compute", "--prefetch-bytes",
+                                         "--optimizer", "--momentum", "--batch", "--seq", "--steps", "--warmup",
+                                         "--vocab", "--zero-stage", "--micro-batches"};
+    for (size_t k = 0; k < sizeof names / sizeof *names; k++)
+        if (!strcmp(a, names[k]))
+            return 1;
+    return 0;
+}
+
+static void usage(const char *a, const char *v)
+{
+    fprintf(stderr, "usage: sz-bench [--arch gpt2|llama] [--model d2|d6|d12|L,H,C] [--batch B] [--seq T] [--steps N] [--warmup W]\n"
+                    "                [--precision fp32|bf16] [--bf16-compute auto|native|emulated] [--vocab V] [--zero-stage S] [--micro-batches M]\n"
+                    "                [--checkpoint] [--no-arenas] [--prefetch-bytes B] [--optimizer adamw|sgd]\n"
+                    "                [--momentum M] [--json]\n"
+                    "                (got '%s' '%s')\n", a, v ? v : "");
+}
+
 int main(int argc, char **argv)
 {
     const char *model = "d12", *precision = "fp32", *bf16_compute = "auto", *arch = "gpt2";
     int B = 4, T = 64, steps = 10, warmup = 2, json = 0, vocab = 50257, stage = 0, micro = 1, ckpt = 0, arenas = 1;
-    int64_t prefetch = 0;
+    double prefetch = 0;
     sz_optimizer optimizer = SZ_OPTIMIZER_ADAMW;
     float momentum = 0.0f;
     int momentum_set = 0;
     sz_opt_prog("sz-bench");
     for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : "";
-        if (!strcmp(a, "--json")) json = 1;
-        else if (!strcmp(a, "--checkpoint")) ckpt = 1;
-        else if (!strcmp(a, "--no-arenas")) arenas = 0;
-        else if (!strcmp(a, "--prefetch-bytes") && i + 1 < argc) {
-            double b;
-            if (sz_parse_bytes(argv[++i], &b) != SZ_OK) { fprintf(stderr, "sz-bench: bad --prefetch-bytes '%s'\n", argv[i]); return 2; }
-            prefetch = (int64_t)b;
-        }
-        else if (!strcmp(a, "--optimizer") && i + 1 < argc) {
-            if (sz_opt_optimizer(a, argv[++i], &optimizer) != 0)
-                return 2;
-        }
-        else if (!strcmp(a, "--momentum") && i + 1 < argc) {
-            momentum_set = 1;
-            if (sz_opt_real(a, argv[++i], 0, 0, 1, 1, &momentum) != 0)
-                return 2;
-        }
-        else if (!strcmp(a, "--model")) model = argv[++i];
-        else if (!strcmp(a, "--arch")) arch = argv[++i];
-        else if (!strcmp(a, "--precision")) precision = argv[++i];
-        else if (!strcmp(a, "--bf16-compute")) bf16_compute = argv[++i];
-        else if (!strcmp(a, "--batch")) B = atoi(argv[++i]);
-        else if (!strcmp(a, "--seq")) T = atoi(argv[++i]);
-        else if (!strcmp(a, "--steps")) steps = atoi(argv[++i]);
-        else if (!strcmp(a, "--warmup")) warmup = atoi(argv[++i]);
-        else if (!strcmp(a, "--vocab")) vocab = atoi(argv[++i]);
-        else if (!strcmp(a, "--zero-stage")) stage = atoi(argv[++i]);
-        else if (!strcmp(a, "--micro-batches")) micro = atoi(argv[++i]);
-        else {
-            fprintf(stderr, "usage: sz-bench [--arch gpt2|llama] [--model d2|d6|d12|L,H,C] [--batch B] [--seq T] [--steps N] [--warmup W]\n"
-                            "                [--precision fp32|bf16] [--bf16-compute auto|native|emulated] [--vocab V] [--zero-stage S] [--micro-batches M]\n"
-                            "                [--checkpoint] [--no-arenas] [--prefetch-bytes B] [--optimizer adamw|sgd]\n"
-                            "                [--momentum M] [--json]\n"
-                            "                (got '%s' '%s')\n", a, v);
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "--json")) { json = 1; continue; }
+        if (!strcmp(a, "--checkpoint")) { ckpt = 1; continue; }
+        if (!strcmp(a, "--no-arenas")) { arenas = 0; continue; }
+        if (!is_value_option(a)) {
+            usage(a, v);
             return 2;
         }
-        if (i >= argc) { fprintf(stderr, "sz-bench: %s needs a value\n", a); return 2; }
+        if (!v) { fprintf(stderr, "sz-bench: %s needs a value\n", a); return 2; }
+        i++;
+        int r = 0;
+        if (!strcmp(a, "--model")) model = v;
+        else if (!strcmp(a, "--arch")) arch = v;
+        else if (!strcmp(a, "--precision")) precision = v;
+        else if (!strcmp(a, "--bf16-compute")) bf16_compute = v;
+        else if (!strcmp(a, "--prefetch-bytes")) r = sz_opt_bytes(a, v, &prefetch);
+        else if (!strcmp(a, "--optimizer")) r = sz_opt_optimizer(a, v, &optimizer);
+        else if (!strcmp(a, "--momentum")) { momentum_set = 1; r = sz_opt_real(a, v, 0, 0, 1, 1, &momentum); }
+        else if (!strcmp(a, "--batch")) r = sz_opt_int(a, v, 1, 1 << 20, &B);
+        else if (!strcmp(a, "--seq")) r = sz_opt_int(a, v, 1, 1 << 20, &T);
+        else if (!strcmp(a, "--steps")) r = sz_opt_int(a, v, 1, INT_MAX, &steps);
+        else if (!strcmp(a, "--warmup")) r = sz_opt_int(a, v, 0, INT_MAX, &warmup);
+        else if (!strcmp(a, "--vocab")) r = sz_opt_int(a, v, 1, INT_MAX, &vocab); /* the model refuses what it cannot pad */
+        else if (!strcmp(a, "--zero-stage")) r = sz_opt_int(a, v, 0, 3, &stage);
+        else if (!strcmp(a, "--micro-batches")) r = sz_opt_int(a, v, 1, 1 << 20, &micro);
+        if (r != 0)
+            return 2;
     }
     if (momentum_set && optimizer != SZ_OPTIMIZER_SGD) {
         fprintf(stderr, "sz-bench: --momentum %g: only --optimizer sgd has a momentum\n", (double)momentum);
@@ -360,7 +371,7 @@ int main(int argc, char **argv)
     sz_context_sum(ctx, yard, 6); /* the node's (or cluster's) peak and sgemm: all nodes together */
     double peak = yard[0], sgemm = yard[1], bf16_peak = yard[2];
     sz_zero_config zero = {.stage = stage, .micro_batches = micro, .checkpoint = ckpt, .arenas = arenas,
-                           .prefetch_bytes = prefetch, .optimizer = optimizer, .momentum = momentum,
+                           .prefetch_bytes = (int64_t)prefetch, .optimizer = optimizer, .momentum = momentum,
                            .precision = mixed ? SZ_PRECISION_BF16 : SZ_PRECISION_FP32, .bf16_compute = bf16c};
 
     sz_arch_model *g = NULL;

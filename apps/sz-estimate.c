@@ -411,16 +411,14 @@ struct result {
     int min_nd[4];
 };
 
-/* 1 unless the environment turns off what sz-train's CPU workers fold by default (tasks/model.c:
- * SZ_ZERO_FOLD, SZ_GRAD_FOLD, SZ_GRAD_ROUND_FOLD = 0) */
-static int env_on(const char *name)
+/* mixed precision's gradient rounding folded into the writers, as sz-train's CPU workers do unless
+ * the environment says 0 */
+static int round_folded(void)
 {
-    const char *v = getenv(name);
-    return !(v && v[0] == '0');
+    sz_fold_switches fold;
+    sz_fold_switches_read(&fold);
+    return fold.round;
 }
-
-/* mixed precision's gradient rounding folded into the writers, as sz-train's CPU workers do */
-static int round_folded(void) { return env_on("SZ_ZERO_FOLD") && env_on("SZ_GRAD_FOLD") && env_on("SZ_GRAD_ROUND_FOLD"); }
 
 /* What sz-train's rank holds on the host beside the engine's tensors (SZ_MEM_HOST_BUFFERS): the
  * matmul kernels' working memory on one CPU worker, the data loader's tokens, the batch. */
@@ -527,8 +525,10 @@ static int plan_build(const struct opts *o, const struct units *s, int stage, in
                         .offload_optimizer = o->offload_optimizer, .native = o->native, .bf16_direct = o->bf16_direct,
                         .bucket_elems = sz_plan_bucket_elems(o->bucket_bytes, nd, maxpad)};
     /* the gradients' first writers and mixed precision's rounding folded into them (their bytes) */
-    c.fold_grads = env_on("SZ_ZERO_FOLD") && env_on("SZ_GRAD_FOLD");
-    c.fold_round = c.fold_grads && env_on("SZ_GRAD_ROUND_FOLD");
+    sz_fold_switches fold;
+    sz_fold_switches_read(&fold);
+    c.fold_grads = fold.grads;
+    c.fold_round = fold.round;
     c.extra[SZ_MEM_ACTIVATIONS] = engine_activation_bytes(o, o->ckpt, o->offload, &host);
     c.extra[SZ_MEM_HOST] = host;
     c.extra[SZ_MEM_HOST_BUFFERS] = host_buffer_bytes(o, nd);

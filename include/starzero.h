@@ -503,6 +503,17 @@ int sz_model_bf16_params_direct(const sz_model *m);
  * sz_model_set_zero, so a model can add its linear layers' rounding panels to its host memory
  * (sz_matmul_round_host_bytes). */
 int sz_model_grad_round_folded(const sz_model *m);
+/* The engine's foldings as the environment leaves them, the one reader of their switches (sz_model_init
+ * reads it; sz-estimate too, to predict the plan sz-train's engine builds). Each variable turns its
+ * folding off only when set to a value starting with '0'. zeros: SZ_ZERO_FOLD (sz_op_zero folded into
+ * the next op); grads: zeros and SZ_GRAD_FOLD (the parameters' gradients left to their first writers,
+ * sz_plan_config.fold_grads); round: grads and SZ_GRAD_ROUND_FOLD (mixed precision's gradient rounding
+ * folded into the writers, sz_plan_config.fold_round, where no CUDA worker runs:
+ * sz_model_grad_round_folded). */
+typedef struct sz_fold_switches {
+    int zeros, grads, round;
+} sz_fold_switches;
+void sz_fold_switches_read(sz_fold_switches *f);
 /* The path in effect: "native" or "emulated" under bf16 mixed precision, "fp32" otherwise. */
 const char *sz_model_bf16_path(const sz_model *m);
 /* Parameter i of unit u, in the unit's table order: read or write its values (fp32). With several

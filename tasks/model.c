@@ -49,6 +49,13 @@ static int switch_on(const char *name)
     return !(v && v[0] == '0');
 }
 
+void sz_fold_switches_read(sz_fold_switches *f)
+{
+    f->zeros = switch_on("SZ_ZERO_FOLD");
+    f->grads = f->zeros && switch_on("SZ_GRAD_FOLD");
+    f->round = f->grads && switch_on("SZ_GRAD_ROUND_FOLD");
+}
+
 sz_status sz_model_init(sz_model **out, sz_context *ctx)
 {
     if (!out || !ctx)
@@ -60,13 +67,15 @@ sz_status sz_model_init(sz_model **out, sz_context *ctx)
     m->nd = ctx->world_size;
     m->rank = ctx->rank;
     m->arena_mark = -1;
-    m->fold_zeros = switch_on("SZ_ZERO_FOLD"); /* 0: every sz_op_zero is its own task (codelets/zero.c) */
+    sz_fold_switches fold;
+    sz_fold_switches_read(&fold);
+    m->fold_zeros = fold.zeros; /* 0: every sz_op_zero is its own task (codelets/zero.c) */
     /* 0: the parameters' gradients zeroed whole by the plan's actions, the activations' zeros still
      * folded (SZ_ZERO_FOLD=0 turns both off) */
-    m->fold_grads = m->fold_zeros && switch_on("SZ_GRAD_FOLD");
+    m->fold_grads = fold.grads;
     /* 0: mixed precision's gradients written in fp32 and converted by GRAD_CONVERT, never rounded
      * into bf16 by their writers (sz_unit_desc.round_grads) */
-    m->fold_round = switch_on("SZ_GRAD_ROUND_FOLD");
+    m->fold_round = fold.round;
     sz_zero_config_defaults(&m->zero);
     m->opt = sz_optimizer_get(m->zero.optimizer);
     m->nopt_states = m->opt->nstates(&m->zero);

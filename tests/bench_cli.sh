@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # tests/bench_cli.sh — sz-bench runs a step on a tiny model and prints one JSON object with its
 # figures and the machine's yardsticks, bf16 and f32 oneDNN matmul, amx, the stream triad and the step
-# split into matmul_ms and other_ms (within it the conversions' convert_ms, 0 in fp32 and > 0 on the
-# emulated bf16 path, and the zeroing's zero_ms), the optimizer's time against the bytes it moves, and
+# split into matmul_ms and other_ms (within it the conversions' convert_ms, 0 in fp32, > 0 on the
+# emulated bf16 path with SZ_GRAD_ROUND_FOLD=0 and 0 without, and the zeroing's zero_ms), the optimizer's time against the bytes it moves, and
 # page faults per step (their presence, not their values: timings are never pass/fail here; optimizer_bytes is
 # exact: 28 bytes per parameter, padded, at stage 0 on one rank; with --optimizer sgd --momentum 0.9,
 # recorded in the JSON, 20: one fp32 state); on a CPU-only run no GPU figure (mfu, gpu_peak_tflops) at
-# all; a bad --optimizer or --momentum is refused with a message. --arch llama: the LLaMA-style model's
+# all; a bad --optimizer or --momentum, a value option without its value and a malformed or out-of-range
+# number are refused with a message (exit status 2). --arch llama: the LLaMA-style model's
 # parameters and model FLOPs exact (SwiGLU's three matmuls, no biases), peak_bytes = predicted_peak_bytes,
 # bf16_path fp32 / native / emulated as asked; an unknown --arch refused.
 # Usage: bench_cli.sh BUILD_DIR
@@ -44,11 +45,17 @@ if echo "$out" | grep -q '"sched_policy":"zero"'; then   # the zero policy times
     awk -v v="$(num optimizer_ms)" 'BEGIN { exit !(v > 0) }' || fail "optimizer_ms = $(num optimizer_ms) under the zero policy"
     awk -v v="$(num optimizer_gbps)" 'BEGIN { exit !(v > 0) }' || fail "optimizer_gbps = $(num optimizer_gbps) under the zero policy"
     awk -v v="$(num convert_ms)" 'BEGIN { exit !(v == 0) }' || fail "convert_ms = $(num convert_ms) in fp32 (no conversions)"
-    # the emulated bf16 path converts (the working gradients to bf16): its conversion tasks are timed
-    emu=$(STARPU_NCUDA=0 timeout 120 "$bin/sz-bench" --model 2,2,32 --vocab 256 --batch 2 --seq 16 --steps 1 --warmup 0 \
-        --precision bf16 --bf16-compute emulated --json) || fail "sz-bench --precision bf16 --bf16-compute emulated"
-    v=$(echo "$emu" | sed -n 's/.*"convert_ms":\([-0-9.e+]*\).*/\1/p')
-    awk -v v="$v" 'BEGIN { exit !(v > 0) }' || fail "convert_ms = '$v' on the emulated bf16 path"
+    # the emulated bf16 path with the gradients' rounding a task of its own (SZ_GRAD_ROUND_FOLD=0)
+    # converts the working gradients to bf16: its conversion tasks are timed; with the rounding folded
+    # into the writers (the default; the tied wte's too) GPT-2 converts nothing
+    for f in 0 1; do
+        emu=$(SZ_GRAD_ROUND_FOLD=$f STARPU_NCUDA=0 timeout 120 "$bin/sz-bench" --model 2,2,32 --vocab 256 --batch 2 \
+            --seq 16 --steps 1 --warmup 0 --precision bf16 --bf16-compute emulated --json) ||
+            fail "SZ_GRAD_ROUND_FOLD=$f sz-bench --precision bf16 --bf16-compute emulated"
+        v=$(echo "$emu" | sed -n 's/.*"convert_ms":\([-0-9.e+]*\).*/\1/p')
+        awk -v v="$v" -v f=$f 'BEGIN { exit !(f ? v == 0 : v > 0) }' ||
+            fail "convert_ms = '$v' on the emulated bf16 path with SZ_GRAD_ROUND_FOLD=$f"
+    done
 fi
 # model 2,2,32 vocab 256: wte 256x32 + wpe 1024x32 + 2 blocks of 12704 + lnf 64 = 66432 parameters,
 # each unit padded to a multiple of N_d = 1 (no padding): 28 bytes each
@@ -77,11 +84,19 @@ echo "$out" | grep -Eq '"optimizer":"sgd","momentum":0\.(9|89999997)' || fail "t
 [ "$(num optimizer_state_floats)" = 1 ] || fail "optimizer_state_floats = $(num optimizer_state_floats) with SGD's momentum"
 [ "$(num optimizer_bytes)" = 1328640 ] || fail "SGD optimizer_bytes = $(num optimizer_bytes), expected 20 x 66432 = 1328640"
 [ "$(num model_state_bytes)" = "$(num model_state_bytes_formula)" ] || fail "SGD: model-state bytes $(num model_state_bytes), formula $(num model_state_bytes_formula)"
-# refusals, before any work: an unknown optimizer, a momentum out of range, a momentum with AdamW
+# refusals, before any work, exit status 2: an unknown optimizer, a momentum out of range, a momentum
+# with AdamW; a value option last on the line (no value), a value that is not a number or out of range
 for bad in "--optimizer lamb:allowed: adamw, sgd" "--optimizer sgd --momentum 1:--momentum" \
-    "--momentum 0.9:only --optimizer sgd has a momentum"; do
+    "--momentum 0.9:only --optimizer sgd has a momentum" "--batch:--batch needs a value" \
+    "--seq:--seq needs a value" "--steps:--steps needs a value" "--model:--model needs a value" \
+    "--prefetch-bytes:--prefetch-bytes needs a value" "--batch abc:--batch abc: not an integer" \
+    "--seq 2x:--seq 2x: not an integer" "--steps 0:--steps 0: out of range" \
+    "--warmup 1.5:--warmup 1.5: not an integer" "--zero-stage 4:--zero-stage 4: out of range" \
+    "--micro-batches -1:--micro-batches -1: out of range" "--prefetch-bytes zz:--prefetch-bytes zz: not a byte size"; do
     # shellcheck disable=SC2086
-    if "$bin/sz-bench" --model 2,2,32 --vocab 256 ${bad%%:*} >"$dir/bad.txt" 2>&1; then fail "sz-bench accepted ${bad%%:*}"; fi
+    "$bin/sz-bench" --model 2,2,32 --vocab 256 ${bad%%:*} >"$dir/bad.txt" 2>&1
+    rc=$?
+    [ "$rc" = 2 ] || { cat "$dir/bad.txt"; fail "sz-bench ${bad%%:*}: exit status $rc, expected 2"; }
     grep -q -- "${bad#*:}" "$dir/bad.txt" || { cat "$dir/bad.txt"; fail "sz-bench ${bad%%:*}: the message lacks '${bad#*:}'"; }
 done
 # --arch llama: the LLaMA-style model (sz-train --arch llama's presets and L,H,C), the same JSON. Model

@@ -15,7 +15,10 @@
  *    what the model registers;
  *  - the model's own SwiGLU kernel against a double reference and finite differences, and its bf16
  *    variant bitwise the fp32 kernel on the widened values, rounded, at 1-3 threads;
- *  - an input token or a target outside the vocabulary fails the step naming the op (no crash).
+ *  - an input token or a target outside the vocabulary fails the step naming the op (no crash);
+ *  - with one rank, bf16 on CPUs (both paths): the norms' gradient-rounding scratch out of memory
+ *    (the test hook SZ_TEST_FAIL_ROUND_SCRATCH=1, codelets/sz_round.h) fails the step with
+ *    SZ_ERR_INVALID and a message naming the op and the cause (no crash, no silent success).
  * Every rank checks; the verdict is summed over ranks so the exit code is the same everywhere. */
 #include <math.h>
 #include <omp.h>
@@ -293,6 +296,51 @@ static void test_gradient(const sz_llama_config *c)
     sz_llama_free(m);
 }
 
+/* One rank, bf16 on CPUs: a step runs, then the next one's rounding scratch cannot be allocated
+ * (SZ_TEST_FAIL_ROUND_SCRATCH=1, set and unset while no task runs: sz_model_update waits for them
+ * all). The RMSNorm backward that meets it fails the step, as sz-train meets it: forward_backward
+ * or the update after it returns SZ_ERR_INVALID, the task and the cause logged. */
+static void test_round_scratch_oom(const sz_llama_config *c)
+{
+    sz_zero_config z;
+    sz_zero_config_defaults(&z);
+    z.precision = SZ_PRECISION_BF16;
+    z.bf16_compute = native_mode ? SZ_BF16_COMPUTE_NATIVE : SZ_BF16_COMPUTE_EMULATED;
+    sz_llama *m = NULL;
+    char err[256] = "";
+    if (sz_llama_create(&m, ctx, c, B, T, &z, err, sizeof err) != SZ_OK || sz_llama_init_random(m, 9) != SZ_OK) {
+        CHECK(0, "create: %s", err);
+        return;
+    }
+    sz_model *sm = sz_llama_model(m);
+    if (!sz_model_grad_round_folded(sm)) { /* CUDA workers: the writers do not round */
+        printf("rounding scratch out of memory: not run (the gradients' rounding is not folded here)\n");
+        sz_llama_free(m);
+        return;
+    }
+    sz_train_config tc;
+    sz_train_config_defaults(&tc);
+    int in[B * T], tg[B * T];
+    float loss;
+    batch(0, 1, 0, in, tg);
+    CHECK(sz_llama_set_batch(m, in, tg) == SZ_OK, "set batch");
+    CHECK(sz_model_forward_backward(sm, &loss) == SZ_OK && sz_model_update(sm, &tc, 1) == SZ_OK,
+          "the step before the hook failed");
+    batch(1, 1, 0, in, tg);
+    CHECK(sz_llama_set_batch(m, in, tg) == SZ_OK, "set batch");
+    setenv("SZ_TEST_FAIL_ROUND_SCRATCH", "1", 1);
+    last_error[0] = 0;
+    sz_status st = sz_model_forward_backward(sm, &loss); /* the backward may still run when it returns: */
+    if (st == SZ_OK)
+        st = sz_model_update(sm, &tc, 2); /* the update waits for it, and fails then */
+    unsetenv("SZ_TEST_FAIL_ROUND_SCRATCH");
+    CHECK(st == SZ_ERR_INVALID && strstr(last_error, "rmsnorm") &&
+              strstr(last_error, "out of memory (the gradients' rounding scratch)"),
+          "the rounding scratch out of memory gave %s, message '%s'", sz_status_string(st), last_error);
+    printf("rounding scratch out of memory: %s, '%s'\n", sz_status_string(st), last_error);
+    sz_llama_free(m);
+}
+
 int main(int argc, char **argv)
 {
     sz_context_config cc;
@@ -321,5 +369,7 @@ int main(int argc, char **argv)
         test_native_bad_token(&c);
     else if (sz_context_world_size(ctx) == 1)
         test_gradient(&c);
+    if (sz_context_world_size(ctx) == 1)
+        test_round_scratch_oom(&c);
     return sz_test_finish("test_llama", native_mode ? ", bf16 native" : "");
 }
