@@ -441,7 +441,7 @@ static int64_t host_buffer_bytes(const struct opts *o, int nd)
     }
     /* and, mixed precision's rounding folded into the writers (sz-train's default on CPUs), their panels */
     if (o->mixed && round_folded())
-        mm += o->llama ? sz_llama_round_host_bytes(&o->lcfg, 1) : sz_gpt2_round_host_bytes(&o->cfg, 1);
+        mm += o->llama ? sz_llama_round_host_bytes(&o->lcfg, o->batch, o->seq, 1) : sz_gpt2_round_host_bytes(&o->cfg, 1);
     return mm + (int64_t)o->data_tokens * 2 + 2 * (int64_t)o->batch * o->seq * 4;
 }
 
@@ -486,8 +486,9 @@ static int units_build(const struct opts *o, struct units *s)
     }
     int64_t ckpt = (int64_t)o->batch * o->seq * o->cfg.channels * 4;
     for (int i = 0; i < n; i++) {
-        /* both models' units; the blocks' and heads' backward ops round into bf16 gradients */
-        s->u[i] = (sz_plan_unit){.numel = s->numel[i], .has_backward = 1, .bf16_params = 1, .round_grads = i > 0};
+        /* both models' units; every backward op rounds into bf16 gradients (GPT-2's tied embedding
+         * with the head's help: below) */
+        s->u[i] = (sz_plan_unit){.numel = s->numel[i], .has_backward = 1, .bf16_params = 1, .round_grads = 1};
         if (i == 0 || i == n - 1)
             snprintf(s->label[i], sizeof s->label[i], "%s", i == 0 ? "embed" : "head");
         else
@@ -503,7 +504,7 @@ static int units_build(const struct opts *o, struct units *s)
                       * embedding's backward: sz_op_matmul_bwd_tied); LLaMA's head is untied */
         s->u[n - 1].uses = tied;
         s->u[n - 1].nuses = 1;
-        s->u[0].round_grads = s->u[0].round_tied_grads = 1;
+        s->u[0].round_tied_grads = 1;
     }
     return 0;
 }

@@ -99,6 +99,7 @@ static inline uint16_t sz_f2h(float f)
     X(sz_cl_rope_bwd, "dqkv += rotated back dout") \
     X(sz_cl_embedding_fwd, "out = wte[tokens]") \
     X(sz_cl_embedding_bwd, "dwte += dout at the token rows") \
+    X(sz_cl_embedding_bwd_round, "dwte (bf16) rounded from the token rows' sums of dout") \
     X(sz_cl_mse_fwd, "losses = mean over C of (pred - target)^2") \
     X(sz_cl_mse_bwd, "dpred = 2 (pred - target) / C * scale") \
     X(sz_cl_sumsq,            "out = sum x^2 (double)") \

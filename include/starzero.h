@@ -286,7 +286,7 @@ typedef struct sz_unit_desc {
                                       precision (an op of its own that takes fp32 only) */
     int round_grads;               /* 1: every op its backward passes a parameter gradient to can round
                                       into bf16 gradients (matmul, gelu_matmul, the layernorms and
-                                      rmsnorms): under mixed precision, on CPU compute, its backward then
+                                      rmsnorms, the token embedding): under mixed precision, on CPU compute, its backward then
                                       gets the bf16 gradients themselves, no fp32 working gradients and
                                       no separate conversion (unless SZ_GRAD_ROUND_FOLD=0, or another
                                       unit's backward writes its gradients: tied weights, see
@@ -708,7 +708,9 @@ sz_status sz_op_swiglu_bwd(sz_unit *u, sz_tensor *dgate, sz_tensor *dup, sz_tens
 sz_status sz_op_rope_fwd(sz_unit *u, sz_tensor *out, sz_tensor *inp, int B, int T, int C, int NH, float theta);
 sz_status sz_op_rope_bwd(sz_unit *u, sz_tensor *dinp, sz_tensor *dout, int B, int T, int C, int NH, float theta);
 /* Token embedding without a position table: out[N,C] = wte[tokens[n], :], tokens int32 [N],
- * wte [V,C]. Overwrites out; the backward accumulates into dwte the dout rows at their tokens.
+ * wte [V,C]. Overwrites out; the backward accumulates into dwte the dout rows at their tokens (a bf16
+ * dwte of a unit with round_grads, under mixed precision with the rounding folded: the fp32 sums
+ * rounded into it, a CPU task whose scratch is sz_embedding_round_host_bytes).
  * A token outside [0, V) is not a crash: the task records "embedding: token <value> at row <r> is
  * outside the vocabulary [0, V)" and the model's next sz_model_forward_backward / eval / update
  * returns SZ_ERR_INVALID with that message logged. */
@@ -885,6 +887,9 @@ int64_t sz_matmul_host_bytes_wbf16(int workers, int threads, int64_t rows, int n
  * (sz_model_grad_round_folded): the fp32 panel of whole tile rows one dweight / dbias call holds
  * while it rounds (sz_k_matmul_dparams_round_bytes), the largest of the n shapes, per worker. */
 int64_t sz_matmul_round_host_bytes(int workers, int n, const int64_t *in, const int64_t *out);
+/* What a token embedding's backward (sz_op_embedding_bwd) adds when it rounds into its unit's bf16
+ * gradient: N + V + 1 int32 of scratch (the N rows grouped by token, a V x C table), per worker. */
+int64_t sz_embedding_round_host_bytes(int workers, int64_t N, int64_t V);
 
 /* Collective yardstick: plain MPI_Reduce_scatter_block + MPI_Allgather on the same element counts
  * (one per unit), with buffers allocated once and reused, `reps` times. Returns the bytes received

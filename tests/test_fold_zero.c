@@ -278,6 +278,69 @@ static void test_tied_round(void)
         }
 }
 
+/* An untied embedding's gradient rounded by its one writer: sz_k_embedding_bwd_round gives, bit for
+ * bit, what sz_k_embedding_bwd onto a zeroed fp32 gradient followed by the GRAD_CONVERT's
+ * sz_k_convert gives, in every mode (ADD onto random bf16 gradients holding -0 and a NaN too):
+ * tokens repeated (more rows than the vocabulary), absent rows, -0 contributions (some elements, a
+ * row of a token seen once, the rows of a token seen twice), C not a multiple of the column block;
+ * a bad token writes nothing and returns its row. */
+static void test_embedding_round(void)
+{
+    const int shapes[][3] = {{256, 96, 300}, {256, 770, 2600}, {512, 70, 40}, {7, 5, 3}, {1, 1, 1}};
+    for (size_t k = 0; k < sizeof shapes / sizeof shapes[0]; k++) {
+        int N = shapes[k][0], C = shapes[k][1], V = shapes[k][2];
+        size_t nc = (size_t)N * C, vc = (size_t)V * C;
+        int *tok = malloc((size_t)N * sizeof *tok);
+        for (int i = 0; i < N; i++) /* repeats at the last rows, the rest in the lower half */
+            tok[i] = i % 3 == 0 ? V - 1 - i % 5 % V : (int)((urand() * 0.5f + 0.5f) * 0.5f * (float)(V - 1));
+        float *dout = rnd(nc, 0.1f);
+        for (size_t i = 0; i < nc; i += 7) dout[i] = -0.0f;
+        if (V >= 12) { /* token V / 2 + 1 only at row 1 and V / 2 + 2 only at rows 2 and 4, with -0 rows */
+            for (int i = 0; i < N; i++)
+                if (tok[i] > V / 2 && tok[i] < V - 5) tok[i] = 0;
+            tok[1] = V / 2 + 1, tok[2] = tok[4] = V / 2 + 2;
+            for (int c = 0; c < C; c++) dout[(size_t)C + c] = dout[2 * (size_t)C + c] = dout[4 * (size_t)C + c] = -0.0f;
+        }
+        float *w32 = calloc(vc, sizeof *w32); /* the reference: the fp32 gradient zeroed, added, converted */
+        CU_ASSERT_EQUAL(sz_k_embedding_bwd(w32, dout, tok, N, C, V), -1);
+        uint16_t *old = rnd16(vc, 0.01f);
+        for (size_t i = 0; i < vc; i += 5) old[i] = 0x8000; /* -0, which ADD of +0 turns into +0 */
+        old[vc / 2] = 0x7f81;                               /* a signalling NaN */
+        int32_t *idx = malloc(sz_k_embedding_bwd_round_ints(N, V) * sizeof *idx);
+        for (int mode = 0; mode < 3; mode++) {
+            uint16_t *want = malloc(vc * 2), *got = malloc(vc * 2);
+            memcpy(want, old, vc * 2);
+            if (mode == SZ_K_CONVERT_ADD)
+                memcpy(got, old, vc * 2);
+            else /* written whole: what was there must not matter */
+                memset(got, 0xff, vc * 2);
+            sz_k_convert(want, SZ_K_BF16, w32, SZ_K_F32, vc, mode);
+            memset(idx, 0xff, sz_k_embedding_bwd_round_ints(N, V) * sizeof *idx);
+            CU_ASSERT_EQUAL(sz_k_embedding_bwd_round(got, dout, tok, N, C, V, mode, idx), -1);
+            int ok = memcmp(got, want, vc * 2) == 0;
+            if (!ok)
+                for (size_t i = 0; i < vc; i++)
+                    if (got[i] != want[i]) {
+                        fprintf(stderr, "embedding rounding N=%d C=%d V=%d mode %d: element %zu (row %zu) 0x%04x, want 0x%04x\n",
+                                N, C, V, mode, i, i / (size_t)C, got[i], want[i]);
+                        break;
+                    }
+            CU_ASSERT(ok);
+            free(want);
+            free(got);
+        }
+        /* a token outside [0, V): its row returned, nothing written */
+        tok[N / 2] = V;
+        uint16_t *same = malloc(vc * 2);
+        memcpy(same, old, vc * 2);
+        CU_ASSERT_EQUAL(sz_k_embedding_bwd_round(same, dout, tok, N, C, V, SZ_K_CONVERT_SET, idx), N / 2);
+        CU_ASSERT(memcmp(same, old, vc * 2) == 0);
+        free(same); free(idx); free(old); free(w32); free(dout); free(tok);
+    }
+    CU_ASSERT_EQUAL(sz_embedding_round_host_bytes(3, 256, 300), (256 + 300 + 1) * 4 * 3);
+    CU_ASSERT_EQUAL(sz_embedding_round_host_bytes(0, 256, 300), (256 + 300 + 1) * 4);
+}
+
 /* The elementwise and row kernels, fp32 and with bf16 operands. */
 static void test_rows(void)
 {
@@ -804,6 +867,7 @@ int main(void)
     CU_pSuite s = CU_add_suite("folding as tasks", tasks_init, tasks_clean);
     CU_add_test(s, "gradient rounding folded into the matmul's dparams", test_matmul_round);
     CU_add_test(s, "a tied embedding's gradient rounded by its two writers", test_tied_round);
+    CU_add_test(s, "an untied embedding's gradient rounded by its writer", test_embedding_round);
     CU_add_test(s, "folded or submitted, the same values", test_fold_tasks);
     CU_add_test(s, "parameters' gradients set by their first writers", test_fold_grads);
     int rc = sz_test_run();

@@ -177,8 +177,8 @@ sz_status sz_llama_create(sz_llama **out, sz_context *ctx, const sz_llama_config
         z.host_bytes += sz_llama_host_bytes_wbf16(cfg, B, T, info.compute_workers, info.kernel_threads);
         st = sz_model_set_zero(m->model, &z);
     }
-    if (st == SZ_OK && have_info && sz_model_grad_round_folded(m->model)) { /* its matmuls round into bf16 */
-        z.host_bytes += sz_llama_round_host_bytes(cfg, info.compute_workers);
+    if (st == SZ_OK && have_info && sz_model_grad_round_folded(m->model)) { /* its matmuls, embedding round */
+        z.host_bytes += sz_llama_round_host_bytes(cfg, B, T, info.compute_workers);
         st = sz_model_set_zero(m->model, &z);
     }
     if (st != SZ_OK) {
@@ -191,7 +191,7 @@ sz_status sz_llama_create(sz_llama **out, sz_context *ctx, const sz_llama_config
     sz_llama_unit_params(cfg, L + 1, m->head_spec);
     sz_unit_desc d = {.name = "embed", .params = m->embed_spec, .nparams = SZ_LLAMA_EMBED_PARAMS,
                       .forward = embed_fwd, .backward = embed_bwd, .user = m, .backward_skips_params = 1,
-                      .bf16_params = 1};
+                      .bf16_params = 1, .round_grads = 1}; /* untied: only its embedding_bwd writes it */
     st = sz_model_add_unit(m->model, &d);
     for (int l = 0; l < L && st == SZ_OK; l++) {
         char name[32];

@@ -247,11 +247,14 @@ int64_t sz_llama_host_bytes_bf16(const sz_llama_config *cfg, int B, int T, int w
     return sz_matmul_host_bytes_bf16(workers, threads, (int64_t)B * T, 5, in, out);
 }
 
-int64_t sz_llama_round_host_bytes(const sz_llama_config *cfg, int workers)
+int64_t sz_llama_round_host_bytes(const sz_llama_config *cfg, int B, int T, int workers)
 {
     int64_t in[5], out[5];
     linear_shapes(cfg, in, out);
-    return sz_matmul_round_host_bytes(workers, 5, in, out);
+    /* a worker holds one task's scratch at a time: the largest, per worker */
+    int64_t mm = sz_matmul_round_host_bytes(workers, 5, in, out),
+            embed = sz_embedding_round_host_bytes(workers, (int64_t)B * T, cfg->vocab);
+    return mm > embed ? mm : embed;
 }
 
 int64_t sz_llama_host_bytes_wbf16(const sz_llama_config *cfg, int B, int T, int workers, int threads)

@@ -372,6 +372,14 @@ int sz_k_rope_bwd(float *dinp, const float *dout, int B, int T, int C, int NH, f
 int64_t sz_k_embedding_check(const int *tok, int64_t N, int V);
 int64_t sz_k_embedding_fwd(float *out, const int *tok, const float *wte, int N, int C, int V);
 int64_t sz_k_embedding_bwd(float *dwte, const float *dout, const int *tok, int N, int C, int V);
+/* The backward into a bf16 dwte[V,C] that its writer rounds (mixed precision, issue 16): every row
+ * gets exactly what sz_k_embedding_bwd onto a zeroed fp32 gradient followed by sz_k_convert(...,
+ * mode) (an SZ_K_CONVERT_*) gives, the rows no token has included (the rule applied to zeros). idx:
+ * sz_k_embedding_bwd_round_ints(N, V) int32 of scratch (the rows grouped by token). Returns as
+ * sz_k_embedding_bwd (a bad token: nothing written). */
+size_t sz_k_embedding_bwd_round_ints(int N, int V);
+int64_t sz_k_embedding_bwd_round(uint16_t *dwte, const float *dout, const int *tok, int N, int C, int V, int mode,
+                                 int32_t *idx);
 
 /* ---- mean-squared error: losses[n] = mean_c (pred - target)² (written), [N,C] rows;
  *      backward WRITES dpred = 2 (pred - target) / C · scale ---- */
