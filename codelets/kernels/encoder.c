@@ -16,8 +16,10 @@ void sz_k_encoder_fwd(float *out, const int *tok, const float *wte, const float 
     }
 }
 
-void sz_k_encoder_bwd(float *dwte, float *dwpe, const float *dout, const int *tok,
-                      int B, int T, int C)
+/* The backward's sums: wte's row r(tok) += dout, wpe's row t += dout, where r is the token itself or
+ * (slot given) its slot among the distinct tokens. */
+static void encoder_sums(float *dwte, const int32_t *slot, float *dwpe, const float *dout, const int *tok, int B,
+                         int T, int C)
 {
     int nb = (C + SZ_COL_BLOCK - 1) / SZ_COL_BLOCK;
 #pragma omp parallel for schedule(static) if ((size_t)B * T * C >= SZ_PAR_MIN)
@@ -25,13 +27,20 @@ void sz_k_encoder_bwd(float *dwte, float *dwpe, const float *dout, const int *to
         int c0 = blk * SZ_COL_BLOCK, w = C - c0 < SZ_COL_BLOCK ? C - c0 : SZ_COL_BLOCK;
         for (int bt = 0; bt < B * T; bt++) {
             const float *d = dout + (size_t)bt * C + c0;
-            float *we = dwte + (size_t)tok[bt] * C + c0, *pe = dwpe + (size_t)(bt % T) * C + c0;
+            float *we = dwte + (size_t)(slot ? slot[tok[bt]] : tok[bt]) * C + c0,
+                  *pe = dwpe + (size_t)(bt % T) * C + c0;
             for (int c = 0; c < w; c++) {
                 we[c] += d[c];
                 pe[c] += d[c];
             }
         }
     }
+}
+
+void sz_k_encoder_bwd(float *dwte, float *dwpe, const float *dout, const int *tok,
+                      int B, int T, int C)
+{
+    encoder_sums(dwte, NULL, dwpe, dout, tok, B, T, C);
 }
 
 /* ---- a tied wte's gradient rounded by its writers (codelets/encoder.c, sz_op_encoder_bwd_tied) ---- */
@@ -51,21 +60,8 @@ void sz_k_encoder_bwd_round(uint16_t *dwte, uint16_t *dwpe, float *rows, float *
                             const float *dout, const int *tok, int B, int T, int C, int wte_mode, int wpe_mode)
 {
     memset(pe32, 0, (size_t)T * C * sizeof *pe32);
-    int nb = (C + SZ_COL_BLOCK - 1) / SZ_COL_BLOCK;
-    /* encoder_bwd's sums, column block by column block in (b,t) order, into the fp32 rows the
-     * output layer left (its values as first writer) and into wpe's gradient from zero */
-#pragma omp parallel for schedule(static) if ((size_t)B * T * C >= SZ_PAR_MIN)
-    for (int blk = 0; blk < nb; blk++) {
-        int c0 = blk * SZ_COL_BLOCK, w = C - c0 < SZ_COL_BLOCK ? C - c0 : SZ_COL_BLOCK;
-        for (int bt = 0; bt < B * T; bt++) {
-            const float *d = dout + (size_t)bt * C + c0;
-            float *we = rows + (size_t)slot[tok[bt]] * C + c0, *pe = pe32 + (size_t)(bt % T) * C + c0;
-            for (int c = 0; c < w; c++) {
-                we[c] += d[c];
-                pe[c] += d[c];
-            }
-        }
-    }
+    /* into the fp32 rows the output layer left (its values as first writer), wpe's from zero */
+    encoder_sums(rows, slot, pe32, dout, tok, B, T, C);
     sz_k_convert(dwpe, SZ_K_BF16, pe32, SZ_K_F32, (size_t)T * C, wpe_mode);
     for (int64_t v = 0; v < V; v++)
         if (slot[v] >= 0)
