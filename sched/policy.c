@@ -115,8 +115,9 @@ static void zero_post_exec(struct starpu_task *task, unsigned ctx)
     struct span sp = {q->started[w], sz_now_ns()};
     struct spans *s = sz_task_is_comm(task) ? &q->comm : &q->compute;
     STARPU_PTHREAD_MUTEX_LOCK(&q->span_lock);
-    if (task->cl == &sz_cl_matmul_fwd || task->cl == &sz_cl_matmul_bwd || task->cl == &sz_cl_matmul_gelu_fwd ||
-        task->cl == &sz_cl_gelu_matmul_bwd) /* the fused ones: the products and their GELU tiles */
+    /* the products, with the tied head's and the fused ones (their GELU tiles too) */
+    if (task->cl == &sz_cl_matmul_fwd || task->cl == &sz_cl_matmul_bwd || task->cl == &sz_cl_matmul_bwd_tied ||
+        task->cl == &sz_cl_matmul_gelu_fwd || task->cl == &sz_cl_gelu_matmul_bwd)
         q->matmul_ns += sp.t1 - sp.t0;
     else if (sz_task_is_optimizer(task))
         q->optimizer_ns += sp.t1 - sp.t0;
