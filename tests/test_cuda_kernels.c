@@ -7,7 +7,9 @@
  * fails or gives 0).
  * The native bf16 path's twins (the _mx entry points) against the CPU's _mx kernels, each in its own
  * test function and suite.
- * Written without a GPU at hand: it has not yet run on one. */
+ * Written without a GPU at hand: it has not yet run on one. Without a GPU it runs on the host CUDA
+ * emulation instead (tests/cuda_emu: ctest cuda_kernels_emu_forward / _reverse), which executes
+ * the kernels' own source with the hardware's barrier and shuffle rules. */
 #include <CUnit/Basic.h>
 #include <math.h>
 #include <stdio.h>

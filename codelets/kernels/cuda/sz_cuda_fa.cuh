@@ -1,9 +1,8 @@
 /* codelets/kernels/cuda/sz_cuda_fa.cuh — the device code of attention.cu's tiled (FlashAttention-2)
  * kernels: the shared-memory layout, the tile products (bf16 WMMA or fp32 FMA), the forward and the
  * two backward kernels. The scheme is described in attention.cu, which includes this file after its
- * own definitions (sz_att_dims) and does the launches. A header of its own so that
- * tests/cuda_fa_emu.cpp can compile the same kernels for the host, with threads for the block's
- * threads and a tile-at-a-time WMMA stand-in (SZ_FA_EMULATE), and check them without a GPU. */
+ * own definitions (sz_att_dims) and does the launches. SZ_FA_EMULATE and SZ_FA_SMEM let the host
+ * CUDA emulation (tests/cuda_emu) compile it with its WMMA stand-in and shared-memory buffer. */
 #ifndef SZ_CUDA_FA_CUH
 #define SZ_CUDA_FA_CUH
 
