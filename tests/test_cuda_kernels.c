@@ -761,6 +761,44 @@ static void test_convert(void)
     free(a), free(b), free(ha), free(hb);
 }
 
+/* Reduce-scatter's rank-ordered sum of the received pieces: codelets/reduce_scatter.c's
+ * sz_reduce_pieces arithmetic (the first piece onto the shard when acc, the others added in rank
+ * order, bf16 summed in fp32 and rounded once), bitwise, into shard[o, o + len) only. */
+static void test_reduce_pieces(void)
+{
+    const int64_t o = 5, len = 1031, n = o + len + 3;
+    for (int dt = 0; dt < 2; dt++)
+        for (int nd = 1; nd <= 3; nd += 2)
+            for (int acc = 0; acc < 2; acc++) {
+                size_t es = dt ? 2 : 4;
+                float *sh = rnd((size_t)n, 10), *pc = rnd((size_t)(nd * len), 10);
+                uint16_t *hsh = bf16_of(sh, (size_t)n), *hpc = bf16_of(pc, (size_t)(nd * len));
+                const void *shard0 = dt ? (const void *)hsh : (const void *)sh;
+                const void *pieces = dt ? (const void *)hpc : (const void *)pc;
+                void *ref = malloc((size_t)n * es), *got = malloc((size_t)n * es);
+                memcpy(ref, shard0, (size_t)n * es);
+                for (int64_t i = 0; i < len; i++) {
+#define GET(p, k) (dt ? sz_bf16_to_f32_1(((const uint16_t *)(p))[k]) : ((const float *)(p))[k])
+                    float x = acc ? GET(shard0, o + i) + GET(pieces, i) : GET(pieces, i);
+                    for (int r = 1; r < nd; r++)
+                        x += GET(pieces, (int64_t)r * len + i);
+#undef GET
+                    if (dt)
+                        ((uint16_t *)ref)[o + i] = sz_f32_to_bf16_1(x);
+                    else
+                        ((float *)ref)[o + i] = x;
+                }
+                void *gs = dput(shard0, (size_t)n * es), *gp = dput(pieces, (size_t)(nd * len) * es);
+                CUOK(sz_cuda_reduce_pieces(S, gs, dt, gp, nd, o, len, acc));
+                dget(got, gs, (size_t)n * es);
+                char what[64];
+                snprintf(what, sizeof what, "reduce pieces %s nd %d acc %d", dt ? "bf16" : "f32", nd, acc);
+                CU_ASSERT(same_bits(what, got, ref, (size_t)n * es));
+                dfree(gs), dfree(gp);
+                free(ref), free(got), free(sh), free(pc), free(hsh), free(hpc);
+            }
+}
+
 /* codelets/clip_scale.c's arithmetic; scale and zero. */
 static void test_clip_scale_zero(void)
 {
@@ -1737,7 +1775,7 @@ int main(int argc, char **argv)
              {"silu, mul", test_silu_mul}, {"swiglu", test_swiglu}, {"rope", test_rope}, {"softmax + cross-entropy", test_softmax_xent},
              {"mse", test_mse}, {"adamw fp32 + fused norm", test_adamw}, {"adamw mixed", test_adamw_mixed},
              {"sgd momentum", test_sgd}, {"sumsq fp32/bf16", test_sumsq}, {"convert", test_convert},
-             {"clip, scale, zero", test_clip_scale_zero});
+             {"clip, scale, zero", test_clip_scale_zero}, {"reduce-scatter's piece sum (bitwise)", test_reduce_pieces});
     SZ_SUITE("cuda twins, native bf16 path (attention, softmax-xent, elementwise, rope)",
              {"attention fwd/bwd, bf16 out/dout/dinp, set", test_mx_attention},
              {"tiled attention (fp32 FMA, bf16 tensor cores) vs cpu and rowwise", test_attention_tiled},

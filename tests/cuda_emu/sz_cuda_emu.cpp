@@ -45,7 +45,7 @@ sz_emu_block sz_emu_blk;
 static int g_errors;
 static const char *g_kernel = "(host)";
 static int g_launches;
-static std::map<std::string, int> *g_kernels;
+static std::map<const void *, std::pair<std::string, int>> *g_kernels; /* kernel -> name, launches */
 
 static void emu_error(const char *fmt, ...)
 {
@@ -69,7 +69,7 @@ static void report(void)
             g_kernels ? g_kernels->size() : (size_t)0, g_errors);
     if (g_kernels && getenv("SZ_CUDA_EMU_VERBOSE"))
         for (auto &k : *g_kernels)
-            fprintf(stderr, "cuda-emu:   %6d  %s\n", k.second, k.first.c_str());
+            fprintf(stderr, "cuda-emu:   %6d  %s (%p)\n", k.second.second, k.second.first.c_str(), k.first);
     if (g_errors)
         _exit(1);
 }
@@ -314,7 +314,9 @@ void sz_emu_run(const char *name, const void *kernel, dim3 grid, dim3 block, siz
     (void)s;
     g_kernel = name;
     g_launches++;
-    (*g_kernels)[name]++;
+    auto &kn = (*g_kernels)[kernel];
+    kn.first = name;
+    kn.second++;
     size_t nt = (size_t)block.x * block.y * block.z;
     auto lim = g_dyn_limit->find(kernel);
     size_t smax = lim == g_dyn_limit->end() ? 49152 : (size_t)lim->second;
@@ -366,7 +368,7 @@ void sz_emu_run(const char *name, const void *kernel, dim3 grid, dim3 block, siz
 /* before main: the tables, and the report at exit */
 __attribute__((constructor)) static void emu_init(void)
 {
-    g_kernels = new std::map<std::string, int>;
+    g_kernels = new std::map<const void *, std::pair<std::string, int>>;
     g_shared = new std::map<void *, unsigned>;
     g_dyn_limit = new std::map<const void *, int>;
     atexit(report);
