@@ -25,7 +25,7 @@ static void adamw_mixed_cpu(void *b[], void *arg)
                                   a->beta2, a->eps, a->wd, *(const float *)sz_task_ptr(b, arg, SCALE),
                                   norm ? &s : NULL);
     if (rc)
-        sz_task_fail(arg, "out of memory");
+        sz_task_fail_nomem(arg, "out of memory");
     else if (norm)
         sz_adamw_put_sumsq(norm, a->acc, s);
 }

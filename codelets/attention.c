@@ -19,7 +19,7 @@ static void fwd_cpu(void *b[], void *arg)
     int rc = sz_k_attention_fwd_mx(sz_task_ptr(b, arg, 0), a->out_dt, sz_task_ptr(b, arg, 1), sz_task_ptr(b, arg, 2),
                                    a->B, a->T, a->C, a->NH);
     if (rc != 0)
-        sz_task_fail(arg, "out of memory");
+        sz_task_fail_nomem(arg, "out of memory");
 }
 
 static void bwd_cpu(void *b[], void *arg)
@@ -33,7 +33,7 @@ static void bwd_cpu(void *b[], void *arg)
                  : sz_k_attention_bwd_set(sz_task_ptr(b, arg, 0), sz_task_ptr(b, arg, 1), sz_task_ptr(b, arg, 2),
                                           sz_task_ptr(b, arg, 3), a->B, a->T, a->C, a->NH, set);
     if (rc != 0)
-        sz_task_fail(arg, "out of memory");
+        sz_task_fail_nomem(arg, "out of memory");
 }
 
 #if SZ_WITH_CUDA

@@ -64,7 +64,7 @@ static void clip_cuda(void *b[], void *arg)
     size_t bytes = (size_t)n * (size_t)a.nd * sizeof(float);
     float *host = malloc(bytes), *dev = NULL;
     if (!host) {
-        sz_task_fail(arg, "clip_scale (CUDA): out of memory (%zu bytes of host buffer)", bytes);
+        sz_task_fail_nomem(arg, "clip_scale (CUDA): out of memory (%zu bytes of host buffer)", bytes);
         return;
     }
     int rc = (int)cudaMemcpyAsync(host, mine, (size_t)n * sizeof(float), cudaMemcpyDeviceToHost, s);
@@ -74,7 +74,7 @@ static void clip_cuda(void *b[], void *arg)
         float *own = malloc((size_t)n * sizeof *own);
         if (!own) {
             free(host);
-            sz_task_fail(arg, "clip_scale (CUDA): out of memory");
+            sz_task_fail_nomem(arg, "clip_scale (CUDA): out of memory");
             return;
         }
         memcpy(own, host, (size_t)n * sizeof *own);

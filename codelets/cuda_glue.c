@@ -32,7 +32,7 @@ int sz_cuda_check_ids(const void *cl_arg, const char *role, const int32_t *dev_i
         return 0;
     int32_t *h = malloc((size_t)n * sizeof *h);
     if (!h) {
-        sz_task_fail(cl_arg, "out of memory (host copy of %lld ids)", (long long)n);
+        sz_task_fail_nomem(cl_arg, "out of memory (host copy of %lld ids)", (long long)n);
         return 1;
     }
     cudaStream_t s = starpu_cuda_get_local_stream();

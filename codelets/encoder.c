@@ -54,7 +54,7 @@ static void bwd_tied_cpu(void *b[], void *arg)
     int64_t n = sz_task_numel(arg, TIED_ROWS);
     int32_t *slot = malloc((size_t)a->V * sizeof *slot);
     if (!slot) {
-        sz_task_fail(arg, "out of memory (the tied embedding's token slots)");
+        sz_task_fail_nomem(arg, "out of memory (the tied embedding's token slots)");
         return;
     }
     sz_k_token_slots(slot, a->V, tok, N);

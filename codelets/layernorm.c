@@ -22,7 +22,7 @@ static void fwd_cpu(void *b[], void *arg)
         if (sz_k_layernorm_fwd_mx(sz_task_ptr(b, arg, FWD_OUT), a->out_dt, sz_task_ptr(b, arg, FWD_MEAN),
                                   sz_task_ptr(b, arg, FWD_RSTD), sz_task_ptr(b, arg, FWD_INP), sz_task_ptr(b, arg, FWD_W),
                                   sz_task_ptr(b, arg, FWD_B), a->p_dt, a->N, a->C))
-            sz_task_fail(arg, "out of memory");
+            sz_task_fail_nomem(arg, "out of memory");
         return;
     }
     sz_k_layernorm_fwd(sz_task_ptr(b, arg, FWD_OUT), sz_task_ptr(b, arg, FWD_MEAN), sz_task_ptr(b, arg, FWD_RSTD),
@@ -41,7 +41,7 @@ static void bwd_run(void *b[], void *arg, void *dw, void *dbp, int rset)
                                       dbp, sz_task_ptr(b, arg, BWD_DOUT), a->dout_dt,
                                       sz_task_ptr(b, arg, BWD_INP), sz_task_ptr(b, arg, BWD_W), a->p_dt,
                                       sz_task_ptr(b, arg, BWD_MEAN), sz_task_ptr(b, arg, BWD_RSTD), a->N, a->C, set))
-            sz_task_fail(arg, "out of memory");
+            sz_task_fail_nomem(arg, "out of memory");
         return;
     }
     sz_k_layernorm_bwd_set(sz_task_ptr(b, arg, BWD_DINP), dw, dbp,

@@ -37,7 +37,7 @@ static void fwd_cpu(void *b[], void *arg)
                      : sz_k_matmul_fwd(sz_task_ptr(b, arg, FWD_OUT), sz_task_ptr(b, arg, FWD_INP),
                                        sz_task_ptr(b, arg, FWD_W), sz_task_ptr(b, arg, FWD_B), a->N, a->C, a->OC);
     if (rc < 0)
-        sz_task_fail(arg, "out of memory");
+        sz_task_fail_nomem(arg, "out of memory");
 }
 
 /* matmul_bwd's tensors; its tied variant (bwd_tied_cpu) has ROWS and IDS in place of DB */
@@ -66,7 +66,7 @@ static void bwd_cpu(void *b[], void *arg)
             rc = sz_round_dparams(b, arg, BWD_DW, BWD_DB, sz_task_ptr(b, arg, BWD_DOUT), sz_task_ptr(b, arg, BWD_INP),
                                   a->bf16 ? SZ_K_BF16 : SZ_K_F32, a->N, a->C, a->OC);
         if (rc < 0)
-            sz_task_fail(arg, "out of memory");
+            sz_task_fail_nomem(arg, "out of memory");
         return;
     }
     int set = (sz_task_sets(arg, BWD_DINP) ? SZ_K_SET_DINP : 0) | /* a folded sz_op_zero of dinp */
@@ -85,7 +85,7 @@ static void bwd_cpu(void *b[], void *arg)
                                            sz_task_ptr(b, arg, BWD_INP), sz_task_ptr(b, arg, BWD_W), a->N, a->C, a->OC,
                                            set);
     if (rc < 0)
-        sz_task_fail(arg, "out of memory");
+        sz_task_fail_nomem(arg, "out of memory");
 }
 
 /* The tied output layer's backward (sz_op_matmul_bwd_tied): dinp as matmul_bwd's; dw rounded into
@@ -109,7 +109,7 @@ static void bwd_tied_cpu(void *b[], void *arg)
     }
     free(slot);
     if (rc < 0)
-        sz_task_fail(arg, "out of memory");
+        sz_task_fail_nomem(arg, "out of memory");
 }
 
 #if SZ_WITH_CUDA

@@ -35,7 +35,7 @@ static void fwd_cpu(void *b[], void *arg)
                              sz_task_ptr(b, arg, FWD_INP), sz_task_ptr(b, arg, FWD_W), sz_task_ptr(b, arg, FWD_B),
                              a->bf16 ? SZ_K_BF16 : SZ_K_F32, a->bf16 || a->wbf16 ? SZ_K_BF16 : SZ_K_F32, a->N, a->C,
                              a->OC) < 0)
-        sz_task_fail(arg, "out of memory");
+        sz_task_fail_nomem(arg, "out of memory");
 }
 
 enum { BWD_DINP, BWD_DW, BWD_DOUT, BWD_INP, BWD_W, BWD_PRE, BWD_DB };
@@ -51,7 +51,7 @@ static void bwd_cpu(void *b[], void *arg)
         if (rc >= 0)
             rc = sz_round_dparams(b, arg, BWD_DW, BWD_DB, dout, inp, a->bf16 ? SZ_K_BF16 : SZ_K_F32, a->N, a->C, a->OC);
         if (rc < 0)
-            sz_task_fail(arg, "out of memory");
+            sz_task_fail_nomem(arg, "out of memory");
         return;
     }
     /* the step's first writer of a parameter's gradient (tasks/zero.c) */
@@ -61,7 +61,7 @@ static void bwd_cpu(void *b[], void *arg)
                              sz_task_ptr(b, arg, BWD_INP), sz_task_ptr(b, arg, BWD_W), sz_task_ptr(b, arg, BWD_PRE),
                              a->bf16 ? SZ_K_BF16 : SZ_K_F32, a->bf16 || a->wbf16 ? SZ_K_BF16 : SZ_K_F32, a->N, a->C,
                              a->OC, set) < 0)
-        sz_task_fail(arg, "out of memory");
+        sz_task_fail_nomem(arg, "out of memory");
 }
 
 #if SZ_WITH_CUDA

@@ -28,7 +28,7 @@ static void fwd_cpu(void *b[], void *arg)
                                          sz_task_ptr(b, arg, FWD_RSTD), sz_task_ptr(b, arg, FWD_A),
                                          sz_task_ptr(b, arg, FWD_B), sz_task_ptr(b, arg, FWD_W), a->p_dt, a->N, a->C,
                                          a->eps))
-            sz_task_fail(arg, "out of memory");
+            sz_task_fail_nomem(arg, "out of memory");
         return;
     }
     sz_k_residual_rmsnorm_fwd(sz_task_ptr(b, arg, FWD_RES), sz_task_ptr(b, arg, FWD_OUT), sz_task_ptr(b, arg, FWD_RSTD),
@@ -49,7 +49,7 @@ static void bwd_run(void *b[], void *arg, void *dw, void *dbp, int rset)
                                              sz_task_ptr(b, arg, BWD_DOUT), a->out_dt, sz_task_ptr(b, arg, BWD_RES),
                                              sz_task_ptr(b, arg, BWD_W), a->p_dt, sz_task_ptr(b, arg, BWD_RSTD), a->N,
                                              a->C, set))
-            sz_task_fail(arg, "out of memory");
+            sz_task_fail_nomem(arg, "out of memory");
         return;
     }
     sz_k_rmsnorm_residual_bwd_set(sz_task_ptr(b, arg, BWD_DA), sz_task_ptr(b, arg, BWD_DB),

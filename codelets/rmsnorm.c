@@ -21,7 +21,7 @@ static void fwd_cpu(void *b[], void *arg)
     if (a->out_dt || a->p_dt) {
         if (sz_k_rmsnorm_fwd_mx(sz_task_ptr(b, arg, 0), a->out_dt, sz_task_ptr(b, arg, 1), sz_task_ptr(b, arg, 2),
                                 sz_task_ptr(b, arg, 3), a->p_dt, a->N, a->C, a->eps))
-            sz_task_fail(arg, "out of memory");
+            sz_task_fail_nomem(arg, "out of memory");
         return;
     }
     sz_k_rmsnorm_fwd(sz_task_ptr(b, arg, 0), sz_task_ptr(b, arg, 1), sz_task_ptr(b, arg, 2), sz_task_ptr(b, arg, 3),
@@ -38,7 +38,7 @@ static void bwd_run(void *b[], void *arg, void *dw, void *dbp, int rset)
         if (sz_k_rmsnorm_bwd_mx_set(sz_task_ptr(b, arg, 0), dw, sz_task_ptr(b, arg, 2), a->dout_dt,
                                     sz_task_ptr(b, arg, 3), sz_task_ptr(b, arg, 4), a->p_dt, sz_task_ptr(b, arg, 5),
                                     a->N, a->C, set))
-            sz_task_fail(arg, "out of memory");
+            sz_task_fail_nomem(arg, "out of memory");
         return;
     }
     sz_k_rmsnorm_bwd_set(sz_task_ptr(b, arg, 0), dw, sz_task_ptr(b, arg, 2), sz_task_ptr(b, arg, 3),

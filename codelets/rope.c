@@ -18,7 +18,7 @@ static void fwd_cpu(void *b[], void *arg)
 {
     const struct rope_args *a = sz_task_params(arg);
     if (sz_k_rope_fwd(sz_task_ptr(b, arg, 0), sz_task_ptr(b, arg, 1), a->B, a->T, a->C, a->NH, a->theta) != 0)
-        sz_task_fail(arg, "rope: out of memory for the cos/sin table (T = %d)", a->T);
+        sz_task_fail_nomem(arg, "rope: out of memory for the cos/sin table (T = %d)", a->T);
 }
 
 static void bwd_cpu(void *b[], void *arg)
@@ -31,7 +31,7 @@ static void bwd_cpu(void *b[], void *arg)
                  : sz_k_rope_bwd_set(sz_task_ptr(b, arg, 0), sz_task_ptr(b, arg, 1), a->B, a->T, a->C, a->NH, a->theta,
                                      set);
     if (rc != 0)
-        sz_task_fail(arg, "rope_bwd: out of memory for the cos/sin table or a row (T = %d)", a->T);
+        sz_task_fail_nomem(arg, "rope_bwd: out of memory for the cos/sin table or a row (T = %d)", a->T);
 }
 
 #if SZ_WITH_CUDA

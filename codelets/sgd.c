@@ -29,7 +29,7 @@ static void sgd_run(void *b[], void *arg, int mixed)
                    : sz_k_sgd_step(sz_task_ptr(b, arg, P), NULL, sz_task_ptr(b, arg, G), 0, sz_task_ptr(b, arg, BUF),
                                    (size_t)a->n, a->lr, a->momentum, a->wd, 0, scale, norm ? &s : NULL);
     if (rc)
-        sz_task_fail(arg, "out of memory");
+        sz_task_fail_nomem(arg, "out of memory");
     else if (norm)
         sz_adamw_put_sumsq(norm, a->acc, s);
 }

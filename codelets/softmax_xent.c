@@ -35,7 +35,7 @@ static void bwd_cpu(void *b[], void *arg)
         return;
     float *dloss = malloc((size_t)a->N * sizeof *dloss);
     if (!dloss) {
-        sz_task_fail(arg, "out of memory");
+        sz_task_fail_nomem(arg, "out of memory");
         return;
     }
     for (int i = 0; i < a->N; i++)

@@ -26,7 +26,7 @@ static void fused_cpu(void *b[], void *arg)
         return;
     if (sz_k_softmax_xent_fused_mx(sz_task_ptr(b, arg, LOGITS), a->dt, sz_task_ptr(b, arg, LOSSES), targets, a->scale,
                                    a->N, a->V, a->Vp))
-        sz_task_fail(arg, "out of memory");
+        sz_task_fail_nomem(arg, "out of memory");
 }
 
 #if SZ_WITH_CUDA

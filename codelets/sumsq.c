@@ -11,7 +11,7 @@ static void sumsq_cpu(void *b[], void *arg)
     const sz_task_layout *l = sz_task_layout_of(arg);
     double s = sz_k_sumsq(sz_task_ptr(b, arg, 1), l->dtype[1] == SZ_DTYPE_BF16, l->numel[1]);
     if (s == -1.0) {
-        sz_task_fail(arg, "out of memory");
+        sz_task_fail_nomem(arg, "out of memory");
         return;
     }
     *(float *)sz_task_ptr(b, arg, 0) = (float)s;

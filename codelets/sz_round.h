@@ -27,7 +27,7 @@ static inline float *sz_round_scratch(const void *arg, size_t n)
     const char *fail = getenv("SZ_TEST_FAIL_ROUND_SCRATCH");
     float *s = fail && fail[0] == '1' ? NULL : malloc(n * sizeof *s);
     if (!s)
-        sz_task_fail(arg, "out of memory (the gradients' rounding scratch)");
+        sz_task_fail_nomem(arg, "out of memory (the gradients' rounding scratch)");
     return s;
 }
 

@@ -143,6 +143,9 @@ int sz_task_check_ids(const void *cl_arg, const char *role, const int32_t *ids, 
  * sz_model_eval / sz_model_update (an update waits for everything). That call first waits for every
  * task submitted so far, so the same bad input met again by later tasks is reported once. */
 void sz_task_fail(const void *cl_arg, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* The same for an allocation the kernel needed and did not get (scratch, a host copy): the call
+ * returns SZ_ERR_NOMEM instead, so the application can tell "out of memory" from bad input. */
+void sz_task_fail_nomem(const void *cl_arg, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 #ifdef __cplusplus
 }

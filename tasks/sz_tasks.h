@@ -77,6 +77,7 @@ struct sz_unit {
 /* The first unusable input a kernel met this step (sz_task_fail, include/starzero_starpu.h). */
 struct sz_task_failure {
     int claimed, failed;
+    sz_status status; /* SZ_ERR_INVALID (sz_task_fail) or SZ_ERR_NOMEM (sz_task_fail_nomem) */
     char msg[320];
 };
 
@@ -294,7 +295,8 @@ sz_status sz_task_submit_cpu(struct sz_unit *u, struct starpu_codelet *cl, const
  * "<op> (<task name>): <message>" and returns SZ_ERR_INVALID. u may be NULL. The same as the
  * public sz_task_refuse (include/starzero_starpu.h). */
 sz_status sz_op_invalid(struct sz_unit *u, const char *op, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-/* SZ_ERR_INVALID (logging the message) when a kernel reported an unusable input since the last call;
+/* SZ_ERR_INVALID (bad input: sz_task_fail) or SZ_ERR_NOMEM (sz_task_fail_nomem), logging the message, when a
+ * kernel reported a failure since the last call;
  * then it waits for every task submitted so far (their failures are the same call's) and clears. */
 sz_status sz_model_take_failure(struct sz_model *m);
 

@@ -230,16 +230,13 @@ int sz_task_check_ids(const void *cl_arg, const char *role, const int32_t *ids, 
     return 0;
 }
 
-void sz_task_fail(const void *cl_arg, const char *fmt, ...)
+static void task_fail(const void *cl_arg, sz_status status, const char *fmt, va_list ap)
 {
     const sz_task_layout *l = sz_task_layout_of(cl_arg);
     struct sz_task_failure *f = l->fail;
     char msg[sizeof f->msg];
-    va_list ap;
-    va_start(ap, fmt);
     int len = snprintf(msg, sizeof msg, "%s: ", l->name);
     vsnprintf(msg + len, sizeof msg - (size_t)len, fmt, ap);
-    va_end(ap);
     if (!f) {
         sz_log_stderr(SZ_LOG_ERROR, msg, NULL);
         return;
@@ -247,8 +244,25 @@ void sz_task_fail(const void *cl_arg, const char *fmt, ...)
     int expected = 0;
     if (__atomic_compare_exchange_n(&f->claimed, &expected, 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) {
         memcpy(f->msg, msg, sizeof msg);
+        f->status = status;
         __atomic_store_n(&f->failed, 1, __ATOMIC_RELEASE);
     }
+}
+
+void sz_task_fail(const void *cl_arg, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    task_fail(cl_arg, SZ_ERR_INVALID, fmt, ap);
+    va_end(ap);
+}
+
+void sz_task_fail_nomem(const void *cl_arg, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    task_fail(cl_arg, SZ_ERR_NOMEM, fmt, ap);
+    va_end(ap);
 }
 
 sz_status sz_model_take_failure(struct sz_model *m)
@@ -261,6 +275,6 @@ sz_status sz_model_take_failure(struct sz_model *m)
     sz_context_log(m->ctx, SZ_LOG_ERROR, "%s", m->failure.msg);
     __atomic_store_n(&m->failure.failed, 0, __ATOMIC_RELAXED);
     __atomic_store_n(&m->failure.claimed, 0, __ATOMIC_RELEASE);
-    return SZ_ERR_INVALID;
+    return m->failure.status;
 }
 

@@ -18,7 +18,7 @@
  *  - an input token or a target outside the vocabulary fails the step naming the op (no crash);
  *  - with one rank, bf16 on CPUs (both paths): the norms' gradient-rounding scratch out of memory
  *    (the test hook SZ_TEST_FAIL_ROUND_SCRATCH=1, codelets/sz_round.h) fails the step with
- *    SZ_ERR_INVALID and a message naming the op and the cause (no crash, no silent success).
+ *    SZ_ERR_NOMEM and a message naming the op and the cause (no crash, no silent success).
  * Every rank checks; the verdict is summed over ranks so the exit code is the same everywhere. */
 #include <math.h>
 #include <omp.h>
@@ -334,7 +334,7 @@ static void test_round_scratch_oom(const sz_llama_config *c)
     if (st == SZ_OK)
         st = sz_model_update(sm, &tc, 2); /* the update waits for it, and fails then */
     unsetenv("SZ_TEST_FAIL_ROUND_SCRATCH");
-    CHECK(st == SZ_ERR_INVALID && strstr(last_error, "rmsnorm") &&
+    CHECK(st == SZ_ERR_NOMEM && strstr(last_error, "rmsnorm") &&
               strstr(last_error, "out of memory (the gradients' rounding scratch)"),
           "the rounding scratch out of memory gave %s, message '%s'", sz_status_string(st), last_error);
     printf("rounding scratch out of memory: %s, '%s'\n", sz_status_string(st), last_error);
