@@ -65,9 +65,9 @@ static void emu_error(const char *fmt, ...)
 static void report(void)
 {
     fflush(stdout);
-    fprintf(stderr, "cuda-emu: %d launches of %zu kernels, %d emulation errors\n", g_launches,
-            g_kernels ? g_kernels->size() : (size_t)0, g_errors);
-    if (g_kernels && getenv("SZ_CUDA_EMU_VERBOSE"))
+    fprintf(stderr, "cuda-emu: %d launches of %zu kernels, %d emulation errors\n", g_launches, g_kernels->size(),
+            g_errors);
+    if (getenv("SZ_CUDA_EMU_VERBOSE"))
         for (auto &k : *g_kernels)
             fprintf(stderr, "cuda-emu:   %6d  %s (%p)\n", k.second.second, k.second.first.c_str(), k.first);
     if (g_errors)
@@ -306,6 +306,7 @@ void *sz_emu_dyn_smem(void) { return g_dyn; }
 
 static cudaError_t g_last = cudaSuccess;
 static std::map<const void *, int> *g_dyn_limit; /* cudaFuncSetAttribute's maximum dynamic smem */
+static bool g_reverse;                           /* SZ_CUDA_EMU_ORDER=reverse */
 static const int OPTIN_SMEM = 232448;
 
 void sz_emu_run(const char *name, const void *kernel, dim3 grid, dim3 block, size_t smem, cudaStream_t s,
@@ -336,8 +337,6 @@ void sz_emu_run(const char *name, const void *kernel, dim3 grid, dim3 block, siz
         g_kernel = "(host)";
         return;
     }
-    const char *order = getenv("SZ_CUDA_EMU_ORDER");
-    bool reverse = order && !strcmp(order, "reverse");
     if (F.size() < nt)
         F.resize(nt);
     g_n = (unsigned)nt;
@@ -353,24 +352,26 @@ void sz_emu_run(const char *name, const void *kernel, dim3 grid, dim3 block, siz
     sz_emu_blk.gdim = grid;
     size_t nb = (size_t)grid.x * grid.y * grid.z;
     for (size_t j = 0; j < nb; j++) {
-        size_t b = reverse ? nb - 1 - j : j;
+        size_t b = g_reverse ? nb - 1 - j : j;
         sz_emu_blk.bid = make_uint3((unsigned)(b % grid.x), (unsigned)(b / grid.x % grid.y),
                                     (unsigned)(b / ((size_t)grid.x * grid.y)));
         g_block_gen++;
         memset(g_dyn, 0xFF, smem);
-        run_block(reverse);
+        run_block(g_reverse);
     }
     free(dyn);
     g_dyn = nullptr;
     g_kernel = "(host)";
 }
 
-/* before main: the tables, and the report at exit */
+/* before main: the tables (on the heap: they must outlive the report at exit), the order, the report */
 __attribute__((constructor)) static void emu_init(void)
 {
     g_kernels = new std::map<const void *, std::pair<std::string, int>>;
     g_shared = new std::map<void *, unsigned>;
     g_dyn_limit = new std::map<const void *, int>;
+    const char *order = getenv("SZ_CUDA_EMU_ORDER");
+    g_reverse = order && !strcmp(order, "reverse");
     atexit(report);
 }
 

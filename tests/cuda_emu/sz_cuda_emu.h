@@ -19,7 +19,6 @@
 #include <type_traits>
 #include <utility>
 
-#define SZ_CUDA_EMULATED 1
 #define SZ_FA_EMULATE 1 /* sz_cuda_fa.cuh: no <mma.h>, the WMMA stand-in below */
 
 #undef __global__
