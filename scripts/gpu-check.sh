@@ -78,7 +78,17 @@
 #              (scripts/gpu-check-canned-rows.jsonl, or $SZ_GPU_CHECK_CANNED_ROWS), printed as
 #              canned_sched_* rows and this summary, so the ranking is tested without a GPU
 #              (tests/gpu_check_cli.sh)
-# SZ_GPU_CHECK_PARTS=a,b,... runs only those parts (the build and data steps always run).
+# SZ_GPU_CHECK_PARTS=a,b,... runs only those parts (the build and data steps always run);
+# SZ_GPU_CHECK_CMAKE_ARGS: more cmake arguments for the emulated build (scripts/test.sh: no tests).
+#
+# Without a GPU: `scripts/gpu-check.sh --emulated` (or SZ_GPU_CHECK_EMULATED=1) builds the CUDA path
+# for the host emulation of one GPU (-DSZ_CUDA_EMULATION=ON, build dir default ./build-emu:
+# tests/cuda_emu; StarPU's CUDA worker drives it through the emulation's libcudart) and runs the
+# same parts on it with the dry run's tiny models for bench and the scheduler rows: the kernels, the
+# placement, the transfers, the budget, the offload and this script itself, everything but the
+# hardware's numbers (attention_bench is skipped: its timings mean nothing there; the scheduler rows
+# are not ranked). stages_nccl runs there too: each rank's process emulates a GPU of its own and the
+# emulation's NCCL moves the bytes over MPI. Figures from it (ms, mfu) are the emulation's, not a GPU's.
 #
 # On a bare GPU machine (a CUDA image without Open MPI, StarPU & co. and without a network: the
 # lent device machine): `scripts/gpu-check.sh --bundle FILE` (or SZ_GPU_BUNDLE=FILE), FILE made on
@@ -91,23 +101,29 @@ set -uo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(dirname "$here")"
 bundle="${SZ_GPU_BUNDLE:-}"
+emulated="${SZ_GPU_CHECK_EMULATED:-0}"
 usage_err=""
 while [ $# -gt 0 ]; do
     case $1 in
         --bundle) if [ $# -ge 2 ] && [ -n "$2" ]; then bundle=$2; shift 2; else usage_err="--bundle needs a FILE"; break; fi ;;
         --bundle=*) bundle=${1#--bundle=}; shift ;;
+        --emulated) emulated=1; shift ;;
         -h|--help) sed -n '2,/^set -uo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
         *) usage_err="unknown argument $1"; break ;;
     esac
 done
+[ -z "$usage_err" ] && [ -n "$bundle" ] && [ "$emulated" = 1 ] && usage_err="--bundle and --emulated exclude each other"
 if [ -n "$usage_err" ]; then
-    echo "gpu-check: $usage_err (usage: scripts/gpu-check.sh [--bundle FILE]; --help)" >&2
+    echo "gpu-check: $usage_err (usage: scripts/gpu-check.sh [--bundle FILE | --emulated]; --help)" >&2
     printf '{"part": "total", "result": "fail", "reason": "%s", "seconds": 0}\n' "${usage_err//\"/}"
     exit 2
 fi
 if [ -n "$bundle" ]; then
     build="" # its bin/ folder, once it is unpacked
     logs="${SZ_GPU_LOG:-$root/build-gpu/gpu-check-logs}"
+elif [ "$emulated" = 1 ]; then
+    build="${SZ_BUILD_DIR:-$root/build-emu}"
+    logs="${SZ_GPU_LOG:-$build/gpu-check-logs}"
 else
     build="${SZ_BUILD_DIR:-$root/build-gpu}"
     logs="${SZ_GPU_LOG:-$build/gpu-check-logs}"
@@ -217,6 +233,7 @@ fi
 # SZ_GPU_CHECK_DRYRUN=1: run the parts anyway on the existing build (to test this script on a
 # machine without a GPU: the parts then fail, since no task runs on a CUDA worker).
 [ "${SZ_GPU_CHECK_DRYRUN:-0}" = 1 ] && ngpu=dryrun
+[ "$emulated" = 1 ] && ngpu=emulated # one emulated GPU per process, whatever the machine has
 if [ "$ngpu" = 0 ]; then
     echo "gpu-check: no GPU on this machine (no nvidia-smi GPU, no /dev/nvidiaN): nothing to check" >&2
     json gpu skip '"reason": "no GPU"'
@@ -265,6 +282,17 @@ if [ -n "$bundle" ]; then
         echo "gpu-check: the bundle was built from $bc, this tree is at $tc: the parts run the bundle's programs with this tree's scripts" >&2
 elif [ "$ngpu" = dryrun ]; then
     json build skip '"reason": "dry run: the existing build"'
+elif [ "$emulated" = 1 ]; then
+    # (its own timeout: the emulated build compiles the whole tree with no GPU to wait for)
+    if SZ_BUILD_DIR="$build" timeout -k 10 "${SZ_GPU_CHECK_BUILD_S:-900}" "$root/scripts/build.sh" -DSZ_USE_CUDA=ON \
+        -DSZ_CUDA_EMULATION=ON -DSZ_WERROR=ON ${SZ_GPU_CHECK_CMAKE_ARGS:-} >"$logs/build.log" 2>&1; then
+        json build pass "\"emulated\": true, \"seconds\": $(($(date +%s) - t_start))"
+        t_start=$(date +%s) deadline=$((t_start + ${SZ_GPU_CHECK_BUDGET_S:-470})) # the parts' budget from here
+    else
+        tail -25 "$logs/build.log" >&2
+        fail_part build "\"emulated\": true, \"log\": \"$logs/build.log\""
+        finish 1
+    fi
 elif ! SZ_BUILD_DIR="$build" timeout -k 10 "${SZ_GPU_CHECK_BUILD_S:-300}" "$root/scripts/build.sh" -DSZ_USE_CUDA=ON \
     -DSZ_WERROR=ON -DCMAKE_CUDA_ARCHITECTURES="${SZ_CUDA_ARCH:-native}" >"$logs/build.log" 2>&1; then
     tail -25 "$logs/build.log" >&2 # (the reason, in the output itself)
@@ -281,6 +309,11 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_
 # (gVisor, some containers) and then fails every large intra-node message: plain copies instead
 export OMPI_MCA_btl_vader_single_copy_mechanism="${OMPI_MCA_btl_vader_single_copy_mechanism:-none}"
 gpu_name=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)
+if [ "$emulated" = 1 ]; then
+    # the emulation's libraries first, whatever LD_LIBRARY_PATH holds (StarPU links libcudart too)
+    export LD_LIBRARY_PATH="$build/cuda-emu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+    gpu_name="cuda-emu (host emulation)"
+fi
 # Two ranks on one GPU (the stages and scheduler parts) need the Default compute mode: in
 # Exclusive_Process mode the second process cannot create its context there
 cmode=$(nvidia-smi --query-gpu=compute_mode --format=csv,noheader 2>/dev/null | head -1)
@@ -307,7 +340,9 @@ if go kernels; then
 fi
 
 # ---- attention kernel timing (figures) ----
-if go attention_bench; then
+if [ "$emulated" = 1 ] && go attention_bench; then
+    json attention_bench skip '"reason": "emulated: kernel timings mean nothing there"'
+elif go attention_bench; then
     timeout -k 10 $(tl 60) "$build/tests/test_cuda_kernels" --bench-attention >"$logs/attention_bench.json" 2>&1
     rc=$?
     line=$(grep '"tiled_fwd_ms"' "$logs/attention_bench.json" | tail -1)
@@ -335,15 +370,25 @@ done
     fail_part data "\"log\": \"$logs/prepare.log\""
 train=(--config d2 --vocab 256 --max-seq 64 --train "$data/chk_train.bin" --batch 4 --seq 64 --steps 5 --lr 1e-3 --json)
 bench_model=(--model d12 --batch 8 --seq 1024) sched_model=(--model d12 --batch 4 --seq 1024)
-if [ "$ngpu" = dryrun ]; then # the plumbing only: tiny models (a CPU cannot run d12 T1024 in time)
+if [ "$ngpu" = dryrun ] || [ "$ngpu" = emulated ]; then # the plumbing only: tiny models (a CPU cannot run d12 T1024 in time)
     bench_model=(--model d2 --vocab 256 --batch 2 --seq 64) sched_model=(--model d2 --vocab 256 --batch 2 --seq 64)
 fi
 losses() { grep '"loss"' "$1" | sed 's/.*"loss": \([-0-9.e]*\).*/\1/'; }
 cuda_tasks() { # tasks executed by CUDA workers, from StarPU's worker statistics
     awk '/^CUDA [0-9]/ {c = 1; next} c && /task\(s\)/ {for (i = 1; i <= NF; i++) if ($i ~ /^[0-9]+$/) {n += $i; break}; c = 0} END {print n + 0}' "$1"
 }
-cpu_tasks() { # tasks executed by CPU workers ("CPU 0", ...), from the same statistics
-    awk '/^CPU [0-9]/ {c = 1; next} c && /task\(s\)/ {for (i = 1; i <= NF; i++) if ($i ~ /^[0-9]+$/) {n += $i; break}; c = 0} END {print n + 0}' "$1"
+cpu_tasks() { # tasks executed by CPU workers ("CPU 0", ...), from the same statistics, less the one
+    # start-up task each CPU worker runs (sched/runtime.c's starpu_execute_on_each_worker; StarPU
+    # counts it among the worker's tasks, and the emulated check showed it: 1 CPU task per run)
+    awk '/^CPU [0-9]/ {c = 1; w++; next} c && /task\(s\)/ {for (i = 1; i <= NF; i++) if ($i ~ /^[0-9]+$/) {n += $i; break}; c = 0}
+        END {print (n > w ? n - w : 0)}' "$1"
+}
+ranks_stats() { # ERR: the ranks' worker statistics (SZ_RANK_STATS=ERR.stats, scripts/gpu-rank.sh)
+    # appended to ERR one rank after the other; on one stderr their lines interleave and the counts
+    # above misread them
+    local f
+    for f in "$1".stats.*; do [ -f "$f" ] && cat "$f" >>"$1" && rm -f "$f"; done
+    return 0
 }
 jnum() { # KEY FILE: a number from the last JSON line of FILE ("null" when absent; a string without
     # its quotes; numbers as Python's float form, "410.500" -> 410.5): scripts/json.awk, no Python
@@ -477,9 +522,11 @@ stages() { # PART PATH [ENV...]
     local part=$1 path=$2 ref="" ok=1 fig="" stage rc nt cur
     shift 2
     for stage in 0 1 2 3; do
-        env "$@" STARPU_NCUDA=1 STARPU_WORKER_STATS=1 timeout -k 10 $(tl 60) mpiexec -n 2 "$root/scripts/gpu-rank.sh" \
-            "$build/sz-train" "${train[@]}" --batch 2 --zero-stage $stage >"$logs/$part$stage.json" 2>"$logs/$part$stage.err"
+        env "$@" SZ_RANK_STATS="$logs/$part$stage.err.stats" STARPU_NCUDA=1 STARPU_WORKER_STATS=1 timeout -k 10 $(tl 60) \
+            mpiexec -n 2 "$root/scripts/gpu-rank.sh" "$build/sz-train" "${train[@]}" --batch 2 --zero-stage $stage \
+            >"$logs/$part$stage.json" 2>"$logs/$part$stage.err"
         rc=$?
+        ranks_stats "$logs/$part$stage.err"
         nt=$(cuda_tasks "$logs/$part$stage.err")
         fig="$fig\"stage${stage}_rc\": $rc, \"stage${stage}_cuda_tasks\": $nt, "
         if [ $rc -ne 0 ] || [ "$nt" -le 0 ]; then ok=0; continue; fi   # no CUDA task: not a GPU run
@@ -494,6 +541,8 @@ stages() { # PART PATH [ENV...]
 go stages && ! share_skip stages && stages stages "host-copy (MPI)" SZ_GPU_SHARE=1 SZ_NCCL=0
 if ! go stages_nccl; then
     :
+elif [ "$ngpu" = emulated ]; then # each rank's process emulates a GPU of its own (another PCI bus)
+    stages stages_nccl "expected nccl (the log says otherwise)" SZ_NCCL=1 SZ_LOG=info SZ_CUDA_EMU_PCI_BUS=rank
 elif [ "$ngpu" != unknown ] && [ "$ngpu" != dryrun ] && [ "$ngpu" -ge 2 ]; then
     stages stages_nccl "expected nccl (the log says otherwise)" SZ_NCCL=1 SZ_LOG=info
 else
@@ -590,10 +639,12 @@ for pol in zero dmdas prio lws; do
     go "sched_$pol" || continue
     share_skip "sched_$pol" && continue
     nsched=$((nsched + 1))
-    SZ_GPU_SHARE=1 STARPU_SCHED=$pol STARPU_NCUDA=1 STARPU_WORKER_STATS=1 timeout -k 10 $(tl 60) mpiexec -n 2 "$root/scripts/gpu-rank.sh" \
+    SZ_GPU_SHARE=1 SZ_RANK_STATS="$logs/sched_$pol.err.stats" STARPU_SCHED=$pol STARPU_NCUDA=1 STARPU_WORKER_STATS=1 \
+        timeout -k 10 $(tl 60) mpiexec -n 2 "$root/scripts/gpu-rank.sh" \
         "$build/sz-bench" "${sched_model[@]}" --precision bf16 --zero-stage 3 --steps 2 --warmup 1 --json \
         >"$logs/sched_$pol.json" 2>"$logs/sched_$pol.err"
     rc=$?
+    ranks_stats "$logs/sched_$pol.err"
     nt=$(cuda_tasks "$logs/sched_$pol.err")
     fig="\"policy\": \"$pol\", \"ranks\": 2, \"rc\": $rc, \"cuda_tasks\": $nt"
     for k in step_ms device_peak_bytes device_measured_peak_bytes gpu_used_bytes peak_bytes overlap comm_task_s compute_task_s mfu sched_policy; do
@@ -603,7 +654,10 @@ for pol in zero dmdas prio lws; do
     if [ $rc -eq 0 ] && [ "$nt" -gt 0 ]; then json "sched_$pol" pass "$fig" >>"$rows"
     else any_fail=1; json "sched_$pol" fail "$fig, \"log\": \"$logs/sched_$pol.err\"" >>"$rows"; fi
 done
-if [ $nsched -gt 0 ] && ! "$here/sched_rank.sh" "$rows"; then
+if [ $nsched -gt 0 ] && [ "$emulated" = 1 ]; then # the rows as they are: the emulation's timings rank nothing
+    cat "$rows"
+    json sched_ranking skip '"reason": "emulated: the timings are the emulation'"'"'s, not a GPU'"'"'s", "counts_toward_total": false'
+elif [ $nsched -gt 0 ] && ! "$here/sched_rank.sh" "$rows"; then
     cat "$rows"
     fail_part sched_ranking "\"note\": \"scripts/sched_rank.sh failed on $rows\""
 fi

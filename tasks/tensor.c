@@ -92,12 +92,14 @@ static sz_status copy(sz_tensor *t, void *dst, const void *src)
     if (!t || (!dst && !src))
         return SZ_ERR_INVALID;
     int whole = t->offset == 0 && t->numel == t->handle_numel;
-    if (starpu_data_acquire(t->h, src ? (whole ? STARPU_W : STARPU_RW) : STARPU_R) != 0)
+    /* in main memory, whatever the handle's home: starpu_data_acquire would acquire a tensor of the
+     * GPU arena (home: the GPU's node) there, where the host cannot touch it */
+    if (starpu_data_acquire_on_node(t->h, STARPU_MAIN_RAM, src ? (whole ? STARPU_W : STARPU_RW) : STARPU_R) != 0)
         return SZ_ERR_RUNTIME;
-    char *p = (char *)starpu_data_get_local_ptr(t->h) + (size_t)t->offset * sz_dtype_size(t->dtype);
+    char *p = (char *)starpu_data_handle_to_pointer(t->h, STARPU_MAIN_RAM) + (size_t)t->offset * sz_dtype_size(t->dtype);
     size_t bytes = (size_t)t->numel * sz_dtype_size(t->dtype);
     memcpy(src ? p : dst, src ? src : p, bytes);
-    starpu_data_release(t->h);
+    starpu_data_release_on_node(t->h, STARPU_MAIN_RAM);
     return SZ_OK;
 }
 

@@ -22,6 +22,7 @@
  * nvcc does it, speed, NCCL, StarPU's CUDA workers. Any emulation error makes the program exit 1 at
  * the end, whatever the test said. */
 #include "sz_cuda_emu.h"
+#include "sz_cuda_emu_rt.h"
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,6 +30,8 @@
 #include <time.h>
 #include <unistd.h>
 #include <map>
+#include <mutex>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -47,10 +50,8 @@ static const char *g_kernel = "(host)";
 static int g_launches;
 static std::map<const void *, std::pair<std::string, int>> *g_kernels; /* kernel -> name, launches */
 
-static void emu_error(const char *fmt, ...)
+static void emu_verror(const char *fmt, va_list ap)
 {
-    va_list ap;
-    va_start(ap, fmt);
     fprintf(stderr, "cuda-emu: error in %s", g_kernel);
     if (sz_emu_cur)
         fprintf(stderr, " block (%u,%u,%u) thread (%u,%u,%u)", sz_emu_blk.bid.x, sz_emu_blk.bid.y, sz_emu_blk.bid.z,
@@ -58,9 +59,26 @@ static void emu_error(const char *fmt, ...)
     fprintf(stderr, ": ");
     vfprintf(stderr, fmt, ap);
     fprintf(stderr, "\n");
-    va_end(ap);
     g_errors++;
 }
+
+__attribute__((format(printf, 1, 2))) static void emu_error(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    emu_verror(fmt, ap);
+    va_end(ap);
+}
+
+void sz_emu_error(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    emu_verror(fmt, ap);
+    va_end(ap);
+}
+
+void sz_emu_set_site(const char *what) { g_kernel = what ? what : "(host)"; }
 
 static void report(void)
 {
@@ -304,7 +322,7 @@ void *sz_emu_dyn_smem(void) { return g_dyn; }
 
 /* ---------------------------------------------------------------- launches */
 
-static cudaError_t g_last = cudaSuccess;
+static thread_local cudaError_t g_last = cudaSuccess; /* per host thread, as cudaGetLastError's */
 static std::map<const void *, int> *g_dyn_limit; /* cudaFuncSetAttribute's maximum dynamic smem */
 static bool g_reverse;                           /* SZ_CUDA_EMU_ORDER=reverse */
 static const int OPTIN_SMEM = 232448;
@@ -313,6 +331,7 @@ void sz_emu_run(const char *name, const void *kernel, dim3 grid, dim3 block, siz
                 sz_emu_body body, void *ctx)
 {
     (void)s;
+    sz_emu_device open;
     g_kernel = name;
     g_launches++;
     auto &kn = (*g_kernels)[kernel];
@@ -364,7 +383,119 @@ void sz_emu_run(const char *name, const void *kernel, dim3 grid, dim3 block, siz
     g_kernel = "(host)";
 }
 
-/* before main: the tables (on the heap: they must outlive the report at exit), the order, the report */
+
+/* ---------------------------------------------------------------- device memory */
+
+/* The lock of every entry point (StarPU's threads call the runtime at once; a launch holds it
+ * throughout, so one block runs at a time in the whole process). */
+static std::recursive_mutex g_mu;
+#define EMU_LOCK std::lock_guard<std::recursive_mutex> emu_lock_(g_mu)
+
+static std::map<uintptr_t, size_t> *g_allocs; /* device allocations: base -> bytes (made in emu_init) */
+static size_t g_allocated;
+static std::set<void *> *g_pinned; /* cudaHostAlloc's blocks */
+
+#ifdef SZ_CUDA_EMU_HEAP
+/* The engine build: device memory is one reserved region (SZ_CUDA_EMU_MEM_MB, default 16384 MB),
+ * first fit, 256-byte aligned, which only the emulation's own calls can touch (sz_emu_device opens
+ * it; closed, it is PROT_NONE): StarPU's or the library's host code reading or writing a device
+ * pointer faults there, as on a GPU. */
+static char *g_base;
+static size_t g_cap, g_top;                /* reserved, high-water mark (bytes from g_base) */
+static std::map<size_t, size_t> *g_free;   /* offset -> bytes */
+static int g_open;
+
+static size_t page_up(size_t n) { return (n + 4095) & ~(size_t)4095; }
+
+static void heap_init(void)
+{
+    const char *e = getenv("SZ_CUDA_EMU_MEM_MB");
+    g_cap = (size_t)(e && atol(e) > 0 ? atol(e) : 16384) << 20;
+    void *m = mmap(nullptr, g_cap, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (m == MAP_FAILED) {
+        perror("cuda-emu: reserving the device memory (SZ_CUDA_EMU_MEM_MB)");
+        abort();
+    }
+    g_base = (char *)m;
+    g_free = new std::map<size_t, size_t>;
+    (*g_free)[0] = g_cap;
+}
+
+static void *dev_alloc(size_t n)
+{
+    n = (n + 255) & ~(size_t)255;
+    for (auto it = g_free->begin(); it != g_free->end(); ++it) {
+        if (it->second < n)
+            continue;
+        size_t off = it->first, rest = it->second - n;
+        g_free->erase(it);
+        if (rest)
+            (*g_free)[off + n] = rest;
+        if (off + n > g_top) {
+            g_top = off + n;
+            mprotect(g_base, page_up(g_top), PROT_READ | PROT_WRITE); /* (the device is open here) */
+        }
+        return g_base + off;
+    }
+    return nullptr;
+}
+
+static void dev_release(void *p, size_t n)
+{
+    size_t off = (size_t)((char *)p - g_base);
+    n = (n + 255) & ~(size_t)255;
+    auto next = g_free->lower_bound(off);
+    if (next != g_free->end() && off + n == next->first) {
+        n += next->second;
+        next = g_free->erase(next);
+    }
+    if (next != g_free->begin()) {
+        auto prev = std::prev(next);
+        if (prev->first + prev->second == off) {
+            prev->second += n;
+            return;
+        }
+    }
+    (*g_free)[off] = n;
+}
+
+sz_emu_device::sz_emu_device()
+{
+    g_mu.lock();
+    if (!g_open++ && g_top)
+        mprotect(g_base, page_up(g_top), PROT_READ | PROT_WRITE);
+}
+sz_emu_device::~sz_emu_device()
+{
+    if (!--g_open && g_top)
+        mprotect(g_base, page_up(g_top), PROT_NONE);
+    g_mu.unlock();
+}
+#else
+/* The kernel test: malloc, where AddressSanitizer sees a kernel's overrun. */
+static const size_t g_cap = (size_t)141 << 30;
+static void heap_init(void) {}
+static void *dev_alloc(size_t n) { return malloc(n ? n : 1); }
+static void dev_release(void *p, size_t) { free(p); }
+sz_emu_device::sz_emu_device() { g_mu.lock(); }
+sz_emu_device::~sz_emu_device() { g_mu.unlock(); }
+#endif
+
+bool sz_emu_in_device(const void *p, size_t n)
+{
+    EMU_LOCK;
+    auto it = g_allocs->upper_bound((uintptr_t)p);
+    if (it == g_allocs->begin())
+        return false;
+    --it;
+    return (uintptr_t)p + n <= it->first + it->second;
+}
+
+/* p lies in a device allocation at all (a host pointer must not) */
+static bool any_device(const void *p) { return sz_emu_in_device(p, 1); }
+
+/* before main: the tables (on the heap: they must outlive the report at exit), the order, the
+ * device memory, the report */
 __attribute__((constructor)) static void emu_init(void)
 {
     g_kernels = new std::map<const void *, std::pair<std::string, int>>;
@@ -372,30 +503,23 @@ __attribute__((constructor)) static void emu_init(void)
     g_dyn_limit = new std::map<const void *, int>;
     const char *order = getenv("SZ_CUDA_EMU_ORDER");
     g_reverse = order && !strcmp(order, "reverse");
+    g_allocs = new std::map<uintptr_t, size_t>;
+    g_pinned = new std::set<void *>;
+    heap_init();
     atexit(report);
 }
 
-/* ---------------------------------------------------------------- the runtime API */
-
-static std::map<uintptr_t, size_t> g_allocs; /* device allocations: base -> bytes */
-static size_t g_allocated;
-static const size_t TOTAL_MEM = (size_t)141 << 30;
-
-/* [p, p + n) inside one device allocation */
-static bool in_device(const void *p, size_t n)
+static cudaError_t fail(cudaError_t e, const char *what, ...) __attribute__((format(printf, 2, 3)));
+static cudaError_t fail(cudaError_t e, const char *what, ...)
 {
-    auto it = g_allocs.upper_bound((uintptr_t)p);
-    if (it == g_allocs.begin())
-        return false;
-    --it;
-    return (uintptr_t)p + n <= it->first + it->second;
-}
-
-static cudaError_t fail(cudaError_t e, const char *what)
-{
-    emu_error("%s", what);
+    va_list ap;
+    va_start(ap, what);
+    emu_verror(what, ap);
+    va_end(ap);
     return g_last = e;
 }
+
+/* ---------------------------------------------------------------- the runtime API */
 
 extern "C" {
 
@@ -407,6 +531,17 @@ cudaError_t cudaGetLastError(void)
 }
 cudaError_t cudaPeekAtLastError(void) { return g_last; }
 const char *cudaGetErrorString(cudaError_t e) { return e ? "an error (cuda-emu)" : "no error"; }
+const char *cudaGetErrorName(cudaError_t e) { return e ? "cudaErrorCudaEmu" : "cudaSuccess"; }
+cudaError_t cudaRuntimeGetVersion(int *v)
+{
+    *v = CUDART_VERSION;
+    return cudaSuccess;
+}
+cudaError_t cudaDriverGetVersion(int *v)
+{
+    *v = CUDART_VERSION;
+    return cudaSuccess;
+}
 
 cudaError_t cudaGetDeviceCount(int *n)
 {
@@ -420,6 +555,26 @@ cudaError_t cudaGetDevice(int *d)
     return cudaSuccess;
 }
 cudaError_t cudaDeviceSynchronize(void) { return cudaSuccess; }
+cudaError_t cudaDeviceReset(void) { return cudaSuccess; }
+cudaError_t cudaDeviceCanAccessPeer(int *can, int, int)
+{
+    *can = 0;
+    return cudaSuccess;
+}
+cudaError_t cudaDeviceEnablePeerAccess(int, unsigned)
+{
+    return fail(cudaErrorInvalidDevice, "cudaDeviceEnablePeerAccess: one emulated device, no peers");
+}
+
+/* The emulated GPU's PCI bus: SZ_CUDA_EMU_PCI_BUS (default 0; "rank": the process's local MPI rank),
+ * so that ranks on one host, each emulating its device 0, can share one GPU or have their own */
+static int pci_bus(void)
+{
+    const char *e = getenv("SZ_CUDA_EMU_PCI_BUS");
+    if (e && !strcmp(e, "rank"))
+        e = getenv("OMPI_COMM_WORLD_LOCAL_RANK") ? getenv("OMPI_COMM_WORLD_LOCAL_RANK") : getenv("PMI_RANK");
+    return e ? atoi(e) & 0xFF : 0;
+}
 
 cudaError_t cudaGetDeviceProperties(struct cudaDeviceProp *p, int d)
 {
@@ -430,7 +585,7 @@ cudaError_t cudaGetDeviceProperties(struct cudaDeviceProp *p, int d)
     p->major = 9;
     p->minor = 0;
     p->multiProcessorCount = 132;
-    p->totalGlobalMem = TOTAL_MEM;
+    p->totalGlobalMem = g_cap;
     p->sharedMemPerBlock = 49152;
     p->sharedMemPerBlockOptin = OPTIN_SMEM;
     p->maxThreadsPerBlock = 1024;
@@ -439,6 +594,10 @@ cudaError_t cudaGetDeviceProperties(struct cudaDeviceProp *p, int d)
     p->maxThreadsDim[2] = 64;
     p->maxGridSize[0] = 2147483647;
     p->maxGridSize[1] = p->maxGridSize[2] = 65535;
+    p->concurrentKernels = 1;
+    p->unifiedAddressing = 1;
+    p->asyncEngineCount = 2;
+    p->pciBusID = pci_bus();
     return cudaSuccess;
 }
 
@@ -454,7 +613,13 @@ cudaError_t cudaDeviceGetAttribute(int *v, enum cudaDeviceAttr a, int d)
     case cudaDevAttrComputeCapabilityMajor: *v = 9; break;
     case cudaDevAttrComputeCapabilityMinor: *v = 0; break;
     case cudaDevAttrMaxThreadsPerBlock: *v = 1024; break;
-    default: return fail(cudaErrorInvalidValue, "cudaDeviceGetAttribute: attribute not emulated");
+    case cudaDevAttrPciBusId: *v = pci_bus(); break;
+    case cudaDevAttrPciDeviceId: *v = 0; break;
+    case cudaDevAttrPciDomainId: *v = 0; break;
+    case cudaDevAttrComputeMode: *v = cudaComputeModeDefault; break;
+    case cudaDevAttrConcurrentKernels: *v = 1; break;
+    case cudaDevAttrUnifiedAddressing: *v = 1; break;
+    default: return fail(cudaErrorInvalidValue, "cudaDeviceGetAttribute: attribute %d not emulated", (int)a);
     }
     return cudaSuccess;
 }
@@ -463,19 +628,21 @@ cudaError_t cudaDeviceGetPCIBusId(char *buf, int len, int d)
 {
     if (d)
         return g_last = cudaErrorInvalidDevice;
-    snprintf(buf, (size_t)len, "0000:00:00.0");
+    snprintf(buf, (size_t)len, "0000:%02x:00.0", pci_bus());
     return cudaSuccess;
 }
 
 cudaError_t cudaMemGetInfo(size_t *free_b, size_t *total)
 {
-    *free_b = TOTAL_MEM - g_allocated;
-    *total = TOTAL_MEM;
+    EMU_LOCK;
+    *free_b = g_cap - g_allocated;
+    *total = g_cap;
     return cudaSuccess;
 }
 
 cudaError_t cudaFuncSetAttribute(const void *func, enum cudaFuncAttribute a, int v)
 {
+    EMU_LOCK;
     if (a != cudaFuncAttributeMaxDynamicSharedMemorySize)
         return fail(cudaErrorInvalidValue, "cudaFuncSetAttribute: attribute not emulated");
     if (v < 0 || v > OPTIN_SMEM)
@@ -486,11 +653,12 @@ cudaError_t cudaFuncSetAttribute(const void *func, enum cudaFuncAttribute a, int
 
 cudaError_t cudaMalloc(void **p, size_t n)
 {
-    *p = malloc(n ? n : 1);
+    sz_emu_device open;
+    *p = dev_alloc(n);
     if (!*p)
         return g_last = cudaErrorMemoryAllocation;
     memset(*p, 0xFF, n); /* uninitialised device memory */
-    g_allocs[(uintptr_t)*p] = n;
+    (*g_allocs)[(uintptr_t)*p] = n;
     g_allocated += n;
     return cudaSuccess;
 }
@@ -500,53 +668,152 @@ cudaError_t cudaFree(void *p)
 {
     if (!p)
         return cudaSuccess;
-    auto it = g_allocs.find((uintptr_t)p);
-    if (it == g_allocs.end())
+    EMU_LOCK;
+    auto it = g_allocs->find((uintptr_t)p);
+    if (it == g_allocs->end())
         return fail(cudaErrorInvalidValue, "cudaFree of a pointer cudaMalloc did not return");
     g_allocated -= it->second;
-    g_allocs.erase(it);
-    free(p);
+    dev_release(p, it->second);
+    g_allocs->erase(it);
     return cudaSuccess;
 }
 cudaError_t cudaFreeAsync(void *p, cudaStream_t) { return cudaFree(p); }
 
+/* Pinned host memory: ordinary host memory, remembered so cudaFreeHost can check its pointer */
+cudaError_t cudaHostAlloc(void **p, size_t n, unsigned)
+{
+    EMU_LOCK;
+    if (posix_memalign(p, 4096, n ? n : 1))
+        return g_last = cudaErrorMemoryAllocation;
+    g_pinned->insert(*p);
+    return cudaSuccess;
+}
+cudaError_t cudaMallocHost(void **p, size_t n) { return cudaHostAlloc(p, n, 0); }
+cudaError_t cudaFreeHost(void *p)
+{
+    EMU_LOCK;
+    if (!p)
+        return cudaSuccess;
+    if (!g_pinned->erase(p))
+        return fail(cudaErrorInvalidValue, "cudaFreeHost of a pointer cudaHostAlloc did not return");
+    free(p);
+    return cudaSuccess;
+}
+cudaError_t cudaHostRegister(void *p, size_t n, unsigned)
+{
+    if (any_device(p) || (n && any_device((char *)p + n - 1)))
+        return fail(cudaErrorInvalidValue, "cudaHostRegister of device memory");
+    return cudaSuccess;
+}
+cudaError_t cudaHostUnregister(void *) { return cudaSuccess; }
+
+/* One copy of n bytes: each side must be what the kind says (a device side inside one allocation,
+ * a host side outside every one; cudaMemcpyDefault: whatever the pointers are). */
+static cudaError_t copy(const char *what, void *dst, const void *src, size_t n, enum cudaMemcpyKind k)
+{
+    if (!n)
+        return cudaSuccess;
+    sz_emu_device open;
+    bool dd = sz_emu_in_device(dst, n), sd = sz_emu_in_device(src, n);
+    bool wd, ws;
+    switch (k) {
+    case cudaMemcpyHostToHost: wd = ws = false; break;
+    case cudaMemcpyHostToDevice: wd = true, ws = false; break;
+    case cudaMemcpyDeviceToHost: wd = false, ws = true; break;
+    case cudaMemcpyDeviceToDevice: wd = ws = true; break;
+    case cudaMemcpyDefault:
+        wd = dd || any_device(dst), ws = sd || any_device(src);
+        break;
+    default: return fail(cudaErrorInvalidMemcpyDirection, "%s: kind %d", what, (int)k);
+    }
+    if (wd && !dd)
+        return fail(cudaErrorInvalidValue, "%s: the destination [%p, +%zu) is not inside one device allocation", what,
+                    dst, n);
+    if (ws && !sd)
+        return fail(cudaErrorInvalidValue, "%s: the source [%p, +%zu) is not inside one device allocation", what, src,
+                    n);
+    if ((!wd && any_device(dst)) || (!ws && any_device(src)))
+        return fail(cudaErrorInvalidValue, "%s: a host side (kind %d) that is device memory", what, (int)k);
+    memmove(dst, src, n);
+    return cudaSuccess;
+}
+
 cudaError_t cudaMemcpy(void *dst, const void *src, size_t n, enum cudaMemcpyKind k)
 {
-    bool dd = k == cudaMemcpyHostToDevice || k == cudaMemcpyDeviceToDevice;
-    bool sd = k == cudaMemcpyDeviceToHost || k == cudaMemcpyDeviceToDevice;
-    if (n && ((dd && !in_device(dst, n)) || (sd && !in_device(src, n))))
-        return fail(cudaErrorInvalidValue, "cudaMemcpy: a device range outside every allocation");
-    if (n)
-        memmove(dst, src, n);
+    return copy("cudaMemcpy", dst, src, n, k);
+}
+cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t n, enum cudaMemcpyKind k, cudaStream_t)
+{
+    return copy("cudaMemcpyAsync", dst, src, n, k);
+}
+cudaError_t cudaMemcpy2D(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width, size_t height,
+                         enum cudaMemcpyKind k)
+{
+    if (width > dpitch || width > spitch)
+        return fail(cudaErrorInvalidPitchValue, "cudaMemcpy2D: width %zu above a pitch (%zu, %zu)", width, dpitch,
+                    spitch);
+    sz_emu_device open;
+    for (size_t r = 0; r < height; r++) {
+        cudaError_t e = copy("cudaMemcpy2D", (char *)dst + r * dpitch, (const char *)src + r * spitch, width, k);
+        if (e)
+            return e;
+    }
     return cudaSuccess;
+}
+cudaError_t cudaMemcpy2DAsync(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width, size_t height,
+                              enum cudaMemcpyKind k, cudaStream_t)
+{
+    return cudaMemcpy2D(dst, dpitch, src, spitch, width, height, k);
+}
+cudaError_t cudaMemcpyPeer(void *, int, const void *, int, size_t)
+{
+    return fail(cudaErrorInvalidDevice, "cudaMemcpyPeer: one emulated device, no peers");
+}
+cudaError_t cudaMemcpyPeerAsync(void *, int, const void *, int, size_t, cudaStream_t)
+{
+    return fail(cudaErrorInvalidDevice, "cudaMemcpyPeerAsync: one emulated device, no peers");
+}
+cudaError_t cudaMemcpy3DPeer(const struct cudaMemcpy3DPeerParms *)
+{
+    return fail(cudaErrorInvalidDevice, "cudaMemcpy3DPeer: one emulated device, no peers");
+}
+cudaError_t cudaMemcpy3DPeerAsync(const struct cudaMemcpy3DPeerParms *, cudaStream_t)
+{
+    return fail(cudaErrorInvalidDevice, "cudaMemcpy3DPeerAsync: one emulated device, no peers");
 }
 
 cudaError_t cudaMemset(void *p, int v, size_t n)
 {
-    if (n && !in_device(p, n))
-        return fail(cudaErrorInvalidValue, "cudaMemset: a range outside every allocation");
+    sz_emu_device open;
+    if (n && !sz_emu_in_device(p, n))
+        return fail(cudaErrorInvalidValue, "cudaMemset: [%p, +%zu) outside every allocation", p, n);
     memset(p, v, n);
     return cudaSuccess;
 }
 cudaError_t cudaMemsetAsync(void *p, int v, size_t n, cudaStream_t) { return cudaMemset(p, v, n); }
 
-/* Streams and events: everything is synchronous; events hold the host time of their record. */
+/* Streams and events: everything is synchronous (a call has finished its work when it returns);
+ * an event holds the host time of its record. */
 cudaError_t cudaStreamCreate(cudaStream_t *s)
 {
     *s = (cudaStream_t)malloc(1);
     return cudaSuccess;
 }
+cudaError_t cudaStreamCreateWithFlags(cudaStream_t *s, unsigned) { return cudaStreamCreate(s); }
 cudaError_t cudaStreamDestroy(cudaStream_t s)
 {
     free((void *)s);
     return cudaSuccess;
 }
 cudaError_t cudaStreamSynchronize(cudaStream_t) { return cudaSuccess; }
+cudaError_t cudaStreamQuery(cudaStream_t) { return cudaSuccess; }
+cudaError_t cudaStreamWaitEvent(cudaStream_t, cudaEvent_t, unsigned) { return cudaSuccess; }
 cudaError_t cudaEventCreate(cudaEvent_t *e)
 {
     *e = (cudaEvent_t)calloc(1, sizeof(double));
     return cudaSuccess;
 }
+cudaError_t cudaEventCreateWithFlags(cudaEvent_t *e, unsigned) { return cudaEventCreate(e); }
 cudaError_t cudaEventDestroy(cudaEvent_t e)
 {
     free((void *)e);
@@ -560,97 +827,11 @@ cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t)
     return cudaSuccess;
 }
 cudaError_t cudaEventSynchronize(cudaEvent_t) { return cudaSuccess; }
+cudaError_t cudaEventQuery(cudaEvent_t) { return cudaSuccess; }
 cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t a, cudaEvent_t b)
 {
     *ms = (float)(*(double *)(void *)b - *(double *)(void *)a);
     return cudaSuccess;
-}
-
-/* ---------------------------------------------------------------- cuBLAS */
-
-struct cublasContext {
-    cudaStream_t s;
-    cublasPointerMode_t pm;
-};
-
-cublasStatus_t cublasCreate_v2(cublasHandle_t *h)
-{
-    *h = new cublasContext{nullptr, CUBLAS_POINTER_MODE_HOST};
-    return CUBLAS_STATUS_SUCCESS;
-}
-cublasStatus_t cublasDestroy_v2(cublasHandle_t h)
-{
-    delete h;
-    return CUBLAS_STATUS_SUCCESS;
-}
-cublasStatus_t cublasSetStream_v2(cublasHandle_t h, cudaStream_t s)
-{
-    h->s = s;
-    return CUBLAS_STATUS_SUCCESS;
-}
-cublasStatus_t cublasSetPointerMode_v2(cublasHandle_t h, cublasPointerMode_t m)
-{
-    h->pm = m;
-    return CUBLAS_STATUS_SUCCESS;
-}
-cublasStatus_t cublasSetMathMode(cublasHandle_t, cublasMath_t) { return CUBLAS_STATUS_SUCCESS; }
-
-static float mat_get(const void *p, cudaDataType t, size_t i)
-{
-    return t == CUDA_R_16BF ? __bfloat162float(((const __nv_bfloat16 *)p)[i]) : ((const float *)p)[i];
-}
-
-cublasStatus_t cublasGemmEx(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k,
-                            const void *alpha, const void *A, cudaDataType At, int lda, const void *B, cudaDataType Bt,
-                            int ldb, const void *beta, void *C, cudaDataType Ct, int ldc, cublasComputeType_t ct,
-                            cublasGemmAlgo_t)
-{
-    g_kernel = "cublasGemmEx";
-    cublasStatus_t st = CUBLAS_STATUS_SUCCESS;
-    int ar = ta == CUBLAS_OP_N ? m : k, ac = ta == CUBLAS_OP_N ? k : m; /* A as stored: ar x ac */
-    int br = tb == CUBLAS_OP_N ? k : n, bc = tb == CUBLAS_OP_N ? n : k;
-    bool types = ct == CUBLAS_COMPUTE_32F && At == Bt && (At == CUDA_R_32F || At == CUDA_R_16BF) &&
-                 (Ct == CUDA_R_32F || (Ct == CUDA_R_16BF && At == CUDA_R_16BF));
-    size_t ea = At == CUDA_R_16BF ? 2 : 4, ec = Ct == CUDA_R_16BF ? 2 : 4;
-    if (!h || h->pm != CUBLAS_POINTER_MODE_HOST) {
-        emu_error("no handle, or device pointer mode (not emulated)");
-        st = CUBLAS_STATUS_NOT_INITIALIZED;
-    } else if (m < 0 || n < 0 || k < 0 || lda < (ar > 1 ? ar : 1) || ldb < (br > 1 ? br : 1) ||
-               ldc < (m > 1 ? m : 1) || (ta != CUBLAS_OP_N && ta != CUBLAS_OP_T) ||
-               (tb != CUBLAS_OP_N && tb != CUBLAS_OP_T)) {
-        emu_error("invalid value: m %d n %d k %d lda %d ldb %d ldc %d", m, n, k, lda, ldb, ldc);
-        st = CUBLAS_STATUS_INVALID_VALUE;
-    } else if (!types) {
-        emu_error("type combination A %d B %d C %d compute %d not supported", (int)At, (int)Bt, (int)Ct, (int)ct);
-        st = CUBLAS_STATUS_NOT_SUPPORTED;
-    } else if (m && n &&
-               ((k && (!in_device(A, ((size_t)(ac - 1) * lda + ar) * ea) ||
-                       !in_device(B, ((size_t)(bc - 1) * ldb + br) * ea))) ||
-                !in_device(C, ((size_t)(n - 1) * ldc + m) * ec))) {
-        emu_error("an operand outside its allocation (m %d n %d k %d)", m, n, k);
-        st = CUBLAS_STATUS_INVALID_VALUE;
-    } else {
-        float al = *(const float *)alpha, be = *(const float *)beta;
-        for (int j = 0; j < n; j++)
-            for (int i = 0; i < m; i++) {
-                float s = 0.0f;
-                for (int l = 0; l < k; l++) {
-                    float a = mat_get(A, At, ta == CUBLAS_OP_N ? (size_t)l * lda + i : (size_t)i * lda + l);
-                    float b = mat_get(B, Bt, tb == CUBLAS_OP_N ? (size_t)j * ldb + l : (size_t)l * ldb + j);
-                    s += a * b;
-                }
-                size_t ci = (size_t)j * ldc + i;
-                float r = al * s;
-                if (be != 0.0f)
-                    r += be * mat_get(C, Ct, ci); /* C not read when beta is 0 */
-                if (Ct == CUDA_R_16BF)
-                    ((__nv_bfloat16 *)C)[ci] = __float2bfloat16_rn(r);
-                else
-                    ((float *)C)[ci] = r;
-            }
-    }
-    g_kernel = "(host)";
-    return st;
 }
 
 } /* extern "C" */

@@ -1,0 +1,27 @@
+/* tests/cuda_emu/sz_cuda_emu_rt.h — what the emulation's libraries share beyond the device side
+ * (sz_cuda_emu.h): the runtime's error count, the lock every entry point holds, and the device
+ * memory checks. sz_cuda_emu.cpp defines them; sz_cublas_emu.cpp uses them. */
+#ifndef SZ_CUDA_EMU_RT_H
+#define SZ_CUDA_EMU_RT_H
+
+#include <stddef.h>
+
+/* An emulation error (counted; the program exits 1 at the end): in what (a kernel's or an API
+ * call's name), at the running thread when a kernel runs. */
+void sz_emu_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* The name errors name until the next call (a string literal); "(host)" between calls. */
+void sz_emu_set_site(const char *what);
+/* [p, p + n) inside one device allocation. */
+bool sz_emu_in_device(const void *p, size_t n);
+
+/* Held by every entry point (the runtime is called by StarPU's threads at once). While one is held
+ * with the device open, the device memory is readable and writable; else, in the engine build
+ * (SZ_CUDA_EMU_HEAP), the host's access to it faults, as a dereference of a device pointer does. */
+struct sz_emu_device {
+    sz_emu_device();
+    ~sz_emu_device();
+    sz_emu_device(const sz_emu_device &) = delete;
+    sz_emu_device &operator=(const sz_emu_device &) = delete;
+};
+
+#endif /* SZ_CUDA_EMU_RT_H */
