@@ -17,9 +17,12 @@
  * The device is one made-up sm_90 GPU (132 SMs). cublasGemmEx: column-major, its argument checks,
  * fp32 products summed in k order, bf16 stored rounded to nearest even.
  *
+ * Built as libcudart for the engine's emulated build (-DSZ_CUDA_EMULATION=ON, CudaEmu.cmake), it
+ * is StarPU's CUDA runtime too: every entry point holds one lock, and the device memory is a region
+ * the host cannot touch between the emulation's calls (SZ_CUDA_EMU_HEAP).
  * What it cannot check: the real WMMA fragments and tensor cores, the GPU's memory model (blocks and
- * threads do not run concurrently), cuBLAS's own algorithms (only its contract), FMA contraction as
- * nvcc does it, speed, NCCL, StarPU's CUDA workers. Any emulation error makes the program exit 1 at
+ * threads do not run concurrently; streams are synchronous), cuBLAS's own algorithms (only its
+ * contract), FMA contraction as nvcc does it, speed. Any emulation error makes the program exit 1 at
  * the end, whatever the test said. */
 #include "sz_cuda_emu.h"
 #include "sz_cuda_emu_rt.h"
