@@ -65,14 +65,6 @@ static void emu_verror(const char *fmt, va_list ap)
     g_errors++;
 }
 
-__attribute__((format(printf, 1, 2))) static void emu_error(const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    emu_verror(fmt, ap);
-    va_end(ap);
-}
-
 void sz_emu_error(const char *fmt, ...)
 {
     va_list ap;
@@ -209,9 +201,9 @@ static void warp_wait(fiber *f, unsigned mask, int kind)
 {
     unsigned lin = (unsigned)(f - F.data());
     if (mask != 0xFFFFFFFFu)
-        emu_error("warp operation with mask 0x%08x: only full masks are emulated", mask);
+        sz_emu_error("warp operation with mask 0x%08x: only full masks are emulated", mask);
     if ((lin | 31u) >= g_n)
-        emu_error("full-mask warp operation in a partial warp (%u threads in the block)", g_n);
+        sz_emu_error("full-mask warp operation in a partial warp (%u threads in the block)", g_n);
     f->state = F_WARP;
     f->wkind = kind;
     g_wwait[lin >> 5]++;
@@ -227,7 +219,7 @@ uint64_t sz_emu_shfl(unsigned mask, uint64_t v, int xor_mask, int width)
 {
     fiber *f = (fiber *)sz_emu_cur;
     if (width != 32 || xor_mask < 0 || xor_mask > 31) {
-        emu_error("shuffle width %d, lane mask %d: not emulated", width, xor_mask);
+        sz_emu_error("shuffle width %d, lane mask %d: not emulated", width, xor_mask);
         return v;
     }
     unsigned s = f->nshfl & 1;
@@ -238,7 +230,7 @@ uint64_t sz_emu_shfl(unsigned mask, uint64_t v, int xor_mask, int width)
     if (src < g_n) {
         fiber *g = &F[src];
         if (g->nshfl < f->nshfl || (g->nshfl == f->nshfl && g->state == F_DONE))
-            emu_error("shuffle from lane %u, which did not take part", src & 31u);
+            sz_emu_error("shuffle from lane %u, which did not take part", src & 31u);
         r = g->slot[s];
     }
     f->nshfl++;
@@ -270,7 +262,7 @@ static void run_block(bool reverse)
             if (!wait || wait + exited != lanes)
                 continue; /* nobody waiting, or lanes still at __syncthreads */
             if (exited)
-                emu_error("warp %u: %u lanes at a full-mask warp operation after %u others returned", w, wait,
+                sz_emu_error("warp %u: %u lanes at a full-mask warp operation after %u others returned", w, wait,
                           exited);
             unsigned kinds = 0;
             for (unsigned i = 32 * w; i < 32 * w + lanes; i++)
@@ -279,7 +271,7 @@ static void run_block(bool reverse)
                     F[i].state = F_RUN;
                 }
             if (kinds == 3)
-                emu_error("warp %u: lanes at __syncwarp and at a shuffle at once", w);
+                sz_emu_error("warp %u: lanes at __syncwarp and at a shuffle at once", w);
             g_wwait[w] = 0;
             atwarp -= wait;
             released = true;
@@ -292,7 +284,7 @@ static void run_block(bool reverse)
             released = true;
         }
         if (!released) {
-            emu_error("deadlock (a hang on the GPU): %u threads at __syncthreads, %u at warp operations, %u returned",
+            sz_emu_error("deadlock (a hang on the GPU): %u threads at __syncthreads, %u at warp operations, %u returned",
                       g_atblock, atwarp, g_done);
             for (unsigned w = 0; w < nw; w++) {
                 fprintf(stderr, "cuda-emu:   warp %u (R run, B __syncthreads, W warp op, D returned):", w);
@@ -353,7 +345,7 @@ void sz_emu_run(const char *name, const void *kernel, dim3 grid, dim3 block, siz
     else if (smem > smax)
         bad = "more dynamic shared memory than the kernel's limit (48 KB without cudaFuncSetAttribute)";
     if (bad) {
-        emu_error("launch <<<(%u,%u,%u), (%u,%u,%u), %zu>>>: %s", grid.x, grid.y, grid.z, block.x, block.y, block.z,
+        sz_emu_error("launch <<<(%u,%u,%u), (%u,%u,%u), %zu>>>: %s", grid.x, grid.y, grid.z, block.x, block.y, block.z,
                   smem, bad);
         g_last = cudaErrorInvalidConfiguration;
         g_kernel = "(host)";
@@ -725,7 +717,7 @@ static cudaError_t copy(const char *what, void *dst, const void *src, size_t n, 
     case cudaMemcpyDeviceToHost: wd = false, ws = true; break;
     case cudaMemcpyDeviceToDevice: wd = ws = true; break;
     case cudaMemcpyDefault:
-        wd = dd || any_device(dst), ws = sd || any_device(src);
+        wd = any_device(dst), ws = any_device(src);
         break;
     default: return fail(cudaErrorInvalidMemcpyDirection, "%s: kind %d", what, (int)k);
     }

@@ -1,6 +1,6 @@
 /* tests/cuda_emu/sz_cuda_emu_rt.h — what the emulation's libraries share beyond the device side
  * (sz_cuda_emu.h): the runtime's error count, the lock every entry point holds, and the device
- * memory checks. sz_cuda_emu.cpp defines them; sz_cublas_emu.cpp uses them. */
+ * memory checks. sz_cuda_emu.cpp defines them; sz_cublas_emu.cpp and sz_nccl_emu.cpp use them. */
 #ifndef SZ_CUDA_EMU_RT_H
 #define SZ_CUDA_EMU_RT_H
 
