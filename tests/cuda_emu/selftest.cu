@@ -2,7 +2,8 @@
  * to: each case is a small kernel with one known bug, run in a child process that must fail with
  * the expected message (deadlock, lanes that returned before a shuffle, a partial warp, a read of
  * shared memory before any thread wrote it, a launch over the limits, dynamic shared memory past its
- * end under AddressSanitizer, a bad cublasGemmEx), next to correct kernels that must pass. Built from
+ * end under AddressSanitizer, a bad cublasGemmEx, a result read before its stream is waited for),
+ * next to correct kernels and stream use that must pass. Built from
  * this file through launch.sed like the .cu files of codelets/kernels/cuda. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -81,6 +82,7 @@ __global__ void smem_oob_k(float *out, int n)
 }
 
 __global__ void nop_k(float *out) { out[0] = 0.0f; }
+__global__ void fill_k(float *out, float v) { out[threadIdx.x] = v; }
 
 static float *dev(int n, float v)
 {
@@ -97,6 +99,44 @@ static float get(const float *d, int i)
     float h;
     cudaMemcpy(&h, d + i, sizeof h, cudaMemcpyDeviceToHost);
     return h;
+}
+
+/* streams (deferred, as a GPU's run after the call): the case's value read back, wrong = an error */
+static int expect_value(const char *what, float got, float want)
+{
+    if (got == want)
+        return 0;
+    fprintf(stderr, "%s: %g, not %g\n", what, got, want);
+    return 1;
+}
+static int streams_case(int c, float *o)
+{
+    cudaStream_t a, b;
+    cudaEvent_t e;
+    float *h, pageable = 3.0f;
+    cudaStreamCreateWithFlags(&a, cudaStreamNonBlocking);
+    cudaStreamCreateWithFlags(&b, cudaStreamNonBlocking);
+    cudaEventCreate(&e);
+    cudaHostAlloc((void **)&h, 32 * sizeof(float), 0);
+    h[0] = -1.0f;
+    fill_k<<<1, 32, 0, a>>>(o, 7.0f);
+    if (c == 10) { /* bug: a page-locked copy's result read before the stream is waited for */
+        cudaMemcpyAsync(h, o, sizeof(float), cudaMemcpyDeviceToHost, a);
+        return expect_value("read before the wait", h[0], 7.0f);
+    }
+    if (c == 11) /* bug: cudaMemcpy does not wait for a non-blocking stream */
+        return expect_value("cudaMemcpy past a non-blocking stream", get(o, 0), 7.0f);
+    /* correct: an event waited for by another stream, queried, synchronized; a pageable source read
+     * at the call */
+    cudaEventRecord(e, a);
+    cudaStreamWaitEvent(b, e, 0);
+    cudaMemcpyAsync(h, o, sizeof(float), cudaMemcpyDeviceToHost, b);
+    cudaMemcpyAsync(o + 1, &pageable, sizeof(float), cudaMemcpyHostToDevice, b);
+    pageable = 4.0f;
+    int bad = cudaEventQuery(e) != cudaErrorNotReady; /* the first query of unfinished work */
+    cudaStreamSynchronize(b);
+    bad += cudaEventQuery(e) != cudaSuccess;
+    return bad + expect_value("waited", h[0], 7.0f) + expect_value("pageable source", get(o, 1), 3.0f);
 }
 
 static int run_case(int c)
@@ -131,6 +171,7 @@ static int run_case(int c)
         return cublasGemmEx(h, CUBLAS_OP_N, CUBLAS_OP_N, 16, 16, 16, &one, x, CUDA_R_32F, 8, x, CUDA_R_32F, 16, &zero,
                             o, CUDA_R_32F, 16, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT) == CUBLAS_STATUS_SUCCESS;
     }
+    case 10: case 11: case 12: return streams_case(c, o);
     }
     return 2;
 }
@@ -142,6 +183,7 @@ int main(int argc, char **argv)
     static const char *expect[] = {
         NULL, "wrong sum", "deadlock", "others returned", "partial warp", "heap-buffer-overflow",
         "more than 1024 threads", "48 KB without cudaFuncSetAttribute", NULL, "invalid value",
+        "read before the wait", "cudaMemcpy past a non-blocking stream", NULL,
     };
     const char *order = getenv("SZ_CUDA_EMU_ORDER");
     int failed = 0, n = (int)(sizeof expect / sizeof *expect);

@@ -1,7 +1,7 @@
 /* tests/cuda_emu/sz_cublas_emu.cpp — the cuBLAS of the host CUDA emulation (sz_cuda_emu.cpp): the
- * handle calls and cublasGemmEx (column-major; its argument checks; operands inside their device
- * allocations; fp32 products summed in k order, bf16 stored rounded to nearest even; C not read at
- * beta 0). Linked into the kernel test, and built as libcublas for the engine's emulated build. */
+ * handle calls and cublasGemmEx (column-major; its argument checks, at the call; operands inside
+ * their device allocations; run on the handle's stream; fp32 products summed in k order, bf16
+ * stored rounded to nearest even; C not read at beta 0). Linked into the kernel test, and built as libcublas for the engine's emulated build. */
 #include "sz_cuda_emu.h"
 #include "sz_cuda_emu_rt.h"
 
@@ -70,24 +70,29 @@ cublasStatus_t cublasGemmEx(cublasHandle_t h, cublasOperation_t ta, cublasOperat
         sz_emu_error("an operand outside its allocation (m %d n %d k %d)", m, n, k);
         st = CUBLAS_STATUS_INVALID_VALUE;
     } else {
-        float al = *(const float *)alpha, be = *(const float *)beta;
-        for (int j = 0; j < n; j++)
-            for (int i = 0; i < m; i++) {
-                float s = 0.0f;
-                for (int l = 0; l < k; l++) {
-                    float a = mat_get(A, At, ta == CUBLAS_OP_N ? (size_t)l * lda + i : (size_t)i * lda + l);
-                    float b = mat_get(B, Bt, tb == CUBLAS_OP_N ? (size_t)j * ldb + l : (size_t)l * ldb + j);
-                    s += a * b;
+        float al = *(const float *)alpha, be = *(const float *)beta; /* host pointer mode: read now */
+        sz_emu_enqueue(h->s, [=] {
+            sz_emu_device open;
+            sz_emu_set_site("cublasGemmEx");
+            for (int j = 0; j < n; j++)
+                for (int i = 0; i < m; i++) {
+                    float s = 0.0f;
+                    for (int l = 0; l < k; l++) {
+                        float a = mat_get(A, At, ta == CUBLAS_OP_N ? (size_t)l * lda + i : (size_t)i * lda + l);
+                        float b = mat_get(B, Bt, tb == CUBLAS_OP_N ? (size_t)j * ldb + l : (size_t)l * ldb + j);
+                        s += a * b;
+                    }
+                    size_t ci = (size_t)j * ldc + i;
+                    float r = al * s;
+                    if (be != 0.0f)
+                        r += be * mat_get(C, Ct, ci); /* C not read when beta is 0 */
+                    if (Ct == CUDA_R_16BF)
+                        ((__nv_bfloat16 *)C)[ci] = __float2bfloat16_rn(r);
+                    else
+                        ((float *)C)[ci] = r;
                 }
-                size_t ci = (size_t)j * ldc + i;
-                float r = al * s;
-                if (be != 0.0f)
-                    r += be * mat_get(C, Ct, ci); /* C not read when beta is 0 */
-                if (Ct == CUDA_R_16BF)
-                    ((__nv_bfloat16 *)C)[ci] = __float2bfloat16_rn(r);
-                else
-                    ((float *)C)[ci] = r;
-            }
+            sz_emu_set_site(nullptr);
+        });
     }
     sz_emu_set_site(nullptr);
     return st;

@@ -20,8 +20,10 @@
  * Built as libcudart for the engine's emulated build (-DSZ_CUDA_EMULATION=ON, CudaEmu.cmake), it
  * is StarPU's CUDA runtime too: every entry point holds one lock, and the device memory is a region
  * the host cannot touch between the emulation's calls (SZ_CUDA_EMU_HEAP).
+ * Streams are deferred (SZ_CUDA_EMU_STREAMS, at the streams below): work runs when something waits
+ * for it, so a missing wait shows.
  * What it cannot check: the real WMMA fragments and tensor cores, the GPU's memory model (blocks and
- * threads do not run concurrently; streams are synchronous), cuBLAS's own algorithms (only its
+ * threads do not run concurrently, nor do two streams' operations), cuBLAS's own algorithms (only its
  * contract), FMA contraction as nvcc does it, speed. Any emulation error makes the program exit 1 at
  * the end, whatever the test said. */
 #include "sz_cuda_emu.h"
@@ -32,6 +34,8 @@
 #include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
+#include <algorithm>
+#include <deque>
 #include <map>
 #include <mutex>
 #include <set>
@@ -51,6 +55,8 @@ sz_emu_block sz_emu_blk;
 static int g_errors;
 static const char *g_kernel = "(host)";
 static int g_launches;
+static bool g_deferred;           /* SZ_CUDA_EMU_STREAMS (the streams below) */
+static long g_later, g_notready; /* stream operations run after their call returned; queries answered not ready */
 static std::map<const void *, std::pair<std::string, int>> *g_kernels; /* kernel -> name, launches */
 
 static void emu_verror(const char *fmt, va_list ap)
@@ -78,8 +84,10 @@ void sz_emu_set_site(const char *what) { g_kernel = what ? what : "(host)"; }
 static void report(void)
 {
     fflush(stdout);
-    fprintf(stderr, "cuda-emu: %d launches of %zu kernels, %d emulation errors\n", g_launches, g_kernels->size(),
-            g_errors);
+    fprintf(stderr,
+            "cuda-emu: %d launches of %zu kernels; %ld stream operations run after their call returned, %ld queries "
+            "answered not ready (streams %s); %d emulation errors\n",
+            g_launches, g_kernels->size(), g_later, g_notready, g_deferred ? "deferred" : "sync", g_errors);
     if (getenv("SZ_CUDA_EMU_VERBOSE"))
         for (auto &k : *g_kernels)
             fprintf(stderr, "cuda-emu:   %6d  %s (%p)\n", k.second.second, k.second.first.c_str(), k.first);
@@ -115,8 +123,7 @@ struct fiber : sz_emu_thread {
 static const size_t STACK = 256 << 10, GUARD = 4096;
 static std::vector<fiber> F;
 static void *main_sp;
-static sz_emu_body g_body;
-static void *g_ctx;
+static const std::function<void()> *g_body; /* the running launch's */
 #ifdef SZ_EMU_ASAN
 static const void *main_bottom;
 static size_t main_size;
@@ -145,7 +152,7 @@ static void fiber_entry(void)
     __sanitizer_finish_switch_fiber(nullptr, &main_bottom, &main_size);
 #endif
     fiber *f = (fiber *)sz_emu_cur;
-    g_body(g_ctx);
+    (*g_body)();
     f->state = F_DONE;
     g_done++;
     g_wdone[(f - F.data()) >> 5]++;
@@ -322,12 +329,45 @@ static std::map<const void *, int> *g_dyn_limit; /* cudaFuncSetAttribute's maxim
 static bool g_reverse;                           /* SZ_CUDA_EMU_ORDER=reverse */
 static const int OPTIN_SMEM = 232448;
 
-void sz_emu_run(const char *name, const void *kernel, dim3 grid, dim3 block, size_t smem, cudaStream_t s,
-                sz_emu_body body, void *ctx)
+/* One launch's blocks, one after another */
+static void run_launch(const char *name, dim3 grid, dim3 block, size_t smem, const std::function<void()> &body)
 {
-    (void)s;
     sz_emu_device open;
     g_kernel = name;
+    size_t nt = (size_t)block.x * block.y * block.z;
+    if (F.size() < nt)
+        F.resize(nt);
+    g_n = (unsigned)nt;
+    for (unsigned i = 0; i < nt; i++)
+        F[i].tid = make_uint3(i % block.x, i / block.x % block.y, i / (block.x * block.y));
+    void *dyn = nullptr;
+    if (posix_memalign(&dyn, 128, smem ? smem : 1))
+        abort();
+    g_dyn = (unsigned char *)dyn;
+    g_body = &body;
+    sz_emu_blk.bdim = block;
+    sz_emu_blk.gdim = grid;
+    size_t nb = (size_t)grid.x * grid.y * grid.z;
+    for (size_t j = 0; j < nb; j++) {
+        size_t b = g_reverse ? nb - 1 - j : j;
+        sz_emu_blk.bid = make_uint3((unsigned)(b % grid.x), (unsigned)(b / grid.x % grid.y),
+                                    (unsigned)(b / ((size_t)grid.x * grid.y)));
+        g_block_gen++;
+        memset(g_dyn, 0xFF, smem);
+        run_block(g_reverse);
+    }
+    free(dyn);
+    g_dyn = nullptr;
+    g_body = nullptr;
+    g_kernel = "(host)";
+}
+
+/* A launch: its configuration checked now (an error is the launch's, as cudaGetLastError's), its
+ * blocks run in the stream's order */
+void sz_emu_run(const char *name, const void *kernel, dim3 grid, dim3 block, size_t smem, cudaStream_t s,
+                std::function<void()> body)
+{
+    sz_emu_device open;
     g_launches++;
     auto &kn = (*g_kernels)[kernel];
     kn.first = name;
@@ -345,37 +385,14 @@ void sz_emu_run(const char *name, const void *kernel, dim3 grid, dim3 block, siz
     else if (smem > smax)
         bad = "more dynamic shared memory than the kernel's limit (48 KB without cudaFuncSetAttribute)";
     if (bad) {
+        sz_emu_set_site(name);
         sz_emu_error("launch <<<(%u,%u,%u), (%u,%u,%u), %zu>>>: %s", grid.x, grid.y, grid.z, block.x, block.y, block.z,
                   smem, bad);
+        sz_emu_set_site(nullptr);
         g_last = cudaErrorInvalidConfiguration;
-        g_kernel = "(host)";
         return;
     }
-    if (F.size() < nt)
-        F.resize(nt);
-    g_n = (unsigned)nt;
-    for (unsigned i = 0; i < nt; i++)
-        F[i].tid = make_uint3(i % block.x, i / block.x % block.y, i / (block.x * block.y));
-    void *dyn = nullptr;
-    if (posix_memalign(&dyn, 128, smem ? smem : 1))
-        abort();
-    g_dyn = (unsigned char *)dyn;
-    g_body = body;
-    g_ctx = ctx;
-    sz_emu_blk.bdim = block;
-    sz_emu_blk.gdim = grid;
-    size_t nb = (size_t)grid.x * grid.y * grid.z;
-    for (size_t j = 0; j < nb; j++) {
-        size_t b = g_reverse ? nb - 1 - j : j;
-        sz_emu_blk.bid = make_uint3((unsigned)(b % grid.x), (unsigned)(b / grid.x % grid.y),
-                                    (unsigned)(b / ((size_t)grid.x * grid.y)));
-        g_block_gen++;
-        memset(g_dyn, 0xFF, smem);
-        run_block(g_reverse);
-    }
-    free(dyn);
-    g_dyn = nullptr;
-    g_kernel = "(host)";
+    sz_emu_enqueue(s, [name, grid, block, smem, body = std::move(body)] { run_launch(name, grid, block, smem, body); });
 }
 
 
@@ -388,7 +405,7 @@ static std::recursive_mutex g_mu;
 
 static std::map<uintptr_t, size_t> *g_allocs; /* device allocations: base -> bytes (made in emu_init) */
 static size_t g_allocated;
-static std::set<void *> *g_pinned; /* cudaHostAlloc's blocks */
+static std::map<uintptr_t, size_t> *g_pinned; /* page-locked host memory: cudaHostAlloc's and cudaHostRegister's */
 
 #ifdef SZ_CUDA_EMU_HEAP
 /* The engine build: device memory is one reserved region (SZ_CUDA_EMU_MEM_MB, default 16384 MB),
@@ -489,6 +506,105 @@ bool sz_emu_in_device(const void *p, size_t n)
 /* p lies in a device allocation at all (a host pointer must not) */
 static bool any_device(const void *p) { return sz_emu_in_device(p, 1); }
 
+/* p lies in page-locked host memory */
+static bool pinned(const void *p, size_t n)
+{
+    auto it = g_pinned->upper_bound((uintptr_t)p);
+    if (it == g_pinned->begin())
+        return false;
+    --it;
+    return (uintptr_t)p + n <= it->first + it->second;
+}
+
+/* ---------------------------------------------------------------- streams */
+
+/* SZ_CUDA_EMU_STREAMS=deferred (the default): what is given to a stream (kernels, asynchronous
+ * copies and memsets, cuBLAS calls, cudaStreamWaitEvent) runs only when something waits for it:
+ * cudaStreamSynchronize, cudaEventSynchronize, cudaEventQuery (whose first call on an unfinished
+ * event runs the work and still answers cudaErrorNotReady), another stream's wait reached,
+ * cudaDeviceSynchronize, cudaFree / cudaFreeHost, and on the default stream (legacy semantics)
+ * cudaMemcpy / cudaMemset, which run at once after the blocking streams' work (StarPU's streams
+ * are non-blocking). So host code that reads a result before it waits reads what was there before,
+ * work put on another stream than the one the caller waits for has not run, and StarPU's
+ * non-asynchronous codelets that leave work on their stream fail its check. Copies as CUDA's:
+ * from pageable host memory the source is read at the call, into pageable host memory the call
+ * returns when done; with page-locked memory both sides are touched when the copy runs.
+ * SZ_CUDA_EMU_STREAMS=sync: every call does its work before it returns. */
+struct emu_stream {
+    bool blocking;
+    uint64_t issued, done; /* operations given, run */
+    std::deque<std::function<void()>> q;
+};
+static std::vector<emu_stream *> *g_streams; /* live ones */
+
+static emu_stream *stream_of(cudaStream_t s)
+{
+    return s == 0 || s == cudaStreamLegacy || s == cudaStreamPerThread ? nullptr : (emu_stream *)(void *)s;
+}
+
+/* the stream's operations up to the seq-th (the lock held) */
+static void run_to(emu_stream *s, uint64_t seq)
+{
+    EMU_LOCK;
+    while (s->done < seq && !s->q.empty()) {
+        std::function<void()> op = std::move(s->q.front());
+        s->q.pop_front();
+        op();
+        s->done++;
+    }
+}
+static void run_all(bool blocking_only)
+{
+    EMU_LOCK;
+    for (size_t i = 0; i < g_streams->size(); i++) /* (an operation may not add streams) */
+        if (!blocking_only || (*g_streams)[i]->blocking)
+            run_to((*g_streams)[i], (*g_streams)[i]->issued);
+}
+
+void sz_emu_flush(cudaStream_t cs)
+{
+    emu_stream *s = stream_of(cs);
+    if (s)
+        run_to(s, s->issued);
+    else
+        run_all(true);
+}
+
+void sz_emu_enqueue(cudaStream_t cs, std::function<void()> op)
+{
+    EMU_LOCK;
+    emu_stream *s = stream_of(cs);
+    if (s && g_deferred) {
+        s->q.push_back(std::move(op));
+        s->issued++;
+        g_later++;
+        return;
+    }
+    if (!s)
+        run_all(true);
+    op();
+}
+
+/* An event: where in which stream it was last recorded, and the host time that point ran at. Its
+ * state outlives cudaEventDestroy while a record of it is still to run. */
+struct emu_event_state {
+    emu_stream *s;
+    uint64_t seq;
+    unsigned gen; /* records so far */
+    double ms;
+};
+struct emu_event {
+    std::shared_ptr<emu_event_state> st;
+};
+static emu_event_state *ev(cudaEvent_t e) { return ((emu_event *)(void *)e)->st.get(); }
+static bool ev_done(const emu_event_state *st) { return !st->s || st->s->done >= st->seq; }
+static double now_ms(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec * 1e3 + t.tv_nsec * 1e-6;
+}
+
 /* before main: the tables (on the heap: they must outlive the report at exit), the order, the
  * device memory, the report */
 __attribute__((constructor)) static void emu_init(void)
@@ -499,7 +615,10 @@ __attribute__((constructor)) static void emu_init(void)
     const char *order = getenv("SZ_CUDA_EMU_ORDER");
     g_reverse = order && !strcmp(order, "reverse");
     g_allocs = new std::map<uintptr_t, size_t>;
-    g_pinned = new std::set<void *>;
+    g_pinned = new std::map<uintptr_t, size_t>;
+    g_streams = new std::vector<emu_stream *>;
+    const char *st = getenv("SZ_CUDA_EMU_STREAMS");
+    g_deferred = !st || strcmp(st, "sync");
     heap_init();
     atexit(report);
 }
@@ -549,8 +668,12 @@ cudaError_t cudaGetDevice(int *d)
     *d = 0;
     return cudaSuccess;
 }
-cudaError_t cudaDeviceSynchronize(void) { return cudaSuccess; }
-cudaError_t cudaDeviceReset(void) { return cudaSuccess; }
+cudaError_t cudaDeviceSynchronize(void)
+{
+    run_all(false);
+    return cudaSuccess;
+}
+cudaError_t cudaDeviceReset(void) { return cudaDeviceSynchronize(); }
 cudaError_t cudaDeviceCanAccessPeer(int *can, int, int)
 {
     *can = 0;
@@ -664,6 +787,7 @@ cudaError_t cudaFree(void *p)
     if (!p)
         return cudaSuccess;
     EMU_LOCK;
+    run_all(false); /* cudaFree waits for the device */
     auto it = g_allocs->find((uintptr_t)p);
     if (it == g_allocs->end())
         return fail(cudaErrorInvalidValue, "cudaFree of a pointer cudaMalloc did not return");
@@ -674,13 +798,14 @@ cudaError_t cudaFree(void *p)
 }
 cudaError_t cudaFreeAsync(void *p, cudaStream_t) { return cudaFree(p); }
 
-/* Pinned host memory: ordinary host memory, remembered so cudaFreeHost can check its pointer */
+/* Page-locked host memory: ordinary host memory, remembered (cudaFreeHost checks its pointer; copies
+ * with it run in stream order) */
 cudaError_t cudaHostAlloc(void **p, size_t n, unsigned)
 {
     EMU_LOCK;
     if (posix_memalign(p, 4096, n ? n : 1))
         return g_last = cudaErrorMemoryAllocation;
-    g_pinned->insert(*p);
+    (*g_pinned)[(uintptr_t)*p] = n;
     return cudaSuccess;
 }
 cudaError_t cudaMallocHost(void **p, size_t n) { return cudaHostAlloc(p, n, 0); }
@@ -689,76 +814,103 @@ cudaError_t cudaFreeHost(void *p)
     EMU_LOCK;
     if (!p)
         return cudaSuccess;
-    if (!g_pinned->erase(p))
+    run_all(false); /* as cudaFree */
+    if (!g_pinned->erase((uintptr_t)p))
         return fail(cudaErrorInvalidValue, "cudaFreeHost of a pointer cudaHostAlloc did not return");
     free(p);
     return cudaSuccess;
 }
 cudaError_t cudaHostRegister(void *p, size_t n, unsigned)
 {
+    EMU_LOCK;
     if (any_device(p) || (n && any_device((char *)p + n - 1)))
         return fail(cudaErrorInvalidValue, "cudaHostRegister of device memory");
+    (*g_pinned)[(uintptr_t)p] = n;
     return cudaSuccess;
 }
-cudaError_t cudaHostUnregister(void *) { return cudaSuccess; }
+cudaError_t cudaHostUnregister(void *p)
+{
+    EMU_LOCK;
+    run_all(false);
+    g_pinned->erase((uintptr_t)p);
+    return cudaSuccess;
+}
 
-/* One copy of n bytes: each side must be what the kind says (a device side inside one allocation,
- * a host side outside every one; cudaMemcpyDefault: whatever the pointers are). */
-static cudaError_t copy(const char *what, void *dst, const void *src, size_t n, enum cudaMemcpyKind k)
+/* One copy of n bytes, checked now: each side must be what the kind says (a device side inside one
+ * allocation, a host side outside every one; cudaMemcpyDefault: whatever the pointers are); done
+ * on stream s as the streams' rules say (the default stream for cudaMemcpy). */
+static cudaError_t copy(const char *what, void *dst, const void *src, size_t n, enum cudaMemcpyKind k, cudaStream_t s)
 {
     if (!n)
         return cudaSuccess;
-    sz_emu_device open;
-    bool dd = sz_emu_in_device(dst, n), sd = sz_emu_in_device(src, n);
+    EMU_LOCK;
     bool wd, ws;
-    switch (k) {
-    case cudaMemcpyHostToHost: wd = ws = false; break;
-    case cudaMemcpyHostToDevice: wd = true, ws = false; break;
-    case cudaMemcpyDeviceToHost: wd = false, ws = true; break;
-    case cudaMemcpyDeviceToDevice: wd = ws = true; break;
-    case cudaMemcpyDefault:
-        wd = any_device(dst), ws = any_device(src);
-        break;
-    default: return fail(cudaErrorInvalidMemcpyDirection, "%s: kind %d", what, (int)k);
+    {
+        sz_emu_device open;
+        bool dd = sz_emu_in_device(dst, n), sd = sz_emu_in_device(src, n);
+        switch (k) {
+        case cudaMemcpyHostToHost: wd = ws = false; break;
+        case cudaMemcpyHostToDevice: wd = true, ws = false; break;
+        case cudaMemcpyDeviceToHost: wd = false, ws = true; break;
+        case cudaMemcpyDeviceToDevice: wd = ws = true; break;
+        case cudaMemcpyDefault:
+            wd = any_device(dst), ws = any_device(src);
+            break;
+        default: return fail(cudaErrorInvalidMemcpyDirection, "%s: kind %d", what, (int)k);
+        }
+        if (wd && !dd)
+            return fail(cudaErrorInvalidValue, "%s: the destination [%p, +%zu) is not inside one device allocation",
+                        what, dst, n);
+        if (ws && !sd)
+            return fail(cudaErrorInvalidValue, "%s: the source [%p, +%zu) is not inside one device allocation", what,
+                        src, n);
+        if ((!wd && any_device(dst)) || (!ws && any_device(src)))
+            return fail(cudaErrorInvalidValue, "%s: a host side (kind %d) that is device memory", what, (int)k);
     }
-    if (wd && !dd)
-        return fail(cudaErrorInvalidValue, "%s: the destination [%p, +%zu) is not inside one device allocation", what,
-                    dst, n);
-    if (ws && !sd)
-        return fail(cudaErrorInvalidValue, "%s: the source [%p, +%zu) is not inside one device allocation", what, src,
-                    n);
-    if ((!wd && any_device(dst)) || (!ws && any_device(src)))
-        return fail(cudaErrorInvalidValue, "%s: a host side (kind %d) that is device memory", what, (int)k);
-    memmove(dst, src, n);
+    if (!wd && !pinned(dst, n)) { /* into pageable memory: done when the call returns */
+        sz_emu_flush(s);
+        sz_emu_device open;
+        memmove(dst, src, n);
+    } else if (!ws && !pinned(src, n)) { /* from pageable memory: read now, written in order */
+        auto buf = std::make_shared<std::vector<char>>((const char *)src, (const char *)src + n);
+        sz_emu_enqueue(s, [dst, buf] {
+            sz_emu_device open;
+            memcpy(dst, buf->data(), buf->size());
+        });
+    } else
+        sz_emu_enqueue(s, [dst, src, n] {
+            sz_emu_device open;
+            memmove(dst, src, n);
+        });
     return cudaSuccess;
 }
 
 cudaError_t cudaMemcpy(void *dst, const void *src, size_t n, enum cudaMemcpyKind k)
 {
-    return copy("cudaMemcpy", dst, src, n, k);
+    return copy("cudaMemcpy", dst, src, n, k, 0);
 }
-cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t n, enum cudaMemcpyKind k, cudaStream_t)
+cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t n, enum cudaMemcpyKind k, cudaStream_t s)
 {
-    return copy("cudaMemcpyAsync", dst, src, n, k);
+    return copy("cudaMemcpyAsync", dst, src, n, k, s);
 }
-cudaError_t cudaMemcpy2D(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width, size_t height,
-                         enum cudaMemcpyKind k)
+cudaError_t cudaMemcpy2DAsync(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width, size_t height,
+                              enum cudaMemcpyKind k, cudaStream_t s)
 {
     if (width > dpitch || width > spitch)
         return fail(cudaErrorInvalidPitchValue, "cudaMemcpy2D: width %zu above a pitch (%zu, %zu)", width, dpitch,
                     spitch);
-    sz_emu_device open;
+    EMU_LOCK;
     for (size_t r = 0; r < height; r++) {
-        cudaError_t e = copy("cudaMemcpy2D", (char *)dst + r * dpitch, (const char *)src + r * spitch, width, k);
+        cudaError_t e = copy("cudaMemcpy2D", (char *)dst + r * dpitch, (const char *)src + r * spitch, width, k, s);
         if (e)
             return e;
     }
     return cudaSuccess;
 }
-cudaError_t cudaMemcpy2DAsync(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width, size_t height,
-                              enum cudaMemcpyKind k, cudaStream_t)
+cudaError_t cudaMemcpy2D(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width, size_t height,
+                         enum cudaMemcpyKind k)
 {
-    return cudaMemcpy2D(dst, dpitch, src, spitch, width, height, k);
+    return cudaMemcpy2DAsync(dst, dpitch, src, spitch, width, height, k, 0);
 }
 cudaError_t cudaMemcpyPeer(void *, int, const void *, int, size_t)
 {
@@ -777,55 +929,119 @@ cudaError_t cudaMemcpy3DPeerAsync(const struct cudaMemcpy3DPeerParms *, cudaStre
     return fail(cudaErrorInvalidDevice, "cudaMemcpy3DPeerAsync: one emulated device, no peers");
 }
 
-cudaError_t cudaMemset(void *p, int v, size_t n)
+cudaError_t cudaMemsetAsync(void *p, int v, size_t n, cudaStream_t s)
 {
-    sz_emu_device open;
+    EMU_LOCK;
     if (n && !sz_emu_in_device(p, n))
         return fail(cudaErrorInvalidValue, "cudaMemset: [%p, +%zu) outside every allocation", p, n);
-    memset(p, v, n);
+    sz_emu_enqueue(s, [p, v, n] {
+        sz_emu_device open;
+        memset(p, v, n);
+    });
     return cudaSuccess;
 }
-cudaError_t cudaMemsetAsync(void *p, int v, size_t n, cudaStream_t) { return cudaMemset(p, v, n); }
+cudaError_t cudaMemset(void *p, int v, size_t n) { return cudaMemsetAsync(p, v, n, 0); }
 
-/* Streams and events: everything is synchronous (a call has finished its work when it returns);
- * an event holds the host time of its record. */
-cudaError_t cudaStreamCreate(cudaStream_t *s)
+/* Streams and events: the rules above (SZ_CUDA_EMU_STREAMS). A destroyed stream's remaining work
+ * runs first; its record stays (events may still name it). */
+cudaError_t cudaStreamCreateWithFlags(cudaStream_t *s, unsigned flags)
 {
-    *s = (cudaStream_t)malloc(1);
+    EMU_LOCK;
+    emu_stream *t = new emu_stream{!(flags & cudaStreamNonBlocking), 0, 0, {}};
+    g_streams->push_back(t);
+    *s = (cudaStream_t)(void *)t;
     return cudaSuccess;
 }
-cudaError_t cudaStreamCreateWithFlags(cudaStream_t *s, unsigned) { return cudaStreamCreate(s); }
-cudaError_t cudaStreamDestroy(cudaStream_t s)
+cudaError_t cudaStreamCreate(cudaStream_t *s) { return cudaStreamCreateWithFlags(s, cudaStreamDefault); }
+cudaError_t cudaStreamDestroy(cudaStream_t cs)
 {
-    free((void *)s);
+    EMU_LOCK;
+    emu_stream *s = stream_of(cs);
+    if (!s)
+        return fail(cudaErrorInvalidResourceHandle, "cudaStreamDestroy of the default stream");
+    run_to(s, s->issued);
+    g_streams->erase(std::find(g_streams->begin(), g_streams->end(), s));
     return cudaSuccess;
 }
-cudaError_t cudaStreamSynchronize(cudaStream_t) { return cudaSuccess; }
-cudaError_t cudaStreamQuery(cudaStream_t) { return cudaSuccess; }
-cudaError_t cudaStreamWaitEvent(cudaStream_t, cudaEvent_t, unsigned) { return cudaSuccess; }
+cudaError_t cudaStreamSynchronize(cudaStream_t s)
+{
+    sz_emu_flush(s);
+    return cudaSuccess;
+}
+cudaError_t cudaStreamQuery(cudaStream_t cs)
+{
+    EMU_LOCK;
+    emu_stream *s = stream_of(cs);
+    bool idle = true;
+    for (emu_stream *t : *g_streams)
+        if (s ? t == s : t->blocking)
+            idle = idle && t->done == t->issued;
+    sz_emu_flush(cs);
+    g_notready += !idle;
+    return idle ? cudaSuccess : cudaErrorNotReady;
+}
+cudaError_t cudaStreamWaitEvent(cudaStream_t s, cudaEvent_t e, unsigned)
+{
+    EMU_LOCK;
+    emu_event_state *st = ev(e);
+    if (!ev_done(st)) {
+        emu_stream *on = st->s;
+        uint64_t seq = st->seq;
+        sz_emu_enqueue(s, [on, seq] { run_to(on, seq); });
+    }
+    return cudaSuccess;
+}
 cudaError_t cudaEventCreate(cudaEvent_t *e)
 {
-    *e = (cudaEvent_t)calloc(1, sizeof(double));
+    EMU_LOCK;
+    *e = (cudaEvent_t)(void *)new emu_event{std::make_shared<emu_event_state>(emu_event_state{nullptr, 0, 0, 0.0})};
     return cudaSuccess;
 }
 cudaError_t cudaEventCreateWithFlags(cudaEvent_t *e, unsigned) { return cudaEventCreate(e); }
 cudaError_t cudaEventDestroy(cudaEvent_t e)
 {
-    free((void *)e);
+    EMU_LOCK;
+    delete (emu_event *)(void *)e;
     return cudaSuccess;
 }
-cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t)
+cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t cs)
 {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    *(double *)(void *)e = t.tv_sec * 1e3 + t.tv_nsec * 1e-6;
+    EMU_LOCK;
+    std::shared_ptr<emu_event_state> st = ((emu_event *)(void *)e)->st;
+    unsigned gen = ++st->gen;
+    emu_stream *s = g_deferred ? stream_of(cs) : nullptr;
+    st->s = s;
+    st->seq = s ? s->issued + 1 : 0;
+    sz_emu_enqueue(cs, [st, gen] {
+        if (st->gen == gen)
+            st->ms = now_ms();
+    });
     return cudaSuccess;
 }
-cudaError_t cudaEventSynchronize(cudaEvent_t) { return cudaSuccess; }
-cudaError_t cudaEventQuery(cudaEvent_t) { return cudaSuccess; }
+cudaError_t cudaEventSynchronize(cudaEvent_t e)
+{
+    EMU_LOCK;
+    emu_event_state *st = ev(e);
+    if (st->s)
+        run_to(st->s, st->seq);
+    return cudaSuccess;
+}
+cudaError_t cudaEventQuery(cudaEvent_t e)
+{
+    EMU_LOCK;
+    emu_event_state *st = ev(e);
+    if (ev_done(st))
+        return cudaSuccess;
+    run_to(st->s, st->seq); /* finished by the next query */
+    g_notready++;
+    return cudaErrorNotReady;
+}
 cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t a, cudaEvent_t b)
 {
-    *ms = (float)(*(double *)(void *)b - *(double *)(void *)a);
+    EMU_LOCK;
+    if (!ev_done(ev(a)) || !ev_done(ev(b)))
+        return cudaErrorNotReady;
+    *ms = (float)(ev(b)->ms - ev(a)->ms);
     return cudaSuccess;
 }
 

@@ -15,6 +15,8 @@
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
+#include <functional>
+#include <memory>
 #include <tuple>
 #include <type_traits>
 #include <utility>
@@ -77,10 +79,11 @@ void sz_emu_shared(void *p, size_t bytes);
 void *sz_emu_dyn_smem(void);
 #define SZ_FA_SMEM(name) unsigned char *name = (unsigned char *)sz_emu_dyn_smem()
 
-/* ---- launches: k<<<g, b, smem, s>>>(args) becomes sz_emu_launch("k", k, g, b, smem, s)(args) */
-typedef void (*sz_emu_body)(void *ctx);
+/* ---- launches: k<<<g, b, smem, s>>>(args) becomes sz_emu_launch("k", k, g, b, smem, s)(args); the
+ * configuration is checked at the launch, the body (the kernel on a copy of the arguments) runs in
+ * stream order (sz_cuda_emu.cpp: SZ_CUDA_EMU_STREAMS) */
 void sz_emu_run(const char *name, const void *kernel, dim3 grid, dim3 block, size_t smem, cudaStream_t s,
-                sz_emu_body body, void *ctx);
+                std::function<void()> body);
 template <typename... P> struct sz_emu_launcher {
     const char *name;
     void (*k)(P...);
@@ -89,14 +92,9 @@ template <typename... P> struct sz_emu_launcher {
     cudaStream_t s;
     void operator()(P... args) const
     {
-        typedef std::tuple<typename std::decay<P>::type...> Args;
-        Args a(args...);
-        struct C {
-            void (*k)(P...);
-            Args *args;
-        } c = {k, &a};
-        sz_emu_run(name, (const void *)k, g, b, smem, s,
-                   [](void *p) { C *c = (C *)p; std::apply(c->k, *c->args); }, &c);
+        auto a = std::make_shared<std::tuple<typename std::decay<P>::type...>>(args...);
+        void (*kf)(P...) = k;
+        sz_emu_run(name, (const void *)k, g, b, smem, s, [kf, a] { std::apply(kf, *a); });
     }
 };
 template <typename... P>

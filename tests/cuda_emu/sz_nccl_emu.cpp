@@ -4,7 +4,8 @@
  * engine sees one GPU per rank and starts NCCL). Grouped sends and receives are posted at once and
  * completed at ncclGroupEnd, as NCCL's group semantics allow; the device memory stays open (the
  * emulation's lock held) from ncclGroupStart to ncclGroupEnd, since MPI reads and writes it
- * meanwhile. ncclAllGather is MPI_Allgather (in place when the send buffer is the rank's slot).
+ * meanwhile. A call first runs what its stream was given before it (sz_cuda_emu.cpp's deferred
+ * streams), then communicates at once. ncclAllGather is MPI_Allgather (in place when the send buffer is the rank's slot).
  * What it cannot check: NCCL's own transports, its streams' concurrency, its error paths. The
  * communicator is MPI_COMM_WORLD's (the data-parallel ranks must be all of them). */
 #include <mpi.h>
@@ -113,7 +114,8 @@ static size_t type_size(ncclDataType_t t)
 }
 
 /* a send or a receive: posted now, completed by the (implicit or explicit) group's end */
-static ncclResult_t p2p(bool send, void *buf, size_t count, ncclDataType_t t, int peer, ncclComm_t comm)
+static ncclResult_t p2p(bool send, void *buf, size_t count, ncclDataType_t t, int peer, ncclComm_t comm,
+                        cudaStream_t s)
 {
     size_t n = count * type_size(t);
     if (!comm || peer < 0 || peer >= comm->n || n > (size_t)INT32_MAX) {
@@ -125,6 +127,7 @@ static ncclResult_t p2p(bool send, void *buf, size_t count, ncclDataType_t t, in
                      n);
         return ncclInvalidArgument;
     }
+    sz_emu_flush(s); /* what the stream did before the call, done */
     ncclGroupStart();
     MPI_Request r;
     int rc = send ? MPI_Isend(buf, (int)n, MPI_BYTE, peer, 0, comm->c, &r)
@@ -135,16 +138,17 @@ static ncclResult_t p2p(bool send, void *buf, size_t count, ncclDataType_t t, in
     return rc == MPI_SUCCESS ? e : ncclSystemError;
 }
 
-ncclResult_t ncclSend(const void *buf, size_t count, ncclDataType_t t, int peer, ncclComm_t comm, cudaStream_t)
+ncclResult_t ncclSend(const void *buf, size_t count, ncclDataType_t t, int peer, ncclComm_t comm, cudaStream_t s)
 {
-    return p2p(true, (void *)buf, count, t, peer, comm);
+    return p2p(true, (void *)buf, count, t, peer, comm, s);
 }
-ncclResult_t ncclRecv(void *buf, size_t count, ncclDataType_t t, int peer, ncclComm_t comm, cudaStream_t)
+ncclResult_t ncclRecv(void *buf, size_t count, ncclDataType_t t, int peer, ncclComm_t comm, cudaStream_t s)
 {
-    return p2p(false, buf, count, t, peer, comm);
+    return p2p(false, buf, count, t, peer, comm, s);
 }
 
-ncclResult_t ncclAllGather(const void *send, void *recv, size_t count, ncclDataType_t t, ncclComm_t comm, cudaStream_t)
+ncclResult_t ncclAllGather(const void *send, void *recv, size_t count, ncclDataType_t t, ncclComm_t comm,
+                           cudaStream_t s)
 {
     size_t n = count * type_size(t);
     if (!comm || n > (size_t)INT32_MAX)
@@ -157,6 +161,7 @@ ncclResult_t ncclAllGather(const void *send, void *recv, size_t count, ncclDataT
         sz_emu_error("ncclAllGather: a buffer outside the device allocations (%zu bytes per rank)", n);
         return ncclInvalidArgument;
     }
+    sz_emu_flush(s);
     sz_emu_device open;
     bool in_place = send == (const char *)recv + n * comm->rank;
     int rc = MPI_Allgather(in_place ? MPI_IN_PLACE : send, (int)n, MPI_BYTE, recv, (int)n, MPI_BYTE, comm->c);
