@@ -1,7 +1,8 @@
 /* tests/cuda_emu/sz_cublas_emu.cpp — the cuBLAS of the host CUDA emulation (sz_cuda_emu.cpp): the
  * handle calls and cublasGemmEx (column-major; its argument checks, at the call; operands inside
  * their device allocations; run on the handle's stream; fp32 products summed in k order, bf16
- * stored rounded to nearest even; C not read at beta 0). Linked into the kernel test, and built as libcublas for the engine's emulated build. */
+ * stored rounded to nearest even; C not read at beta 0). Linked into the kernel test, and built as
+ * libcublas for the engine's emulated build. */
 #include "sz_cuda_emu.h"
 #include "sz_cuda_emu_rt.h"
 

@@ -5,7 +5,8 @@
  * completed at ncclGroupEnd, as NCCL's group semantics allow; the device memory stays open (the
  * emulation's lock held) from ncclGroupStart to ncclGroupEnd, since MPI reads and writes it
  * meanwhile. A call first runs what its stream was given before it (sz_cuda_emu.cpp's deferred
- * streams), then communicates at once. ncclAllGather is MPI_Allgather (in place when the send buffer is the rank's slot).
+ * streams), then communicates at once. ncclAllGather is MPI_Allgather (in place when the send
+ * buffer is the rank's slot).
  * What it cannot check: NCCL's own transports, its streams' concurrency, its error paths. The
  * communicator is MPI_COMM_WORLD's (the data-parallel ranks must be all of them). */
 #include <mpi.h>
