@@ -349,6 +349,15 @@ sz_status sz_context_init(sz_context **out, const sz_context_config *cfg_in, int
         setenv("STARPU_LIMIT_CUDA_MEM", mib, 1);
         snprintf(cuda_limit_we_set, sizeof cuda_limit_we_set, "%s", mib);
     }
+    /* StarPU writes dirty GPU buffers back to their home in RAM whenever fewer than
+     * STARPU_MINIMUM_CLEAN_BUFFERS (5%) of a GPU's buffers are clean (starpu_memchunk_tidy in its
+     * datawizard/memalloc.c), so that it could evict them at once. Our model states and activations
+     * live on the GPU and are rewritten every step, so it copied them back every step (the emulated
+     * GPU's d12 B8 T1024 bf16 run: 3.8 GB a step, into pageable memory, which blocks the CUDA
+     * worker). The budget keeps the GPU from filling, so nothing needs evicting early: no
+     * write-back (a user's setting kept). */
+    setenv("STARPU_MINIMUM_CLEAN_BUFFERS", "0", 0);
+    setenv("STARPU_TARGET_CLEAN_BUFFERS", "0", 0);
     /* Our StarPU build lets idle workers all sleep (deps/starpu-1.3.10-idle-sleep.patch); without
      * it the last idle worker spins and steals a core from MPI and the application thread. */
     setenv("STARPU_WORKERS_ALL_SLEEP", "1", 0);

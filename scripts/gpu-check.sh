@@ -63,6 +63,15 @@
 #   bench      sz-bench --model d12 --batch 8 --seq 1024 --precision bf16 on one GPU, with its mfu,
 #              gpu_peak_tflops and bf16_path (absent from the row if sz-bench has none: then a fail;
 #              a bf16_path other than native, the GPU rule's pick on sm_80+, fails too)
+#   shapes     emulated only: the bench's own shape (d12 B8 T1024 bf16, and fp32), one step on the
+#              emulation with SZ_CUDA_EMU_BLOCKS=ends (each launch's first and last block, each
+#              GEMM's first and last column; the results mean nothing) and its device memory left
+#              unprotected (SZ_CUDA_EMU_PROTECT=0: at gigabytes the mprotect calls take minutes):
+#              every launch configuration, copy and GEMM range and the ends of every index space at
+#              the GPU's sizes; "pass" when both runs finished with no emulation error and sent at
+#              most 16 MiB from the GPU to RAM (StarPU's STARPU_BUS_STATS; every state lives on the
+#              GPU, and a step sends back its losses: 7.2 GB went back before StarPU's write-back of
+#              dirty buffers was turned off, sched/runtime.c)
 #   sched_zero, sched_dmdas, sched_prio, sched_lws   the scheduler rows: 2 ranks sharing the GPU (the
 #              host-copy collectives), ZeRO stage 3, d12 B4 per rank T1024 bf16, STARPU_SCHED each:
 #              step_ms, device_peak_bytes (the engine's count), device_measured_peak_bytes (StarPU's
@@ -628,6 +637,24 @@ if go bench; then
     else
         fail_part bench "\"rc\": $rc, \"cuda_tasks\": $nt, \"bf16_path\": \"$bpath\", \"mfu\": $mfu, \"gpu_peak_tflops\": $peak, \"note\": \"needs bf16_path native (the GPU rule on sm_80+), mfu and gpu_peak_tflops\", \"log\": \"$logs/bench.err\""
     fi
+fi
+
+# ---- emulated: the bench's shape, the ends of every launch only ----
+if [ "$emulated" = 1 ] && go shapes; then
+    fig="\"model\": \"d12\", \"batch\": 8, \"seq\": 1024, \"blocks\": \"ends\"" ok=1
+    for prec in bf16 fp32; do
+        SZ_CUDA_EMU_BLOCKS=ends SZ_CUDA_EMU_PROTECT=0 STARPU_NCUDA=1 STARPU_WORKER_STATS=1 STARPU_BUS_STATS=1 \
+            timeout -k 10 $(tl 300) "$build/sz-bench" \
+            --model d12 --batch 8 --seq 1024 --precision $prec --steps 1 --warmup 0 --json \
+            >"$logs/shapes_$prec.json" 2>"$logs/shapes_$prec.err"
+        rc=$?
+        nt=$(cuda_tasks "$logs/shapes_$prec.err")
+        launches=$(sed -n 's/^cuda-emu: \([0-9]*\) launches of \([0-9]*\) kernels.*/\1/p' "$logs/shapes_$prec.err")
+        d2h=$(awk -F'\t' '$2 == "CUDA 0 -> NUMA 0" {printf "%.0f", ($3 + 0) * 1024}' "$logs/shapes_$prec.err") # GiB -> MiB
+        fig="$fig, \"${prec}_rc\": $rc, \"${prec}_cuda_tasks\": $nt, \"${prec}_launches\": ${launches:-0}, \"${prec}_d2h_mib\": ${d2h:-null}"
+        [ $rc -eq 0 ] && [ "$nt" -gt 0 ] && [ -n "$launches" ] && [ -n "$d2h" ] && [ "$d2h" -le 16 ] || ok=0
+    done
+    [ "$ok" = 1 ] && json shapes pass "$fig" || fail_part shapes "$fig, \"log\": \"$logs/shapes_*.err\""
 fi
 
 # ---- the scheduler rows: zero against StarPU's dmdas, prio, lws (2 ranks sharing the GPU, stage 3),

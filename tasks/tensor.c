@@ -72,8 +72,9 @@ void sz_tensor_unregister(sz_tensor *t)
 {
     if (!t)
         return;
-    if (t->h)
-        starpu_data_unregister(t->h);
+    if (t->h) /* (no copy back into the home buffer, freed next: with CUDA workers, the model's
+                 whole state would cross to RAM at the end of every run) */
+        starpu_data_unregister_no_coherency(t->h);
     if (t->on_gpu)
         ; /* a block of the model's GPU arena, freed with it */
     else if (t->pinned)

@@ -4,9 +4,13 @@
  * launch.sed), the CUDA runtime calls they and the test make, and cublasGemmEx.
  *
  * A launch runs its blocks one after another (SZ_CUDA_EMU_ORDER=reverse: last block first, and the
- * threads of each pass in reverse order). A block's threads are fibers with stacks of their own,
- * switched by a few instructions (x86-64); each runs until it reaches a barrier or returns. Rules,
- * the hardware's: __syncthreads releases when every thread that has not returned has arrived;
+ * threads of each pass in reverse order). SZ_CUDA_EMU_BLOCKS=ends runs only a launch's first and
+ * last block and a GEMM's first and last column, and no memset: the results mean nothing, but
+ * every launch's configuration, every range and the ends of every index space are checked at
+ * shapes too large to run whole (the GPU check's `shapes` part). A block's threads are fibers
+ * with stacks of their own, switched by a few instructions (x86-64); each runs until it reaches a
+ * barrier or returns. Rules, the hardware's: __syncthreads releases when every thread that has
+ * not returned has arrived;
  * __syncwarp and the shuffles need a full mask and the whole warp present and not returned (else
  * an error: undefined on the GPU); a barrier no thread can pass is reported as a deadlock (a hang on
  * the GPU). Shared memory, device memory from cudaMalloc* and the dynamic shared memory start as
@@ -56,6 +60,7 @@ static int g_errors;
 static const char *g_kernel = "(host)";
 static int g_launches;
 static bool g_deferred;           /* SZ_CUDA_EMU_STREAMS (the streams below) */
+static bool g_ends;               /* SZ_CUDA_EMU_BLOCKS=ends */
 static long g_later, g_notready; /* stream operations run after their call returned; queries answered not ready */
 static std::map<const void *, std::pair<std::string, int>> *g_kernels; /* kernel -> name, launches */
 
@@ -80,6 +85,7 @@ void sz_emu_error(const char *fmt, ...)
 }
 
 void sz_emu_set_site(const char *what) { g_kernel = what ? what : "(host)"; }
+bool sz_emu_ends(void) { return g_ends; }
 
 static void report(void)
 {
@@ -349,6 +355,8 @@ static void run_launch(const char *name, dim3 grid, dim3 block, size_t smem, con
     sz_emu_blk.gdim = grid;
     size_t nb = (size_t)grid.x * grid.y * grid.z;
     for (size_t j = 0; j < nb; j++) {
+        if (g_ends && j && j + 1 < nb)
+            j = nb - 1; /* SZ_CUDA_EMU_BLOCKS=ends: the first and the last block */
         size_t b = g_reverse ? nb - 1 - j : j;
         sz_emu_blk.bid = make_uint3((unsigned)(b % grid.x), (unsigned)(b / grid.x % grid.y),
                                     (unsigned)(b / ((size_t)grid.x * grid.y)));
@@ -411,11 +419,13 @@ static std::map<uintptr_t, size_t> *g_pinned; /* page-locked host memory: cudaHo
 /* The engine build: device memory is one reserved region (SZ_CUDA_EMU_MEM_MB, default 16384 MB),
  * first fit, 256-byte aligned, which only the emulation's own calls can touch (sz_emu_device opens
  * it; closed, it is PROT_NONE): StarPU's or the library's host code reading or writing a device
- * pointer faults there, as on a GPU. */
+ * pointer faults there, as on a GPU. Each opening and closing is an mprotect of every page used
+ * so far, which at gigabytes costs a lot of system time: SZ_CUDA_EMU_PROTECT=0 leaves it open. */
 static char *g_base;
 static size_t g_cap, g_top;                /* reserved, high-water mark (bytes from g_base) */
 static std::map<size_t, size_t> *g_free;   /* offset -> bytes */
 static int g_open;
+static bool g_protect; /* SZ_CUDA_EMU_PROTECT (default 1) */
 
 static size_t page_up(size_t n) { return (n + 4095) & ~(size_t)4095; }
 
@@ -431,6 +441,8 @@ static void heap_init(void)
     g_base = (char *)m;
     g_free = new std::map<size_t, size_t>;
     (*g_free)[0] = g_cap;
+    const char *pr = getenv("SZ_CUDA_EMU_PROTECT");
+    g_protect = !pr || strcmp(pr, "0");
 }
 
 static void *dev_alloc(size_t n)
@@ -474,12 +486,12 @@ static void dev_release(void *p, size_t n)
 sz_emu_device::sz_emu_device()
 {
     g_mu.lock();
-    if (!g_open++ && g_top)
+    if (!g_open++ && g_top && g_protect)
         mprotect(g_base, page_up(g_top), PROT_READ | PROT_WRITE);
 }
 sz_emu_device::~sz_emu_device()
 {
-    if (!--g_open && g_top)
+    if (!--g_open && g_top && g_protect)
         mprotect(g_base, page_up(g_top), PROT_NONE);
     g_mu.unlock();
 }
@@ -614,6 +626,8 @@ __attribute__((constructor)) static void emu_init(void)
     g_dyn_limit = new std::map<const void *, int>;
     const char *order = getenv("SZ_CUDA_EMU_ORDER");
     g_reverse = order && !strcmp(order, "reverse");
+    const char *blocks = getenv("SZ_CUDA_EMU_BLOCKS");
+    g_ends = blocks && !strcmp(blocks, "ends");
     g_allocs = new std::map<uintptr_t, size_t>;
     g_pinned = new std::map<uintptr_t, size_t>;
     g_streams = new std::vector<emu_stream *>;
@@ -775,7 +789,8 @@ cudaError_t cudaMalloc(void **p, size_t n)
     *p = dev_alloc(n);
     if (!*p)
         return g_last = cudaErrorMemoryAllocation;
-    memset(*p, 0xFF, n); /* uninitialised device memory */
+    if (!g_ends) /* (ends: results mean nothing; the pages stay untouched) */
+        memset(*p, 0xFF, n); /* uninitialised device memory */
     (*g_allocs)[(uintptr_t)*p] = n;
     g_allocated += n;
     return cudaSuccess;
@@ -934,10 +949,11 @@ cudaError_t cudaMemsetAsync(void *p, int v, size_t n, cudaStream_t s)
     EMU_LOCK;
     if (n && !sz_emu_in_device(p, n))
         return fail(cudaErrorInvalidValue, "cudaMemset: [%p, +%zu) outside every allocation", p, n);
-    sz_emu_enqueue(s, [p, v, n] {
-        sz_emu_device open;
-        memset(p, v, n);
-    });
+    if (!g_ends) /* (ends: results mean nothing; the pages stay untouched) */
+        sz_emu_enqueue(s, [p, v, n] {
+            sz_emu_device open;
+            memset(p, v, n);
+        });
     return cudaSuccess;
 }
 cudaError_t cudaMemset(void *p, int v, size_t n) { return cudaMemsetAsync(p, v, n, 0); }

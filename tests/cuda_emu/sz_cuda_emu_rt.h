@@ -13,6 +13,8 @@
 void sz_emu_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* The name errors name until the next call (a string literal); "(host)" between calls. */
 void sz_emu_set_site(const char *what);
+/* SZ_CUDA_EMU_BLOCKS=ends: only the ends of each launch and GEMM run (sz_cuda_emu.cpp). */
+bool sz_emu_ends(void);
 /* [p, p + n) inside one device allocation. */
 bool sz_emu_in_device(const void *p, size_t n);
 
