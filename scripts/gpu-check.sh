@@ -649,7 +649,7 @@ if [ "$emulated" = 1 ] && go shapes; then
             >"$logs/shapes_$prec.json" 2>"$logs/shapes_$prec.err"
         rc=$?
         nt=$(cuda_tasks "$logs/shapes_$prec.err")
-        launches=$(sed -n 's/^cuda-emu: \([0-9]*\) launches of \([0-9]*\) kernels.*/\1/p' "$logs/shapes_$prec.err")
+        launches=$(sed -n 's/^cuda-emu: \([0-9]*\) launches of .*/\1/p' "$logs/shapes_$prec.err")
         d2h=$(awk -F'\t' '$2 == "CUDA 0 -> NUMA 0" {printf "%.0f", ($3 + 0) * 1024}' "$logs/shapes_$prec.err") # GiB -> MiB
         fig="$fig, \"${prec}_rc\": $rc, \"${prec}_cuda_tasks\": $nt, \"${prec}_launches\": ${launches:-0}, \"${prec}_d2h_mib\": ${d2h:-null}"
         [ $rc -eq 0 ] && [ "$nt" -gt 0 ] && [ -n "$launches" ] && [ -n "$d2h" ] && [ "$d2h" -le 16 ] || ok=0

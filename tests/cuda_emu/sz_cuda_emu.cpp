@@ -42,7 +42,6 @@
 #include <deque>
 #include <map>
 #include <mutex>
-#include <set>
 #include <string>
 #include <vector>
 
@@ -505,28 +504,27 @@ sz_emu_device::sz_emu_device() { g_mu.lock(); }
 sz_emu_device::~sz_emu_device() { g_mu.unlock(); }
 #endif
 
-bool sz_emu_in_device(const void *p, size_t n)
+/* [p, p + n) inside one of the ranges (base -> bytes) */
+static bool in_ranges(const std::map<uintptr_t, size_t> &r, const void *p, size_t n)
 {
-    EMU_LOCK;
-    auto it = g_allocs->upper_bound((uintptr_t)p);
-    if (it == g_allocs->begin())
+    auto it = r.upper_bound((uintptr_t)p);
+    if (it == r.begin())
         return false;
     --it;
     return (uintptr_t)p + n <= it->first + it->second;
+}
+
+bool sz_emu_in_device(const void *p, size_t n)
+{
+    EMU_LOCK;
+    return in_ranges(*g_allocs, p, n);
 }
 
 /* p lies in a device allocation at all (a host pointer must not) */
 static bool any_device(const void *p) { return sz_emu_in_device(p, 1); }
 
-/* p lies in page-locked host memory */
-static bool pinned(const void *p, size_t n)
-{
-    auto it = g_pinned->upper_bound((uintptr_t)p);
-    if (it == g_pinned->begin())
-        return false;
-    --it;
-    return (uintptr_t)p + n <= it->first + it->second;
-}
+/* [p, p + n) lies in page-locked host memory */
+static bool pinned(const void *p, size_t n) { return in_ranges(*g_pinned, p, n); }
 
 /* ---------------------------------------------------------------- streams */
 
@@ -554,7 +552,7 @@ static emu_stream *stream_of(cudaStream_t s)
     return s == 0 || s == cudaStreamLegacy || s == cudaStreamPerThread ? nullptr : (emu_stream *)(void *)s;
 }
 
-/* the stream's operations up to the seq-th (the lock held) */
+/* the stream's operations up to the seq-th (under the lock) */
 static void run_to(emu_stream *s, uint64_t seq)
 {
     EMU_LOCK;
@@ -575,6 +573,7 @@ static void run_all(bool blocking_only)
 
 void sz_emu_flush(cudaStream_t cs)
 {
+    EMU_LOCK; /* (s->issued read under it: another thread may be adding to s) */
     emu_stream *s = stream_of(cs);
     if (s)
         run_to(s, s->issued);
