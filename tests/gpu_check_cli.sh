@@ -8,7 +8,7 @@
 # never changes the check's exit status. Also the other parts are not run when not selected, and the
 # d2 bf16 native part runs its two d2 runs (both on CPUs here) and reports, failing for want of a GPU.
 # And --bundle's prerequisites on made-up bundles (too new a glibc, a CPU feature missing, a library
-# not found, an mpiexec that fails, no file), an unknown argument (exit 2).
+# not found, an mpiexec that fails, no file), an unknown argument and --bundle with --emulated (exit 2).
 # Usage: gpu_check_cli.sh BUILD_DIR
 set -uo pipefail
 bin="$1"
@@ -150,4 +150,6 @@ rc=$(SZ_GPU_LOG="$dir/logs_none" timeout 60 "$root/scripts/gpu-check.sh" --bundl
 [ "$rc" = 1 ] && grep -q "no bundle file $dir/no-such.tar.xz" "$dir/nobundle.out" || fail "no bundle file: exit $rc: $(cat "$dir/nobundle.out")"
 rc=$(timeout 60 "$root/scripts/gpu-check.sh" --no-such-option >"$dir/badarg.out" 2>&1; echo $?)
 [ "$rc" = 2 ] && grep -q "unknown argument --no-such-option" "$dir/badarg.out" || fail "unknown argument: exit $rc: $(cat "$dir/badarg.out")"
+rc=$(timeout 60 "$root/scripts/gpu-check.sh" --bundle "$dir/no-such.tar.xz" --emulated >"$dir/bothargs.out" 2>&1; echo $?)
+[ "$rc" = 2 ] && grep -q -- "--bundle and --emulated exclude each other" "$dir/bothargs.out" || fail "--bundle with --emulated: exit $rc: $(cat "$dir/bothargs.out")"
 echo "gpu-check dry-run ranking: ok; the d2 bf16 native part's plumbing: ok; prerequisites and summary: ok; bundle prerequisites: ok"
