@@ -63,6 +63,12 @@
 #   bench      sz-bench --model d12 --batch 8 --seq 1024 --precision bf16 on one GPU, with its mfu,
 #              gpu_peak_tflops and bf16_path (absent from the row if sz-bench has none: then a fail;
 #              a bf16_path other than native, the GPU rule's pick on sm_80+, fails too)
+#   mfu_target the speed target (issue 15, part 7): sz-bench --model d12 --batch 16 --seq 1024
+#              --precision bf16 on one GPU, "pass" when its mfu >= 0.45; beside it the same run with
+#              STARPU_CUDA_PIPELINE=0 (pipeline0_mfu, pipeline0_step_ms: each asynchronous codelet
+#              followed by a stream synchronize, what StarPU's blocking drivers did before
+#              deps/starpu-1.3.10-cuda-pipeline.patch). A measured target: it does not count toward
+#              "total" unless a run failed. Emulated: the tiny model, both runs must succeed ("skip")
 #   shapes     emulated only: the bench's own shape (d12 B8 T1024 bf16, and fp32), one step on the
 #              emulation with SZ_CUDA_EMU_BLOCKS=ends (each launch's first and last block, each
 #              GEMM's first and last column; the results mean nothing) and its device memory left
@@ -636,6 +642,35 @@ if go bench; then
         json bench pass "\"cuda_tasks\": $nt, \"bf16_path\": \"$bpath\", \"mfu\": $mfu, \"gpu_peak_tflops\": $peak, \"step_ms\": $(jnum step_ms "$logs/bench.json"), \"sz_bench\": $(tail -1 "$logs/bench.json")"
     else
         fail_part bench "\"rc\": $rc, \"cuda_tasks\": $nt, \"bf16_path\": \"$bpath\", \"mfu\": $mfu, \"gpu_peak_tflops\": $peak, \"note\": \"needs bf16_path native (the GPU rule on sm_80+), mfu and gpu_peak_tflops\", \"log\": \"$logs/bench.err\""
+    fi
+fi
+
+# ---- the speed target: d12 B16 T1024 bf16 on one GPU, mfu >= 0.45; beside it the same run with
+# STARPU_CUDA_PIPELINE=0 (each asynchronous codelet then followed by a stream synchronize, as StarPU
+# does with blocking drivers without deps/starpu-1.3.10-cuda-pipeline.patch) ----
+if go mfu_target; then
+    mfu_model=(--model d12 --batch 16 --seq 1024) mfu_steps=(--steps 5 --warmup 2)
+    [ "$ngpu" = dryrun ] || [ "$emulated" = 1 ] && mfu_model=("${bench_model[@]}") mfu_steps=(--steps 1 --warmup 1)
+    fig="\"model\": \"${mfu_model[*]}\"" ran=1
+    for pipe in default 0; do
+        pv=$([ $pipe = 0 ] && echo STARPU_CUDA_PIPELINE=0)
+        env $pv STARPU_NCUDA=1 STARPU_WORKER_STATS=1 \
+            timeout -k 10 $(tl 120) "$build/sz-bench" "${mfu_model[@]}" --precision bf16 "${mfu_steps[@]}" --json \
+            >"$logs/mfu_pipeline_$pipe.json" 2>"$logs/mfu_pipeline_$pipe.err"
+        rc=$? nt=$(cuda_tasks "$logs/mfu_pipeline_$pipe.err")
+        [ $rc -eq 0 ] && [ "$nt" -gt 0 ] || ran=0
+        k=$([ $pipe = default ] && echo "" || echo pipeline0_)
+        fig="$fig, \"${k}rc\": $rc, \"${k}cuda_tasks\": $nt"
+        for v in mfu step_ms step_ms_min gpu_peak_tflops; do fig="$fig, \"$k$v\": $(jnum $v "$logs/mfu_pipeline_$pipe.json")"; done
+    done
+    mfu=$(jnum mfu "$logs/mfu_pipeline_default.json")
+    fig="$fig, \"target\": 0.45, \"counts_toward_total\": false"
+    if [ $ran = 0 ]; then
+        fail_part mfu_target "$fig, \"log\": \"$logs/mfu_pipeline_*.err\""
+    elif [ "$ngpu" = dryrun ] || [ "$emulated" = 1 ]; then
+        json mfu_target skip "\"reason\": \"emulated: the timings are the emulation's, not a GPU's (both runs ran)\", $fig"
+    else # a measured target, as the scheduler ranking: a miss is reported, it fails nothing
+        json mfu_target "$(awk -v m="$mfu" 'BEGIN {print (m != "null" && m + 0 >= 0.45) ? "pass" : "fail"}')" "$fig"
     fi
 fi
 

@@ -107,7 +107,8 @@ build_starpu() {
     build="$SZ_DEPS_DIR/build-$key"
     rm -rf "$build"
     dpkg-source -x "$(ls "$src"/starpu_"$SZ_STARPU_VERSION"*.dsc | head -1)" "$build" >/dev/null 2>&1
-    # deps/: the CUDA 13 fixes (inert without CUDA) and the idle-workers-sleep option
+    # deps/: the CUDA 13 fixes and the CUDA pipeline with blocking drivers (inert without CUDA), and
+    # the idle-workers-sleep option
     for p in "$SZ_ROOT"/deps/starpu-"$SZ_STARPU_VERSION"-*.patch; do
         (cd "$build" && patch -s -p1 <"$p") || sz_die "patch $p does not apply"
     done
