@@ -296,6 +296,17 @@ static int pinned_category(const struct sz_model *m, int cat)
            (m->zero.offload_optimizer && (cat == SZ_MEM_MASTER || cat == SZ_MEM_ADAM_M || cat == SZ_MEM_ADAM_V));
 }
 
+/* Under ZeRO-Offload the parameters (or their shard) and the gradients (or their shard) cross
+ * between the GPU and the host every step: the gradients down to the CPU's optimizer, the updated
+ * parameters up. Their homes are pinned too, so those copies are asynchronous DMA; from or into
+ * pageable memory a GPU's copy is staged and blocks the thread that issues it (StarPU's CUDA
+ * worker, which then launches nothing). They still live on the GPU (place_on_gpu). */
+static int crosses_each_step(const struct sz_model *m, int cat)
+{
+    return have_cuda() && m->zero.offload_optimizer &&
+           (cat == SZ_MEM_PARAMS || cat == SZ_MEM_PARAM_SHARD || cat == SZ_MEM_GRADS || cat == SZ_MEM_GRAD_SHARD);
+}
+
 static sz_tensor *pinned_buffer(struct sz_model *m, const char *name, sz_dtype dtype, int64_t numel, int cat)
 {
     size_t bytes = (size_t)numel * sz_dtype_size(dtype);
@@ -309,6 +320,7 @@ static sz_tensor *pinned_buffer(struct sz_model *m, const char *name, sz_dtype d
         return NULL;
     }
     t->pinned = bytes;
+    t->on_host = pinned_category(m, cat);
     return owned(m, t, cat);
 }
 
@@ -404,6 +416,8 @@ static sz_tensor *owned_buffer(struct sz_model *m, const char *name, sz_dtype dt
             return NULL;
         return owned(m, sz_tensor_register_on(m->gpu.node, (char *)m->gpu.base + off, numel, dtype, name), cat);
     }
+    if (crosses_each_step(m, cat))
+        return pinned_buffer(m, name, dtype, numel, cat);
     /* on the device pool (the host pool stays apart): in the M_D arena, or among the temporaries */
     size_t bytes = (size_t)numel * sz_dtype_size(dtype);
     int arena = m->zero.arenas;
@@ -1185,7 +1199,7 @@ sz_status sz_model_eval(sz_model *m, float *loss)
 }
 
 /* With CUDA workers, before the first step: every tensor the model registered on a buffer of its
- * own and that is not pinned host memory (parameters or their shard, gradient shards, the master
+ * own and that does not live in host memory (parameters or their shard, gradient shards, the master
  * and optimizer state unless offloaded, activations, the communication buffer when NCCL uses it
  * on the GPU) is prefetched to the GPU's memory node, so the model states live there from the
  * start (StarPU keeps the valid copy on the GPU as the CUDA tasks write it; the home buffer in RAM
@@ -1200,7 +1214,7 @@ static void place_on_gpu(struct sz_model *m)
         return;
     unsigned node = starpu_worker_get_memory_node((unsigned)ids[0]);
     for (int i = 0; i < m->ntensors; i++)
-        if (m->tensors[i]->home && !m->tensors[i]->pinned && !m->tensors[i]->on_gpu &&
+        if (m->tensors[i]->home && !m->tensors[i]->on_host && !m->tensors[i]->on_gpu &&
             !(m->tensors[i] == m->comm_buf && m->nd > 1 && !comm_on_gpu(m))) /* host collectives: stays in RAM */
             starpu_data_prefetch_on_node(m->tensors[i]->h, node, 1);
 }

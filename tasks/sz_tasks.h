@@ -23,6 +23,8 @@ struct sz_tensor {
     char name[48];
     void *home;        /* the buffer this tensor registered and owns (NULL for views) */
     size_t pinned;     /* > 0: home is pinned host memory of this many bytes (starpu_malloc_flags) */
+    int on_host;       /* lives in host memory with CUDA workers too (the host pool; offloaded master
+                          and optimizer state): not placed on the GPU */
     int on_gpu;        /* home is a block of the model's GPU arena (freed with the arena) */
 };
 

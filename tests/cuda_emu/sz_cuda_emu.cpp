@@ -61,6 +61,8 @@ static int g_launches;
 static bool g_deferred;           /* SZ_CUDA_EMU_STREAMS (the streams below) */
 static bool g_ends;               /* SZ_CUDA_EMU_BLOCKS=ends */
 static long g_later, g_notready; /* stream operations run after their call returned; queries answered not ready */
+static long g_pageable;           /* copies with a pageable host side (a GPU's would block the caller) */
+static double g_pageable_bytes;   /* and their bytes */
 static std::map<const void *, std::pair<std::string, int>> *g_kernels; /* kernel -> name, launches */
 
 static void emu_verror(const char *fmt, va_list ap)
@@ -91,8 +93,9 @@ static void report(void)
     fflush(stdout);
     fprintf(stderr,
             "cuda-emu: %d launches of %zu kernels; %ld stream operations run after their call returned, %ld queries "
-            "answered not ready (streams %s); %d emulation errors\n",
-            g_launches, g_kernels->size(), g_later, g_notready, g_deferred ? "deferred" : "sync", g_errors);
+            "answered not ready (streams %s); %d emulation errors; %ld copies of %.1f MB with pageable host memory\n",
+            g_launches, g_kernels->size(), g_later, g_notready, g_deferred ? "deferred" : "sync", g_errors, g_pageable,
+            g_pageable_bytes / 1e6);
     if (getenv("SZ_CUDA_EMU_VERBOSE"))
         for (auto &k : *g_kernels)
             fprintf(stderr, "cuda-emu:   %6d  %s (%p)\n", k.second.second, k.second.first.c_str(), k.first);
@@ -881,6 +884,8 @@ static cudaError_t copy(const char *what, void *dst, const void *src, size_t n, 
         if ((!wd && any_device(dst)) || (!ws && any_device(src)))
             return fail(cudaErrorInvalidValue, "%s: a host side (kind %d) that is device memory", what, (int)k);
     }
+    if ((!wd && !pinned(dst, n)) || (!ws && !pinned(src, n)))
+        g_pageable++, g_pageable_bytes += (double)n;
     if (!wd && !pinned(dst, n)) { /* into pageable memory: done when the call returns */
         sz_emu_flush(s);
         sz_emu_device open;
@@ -914,11 +919,13 @@ cudaError_t cudaMemcpy2DAsync(void *dst, size_t dpitch, const void *src, size_t 
         return fail(cudaErrorInvalidPitchValue, "cudaMemcpy2D: width %zu above a pitch (%zu, %zu)", width, dpitch,
                     spitch);
     EMU_LOCK;
+    long pageable = g_pageable;
     for (size_t r = 0; r < height; r++) {
         cudaError_t e = copy("cudaMemcpy2D", (char *)dst + r * dpitch, (const char *)src + r * spitch, width, k, s);
         if (e)
             return e;
     }
+    g_pageable = pageable + (g_pageable > pageable); /* one copy, however many rows */
     return cudaSuccess;
 }
 cudaError_t cudaMemcpy2D(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width, size_t height,
