@@ -49,7 +49,9 @@
 #   gpu_arena  the d2 GPU run with SZ_GPU_ARENA=1 (the model states in one GPU arena registered on
 #              the GPU's memory node): bitwise the same losses, and the log says the arena was made
 #   stages     stages 0-3 on 2 ranks (sharing one GPU), losses bitwise equal to each other, through
-#              the host-copy (MPI) collectives
+#              the host-copy (MPI) collectives; emulated, also: no rank copies more through pageable
+#              host memory than the 1-rank d2_losses run (each step's gradients, parameters and
+#              communication buffer cross through pinned memory)
 #   stages_nccl  the same with SZ_NCCL=1 and one GPU per rank (needs 2 GPUs; else skip); the JSON
 #              says which path ran ("nccl" only if the run logged that NCCL was started)
 #   offload    --offload-optimizer on 1 GPU against no offload: d2 fp32 losses within 1e-4 (the CPU's
@@ -536,6 +538,16 @@ fi
 
 # ---- stages 0-3, 2 ranks, bitwise equal: host-copy collectives (the 2 ranks may share one GPU),
 # then, with 2 GPUs or more, NCCL (SZ_NCCL=1, one GPU per rank through CUDA_VISIBLE_DEVICES) ----
+# Emulated: the most MB a rank copied with a pageable host side (the emulation's exit lines in ERR;
+# on a GPU such a copy blocks the CUDA worker). Each step's gradients and parameters cross through
+# pinned memory with the host-copy collectives: a 2-rank run of any stage must then copy no more
+# that way than the 1-rank d2 run did (d2_losses, twice the batch: its one-time placement and its
+# tokens and losses), when that part ran.
+pageable_mb() { sed -n 's/.* \([0-9.]*\) MB with pageable host memory$/\1/p' "$1" | sort -g | tail -1; }
+pref=""
+case ",${SZ_GPU_CHECK_PARTS:-d2_losses}," in
+    *,d2_losses,*) [ "$emulated" = 1 ] && [ -f "$logs/d2_gpu.err" ] && pref=$(pageable_mb "$logs/d2_gpu.err") ;;
+esac
 stages() { # PART PATH [ENV...]
     local part=$1 path=$2 ref="" ok=1 fig="" stage rc nt cur
     shift 2
@@ -551,9 +563,14 @@ stages() { # PART PATH [ENV...]
         cur=$(losses "$logs/$part$stage.json" | tr '\n' ' ')
         [ -z "$ref" ] && ref="$cur"
         [ "$cur" = "$ref" ] || ok=0
+        if [ "$emulated" = 1 ]; then # either rank's bytes copied through pageable host memory (below)
+            cur=$(pageable_mb "$logs/$part$stage.err")
+            fig="$fig\"stage${stage}_pageable_copy_mb\": ${cur:-null}, "
+            [ -n "$cur" ] && { [ -z "$pref" ] || awk -v a="$cur" -v b="$pref" 'BEGIN {exit !(a <= b)}'; } || ok=0
+        fi
     done
     grep -q "NCCL collectives on the CUDA workers" "$logs/${part}0.err" && path="nccl" || true
-    fig="$fig\"ranks\": 2, \"gpus\": \"$ngpu\", \"path\": \"$path\""
+    fig="$fig\"ranks\": 2, \"gpus\": \"$ngpu\", \"path\": \"$path\"${pref:+, \"pageable_copy_mb_d2_1_rank\": $pref}"
     [ $ok = 1 ] && json "$part" pass "$fig" || fail_part "$part" "$fig"
 }
 go stages && ! share_skip stages && stages stages "host-copy (MPI)" SZ_GPU_SHARE=1 SZ_NCCL=0
@@ -586,8 +603,7 @@ if go offload; then
         ok=$(awk -v w="$worst" -v n="$n" -v c="$nc" -v g="$ng" 'BEGIN {print (w <= 1e-4 && n >= 5 && c > 0 && g > 0) ? 1 : 0}')
         if [ "$emulated" = 1 ]; then # the emulation counts the copies with a pageable host side (a GPU's
             # block the CUDA worker): the offload's own traffic (gradients down, parameters up) is pinned
-            pg() { sed -n 's/.* \([0-9.]*\) MB with pageable host memory$/\1/p' "$1" | tail -1; }
-            pon=$(pg "$logs/offload_on.err") poff=$(pg "$logs/offload_off.err")
+            pon=$(pageable_mb "$logs/offload_on.err") poff=$(pageable_mb "$logs/offload_off.err")
             fig="$fig, \"pageable_copy_mb\": ${pon:-null}, \"pageable_copy_mb_no_offload\": ${poff:-null}"
             [ -n "$pon" ] && [ -n "$poff" ] && awk -v a="$pon" -v b="$poff" 'BEGIN {exit !(a <= b)}' || ok=0
         fi

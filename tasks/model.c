@@ -296,17 +296,6 @@ static int pinned_category(const struct sz_model *m, int cat)
            (m->zero.offload_optimizer && (cat == SZ_MEM_MASTER || cat == SZ_MEM_ADAM_M || cat == SZ_MEM_ADAM_V));
 }
 
-/* Under ZeRO-Offload the parameters (or their shard) and the gradients (or their shard) cross
- * between the GPU and the host every step: the gradients down to the CPU's optimizer, the updated
- * parameters up. Their homes are pinned too, so those copies are asynchronous DMA; from or into
- * pageable memory a GPU's copy is staged and blocks the thread that issues it (StarPU's CUDA
- * worker, which then launches nothing). They still live on the GPU (place_on_gpu). */
-static int crosses_each_step(const struct sz_model *m, int cat)
-{
-    return have_cuda() && m->zero.offload_optimizer &&
-           (cat == SZ_MEM_PARAMS || cat == SZ_MEM_PARAM_SHARD || cat == SZ_MEM_GRADS || cat == SZ_MEM_GRAD_SHARD);
-}
-
 static sz_tensor *pinned_buffer(struct sz_model *m, const char *name, sz_dtype dtype, int64_t numel, int cat)
 {
     size_t bytes = (size_t)numel * sz_dtype_size(dtype);
@@ -335,6 +324,21 @@ static int state_category(int cat)
 /* The communication buffer lives on the GPU only when the collectives run there (NCCL); the
  * host-copy collectives are CPU tasks, which keep it in RAM. */
 static int comm_on_gpu(const struct sz_model *m) { return m->nd > 1 && sz_nccl_active(); }
+
+/* What crosses between the GPU and the host every step: under ZeRO-Offload the parameters (or
+ * their shard) and the gradients (or their shard), the gradients going down to the CPU's
+ * optimizer and the updated parameters up; with the host-copy collectives (several ranks, no
+ * NCCL) the same tensors, which those CPU tasks read and write, and the communication buffer.
+ * Their homes are pinned, so those copies are asynchronous DMA: from or into pageable memory a
+ * GPU's copy is staged and blocks the thread that issues it (StarPU's CUDA worker, which then
+ * launches nothing). They still live on the GPU (place_on_gpu), the buffer excepted. */
+static int crosses_each_step(const struct sz_model *m, int cat)
+{
+    int host_collectives = m->nd > 1 && !comm_on_gpu(m);
+    int state = cat == SZ_MEM_PARAMS || cat == SZ_MEM_PARAM_SHARD || cat == SZ_MEM_GRADS || cat == SZ_MEM_GRAD_SHARD;
+    return have_cuda() && ((state && (m->zero.offload_optimizer || host_collectives)) ||
+                           (cat == SZ_MEM_COMM && host_collectives));
+}
 
 /* M_D on the GPU memory node (SZ_GPU_ARENA=1, with CUDA workers and arenas on; opt-in because it
  * has never run): one cudaMalloc region, sized before the units' storage exists from the same
