@@ -544,6 +544,10 @@ int main(int argc, char **argv)
             cJSON_AddNumberToObject(o, "gpu_sms", have_gpu ? gi.sm_count : 0);
             cJSON_AddNumberToObject(o, "gpu_clock_mhz", have_gpu ? gi.clock_khz / 1e3 : 0);
             cJSON_AddNumberToObject(o, "gpu_bf16_flops_per_clock_sm", have_gpu ? gi.bf16_flops_per_clock_sm : 0);
+            /* StarPU's CUDA pipeline: tasks a CUDA worker queues on its stream ahead (2, StarPU's
+             * default, which deps/starpu-1.3.10-cuda-pipeline.patch keeps with blocking drivers) */
+            const char *pipe = getenv("STARPU_CUDA_PIPELINE");
+            cJSON_AddNumberToObject(o, "cuda_pipeline", pipe && *pipe ? atoi(pipe) : 2);
             cJSON_AddNumberToObject(o, "gpu_used_bytes", gpu_used); /* rank 0's StarPU allocations at the end */
             cJSON_AddNumberToObject(o, "device_peak_bytes", (double)reps[0].device_peak_bytes);
             /* measured (tasks/devwatch.c): StarPU's allocations on rank 0's GPU at their most, and

@@ -687,7 +687,7 @@ if go mfu_target; then
         [ $rc -eq 0 ] && [ "$nt" -gt 0 ] || ran=0
         k=$([ $pipe = default ] && echo "" || echo pipeline0_)
         fig="$fig, \"${k}rc\": $rc, \"${k}cuda_tasks\": $nt"
-        for v in mfu step_ms step_ms_min gpu_peak_tflops; do fig="$fig, \"$k$v\": $(jnum $v "$logs/mfu_pipeline_$pipe.json")"; done
+        for v in mfu step_ms step_ms_min gpu_peak_tflops cuda_pipeline; do fig="$fig, \"$k$v\": $(jnum $v "$logs/mfu_pipeline_$pipe.json")"; done
     done
     mfu=$(jnum mfu "$logs/mfu_pipeline_default.json")
     fig="$fig, \"target\": 0.45, \"counts_toward_total\": false"
