@@ -60,6 +60,12 @@
 #              emulated, also: the offloaded run copies no more bytes through pageable host memory
 #              than the other (the gradients going down and the parameters up each step are pinned;
 #              the emulation's exit line counts such copies, which on a GPU block the CUDA worker)
+#   pinned_fallback  emulated only: no page-locked memory (SZ_CUDA_EMU_HOST_ALLOC_FAIL=main, the
+#              emulation's cudaHostAlloc failing on the main thread, where the model pins its
+#              homes): 2 ranks at stage 2 on the host-copy collectives go on in pageable memory (one
+#              warning a rank, losses bitwise those of the stages part's stage 2), and an offloaded
+#              run, whose master and optimizer state must be pinned, stops before any step with
+#              exit 1 and the reason (StarPU's own pinned malloc would abort the process)
 #   budget     per-GPU --mem-budget: 1 MB is refused before any step, "per GPU", with settings that
 #              fit; 2x the needed figure it names runs, its device peak under the budget
 #   budget_shared  2 ranks sharing the GPU, no --mem-budget: each rank's budget is half the free memory
@@ -608,6 +614,31 @@ if go offload; then
             [ -n "$pon" ] && [ -n "$poff" ] && awk -v a="$pon" -v b="$poff" 'BEGIN {exit !(a <= b)}' || ok=0
         fi
         [ "$ok" = 1 ] && json offload pass "$fig" || fail_part offload "$fig, \"note\": \"needs rel diff <= 1e-4, CPU tasks (the optimizer) and CUDA tasks; emulated: no more bytes copied through pageable memory than without offload\""
+    fi
+fi
+
+# ---- emulated: no page-locked memory left (the emulation's cudaHostAlloc fails on the main thread,
+# where the model makes its pinned homes) ----
+if [ "$emulated" = 1 ] && go pinned_fallback; then
+    SZ_CUDA_EMU_HOST_ALLOC_FAIL=main SZ_GPU_SHARE=1 SZ_NCCL=0 STARPU_NCUDA=1 timeout -k 10 $(tl 60) \
+        mpiexec -n 2 "$root/scripts/gpu-rank.sh" "$build/sz-train" "${train[@]}" --batch 2 --zero-stage 2 \
+        >"$logs/pinned_fallback.json" 2>"$logs/pinned_fallback.err"
+    rc_fb=$?
+    warned=$(grep -c "could not be allocated .*go through pageable memory" "$logs/pinned_fallback.err")
+    same=null
+    [ -f "$logs/stages2.json" ] && case ",${SZ_GPU_CHECK_PARTS:-stages}," in *,stages,*)
+        same=$([ "$(losses "$logs/pinned_fallback.json")" = "$(losses "$logs/stages2.json")" ] && echo true || echo false) ;; esac
+    SZ_CUDA_EMU_HOST_ALLOC_FAIL=main STARPU_NCUDA=1 timeout -k 10 $(tl 60) "$build/sz-train" "${train[@]}" \
+        --offload-optimizer >"$logs/pinned_required.json" 2>"$logs/pinned_required.err"
+    rc_req=$?
+    said=$(grep -c "must live there (--offload-optimizer)" "$logs/pinned_required.err")
+    fig="\"rc_fallback\": $rc_fb, \"ranks_warned\": $warned, \"bitwise_equal_to_stage2\": $same"
+    fig="$fig, \"rc_offload\": $rc_req, \"offload_refused_with_reason\": $([ "$said" -gt 0 ] && echo true || echo false)"
+    if [ $rc_fb -eq 0 ] && [ "$warned" -eq 2 ] && [ "$same" != false ] && [ $rc_req -eq 1 ] && [ "$said" -gt 0 ] &&
+        ! grep -q '"loss"' "$logs/pinned_required.json"; then
+        json pinned_fallback pass "$fig"
+    else
+        fail_part pinned_fallback "$fig, \"note\": \"without page-locked memory: the host-copy run goes on in pageable memory (one warning a rank, the same losses), the offloaded one stops before any step (exit 1) saying why\", \"log\": \"$logs/pinned_*.err\""
     fi
 fi
 

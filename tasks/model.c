@@ -296,21 +296,44 @@ static int pinned_category(const struct sz_model *m, int cat)
            (m->zero.offload_optimizer && (cat == SZ_MEM_MASTER || cat == SZ_MEM_ADAM_M || cat == SZ_MEM_ADAM_V));
 }
 
+/* A zeroed home in pinned host memory (sz_cuda_host_alloc, on this rank's GPU; StarPU's own pinned
+ * malloc would abort the process where cudaHostAlloc fails). NULL when it cannot be had: for what
+ * must live in host memory (pinned_category) that is the model's error, said here; for what is
+ * pinned only to speed its copies (crosses_each_step) the caller falls back to pageable memory,
+ * with a warning once. */
 static sz_tensor *pinned_buffer(struct sz_model *m, const char *name, sz_dtype dtype, int64_t numel, int cat)
 {
+#if SZ_WITH_CUDA
     size_t bytes = (size_t)numel * sz_dtype_size(dtype);
     void *home = NULL;
-    if (starpu_malloc_flags(&home, bytes, STARPU_MALLOC_PINNED) != 0 || !home)
+    int ids[1], must = pinned_category(m, cat);
+    int rc = starpu_worker_get_ids_by_type(STARPU_CUDA_WORKER, ids, 1) < 1 ? (int)cudaErrorNoDevice
+             : sz_cuda_host_alloc(starpu_worker_get_devid(ids[0]), bytes, &home);
+    if (rc) {
+        if (must || !m->pin_warned)
+            sz_context_log(m->ctx, must ? SZ_LOG_ERROR : SZ_LOG_WARN,
+                           must ? "%.1f MB of pinned host memory for %s could not be allocated (%s): it must live "
+                                  "there (%s); free host memory, or run without that option"
+                                : "%.1f MB of pinned host memory for %s could not be allocated (%s): it and what "
+                                  "else cannot be pinned go through pageable memory, whose copies to and from the "
+                                  "GPU block its CUDA worker (slower, same results)",
+                           bytes / 1e6, name, cudaGetErrorString((cudaError_t)rc),
+                           cat == SZ_MEM_HOST ? "--offload-checkpoints" : "--offload-optimizer");
+        m->pin_warned |= !must;
         return NULL;
-    memset(home, 0, bytes);
+    }
     sz_tensor *t = sz_tensor_register(home, numel, dtype, name);
     if (!t) {
-        starpu_free_flags(home, bytes, STARPU_MALLOC_PINNED);
+        sz_cuda_host_free(home);
         return NULL;
     }
     t->pinned = bytes;
-    t->on_host = pinned_category(m, cat);
+    t->on_host = must;
     return owned(m, t, cat);
+#else
+    (void)m, (void)name, (void)dtype, (void)numel, (void)cat;
+    return NULL; /* (no CUDA workers without CUDA: never called) */
+#endif
 }
 
 static int state_category(int cat)
@@ -420,8 +443,9 @@ static sz_tensor *owned_buffer(struct sz_model *m, const char *name, sz_dtype dt
             return NULL;
         return owned(m, sz_tensor_register_on(m->gpu.node, (char *)m->gpu.base + off, numel, dtype, name), cat);
     }
-    if (crosses_each_step(m, cat))
-        return pinned_buffer(m, name, dtype, numel, cat);
+    sz_tensor *pinned = crosses_each_step(m, cat) ? pinned_buffer(m, name, dtype, numel, cat) : NULL;
+    if (pinned)
+        return pinned; /* (else pageable, below) */
     /* on the device pool (the host pool stays apart): in the M_D arena, or among the temporaries */
     size_t bytes = (size_t)numel * sz_dtype_size(dtype);
     int arena = m->zero.arenas;

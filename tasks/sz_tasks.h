@@ -125,6 +125,7 @@ struct sz_model {
     uint32_t force_where;        /* nonzero: where the tasks submitted now must run (STARPU_CPU for the
                                     optimizer under offload_optimizer), set by tasks/zero.c per action */
     int placed;                  /* with CUDA workers: the model states were prefetched to the GPU */
+    int pin_warned;              /* a home could not be pinned and went to pageable memory: said once */
     int gpu_compute;             /* CUDA workers, and SZ_GPU_PLACEMENT is not 0: every task whose codelet
                                     has a CUDA implementation and is not a collective runs on a CUDA
                                     worker, whatever the policy (tasks/task.c) */

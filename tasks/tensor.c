@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "sz_tasks.h"
+#include "sz_cuda.h"
 
 size_t sz_dtype_size(sz_dtype dtype)
 {
@@ -77,8 +78,10 @@ void sz_tensor_unregister(sz_tensor *t)
         starpu_data_unregister_no_coherency(t->h);
     if (t->on_gpu)
         ; /* a block of the model's GPU arena, freed with it */
-    else if (t->pinned)
-        starpu_free_flags(t->home, t->pinned, STARPU_MALLOC_PINNED);
+#if SZ_WITH_CUDA
+    else if (t->pinned) /* (tasks/model.c's pinned_buffer) */
+        sz_cuda_host_free(t->home);
+#endif
     else if (!sz_devpool_release(t->home))
         free(t->home);
     free(t);

@@ -35,7 +35,9 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 #include <algorithm>
@@ -820,6 +822,12 @@ cudaError_t cudaFreeAsync(void *p, cudaStream_t) { return cudaFree(p); }
 cudaError_t cudaHostAlloc(void **p, size_t n, unsigned)
 {
     EMU_LOCK;
+    /* SZ_CUDA_EMU_HOST_ALLOC_FAIL=main: the calls of the process's main thread fail as a GPU host's
+     * would without page-locked memory left (the model's pinned homes are made there; StarPU's own,
+     * whose failure aborts it, on its workers) */
+    static const char *fail_main = getenv("SZ_CUDA_EMU_HOST_ALLOC_FAIL");
+    if (fail_main && !strcmp(fail_main, "main") && syscall(SYS_gettid) == getpid())
+        return g_last = cudaErrorMemoryAllocation;
     if (posix_memalign(p, 4096, n ? n : 1))
         return g_last = cudaErrorMemoryAllocation;
     (*g_pinned)[(uintptr_t)*p] = n;

@@ -48,6 +48,11 @@ int sz_cuda_pci_bus_id(int dev, char *buf, int len);
  * and its cudaFree; the calling thread's current device is left as it was. 0 or a cudaError_t. */
 int sz_cuda_arena_alloc(int dev, size_t bytes, void **out);
 int sz_cuda_arena_free(int dev, void *p);
+/* Page-locked host memory (tasks/model.c's pinned homes): cudaHostAlloc, portable, zeroed, with
+ * device dev made current (the rank's GPU); a failure is returned (StarPU's pinned malloc aborts).
+ * And its cudaFreeHost. 0 or a cudaError_t. */
+int sz_cuda_host_alloc(int dev, size_t bytes, void **out);
+int sz_cuda_host_free(void *p);
 /* Device dev's name, SM count, peak clock (kHz, cudaDevAttrClockRate), compute capability, dense
  * bf16 tensor-core FLOPs per clock per SM (the table in util.cu; 0: none or unknown) and their
  * product, the bf16 peak in TFLOP/s (0 when the table has no entry). 0, or a cudaError_t. */

@@ -3,6 +3,7 @@
  * per-unit squared norms (codelets/clip_scale.c, bitwise: the same double sums in the same order),
  * scale, zero, the device count, and reduce-scatter's rank-ordered sum of received pieces. */
 #include <stdio.h>
+#include <string.h>
 #include "sz_cuda_common.cuh"
 
 __global__ static void convert_k(void *dst, int ddt, const void *src, int sdt, size_t n, int acc)
@@ -171,6 +172,27 @@ extern "C" int sz_cuda_arena_free(int dev, void *p)
     (void)cudaSetDevice(prev);
     return rc;
 }
+
+/* Page-locked host memory for the model's pinned homes (tasks/model.c): cudaHostAlloc (portable)
+ * with device dev made the calling thread's current one (the rank's GPU: no context is made on
+ * another), zeroed; a failure is returned, where StarPU's starpu_malloc_flags(STARPU_MALLOC_PINNED)
+ * aborts the process. And its cudaFreeHost. 0 or a cudaError_t. */
+extern "C" int sz_cuda_host_alloc(int dev, size_t bytes, void **out)
+{
+    *out = NULL;
+    int rc = (int)cudaSetDevice(dev);
+    if (!rc)
+        rc = (int)cudaHostAlloc(out, bytes, cudaHostAllocPortable);
+    if (rc) {
+        *out = NULL;
+        (void)cudaGetLastError();
+        return rc;
+    }
+    memset(*out, 0, bytes);
+    return 0;
+}
+
+extern "C" int sz_cuda_host_free(void *p) { return (int)cudaFreeHost(p); }
 
 __global__ static void reduce_pieces_k(void *shard, int dt, const void *pieces, int nd, size_t len, int acc)
 {
