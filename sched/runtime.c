@@ -168,8 +168,10 @@ static void choose_gpu(struct sz_context *ctx, const sz_context_config *cfg, str
 /* The STARPU_LIMIT_CUDA_MEM value this process set (from a budget), so that a later context in the
  * same process does not take it for the user's. */
 static char cuda_limit_we_set[32];
+#if SZ_WITH_CUDA
 /* The same for the per-device STARPU_LIMIT_CUDA_<d>_MEM this process set (decide_gpu_budget). */
 static char dev_limit_we_set[SZ_GPU_BUDGET_MAX_DEVICES][32];
+#endif
 
 /* The per-GPU default budget, decided once, before StarPU starts (starzero.h, sz_gpu_budget_info):
  * collective over the node's ranks (every rank comes here, with a GPU or not). Each rank with a

@@ -303,12 +303,20 @@ static int pinned_category(const struct sz_model *m, int cat)
  * with a warning once. */
 static sz_tensor *pinned_buffer(struct sz_model *m, const char *name, sz_dtype dtype, int64_t numel, int cat)
 {
-#if SZ_WITH_CUDA
     size_t bytes = (size_t)numel * sz_dtype_size(dtype);
     void *home = NULL;
-    int ids[1], must = pinned_category(m, cat);
+    int must = pinned_category(m, cat);
+#if SZ_WITH_CUDA
+    int ids[1];
     int rc = starpu_worker_get_ids_by_type(STARPU_CUDA_WORKER, ids, 1) < 1 ? (int)cudaErrorNoDevice
              : sz_cuda_host_alloc(starpu_worker_get_devid(ids[0]), bytes, &home);
+    const char *why = rc ? cudaGetErrorString((cudaError_t)rc) : "";
+#else /* (a library without CUDA beside a StarPU with CUDA workers: StarPU's pinned malloc) */
+    int rc = starpu_malloc_flags(&home, bytes, STARPU_MALLOC_PINNED) != 0 || !home;
+    const char *why = "starpu_malloc_flags";
+    if (!rc)
+        memset(home, 0, bytes);
+#endif
     if (rc) {
         if (must || !m->pin_warned)
             sz_context_log(m->ctx, must ? SZ_LOG_ERROR : SZ_LOG_WARN,
@@ -317,23 +325,18 @@ static sz_tensor *pinned_buffer(struct sz_model *m, const char *name, sz_dtype d
                                 : "%.1f MB of pinned host memory for %s could not be allocated (%s): it and what "
                                   "else cannot be pinned go through pageable memory, whose copies to and from the "
                                   "GPU block its CUDA worker (slower, same results)",
-                           bytes / 1e6, name, cudaGetErrorString((cudaError_t)rc),
-                           cat == SZ_MEM_HOST ? "--offload-checkpoints" : "--offload-optimizer");
+                           bytes / 1e6, name, why, cat == SZ_MEM_HOST ? "--offload-checkpoints" : "--offload-optimizer");
         m->pin_warned |= !must;
         return NULL;
     }
     sz_tensor *t = sz_tensor_register(home, numel, dtype, name);
     if (!t) {
-        sz_cuda_host_free(home);
+        sz_tensor_free_pinned(home, bytes);
         return NULL;
     }
     t->pinned = bytes;
     t->on_host = must;
     return owned(m, t, cat);
-#else
-    (void)m, (void)name, (void)dtype, (void)numel, (void)cat;
-    return NULL; /* (no CUDA workers without CUDA: never called) */
-#endif
 }
 
 static int state_category(int cat)

@@ -22,7 +22,7 @@ struct sz_tensor {
     sz_dtype dtype;
     char name[48];
     void *home;        /* the buffer this tensor registered and owns (NULL for views) */
-    size_t pinned;     /* > 0: home is pinned host memory of this many bytes (starpu_malloc_flags) */
+    size_t pinned;     /* > 0: home is pinned host memory of this many bytes (model.c's pinned_buffer) */
     int on_host;       /* lives in host memory with CUDA workers too (the host pool; offloaded master
                           and optimizer state): not placed on the GPU */
     int on_gpu;        /* home is a block of the model's GPU arena (freed with the arena) */
@@ -316,6 +316,8 @@ sz_status sz_tensor_write_f32(sz_tensor *t, const float *src);
 /* A view of `numel` elements at `offset` of base's handle. */
 sz_tensor sz_tensor_view(const sz_tensor *base, int64_t offset, int64_t numel, const char *name);
 void sz_tensor_unregister(sz_tensor *t);
+/* Frees a pinned home (tasks/model.c pinned_buffer) of that many bytes. */
+void sz_tensor_free_pinned(void *home, size_t bytes);
 
 /* tasks/model.c: sets m->predicted_peak from the plan's fold; with budget > 0 (bytes per rank)
  * and a peak over it, logs what fits (by the same fold) and returns SZ_ERR_BUDGET. */

@@ -69,6 +69,18 @@ sz_tensor sz_tensor_view(const sz_tensor *base, int64_t offset, int64_t numel, c
     return v;
 }
 
+/* A home of tasks/model.c's pinned_buffer: cudaHostAlloc's (sz_cuda_host_alloc), or StarPU's pinned
+ * malloc in a library built without CUDA. */
+void sz_tensor_free_pinned(void *home, size_t bytes)
+{
+#if SZ_WITH_CUDA
+    (void)bytes;
+    sz_cuda_host_free(home);
+#else
+    starpu_free_flags(home, bytes, STARPU_MALLOC_PINNED);
+#endif
+}
+
 void sz_tensor_unregister(sz_tensor *t)
 {
     if (!t)
@@ -78,10 +90,8 @@ void sz_tensor_unregister(sz_tensor *t)
         starpu_data_unregister_no_coherency(t->h);
     if (t->on_gpu)
         ; /* a block of the model's GPU arena, freed with it */
-#if SZ_WITH_CUDA
-    else if (t->pinned) /* (tasks/model.c's pinned_buffer) */
-        sz_cuda_host_free(t->home);
-#endif
+    else if (t->pinned)
+        sz_tensor_free_pinned(t->home, t->pinned);
     else if (!sz_devpool_release(t->home))
         free(t->home);
     free(t);
