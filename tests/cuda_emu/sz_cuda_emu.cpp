@@ -892,13 +892,14 @@ static cudaError_t copy(const char *what, void *dst, const void *src, size_t n, 
         if ((!wd && any_device(dst)) || (!ws && any_device(src)))
             return fail(cudaErrorInvalidValue, "%s: a host side (kind %d) that is device memory", what, (int)k);
     }
-    if ((!wd && !pinned(dst, n)) || (!ws && !pinned(src, n)))
+    bool pageable_dst = !wd && !pinned(dst, n), pageable_src = !ws && !pinned(src, n);
+    if (pageable_dst || pageable_src)
         g_pageable++, g_pageable_bytes += (double)n;
-    if (!wd && !pinned(dst, n)) { /* into pageable memory: done when the call returns */
+    if (pageable_dst) { /* into pageable memory: done when the call returns */
         sz_emu_flush(s);
         sz_emu_device open;
         memmove(dst, src, n);
-    } else if (!ws && !pinned(src, n)) { /* from pageable memory: read now, written in order */
+    } else if (pageable_src) { /* from pageable memory: read now, written in order */
         auto buf = std::make_shared<std::vector<char>>((const char *)src, (const char *)src + n);
         sz_emu_enqueue(s, [dst, buf] {
             sz_emu_device open;
