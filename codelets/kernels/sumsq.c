@@ -5,30 +5,46 @@
 #include "sz_kernels_impl.h"
 
 #define LANES 16 /* independent double partial sums, added in lane order: vectorizes, stays fixed */
+#define SZ_UPDATE_PIECE 2048 /* a multiple of LANES */
 
-double sz_k_sumsq_chunk(const void *x, int bf16, int64_t n)
+/* Lane k adds the squares of elements k, k + LANES, ... of x[0, n) (n a multiple of LANES) into
+ * l[k], each lane in element order: a chunk's sum is these lanes over the whole chunk, in any
+ * number of pieces (each a multiple of LANES long), then lanes_end. */
+static inline void lanes_add(double *restrict l, const void *x, int bf16, int64_t n)
 {
-    double l[LANES] = {0}, s = 0.0;
-    int64_t i = 0, m = n - n % LANES;
     const uint16_t *h = x;
     const float *f = x;
     if (bf16)
-        for (; i < m; i += LANES)
+        for (int64_t i = 0; i < n; i += LANES)
             for (int k = 0; k < LANES; k++) {
                 double v = sz_bf16_to_f32_1(h[i + k]);
                 l[k] += v * v;
             }
     else
-        for (; i < m; i += LANES)
+        for (int64_t i = 0; i < n; i += LANES)
             for (int k = 0; k < LANES; k++)
                 l[k] += (double)f[i + k] * f[i + k];
+}
+
+/* The lanes added in lane order, then the squares of the n < LANES elements of x past them. */
+static inline double lanes_end(const double *l, const void *x, int bf16, int64_t n)
+{
+    double s = 0.0;
     for (int k = 0; k < LANES; k++)
         s += l[k];
-    for (; i < n; i++) {
-        double v = bf16 ? sz_bf16_to_f32_1(h[i]) : f[i];
+    for (int64_t i = 0; i < n; i++) {
+        double v = bf16 ? sz_bf16_to_f32_1(((const uint16_t *)x)[i]) : ((const float *)x)[i];
         s += v * v;
     }
     return s;
+}
+
+double sz_k_sumsq_chunk(const void *x, int bf16, int64_t n)
+{
+    double l[LANES] = {0};
+    int64_t m = n - n % LANES;
+    lanes_add(l, x, bf16, m);
+    return lanes_end(l, (const char *)x + m * (bf16 ? 2 : 4), bf16, n - m);
 }
 
 double sz_k_sumsq(const void *x, int bf16, int64_t n)
@@ -61,9 +77,21 @@ int sz_k_update_chunks(size_t n, const void *grad, int bf16, double *sumsq,
 #pragma omp parallel for schedule(static) if (n >= SZ_PAR_MIN)
     for (int64_t c = 0; c < nchunks; c++) {
         size_t lo = (size_t)c * SZ_SUMSQ_CHUNK, hi = lo + SZ_SUMSQ_CHUNK < n ? lo + SZ_SUMSQ_CHUNK : n;
-        range(ctx, lo, hi);
+        /* the update and the chunk's norm in pieces of SZ_UPDATE_PIECE elements, each piece's squares
+         * added right after its update, from L1: the lanes' chains then run beside the next piece's
+         * memory traffic instead of after the whole chunk's (the sum is sz_k_sumsq_chunk's: the same
+         * lanes, each in element order) */
+        double l[LANES] = {0};
+        const char *g = (const char *)grad + lo * (bf16 ? 2 : 4);
+        size_t m = hi - (hi - lo) % LANES;
+        for (size_t a = lo; a < hi; a += SZ_UPDATE_PIECE) {
+            size_t b = a + SZ_UPDATE_PIECE < hi ? a + SZ_UPDATE_PIECE : hi;
+            range(ctx, a, b);
+            if (part)
+                lanes_add(l, g + (a - lo) * (bf16 ? 2 : 4), bf16, (int64_t)((b < m ? b : m) - a));
+        }
         if (part)
-            part[c] = sz_k_sumsq_chunk((const char *)grad + lo * (bf16 ? 2 : 4), bf16, (int64_t)(hi - lo));
+            part[c] = lanes_end(l, g + (m - lo) * (bf16 ? 2 : 4), bf16, (int64_t)(hi - m));
     }
     if (sumsq) {
         double s = 0.0;

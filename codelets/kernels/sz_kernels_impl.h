@@ -688,7 +688,8 @@ static inline void sz_rope_row_bwd(float *di, const float *d, const float *cs, i
 }
 
 /* The optimizers' step loop (adamw.c, sgd.c; sumsq.c): range(ctx, lo, hi) on the fixed chunks of
- * sz_k_sumsq, in parallel, each followed while in cache by its gradient's squared norm (grad fp32
+ * sz_k_sumsq, in parallel, in pieces of 2048 elements (range must be elementwise), each piece's
+ * squares added (the chunk's sz_k_sumsq_chunk lanes) right after its update, from L1 (grad fp32
  * or bf16); *sumsq (when not NULL) = the chunk norms added in chunk order, so the same bits
  * whatever the thread count. -1, nothing done, when out of memory. */
 int sz_k_update_chunks(size_t n, const void *grad, int bf16, double *sumsq,
