@@ -494,6 +494,13 @@ int main(int argc, char **argv)
          * gradient rounding) and the zeroing tasks, summed over tasks */
         cJSON_AddNumberToObject(o, "convert_ms", reps[0].convert_task_s * 1e3);
         cJSON_AddNumberToObject(o, "zero_ms", reps[0].zero_task_s * 1e3);
+        /* every codelet's share of the last step (rank 0, its tasks' own timings, summed over tasks;
+         * communication tasks included, which may run beside compute) and its task count */
+        cJSON *cms = cJSON_AddObjectToObject(o, "codelet_ms"), *cnt = cJSON_AddObjectToObject(o, "codelet_tasks");
+        for (int c = 0; c < reps[0].ncodelets; c++) {
+            cJSON_AddNumberToObject(cms, reps[0].codelets[c].name, reps[0].codelets[c].seconds * 1e3);
+            cJSON_AddNumberToObject(cnt, reps[0].codelets[c].name, reps[0].codelets[c].tasks);
+        }
         /* the optimizer's tasks (last step, rank 0) against the bytes they must move: per element of
          * the rank's owned range, fp32: p read and written, the gradient read, each fp32 state read
          * and written (AdamW: 12 + 2 x 8 = 28 B); mixed: the master read and written, the bf16

@@ -812,6 +812,7 @@ typedef struct sz_pool_stats {
     int64_t failures;             /* requests no free block could hold (served outside the pool) */
 } sz_pool_stats;
 
+#define SZ_MAX_CODELETS 64 /* sz_memory_report.codelets */
 typedef struct sz_memory_report {
     int64_t bytes[SZ_MEM_NCATEGORIES]; /* persistent categories: bytes held; transient ones: peak */
     int64_t model_state_bytes;         /* params or shard + grads or shard + master + m + v */
@@ -835,6 +836,13 @@ typedef struct sz_memory_report {
     double convert_task_s;             /* last step: seconds the fp32 <-> bf16 conversion tasks
                                           (working copies, gradient rounding) ran, summed (zero policy) */
     double zero_task_s;                /* last step: seconds the zeroing tasks ran, summed (zero policy) */
+    int ncodelets;                     /* last step: every codelet that ran on this rank (zero policy;
+                                          else 0), in the order each first ran, at most SZ_MAX_CODELETS */
+    struct {
+        char name[32];                 /*   the codelet's name (sz-info --codelets lists them) */
+        double seconds;                /*   its tasks' run time, summed over tasks */
+        int tasks;                     /*   how many of its tasks ran */
+    } codelets[SZ_MAX_CODELETS];
     int ntimeline;                     /* last step: live transient bytes over time, at most 64 points */
     double timeline_ms[64];            /*   ms since the step began */
     int64_t timeline_bytes[64];        /*   transient bytes alive then (persistent ones come on top) */

@@ -49,6 +49,12 @@ struct queue {
     int64_t optimizer_ns; /* optimizer tasks' run time, the same way */
     int64_t convert_ns;   /* fp32 <-> bf16 conversion tasks' (working copies, gradient rounding) */
     int64_t zero_ns;      /* zeroing tasks' */
+    int ncl;              /* every codelet's run time and task count, the same way (the first 64 seen) */
+    struct {
+        const struct starpu_codelet *cl;
+        int64_t ns;
+        int tasks;
+    } cl[64];
     int64_t started[STARPU_NMAXWORKERS]; /* when each worker's current task began */
     int cuda_worker, cuda_known;         /* a CUDA worker of the context (-1: none), once looked up */
 };
@@ -125,6 +131,19 @@ static void zero_post_exec(struct starpu_task *task, unsigned ctx)
         q->convert_ns += sp.t1 - sp.t0;
     else if (task->cl == &sz_cl_zero)
         q->zero_ns += sp.t1 - sp.t0;
+    int c = 0;
+    while (c < q->ncl && q->cl[c].cl != task->cl)
+        c++;
+    if (c == q->ncl && c < (int)(sizeof q->cl / sizeof q->cl[0])) {
+        q->cl[c].cl = task->cl;
+        q->cl[c].ns = 0;
+        q->cl[c].tasks = 0;
+        q->ncl++;
+    }
+    if (c < q->ncl) {
+        q->cl[c].ns += sp.t1 - sp.t0;
+        q->cl[c].tasks++;
+    }
     if (s->n == s->cap) {
         int cap = s->cap ? 2 * s->cap : 1024;
         struct span *v = realloc(s->v, (size_t)cap * sizeof *v);
@@ -173,9 +192,17 @@ int sz_sched_overlap(double *fraction, double *comm_s, double *compute_s, sz_sch
         hidden += covered;
     }
     q->comm.n = q->compute.n = 0;
-    if (times)
-        *times = (sz_sched_task_times){q->matmul_ns * 1e-9, q->optimizer_ns * 1e-9, q->convert_ns * 1e-9, q->zero_ns * 1e-9};
+    if (times) {
+        *times = (sz_sched_task_times){q->matmul_ns * 1e-9, q->optimizer_ns * 1e-9, q->convert_ns * 1e-9,
+                                       q->zero_ns * 1e-9, q->ncl, {{0}}};
+        for (int c = 0; c < q->ncl; c++) {
+            times->cl[c].name = q->cl[c].cl && q->cl[c].cl->name ? q->cl[c].cl->name : "?";
+            times->cl[c].s = q->cl[c].ns * 1e-9;
+            times->cl[c].tasks = q->cl[c].tasks;
+        }
+    }
     q->matmul_ns = q->optimizer_ns = q->convert_ns = q->zero_ns = 0;
+    q->ncl = 0;
     STARPU_PTHREAD_MUTEX_UNLOCK(&q->span_lock);
     *fraction = comm > 0 ? (double)hidden / (double)comm : 0.0;
     *comm_s = comm * 1e-9;

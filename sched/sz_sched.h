@@ -15,6 +15,12 @@ int sz_codelet_is_comm(const struct starpu_codelet *cl);
  * copies, gradient rounding, checkpoint copies) and zeroing (sz_cl_zero). */
 typedef struct sz_sched_task_times {
     double matmul_s, optimizer_s, convert_s, zero_s;
+    int ncl; /* and every codelet's, in the order each first ran (communication included) */
+    struct {
+        const char *name;
+        double s;
+        int tasks;
+    } cl[64];
 } sz_sched_task_times;
 /* Since the last call: the fraction of communication time hidden behind compute, the busy
  * seconds of each, and (times may be NULL) the seconds some kinds of task ran.

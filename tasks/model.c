@@ -1394,6 +1394,12 @@ sz_status sz_model_memory_report(const sz_model *m, sz_memory_report *r)
     r->optimizer_task_s = m->task_times.optimizer_s;
     r->convert_task_s = m->task_times.convert_s;
     r->zero_task_s = m->task_times.zero_s;
+    r->ncodelets = m->task_times.ncl < SZ_MAX_CODELETS ? m->task_times.ncl : SZ_MAX_CODELETS;
+    for (int c = 0; c < r->ncodelets; c++) {
+        snprintf(r->codelets[c].name, sizeof r->codelets[c].name, "%s", m->task_times.cl[c].name);
+        r->codelets[c].seconds = m->task_times.cl[c].s;
+        r->codelets[c].tasks = m->task_times.cl[c].tasks;
+    }
     r->pool_active = sz_devpool_stats(&r->pool);
     sz_devwatch_report(m, r);
     return SZ_OK;

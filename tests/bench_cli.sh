@@ -3,7 +3,8 @@
 # figures and the machine's yardsticks, bf16 and f32 oneDNN matmul, amx, the stream triad and the step
 # split into matmul_ms and other_ms (within it the conversions' convert_ms, 0 in fp32, > 0 on the
 # emulated bf16 path with SZ_GRAD_ROUND_FOLD=0 and 0 without, and the zeroing's zero_ms), the optimizer's time against the bytes it moves, and
-# page faults per step (their presence, not their values: timings are never pass/fail here; optimizer_bytes is
+# every codelet's time and task count (codelet_ms, codelet_tasks: adding up to the busy time, matmul_ms and
+# optimizer_ms), page faults per step (their presence, not their values: timings are never pass/fail here; optimizer_bytes is
 # exact: 28 bytes per parameter, padded, at stage 0 on one rank; with --optimizer sgd --momentum 0.9,
 # recorded in the JSON, 20: one fp32 state); on a CPU-only run no GPU figure (mfu, gpu_peak_tflops) at
 # all; a bad --optimizer or --momentum, a value option without its value and a malformed or out-of-range
@@ -45,6 +46,28 @@ if echo "$out" | grep -q '"sched_policy":"zero"'; then   # the zero policy times
     awk -v v="$(num optimizer_ms)" 'BEGIN { exit !(v > 0) }' || fail "optimizer_ms = $(num optimizer_ms) under the zero policy"
     awk -v v="$(num optimizer_gbps)" 'BEGIN { exit !(v > 0) }' || fail "optimizer_gbps = $(num optimizer_gbps) under the zero policy"
     awk -v v="$(num convert_ms)" 'BEGIN { exit !(v == 0) }' || fail "convert_ms = $(num convert_ms) in fp32 (no conversions)"
+    # every codelet's time (codelet_ms) and task count (codelet_tasks): on one rank with one worker
+    # the tasks never overlap, so they add up to the compute and communication busy time; the five
+    # matmul codelets add up to matmul_ms, adamw to optimizer_ms
+    echo "$out" | jawk '{
+        c = jraw($0, "codelet_ms"); n = jraw($0, "codelet_tasks")
+        if (!jok(n)) { print "codelet_tasks is not an object: " n; exit 1 }
+        for (i = 1; i <= jnkeys; i++) tasks[JK[i]] = JV[i] + 0
+        if (!jok(c) || jnkeys < 5) { print "codelet_ms is not an object of the step codelets: " c; exit 1 }
+        for (i = 1; i <= jnkeys; i++) {
+            k = JK[i]; v = JV[i] + 0; all += v
+            if (!(k in tasks) || tasks[k] < 1 || v < 0) { print "codelet " k ": " v " ms, " tasks[k] " tasks"; exit 1 }
+            if (k ~ /^(matmul_fwd|matmul_bwd|matmul_bwd_tied|matmul_gelu_fwd|gelu_matmul_bwd)$/) mm += v
+            if (k == "adamw") opt += v
+        }
+        busy = (jget($0, "compute_task_s") + jget($0, "comm_task_s")) * 1e3
+        d = all - busy; if (d < 0) d = -d
+        if (d > 1e-3 * busy + 1e-3) { print "codelet_ms add up to " all " ms, the tasks were busy " busy; exit 1 }
+        d = mm - jget($0, "matmul_ms"); if (d < 0) d = -d
+        if (d > 1e-6 * mm + 1e-6) { print "matmul codelets " mm " ms against matmul_ms " jget($0, "matmul_ms"); exit 1 }
+        d = opt - jget($0, "optimizer_ms"); if (d < 0) d = -d
+        if (opt <= 0 || d > 1e-6 * opt + 1e-6) { print "adamw " opt " ms against optimizer_ms " jget($0, "optimizer_ms"); exit 1 }
+    }' || fail "codelet_ms / codelet_tasks wrong in $out"
     # the emulated bf16 path with the gradients' rounding a task of its own (SZ_GRAD_ROUND_FOLD=0)
     # converts the working gradients to bf16: its conversion tasks are timed; with the rounding folded
     # into the writers (the default; the tied wte's too) GPT-2 converts nothing (LLaMA: below)
