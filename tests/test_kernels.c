@@ -468,6 +468,9 @@ static void test_attention(void)
     attention_case(B, T, C, NH, 1, 1.0f);     /* hs 4, one key block */
     attention_case(2, 37, 64, 2, 1, 1.0f);    /* hs 32, three key blocks, last one partial */
     attention_case(1, 70, 128, 2, 0, 2.0f);   /* GPT-2's hs 64, five blocks, larger scores */
+    /* hs 44: whole vectors and a scalar tail whatever the vector width; T 129: the last query row
+     * alone against 144 keys (one row by eight key vectors, then the shorter blocks) */
+    attention_case(1, 129, 88, 2, 0, 1.0f);
 }
 
 /* ---------------------------------------------------------------- gelu, residual */

@@ -7,28 +7,57 @@
  *
  * Blocking: one (b, h) pair is one unit of work, done by one thread; its K (and in the backward V)
  * is copied transposed into a per-thread, 64-byte aligned scratch [hs][T16] (T16 = T rounded up to
- * 16), so a score block of 16 keys is 16-lane FMAs over i = 0..hs-1 with no horizontal sums, and
- * the forward scores SZ_ATT_QB query rows against each loaded key block. Every score, probability
- * and sum is computed in a fixed order that depends on no thread count, and the forward and the
- * backward compute scores with the one function below (sz_att_scores), so the probabilities the
- * backward recomputes are bitwise those the forward used. Scratch per thread: (hs + SZ_ATT_QB) T16
- * floats forward, 2 (hs + SZ_ATT_QB) T16 + 2 T hs floats backward. bf16 operands (the native bf16
- * path, the _mx entry points) are widened and rounded per (b, h) pair inside that scratch (hs more
- * floats forward, T hs more for a bf16 dout and T hs more for a bf16 dinp backward), with the bits
- * of the fp32 kernel on whole fp32 copies. */
+ * 16), so a score block of keys is FMAs over i = 0..hs-1 in the ISA's vector lanes (SZ_ATT_VL: 16
+ * with AVX-512, 8 with AVX2) with no horizontal sums, and the forward scores SZ_ATT_QB query rows
+ * against each loaded key block (a lane's sum runs in the same order whatever the vector width).
+ * Every score, probability and sum is computed in a fixed order that depends on no thread count,
+ * and the forward and the backward compute scores with the one function below (sz_att_scores), so
+ * the probabilities the backward recomputes are bitwise those the forward used. Scratch per
+ * thread: (hs + SZ_ATT_QB) T16 floats forward, 2 (hs + SZ_ATT_QB) T16 + 2 T hs floats backward.
+ * bf16 operands (the native bf16 path, the _mx entry points) are widened and rounded per (b, h)
+ * pair inside that scratch (hs more floats forward, T hs more for a bf16 dout and T hs more for a
+ * bf16 dinp backward), with the bits of the fp32 kernel on whole fp32 copies. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#if defined(__AVX__)
+#include <immintrin.h>
+#endif
 #include "sz_kernels_impl.h"
 
 #define SZ_ATT_QB 4   /* query rows scored together in the forward */
 #define SZ_ATT_ROW 256 /* head sizes up to this round a bf16 dinp row through a stack row */
 
-typedef float sz_v16 __attribute__((vector_size(64)));
+/* The vector the kernels hold in registers: one register of the ISA the build targets. A GCC
+ * vector wider than the registers is split, and the blocks below then spill most of their
+ * accumulators: with 16 floats on AVX2 the kernels ran 6-7x slower than with 8. */
+#if defined(__AVX512F__)
+#define SZ_ATT_VL 16
+#elif defined(__AVX__)
+#define SZ_ATT_VL 8
+#else
+#define SZ_ATT_VL 4
+#endif
+typedef float sz_vf __attribute__((vector_size(SZ_ATT_VL * 4)));
+typedef float sz_vfu __attribute__((vector_size(SZ_ATT_VL * 4), aligned(4)));
+
+/* a + s * v in every lane, one rounding (FMA) where the ISA has it. Spelt out: GCC contracts
+ * `a += s * v` itself only as its tuning likes (for Zen it keeps accumulator chains as a multiply
+ * and an add), which would make the bits depend on -mtune and on how a loop is blocked. */
+static inline sz_vf sz_att_fma(sz_vf a, float s, sz_vf v)
+{
+#if defined(__AVX512F__)
+    return (sz_vf)_mm512_fmadd_ps(_mm512_set1_ps(s), (__m512)v, (__m512)a);
+#elif defined(__FMA__)
+    return (sz_vf)_mm256_fmadd_ps(_mm256_set1_ps(s), (__m256)v, (__m256)a);
+#else
+    return a + s * v;
+#endif
+}
 
 /* s[r * lds + j] = scale * sum_{i < hs} q[r][i] * kt[i * ldk + j] for j < n16 (a multiple of 16)
  * and r < nr <= SZ_ATT_QB; the sum runs i = 0, 1, ... in every lane, so a lane's bits depend on
- * neither nr nor how the lanes are grouped (4 rows x 2 key blocks, or 1 row x 8 key blocks, at a
+ * neither nr nor how the lanes are grouped (4 rows x 2 key vectors, or 1 row x 8 key vectors, at a
  * time: 8 independent FMA chains). kt and s 64-byte aligned, ldk and lds multiples of 16. One
  * function for the forward and the backward: same bits. */
 __attribute__((noinline)) static void sz_att_scores(float *s, size_t lds, const float *const *q, int nr,
@@ -38,63 +67,67 @@ __attribute__((noinline)) static void sz_att_scores(float *s, size_t lds, const 
     int j0 = 0;
     if (nr == 1) {
         const float *q0 = q[0];
-        for (; j0 + 128 <= n16; j0 += 128) {
-            sz_v16 a[8] = {{0}};
+        for (; j0 + 8 * SZ_ATT_VL <= n16; j0 += 8 * SZ_ATT_VL) {
+            sz_vf a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0}, a4 = {0}, a5 = {0}, a6 = {0}, a7 = {0};
             const float *k = kt + j0;
             for (int i = 0; i < hs; i++, k += ldk) {
                 float qi = q0[i];
-                a[0] += qi * *(const sz_v16 *)k;
-                a[1] += qi * *(const sz_v16 *)(k + 16);
-                a[2] += qi * *(const sz_v16 *)(k + 32);
-                a[3] += qi * *(const sz_v16 *)(k + 48);
-                a[4] += qi * *(const sz_v16 *)(k + 64);
-                a[5] += qi * *(const sz_v16 *)(k + 80);
-                a[6] += qi * *(const sz_v16 *)(k + 96);
-                a[7] += qi * *(const sz_v16 *)(k + 112);
+                a0 = sz_att_fma(a0, qi, *(const sz_vf *)k);
+                a1 = sz_att_fma(a1, qi, *(const sz_vf *)(k + SZ_ATT_VL));
+                a2 = sz_att_fma(a2, qi, *(const sz_vf *)(k + 2 * SZ_ATT_VL));
+                a3 = sz_att_fma(a3, qi, *(const sz_vf *)(k + 3 * SZ_ATT_VL));
+                a4 = sz_att_fma(a4, qi, *(const sz_vf *)(k + 4 * SZ_ATT_VL));
+                a5 = sz_att_fma(a5, qi, *(const sz_vf *)(k + 5 * SZ_ATT_VL));
+                a6 = sz_att_fma(a6, qi, *(const sz_vf *)(k + 6 * SZ_ATT_VL));
+                a7 = sz_att_fma(a7, qi, *(const sz_vf *)(k + 7 * SZ_ATT_VL));
             }
-            for (int c = 0; c < 8; c++) *(sz_v16 *)(s + j0 + 16 * c) = a[c] * scale;
+            float *o = s + j0;
+            *(sz_vf *)o = a0 * scale; *(sz_vf *)(o + SZ_ATT_VL) = a1 * scale;
+            *(sz_vf *)(o + 2 * SZ_ATT_VL) = a2 * scale; *(sz_vf *)(o + 3 * SZ_ATT_VL) = a3 * scale;
+            *(sz_vf *)(o + 4 * SZ_ATT_VL) = a4 * scale; *(sz_vf *)(o + 5 * SZ_ATT_VL) = a5 * scale;
+            *(sz_vf *)(o + 6 * SZ_ATT_VL) = a6 * scale; *(sz_vf *)(o + 7 * SZ_ATT_VL) = a7 * scale;
         }
-        for (; j0 + 32 <= n16; j0 += 32) {
-            sz_v16 a0 = {0}, a1 = {0};
+        for (; j0 + 2 * SZ_ATT_VL <= n16; j0 += 2 * SZ_ATT_VL) {
+            sz_vf a0 = {0}, a1 = {0};
             const float *k = kt + j0;
             for (int i = 0; i < hs; i++, k += ldk) {
-                a0 += q0[i] * *(const sz_v16 *)k;
-                a1 += q0[i] * *(const sz_v16 *)(k + 16);
+                a0 = sz_att_fma(a0, q0[i], *(const sz_vf *)k);
+                a1 = sz_att_fma(a1, q0[i], *(const sz_vf *)(k + SZ_ATT_VL));
             }
-            *(sz_v16 *)(s + j0) = a0 * scale;
-            *(sz_v16 *)(s + j0 + 16) = a1 * scale;
+            *(sz_vf *)(s + j0) = a0 * scale;
+            *(sz_vf *)(s + j0 + SZ_ATT_VL) = a1 * scale;
         }
     }
     const float *q0 = q[0], *q1 = q[nr > 1 ? 1 : 0], *q2 = q[nr > 2 ? 2 : 0], *q3 = q[nr > 3 ? 3 : 0];
-    for (; j0 + 32 <= n16; j0 += 32) {
-        sz_v16 a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0}, b0 = {0}, b1 = {0}, b2 = {0}, b3 = {0};
+    for (; j0 + 2 * SZ_ATT_VL <= n16; j0 += 2 * SZ_ATT_VL) {
+        sz_vf a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0}, b0 = {0}, b1 = {0}, b2 = {0}, b3 = {0};
         const float *k = kt + j0;
         for (int i = 0; i < hs; i++, k += ldk) {
-            sz_v16 kv = *(const sz_v16 *)k, kw = *(const sz_v16 *)(k + 16);
-            a0 += q0[i] * kv; b0 += q0[i] * kw;
-            a1 += q1[i] * kv; b1 += q1[i] * kw;
-            a2 += q2[i] * kv; b2 += q2[i] * kw;
-            a3 += q3[i] * kv; b3 += q3[i] * kw;
+            sz_vf kv = *(const sz_vf *)k, kw = *(const sz_vf *)(k + SZ_ATT_VL);
+            a0 = sz_att_fma(a0, q0[i], kv); b0 = sz_att_fma(b0, q0[i], kw);
+            a1 = sz_att_fma(a1, q1[i], kv); b1 = sz_att_fma(b1, q1[i], kw);
+            a2 = sz_att_fma(a2, q2[i], kv); b2 = sz_att_fma(b2, q2[i], kw);
+            a3 = sz_att_fma(a3, q3[i], kv); b3 = sz_att_fma(b3, q3[i], kw);
         }
-        *(sz_v16 *)(s + j0) = a0 * scale; *(sz_v16 *)(s + j0 + 16) = b0 * scale;
-        if (nr > 1) { *(sz_v16 *)(s + lds + j0) = a1 * scale; *(sz_v16 *)(s + lds + j0 + 16) = b1 * scale; }
-        if (nr > 2) { *(sz_v16 *)(s + 2 * lds + j0) = a2 * scale; *(sz_v16 *)(s + 2 * lds + j0 + 16) = b2 * scale; }
-        if (nr > 3) { *(sz_v16 *)(s + 3 * lds + j0) = a3 * scale; *(sz_v16 *)(s + 3 * lds + j0 + 16) = b3 * scale; }
+        *(sz_vf *)(s + j0) = a0 * scale; *(sz_vf *)(s + j0 + SZ_ATT_VL) = b0 * scale;
+        if (nr > 1) { *(sz_vf *)(s + lds + j0) = a1 * scale; *(sz_vf *)(s + lds + j0 + SZ_ATT_VL) = b1 * scale; }
+        if (nr > 2) { *(sz_vf *)(s + 2 * lds + j0) = a2 * scale; *(sz_vf *)(s + 2 * lds + j0 + SZ_ATT_VL) = b2 * scale; }
+        if (nr > 3) { *(sz_vf *)(s + 3 * lds + j0) = a3 * scale; *(sz_vf *)(s + 3 * lds + j0 + SZ_ATT_VL) = b3 * scale; }
     }
-    for (; j0 < n16; j0 += 16) {
-        sz_v16 a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0};
+    for (; j0 < n16; j0 += SZ_ATT_VL) {
+        sz_vf a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0};
         const float *k = kt + j0;
         for (int i = 0; i < hs; i++, k += ldk) {
-            sz_v16 kv = *(const sz_v16 *)k;
-            a0 += q0[i] * kv;
-            a1 += q1[i] * kv;
-            a2 += q2[i] * kv;
-            a3 += q3[i] * kv;
+            sz_vf kv = *(const sz_vf *)k;
+            a0 = sz_att_fma(a0, q0[i], kv);
+            a1 = sz_att_fma(a1, q1[i], kv);
+            a2 = sz_att_fma(a2, q2[i], kv);
+            a3 = sz_att_fma(a3, q3[i], kv);
         }
-        *(sz_v16 *)(s + j0) = a0 * scale;
-        if (nr > 1) *(sz_v16 *)(s + lds + j0) = a1 * scale;
-        if (nr > 2) *(sz_v16 *)(s + 2 * lds + j0) = a2 * scale;
-        if (nr > 3) *(sz_v16 *)(s + 3 * lds + j0) = a3 * scale;
+        *(sz_vf *)(s + j0) = a0 * scale;
+        if (nr > 1) *(sz_vf *)(s + lds + j0) = a1 * scale;
+        if (nr > 2) *(sz_vf *)(s + 2 * lds + j0) = a2 * scale;
+        if (nr > 3) *(sz_vf *)(s + 3 * lds + j0) = a3 * scale;
     }
 }
 
@@ -109,31 +142,33 @@ static void sz_att_transpose(float *dst, const float *src, size_t ld, int T, int
 }
 
 /* acc[i] += sum_{j < n} w[j] * rows[j * ld + i] for i < hs, in order j = 0, 1, ... in every lane,
- * with 64 lanes held in registers over the whole j loop (an accumulator kept in memory would chain
- * every step through a store and a load). rows need no alignment. */
-typedef float sz_v16u __attribute__((vector_size(64), aligned(4)));
+ * with 4 vectors of lanes held in registers over the whole j loop (an accumulator kept in memory
+ * would chain every step through a store and a load). rows need no alignment. */
 static void sz_att_axpy_rows(float *acc, const float *w, const float *rows, size_t ld, int n, int hs)
 {
     int i0 = 0;
-    for (; i0 + 64 <= hs; i0 += 64) {
-        sz_v16 a0 = *(sz_v16u *)(acc + i0), a1 = *(sz_v16u *)(acc + i0 + 16);
-        sz_v16 a2 = *(sz_v16u *)(acc + i0 + 32), a3 = *(sz_v16u *)(acc + i0 + 48);
+    for (; i0 + 4 * SZ_ATT_VL <= hs; i0 += 4 * SZ_ATT_VL) {
+        sz_vf a0 = *(sz_vfu *)(acc + i0), a1 = *(sz_vfu *)(acc + i0 + SZ_ATT_VL);
+        sz_vf a2 = *(sz_vfu *)(acc + i0 + 2 * SZ_ATT_VL), a3 = *(sz_vfu *)(acc + i0 + 3 * SZ_ATT_VL);
         const float *r = rows + i0;
         for (int j = 0; j < n; j++, r += ld) {
             float wj = w[j];
-            a0 += wj * *(const sz_v16u *)r;
-            a1 += wj * *(const sz_v16u *)(r + 16);
-            a2 += wj * *(const sz_v16u *)(r + 32);
-            a3 += wj * *(const sz_v16u *)(r + 48);
+            a0 = sz_att_fma(a0, wj, *(const sz_vfu *)r);
+            a1 = sz_att_fma(a1, wj, *(const sz_vfu *)(r + SZ_ATT_VL));
+            a2 = sz_att_fma(a2, wj, *(const sz_vfu *)(r + 2 * SZ_ATT_VL));
+            a3 = sz_att_fma(a3, wj, *(const sz_vfu *)(r + 3 * SZ_ATT_VL));
         }
-        *(sz_v16u *)(acc + i0) = a0; *(sz_v16u *)(acc + i0 + 16) = a1;
-        *(sz_v16u *)(acc + i0 + 32) = a2; *(sz_v16u *)(acc + i0 + 48) = a3;
+        *(sz_vfu *)(acc + i0) = a0; *(sz_vfu *)(acc + i0 + SZ_ATT_VL) = a1;
+        *(sz_vfu *)(acc + i0 + 2 * SZ_ATT_VL) = a2; *(sz_vfu *)(acc + i0 + 3 * SZ_ATT_VL) = a3;
     }
-    for (; i0 + 16 <= hs; i0 += 16) {
-        sz_v16 a0 = *(sz_v16u *)(acc + i0);
+    for (; i0 + SZ_ATT_VL <= hs; i0 += SZ_ATT_VL) {
+        sz_vf a0 = *(sz_vfu *)(acc + i0);
         const float *r = rows + i0;
-        for (int j = 0; j < n; j++, r += ld) a0 += w[j] * *(const sz_v16u *)r;
-        *(sz_v16u *)(acc + i0) = a0;
+        for (int j = 0; j < n; j++, r += ld) {
+            float wj = w[j];
+            a0 = sz_att_fma(a0, wj, *(const sz_vfu *)r);
+        }
+        *(sz_vfu *)(acc + i0) = a0;
     }
     for (; i0 < hs; i0++) {
         float a = acc[i0];
@@ -229,19 +264,19 @@ static void sz_att_rank_tile(float *dk, float *dv, const float *g, const float *
 {
     int i0 = 0;
     if (nr == 4)
-        for (; i0 + 16 <= hs; i0 += 16) {
-            sz_v16 q0 = *(const sz_v16u *)(q[0] + i0), q1 = *(const sz_v16u *)(q[1] + i0);
-            sz_v16 q2 = *(const sz_v16u *)(q[2] + i0), q3 = *(const sz_v16u *)(q[3] + i0);
-            sz_v16 d0 = *(const sz_v16u *)(d[0] + i0), d1 = *(const sz_v16u *)(d[1] + i0);
-            sz_v16 d2 = *(const sz_v16u *)(d[2] + i0), d3 = *(const sz_v16u *)(d[3] + i0);
+        for (; i0 + SZ_ATT_VL <= hs; i0 += SZ_ATT_VL) {
+            sz_vf q0 = *(const sz_vfu *)(q[0] + i0), q1 = *(const sz_vfu *)(q[1] + i0);
+            sz_vf q2 = *(const sz_vfu *)(q[2] + i0), q3 = *(const sz_vfu *)(q[3] + i0);
+            sz_vf d0 = *(const sz_vfu *)(d[0] + i0), d1 = *(const sz_vfu *)(d[1] + i0);
+            sz_vf d2 = *(const sz_vfu *)(d[2] + i0), d3 = *(const sz_vfu *)(d[3] + i0);
             for (int j = j0; j < j1; j++) {
-                sz_v16 k = *(sz_v16u *)(dk + (size_t)j * hs + i0), v = *(sz_v16u *)(dv + (size_t)j * hs + i0);
-                k += g[j] * q0; v += p[j] * d0;
-                k += g[lds + j] * q1; v += p[lds + j] * d1;
-                k += g[2 * lds + j] * q2; v += p[2 * lds + j] * d2;
-                k += g[3 * lds + j] * q3; v += p[3 * lds + j] * d3;
-                *(sz_v16u *)(dk + (size_t)j * hs + i0) = k;
-                *(sz_v16u *)(dv + (size_t)j * hs + i0) = v;
+                sz_vf k = *(sz_vfu *)(dk + (size_t)j * hs + i0), v = *(sz_vfu *)(dv + (size_t)j * hs + i0);
+                k = sz_att_fma(k, g[j], q0); v = sz_att_fma(v, p[j], d0);
+                k = sz_att_fma(k, g[lds + j], q1); v = sz_att_fma(v, p[lds + j], d1);
+                k = sz_att_fma(k, g[2 * lds + j], q2); v = sz_att_fma(v, p[2 * lds + j], d2);
+                k = sz_att_fma(k, g[3 * lds + j], q3); v = sz_att_fma(v, p[3 * lds + j], d3);
+                *(sz_vfu *)(dk + (size_t)j * hs + i0) = k;
+                *(sz_vfu *)(dv + (size_t)j * hs + i0) = v;
             }
         }
     for (int j = j0; j < j1; j++) {
