@@ -48,13 +48,15 @@ static double now_s(void)
 /* FMA chains in registers only: named accumulators (not an array, which the compiler may keep in
  * memory) in groups of four, enough to hide the FMA latency on two FMA pipes, and no more than the
  * ISA's registers hold beside the two operands: 16 chains in AVX-512's 32 zmm registers, 12 in
- * AVX2's 16 ymm (16 there spill three chains to the stack, and the store-to-load round trip in the
- * loop then caps the count at about 0.7 of the peak). Each starts from a different value: chains
- * that start equal are one chain to the compiler, which then does a fraction of the counted work.
- * Returns the flops done. */
+ * AVX2's 16 ymm (16 there spill three chains to the stack, and the store-to-load round trip in
+ * the loop then held the count to 0.56 of the peak on a Zen 3). Each starts from a different
+ * value: chains that start equal are one chain to the compiler, which then does a fraction of the
+ * counted work. Returns the flops done. */
 #define FMA4(OP, o) \
-    a##o##0 = OP(x, y, a##o##0); a##o##1 = OP(x, y, a##o##1); a##o##2 = OP(x, y, a##o##2); a##o##3 = OP(x, y, a##o##3);
-#define INIT4(vec, set1, o) vec a##o##0 = set1(o##.00f), a##o##1 = set1(o##.01f), a##o##2 = set1(o##.02f), a##o##3 = set1(o##.03f);
+    a##o##0 = OP(x, y, a##o##0); a##o##1 = OP(x, y, a##o##1); \
+    a##o##2 = OP(x, y, a##o##2); a##o##3 = OP(x, y, a##o##3);
+#define INIT4(vec, set1, o) \
+    vec a##o##0 = set1(o##.00f), a##o##1 = set1(o##.01f), a##o##2 = set1(o##.02f), a##o##3 = set1(o##.03f);
 #define SUM4(add, o) s = add(s, add(add(a##o##0, a##o##1), add(a##o##2, a##o##3)));
 #define GROUPS3(M, ...) M(__VA_ARGS__, 1) M(__VA_ARGS__, 2) M(__VA_ARGS__, 3)
 #define GROUPS4(M, ...) GROUPS3(M, __VA_ARGS__) M(__VA_ARGS__, 4)
