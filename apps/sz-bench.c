@@ -60,22 +60,22 @@ static double now_s(void)
 #define SUM4(add, o) s = add(s, add(add(a##o##0, a##o##1), add(a##o##2, a##o##3)));
 #define GROUPS3(M, ...) M(__VA_ARGS__, 1) M(__VA_ARGS__, 2) M(__VA_ARGS__, 3)
 #define GROUPS4(M, ...) GROUPS3(M, __VA_ARGS__) M(__VA_ARGS__, 4)
-#define FMA_KERNEL(name, isa, vec, set1, fmadd, add, lanes, GROUPS, chains)                        \
+#define FMA_KERNEL(name, isa, vec, set1, fmadd, add, lanes, groups)                                \
     __attribute__((target(isa), noinline)) static double name(long iters)                       \
     {                                                                                           \
         vec x = set1(0.5f), y = set1(0.25f), s = set1(0.0f);                                    \
-        GROUPS(INIT4, vec, set1)                                                                \
+        GROUPS##groups(INIT4, vec, set1)                                                        \
         for (long k = 0; k < iters; k++) {                                                      \
-            GROUPS(FMA4, fmadd)                                                                 \
+            GROUPS##groups(FMA4, fmadd)                                                         \
         }                                                                                       \
-        GROUPS(SUM4, add)                                                                       \
+        GROUPS##groups(SUM4, add)                                                               \
         float out[lanes];                                                                       \
         memcpy(out, &s, sizeof out);                                                            \
         __asm__ volatile("" ::"x"(out[0]));                                                     \
-        return (double)iters * chains * lanes * 2;                                              \
+        return (double)iters * 4 * groups * lanes * 2;                                          \
     }
-FMA_KERNEL(fma_avx512, "avx512f", __m512, _mm512_set1_ps, _mm512_fmadd_ps, _mm512_add_ps, 16, GROUPS4, 16)
-FMA_KERNEL(fma_avx2, "avx2,fma", __m256, _mm256_set1_ps, _mm256_fmadd_ps, _mm256_add_ps, 8, GROUPS3, 12)
+FMA_KERNEL(fma_avx512, "avx512f", __m512, _mm512_set1_ps, _mm512_fmadd_ps, _mm512_add_ps, 16, 4)
+FMA_KERNEL(fma_avx2, "avx2,fma", __m256, _mm256_set1_ps, _mm256_fmadd_ps, _mm256_add_ps, 8, 3)
 
 /* The bf16 dot-product peak (AVX512_BF16 vdpbf16ps: 16 lanes x 2 products per instruction), in
  * fp32-equivalent flops, on sixteen chains as the AVX-512 fp32 kernel's; 0 where the CPU has no

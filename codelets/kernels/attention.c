@@ -164,10 +164,7 @@ static void sz_att_axpy_rows(float *acc, const float *w, const float *rows, size
     for (; i0 + SZ_ATT_VL <= hs; i0 += SZ_ATT_VL) {
         sz_vf a0 = *(sz_vfu *)(acc + i0);
         const float *r = rows + i0;
-        for (int j = 0; j < n; j++, r += ld) {
-            float wj = w[j];
-            a0 = sz_att_fma(a0, wj, *(const sz_vfu *)r);
-        }
+        for (int j = 0; j < n; j++, r += ld) a0 = sz_att_fma(a0, w[j], *(const sz_vfu *)r);
         *(sz_vfu *)(acc + i0) = a0;
     }
     for (; i0 < hs; i0++) {
