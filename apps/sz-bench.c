@@ -497,10 +497,28 @@ int main(int argc, char **argv)
         /* every codelet's share of the last step (rank 0, its tasks' own timings, summed over tasks;
          * communication tasks included, which may run beside compute) and its task count */
         cJSON *cms = cJSON_AddObjectToObject(o, "codelet_ms"), *cnt = cJSON_AddObjectToObject(o, "codelet_tasks");
+        /* attention's tasks (forward, recompute and backward) and their causal FLOPs: per task and
+         * (b, h) pair, every product over the T (T + 1) / 2 (query, key) pairs a query row meets,
+         * 2 hs FLOPs each: 2 products forward (QK^T, PV), 5 backward (the scores again, dP, dQ, dK,
+         * dV); summed over heads 2 C T (T + 1) B and 5 C T (T + 1) B */
+        int C = kind == SZ_ARCH_GPT2 ? cfg.gpt2.channels : cfg.llama.channels;
+        double att_s = 0, att_flops = 0, per = (double)B * C * T * (T + 1.0);
         for (int c = 0; c < reps[0].ncodelets; c++) {
-            cJSON_AddNumberToObject(cms, reps[0].codelets[c].name, reps[0].codelets[c].seconds * 1e3);
-            cJSON_AddNumberToObject(cnt, reps[0].codelets[c].name, reps[0].codelets[c].tasks);
+            const char *name = reps[0].codelets[c].name;
+            cJSON_AddNumberToObject(cms, name, reps[0].codelets[c].seconds * 1e3);
+            cJSON_AddNumberToObject(cnt, name, reps[0].codelets[c].tasks);
+            int fwd = !strcmp(name, "attention_fwd"), bwd = !strcmp(name, "attention_bwd");
+            if (fwd || bwd) {
+                att_s += reps[0].codelets[c].seconds;
+                att_flops += (fwd ? 2 : 5) * per * reps[0].codelets[c].tasks;
+            }
         }
+        cJSON_AddNumberToObject(o, "attention_ms", att_s * 1e3);
+        cJSON_AddNumberToObject(o, "attention_gflops", att_s > 0 ? att_flops / att_s / 1e9 : 0);
+        /* the kernels' choice: AMX tiles on the native bf16 path where the CPU has AMX (attention_amx.c) */
+        cJSON_AddStringToObject(o, "attention_impl",
+                                !strcmp(sz_model_bf16_path(sz_arch_model_of(g)), "native") && has_amx() ? "amx"
+                                                                                                         : "rowwise");
         /* the optimizer's tasks (last step, rank 0) against the bytes they must move: per element of
          * the rank's owned range, fp32: p read and written, the gradient read, each fp32 state read
          * and written (AdamW: 12 + 2 x 8 = 28 B); mixed: the master read and written, the bf16

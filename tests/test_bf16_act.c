@@ -211,14 +211,19 @@ static void test_small(void)
     free(wtef); free(wpef); free(wte); free(wpe); free(wtew); free(wpew); free(o); free(o2);
 }
 
-/* ---- attention: out bf16 from fp32 qkv; backward from bf16 dout into bf16 dqkv ---- */
+/* ---- attention: out bf16 from fp32 qkv; backward from bf16 dout into bf16 dqkv. The row kernels by
+ * name (SZ_K_ATT_ROWWISE: fp32 math, bitwise the fp32 kernel rounded); on a CPU with AMX the _mx
+ * entry points take the tiles (test_attention_amx), and at 1-3 threads their bits are checked here ---- */
+#define fwd_rw(o, dt, s, x, b, t, c, nh) sz_k_attention_fwd_mx_impl(o, dt, s, x, b, t, c, nh, SZ_K_ATT_ROWWISE)
+#define bwd_rw(di, idt, d, ddt, x, s, b, t, c, nh) \
+    sz_k_attention_bwd_mx_impl(di, idt, d, ddt, x, s, b, t, c, nh, 0, SZ_K_ATT_ROWWISE)
 static void test_attention(void)
 {
     enum { Bn = 2, Tn = 32, Cn = 64, NH = 4 };
     size_t n = (size_t)Bn * Tn * Cn, n3 = 3 * n, ns = 2 * (size_t)Bn * NH * Tn;
     float *qkv = rnd(n3, 1.0f), *o32 = malloc(n * 4), *st = malloc(ns * 4), *st2 = malloc(ns * 4);
     uint16_t *out = malloc(n * 2);
-    CU_ASSERT_EQUAL(sz_k_attention_fwd_mx(out, SZ_K_BF16, st, qkv, Bn, Tn, Cn, NH), 0);
+    CU_ASSERT_EQUAL(fwd_rw(out, SZ_K_BF16, st, qkv, Bn, Tn, Cn, NH), 0);
     CU_ASSERT_EQUAL(sz_k_attention_fwd(o32, st2, qkv, Bn, Tn, Cn, NH), 0);
     CU_ASSERT(same16(out, o32, n));
     CU_ASSERT(!memcmp(st, st2, ns * 4));
@@ -232,7 +237,7 @@ static void test_attention(void)
     float *df = rnd(n, 1.0f);
     uint16_t *d = h16(df, n), *di = calloc(n3, 2);
     float *dw = w32(d, n), *di32 = calloc(n3, 4);
-    CU_ASSERT_EQUAL(sz_k_attention_bwd_mx(di, SZ_K_BF16, d, SZ_K_BF16, qkv, st, Bn, Tn, Cn, NH), 0);
+    CU_ASSERT_EQUAL(bwd_rw(di, SZ_K_BF16, d, SZ_K_BF16, qkv, st, Bn, Tn, Cn, NH), 0);
     CU_ASSERT_EQUAL(sz_k_attention_bwd(di32, dw, qkv, st, Bn, Tn, Cn, NH), 0);
     CU_ASSERT(same16(di, di32, n3));
     float *ditt = calloc(n3, 4), *diw = w32(di, n3);
@@ -248,31 +253,131 @@ static void test_attention(void)
         for (size_t i = 0; i < n3; i++) e16[i] = sz_f32_to_bf16_1(sz_bf16_to_f32_1(p16[i]) + di32[i]);
         uint16_t *a16 = malloc(n3 * 2);
         memcpy(a16, p16, n3 * 2);
-        CU_ASSERT_EQUAL(sz_k_attention_bwd_mx(a16, SZ_K_BF16, d, SZ_K_BF16, qkv, st, Bn, Tn, Cn, NH), 0);
+        CU_ASSERT_EQUAL(bwd_rw(a16, SZ_K_BF16, d, SZ_K_BF16, qkv, st, Bn, Tn, Cn, NH), 0);
         CU_ASSERT(!memcmp(a16, e16, n3 * 2));
         memcpy(a16, p16, n3 * 2);
-        CU_ASSERT_EQUAL(sz_k_attention_bwd_mx(a16, SZ_K_BF16, dw, SZ_K_F32, qkv, st, Bn, Tn, Cn, NH), 0);
+        CU_ASSERT_EQUAL(bwd_rw(a16, SZ_K_BF16, dw, SZ_K_F32, qkv, st, Bn, Tn, Cn, NH), 0);
         CU_ASSERT(!memcmp(a16, e16, n3 * 2));
         memcpy(acc, pw, n3 * 4);
         float *acc2 = malloc(n3 * 4);
         memcpy(acc2, pw, n3 * 4);
-        CU_ASSERT_EQUAL(sz_k_attention_bwd_mx(acc, SZ_K_F32, d, SZ_K_BF16, qkv, st, Bn, Tn, Cn, NH), 0);
+        CU_ASSERT_EQUAL(bwd_rw(acc, SZ_K_F32, d, SZ_K_BF16, qkv, st, Bn, Tn, Cn, NH), 0);
         CU_ASSERT_EQUAL(sz_k_attention_bwd(acc2, dw, qkv, st, Bn, Tn, Cn, NH), 0);
         CU_ASSERT(!memcmp(acc, acc2, n3 * 4));
         free(pf); free(pw); free(acc); free(acc2); free(p16); free(e16); free(a16);
     }
+    /* the entry points the model calls (the tiles where the CPU has AMX): the same bits at 1-3 threads */
+    uint16_t *oa = malloc(n * 2), *da = calloc(n3, 2);
+    float *sa = malloc(ns * 4);
+    CU_ASSERT_EQUAL(sz_k_attention_fwd_mx(oa, SZ_K_BF16, sa, qkv, Bn, Tn, Cn, NH), 0);
+    CU_ASSERT_EQUAL(sz_k_attention_bwd_mx(da, SZ_K_BF16, d, SZ_K_BF16, qkv, sa, Bn, Tn, Cn, NH), 0);
     for (int th = 1; th <= 3; th++) {
         omp_set_num_threads(th);
         uint16_t *o1 = malloc(n * 2), *dd = calloc(n3, 2);
         sz_k_attention_fwd_mx(o1, SZ_K_BF16, st2, qkv, Bn, Tn, Cn, NH);
-        sz_k_attention_bwd_mx(dd, SZ_K_BF16, d, SZ_K_BF16, qkv, st, Bn, Tn, Cn, NH);
+        sz_k_attention_bwd_mx(dd, SZ_K_BF16, d, SZ_K_BF16, qkv, sa, Bn, Tn, Cn, NH);
+        CU_ASSERT(!memcmp(o1, oa, n * 2) && !memcmp(dd, da, n3 * 2) && !memcmp(st2, sa, ns * 4));
+        fwd_rw(o1, SZ_K_BF16, st2, qkv, Bn, Tn, Cn, NH);
+        memset(dd, 0, n3 * 2);
+        bwd_rw(dd, SZ_K_BF16, d, SZ_K_BF16, qkv, st, Bn, Tn, Cn, NH);
         CU_ASSERT(!memcmp(o1, out, n * 2) && !memcmp(dd, di, n3 * 2));
         free(o1);
         free(dd);
     }
+    free(oa); free(da); free(sa);
     omp_set_num_threads(2);
     free(qkv); free(o32); free(st); free(st2); free(out); free(pre); free(att); free(ott); free(ow); free(ref);
     free(df); free(d); free(di); free(dw); free(di32); free(ditt); free(diw);
+}
+
+/* ---- attention on AMX tiles (attention_amx.c; where the CPU has AMX-BF16): q, k, v, dout, P and dS
+ * rounded to bf16 before their products. Against the fp32 kernels on bf16-exact q, k, v and dout (so
+ * only the tiles' own roundings and sums differ), with the CUDA tensor-core tiles' bounds: out atol
+ * 4e-3 + rtol 1e-2, stats atol 1e-5 + rtol 1e-4, dinp atol 1e-2 + rtol 2e-2. A bf16 out or dinp is
+ * the fp32 one rounded once (set) or round(f32(dinp) + it) (accumulate), bitwise; an fp32 dout gives
+ * the bf16 dout's bits (it is rounded first); the same bits at 1-3 threads. Shapes: T below one
+ * block (1, 13), partial blocks (33, 70, 257); head sizes 32, 37 (odd: padded), 64, 128. ---- */
+static void amx_case(int Bn, int Tn, int NH, int hs)
+{
+    int Cn = NH * hs;
+    size_t n = (size_t)Bn * Tn * Cn, n3 = 3 * n, ns = 2 * (size_t)Bn * NH * Tn;
+    float *qf = rnd(n3, 1.0f), *df = rnd(n, 1.0f), *pf = rnd(n3, 0.5f);
+    uint16_t *q16 = h16(qf, n3), *d = h16(df, n), *p16 = h16(pf, n3);
+    float *qkv = w32(q16, n3), *dw = w32(d, n), *pw = w32(p16, n3);
+    float *o32 = malloc(n * 4), *oa = malloc(n * 4), *st = malloc(ns * 4), *sa = malloc(ns * 4);
+    float *g32 = calloc(n3, 4), *ga = malloc(n3 * 4), *gb = malloc(n3 * 4);
+    uint16_t *oh = malloc(n * 2), *gh = malloc(n3 * 2), *e16 = malloc(n3 * 2);
+    double *ref = malloc(n3 * sizeof *ref);
+    char w[112];
+    snprintf(w, sizeof w, "(B %d T %d NH %d hs %d)", Bn, Tn, NH, hs);
+    CU_ASSERT_EQUAL(sz_k_attention_fwd(o32, st, qkv, Bn, Tn, Cn, NH), 0);
+    CU_ASSERT_EQUAL(sz_k_attention_fwd_mx_impl(oa, SZ_K_F32, sa, qkv, Bn, Tn, Cn, NH, SZ_K_ATT_AMX), 0);
+    for (size_t i = 0; i < n; i++) ref[i] = o32[i];
+    if (!close_to("amx attention out", oa, ref, n, 1e-2, 4e-3)) {
+        printf("\n  out %s", w);
+        CU_FAIL("amx attention out");
+    }
+    for (size_t i = 0; i < ns; i++) ref[i] = st[i];
+    if (!close_to("amx attention stats", sa, ref, ns, 1e-4, 1e-5)) {
+        printf("\n  stats %s", w);
+        CU_FAIL("amx attention stats");
+    }
+    CU_ASSERT_EQUAL(sz_k_attention_fwd_mx_impl(oh, SZ_K_BF16, st, qkv, Bn, Tn, Cn, NH, SZ_K_ATT_AMX), 0);
+    CU_ASSERT(same16(oh, oa, n) && !memcmp(st, sa, ns * 4));
+    /* backward from the tiles' own statistics, as the model runs it */
+    CU_ASSERT_EQUAL(sz_k_attention_bwd_set(g32, dw, qkv, sa, Bn, Tn, Cn, NH, SZ_K_SET_DINP), 0);
+    CU_ASSERT_EQUAL(sz_k_attention_bwd_mx_impl(ga, SZ_K_F32, d, SZ_K_BF16, qkv, sa, Bn, Tn, Cn, NH, SZ_K_SET_DINP,
+                                               SZ_K_ATT_AMX), 0);
+    for (size_t i = 0; i < n3; i++) ref[i] = g32[i];
+    if (!close_to("amx attention dinp", ga, ref, n3, 2e-2, 1e-2)) {
+        printf("\n  dinp %s", w);
+        CU_FAIL("amx attention dinp");
+    }
+    CU_ASSERT_EQUAL(sz_k_attention_bwd_mx_impl(gb, SZ_K_F32, dw, SZ_K_F32, qkv, sa, Bn, Tn, Cn, NH, SZ_K_SET_DINP,
+                                               SZ_K_ATT_AMX), 0);
+    CU_ASSERT(!memcmp(ga, gb, n3 * 4));
+    CU_ASSERT_EQUAL(sz_k_attention_bwd_mx_impl(gh, SZ_K_BF16, d, SZ_K_BF16, qkv, sa, Bn, Tn, Cn, NH, SZ_K_SET_DINP,
+                                               SZ_K_ATT_AMX), 0);
+    CU_ASSERT(same16(gh, ga, n3));
+    /* accumulating: into bf16 round(f32(dinp) + g), into fp32 dinp + g */
+    for (size_t i = 0; i < n3; i++) e16[i] = sz_f32_to_bf16_1(sz_bf16_to_f32_1(p16[i]) + ga[i]);
+    memcpy(gh, p16, n3 * 2);
+    CU_ASSERT_EQUAL(sz_k_attention_bwd_mx_impl(gh, SZ_K_BF16, d, SZ_K_BF16, qkv, sa, Bn, Tn, Cn, NH, 0, SZ_K_ATT_AMX), 0);
+    CU_ASSERT(!memcmp(gh, e16, n3 * 2));
+    memcpy(gb, pw, n3 * 4);
+    CU_ASSERT_EQUAL(sz_k_attention_bwd_mx_impl(gb, SZ_K_F32, d, SZ_K_BF16, qkv, sa, Bn, Tn, Cn, NH, 0, SZ_K_ATT_AMX), 0);
+    int acc_ok = 1;
+    for (size_t i = 0; i < n3; i++) acc_ok &= gb[i] == pw[i] + ga[i];
+    CU_ASSERT(acc_ok);
+    for (int th = 1; th <= 3; th++) {
+        omp_set_num_threads(th);
+        uint16_t *o1 = malloc(n * 2), *g1 = malloc(n3 * 2);
+        sz_k_attention_fwd_mx_impl(o1, SZ_K_BF16, st, qkv, Bn, Tn, Cn, NH, SZ_K_ATT_AMX);
+        sz_k_attention_bwd_mx_impl(g1, SZ_K_BF16, d, SZ_K_BF16, qkv, sa, Bn, Tn, Cn, NH, SZ_K_SET_DINP, SZ_K_ATT_AMX);
+        CU_ASSERT(!memcmp(o1, oh, n * 2) && !memcmp(st, sa, ns * 4) && same16(g1, ga, n3));
+        free(o1);
+        free(g1);
+    }
+    omp_set_num_threads(2);
+    free(qf); free(df); free(pf); free(q16); free(d); free(p16); free(qkv); free(dw); free(pw);
+    free(o32); free(oa); free(st); free(sa); free(g32); free(ga); free(gb); free(oh); free(gh); free(e16); free(ref);
+}
+
+static void test_attention_amx(void)
+{
+    if (!sz_k_attention_amx_ok()) { /* asked for by name, the tiles refuse: -2, nothing written */
+        float x[3 * 64] = {0}, s[2] = {7.0f, 7.0f};
+        uint16_t o[64];
+        CU_ASSERT_EQUAL(sz_k_attention_fwd_mx_impl(o, SZ_K_BF16, s, x, 1, 1, 64, 1, SZ_K_ATT_AMX), -2);
+        CU_ASSERT(s[0] == 7.0f && s[1] == 7.0f);
+        printf("\n  no AMX-BF16 on this CPU: the tiles were not run");
+        return;
+    }
+    amx_case(2, 13, 3, 37);
+    amx_case(1, 70, 2, 64);
+    amx_case(2, 33, 2, 32);
+    amx_case(1, 1, 1, 64);
+    amx_case(1, 257, 1, 128);
 }
 
 /* ---- the fusions: residual + layernorm (bf16 out, bf16 params; bwd bf16 dout and db), softmax-xent
@@ -778,6 +883,7 @@ int main(void)
     CU_pSuite s = CU_add_suite("bf16 activations", NULL, NULL);
     if (!s || !CU_add_test(s, "layernorm", test_layernorm) || !CU_add_test(s, "gelu", test_gelu) ||
         !CU_add_test(s, "residual, softmax-xent, encoder", test_small) || !CU_add_test(s, "attention", test_attention) ||
+        !CU_add_test(s, "attention on AMX tiles", test_attention_amx) ||
         !CU_add_test(s, "fusions", test_fused) || !CU_add_test(s, "rmsnorm", test_rmsnorm) ||
         !CU_add_test(s, "residual + rmsnorm", test_residual_rmsnorm) ||
         !CU_add_test(s, "rope backward, embedding, public rounding", test_rope_embedding) ||

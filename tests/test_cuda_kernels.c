@@ -1296,7 +1296,7 @@ static void mx_attention_case(int B, int T, int NH, int hs)
     for (int odt = 0; odt < 2; odt++) {
         void *out = malloc(no * mx_es(odt)), *got[2];
         float *st = malloc(ns * 4), *gst[2];
-        CU_ASSERT(sz_k_attention_fwd_mx(out, odt, st, inp, B, T, C, NH) == 0);
+        CU_ASSERT(sz_k_attention_fwd_mx_impl(out, odt, st, inp, B, T, C, NH, SZ_K_ATT_ROWWISE) == 0);
         for (int r = 0; r < 2; r++) {
             float *gi = dput(inp, ni * 4), *gs = dput(NULL, ns * 4);
             void *go = mx_dev(NULL, odt, no);
@@ -1321,7 +1321,8 @@ static void mx_attention_case(int B, int T, int NH, int hs)
         for (int ddt = 0; ddt < 2; ddt++)
             for (int set = 0; set < 2; set++) {
                 void *dh = mx_host(dout, ddt, no), *ref = mx_host(di0, idt, ni), *got[2];
-                CU_ASSERT(sz_k_attention_bwd_mx_set(ref, idt, dh, ddt, inp, st, B, T, C, NH, set ? SZ_K_SET_DINP : 0) == 0);
+                CU_ASSERT(sz_k_attention_bwd_mx_impl(ref, idt, dh, ddt, inp, st, B, T, C, NH, set ? SZ_K_SET_DINP : 0,
+                                                     SZ_K_ATT_ROWWISE) == 0);
                 void *start = mx_host(di0, idt, ni);
                 for (int r = 0; r < 2; r++) {
                     float *gi = dput(inp, ni * 4), *gs = dput(st, ns * 4);
@@ -1388,7 +1389,7 @@ static void tiled_attention_case(int B, int T, int NH, int hs, int bf16)
     /* forward: tiled twice (bits), rowwise once, CPU */
     void *out = malloc(no * mx_es(odt)), *got[3];
     float *st = malloc(ns * 4), *gst[3];
-    CU_ASSERT(sz_k_attention_fwd_mx(out, odt, st, inp, B, T, C, NH) == 0);
+    CU_ASSERT(sz_k_attention_fwd_mx_impl(out, odt, st, inp, B, T, C, NH, SZ_K_ATT_ROWWISE) == 0);
     for (int r = 0; r < 3; r++) {
         float *gi = dput(inp, ni * 4), *gs = dput(NULL, ns * 4);
         void *go = mx_dev(NULL, odt, no);
@@ -1412,7 +1413,8 @@ static void tiled_attention_case(int B, int T, int NH, int hs, int bf16)
     for (int ddt = 0; ddt < 2; ddt++)
         for (int set = 0; set < 2; set++) {
             void *dh = mx_host(dout, ddt, no), *ref = mx_host(di0, odt, ni), *start = mx_host(di0, odt, ni), *g[3];
-            CU_ASSERT(sz_k_attention_bwd_mx_set(ref, odt, dh, ddt, inp, st, B, T, C, NH, set ? SZ_K_SET_DINP : 0) == 0);
+            CU_ASSERT(sz_k_attention_bwd_mx_impl(ref, odt, dh, ddt, inp, st, B, T, C, NH, set ? SZ_K_SET_DINP : 0,
+                                                 SZ_K_ATT_ROWWISE) == 0);
             for (int r = 0; r < 3; r++) {
                 float *gi = dput(inp, ni * 4), *gs = dput(st, ns * 4);
                 void *gd = mx_dev(dh, ddt, no), *gdi = mx_dev(set ? NULL : start, odt, ni);

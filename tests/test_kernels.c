@@ -463,6 +463,27 @@ static void attention_case(int b_, int t_, int c_, int nh, int fd, float amp)
     free(a.inp); free(a.w); free(a.out); free(a.pre); free(a.att);
 }
 
+/* The AMX tiles (attention_amx.c, where the CPU has AMX-BF16) against finite differences of the
+ * double reference, on bf16-exact q, k, v and weights: what is left is the tiles' rounding of P and
+ * dS to bf16 (rtol = atol = 3e-2). */
+static void attention_amx_fd(int b_, int t_, int c_, int nh)
+{
+    if (!sz_k_attention_amx_ok())
+        return;
+    size_t n = (size_t)b_ * t_, ni = n * 3 * c_, na = (size_t)b_ * nh * t_ * t_;
+    float *inp = rnd(ni, 1), *w = rnd(n * c_, 1), *out = malloc(n * c_ * 4), *st = malloc(2 * n * nh * 4);
+    float *dinp = malloc(ni * 4);
+    for (size_t i = 0; i < ni; i++) inp[i] = sz_bf16_to_f32_1(sz_f32_to_bf16_1(inp[i]));
+    for (size_t i = 0; i < n * c_; i++) w[i] = sz_bf16_to_f32_1(sz_f32_to_bf16_1(w[i]));
+    att_ctx a = { b_, t_, c_, nh, dup_d(inp, ni), dup_d(w, n * c_), malloc(n * c_ * sizeof(double)),
+                  malloc(na * sizeof(double)), malloc(na * sizeof(double)) };
+    CU_ASSERT_EQUAL(sz_k_attention_amx_fwd(out, SZ_K_F32, st, inp, b_, t_, c_, nh), 0);
+    CU_ASSERT_EQUAL(sz_k_attention_amx_bwd(dinp, SZ_K_F32, w, SZ_K_F32, inp, st, b_, t_, c_, nh, SZ_K_SET_DINP), 0);
+    CU_ASSERT(check_fd("attention dinp (AMX tiles)", att_loss, &a, a.inp, ni, dinp, NULL, 3e-2));
+    free(inp); free(w); free(out); free(st); free(dinp);
+    free(a.inp); free(a.w); free(a.out); free(a.pre); free(a.att);
+}
+
 static void test_attention(void)
 {
     attention_case(B, T, C, NH, 1, 1.0f);     /* hs 4, one key block */
@@ -471,6 +492,7 @@ static void test_attention(void)
     /* hs 44: whole vectors and a scalar tail whatever the vector width; T 129: the last query row
      * alone against 144 keys (one row by eight key vectors, then the shorter blocks) */
     attention_case(1, 129, 88, 2, 0, 1.0f);
+    attention_amx_fd(2, 37, 64, 2);   /* hs 32, a partial second block of 32 queries */
 }
 
 /* ---------------------------------------------------------------- gelu, residual */

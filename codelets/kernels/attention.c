@@ -242,10 +242,18 @@ int sz_k_attention_fwd(float *out, float *stats, const float *inp, int B, int T,
     return sz_att_fwd(out, SZ_K_F32, stats, inp, B, T, C, NH);
 }
 
+int sz_k_attention_fwd_mx_impl(void *out, sz_k_dtype out_dt, float *stats, const float *inp, int B, int T, int C,
+                               int NH, sz_k_att_impl impl)
+{
+    if (impl == SZ_K_ATT_AMX || (impl == SZ_K_ATT_AUTO && out_dt == SZ_K_BF16 && sz_k_attention_amx_ok()))
+        return sz_k_attention_amx_fwd(out, out_dt, stats, inp, B, T, C, NH);
+    return sz_att_fwd(out, out_dt, stats, inp, B, T, C, NH);
+}
+
 int sz_k_attention_fwd_mx(void *out, sz_k_dtype out_dt, float *stats, const float *inp, int B, int T, int C,
                           int NH)
 {
-    return sz_att_fwd(out, out_dt, stats, inp, B, T, C, NH);
+    return sz_k_attention_fwd_mx_impl(out, out_dt, stats, inp, B, T, C, NH, SZ_K_ATT_AUTO);
 }
 
 /* Per (b, h), query rows t = 0..T-1 in order: recompute the scores and p = exp(s - max) * inv
@@ -426,14 +434,23 @@ int sz_k_attention_bwd_set(float *dinp, const float *dout, const float *inp, con
     return sz_att_bwd(dinp, SZ_K_F32, dout, SZ_K_F32, inp, stats, B, T, C, NH, set & SZ_K_SET_DINP);
 }
 
+int sz_k_attention_bwd_mx_impl(void *dinp, sz_k_dtype dinp_dt, const void *dout, sz_k_dtype dout_dt,
+                               const float *inp, const float *stats, int B, int T, int C, int NH, int set,
+                               sz_k_att_impl impl)
+{
+    if (impl == SZ_K_ATT_AMX || (impl == SZ_K_ATT_AUTO && dinp_dt == SZ_K_BF16 && sz_k_attention_amx_ok()))
+        return sz_k_attention_amx_bwd(dinp, dinp_dt, dout, dout_dt, inp, stats, B, T, C, NH, set);
+    return sz_att_bwd(dinp, dinp_dt, dout, dout_dt, inp, stats, B, T, C, NH, set & SZ_K_SET_DINP);
+}
+
 int sz_k_attention_bwd_mx(void *dinp, sz_k_dtype dinp_dt, const void *dout, sz_k_dtype dout_dt, const float *inp,
                           const float *stats, int B, int T, int C, int NH)
 {
-    return sz_att_bwd(dinp, dinp_dt, dout, dout_dt, inp, stats, B, T, C, NH, 0);
+    return sz_k_attention_bwd_mx_impl(dinp, dinp_dt, dout, dout_dt, inp, stats, B, T, C, NH, 0, SZ_K_ATT_AUTO);
 }
 
 int sz_k_attention_bwd_mx_set(void *dinp, sz_k_dtype dinp_dt, const void *dout, sz_k_dtype dout_dt,
                               const float *inp, const float *stats, int B, int T, int C, int NH, int set)
 {
-    return sz_att_bwd(dinp, dinp_dt, dout, dout_dt, inp, stats, B, T, C, NH, set & SZ_K_SET_DINP);
+    return sz_k_attention_bwd_mx_impl(dinp, dinp_dt, dout, dout_dt, inp, stats, B, T, C, NH, set, SZ_K_ATT_AUTO);
 }

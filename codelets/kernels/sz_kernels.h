@@ -232,6 +232,21 @@ int sz_k_attention_fwd_mx(void *out, sz_k_dtype out_dt, float *stats, const floa
                           int NH);
 int sz_k_attention_bwd_mx(void *dinp, sz_k_dtype dinp_dt, const void *dout, sz_k_dtype dout_dt, const float *inp,
                           const float *stats, int B, int T, int C, int NH);
+/* Which CPU kernel computes attention with bf16 operands: SZ_K_ATT_AUTO, the AMX tiles where the CPU
+ * has AMX-BF16 (a bf16 out forward, a bf16 dinp backward), else the row kernels; SZ_K_ATT_ROWWISE,
+ * fp32 math (attention.c: bitwise the fp32 kernel, rounded); SZ_K_ATT_AMX, the tiles (attention_amx.c:
+ * q, k, v, dout, P and dS rounded to bf16 before their products; -2 where the CPU has no AMX). */
+typedef enum { SZ_K_ATT_AUTO = 0, SZ_K_ATT_ROWWISE, SZ_K_ATT_AMX } sz_k_att_impl;
+int sz_k_attention_amx_ok(void);
+int sz_k_attention_fwd_mx_impl(void *out, sz_k_dtype out_dt, float *stats, const float *inp, int B, int T, int C,
+                               int NH, sz_k_att_impl impl);
+int sz_k_attention_bwd_mx_impl(void *dinp, sz_k_dtype dinp_dt, const void *dout, sz_k_dtype dout_dt,
+                               const float *inp, const float *stats, int B, int T, int C, int NH, int set,
+                               sz_k_att_impl impl);
+/* attention_amx.c's entry points (out, dinp fp32 or bf16; set: SZ_K_SET_DINP); -2 without AMX. */
+int sz_k_attention_amx_fwd(void *out, sz_k_dtype out_dt, float *stats, const float *inp, int B, int T, int C, int NH);
+int sz_k_attention_amx_bwd(void *dinp, sz_k_dtype dinp_dt, const void *dout, sz_k_dtype dout_dt, const float *inp,
+                           const float *stats, int B, int T, int C, int NH, int set);
 /* The fusions (residual + layernorm, softmax-xent in place) with bf16 operands: the fp32 fused kernels
  * row by row (a bf16 row widened first where the fp32 kernel sums over it: C or Vp floats). */
 int sz_k_residual_layernorm_fwd_mx(float *res, void *out, sz_k_dtype out_dt, float *mean, float *rstd,
