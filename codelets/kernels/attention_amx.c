@@ -14,7 +14,8 @@
  * (row k/2 holds (B[k][n], B[k+1][n]) for every n). Query rows go 32 at a time (t0, t0 + 32); such
  * a block meets keys 0 .. t0 + 31: S = Q K^T into an fp32 [32][Tk] row block, the softmax in fp32,
  * then O = P V (forward); the backward adds dP = dO V^T, dS = P (dP - D) scale, dQ = dS K,
- * dK^T += Q^T dS and dV^T += dO^T P (held as fp32 [hs][T] until the pair is done). Every product
+ * dK^T += Q^T dS and dV^T += dO^T P (held as fp32 [hs][T] until the pair is done). The rows between
+ * the products are AVX-512 code over 16 lanes, the mask as lane masks. Every product
  * is 32x32 blocks of C in tiles 0-3, k in steps of 32 in order, so a result's bits depend on the
  * CPU and the shapes only, never on the thread count. Head size and T are padded to multiples of
  * 32 with zeros in the packs (exact). Scratch per thread: O(T hs) bytes, ~0.6 MB forward and ~1.9
@@ -69,7 +70,7 @@ int sz_k_attention_amx_ok(void)
 
 #if SZ_AMX_BUILT
 #define SZ_AMX_ATTR \
-    __attribute__((target("amx-tile,amx-bf16,avx512f,avx512bw,avx512vl,avx512dq,fma,prefer-vector-width=512")))
+    __attribute__((target("amx-tile,amx-bf16,avx512f,avx512bw,avx512vl,avx512dq,avx512bf16,fma")))
 
 /* The tile configuration: palette 1, all 8 tiles 16 rows of 64 bytes. */
 typedef struct {
@@ -129,17 +130,21 @@ SZ_AMX_ATTR static void sz_amx_mm(float *c, size_t ldc, int acc, const uint16_t 
         }
 }
 
-/* The packs of one (b, h) pair's [T][hs] operand (src rows ld apart, fp32 or bf16), rounded to
- * bf16, zero outside T x hs: ROWS d[t][i] ([Tp][hp]); COLS d[i][t] ([hp][Tp]); PAIR_I the pair
- * layout of its transpose, (x[t][i], x[t][i + 1]) at u32 (i / 2) * Tp + t (the B of a product with
- * x^T); PAIR_T the pair layout of x, (x[t][i], x[t + 1][i]) at u32 (t / 2) * hp + i (the B of a
- * product with x). */
-enum { SZ_AMX_ROWS, SZ_AMX_COLS, SZ_AMX_PAIR_I, SZ_AMX_PAIR_T };
+/* The packs of one (b, h) pair's [T][hs] operand x (src rows ld apart, fp32 or bf16), rounded to
+ * bf16 and zero outside T x hs, into the layouts d[] asks for (NULL: not wanted), from one read of
+ * x: d[SZ_AMX_ROWS] x[t][i] ([Tp][hp]); d[SZ_AMX_COLS] x[i][t] ([hp][Tp]); d[SZ_AMX_PAIR_I] the pair
+ * layout of x^T, (x[t][i], x[t][i + 1]) at u32 (i / 2) * Tp + t (the B of a product with x^T);
+ * d[SZ_AMX_PAIR_T] the pair layout of x, (x[t][i], x[t + 1][i]) at u32 (t / 2) * hp + i (the B of a
+ * product with x). rows: scratch [32][hp]. */
+enum { SZ_AMX_ROWS, SZ_AMX_COLS, SZ_AMX_PAIR_I, SZ_AMX_PAIR_T, SZ_AMX_NLAYOUTS };
 
-static void sz_amx_pack(uint16_t *d, int layout, const void *src, sz_k_dtype dt, size_t ld, int T, int hs, int Tp,
-                        int hp, uint16_t *rows)
+static void sz_amx_pack(uint16_t *const d[SZ_AMX_NLAYOUTS], const void *src, sz_k_dtype dt, size_t ld, int T, int hs,
+                        int Tp, int hp, uint16_t *rows)
 {
-    memset(d, 0, (size_t)Tp * hp * sizeof(uint16_t));
+    if (T != Tp || hs != hp) /* the padding: whole packs zeroed first (shapes that need it only) */
+        for (int l = 0; l < SZ_AMX_NLAYOUTS; l++)
+            if (d[l])
+                memset(d[l], 0, (size_t)Tp * hp * sizeof(uint16_t));
     for (int t0 = 0; t0 < T; t0 += SZ_AMX_QB) { /* 32 rows rounded into rows [32][hp], then placed */
         int nt = T - t0 < SZ_AMX_QB ? T - t0 : SZ_AMX_QB;
         for (int r = 0; r < nt; r++) {
@@ -151,31 +156,25 @@ static void sz_amx_pack(uint16_t *d, int layout, const void *src, sz_k_dtype dt,
             if (hs & 1)
                 x[hs] = 0; /* an odd head size's pair partner */
         }
-        switch (layout) {
-        case SZ_AMX_ROWS:
+        if (d[SZ_AMX_ROWS])
             for (int r = 0; r < nt; r++)
-                memcpy(d + (size_t)(t0 + r) * hp, rows + (size_t)r * hp, (size_t)hs * sizeof(uint16_t));
-            break;
-        case SZ_AMX_COLS: /* rows written 32 t at a time */
+                memcpy(d[SZ_AMX_ROWS] + (size_t)(t0 + r) * hp, rows + (size_t)r * hp, (size_t)hs * sizeof(uint16_t));
+        if (d[SZ_AMX_COLS]) /* written 32 t at a time */
             for (int i = 0; i < hs; i++)
-                for (int r = 0; r < nt; r++) d[(size_t)i * Tp + t0 + r] = rows[(size_t)r * hp + i];
-            break;
-        case SZ_AMX_PAIR_I: {
-            uint32_t *d32 = (uint32_t *)d;
+                for (int r = 0; r < nt; r++) d[SZ_AMX_COLS][(size_t)i * Tp + t0 + r] = rows[(size_t)r * hp + i];
+        if (d[SZ_AMX_PAIR_I]) {
+            uint32_t *d32 = (uint32_t *)d[SZ_AMX_PAIR_I];
             for (int i = 0; i < hs; i += 2)
                 for (int r = 0; r < nt; r++) {
                     uint32_t pr;
                     memcpy(&pr, rows + (size_t)r * hp + i, sizeof pr);
                     d32[(size_t)(i >> 1) * Tp + t0 + r] = pr;
                 }
-            break;
         }
-        default:
+        if (d[SZ_AMX_PAIR_T])
             for (int r = 0; r < nt; r++)
                 for (int i = 0; i < hs; i++)
-                    d[((size_t)((t0 + r) >> 1) * hp + i) * 2 + ((t0 + r) & 1)] = rows[(size_t)r * hp + i];
-            break;
-        }
+                    d[SZ_AMX_PAIR_T][((size_t)((t0 + r) >> 1) * hp + i) * 2 + ((t0 + r) & 1)] = rows[(size_t)r * hp + i];
     }
 }
 
@@ -191,25 +190,91 @@ static void sz_amx_pair_rows(uint32_t *v, const uint16_t *x, size_t ld, int n)
     }
 }
 
-/* s[j] *= scale for j < n, and max(-10000, s[0..n)): a comparison ignores a NaN score, as the row
- * kernels' `s > mx ? s : mx` does (vmaxps returns its second operand when either is NaN); the max of
- * exact values is the same in any order. */
-SZ_AMX_ATTR static float sz_amx_scale_max(float *s, int n, float scale)
+/* The rows between the products, 16 lanes at a time: a lane j < n of a row is a key the query
+ * sees, lanes n .. Tk - 1 give 0 (the causal mask, and the padding rows t >= T with n = 0). */
+#define SZ_AMX_LANES(j, n) ((__mmask16)((j) + 16 <= (n) ? 0xFFFF : (j) >= (n) ? 0 : (1u << ((n) - (j))) - 1))
+
+/* e^x in 16 lanes: x = k ln2 + r (ln2 split hi + lo), degree-7 Taylor of e^r, times 2^k (vscalefps,
+ * which gives 0 or a denormal far below); sz_expf's polynomial and reduction, without its masks: below
+ * -87.34 the result may be a denormal where sz_expf gives 0. A NaN stays NaN. */
+SZ_AMX_ATTR static inline __m512 sz_amx_exp(__m512 x)
 {
-    __m512 m = _mm512_set1_ps(-10000.0f), sc = _mm512_set1_ps(scale);
-    int j = 0;
-    for (; j + 16 <= n; j += 16) {
-        __m512 x = _mm512_mul_ps(_mm512_loadu_ps(s + j), sc);
-        _mm512_storeu_ps(s + j, x);
-        m = _mm512_max_ps(x, m);
+    x = _mm512_min_ps(_mm512_set1_ps(88.72283f), _mm512_max_ps(_mm512_set1_ps(-1000.0f), x)); /* NaN kept */
+    __m512 k = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504f)),
+                                    _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m512 r = _mm512_fnmadd_ps(k, _mm512_set1_ps(0.693145752f), x);
+    r = _mm512_fnmadd_ps(k, _mm512_set1_ps(1.42860677e-6f), r);
+    __m512 p = _mm512_set1_ps(1.0f / 5040.0f);
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 720.0f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 120.0f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 24.0f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 6.0f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+    return _mm512_scalef_ps(p, k);
+}
+
+/* The softmax exponent of a raw score s (before the 1/sqrt(hs) scale): s scale - mx in one
+ * rounding. The forward and the backward both take it from here, so the probabilities the backward
+ * recomputes are bitwise those the forward used. */
+SZ_AMX_ATTR static inline __m512 sz_amx_arg(__m512 s, __m512 scale, __m512 mx)
+{
+    return _mm512_fmsub_ps(s, scale, mx);
+}
+
+/* Forward, one query row: raw scores s [Tk] (fp32, overwritten), p = softmax over the first n into
+ * p [Tk] as bf16 (0 beyond n); stats (max, 1/sum) when n > 0. The max of the scaled scores is the
+ * scaled max of the raw ones (scale > 0 and rounding are monotonic), starting at -10000 as llm.c's;
+ * a comparison ignores a NaN score (vmaxps returns its second operand when either is NaN). */
+SZ_AMX_ATTR static void sz_amx_softmax_row(float *s, uint16_t *p, int n, int Tk, float scale, float *stats)
+{
+    __m512 m = _mm512_set1_ps(-INFINITY), sum = _mm512_setzero_ps(), sc = _mm512_set1_ps(scale);
+    for (int j = 0; j < n; j += 16)
+        m = _mm512_mask_max_ps(m, SZ_AMX_LANES(j, n), _mm512_maskz_loadu_ps(SZ_AMX_LANES(j, n), s + j), m);
+    float mx = n ? _mm512_reduce_max_ps(m) * scale : 0.0f;
+    mx = mx > -10000.0f ? mx : -10000.0f;
+    __m512 vmx = _mm512_set1_ps(mx);
+    for (int j = 0; j < n; j += 16) {
+        __mmask16 k = SZ_AMX_LANES(j, n);
+        __m512 e = sz_amx_exp(sz_amx_arg(_mm512_maskz_loadu_ps(k, s + j), sc, vmx));
+        sum = _mm512_mask_add_ps(sum, k, sum, e);
+        _mm512_mask_storeu_ps(s + j, k, e);
     }
-    if (j < n) {
-        __mmask16 k = (__mmask16)((1u << (n - j)) - 1);
-        __m512 x = _mm512_mul_ps(_mm512_maskz_loadu_ps(k, s + j), sc);
-        _mm512_mask_storeu_ps(s + j, k, x);
-        m = _mm512_mask_max_ps(m, k, x, m);
+    float tot = _mm512_reduce_add_ps(sum), inv = tot == 0.0f ? 0.0f : 1.0f / tot;
+    __m512 vinv = _mm512_set1_ps(inv);
+    for (int j = 0; j < Tk; j += 16) {
+        __mmask16 k = SZ_AMX_LANES(j, n);
+        __m512 pr = _mm512_maskz_mul_ps(k, _mm512_maskz_loadu_ps(k, s + j), vinv);
+        _mm256_storeu_si256((__m256i *)(p + j), (__m256i)_mm512_cvtneps_pbh(pr));
     }
-    return _mm512_reduce_max_ps(m);
+    if (n) {
+        stats[0] = mx;
+        stats[1] = inv;
+    }
+}
+
+/* Backward, one query row: raw scores s and dP = dO V^T in g [Tk]; p = e^(s scale - mx) inv and
+ * dS = p (dP - D) scale with D = sum_j p dP over the first n, both rounded into bf16 rows pb, dsb
+ * [Tk] (0 beyond n). */
+SZ_AMX_ATTR static void sz_amx_dsoftmax_row(float *s, const float *g, uint16_t *pb, uint16_t *dsb, int n, int Tk,
+                                            float scale, float mx, float inv)
+{
+    __m512 sc = _mm512_set1_ps(scale), vmx = _mm512_set1_ps(mx), vinv = _mm512_set1_ps(inv);
+    __m512 d = _mm512_setzero_ps();
+    for (int j = 0; j < Tk; j += 16) { /* p (into s and pb) and D */
+        __mmask16 k = SZ_AMX_LANES(j, n);
+        __m512 pr = _mm512_maskz_mul_ps(k, sz_amx_exp(sz_amx_arg(_mm512_maskz_loadu_ps(k, s + j), sc, vmx)), vinv);
+        d = _mm512_mask3_fmadd_ps(pr, _mm512_maskz_loadu_ps(k, g + j), d, k);
+        _mm512_storeu_ps(s + j, pr);
+        _mm256_storeu_si256((__m256i *)(pb + j), (__m256i)_mm512_cvtneps_pbh(pr));
+    }
+    __m512 vd = _mm512_set1_ps(_mm512_reduce_add_ps(d));
+    for (int j = 0; j < Tk; j += 16) {
+        __mmask16 k = SZ_AMX_LANES(j, n);
+        __m512 ds = _mm512_maskz_mul_ps(k, _mm512_mul_ps(_mm512_loadu_ps(s + j), _mm512_sub_ps(_mm512_loadu_ps(g + j), vd)), sc);
+        _mm256_storeu_si256((__m256i *)(dsb + j), (__m256i)_mm512_cvtneps_pbh(ds));
+    }
 }
 
 static void *sz_amx_alloc(size_t bytes)
@@ -263,32 +328,18 @@ SZ_AMX_ATTR static int sz_amx_fwd(void *out, sz_k_dtype out_dt, float *stats, co
             for (int b = 0; b < B; b++)
                 for (int h = 0; h < NH; h++) {
                     const float *base = inp + (size_t)b * T * C3 + h * hs;
-                    sz_amx_pack(qb, SZ_AMX_ROWS, base, SZ_K_F32, C3, T, hs, Tp, hp, rows);
-                    sz_amx_pack(kp, SZ_AMX_PAIR_I, base + C, SZ_K_F32, C3, T, hs, Tp, hp, rows);
-                    sz_amx_pack(vv, SZ_AMX_PAIR_T, base + 2 * C, SZ_K_F32, C3, T, hs, Tp, hp, rows);
+                    uint16_t *pq[SZ_AMX_NLAYOUTS] = {qb}, *pk[SZ_AMX_NLAYOUTS] = {[SZ_AMX_PAIR_I] = kp},
+                             *pv[SZ_AMX_NLAYOUTS] = {[SZ_AMX_PAIR_T] = vv};
+                    sz_amx_pack(pq, base, SZ_K_F32, C3, T, hs, Tp, hp, rows);
+                    sz_amx_pack(pk, base + C, SZ_K_F32, C3, T, hs, Tp, hp, rows);
+                    sz_amx_pack(pv, base + 2 * C, SZ_K_F32, C3, T, hs, Tp, hp, rows);
                     for (int t0 = 0; t0 < T; t0 += SZ_AMX_QB) {
                         int Tk = t0 + SZ_AMX_QB; /* keys 0 .. t0 + 31: the diagonal block is the last */
                         sz_amx_mm(S, Tp, 0, qb + (size_t)t0 * hp, hp, (const uint32_t *)kp, Tp, SZ_AMX_QB, Tk, hp);
                         for (int r = 0; r < SZ_AMX_QB; r++) {
                             int t = t0 + r, n = t < T ? t + 1 : 0;
-                            float *s = S + (size_t)r * Tp, mx = sz_amx_scale_max(s, n, scale), sum = 0.0f;
-                            uint16_t *p = P + (size_t)r * Tp;
-#pragma omp simd reduction(+ : sum)
-                            for (int j = 0; j < n; j++) {
-                                float e = sz_expf(s[j] - mx);
-                                sum += e;
-                                s[j] = e;
-                            }
-                            float inv = sum == 0.0f ? 0.0f : 1.0f / sum;
-#pragma omp simd
-                            for (int j = 0; j < n; j++) s[j] *= inv;
-                            sz_f32_to_bf16_row(p, s, (size_t)n);
-                            memset(p + n, 0, (size_t)(Tk - n) * sizeof(uint16_t));
-                            if (n) {
-                                float *st = stats + (((size_t)b * NH + h) * T + t) * 2;
-                                st[0] = mx;
-                                st[1] = inv;
-                            }
+                            sz_amx_softmax_row(S + (size_t)r * Tp, P + (size_t)r * Tp, n, Tk, scale,
+                                               stats + (((size_t)b * NH + h) * T + t) * 2);
                         }
                         sz_amx_mm(O, hp, 0, P, Tp, (const uint32_t *)vv, hp, SZ_AMX_QB, hp, Tk);
                         for (int r = 0; r < SZ_AMX_QB && t0 + r < T; r++) {
@@ -341,13 +392,12 @@ SZ_AMX_ATTR static int sz_amx_bwd(void *dinp, sz_k_dtype dinp_dt, const void *do
                     const float *base = inp + (size_t)b * T * C3 + h * hs;
                     const char *dbase = (const char *)dout + ((size_t)b * T * C + h * hs) * dos;
                     char *ibase = (char *)dinp + ((size_t)b * T * C3 + h * hs) * es;
-                    sz_amx_pack(qb, SZ_AMX_ROWS, base, SZ_K_F32, C3, T, hs, Tp, hp, rows);
-                    sz_amx_pack(qt, SZ_AMX_COLS, base, SZ_K_F32, C3, T, hs, Tp, hp, rows);
-                    sz_amx_pack(kp, SZ_AMX_PAIR_I, base + C, SZ_K_F32, C3, T, hs, Tp, hp, rows);
-                    sz_amx_pack(kv, SZ_AMX_PAIR_T, base + C, SZ_K_F32, C3, T, hs, Tp, hp, rows);
-                    sz_amx_pack(vp, SZ_AMX_PAIR_I, base + 2 * C, SZ_K_F32, C3, T, hs, Tp, hp, rows);
-                    sz_amx_pack(db, SZ_AMX_ROWS, dbase, dout_dt, C, T, hs, Tp, hp, rows);
-                    sz_amx_pack(dt, SZ_AMX_COLS, dbase, dout_dt, C, T, hs, Tp, hp, rows);
+                    uint16_t *pq[SZ_AMX_NLAYOUTS] = {qb, qt}, *pk[SZ_AMX_NLAYOUTS] = {NULL, NULL, kp, kv},
+                             *pv[SZ_AMX_NLAYOUTS] = {[SZ_AMX_PAIR_I] = vp}, *pd[SZ_AMX_NLAYOUTS] = {db, dt};
+                    sz_amx_pack(pq, base, SZ_K_F32, C3, T, hs, Tp, hp, rows);
+                    sz_amx_pack(pk, base + C, SZ_K_F32, C3, T, hs, Tp, hp, rows);
+                    sz_amx_pack(pv, base + 2 * C, SZ_K_F32, C3, T, hs, Tp, hp, rows);
+                    sz_amx_pack(pd, dbase, dout_dt, C, T, hs, Tp, hp, rows);
                     memset(dKt, 0, 2 * pack * sizeof(float));
                     for (int t0 = 0; t0 < T; t0 += SZ_AMX_QB) {
                         int Tk = t0 + SZ_AMX_QB;
@@ -355,18 +405,9 @@ SZ_AMX_ATTR static int sz_amx_bwd(void *dinp, sz_k_dtype dinp_dt, const void *do
                         sz_amx_mm(dP, Tp, 0, db + (size_t)t0 * hp, hp, (const uint32_t *)vp, Tp, SZ_AMX_QB, Tk, hp);
                         for (int r = 0; r < SZ_AMX_QB; r++) {
                             int t = t0 + r, n = t < T ? t + 1 : 0;
-                            float *s = S + (size_t)r * Tp, *g = dP + (size_t)r * Tp, D = 0.0f;
-                            float mx = n ? stats[(((size_t)b * NH + h) * T + t) * 2] : 0.0f;
-                            float inv = n ? stats[(((size_t)b * NH + h) * T + t) * 2 + 1] : 0.0f;
-#pragma omp simd
-                            for (int j = 0; j < n; j++) s[j] = sz_expf(s[j] * scale - mx) * inv;
-#pragma omp simd reduction(+ : D)
-                            for (int j = 0; j < n; j++) D += s[j] * g[j];
-#pragma omp simd
-                            for (int j = 0; j < n; j++) g[j] = s[j] * (g[j] - D) * scale;
-                            for (int j = n; j < Tk; j++) s[j] = g[j] = 0.0f;
-                            sz_f32_to_bf16_row(Pb + (size_t)r * Tp, s, (size_t)Tk);
-                            sz_f32_to_bf16_row(dSb + (size_t)r * Tp, g, (size_t)Tk);
+                            const float *st = stats + (((size_t)b * NH + h) * T + (n ? t : 0)) * 2;
+                            sz_amx_dsoftmax_row(S + (size_t)r * Tp, dP + (size_t)r * Tp, Pb + (size_t)r * Tp,
+                                                dSb + (size_t)r * Tp, n, Tk, scale, n ? st[0] : 0.0f, n ? st[1] : 0.0f);
                         }
                         sz_amx_pair_rows(Pv, Pb, Tp, Tk);
                         sz_amx_pair_rows(dSv, dSb, Tp, Tk);
