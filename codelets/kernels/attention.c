@@ -13,9 +13,9 @@
  * Every score, probability and sum is computed in a fixed order that depends on no thread count,
  * and the forward and the backward compute scores with the one function below (sz_att_scores), so
  * the probabilities the backward recomputes are bitwise those the forward used. Scratch per
- * thread: (hs + SZ_ATT_QB) T16 floats forward, 2 (hs + SZ_ATT_QB) T16 + 2 T hs floats backward.
+ * thread: (hs + SZ_ATT_QB) T16 floats forward, 2 (hs + SZ_ATT_BQ) T16 + 2 T hs floats backward.
  * bf16 operands (the native bf16 path, the _mx entry points) are widened and rounded per (b, h)
- * pair inside that scratch (hs more floats forward, T hs more for a bf16 dout and T hs more for a
+ * pair inside that scratch (SZ_ATT_QB hs more floats forward, T hs more for a bf16 dout and T hs more for a
  * bf16 dinp backward), with the bits of the fp32 kernel on whole fp32 copies. */
 #include <math.h>
 #include <stdlib.h>
@@ -25,7 +25,7 @@
 #endif
 #include "sz_kernels_impl.h"
 
-#define SZ_ATT_QB 4   /* query rows scored together in the forward */
+#define SZ_ATT_QB 4   /* query rows scored together */
 #define SZ_ATT_ROW 256 /* head sizes up to this round a bf16 dinp row through a stack row */
 
 /* The vector the kernels hold in registers: one register of the ISA the build targets. A GCC
@@ -38,6 +38,8 @@
 #else
 #define SZ_ATT_VL 4
 #endif
+/* query rows the backward takes together (its dk, dv updates: sz_att_rank_tile) */
+#define SZ_ATT_BQ (SZ_ATT_VL == 16 ? 8 : SZ_ATT_QB)
 typedef float sz_vf __attribute__((vector_size(SZ_ATT_VL * 4)));
 typedef float sz_vfu __attribute__((vector_size(SZ_ATT_VL * 4), aligned(4)));
 
@@ -174,6 +176,47 @@ static void sz_att_axpy_rows(float *acc, const float *w, const float *rows, size
     }
 }
 
+/* sz_att_axpy_rows for the nr <= SZ_ATT_QB query rows of a tile: acc[r][i] += sum_{j <= t0 + r}
+ * w[r * ldw + j] * rows[j * ld + i]. Keys 0..t0, which every row of the tile sees, go four rows at a
+ * time with each loaded row of `rows` serving all four (4 rows x 4 vectors of lanes in registers
+ * with AVX-512, 4 x 2 below, where 16 registers hold no more); then row r's keys t0 + 1 .. t0 + r
+ * and the columns past the blocked ones one row at a time. Each row's sum still runs j = 0, 1, ...
+ * in every lane (a sum carried through memory between the pieces is exact), so the bits are those
+ * of sz_att_axpy_rows over j <= t0 + r. */
+#if SZ_ATT_VL == 16
+#define SZ_ATT_AXV 4
+#else
+#define SZ_ATT_AXV 2
+#endif
+static void sz_att_axpy_tile(float *const *acc, const float *w, size_t ldw, const float *rows, size_t ld, int t0,
+                             int nr, int hs)
+{
+    int i0 = 0, n = t0 + 1;
+    if (nr == SZ_ATT_QB)
+        for (; i0 + SZ_ATT_AXV * SZ_ATT_VL <= hs; i0 += SZ_ATT_AXV * SZ_ATT_VL) {
+            sz_vf a[SZ_ATT_QB][SZ_ATT_AXV];
+            for (int r = 0; r < SZ_ATT_QB; r++)
+                for (int v = 0; v < SZ_ATT_AXV; v++) a[r][v] = *(sz_vfu *)(acc[r] + i0 + v * SZ_ATT_VL);
+            const float *x = rows + i0;
+            for (int j = 0; j < n; j++, x += ld) {
+                sz_vf xv[SZ_ATT_AXV];
+                for (int v = 0; v < SZ_ATT_AXV; v++) xv[v] = *(const sz_vfu *)(x + v * SZ_ATT_VL);
+                for (int r = 0; r < SZ_ATT_QB; r++) {
+                    float wr = w[r * ldw + j];
+                    for (int v = 0; v < SZ_ATT_AXV; v++) a[r][v] = sz_att_fma(a[r][v], wr, xv[v]);
+                }
+            }
+            for (int r = 0; r < SZ_ATT_QB; r++)
+                for (int v = 0; v < SZ_ATT_AXV; v++) *(sz_vfu *)(acc[r] + i0 + v * SZ_ATT_VL) = a[r][v];
+        }
+    for (int r = 0; r < nr; r++) {
+        if (i0)
+            sz_att_axpy_rows(acc[r], w + r * ldw + n, rows + (size_t)n * ld, ld, r, i0);
+        if (i0 < hs)
+            sz_att_axpy_rows(acc[r] + i0, w + r * ldw, rows + i0, ld, t0 + r + 1, hs - i0);
+    }
+}
+
 static float *sz_att_alloc(size_t nfloats)
 {
     return aligned_alloc(64, (nfloats * sizeof(float) + 63) / 64 * 64);
@@ -187,7 +230,8 @@ static int sz_att_fwd(void *out, sz_k_dtype out_dt, float *stats, const float *i
     float scale = 1.0f / sqrtf((float)hs);
 #pragma omp parallel if ((size_t)B * T * T * NH >= SZ_PAR_MIN) shared(fail)
     {
-        float *kt = sz_att_alloc(((size_t)hs + SZ_ATT_QB) * T16 + hs), *S = kt ? kt + (size_t)hs * T16 : NULL;
+        float *kt = sz_att_alloc(((size_t)hs + SZ_ATT_QB) * T16 + (size_t)SZ_ATT_QB * hs);
+        float *S = kt ? kt + (size_t)hs * T16 : NULL;
         float *orow = S ? S + (size_t)SZ_ATT_QB * T16 : NULL;
         int any;
         if (!kt) {
@@ -223,12 +267,18 @@ static int sz_att_fwd(void *out, sz_k_dtype out_dt, float *stats, const float *i
                             float *st = stats + (((size_t)b * NH + h) * T + t) * 2;
                             st[0] = maxval;
                             st[1] = inv;
-                            size_t oo = ((size_t)b * T + t) * C + h * hs;
-                            float *o = out_dt == SZ_K_BF16 ? orow : (float *)out + oo;   /* p . v */
-                            for (int i = 0; i < hs; i++) o[i] = 0.0f;
-                            sz_att_axpy_rows(o, p, base + 2 * C, C3, t + 1, hs);
-                            if (out_dt == SZ_K_BF16) sz_f32_to_bf16_row((uint16_t *)out + oo, o, (size_t)hs);
                         }
+                        float *o[SZ_ATT_QB]; /* p . v, the tile's rows together */
+                        for (int r = 0; r < nr; r++) {
+                            o[r] = out_dt == SZ_K_BF16 ? orow + (size_t)r * hs
+                                                       : (float *)out + ((size_t)b * T + t0 + r) * C + h * hs;
+                            for (int i = 0; i < hs; i++) o[r][i] = 0.0f;
+                        }
+                        sz_att_axpy_tile(o, S, T16, base + 2 * C, C3, t0, nr, hs);
+                        if (out_dt == SZ_K_BF16)
+                            for (int r = 0; r < nr; r++)
+                                sz_f32_to_bf16_row((uint16_t *)out + ((size_t)b * T + t0 + r) * C + h * hs, o[r],
+                                                   (size_t)hs);
                     }
                 }
         }
@@ -262,12 +312,38 @@ int sz_k_attention_fwd_mx(void *out, sz_k_dtype out_dt, float *stats, const floa
  * [T][hs] scratch in t order, added to dinp once the pair is done. Every sum runs in t (or j)
  * order; rows go SZ_ATT_QB at a time (scores, and dk, dv held in registers across the tile). */
 /* For keys j in [j0, j1): dk[j] += g[r][j] q[r] and dv[j] += p[r][j] d[r] for r = 0..nr-1 in that
- * order (g[r] = g + r * lds, likewise p), which are bitwise the updates one row at a time: a row
- * tile only keeps dk[j], dv[j] in registers between its rows. */
+ * order (g[r] = g + r * lds, likewise p; nr <= SZ_ATT_BQ), which are bitwise the updates one row at
+ * a time: a row tile only keeps dk[j], dv[j] in registers between its rows. More rows a tile, fewer
+ * passes of dk, dv ([T][hs] each, in L2) through the registers. */
 static void sz_att_rank_tile(float *dk, float *dv, const float *g, const float *p, size_t lds,
                              const float *const *q, const float *const *d, int nr, int j0, int j1, int hs)
 {
     int i0 = 0;
+#if SZ_ATT_VL == 16
+    if (nr == 8) { /* AVX-512: 8 rows' q and d vectors and dk, dv in 18 of the 32 registers */
+        for (; i0 + SZ_ATT_VL <= hs; i0 += SZ_ATT_VL) {
+            sz_vf qv[8], dw[8];
+            for (int r = 0; r < 8; r++) {
+                qv[r] = *(const sz_vfu *)(q[r] + i0);
+                dw[r] = *(const sz_vfu *)(d[r] + i0);
+            }
+            for (int j = j0; j < j1; j++) {
+                sz_vf k = *(sz_vfu *)(dk + (size_t)j * hs + i0), v = *(sz_vfu *)(dv + (size_t)j * hs + i0);
+                for (int r = 0; r < 8; r++) {
+                    k = sz_att_fma(k, g[r * lds + j], qv[r]);
+                    v = sz_att_fma(v, p[r * lds + j], dw[r]);
+                }
+                *(sz_vfu *)(dk + (size_t)j * hs + i0) = k;
+                *(sz_vfu *)(dv + (size_t)j * hs + i0) = v;
+            }
+        }
+    } else
+#endif
+    if (nr > 4) { /* rows 0-3 for every key, then the rest: each dk[j], dv[j] still takes rows in order */
+        sz_att_rank_tile(dk, dv, g, p, lds, q, d, 4, j0, j1, hs);
+        sz_att_rank_tile(dk, dv, g + 4 * lds, p + 4 * lds, lds, q + 4, d + 4, nr - 4, j0, j1, hs);
+        return;
+    }
     if (nr == 4)
         for (; i0 + SZ_ATT_VL <= hs; i0 += SZ_ATT_VL) {
             sz_vf q0 = *(const sz_vfu *)(q[0] + i0), q1 = *(const sz_vfu *)(q[1] + i0);
@@ -312,7 +388,7 @@ static int sz_att_bwd(void *dinp, sz_k_dtype dinp_dt, const void *dout, sz_k_dty
     size_t th = (size_t)T * hs, tile = (size_t)hs * T16;
 #pragma omp parallel if ((size_t)B * T * T * NH >= SZ_PAR_MIN) shared(fail)
     {
-        float *kt = sz_att_alloc(2 * tile + 2 * (size_t)SZ_ATT_QB * T16 + (2 + wide_d + wide_i) * th);
+        float *kt = sz_att_alloc(2 * tile + 2 * (size_t)SZ_ATT_BQ * T16 + (2 + wide_d + wide_i) * th);
         int any;
         if (!kt) {
 #pragma omp atomic write
@@ -322,8 +398,8 @@ static int sz_att_bwd(void *dinp, sz_k_dtype dinp_dt, const void *dout, sz_k_dty
 #pragma omp atomic read
         any = fail;
         if (!any) {
-            float *vt = kt + tile, *S = vt + tile, *DA = S + (size_t)SZ_ATT_QB * T16;
-            float *dk = DA + (size_t)SZ_ATT_QB * T16, *dv = dk + th, *dw = dv + th, *dq = dw + (wide_d ? th : 0);
+            float *vt = kt + tile, *S = vt + tile, *DA = S + (size_t)SZ_ATT_BQ * T16;
+            float *dk = DA + (size_t)SZ_ATT_BQ * T16, *dv = dk + th, *dw = dv + th, *dq = dw + (wide_d ? th : 0);
             const uint16_t *dout16 = dout;
             uint16_t *dinp16 = dinp;
 #pragma omp for collapse(2) schedule(static)
@@ -342,16 +418,20 @@ static int sz_att_bwd(void *dinp, sz_k_dtype dinp_dt, const void *dout, sz_k_dty
                         for (int t = 0; t < T; t++)
                             for (int i = 0; i < hs; i++)
                                 dw[(size_t)t * hs + i] = sz_bf16_to_f32_1(dout16[((size_t)b * T + t) * C + h * hs + i]);
-                    for (int t0 = 0; t0 < T; t0 += SZ_ATT_QB) {
-                        int nr = T - t0 < SZ_ATT_QB ? T - t0 : SZ_ATT_QB, n16 = (t0 + nr + 15) & ~15;
-                        const float *q[SZ_ATT_QB], *d[SZ_ATT_QB];
+                    for (int t0 = 0; t0 < T; t0 += SZ_ATT_BQ) {
+                        int nr = T - t0 < SZ_ATT_BQ ? T - t0 : SZ_ATT_BQ, n16 = (t0 + nr + 15) & ~15;
+                        const float *q[SZ_ATT_BQ], *d[SZ_ATT_BQ];
                         for (int r = 0; r < nr; r++) {
                             q[r] = base + (size_t)(t0 + r) * C3;
                             d[r] = wide_d ? dw + (size_t)(t0 + r) * hs
                                           : (const float *)dout + ((size_t)b * T + t0 + r) * C + h * hs;
                         }
-                        sz_att_scores(S, T16, q, nr, kt, T16, n16, hs, scale);
-                        sz_att_scores(DA, T16, d, nr, vt, T16, n16, hs, 1.0f);
+                        for (int r = 0; r < nr; r += SZ_ATT_QB) { /* scores SZ_ATT_QB rows a call */
+                            int m = nr - r < SZ_ATT_QB ? nr - r : SZ_ATT_QB;
+                            sz_att_scores(S + (size_t)r * T16, T16, q + r, m, kt, T16, n16, hs, scale);
+                            sz_att_scores(DA + (size_t)r * T16, T16, d + r, m, vt, T16, n16, hs, 1.0f);
+                        }
+                        float *dqr[SZ_ATT_BQ];
                         for (int r = 0; r < nr; r++) {
                             int t = t0 + r;
                             const float *st = stats + (((size_t)b * NH + h) * T + t) * 2;
@@ -363,9 +443,11 @@ static int sz_att_bwd(void *dinp, sz_k_dtype dinp_dt, const void *dout, sz_k_dty
                             for (int j = 0; j <= t; j++) s += Sr[j] * Dr[j];
 #pragma omp simd
                             for (int j = 0; j <= t; j++) Dr[j] = Sr[j] * (Dr[j] - s) * scale;
-                            sz_att_axpy_rows(wide_i ? dq + (size_t)t * hs : dbase + (size_t)t * C3, Dr, base + C,
-                                             C3, t + 1, hs);   /* dq */
+                            dqr[r] = wide_i ? dq + (size_t)t * hs : dbase + (size_t)t * C3;
                         }
+                        for (int r = 0; r < nr; r += SZ_ATT_QB) /* dq */
+                            sz_att_axpy_tile(dqr + r, DA + (size_t)r * T16, T16, base + C, C3, t0 + r,
+                                             nr - r < SZ_ATT_QB ? nr - r : SZ_ATT_QB, hs);
                         /* keys j <= t0 take every row of the tile; key t0 + r0 only rows r >= r0 */
                         sz_att_rank_tile(dk, dv, DA, S, T16, q, d, nr, 0, t0 + 1, hs);
                         for (int r0 = 1; r0 < nr; r0++)

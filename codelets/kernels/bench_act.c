@@ -7,7 +7,7 @@
  * bench_act [R [B T [TH [ONLY]]]], ONLY a word the kernels' names must contain (e.g. attention: at
  * B 4 T 1024 the softmax's N x Vp logits take 1.2 GB). Build (from the source root):
  *   gcc -O3 -march=native -fno-math-errno -fopenmp -Icodelets/kernels codelets/kernels/bench_act.c \
- *       codelets/kernels/{bf16_act,bf16,attention,layernorm,gelu,residual,softmax_xent,encoder}.c \
+ *       codelets/kernels/{bf16_act,bf16,attention,attention_amx,layernorm,gelu,residual,softmax_xent,encoder}.c \
  *       codelets/kernels/{rmsnorm,rope,embedding,silu,mul}.c -lm -o bench_act
  * (the flags of CMake's Release build). */
 #include <omp.h>
