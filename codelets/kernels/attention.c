@@ -310,7 +310,8 @@ int sz_k_attention_fwd_mx(void *out, sz_k_dtype out_dt, float *stats, const floa
  * (bitwise the forward's), datt = dout . v, dpre = p * (datt - sum(p * datt)) (the softmax
  * Jacobian in O(T)); dq += dpre * scale . k straight into dinp, and dk, dv collect in a per-thread
  * [T][hs] scratch in t order, added to dinp once the pair is done. Every sum runs in t (or j)
- * order; rows go SZ_ATT_QB at a time (scores, and dk, dv held in registers across the tile). */
+ * order; rows go SZ_ATT_BQ at a time (scores and dq SZ_ATT_QB rows a call; dk, dv held in registers
+ * across the whole tile). */
 /* For keys j in [j0, j1): dk[j] += g[r][j] q[r] and dv[j] += p[r][j] d[r] for r = 0..nr-1 in that
  * order (g[r] = g + r * lds, likewise p; nr <= SZ_ATT_BQ), which are bitwise the updates one row at
  * a time: a row tile only keeps dk[j], dv[j] in registers between its rows. More rows a tile, fewer
