@@ -233,15 +233,7 @@ static int sz_att_fwd(void *out, sz_k_dtype out_dt, float *stats, const float *i
         float *kt = sz_att_alloc(((size_t)hs + SZ_ATT_QB) * T16 + (size_t)SZ_ATT_QB * hs);
         float *S = kt ? kt + (size_t)hs * T16 : NULL;
         float *orow = S ? S + (size_t)SZ_ATT_QB * T16 : NULL;
-        int any;
-        if (!kt) {
-#pragma omp atomic write
-            fail = 1;
-        }
-#pragma omp barrier /* all threads agree on fail before anyone writes */
-#pragma omp atomic read
-        any = fail;
-        if (!any) {
+        if (sz_par_alloc_ok(kt, &fail)) { /* no thread writes unless every thread has its scratch */
 #pragma omp for collapse(2) schedule(static)
             for (int b = 0; b < B; b++)
                 for (int h = 0; h < NH; h++) {
@@ -390,15 +382,7 @@ static int sz_att_bwd(void *dinp, sz_k_dtype dinp_dt, const void *dout, sz_k_dty
 #pragma omp parallel if ((size_t)B * T * T * NH >= SZ_PAR_MIN) shared(fail)
     {
         float *kt = sz_att_alloc(2 * tile + 2 * (size_t)SZ_ATT_BQ * T16 + (2 + wide_d + wide_i) * th);
-        int any;
-        if (!kt) {
-#pragma omp atomic write
-            fail = 1;
-        }
-#pragma omp barrier /* all threads agree on fail before anyone writes dinp */
-#pragma omp atomic read
-        any = fail;
-        if (!any) {
+        if (sz_par_alloc_ok(kt, &fail)) { /* no thread writes unless every thread has its scratch */
             float *vt = kt + tile, *S = vt + tile, *DA = S + (size_t)SZ_ATT_BQ * T16;
             float *dk = DA + (size_t)SZ_ATT_BQ * T16, *dv = dk + th, *dw = dv + th, *dq = dw + (wide_d ? th : 0);
             const uint16_t *dout16 = dout;

@@ -311,15 +311,7 @@ SZ_AMX_ATTR static int sz_amx_fwd(void *out, sz_k_dtype out_dt, float *stats, co
     {
         /* q rows, k^T pairs, v pairs; S fp32 [32][Tp]; P bf16 [32][Tp]; O fp32 [32][hp] */
         uint16_t *qb = sz_amx_alloc(3 * pack * 2 + blk * 6 + (size_t)SZ_AMX_QB * hp * 6 + (size_t)hs * 4);
-        int any;
-        if (!qb) {
-#pragma omp atomic write
-            fail = 1;
-        }
-#pragma omp barrier /* all threads agree on fail before anyone writes */
-#pragma omp atomic read
-        any = fail;
-        if (!any) {
+        if (sz_par_alloc_ok(qb, &fail)) { /* no thread writes unless every thread has its scratch */
             uint16_t *kp = qb + pack, *vv = kp + pack, *P = vv + pack;
             float *S = (float *)(P + blk), *O = S + blk, *tmp = O + (size_t)SZ_AMX_QB * hp;
             uint16_t *rows = (uint16_t *)(tmp + hs);
@@ -370,15 +362,7 @@ SZ_AMX_ATTR static int sz_amx_bwd(void *dinp, sz_k_dtype dinp_dt, const void *do
         size_t bytes = 7 * pack * 2 + 2 * blk * 4 + 4 * blk * 2 + 2 * pack * 4 + (size_t)SZ_AMX_QB * hp * 4 +
                        (size_t)16 * hp * 4 + 2 * (size_t)hs * 4 + (size_t)SZ_AMX_QB * hp * 2;
         uint16_t *qb = sz_amx_alloc(bytes);
-        int any;
-        if (!qb) {
-#pragma omp atomic write
-            fail = 1;
-        }
-#pragma omp barrier /* all threads agree on fail before anyone writes dinp */
-#pragma omp atomic read
-        any = fail;
-        if (!any) {
+        if (sz_par_alloc_ok(qb, &fail)) { /* no thread writes unless every thread has its scratch */
             uint16_t *kp = qb + pack, *kv = kp + pack, *vp = kv + pack, *db = vp + pack, *qt = db + pack,
                      *dt = qt + pack, *Pb = dt + pack, *dSb = Pb + blk;
             uint32_t *Pv = (uint32_t *)(dSb + blk), *dSv = Pv + blk / 2;

@@ -62,15 +62,7 @@ int sz_k_attention_tt_bwd(float *dinp, const float *dout, const float *inp,
 #pragma omp parallel if ((size_t)B * T * T * NH >= SZ_PAR_MIN) shared(fail)
     {
         float *datt = malloc(2 * (size_t)T * sizeof(float)), *dpre = datt ? datt + T : NULL;
-        int any;
-        if (!datt) {
-#pragma omp atomic write
-            fail = 1;
-        }
-#pragma omp barrier /* all threads agree on fail before anyone writes dinp */
-#pragma omp atomic read
-        any = fail;
-        if (!any) {
+        if (sz_par_alloc_ok(datt, &fail)) { /* no thread writes unless every thread has its scratch */
 #pragma omp for collapse(2) schedule(static)
             for (int b = 0; b < B; b++)
                 for (int h = 0; h < NH; h++)

@@ -15,6 +15,22 @@
 /* Below this many elements an elementwise kernel stays on one thread. */
 #define SZ_PAR_MIN 16384
 
+/* Inside an OpenMP parallel region, after each thread allocated its scratch p: 1 on every thread
+ * when every thread's allocation succeeded, else 0 on every thread (fail, shared, is set by any that
+ * failed; a barrier), so that no thread writes its outputs unless all can. */
+static inline int sz_par_alloc_ok(const void *p, int *fail)
+{
+    int any;
+    if (!p) {
+#pragma omp atomic write
+        *fail = 1;
+    }
+#pragma omp barrier
+#pragma omp atomic read
+    any = *fail;
+    return !any;
+}
+
 /* Column block of the row-reduction kernels (dbias, layernorm dweight, encoder):
  * each block is owned by one thread and sums rows in order 0..N-1. */
 #define SZ_COL_BLOCK 64
