@@ -309,7 +309,8 @@ SZ_AMX_ATTR static int sz_amx_fwd(void *out, sz_k_dtype out_dt, float *stats, co
     size_t pack = (size_t)Tp * hp, blk = (size_t)SZ_AMX_QB * Tp;
 #pragma omp parallel if ((size_t)B * T * T * NH >= SZ_PAR_MIN) shared(fail)
     {
-        /* q rows, k^T pairs, v pairs; S fp32 [32][Tp]; P bf16 [32][Tp]; O fp32 [32][hp] */
+        /* q rows, k^T pairs, v pairs; P bf16 [32][Tp]; S fp32 [32][Tp]; O fp32 [32][hp]; a row of hs
+         * floats; the packs' rows bf16 [32][hp] */
         uint16_t *qb = sz_amx_alloc(3 * pack * 2 + blk * 6 + (size_t)SZ_AMX_QB * hp * 6 + (size_t)hs * 4);
         if (sz_par_alloc_ok(qb, &fail)) { /* no thread writes unless every thread has its scratch */
             uint16_t *kp = qb + pack, *vv = kp + pack, *P = vv + pack;
@@ -357,8 +358,9 @@ SZ_AMX_ATTR static int sz_amx_bwd(void *dinp, sz_k_dtype dinp_dt, const void *do
     size_t dos = dout_dt == SZ_K_BF16 ? 2 : 4;
 #pragma omp parallel if ((size_t)B * T * T * NH >= SZ_PAR_MIN) shared(fail)
     {
-        /* 7 packs; S, dP fp32 [32][Tp]; P, dS bf16 rows and their pair rows [32][Tp];
-         * dK^T, dV^T fp32 [hp][Tp]; dQ fp32 [32][hp]; 3 rows of hs floats */
+        /* 7 packs; S, dP fp32 [32][Tp]; P, dS bf16 rows and their pair rows [32][Tp]; dK^T, dV^T
+         * fp32 [hp][Tp]; dQ fp32 [32][hp]; 16 columns of dK^T or dV^T [hp][16]; 2 rows of hs floats;
+         * the packs' rows bf16 [32][hp] */
         size_t bytes = 7 * pack * 2 + 2 * blk * 4 + 4 * blk * 2 + 2 * pack * 4 + (size_t)SZ_AMX_QB * hp * 4 +
                        (size_t)16 * hp * 4 + 2 * (size_t)hs * 4 + (size_t)SZ_AMX_QB * hp * 2;
         uint16_t *qb = sz_amx_alloc(bytes);

@@ -3,7 +3,8 @@
  * (bf16_act.c, the operand types gpt2.c gives it), one thread, thread CPU time (not disturbed by
  * other processes' share of the cores), the two called in turn R times, best of each; with TH > 1
  * threads, wall time (best of R: on a loaded machine run it several times). The LLaMA-style model's
- * RMSNorm kernels and embedding at the same shapes. Not part of the library. Usage:
+ * RMSNorm kernels and embedding at the same shapes; where the CPU has AMX, attention's bf16 row
+ * kernels against its AMX tiles (the two columns are then those). Not part of the library. Usage:
  * bench_act [R [B T [TH [ONLY]]]], ONLY a word the kernels' names must contain (e.g. attention: at
  * B 4 T 1024 the softmax's N x Vp logits take 1.2 GB). Build (from the source root):
  *   gcc -O3 -march=native -fno-math-errno -fopenmp -Icodelets/kernels codelets/kernels/bench_act.c \
@@ -171,6 +172,16 @@ int main(int argc, char **argv)
         PAIR(a, sz_k_attention_bwd_set(adi, d, qkv, st, B, T, C, NH, SZ_K_SET_DINP),
              b, sz_k_attention_bwd_mx_set(adih, SZ_K_BF16, dh, SZ_K_BF16, qkv, st, B, T, C, NH, SZ_K_SET_DINP));
         row("attention_bwd (set)", a, b);
+        if (sz_k_attention_amx_ok()) { /* the bf16 path's two kernels: row kernels (fp32 math) | AMX tiles */
+            PAIR(a, sz_k_attention_fwd_mx_impl(aoh, SZ_K_BF16, st, qkv, B, T, C, NH, SZ_K_ATT_ROWWISE),
+                 b, sz_k_attention_fwd_mx_impl(aoh, SZ_K_BF16, st, qkv, B, T, C, NH, SZ_K_ATT_AMX));
+            row("attention_fwd bf16: rows | AMX", a, b);
+            PAIR(a, sz_k_attention_bwd_mx_impl(adih, SZ_K_BF16, dh, SZ_K_BF16, qkv, st, B, T, C, NH, SZ_K_SET_DINP,
+                                               SZ_K_ATT_ROWWISE),
+                 b, sz_k_attention_bwd_mx_impl(adih, SZ_K_BF16, dh, SZ_K_BF16, qkv, st, B, T, C, NH, SZ_K_SET_DINP,
+                                               SZ_K_ATT_AMX));
+            row("attention_bwd set bf16: rows | AMX", a, b);
+        }
     }
 
     int *tg = al(N * 4);
