@@ -515,7 +515,7 @@ static int plan_build(const struct opts *o, const struct units *s, int stage, in
 {
     int64_t maxpad = 1, host = 0;
     for (int i = 0; i < s->n; i++) {
-        int64_t pad = sz_plan_padded(s->numel[i], nd);
+        int64_t pad = sz_zero_padded(s->numel[i], nd);
         maxpad = pad > maxpad ? pad : maxpad;
     }
     sz_plan_config c = {.pass = SZ_PASS_STEP, .stage = stage, .nd = nd, .rank = rank,

@@ -2,7 +2,7 @@
  * weight decay): param, m, v updated in place from grad times the clip scale (read as it is
  * read). With the optional norm tensor (one float) the task also takes the gradient's squared
  * norm in the same pass: written there (acc = 0) or added to it (acc = 1). */
-#include "sz_tasks.h"
+#include "sz_codelets.h"
 #include "starzero_starpu.h"
 #include "sz_kernels.h"
 #include "sz_cuda.h"
@@ -47,8 +47,9 @@ static void adamw_cuda(void *b[], void *arg)
 
 SZ_PERFMODEL(adamw_model, "sz_adamw");
 SZ_CODELET_CUDA(sz_cl_adamw, adamw_cpu, adamw_cuda, "adamw", adamw_model);
+SZ_DESCRIBE(sz_cl_adamw, SZ_TASK_OPTIMIZER, 0, "AdamW on a view [, fused squared norm]");
 
-sz_status sz_submit_adamw(struct sz_unit *u, const sz_tensor *p, const sz_tensor *g, const sz_tensor *m,
+sz_status sz_submit_adamw(sz_unit *u, const sz_tensor *p, const sz_tensor *g, const sz_tensor *m,
                           const sz_tensor *v, const sz_tensor *scale, const sz_tensor *norm, int acc,
                           const sz_train_config *cfg, float wd, int t, const char *name)
 {
@@ -57,5 +58,5 @@ sz_status sz_submit_adamw(struct sz_unit *u, const sz_tensor *p, const sz_tensor
     sz_task_tensor tt[] = {{p, SZ_READ_WRITE, SZ_DTYPE_F32, n, "param", 0}, {g, SZ_READ, SZ_DTYPE_F32, n, "grad", 0},
                            {m, SZ_READ_WRITE, SZ_DTYPE_F32, n, "m", 0},     {v, SZ_READ_WRITE, SZ_DTYPE_F32, n, "v", 0},
                            {scale, SZ_READ, SZ_DTYPE_F32, 1, "scale", 0},   {norm, SZ_READ_WRITE, SZ_DTYPE_F32, 1, "norm", 1}};
-    return sz_task_submit_named(u->model, u->index, name, "adamw", &sz_cl_adamw, tt, 6, &a, sizeof a);
+    return sz_task_submit_as(u, name, "adamw", &sz_cl_adamw, tt, 6, &a, sizeof a);
 }

@@ -2,7 +2,7 @@
  * updated from the bf16 gradients (times the clip scale), then the bf16 parameters are the master
  * rounded to nearest even, all in one pass (no widened copy of the gradient: for wte that copy
  * was 154 MB, mapped afresh and faulted in every step). Optional norm as in codelets/adamw.c. */
-#include "sz_tasks.h"
+#include "sz_codelets.h"
 #include "starzero_starpu.h"
 #include "sz_kernels.h"
 #include "sz_cuda.h"
@@ -44,8 +44,9 @@ static void adamw_mixed_cuda(void *b[], void *arg)
 
 SZ_PERFMODEL(adamw_mixed_model, "sz_adamw_mixed");
 SZ_CODELET_CUDA(sz_cl_adamw_mixed, adamw_mixed_cpu, adamw_mixed_cuda, "adamw_mixed", adamw_mixed_model);
+SZ_DESCRIBE(sz_cl_adamw_mixed, SZ_TASK_OPTIMIZER, 0, "AdamW: fp32 master, bf16 params and grads");
 
-sz_status sz_submit_adamw_mixed(struct sz_unit *u, const sz_tensor *master, const sz_tensor *p, const sz_tensor *g,
+sz_status sz_submit_adamw_mixed(sz_unit *u, const sz_tensor *master, const sz_tensor *p, const sz_tensor *g,
                                 const sz_tensor *m, const sz_tensor *v, const sz_tensor *scale, const sz_tensor *norm,
                                 int acc, const sz_train_config *cfg, float wd, int t, const char *name)
 {
@@ -58,6 +59,6 @@ sz_status sz_submit_adamw_mixed(struct sz_unit *u, const sz_tensor *master, cons
                            {v, SZ_READ_WRITE, SZ_DTYPE_F32, n, "v", 0},
                            {scale, SZ_READ, SZ_DTYPE_F32, 1, "scale", 0},
                            {norm, SZ_READ_WRITE, SZ_DTYPE_F32, 1, "norm", 1}};
-    return sz_task_submit_named(u->model, u->index, name, "adamw_mixed", &sz_cl_adamw_mixed, tt, 7, &a,
+    return sz_task_submit_as(u, name, "adamw_mixed", &sz_cl_adamw_mixed, tt, 7, &a,
                                 sizeof a);
 }

@@ -1,9 +1,9 @@
 /* codelets/attention.c — causal multi-head self-attention (llm.c layout) whose memory is linear in T,
- * forward and backward; the math is codelets/kernels/attention.c. Forward overwrites out and stats
+ * forward and backward; the math is kernels/attention.c. Forward overwrites out and stats
  * (per query row: softmax max and 1/sum, [B,NH,T,2]); backward accumulates into dinp (or sets it: a
  * folded sz_op_zero), recomputing
  * the probabilities from inp and stats. */
-#include "sz_tasks.h"
+#include "sz_codelets.h"
 #include "starzero_starpu.h"
 #include "sz_kernels.h"
 #include "sz_cuda.h"
@@ -59,7 +59,10 @@ static void bwd_cuda(void *b[], void *arg)
 SZ_PERFMODEL(fwd_model, "sz_attention_fwd");
 SZ_PERFMODEL(bwd_model, "sz_attention_bwd");
 SZ_CODELET_CUDA(sz_cl_attention_fwd, fwd_cpu, fwd_cuda, "attention_fwd", fwd_model);
+SZ_DESCRIBE(sz_cl_attention_fwd, SZ_TASK_COMPUTE, SZ_CL_NATIVE | SZ_CL_CUDA_BF16, "out, stats from qkv");
 SZ_CODELET_CUDA(sz_cl_attention_bwd, bwd_cpu, bwd_cuda, "attention_bwd", bwd_model);
+SZ_DESCRIBE(sz_cl_attention_bwd, SZ_TASK_COMPUTE, SZ_CL_CUDA_SETS | SZ_CL_NATIVE | SZ_CL_CUDA_BF16,
+            "dqkv += from dout, qkv, stats");
 
 static sz_status check_shape(sz_unit *u, const char *op, int B, int T, int C, int NH)
 {

@@ -1,13 +1,13 @@
 /* codelets/embedding.c — a token embedding without a position table: the typed wrappers
  * sz_op_embedding_fwd/bwd, their argument struct, codelets and perf models; the math is
- * codelets/kernels/embedding.c. A token outside [0, V) fails the task (sz_task_fail) with the op,
+ * kernels/embedding.c. A token outside [0, V) fails the task (sz_task_fail) with the op,
  * the value and the row; the model's next call returns SZ_ERR_INVALID. On both bf16 paths the
- * forward reads a bf16 table (widened: codelets/kernels/bf16_act.c); the gradient is fp32, or, for
+ * forward reads a bf16 table (widened: kernels/bf16_act.c); the gradient is fp32, or, for
  * a unit whose writers round its bf16 gradients (codelets/sz_round.h), bf16: the backward's rounding
  * variant (CPU only) then sets it as the fp32 scatter-add onto zeros followed by the convert would. */
 #include "starzero_starpu.h"
 #include "sz_kernels.h"
-#include "sz_tasks.h"
+#include "sz_codelets.h"
 #include "sz_cuda.h"
 #include "sz_round.h"
 
@@ -83,9 +83,12 @@ static void bwd_cuda(void *b[], void *arg)
 static struct starpu_perfmodel fwd_model = {.type = STARPU_HISTORY_BASED, .symbol = "sz_embedding_fwd"};
 static struct starpu_perfmodel bwd_model = {.type = STARPU_HISTORY_BASED, .symbol = "sz_embedding_bwd"};
 SZ_CODELET_CUDA(sz_cl_embedding_fwd, fwd_cpu, fwd_cuda, "embedding_fwd", fwd_model);
+SZ_DESCRIBE(sz_cl_embedding_fwd, SZ_TASK_COMPUTE, SZ_CL_NATIVE | SZ_CL_CUDA_BF16, "out = wte[tokens]");
 SZ_CODELET_CUDA(sz_cl_embedding_bwd, bwd_cpu, bwd_cuda, "embedding_bwd", bwd_model);
+SZ_DESCRIBE(sz_cl_embedding_bwd, SZ_TASK_COMPUTE, 0, "dwte += dout at the token rows");
 SZ_PERFMODEL(bwd_round_model, "sz_embedding_bwd_round");
 SZ_CODELET(sz_cl_embedding_bwd_round, bwd_round_cpu, "embedding_bwd_round", bwd_round_model);
+SZ_DESCRIBE(sz_cl_embedding_bwd_round, SZ_TASK_COMPUTE, 0, "dwte (bf16) rounded from the token rows' sums of dout");
 
 int64_t sz_embedding_round_host_bytes(int workers, int64_t N, int64_t V)
 {

@@ -1,7 +1,7 @@
 /* codelets/encoder.c — token + position embedding (llm.c encoder), forward and backward.
  * Forward overwrites out; backward accumulates into dwte and dwpe. A token outside the
  * embedding's rows [0, V) is refused (sz_task_fail) before anything is read or written. */
-#include "sz_tasks.h"
+#include "sz_codelets.h"
 #include "starzero_starpu.h"
 #include "sz_kernels.h"
 #include "sz_cuda.h"
@@ -89,9 +89,13 @@ static void bwd_cuda(void *b[], void *arg)
 SZ_PERFMODEL(fwd_model, "sz_encoder_fwd");
 SZ_PERFMODEL(bwd_model, "sz_encoder_bwd");
 SZ_CODELET_CUDA(sz_cl_encoder_fwd, fwd_cpu, fwd_cuda, "encoder_fwd", fwd_model);
+SZ_DESCRIBE(sz_cl_encoder_fwd, SZ_TASK_COMPUTE, SZ_CL_NATIVE | SZ_CL_CUDA_BF16, "out = wte[tokens] + wpe");
 SZ_CODELET_CUDA(sz_cl_encoder_bwd, bwd_cpu, bwd_cuda, "encoder_bwd", bwd_model);
+SZ_DESCRIBE(sz_cl_encoder_bwd, SZ_TASK_COMPUTE, 0, "dwte, dwpe += from dout");
 SZ_PERFMODEL(bwd_tied_model, "sz_encoder_bwd_tied");
 SZ_CODELET(sz_cl_encoder_bwd_tied, bwd_tied_cpu, "encoder_bwd_tied", bwd_tied_model);
+SZ_DESCRIBE(sz_cl_encoder_bwd_tied, SZ_TASK_COMPUTE, 0,
+            "rows += from dout; dwte's token rows, dwpe rounded into bf16");
 
 /* The vocabulary: wte's rows (at least one). */
 static int64_t vocab(const sz_tensor *wte, int C) { return wte && C > 0 ? wte->numel / C : 0; }

@@ -1,6 +1,6 @@
 /* codelets/gelu.c — GELU (tanh form) on n elements, forward and backward. Forward overwrites
  * out; backward accumulates into dinp (or sets it: a folded sz_op_zero). */
-#include "sz_tasks.h"
+#include "sz_codelets.h"
 #include "starzero_starpu.h"
 #include "sz_kernels.h"
 #include "sz_cuda.h"
@@ -51,7 +51,10 @@ static void bwd_cuda(void *b[], void *arg)
 SZ_PERFMODEL(fwd_model, "sz_gelu_fwd");
 SZ_PERFMODEL(bwd_model, "sz_gelu_bwd");
 SZ_CODELET_CUDA(sz_cl_gelu_fwd, fwd_cpu, fwd_cuda, "gelu_fwd", fwd_model);
+SZ_DESCRIBE(sz_cl_gelu_fwd, SZ_TASK_COMPUTE, SZ_CL_NATIVE | SZ_CL_CUDA_BF16, "out = gelu(inp)");
 SZ_CODELET_CUDA(sz_cl_gelu_bwd, bwd_cpu, bwd_cuda, "gelu_bwd", bwd_model);
+SZ_DESCRIBE(sz_cl_gelu_bwd, SZ_TASK_COMPUTE, SZ_CL_CUDA_SETS | SZ_CL_NATIVE | SZ_CL_CUDA_BF16,
+            "dinp += gelu'(inp) * dout");
 
 sz_status sz_op_gelu_fwd(sz_unit *u, sz_tensor *out, sz_tensor *inp, int64_t n)
 {

@@ -2,7 +2,7 @@
  * Forward overwrites out, mean, rstd; backward accumulates into dinp (or sets it: a folded
  * sz_op_zero), dw and db (or sets them: the step's first writer of the gradients). The bias is
  * optional: b (forward) and db (backward) may be NULL (a layernorm without bias). */
-#include "sz_tasks.h"
+#include "sz_codelets.h"
 #include "starzero_starpu.h"
 #include "sz_kernels.h"
 #include "sz_cuda.h"
@@ -35,7 +35,7 @@ static void bwd_run(void *b[], void *arg, void *dw, void *dbp, int rset)
 {
     const struct layernorm_args *a = sz_task_params(arg);
     int set = rset | (sz_task_sets(arg, BWD_DINP) ? SZ_K_SET_DINP : 0) | /* a folded sz_op_zero of dinp */
-              (sz_task_sets(arg, BWD_DW) ? SZ_K_SET_DW : 0) | (sz_task_sets(arg, BWD_DB) ? SZ_K_SET_DB : 0); /* the step's first writer of a parameter's gradient (tasks/zero.c) */
+              (sz_task_sets(arg, BWD_DW) ? SZ_K_SET_DW : 0) | (sz_task_sets(arg, BWD_DB) ? SZ_K_SET_DB : 0); /* the step's first writer of a parameter's gradient (tasks/step.c) */
     if (a->dout_dt || a->p_dt) {
         if (sz_k_layernorm_bwd_mx_set(sz_task_ptr(b, arg, BWD_DINP), dw,
                                       dbp, sz_task_ptr(b, arg, BWD_DOUT), a->dout_dt,
@@ -87,7 +87,11 @@ static void bwd_cuda(void *b[], void *arg)
 SZ_PERFMODEL(fwd_model, "sz_layernorm_fwd");
 SZ_PERFMODEL(bwd_model, "sz_layernorm_bwd");
 SZ_CODELET_CUDA(sz_cl_layernorm_fwd, fwd_cpu, fwd_cuda, "layernorm_fwd", fwd_model);
+SZ_DESCRIBE(sz_cl_layernorm_fwd, SZ_TASK_COMPUTE, SZ_CL_NATIVE | SZ_CL_CUDA_BF16,
+            "out, mean, rstd from inp, w [, b]");
 SZ_CODELET_CUDA(sz_cl_layernorm_bwd, bwd_cpu, bwd_cuda, "layernorm_bwd", bwd_model);
+SZ_DESCRIBE(sz_cl_layernorm_bwd, SZ_TASK_COMPUTE, SZ_CL_CUDA_SETS | SZ_CL_NATIVE | SZ_CL_CUDA_BF16,
+            "dinp, dw [, db] += from dout");
 
 static sz_status check_shape(sz_unit *u, const char *op, int N, int C)
 {

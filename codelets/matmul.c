@@ -1,6 +1,6 @@
 /* codelets/matmul.c — linear layer out = inp . w^T (+ b) through oneDNN, forward and backward.
  * Forward overwrites out; backward accumulates into dinp (or sets it: a folded sz_op_zero), dw and db
- * (or sets them: the step's first writer of the gradients, tasks/zero.c). The bias is optional (the
+ * (or sets them: the step's first writer of the gradients, tasks/step.c). The bias is optional (the
  * GPT-2 head has none): b and db may be NULL. Operands fp32, or (the native bf16 path) the inputs
  * bf16 — inp, w and b in the forward; dout, inp and w in the backward — with fp32 accumulation in
  * oneDNN's bf16 tiles (kernels/matmul_bf16.c); out, dinp and (dw, db) are then fp32 or bf16 each. Or
@@ -12,7 +12,7 @@
  * and correct with any CUDA bf16 support the device kernels gain (they never see these tasks). A
  * model with CUDA workers that wants its products on the GPU hands these ops fp32 weights (working
  * copies) instead. */
-#include "sz_tasks.h"
+#include "sz_codelets.h"
 #include "starzero_starpu.h"
 #include "sz_kernels.h"
 #include "sz_cuda.h"
@@ -147,9 +147,14 @@ static void bwd_cuda(void *b[], void *arg)
 SZ_PERFMODEL(fwd_model, "sz_matmul_fwd");
 SZ_PERFMODEL(bwd_model, "sz_matmul_bwd");
 SZ_CODELET_CUDA(sz_cl_matmul_fwd, fwd_cpu, fwd_cuda, "matmul_fwd", fwd_model);
+SZ_DESCRIBE(sz_cl_matmul_fwd, SZ_TASK_MATMUL, SZ_CL_NATIVE | SZ_CL_CUDA_BF16, "out = inp . w^T [+ b]");
 SZ_CODELET_CUDA(sz_cl_matmul_bwd, bwd_cpu, bwd_cuda, "matmul_bwd", bwd_model);
+SZ_DESCRIBE(sz_cl_matmul_bwd, SZ_TASK_MATMUL, SZ_CL_CUDA_SETS | SZ_CL_NATIVE | SZ_CL_CUDA_BF16,
+            "dinp, dw [, db] += from dout");
 SZ_PERFMODEL(bwd_tied_model, "sz_matmul_bwd_tied");
 SZ_CODELET(sz_cl_matmul_bwd_tied, bwd_tied_cpu, "matmul_bwd_tied", bwd_tied_model);
+SZ_DESCRIBE(sz_cl_matmul_bwd_tied, SZ_TASK_MATMUL, 0,
+            "dinp += from dout; dw rounded into bf16 but the ids' rows (fp32, in rows)");
 
 /* kind 0: the fp32 kernels, 1: the bf16 ones, 2: the bf16-weight ones */
 static int64_t host_bytes(int kind, int workers, int threads, int64_t rows, int n, const int64_t *in, const int64_t *out)

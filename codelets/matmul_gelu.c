@@ -13,7 +13,7 @@
  * combination but that CPU-only one) run cuBLAS's product and then an elementwise GELU epilogue on the
  * worker's stream: the product written into dinp (in dinp's type, as the CPU's scratch), then GELU's
  * backward in place. */
-#include "sz_tasks.h"
+#include "sz_codelets.h"
 #include "starzero_starpu.h"
 #include "sz_kernels.h"
 #include "sz_cuda.h"
@@ -54,7 +54,7 @@ static void bwd_cpu(void *b[], void *arg)
             sz_task_fail_nomem(arg, "out of memory");
         return;
     }
-    /* the step's first writer of a parameter's gradient (tasks/zero.c) */
+    /* the step's first writer of a parameter's gradient (tasks/step.c) */
     int set = (sz_task_sets(arg, BWD_DW) ? SZ_K_SET_DW : 0) | (sz_task_sets(arg, BWD_DB) ? SZ_K_SET_DB : 0);
     if (sz_k_gelu_matmul_bwd_set(sz_task_ptr(b, arg, BWD_DINP), a->dinp_dt, sz_task_ptr(b, arg, BWD_DW),
                              sz_task_ptr(b, arg, BWD_DB), a->dparam_dt, sz_task_ptr(b, arg, BWD_DOUT),
@@ -98,7 +98,11 @@ static void bwd_cuda(void *b[], void *arg)
 SZ_PERFMODEL(fwd_model, "sz_matmul_gelu_fwd");
 SZ_PERFMODEL(bwd_model, "sz_gelu_matmul_bwd");
 SZ_CODELET_CUDA(sz_cl_matmul_gelu_fwd, fwd_cpu, fwd_cuda, "matmul_gelu_fwd", fwd_model);
+SZ_DESCRIBE(sz_cl_matmul_gelu_fwd, SZ_TASK_MATMUL, SZ_CL_NATIVE | SZ_CL_CUDA_BF16,
+            "out = inp . w^T [+ b]; gout = gelu(out), tile by tile");
 SZ_CODELET_CUDA(sz_cl_gelu_matmul_bwd, bwd_cpu, bwd_cuda, "gelu_matmul_bwd", bwd_model);
+SZ_DESCRIBE(sz_cl_gelu_matmul_bwd, SZ_TASK_MATMUL, SZ_CL_CUDA_SETS | SZ_CL_NATIVE | SZ_CL_CUDA_BF16,
+            "dinp = gelu'(pre) * (dout . w), tile by tile; dw [, db] +=");
 
 static sz_status check_shape(sz_unit *u, const char *op, int N, int C, int OC)
 {

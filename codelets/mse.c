@@ -1,10 +1,10 @@
 /* codelets/mse.c — mean-squared-error loss per row: the typed wrappers sz_op_mse_fwd/bwd, their
- * argument struct, codelets and perf models; the math is codelets/kernels/mse.c. The backward is
+ * argument struct, codelets and perf models; the math is kernels/mse.c. The backward is
  * the first gradient of a step: it writes dpred scaled by the loss scale (d(the step's mean loss
  * over every row of every micro-batch of every rank)/d(one row's loss) = 1/(N·M·N_d)). */
 #include "starzero_starpu.h"
 #include "sz_kernels.h"
-#include "sz_tasks.h"
+#include "sz_codelets.h"
 #include "sz_cuda.h"
 
 struct mse_args {
@@ -43,7 +43,9 @@ static void bwd_cuda(void *b[], void *arg)
 static struct starpu_perfmodel fwd_model = {.type = STARPU_HISTORY_BASED, .symbol = "sz_mse_fwd"};
 static struct starpu_perfmodel bwd_model = {.type = STARPU_HISTORY_BASED, .symbol = "sz_mse_bwd"};
 SZ_CODELET_CUDA(sz_cl_mse_fwd, fwd_cpu, fwd_cuda, "mse_fwd", fwd_model);
+SZ_DESCRIBE(sz_cl_mse_fwd, SZ_TASK_COMPUTE, 0, "losses = mean over C of (pred - target)^2");
 SZ_CODELET_CUDA(sz_cl_mse_bwd, bwd_cpu, bwd_cuda, "mse_bwd", bwd_model);
+SZ_DESCRIBE(sz_cl_mse_bwd, SZ_TASK_COMPUTE, 0, "dpred = 2 (pred - target) / C * scale");
 
 sz_status sz_op_mse_fwd(sz_unit *u, sz_tensor *losses, sz_tensor *pred, sz_tensor *target, int N, int C)
 {

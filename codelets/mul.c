@@ -1,9 +1,9 @@
 /* codelets/mul.c — the elementwise product out = a · b: the typed wrappers sz_op_mul_fwd/bwd,
- * their argument struct, codelets and perf models; the math is codelets/kernels/mul.c, and with bf16
- * operands (out; da, db and dout: the native bf16 path's) codelets/kernels/bf16_act.c. */
+ * their argument struct, codelets and perf models; the math is kernels/mul.c, and with bf16
+ * operands (out; da, db and dout: the native bf16 path's) kernels/bf16_act.c. */
 #include "starzero_starpu.h"
 #include "sz_kernels.h"
-#include "sz_tasks.h"
+#include "sz_codelets.h"
 #include "sz_cuda.h"
 
 struct mul_args {
@@ -52,7 +52,9 @@ static void bwd_cuda(void *b[], void *arg)
 static struct starpu_perfmodel fwd_model = {.type = STARPU_HISTORY_BASED, .symbol = "sz_mul_fwd"};
 static struct starpu_perfmodel bwd_model = {.type = STARPU_HISTORY_BASED, .symbol = "sz_mul_bwd"};
 SZ_CODELET_CUDA(sz_cl_mul_fwd, fwd_cpu, fwd_cuda, "mul_fwd", fwd_model);
+SZ_DESCRIBE(sz_cl_mul_fwd, SZ_TASK_COMPUTE, SZ_CL_NATIVE | SZ_CL_CUDA_BF16, "out = a * b");
 SZ_CODELET_CUDA(sz_cl_mul_bwd, bwd_cpu, bwd_cuda, "mul_bwd", bwd_model);
+SZ_DESCRIBE(sz_cl_mul_bwd, SZ_TASK_COMPUTE, SZ_CL_NATIVE | SZ_CL_CUDA_BF16, "da += dout * b, db += dout * a");
 
 sz_status sz_op_mul_fwd(sz_unit *u, sz_tensor *out, sz_tensor *a, sz_tensor *b, int64_t n)
 {

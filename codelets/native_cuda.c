@@ -1,12 +1,13 @@
 /* codelets/native_cuda.c — the native bf16 compute path on CUDA workers: which codelets the native
- * path hands bf16 tensors to and whether their CUDA implementation takes them (the table below), and
+ * path hands bf16 tensors to and whether their CUDA implementation takes them (their descriptors:
+ * SZ_CL_NATIVE, SZ_CL_CUDA_BF16), and
  * the rule that picks the path on a rank with CUDA workers (include/starzero.h,
  * sz_bf16_compute_decide_cuda, sz_context_bf16_auto): native when every such codelet's CUDA function
  * takes bf16 and every CUDA worker's GPU has bf16 tensor cores (compute capability 8.0 or later,
  * sz_cuda_device_peak), else emulated, with the reason. A rule on the device's properties, never a
  * timed probe, so every rank of a job on the same kind of node decides alike (sz_model_finalize
- * still checks that they agree). Every op the bundled models (GPT-2, LLaMA) run on the native path is
- * in the table; in a CUDA build one whose codelet has no CUDA function counts as missing too (it
+ * still checks that they agree). Every op the bundled models (GPT-2, LLaMA) run on the native path
+ * says SZ_CL_NATIVE; in a CUDA build one whose codelet has no CUDA function counts as missing too (it
  * would run on a CPU worker, its tensors copied to the host and back every step). An app's own ops
  * (through starzero_starpu.h) are not known here: a CPU-only one runs on CPU workers, whose kernels
  * take bf16.
@@ -15,65 +16,28 @@
  * each against its CPU twin and has not yet run on a GPU (README, "Running on GPUs"). */
 #include <stdio.h>
 #include <string.h>
-#include "sz_tasks.h"
+#include "sz_codelets.h"
 #include "starzero_starpu.h"
 #include "sz_cuda.h"
 
-/* Every codelet with a CUDA function that the native path (apps/gpt2/gpt2.c, apps/llama/llama.c:
- * the activations the matmuls read, their gradients, the logits, the bf16 parameters) gives bf16
- * tensors, and 1 where that CUDA function takes them (its bf16 twin exists, with its case in
- * tests/test_cuda_kernels.c). The generic ops (GELU, SiLU, mul, softmax_xent) are listed too: a
- * model may call them with bf16 tensors as their CPU kernels allow. Conversions, zeroing, sumsq, the
- * optimizers and the collectives read the tensors' dtypes on CUDA already. */
-static const struct sz_native_cuda_op {
-    const struct starpu_codelet *cl;
-    int cuda_bf16;
-} sz_native_cuda_ops[] = {
-    /* matmul's types (cuda/matmul.cu: sz_cuda_matmul_*_any), the fused matmul + GELU pair, the norms
-     * and their residual fusions (cuda/layernorm.cu: the sz_cuda_*_mx entry points), the lookups from
-     * bf16 tables (cuda/encoder.cu) */
-    {&sz_cl_matmul_fwd, 1},
-    {&sz_cl_matmul_bwd, 1},
-    {&sz_cl_matmul_gelu_fwd, 1},
-    {&sz_cl_gelu_matmul_bwd, 1},
-    {&sz_cl_layernorm_fwd, 1},
-    {&sz_cl_layernorm_bwd, 1},
-    {&sz_cl_residual_layernorm_fwd, 1},
-    {&sz_cl_layernorm_residual_bwd, 1},
-    {&sz_cl_rmsnorm_fwd, 1},
-    {&sz_cl_rmsnorm_bwd, 1},
-    {&sz_cl_residual_rmsnorm_fwd, 1},
-    {&sz_cl_rmsnorm_residual_bwd, 1},
-    {&sz_cl_encoder_fwd, 1},
-    {&sz_cl_embedding_fwd, 1},
-    /* attention, the losses, the elementwise ops, RoPE (cuda/attention.cu, softmax_xent.cu,
-     * elementwise.cu, rope.cu: the sz_cuda_*_mx entry points) */
-    {&sz_cl_attention_fwd, 1},
-    {&sz_cl_attention_bwd, 1},
-    {&sz_cl_softmax_xent_fused, 1},
-    {&sz_cl_softmax_xent_bwd, 1},
-    {&sz_cl_gelu_fwd, 1},
-    {&sz_cl_gelu_bwd, 1},
-    {&sz_cl_silu_fwd, 1},
-    {&sz_cl_silu_bwd, 1},
-    {&sz_cl_mul_fwd, 1},
-    {&sz_cl_mul_bwd, 1},
-    {&sz_cl_swiglu_fwd, 1},
-    {&sz_cl_swiglu_bwd, 1},
-    {&sz_cl_residual_bwd, 1},
-    {&sz_cl_rope_bwd, 1},
-};
-
+/* The codelets whose descriptors say the native path hands them bf16 tensors (SZ_CL_NATIVE: the
+ * activations the matmuls read, their gradients, the logits, the bf16 parameters of
+ * apps/gpt2/gpt2.c and apps/llama/llama.c; the generic ops GELU, SiLU, mul and softmax_xent too, as
+ * a model may call them with bf16 tensors as their CPU kernels allow); missing: one whose CUDA
+ * function does not take them (no SZ_CL_CUDA_BF16) or, in a CUDA build, that has none.
+ * Conversions, zeroing, sumsq, the optimizers and the collectives read the tensors' dtypes on CUDA
+ * already. */
 int sz_native_cuda_missing(const char **names, int max)
 {
-    int n = 0;
-    for (size_t i = 0; i < sizeof sz_native_cuda_ops / sizeof sz_native_cuda_ops[0]; i++) {
-        const struct sz_native_cuda_op *o = &sz_native_cuda_ops[i];
+    int n = 0, nd;
+    const sz_op_desc *const *d = sz_op_descs(&nd);
+    for (int i = 0; i < nd; i++) {
         /* without CUDA no codelet has a CUDA function and no rank has CUDA workers: nothing missing */
-        if (!SZ_WITH_CUDA || (o->cuda_bf16 && o->cl->cuda_funcs[0]))
+        if (!(d[i]->supports & SZ_CL_NATIVE) || !SZ_WITH_CUDA ||
+            ((d[i]->supports & SZ_CL_CUDA_BF16) && d[i]->cl->cuda_funcs[0]))
             continue;
         if (names && n < max)
-            names[n] = o->cl->name;
+            names[n] = d[i]->cl->name;
         n++;
     }
     return n;
@@ -81,9 +45,11 @@ int sz_native_cuda_missing(const char **names, int max)
 
 int sz_native_cuda_listed(const char *name)
 {
-    for (size_t i = 0; name && i < sizeof sz_native_cuda_ops / sizeof sz_native_cuda_ops[0]; i++)
-        if (!strcmp(sz_native_cuda_ops[i].cl->name, name))
-            return sz_native_cuda_ops[i].cuda_bf16;
+    int nd;
+    const sz_op_desc *const *d = sz_op_descs(&nd);
+    for (int i = 0; name && i < nd; i++)
+        if ((d[i]->supports & SZ_CL_NATIVE) && !strcmp(d[i]->cl->name, name))
+            return (d[i]->supports & SZ_CL_CUDA_BF16) != 0;
     return -1;
 }
 

@@ -1,7 +1,7 @@
 /* codelets/residual.c — residual add out = a + b on n elements, forward and backward. Forward
  * overwrites out (which may be a or b); backward accumulates dout into da and db (or sets either:
  * a folded sz_op_zero). */
-#include "sz_tasks.h"
+#include "sz_codelets.h"
 #include "starzero_starpu.h"
 #include "sz_kernels.h"
 #include "sz_cuda.h"
@@ -49,7 +49,9 @@ static void bwd_cuda(void *b[], void *arg)
 SZ_PERFMODEL(fwd_model, "sz_residual_fwd");
 SZ_PERFMODEL(bwd_model, "sz_residual_bwd");
 SZ_CODELET_CUDA(sz_cl_residual_fwd, fwd_cpu, fwd_cuda, "residual_fwd", fwd_model);
+SZ_DESCRIBE(sz_cl_residual_fwd, SZ_TASK_COMPUTE, 0, "out = a + b");
 SZ_CODELET_CUDA(sz_cl_residual_bwd, bwd_cpu, bwd_cuda, "residual_bwd", bwd_model);
+SZ_DESCRIBE(sz_cl_residual_bwd, SZ_TASK_COMPUTE, SZ_CL_CUDA_SETS | SZ_CL_NATIVE | SZ_CL_CUDA_BF16, "da, db += dout");
 
 sz_status sz_op_residual_fwd(sz_unit *u, sz_tensor *out, sz_tensor *a, sz_tensor *b, int64_t n)
 {

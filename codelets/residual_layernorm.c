@@ -7,7 +7,7 @@
  * sz_op_zero), and accumulates dw and db_ln (or sets them: the step's first writer of the gradients). The
  * same bits as residual_fwd + layernorm_fwd, and layernorm_bwd + residual_bwd. The layernorm's
  * bias is optional (b_ln NULL forward, db_ln NULL backward). */
-#include "sz_tasks.h"
+#include "sz_codelets.h"
 #include "starzero_starpu.h"
 #include "sz_kernels.h"
 #include "sz_cuda.h"
@@ -105,7 +105,11 @@ static void bwd_cuda(void *b[], void *arg)
 SZ_PERFMODEL(fwd_model, "sz_residual_layernorm_fwd");
 SZ_PERFMODEL(bwd_model, "sz_layernorm_residual_bwd");
 SZ_CODELET_CUDA(sz_cl_residual_layernorm_fwd, fwd_cpu, fwd_cuda, "residual_layernorm_fwd", fwd_model);
+SZ_DESCRIBE(sz_cl_residual_layernorm_fwd, SZ_TASK_COMPUTE, SZ_CL_NATIVE | SZ_CL_CUDA_BF16,
+            "res = a + b; out, mean, rstd = layernorm(res)");
 SZ_CODELET_CUDA(sz_cl_layernorm_residual_bwd, bwd_cpu, bwd_cuda, "layernorm_residual_bwd", bwd_model);
+SZ_DESCRIBE(sz_cl_layernorm_residual_bwd, SZ_TASK_COMPUTE, SZ_CL_CUDA_SETS | SZ_CL_NATIVE | SZ_CL_CUDA_BF16,
+            "dres += layernorm'; da, db += dres; dw [, db_ln] +=");
 
 static sz_status check_shape(sz_unit *u, const char *op, int N, int C)
 {

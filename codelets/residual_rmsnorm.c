@@ -5,8 +5,8 @@
  * already holds the rest of the graph's), then adds dres into da and db, and accumulates dw (or sets
  * it: the step's first writer of the gradients). The same bits as residual_fwd + rmsnorm_fwd, and
  * rmsnorm_bwd + residual_bwd. On the native bf16 path out (forward) / dout and db (backward) and w
- * may be bf16, on the emulated one w alone (codelets/kernels/bf16_act.c). */
-#include "sz_tasks.h"
+ * may be bf16, on the emulated one w alone (kernels/bf16_act.c). */
+#include "sz_codelets.h"
 #include "starzero_starpu.h"
 #include "sz_kernels.h"
 #include "sz_cuda.h"
@@ -96,7 +96,11 @@ static void bwd_cuda(void *b[], void *arg)
 SZ_PERFMODEL(fwd_model, "sz_residual_rmsnorm_fwd");
 SZ_PERFMODEL(bwd_model, "sz_rmsnorm_residual_bwd");
 SZ_CODELET_CUDA(sz_cl_residual_rmsnorm_fwd, fwd_cpu, fwd_cuda, "residual_rmsnorm_fwd", fwd_model);
+SZ_DESCRIBE(sz_cl_residual_rmsnorm_fwd, SZ_TASK_COMPUTE, SZ_CL_NATIVE | SZ_CL_CUDA_BF16,
+            "res = a + b; out, rstd = rmsnorm(res)");
 SZ_CODELET_CUDA(sz_cl_rmsnorm_residual_bwd, bwd_cpu, bwd_cuda, "rmsnorm_residual_bwd", bwd_model);
+SZ_DESCRIBE(sz_cl_rmsnorm_residual_bwd, SZ_TASK_COMPUTE, SZ_CL_CUDA_SETS | SZ_CL_NATIVE | SZ_CL_CUDA_BF16,
+            "dres += rmsnorm'; da, db += dres; dw +=");
 
 sz_status sz_op_residual_rmsnorm_fwd(sz_unit *u, sz_tensor *res, sz_tensor *out, sz_tensor *rstd, sz_tensor *a,
                                      sz_tensor *b, sz_tensor *w, int N, int C, float eps)

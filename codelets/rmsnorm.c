@@ -1,10 +1,10 @@
 /* codelets/rmsnorm.c — RMSNorm (LLaMA's norm, no bias): the typed wrappers sz_op_rmsnorm_fwd/bwd,
- * their argument struct, codelets and perf models; the math is codelets/kernels/rmsnorm.c, and with
+ * their argument struct, codelets and perf models; the math is kernels/rmsnorm.c, and with
  * bf16 operands (the native bf16 path: out / dout and w bf16; the emulated one: w bf16 alone)
- * codelets/kernels/bf16_act.c. */
+ * kernels/bf16_act.c. */
 #include "starzero_starpu.h"
 #include "sz_kernels.h"
-#include "sz_tasks.h"
+#include "sz_codelets.h"
 #include "sz_cuda.h"
 #include "sz_round.h"
 
@@ -33,7 +33,7 @@ static void bwd_run(void *b[], void *arg, void *dw, void *dbp, int rset)
     (void)dbp; /* no bias */
     const struct rmsnorm_args *a = sz_task_params(arg);
     int set = rset | (sz_task_sets(arg, 0) ? SZ_K_SET_DINP : 0) | /* a folded sz_op_zero of dinp */
-              (sz_task_sets(arg, 1) ? SZ_K_SET_DW : 0); /* the step's first writer of a parameter's gradient (tasks/zero.c) */
+              (sz_task_sets(arg, 1) ? SZ_K_SET_DW : 0); /* the step's first writer of a parameter's gradient (tasks/step.c) */
     if (a->dout_dt || a->p_dt) {
         if (sz_k_rmsnorm_bwd_mx_set(sz_task_ptr(b, arg, 0), dw, sz_task_ptr(b, arg, 2), a->dout_dt,
                                     sz_task_ptr(b, arg, 3), sz_task_ptr(b, arg, 4), a->p_dt, sz_task_ptr(b, arg, 5),
@@ -79,7 +79,10 @@ static void bwd_cuda(void *b[], void *arg)
 static struct starpu_perfmodel fwd_model = {.type = STARPU_HISTORY_BASED, .symbol = "sz_rmsnorm_fwd"};
 static struct starpu_perfmodel bwd_model = {.type = STARPU_HISTORY_BASED, .symbol = "sz_rmsnorm_bwd"};
 SZ_CODELET_CUDA(sz_cl_rmsnorm_fwd, fwd_cpu, fwd_cuda, "rmsnorm_fwd", fwd_model);
+SZ_DESCRIBE(sz_cl_rmsnorm_fwd, SZ_TASK_COMPUTE, SZ_CL_NATIVE | SZ_CL_CUDA_BF16, "out, rstd from inp, w (RMSNorm)");
 SZ_CODELET_CUDA(sz_cl_rmsnorm_bwd, bwd_cpu, bwd_cuda, "rmsnorm_bwd", bwd_model);
+SZ_DESCRIBE(sz_cl_rmsnorm_bwd, SZ_TASK_COMPUTE, SZ_CL_CUDA_SETS | SZ_CL_NATIVE | SZ_CL_CUDA_BF16,
+            "dinp, dw += from dout");
 
 sz_status sz_op_rmsnorm_fwd(sz_unit *u, sz_tensor *out, sz_tensor *rstd, sz_tensor *inp, sz_tensor *w, int N, int C,
                             float eps)

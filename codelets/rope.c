@@ -1,11 +1,11 @@
 /* codelets/rope.c — rotary position embedding on a fused qkv [B,T,3C]: the typed wrappers
  * sz_op_rope_fwd/bwd, their argument struct, codelets and perf models; the math is
- * codelets/kernels/rope.c. On the native bf16 path the backward's dinp (the gradient a matmul reads)
- * and dout may be bf16 (codelets/kernels/bf16_act.c); the forward is fp32 (it rotates a matmul's fp32
+ * kernels/rope.c. On the native bf16 path the backward's dinp (the gradient a matmul reads)
+ * and dout may be bf16 (kernels/bf16_act.c); the forward is fp32 (it rotates a matmul's fp32
  * output in place for the attention). */
 #include "starzero_starpu.h"
 #include "sz_kernels.h"
-#include "sz_tasks.h"
+#include "sz_codelets.h"
 #include "sz_cuda.h"
 
 struct rope_args {
@@ -55,7 +55,10 @@ static void bwd_cuda(void *b[], void *arg)
 static struct starpu_perfmodel fwd_model = {.type = STARPU_HISTORY_BASED, .symbol = "sz_rope_fwd"};
 static struct starpu_perfmodel bwd_model = {.type = STARPU_HISTORY_BASED, .symbol = "sz_rope_bwd"};
 SZ_CODELET_CUDA(sz_cl_rope_fwd, fwd_cpu, fwd_cuda, "rope_fwd", fwd_model);
+SZ_DESCRIBE(sz_cl_rope_fwd, SZ_TASK_COMPUTE, 0, "rotary embedding of q, k in qkv");
 SZ_CODELET_CUDA(sz_cl_rope_bwd, bwd_cpu, bwd_cuda, "rope_bwd", bwd_model);
+SZ_DESCRIBE(sz_cl_rope_bwd, SZ_TASK_COMPUTE, SZ_CL_CUDA_SETS | SZ_CL_NATIVE | SZ_CL_CUDA_BF16,
+            "dqkv += rotated back dout");
 
 static sz_status check(sz_unit *u, const char *op, int B, int T, int C, int NH, float theta)
 {

@@ -2,7 +2,7 @@
  * CUDA kernel is sz_cuda_scale of kernels/cuda/util.cu, compiled by nvcc when SZ_USE_CUDA is on;
  * its launch error becomes the task's failure). Used by the tests of the runtime and the CUDA path. */
 #include <stdint.h>
-#include "sz_tasks.h"
+#include "sz_codelets.h"
 #include "starzero_starpu.h"
 #include "sz_cuda.h"
 
@@ -39,6 +39,7 @@ struct starpu_codelet sz_cl_scale = {
     .name = "scale",
     .model = &scale_model,
 };
+SZ_DESCRIBE(sz_cl_scale, SZ_TASK_COMPUTE, 0, "x (RW) *= alpha");
 
 sz_status sz_submit_scale(const sz_tensor *x, float alpha, const char *name, uint32_t where)
 {

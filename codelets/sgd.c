@@ -1,10 +1,10 @@
 /* codelets/sgd.c — SGD with momentum as torch.optim.SGD (dampening 0, not Nesterov) on one view
- * (codelets/kernels/sgd.c): g = scale * grad + wd * p, buf = momentum * buf + g, p -= lr * buf;
+ * (kernels/sgd.c): g = scale * grad + wd * p, buf = momentum * buf + g, p -= lr * buf;
  * without momentum there is no buffer (the tensor is absent) and p -= lr * g. Two codelets: fp32
  * (param, grad fp32) and mixed precision (the fp32 master updated from bf16 gradients, the bf16
  * parameters rounded from it in the same pass). The optional norm tensor (one float) receives
  * the gradient's squared norm taken in the same pass, as codelets/adamw.c's. */
-#include "sz_tasks.h"
+#include "sz_codelets.h"
 #include "starzero_starpu.h"
 #include "sz_kernels.h"
 #include "sz_cuda.h"
@@ -61,9 +61,11 @@ static void sgd_mixed_cuda(void *b[], void *arg) { sgd_cuda_run(b, arg, 1); }
 SZ_PERFMODEL(sgd_model, "sz_sgd");
 SZ_PERFMODEL(sgd_mixed_model, "sz_sgd_mixed");
 SZ_CODELET_CUDA(sz_cl_sgd, sgd_cpu, sgd_cuda, "sgd", sgd_model);
+SZ_DESCRIBE(sz_cl_sgd, SZ_TASK_OPTIMIZER, 0, "SGD (momentum buffer if any) on a view [, fused squared norm]");
 SZ_CODELET_CUDA(sz_cl_sgd_mixed, sgd_mixed_cpu, sgd_mixed_cuda, "sgd_mixed", sgd_mixed_model);
+SZ_DESCRIBE(sz_cl_sgd_mixed, SZ_TASK_OPTIMIZER, 0, "SGD: fp32 master, bf16 params and grads");
 
-sz_status sz_submit_sgd(struct sz_unit *u, const sz_tensor *master, const sz_tensor *p, const sz_tensor *g,
+sz_status sz_submit_sgd(sz_unit *u, const sz_tensor *master, const sz_tensor *p, const sz_tensor *g,
                         const sz_tensor *buf, const sz_tensor *scale, const sz_tensor *norm, int acc, float lr,
                         float momentum, float wd, const char *name)
 {
@@ -79,6 +81,6 @@ sz_status sz_submit_sgd(struct sz_unit *u, const sz_tensor *master, const sz_ten
                            {buf, SZ_READ_WRITE, SZ_DTYPE_F32, n, "momentum", 1},
                            {scale, SZ_READ, SZ_DTYPE_F32, 1, "scale", 0},
                            {norm, SZ_READ_WRITE, SZ_DTYPE_F32, 1, "norm", 1}};
-    return sz_task_submit_named(u->model, u->index, name, mixed ? "sgd_mixed" : "sgd",
+    return sz_task_submit_as(u, name, mixed ? "sgd_mixed" : "sgd",
                                 mixed ? &sz_cl_sgd_mixed : &sz_cl_sgd, tt, 6, &a, sizeof a);
 }

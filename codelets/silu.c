@@ -1,9 +1,9 @@
 /* codelets/silu.c — SiLU (x · σ(x)): the typed wrappers sz_op_silu_fwd/bwd, their argument
- * struct, codelets and perf models; the math is codelets/kernels/silu.c, and with bf16 operands (out;
- * dinp and dout: the native bf16 path's) codelets/kernels/bf16_act.c. */
+ * struct, codelets and perf models; the math is kernels/silu.c, and with bf16 operands (out;
+ * dinp and dout: the native bf16 path's) kernels/bf16_act.c. */
 #include "starzero_starpu.h"
 #include "sz_kernels.h"
-#include "sz_tasks.h"
+#include "sz_codelets.h"
 #include "sz_cuda.h"
 
 struct silu_args {
@@ -50,7 +50,9 @@ static void bwd_cuda(void *b[], void *arg)
 static struct starpu_perfmodel fwd_model = {.type = STARPU_HISTORY_BASED, .symbol = "sz_silu_fwd"};
 static struct starpu_perfmodel bwd_model = {.type = STARPU_HISTORY_BASED, .symbol = "sz_silu_bwd"};
 SZ_CODELET_CUDA(sz_cl_silu_fwd, fwd_cpu, fwd_cuda, "silu_fwd", fwd_model);
+SZ_DESCRIBE(sz_cl_silu_fwd, SZ_TASK_COMPUTE, SZ_CL_NATIVE | SZ_CL_CUDA_BF16, "out = silu(inp)");
 SZ_CODELET_CUDA(sz_cl_silu_bwd, bwd_cpu, bwd_cuda, "silu_bwd", bwd_model);
+SZ_DESCRIBE(sz_cl_silu_bwd, SZ_TASK_COMPUTE, SZ_CL_NATIVE | SZ_CL_CUDA_BF16, "dinp += silu'(inp) * dout");
 
 sz_status sz_op_silu_fwd(sz_unit *u, sz_tensor *out, sz_tensor *inp, int64_t n)
 {

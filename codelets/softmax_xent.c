@@ -4,7 +4,7 @@
  * loss-gradient scale (sz_unit_loss_scale). A target outside [0, V) is refused (sz_task_fail)
  * before anything is read or written. */
 #include <stdlib.h>
-#include "sz_tasks.h"
+#include "sz_codelets.h"
 #include "starzero_starpu.h"
 #include "sz_kernels.h"
 #include "sz_cuda.h"
@@ -71,7 +71,10 @@ static void bwd_cuda(void *b[], void *arg)
 SZ_PERFMODEL(fwd_model, "sz_softmax_xent_fwd");
 SZ_PERFMODEL(bwd_model, "sz_softmax_xent_bwd");
 SZ_CODELET_CUDA(sz_cl_softmax_xent_fwd, fwd_cpu, fwd_cuda, "softmax_xent_fwd", fwd_model);
+SZ_DESCRIBE(sz_cl_softmax_xent_fwd, SZ_TASK_COMPUTE, 0, "losses, probs from logits, targets");
 SZ_CODELET_CUDA(sz_cl_softmax_xent_bwd, bwd_cpu, bwd_cuda, "softmax_xent_bwd", bwd_model);
+SZ_DESCRIBE(sz_cl_softmax_xent_bwd, SZ_TASK_COMPUTE, SZ_CL_NATIVE | SZ_CL_CUDA_BF16,
+            "dlogits = (probs - onehot) * scale");
 
 static sz_status check_shape(sz_unit *u, const char *op, int N, int V, int Vp)
 {

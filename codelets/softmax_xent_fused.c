@@ -6,7 +6,7 @@
  * them, with the same bits. The forward of a model's head calls it; its backward then reads the
  * logits tensor as dlogits. A target outside [0, V) is refused (sz_task_fail) before anything is
  * read or written. */
-#include "sz_tasks.h"
+#include "sz_codelets.h"
 #include "starzero_starpu.h"
 #include "sz_kernels.h"
 #include "sz_cuda.h"
@@ -58,6 +58,8 @@ static void fused_cuda(void *b[], void *arg)
 
 SZ_PERFMODEL(fused_model, "sz_softmax_xent_fused");
 SZ_CODELET_CUDA(sz_cl_softmax_xent_fused, fused_cpu, fused_cuda, "softmax_xent_fused", fused_model);
+SZ_DESCRIBE(sz_cl_softmax_xent_fused, SZ_TASK_COMPUTE, SZ_CL_NATIVE | SZ_CL_CUDA_BF16,
+            "losses, logits := dlogits in one pass");
 
 sz_status sz_op_softmax_xent_fused(sz_unit *u, sz_tensor *losses, sz_tensor *logits, sz_tensor *targets, int N,
                                    int V, int Vp)

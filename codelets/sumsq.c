@@ -1,7 +1,7 @@
 /* codelets/sumsq.c — squared L2 norm of a gradient view (tensor 0: the one-float result, written;
  * tensor 1: the view, fp32 or bf16), summed in double by sz_k_sumsq: the result never depends on
  * the thread count. Without clipping AdamW takes the norm itself in its own pass (codelets/adamw.c). */
-#include "sz_tasks.h"
+#include "sz_codelets.h"
 #include "starzero_starpu.h"
 #include "sz_kernels.h"
 #include "sz_cuda.h"
@@ -28,9 +28,10 @@ static void sumsq_cuda(void *b[], void *arg)
 
 SZ_PERFMODEL(sumsq_model, "sz_sumsq");
 SZ_CODELET_CUDA(sz_cl_sumsq, sumsq_cpu, sumsq_cuda, "sumsq", sumsq_model);
+SZ_DESCRIBE(sz_cl_sumsq, SZ_TASK_COMPUTE, 0, "out = sum x^2 (double)");
 
-sz_status sz_submit_sumsq(struct sz_unit *u, const sz_tensor *out, const sz_tensor *x, const char *name)
+sz_status sz_submit_sumsq(sz_unit *u, const sz_tensor *out, const sz_tensor *x, const char *name)
 {
     sz_task_tensor t[] = {{out, SZ_WRITE, SZ_DTYPE_F32, 1, "out", 0}, {x, SZ_READ, SZ_DTYPE_ANY, -1, "x", 0}};
-    return sz_task_submit_named(u->model, u->index, name, "sumsq", &sz_cl_sumsq, t, 2, NULL, 0); /* no parameters */
+    return sz_task_submit_as(u, name, "sumsq", &sz_cl_sumsq, t, 2, NULL, 0); /* no parameters */
 }

@@ -1,13 +1,13 @@
 /* codelets/swiglu.c — SwiGLU, LLaMA's MLP gate fused (out = silu(gate) · up): the typed wrappers
  * sz_op_swiglu_fwd/bwd, their argument struct, codelets and perf models; the math is
- * codelets/kernels/swiglu.c (CPU) and cuda/elementwise.cu (CUDA). On the native bf16 path out
+ * kernels/swiglu.c (CPU) and cuda/elementwise.cu (CUDA). On the native bf16 path out
  * (forward) and dgate, dup, dout (backward) may be bf16, each on its own (the matmuls around it read
  * and write those); gate and up, the matmuls' fp32 outputs, stay fp32. The backward accumulates.
  * It was the LLaMA model's own operation (apps/llama/swiglu.c, through starzero_starpu.h) until it
  * needed a CUDA implementation: the same formula and bits on the CPU. */
 #include "starzero_starpu.h"
 #include "sz_kernels.h"
-#include "sz_tasks.h"
+#include "sz_codelets.h"
 #include "sz_cuda.h"
 
 struct swiglu_args {
@@ -53,7 +53,11 @@ static void bwd_cuda(void *b[], void *arg)
 SZ_PERFMODEL(fwd_model, "sz_swiglu_fwd");
 SZ_PERFMODEL(bwd_model, "sz_swiglu_bwd");
 SZ_CODELET_CUDA(sz_cl_swiglu_fwd, fwd_cpu, fwd_cuda, "swiglu_fwd", fwd_model);
+SZ_DESCRIBE(sz_cl_swiglu_fwd, SZ_TASK_COMPUTE, SZ_CL_NATIVE | SZ_CL_CUDA_BF16,
+            "out = silu(gate) * up (LLaMA's MLP gate)");
 SZ_CODELET_CUDA(sz_cl_swiglu_bwd, bwd_cpu, bwd_cuda, "swiglu_bwd", bwd_model);
+SZ_DESCRIBE(sz_cl_swiglu_bwd, SZ_TASK_COMPUTE, SZ_CL_NATIVE | SZ_CL_CUDA_BF16,
+            "dgate += dout * up * silu'(gate), dup += dout * silu(gate)");
 
 sz_status sz_op_swiglu_fwd(sz_unit *u, sz_tensor *out, sz_tensor *gate, sz_tensor *up, int64_t n)
 {

@@ -8,7 +8,7 @@
 #ifndef SZ_ROUND_H
 #define SZ_ROUND_H
 #include <stdlib.h>
-#include "sz_tasks.h"
+#include "sz_core.h"
 #include "starzero_starpu.h"
 #include "sz_kernels.h"
 

@@ -2,7 +2,7 @@
  * submits for a training step or an evaluation pass, folds its byte deltas into the predicted
  * memory figures, and prints it. The stage storage table, padding and shard ranges live here.
  *
- * The builder walks the step as tasks/zero.c used to submit it, keeping the submission-time state
+ * The builder walks the step as tasks/step.c used to submit it, keeping the submission-time state
  * (which units are gathered, whose gradients are allocated, which checkpoints are on the device)
  * itself, so that the list alone says what is submitted:
  *   forward:  for u in order: [gather u (+ tied units)] [allocate the next unit's checkpoint]
@@ -24,11 +24,46 @@
 
 /* ---- layout ----------------------------------------------------------------------------------- */
 
-int64_t sz_plan_padded(int64_t numel, int nd)
+/* The one padding rule: numel rounded up to a multiple of nd, and nd for a unit without
+ * parameters (every rank owns one element). */
+int64_t sz_zero_padded(int64_t numel, int nd)
 {
-    if (nd < 1)
+    if (numel < 0 || nd < 1)
         return -1;
-    return numel > 0 ? sz_zero_padded(numel, nd) : nd;
+    if (numel == 0)
+        return nd;
+    int64_t r = numel % nd;
+    if (r == 0)
+        return numel;
+    if (numel > INT64_MAX - (nd - r))
+        return -1;
+    return numel + (nd - r);
+}
+
+int64_t sz_zero_shard(int64_t numel, int nd)
+{
+    int64_t p = sz_zero_padded(numel, nd);
+    return p < 0 ? -1 : p / nd;
+}
+
+int64_t sz_zero_comm_buffer_bytes(int64_t bucket_bytes, int nd, int64_t largest_unit)
+{
+    if (bucket_bytes < 0 || nd < 1)
+        return -1;
+    if (nd == 1)
+        return 0;
+    if (bucket_bytes == 0)
+        bucket_bytes = SZ_DEFAULT_BUCKET_BYTES;
+    /* elements per rank and round (tasks/model.c's bucket_elems derives its rounds from this) */
+    int64_t e = bucket_bytes / (4 * (int64_t)nd);
+    if (e < 1)
+        e = 1;
+    if (largest_unit > 0) {
+        int64_t shard = sz_zero_shard(largest_unit, nd);
+        if (shard > 0 && e > shard)
+            e = shard;
+    }
+    return 4 * (int64_t)nd * e;
 }
 
 void sz_plan_shard_range(int64_t padded, int nd, int rank, int64_t *lo, int64_t *n)
@@ -511,7 +546,7 @@ static void add_access(const sz_plan *p, struct access *acc, int *n, int unit, s
     acc[(*n)++] = (struct access){id, (unsigned char)r, (unsigned char)write, (unsigned char)assumed};
 }
 
-/* What the action's tasks touch (tasks/zero.c submits them; the model's callbacks for FWD,
+/* What the action's tasks touch (tasks/step.c submits them; the model's callbacks for FWD,
  * RECOMPUTE and BWD). The parameters compute tasks read are the working copy under mixed precision. */
 static int accesses_of(const sz_plan *p, const sz_plan_unit *units, const sz_action *a, struct access *acc)
 {
@@ -816,7 +851,7 @@ sz_status sz_plan_build(const sz_plan_unit *units, int nunits, const sz_plan_con
     if (!out->padded || !out->shard || !out->bf16_params || !out->rounded || !out->mb_begin || !b.gathered || !b.grads_live || !b.ckpt_dev)
         b.st = SZ_ERR_NOMEM;
     for (int i = 0; b.st == SZ_OK && i < nunits; i++) {
-        out->padded[i] = sz_plan_padded(units[i].numel, cfg->nd);
+        out->padded[i] = sz_zero_padded(units[i].numel, cfg->nd);
         out->shard[i] = out->padded[i] / cfg->nd;
         out->bf16_params[i] = units[i].bf16_params != 0;
         if (out->padded[i] < 0)

@@ -6,7 +6,7 @@
  * actions it waits for (derived from the buffers each action reads and writes, as the runtime
  * derives the tasks' dependencies from their data handles).
  *
- * The list is read twice: tasks/zero.c submits exactly it (one loop, one submit function per
+ * The list is read twice: tasks/step.c submits exactly it (one loop, one submit function per
  * kind; a task's scheduling position is its action's index), and sz_plan_fold() folds its byte
  * deltas into the predicted peak the engine checks against the memory budget. What each stage
  * stores (sz_plan_storage), the padding of a unit's flat buffer and the owned shard's range are
@@ -19,9 +19,8 @@
 
 /* ---- layout: padding, shards, what each stage stores ---------------------------------------- */
 
-/* Elements of a unit's flat buffer with `numel` parameters at nd ranks: numel rounded up to a
- * multiple of nd (sz_zero_padded), and nd for a unit without parameters (every rank owns one). */
-int64_t sz_plan_padded(int64_t numel, int nd);
+/* A unit's flat buffer: sz_zero_padded (include/starzero.h, defined in graph/plan.c: the one
+ * padding rule, nd for a unit without parameters). */
 /* The slice rank `rank` owns of a padded buffer: elements [*lo, *lo + *n). */
 void sz_plan_shard_range(int64_t padded, int nd, int rank, int64_t *lo, int64_t *n);
 
@@ -142,8 +141,8 @@ typedef enum sz_convert_mode {
 /* A ZERO_GRADS or GRAD_ALLOC action's flag: 0, the whole buffer is zeroed; SZ_GRADS_FIRST_WRITERS,
  * only its padding is, and each parameter's gradient is left to the first task that touches it in
  * the backward actions that follow: one that writes it whole sets it (an SZ_ACCUMULATE_OR_SET
- * tensor, on a CPU or a CUDA worker whose kernel sets: codelets/zero.c), any other gets it zeroed just before; the next BWD action zeroes the rest at
- * its end (tasks/zero.c, codelets/zero.c). The config's fold_grads chooses. */
+ * tensor, on a CPU or a CUDA worker whose kernel sets: core/fold.c), any other gets it zeroed just before; the next BWD action zeroes the rest at
+ * its end (tasks/step.c, core/fold.c). The config's fold_grads chooses. */
 enum { SZ_GRADS_FIRST_WRITERS = 1, SZ_GRADS_ROUNDED = 2 /* with FIRST_WRITERS: they round into bf16 (fold_round) */ };
 
 typedef enum sz_plan_buf {

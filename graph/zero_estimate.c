@@ -83,48 +83,6 @@ double sz_zero_comm_bytes(int stage, double psi, int nd, int mixed)
     return sz_zero_comm_bytes_mb(stage, psi, nd, mixed, 1);
 }
 
-/* ---- shard math -------------------------------------------------------------------------- */
-
-int64_t sz_zero_padded(int64_t numel, int nd)
-{
-    if (numel < 0 || nd < 1)
-        return -1;
-    int64_t r = numel % nd;
-    if (r == 0)
-        return numel;
-    if (numel > INT64_MAX - (nd - r))
-        return -1;
-    return numel + (nd - r);
-}
-
-int64_t sz_zero_shard(int64_t numel, int nd)
-{
-    int64_t p = sz_zero_padded(numel, nd);
-    return p < 0 ? -1 : p / nd;
-}
-
-/* ---- ZeRO-R: communication buckets (C_B) ---------------------------------------------------- */
-
-int64_t sz_zero_comm_buffer_bytes(int64_t bucket_bytes, int nd, int64_t largest_unit)
-{
-    if (bucket_bytes < 0 || nd < 1)
-        return -1;
-    if (nd == 1)
-        return 0;
-    if (bucket_bytes == 0)
-        bucket_bytes = SZ_DEFAULT_BUCKET_BYTES;
-    /* elements per rank and round (tasks/model.c's bucket_elems derives its rounds from this) */
-    int64_t e = bucket_bytes / (4 * (int64_t)nd);
-    if (e < 1)
-        e = 1;
-    if (largest_unit > 0) {
-        int64_t shard = sz_zero_shard(largest_unit, nd);
-        if (shard > 0 && e > shard)
-            e = shard;
-    }
-    return 4 * (int64_t)nd * e;
-}
-
 /* ---- fitting a budget -------------------------------------------------------------------- */
 
 /* bytes <= budget, up to the rounding of the sum: an exact fit on paper (4Ψ + 12Ψ/45 = 32e9 for

@@ -86,7 +86,7 @@ typedef struct sz_context_config {
 void sz_context_config_defaults(sz_context_config *cfg);
 
 /* The GPU this rank's (first) CUDA worker uses, and its dense bf16 tensor-core peak: SMs x peak
- * clock x FLOPs per clock per SM for its architecture (table in codelets/kernels/cuda/util.cu;
+ * clock x FLOPs per clock per SM for its architecture (table in kernels/cuda/util.cu;
  * bf16_peak_tflops 0 where the table has none). sz_context_gpu_info returns SZ_ERR_UNSUPPORTED on
  * a rank without a CUDA worker (or a build without CUDA): then there is no GPU figure at all. */
 typedef struct sz_gpu_info {
@@ -1028,7 +1028,9 @@ double sz_zero_comm_bytes_mb(int stage, double psi, int nd, int mixed, int micro
 /* ---- shard math -------------------------------------------------------------------------- */
 
 /* numel rounded up to a multiple of nd (a unit's flat buffer is padded, never rejected):
- * (10, 3) -> 12. -1 when numel < 0, nd < 1 or the result would overflow. */
+ * (10, 3) -> 12; a unit without parameters still gives every rank one element: (0, 3) -> 3.
+ * -1 when numel < 0, nd < 1 or the result would overflow. The engine, the plan and the estimators
+ * all pad with this function. */
 int64_t sz_zero_padded(int64_t numel, int nd);
 
 /* Elements of each rank's slice: sz_zero_padded(numel, nd) / nd; (10, 3) -> 4. -1 as above. */

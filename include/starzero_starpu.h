@@ -55,7 +55,7 @@ typedef enum sz_access {
                              then writes every element of the view without reading it. Only for an op
                              whose CPU implementation honours it; a task that may run on a CUDA
                              worker is folded into only for the engine's own codelets whose CUDA
-                             implementations honour it too (codelets/zero.c): an op of your own
+                             implementations honour it too (core/fold.c): an op of your own
                              with a CUDA function is folded into where it runs on CPUs only */
 } sz_access;
 

@@ -7,7 +7,7 @@
  * counted. Not used when CUDA workers exist (main RAM is then the host, and StarPU pins it).
  * When every rank is on this node, the region is shared memory (memfd) and every rank maps the
  * others' read-only: a collective on pool buffers then reads its peers' data in place
- * (codelets/exchange.c) instead of sending it through MPI. */
+ * (tasks/exchange.c) instead of sending it through MPI. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>

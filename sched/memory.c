@@ -12,7 +12,6 @@
 #include <sys/resource.h>
 #include "sz_deadline.h"
 #include "sz_runtime.h"
-#include "sz_cuda.h"
 #include "sz_gpu_budget.h"
 #if SZ_WITH_CUDA
 #include "sz_cuda_kernels.h"

@@ -1,8 +1,8 @@
 /* sched/policy.c — the `zero` StarPU scheduling policy, StarZeRO's default (a user's STARPU_SCHED
  * still wins, as StarPU users expect). One central queue of ready tasks, taken in plan order:
- * task->sched_data carries the task's plan position (bits 16..63) and its unit (bits 0..15). The
+ * task->sched_data carries the task's class, plan position and unit (sched/sz_sched.h). The
  * position is the index of the plan action that submitted the task (graph/plan.c's list, walked by
- * tasks/zero.c) in its high bits and the task's rank among that action's tasks in its low 16 bits,
+ * tasks/step.c) in its high bits and the task's rank among that action's tasks in its low 16 bits,
  * so keys order tasks by action first, then by submission within an action. Ties keep arrival
  * order. Workers are woken on push and sleep when the queue is empty. With a
  * communication worker (sz_comm_worker) it alone takes the communication tasks, so a gather or a
@@ -20,7 +20,6 @@
 #include <string.h>
 #include <starpu.h>
 #include <starpu_scheduler.h>
-#include "sz_codelets.h"
 #include "sz_sched.h"
 
 struct node {
@@ -61,17 +60,7 @@ struct queue {
 
 int sz_comm_worker = -1;
 
-int sz_task_is_optimizer(const struct starpu_task *t)
-{
-    return t->cl == &sz_cl_adamw || t->cl == &sz_cl_adamw_mixed || t->cl == &sz_cl_sgd || t->cl == &sz_cl_sgd_mixed;
-}
-
-int sz_codelet_is_comm(const struct starpu_codelet *cl)
-{
-    return cl == &sz_cl_reduce_scatter || cl == &sz_cl_all_gather || cl == &sz_cl_clip_scale;
-}
-
-int sz_task_is_comm(const struct starpu_task *t) { return sz_codelet_is_comm(t->cl); }
+int sz_task_is_comm(const struct starpu_task *t) { return sz_class_is_comm(sz_task_class_of(t)); }
 
 /* Smaller keys first: plan position (action index, then the task's rank in its action), then
  * arrival. (A rank's only worker taking a ready collective
@@ -79,7 +68,7 @@ int sz_task_is_comm(const struct starpu_task *t) { return sz_codelet_is_comm(t->
  * a communication worker, that worker sees only the collectives, so plan order serves it too.) */
 static uint64_t key_of(struct starpu_task *t, uint64_t seq)
 {
-    uint64_t pos = (uint64_t)(uintptr_t)t->sched_data >> 16;
+    uint64_t pos = sz_sched_position(t);
     return (pos & ((1ULL << 40) - 1)) << 20 | (seq & ((1ULL << 20) - 1));
 }
 
@@ -122,15 +111,13 @@ static void zero_post_exec(struct starpu_task *task, unsigned ctx)
     struct spans *s = sz_task_is_comm(task) ? &q->comm : &q->compute;
     STARPU_PTHREAD_MUTEX_LOCK(&q->span_lock);
     /* the products, with the tied head's and the fused ones (their GELU tiles too) */
-    if (task->cl == &sz_cl_matmul_fwd || task->cl == &sz_cl_matmul_bwd || task->cl == &sz_cl_matmul_bwd_tied ||
-        task->cl == &sz_cl_matmul_gelu_fwd || task->cl == &sz_cl_gelu_matmul_bwd)
-        q->matmul_ns += sp.t1 - sp.t0;
-    else if (sz_task_is_optimizer(task))
-        q->optimizer_ns += sp.t1 - sp.t0;
-    else if (task->cl == &sz_cl_convert)
-        q->convert_ns += sp.t1 - sp.t0;
-    else if (task->cl == &sz_cl_zero)
-        q->zero_ns += sp.t1 - sp.t0;
+    switch (sz_task_class_of(task)) {
+    case SZ_TASK_MATMUL: q->matmul_ns += sp.t1 - sp.t0; break;
+    case SZ_TASK_OPTIMIZER: q->optimizer_ns += sp.t1 - sp.t0; break;
+    case SZ_TASK_CONVERT: q->convert_ns += sp.t1 - sp.t0; break;
+    case SZ_TASK_ZERO: q->zero_ns += sp.t1 - sp.t0; break;
+    default: break;
+    }
     int c = 0;
     while (c < q->ncl && q->cl[c].cl != task->cl)
         c++;
@@ -255,14 +242,14 @@ static int takes(int worker, int is_cuda, int cuda, int split, struct starpu_tas
 {
     int comm = sz_task_is_comm(t);
     if (is_cuda) { /* a CUDA worker: compute, and the collectives it runs itself (NCCL) */
-        if (split && comm && t->cl == &sz_cl_clip_scale)
+        if (split && sz_task_class_of(t) == SZ_TASK_COMM_HOST)
             return 0; /* the norms' MPI all-gather belongs to the communication worker */
         return starpu_worker_can_execute_task_first_impl(worker, t, nimpl);
     }
     if (split && comm != (worker == sz_comm_worker))
         return 0; /* the communication worker takes only communication, the others none */
     unsigned dummy;
-    if (cuda >= 0 && !(split && comm && t->cl == &sz_cl_clip_scale) &&
+    if (cuda >= 0 && !(split && sz_task_class_of(t) == SZ_TASK_COMM_HOST) &&
         starpu_worker_can_execute_task_first_impl(cuda, t, &dummy))
         return 0; /* a CUDA worker can run it: compute goes to the GPU */
     return starpu_worker_can_execute_task_first_impl(worker, t, nimpl);

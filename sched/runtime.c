@@ -17,7 +17,9 @@
 #include "sz_kernels.h"
 #include "sz_sched.h"
 #include "sz_deadline.h"
-#include "sz_cuda.h"
+#if SZ_WITH_CUDA
+#include "sz_cuda_kernels.h"
+#endif
 #include "sz_gpu_budget.h"
 
 void sz_context_config_defaults(sz_context_config *cfg)
@@ -110,7 +112,7 @@ static int want_comm_worker(const sz_context_config *cfg, int world_size, int co
  * several GPUs still gives each rank its own, where StarPU alone would put every rank on device 0.
  * Under scripts/gpu-rank.sh (CUDA_VISIBLE_DEVICES = the local rank's GPU) that is device 0 of the
  * one visible; more ranks than GPUs share them round-robin (allowed for testing; NCCL then stays
- * off, codelets/nccl.c). Nothing happens without CUDA or without a device: a CPU-only run starts as
+ * off, tasks/nccl.c). Nothing happens without CUDA or without a device: a CPU-only run starts as
  * before. SZ_NCUDA_DEFAULT=0 leaves StarPU's default (every GPU to every rank). */
 static void choose_gpu(struct sz_context *ctx, const sz_context_config *cfg, struct starpu_conf *conf)
 {
@@ -264,7 +266,7 @@ static void make_share_set(struct sz_context *ctx)
     }
 }
 
-sz_status sz_context_init(sz_context **out, const sz_context_config *cfg_in, int *argc, char ***argv)
+sz_status sz_runtime_start(sz_context **out, const sz_context_config *cfg_in, int *argc, char ***argv)
 {
     if (!out)
         return SZ_ERR_INVALID;
@@ -426,22 +428,7 @@ sz_status sz_context_init(sz_context **out, const sz_context_config *cfg_in, int
     if (starpu_worker_get_count_by_type(STARPU_CUDA_WORKER) > 0)
         starpu_cublas_init();
 #endif
-    {   /* GPU collectives (opt-in SZ_NCCL=1, every rank with its own GPU), else the host paths */
-        char why[160];
-        int trank = 0, tsize = 1;
-        MPI_Comm_rank(ctx->task_comm, &trank);
-        MPI_Comm_size(ctx->task_comm, &tsize);
-        if (sz_nccl_start(ctx->task_comm, trank, tsize, why, sizeof why) != SZ_OK)
-            sz_context_log(ctx, SZ_LOG_WARN, "%s", why);
-        else if (sz_nccl_active())
-            sz_context_log(ctx, SZ_LOG_INFO, "%s", why);
-    }
     sz_devpool_start(ctx, ctx->ram_share);
-    sz_runtime_info info;
-    sz_context_runtime_info(ctx, &info);
-    sz_context_log(ctx, SZ_LOG_INFO, "StarPU %s, policy '%s', %d CPU + %d CUDA workers, cores %d..%d of %d",
-                   info.starpu_version, info.sched_policy, info.cpu_workers, info.cuda_workers,
-                   ctx->topology.first_core, ctx->topology.first_core + ctx->topology.ncores - 1, ctx->topology.cores);
     *out = ctx;
     return SZ_OK;
 
@@ -459,12 +446,10 @@ fail_mpi:
     return st;
 }
 
-void sz_context_free(sz_context *ctx)
+void sz_runtime_stop(sz_context *ctx)
 {
     if (!ctx)
         return;
-    starpu_task_wait_for_all();
-    sz_nccl_stop();
 #if defined(SZ_HAVE_CUDA) && defined(STARPU_USE_CUDA)
     if (starpu_worker_get_count_by_type(STARPU_CUDA_WORKER) > 0)
         starpu_cublas_shutdown();

@@ -7,6 +7,13 @@
 #include <hwloc.h>
 #include "starzero.h"
 
+/* 1 when the library is built with CUDA (nvcc, SZ_HAVE_CUDA) and StarPU with CUDA too. */
+#if defined(SZ_HAVE_CUDA) && defined(STARPU_USE_CUDA)
+#define SZ_WITH_CUDA 1
+#else
+#define SZ_WITH_CUDA 0
+#endif
+
 struct sz_context {
     int rank, world_size;
     int we_started_mpi;          /* MPI_Finalize at free only if we called MPI_Init_thread */
@@ -30,6 +37,12 @@ struct sz_context {
     sz_log_level log_level;
 };
 
+/* sched/runtime.c: the runtime under a context: MPI, hwloc, StarPU, StarPU-MPI, the deadline, the
+ * cuBLAS handles (sz_context_init, tasks/context.c, adds the GPU collectives and the device pool
+ * and says what started); stop undoes it, MPI last. */
+sz_status sz_runtime_start(struct sz_context **out, const sz_context_config *cfg, int *argc, char ***argv);
+void sz_runtime_stop(struct sz_context *ctx);
+
 /* sched/topology.c: fill ctx->topology (needs ctx->topo loaded and MPI up). */
 sz_status sz_topology_discover(struct sz_context *ctx);
 
@@ -49,6 +62,10 @@ void sz_devpool_arena_reset(int64_t mark);
 int sz_devpool_stats(sz_pool_stats *out);
 /* 1 when every rank's pool is mapped here (the collectives read peers in place) */
 int sz_devpool_shared(void);
+/* The byte offset of [p, p + len) in this rank's shared pool (-1: not inside, or the pools are not
+ * shared), and where rank `rank`'s pool holds that offset in this process. */
+int64_t sz_shared_offset(const void *p, size_t len);
+const void *sz_shared_peer(int rank, int64_t off);
 
 /* sched/memory.c, collective: whether any rank has a CUDA worker, and how many ranks of this node
  * drive this rank's device (itself included; 0 without one). */

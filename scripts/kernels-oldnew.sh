@@ -10,14 +10,14 @@ rev=${1:-main}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 mkdir -p "$tmp/old"
-git -C "$root" archive "$rev" codelets/kernels | tar -x -C "$tmp/old"
+git -C "$root" archive "$rev" kernels | tar -x -C "$tmp/old"
 files="bf16_act bf16 attention layernorm gelu residual softmax_xent encoder rmsnorm rope embedding silu mul"
 so() { # so SRCROOT OUT
-    local k=$1/codelets/kernels srcs=()
+    local k=$1/kernels srcs=()
     for f in $files; do srcs+=("$k/$f.c"); done
     gcc -O3 -march=native -fno-math-errno -fopenmp -fPIC -shared -Wl,-Bsymbolic -I"$k" "${srcs[@]}" -lm -o "$2"
 }
 so "$tmp/old" "$tmp/old.so"
 so "$root" "$tmp/new.so"
-gcc -O2 -fopenmp -I"$root/codelets/kernels" "$root/scripts/kernels_oldnew.c" -ldl -o "$tmp/oldnew"
+gcc -O2 -fopenmp -I"$root/kernels" "$root/scripts/kernels_oldnew.c" -ldl -o "$tmp/oldnew"
 "$tmp/oldnew" "$tmp/old.so" "$tmp/new.so" "${@:2}"

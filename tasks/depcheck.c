@@ -45,6 +45,7 @@ sz_status sz_model_depcheck(struct sz_model *m, int on)
             free(d);
         }
         m->depcheck = NULL;
+        m->core.on_access = NULL;
         return SZ_OK;
     }
     if (d)
@@ -54,6 +55,7 @@ sz_status sz_model_depcheck(struct sz_model *m, int on)
         return SZ_ERR_NOMEM;
     d->action = -1;
     m->depcheck = d;
+    m->core.on_access = sz_depcheck_access;
     return SZ_OK;
 }
 
@@ -101,8 +103,9 @@ static struct dc_handle *find(struct sz_depcheck *d, starpu_data_handle_t h)
     return x;
 }
 
-void sz_depcheck_access(struct sz_model *m, starpu_data_handle_t h, int write)
+void sz_depcheck_access(struct sz_core *c, starpu_data_handle_t h, int write)
 {
+    struct sz_model *m = (struct sz_model *)c; /* the core is the model's first member */
     struct sz_depcheck *d = m ? m->depcheck : NULL;
     if (!d || (m->token && h == m->token->h) || (m->comm_buf && h == m->comm_buf->h))
         return;
@@ -199,7 +202,7 @@ int sz_depcheck_run_end(struct sz_model *m, const sz_plan *p, int to)
         snprintf(d->msg, sizeof d->msg, "%s", msg);
     d->violations += bad;
     if (bad)
-        sz_context_log(m->ctx, SZ_LOG_ERROR, "step %d: the tasks' data dependencies leave the plan's waits (%d "
+        sz_context_log(m->core.ctx, SZ_LOG_ERROR, "step %d: the tasks' data dependencies leave the plan's waits (%d "
                        "violations): %s", m->steps_done + 1, bad, msg);
     return bad;
 }

@@ -62,7 +62,7 @@ sz_status sz_devwatch_start(struct sz_model *m)
         w->cuda_start_used = cuda_used(w->dev, &w->cuda_total); /* before the others go on (below) */
     }
     int any = 0;
-    sz_status st = sz_context_gpu_sharers(m->ctx, &any, &w->sharers);
+    sz_status st = sz_context_gpu_sharers(m->core.ctx, &any, &w->sharers);
     if (st != SZ_OK)
         return st;
     w->host_budget = w->gpu ? 0 : host_budget();
@@ -104,15 +104,15 @@ sz_status sz_devwatch_step(struct sz_model *m)
         }
     }
     int first = bad ? m->rank : INT_MAX;
-    if (m->nd > 1 && sz_allreduce(MPI_IN_PLACE, &first, 1, MPI_INT, MPI_MIN, m->ctx->host_comm,
+    if (m->nd > 1 && sz_allreduce(MPI_IN_PLACE, &first, 1, MPI_INT, MPI_MIN, m->core.ctx->host_comm,
                                   "device memory check") != MPI_SUCCESS)
         return SZ_ERR_RUNTIME;
     if (first == INT_MAX)
         return SZ_OK;
     if (bad)
-        sz_context_log(m->ctx, SZ_LOG_ERROR, "%s", msg);
+        sz_context_log(m->core.ctx, SZ_LOG_ERROR, "%s", msg);
     else
-        sz_context_log(m->ctx, SZ_LOG_ERROR, "device memory over the budget on rank %d after step %d (its message "
+        sz_context_log(m->core.ctx, SZ_LOG_ERROR, "device memory over the budget on rank %d after step %d (its message "
                        "gives the figures and what to do): rank %d stops with it", first, m->steps_done, m->rank);
     return SZ_ERR_BUDGET;
 }

@@ -54,7 +54,7 @@ sz_status sz_model_state_shard(const sz_model *m, int unit, const char **name, i
     if (!u)
         return SZ_ERR_INVALID;
     if (name)
-        *name = u->name;
+        *name = u->c.name;
     if (numel)
         *numel = u->numel;
     if (padded)

@@ -4,7 +4,7 @@
  * tasks/state.c and saved training states call them), and submits its StarPU task(s) on one
  * tensor's piece of a unit's owned range. Everything else is the engine's: the model allocates
  * the states (u->opt_state[0..nstates-1], each full at stage 0 or the owned shard) and zeroes
- * them before the first step, tasks/zero.c walks the plan's OPTIMIZER actions and cuts them into
+ * them before the first step, tasks/step.c walks the plan's OPTIMIZER actions and cuts them into
  * per-tensor views, tasks/state.c reads and writes them by unit for --save-state / --resume.
  * Implementations: tasks/optimizer.c (AdamW: codelets/adamw.c, adamw_mixed.c; SGD:
  * codelets/sgd.c). Adding one: its codelet(s), an entry in tasks/optimizer.c's table, its value

@@ -1,4 +1,4 @@
-/* tests/test_bf16_act.c — the kernels of the native bf16 compute path (codelets/kernels/bf16_act.c):
+/* tests/test_bf16_act.c — the kernels of the native bf16 compute path (kernels/bf16_act.c):
  * layernorm, GELU, residual, softmax-xent backward, encoder and attention with bf16 operands (GPT-2),
  * RMSNorm and its fusion with the residual, RoPE's backward, the embedding, SiLU and the product (the
  * LLaMA-style ops), the public bf16 rounding (starzero.h's sz_bf16_from_f32, which apps' own ops

@@ -1,4 +1,4 @@
-/* test_convert.c — CUnit suite for sz_k_convert (codelets/kernels/bf16.c), the mixed-precision copy
+/* test_convert.c — CUnit suite for sz_k_convert (kernels/bf16.c), the mixed-precision copy
  * behind working copies and gradient rounding: every type pair and mode (set, add, onto zeros)
  * against an independent scalar reference, on special values (ties, denormals of both signs, ±0,
  * NaN payloads, ±inf, the largest float), random bit patterns and a stride through all 2^32 fp32

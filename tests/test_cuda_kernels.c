@@ -1,5 +1,5 @@
-/* tests/test_cuda_kernels.c — every CUDA kernel (codelets/kernels/cuda) against its CPU twin
- * (codelets/kernels) on random data with odd sizes, forward and backward, fp32 and bf16; each GPU
+/* tests/test_cuda_kernels.c — every CUDA kernel (kernels/cuda) against its CPU twin
+ * (kernels) on random data with odd sizes, forward and backward, fp32 and bf16; each GPU
  * result computed twice and required bitwise equal (determinism); the kernels said to be bitwise
  * the CPU's (conversions, clip, scale, zero, encoder and embedding sums) checked bitwise.
  * The CPU twins themselves are checked against double references and finite differences by
@@ -682,7 +682,7 @@ static void test_sgd(void)
     }
     free(p), free(gr), free(b);
     /* mixed precision (bf16 gradients onto the fp32 master, the bf16 copy) and no momentum (no
-     * buffer), against the CPU kernel (codelets/kernels/sgd.c) */
+     * buffer), against the CPU kernel (kernels/sgd.c) */
     for (int mom = 0; mom < 2; mom++) {
         float *m = rnd(n, 1), *g32 = rnd(n, 1), *bb = rnd(n, 1);
         uint16_t *gh = bf16_of(g32, n), *pb = malloc(n * 2), *gpb = malloc(n * 2);
@@ -726,7 +726,7 @@ static void test_sumsq(void)
     }
 }
 
-/* codelets/convert.c's loops, element by element. */
+/* tasks/convert.c's loops, element by element. */
 static void test_convert(void)
 {
     size_t n = 4099;
@@ -761,7 +761,7 @@ static void test_convert(void)
     free(a), free(b), free(ha), free(hb);
 }
 
-/* Reduce-scatter's rank-ordered sum of the received pieces: codelets/reduce_scatter.c's
+/* Reduce-scatter's rank-ordered sum of the received pieces: tasks/reduce_scatter.c's
  * sz_reduce_pieces arithmetic (the first piece onto the shard when acc, the others added in rank
  * order, bf16 summed in fp32 and rounded once), bitwise, into shard[o, o + len) only. */
 static void test_reduce_pieces(void)
@@ -799,7 +799,7 @@ static void test_reduce_pieces(void)
             }
 }
 
-/* codelets/clip_scale.c's arithmetic; scale and zero. */
+/* tasks/clip_scale.c's arithmetic; scale and zero. */
 static void test_clip_scale_zero(void)
 {
     float sums[5] = {0.5f, 1.25f, 3.0f, 0.0f, 2.5f};

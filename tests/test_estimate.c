@@ -202,8 +202,8 @@ static void test_shard(void)
     CU_ASSERT_EQUAL(sz_zero_shard(10, 1), 10);
     CU_ASSERT_EQUAL(sz_zero_padded(1, 64), 64);
     CU_ASSERT_EQUAL(sz_zero_shard(1, 64), 1);
-    CU_ASSERT_EQUAL(sz_zero_padded(0, 5), 0);
-    CU_ASSERT_EQUAL(sz_zero_shard(0, 5), 0);
+    CU_ASSERT_EQUAL(sz_zero_padded(0, 5), 5); /* a unit without parameters: one element per rank, */
+    CU_ASSERT_EQUAL(sz_zero_shard(0, 5), 1);  /* as the engine and the plan lay it out */
     CU_ASSERT_EQUAL(sz_zero_padded(124475904, 5), 124475905); /* GPT-2 d12 with Vp = 50304 */
     CU_ASSERT_EQUAL(sz_zero_shard(124475904, 5), 24895181);
     CU_ASSERT_EQUAL(sz_zero_padded(124475904, 64), 124475904);

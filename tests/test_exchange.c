@@ -1,4 +1,4 @@
-/* tests/test_exchange.c — the shared-memory collectives (codelets/exchange.c), called directly
+/* tests/test_exchange.c — the shared-memory collectives (tasks/exchange.c), called directly
  * under mpiexec (2 and 3 ranks, one node):
  *  - the ranks' device pools are mapped in every rank (sz_devpool_shared);
  *  - all-gather from a separate shard and in place, and reduce-scatter with and without
@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "starzero.h"
-#include "sz_codelets.h"
+#include "sz_comm.h"
 #include "sz_runtime.h"
 
 enum { S = 100003 }; /* elements per rank: not a multiple of the 1 MiB copy chunk */

@@ -1,5 +1,5 @@
 /* test_fold_zero.c — the first writers: a pending sz_op_zero folded into the op that next writes the
- * tensor (codelets/zero.c, tasks/task.c). Suite "first-writer kernels" (no StarPU): every _set
+ * tensor (core/fold.c, core/task.c). Suite "first-writer kernels" (no StarPU): every _set
  * kernel (sz_kernels.h: GPT-2's and the LLaMA-style model's) writes, into a destination full of NaNs it must not read, bitwise what the
  * accumulating kernel gives on a zeroed one (a -0.0 there may read +0.0 here: 0.0f + -0.0f), at GPT-2
  * 124M's shapes for the matmul (fp32; bf16 natively where oneDNN has the tiles, and widened), while
@@ -660,8 +660,8 @@ static int fm_run(int fold, float *out, int64_t *folded, int64_t *run)
         ok &= sz_model_update(f.m, &tc, step) == SZ_OK;
     }
     ok &= depcheck_ok(f.m);
-    *folded = f.m->zeros_folded;
-    *run = f.m->zeros_run;
+    *folded = f.m->core.zeros_folded;
+    *run = f.m->core.zeros_run;
     sz_model_free(f.m);
     free(x); free(target); free(junk);
     return ok;
@@ -778,7 +778,7 @@ static int fg_run(int fold, int mixed, int micro, float *grads, float *params, s
     for (int k = 0, o = 0; k < 4 && ok; o += GW[k].rows * GW[k].cols, k++)
         ok &= sz_model_param_read(f.m, 0, k, params + o) == SZ_OK;
     ok &= depcheck_ok(f.m);
-    *c = (struct fg_count){f.m->grads_set, f.m->grads_zeroed, f.m->zero_tasks, f.m->zero_bytes};
+    *c = (struct fg_count){f.m->core.grads_set, f.m->core.grads_zeroed, f.m->core.zero_tasks, f.m->core.zero_bytes};
     sz_model_free(f.m);
     free(x); free(target);
     return ok;
@@ -829,11 +829,17 @@ static int tasks_clean(void)
     return 0;
 }
 
-/* The fold decision (codelets/zero.c: sz_fold_decide), made at submission before StarPU picks a
+/* The fold decision (core/fold.c: sz_fold_decide), made at submission before StarPU picks a
  * worker, on made-up cases: a task that can run only on CPUs always sets; one that may run on a
  * CUDA worker (where CUDA, or either) sets only when its codelet's CUDA implementation does. And
  * the list of codelets whose CUDA implementations set: exactly the engine's backward codelets
  * with SZ_ACCUMULATE_OR_SET tensors (their forwards, the zeroing, the encoder's scatter-add not). */
+static int cuda_sets(const struct starpu_codelet *cl)
+{
+    const sz_op_desc *d = sz_op_desc_of(cl);
+    return d && (d->supports & SZ_CL_CUDA_SETS) ? 1 : 0;
+}
+
 static void test_fold_decide(void)
 {
     /* no CUDA function, or submitted to CPUs, or no CUDA workers: set, whatever the list says */
@@ -852,16 +858,57 @@ static void test_fold_decide(void)
     const struct starpu_codelet *no[] = {&sz_cl_matmul_fwd, &sz_cl_zero, &sz_cl_encoder_bwd, &sz_cl_layernorm_fwd,
                                          &sz_cl_swiglu_bwd, &sz_cl_gelu_fwd};
     for (size_t i = 0; i < sizeof yes / sizeof yes[0]; i++)
-        CU_ASSERT(sz_codelet_cuda_sets(yes[i]) == 1);
+        CU_ASSERT(cuda_sets(yes[i]) == 1);
     for (size_t i = 0; i < sizeof no / sizeof no[0]; i++)
-        CU_ASSERT(sz_codelet_cuda_sets(no[i]) == 0);
+        CU_ASSERT(cuda_sets(no[i]) == 0);
+}
+
+/* Every codelet of the library has its descriptor (SZ_DESCRIBE), found by address and in the list
+ * (each once); the classes the scheduler reads are the ones its figures and the split rely on; an
+ * app's own codelet has none; the class survives the task's sched_data next to position and unit. */
+static void test_descriptors(void)
+{
+    int n = 0, listed = sz_codelets_count();
+    const sz_op_desc *const *all = sz_op_descs(&n);
+    CU_ASSERT(n >= listed);
+    for (int i = 0; i < listed; i++) {
+        sz_codelet_desc c;
+        CU_ASSERT_FATAL(sz_codelet_info(i, &c) == SZ_OK);
+        int found = 0;
+        for (int k = 0; k < n; k++)
+            found += !strcmp(all[k]->cl->name, c.name);
+        if (found != 1)
+            fprintf(stderr, "codelet %s: %d descriptors\n", c.name, found);
+        CU_ASSERT(found == 1);
+        CU_ASSERT(c.doc && c.doc[0]);
+    }
+    struct { const struct starpu_codelet *cl; sz_task_class cls; } want[] = {
+        {&sz_cl_matmul_fwd, SZ_TASK_MATMUL},      {&sz_cl_gelu_matmul_bwd, SZ_TASK_MATMUL},
+        {&sz_cl_matmul_bwd_tied, SZ_TASK_MATMUL}, {&sz_cl_adamw, SZ_TASK_OPTIMIZER},
+        {&sz_cl_sgd_mixed, SZ_TASK_OPTIMIZER},    {&sz_cl_convert, SZ_TASK_CONVERT},
+        {&sz_cl_zero, SZ_TASK_ZERO},              {&sz_cl_reduce_scatter, SZ_TASK_COMM},
+        {&sz_cl_all_gather, SZ_TASK_COMM},        {&sz_cl_clip_scale, SZ_TASK_COMM_HOST},
+        {&sz_cl_account, SZ_TASK_COMPUTE},        {&sz_cl_attention_fwd, SZ_TASK_COMPUTE}};
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+        const sz_op_desc *d = sz_op_desc_of(want[i].cl);
+        CU_ASSERT_FATAL(d != NULL);
+        CU_ASSERT(d->cls == want[i].cls);
+    }
+    static struct starpu_codelet mine = {.name = "mine"};
+    CU_ASSERT(sz_op_desc_of(&mine) == NULL);
+    struct starpu_task t = {.sched_data = sz_sched_data((uint64_t)12345 << 16 | 7, 0x1234, SZ_TASK_COMM_HOST)};
+    CU_ASSERT(sz_task_class_of(&t) == SZ_TASK_COMM_HOST);
+    CU_ASSERT(sz_sched_position(&t) == ((uint64_t)12345 << 16 | 7));
+    CU_ASSERT(((uintptr_t)t.sched_data & 0xffff) == 0x1234);
+    CU_ASSERT(sz_task_is_comm(&t));
 }
 
 int main(void)
 {
     if (CU_initialize_registry() != CUE_SUCCESS)
         return 1;
-    SZ_SUITE("fold decision", {"who may set, on made-up workers", test_fold_decide});
+    SZ_SUITE("fold decision", {"who may set, on made-up workers", test_fold_decide},
+             {"every codelet's descriptor, and the class a task carries", test_descriptors});
     SZ_SUITE("first-writer kernels", {"matmul_bwd fp32 at GPT-2 shapes", test_matmul_f32},
              {"matmul_bwd bf16 (native, widened)", test_matmul_bf16}, {"gelu, residual, layernorm, attention, rmsnorm, rope", test_rows});
     CU_pSuite s = CU_add_suite("folding as tasks", tasks_init, tasks_clean);

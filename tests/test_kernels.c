@@ -1,10 +1,10 @@
-/* test_kernels.c — CUnit suite for codelets/kernels: every forward against a naive
+/* test_kernels.c — CUnit suite for kernels: every forward against a naive
  * double-precision reference, every backward against central finite differences
  * of L = sum(out * w) computed in double, bitwise determinism over 1/2/3 OpenMP
  * threads, AdamW against a hand computation, bf16 rounding. Exit code = failures.
  * Build and run from the repository root:
- *   gcc -O2 -fopenmp -Wall -Wextra -Icodelets/kernels tests/test_kernels.c \
- *       $(find codelets/kernels -name '*.c' ! -name bench_kernels.c) \
+ *   gcc -O2 -fopenmp -Wall -Wextra -Ikernels tests/test_kernels.c \
+ *       $(find kernels -name '*.c' ! -name bench_kernels.c) \
  *       -ldnnl -lcunit -lm -o /tmp/test_kernels && /tmp/test_kernels
  */
 #include <CUnit/Basic.h>

@@ -1,5 +1,5 @@
 /* test_matmul_wbf16.c — CUnit suite for the matmuls of fp32 activations with bf16 weights (the emulated
- * bf16 path without working copies: codelets/kernels/matmul.c, sz_k_matmul_*_wbf16, and the GELU-fused
+ * bf16 path without working copies: kernels/matmul.c, sz_k_matmul_*_wbf16, and the GELU-fused
  * pair with w_dt BF16). Requirement: the bits of the fp32 kernels run on the weight widened to fp32
  * (the working copy the path no longer keeps), checked with memcmp on odd sizes and edge tiles, on
  * shapes whose fp32 backward packs B (row stride a multiple of 2 KiB) and that do not, at 1, 2 and 3

@@ -1,11 +1,11 @@
-/* tests/test_nccl_rule.c — the GPU collectives' decisions (codelets/nccl.c) that need no GPU to
+/* tests/test_nccl_rule.c — the GPU collectives' decisions (tasks/nccl.c) that need no GPU to
  * check: reduce-scatter and all-gather run on the CUDA worker only while NCCL is active and on CPU
  * workers only while it is not, so no policy can send one rank's collective to MPI and another's to
  * NCCL (both would wait for good); NCCL is used only when every rank names a GPU and no two name
  * the same one (two ranks on one GPU: the host-copy path). */
 #include <stdio.h>
 #include <string.h>
-#include "sz_cuda.h"
+#include "sz_comm.h"
 
 static int failures;
 #define CHECK(c, msg)                                                  \

@@ -750,8 +750,8 @@ static void test_invalid(void)
     c = config(1, 2, 0);
     CU_ASSERT_EQUAL(sz_plan_build(bad, 2, &c, &p), SZ_ERR_INVALID);
     CU_ASSERT_EQUAL(sz_plan_build(units, 0, &c, &p), SZ_ERR_INVALID);
-    CU_ASSERT_EQUAL(sz_plan_padded(0, 3), 3);
-    CU_ASSERT_EQUAL(sz_plan_padded(10, 3), 12);
+    CU_ASSERT_EQUAL(sz_zero_padded(0, 3), 3);
+    CU_ASSERT_EQUAL(sz_zero_padded(10, 3), 12);
     int64_t lo, n;
     sz_plan_shard_range(12, 3, 2, &lo, &n);
     CU_ASSERT(lo == 8 && n == 4);

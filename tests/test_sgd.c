@@ -1,4 +1,4 @@
-/* tests/test_sgd.c — the SGD kernel (codelets/kernels/sgd.c, torch.optim.SGD semantics):
+/* tests/test_sgd.c — the SGD kernel (kernels/sgd.c, torch.optim.SGD semantics):
  *  - against a double reference over several steps: fp32, mixed precision (bf16 gradients onto the
  *    fp32 master, the bf16 copy rounded from it), with and without momentum, Nesterov, the clip
  *    scale (bitwise the same as scaling the gradients first);

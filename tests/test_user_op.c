@@ -408,7 +408,7 @@ static void test_codelet_registry(void)
         /* with CUDA, every codelet but the host-side ones (the MPI collectives) has a CUDA implementation */
         int collective = !strcmp(c.name, "reduce_scatter") || !strcmp(c.name, "all_gather");
 #ifdef SZ_HAVE_NCCL
-        collective = 0; /* NCCL implementations (codelets/nccl.c) */
+        collective = 0; /* NCCL implementations (tasks/nccl.c) */
 #endif
         /* the gradients' rounding folded into the tied / embedding writers: CPU-only by design (the
          * fold is off with CUDA workers) */

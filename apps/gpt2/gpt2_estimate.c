@@ -113,7 +113,7 @@ static double ckpt_bytes(const sz_gpt2_config *cfg, int B, int T)
     return act_numel(cfg, ACT_NC, B, T) * 4.0;
 }
 
-/* Checkpoints tasks/zero.c holds on the device pool at once with L blocks: the recompute of
+/* Checkpoints tasks/step.c holds on the device pool at once with L blocks: the recompute of
  * block l needs its own input, fetches block l-1's one unit ahead and writes block l+1's again,
  * so three from L = 3 on (block l+1 and l-1 both exist only for 1 <= l <= L-2). */
 static int ckpts_on_device(int layers)

@@ -249,7 +249,7 @@ double sz_gpt2_activation_bytes_ckpt(const sz_gpt2_config *cfg, int B, int T);
 
 /* With the checkpoints offloaded (sz_zero_config.offload_checkpoints, which needs checkpoint),
  * every block's input (its checkpoint, N·C fp32) moves to a host pool after the block's forward
- * and comes back before its recompute, as tasks/zero.c does it:
+ * and comes back before its recompute, as tasks/step.c does it:
  *   - the host pool holds all L checkpoints: L·N·C·4 bytes (sz_gpt2_checkpoint_host_bytes);
  *   - the device pool holds at most min(L, 3) of them at once (sz_gpt2_checkpoint_device_bytes):
  *     in backward, block l's own input, block l-1's fetched one unit ahead, and block l+1's that

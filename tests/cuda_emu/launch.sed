@@ -1,4 +1,4 @@
-# tests/cuda_emu/launch.sed — rewrites a .cu file of codelets/kernels/cuda for the host emulation
+# tests/cuda_emu/launch.sed — rewrites a .cu file of kernels/cuda for the host emulation
 # (sz_cuda_emu.h): k<<<cfg>>>(args) becomes sz_emu_launch("k", k, cfg)(args); `extern __shared__
 # T name[];` the launch's dynamic shared memory; `__shared__ T name[...];` a function-static array
 # refilled with garbage for each block. Everything else is compiled as written.

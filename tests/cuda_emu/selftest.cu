@@ -4,7 +4,7 @@
  * shared memory before any thread wrote it, a launch over the limits, dynamic shared memory past its
  * end under AddressSanitizer, a bad cublasGemmEx, a result read before its stream is waited for),
  * next to correct kernels and stream use that must pass. Built from
- * this file through launch.sed like the .cu files of codelets/kernels/cuda. */
+ * this file through launch.sed like the .cu files of kernels/cuda. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

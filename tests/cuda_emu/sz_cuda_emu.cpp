@@ -1,6 +1,6 @@
 /* tests/cuda_emu/sz_cuda_emu.cpp — the runtime of the host CUDA emulation that runs
  * tests/test_cuda_kernels.c (every CUDA kernel against its CPU twin) without a GPU: the kernels of
- * codelets/kernels/cuda, compiled by g++ from the same source nvcc compiles (sz_cuda_emu.h,
+ * kernels/cuda, compiled by g++ from the same source nvcc compiles (sz_cuda_emu.h,
  * launch.sed), the CUDA runtime calls they and the test make, and cublasGemmEx.
  *
  * A launch runs its blocks one after another (SZ_CUDA_EMU_ORDER=reverse: last block first, and the

@@ -1,5 +1,5 @@
 /* tests/cuda_emu/sz_cuda_emu.h — the device side of the host CUDA emulation, force-included
- * (g++ -include) into every .cu file of codelets/kernels/cuda after tests/cuda_emu/launch.sed has
+ * (g++ -include) into every .cu file of kernels/cuda after tests/cuda_emu/launch.sed has
  * rewritten its launches and shared-memory declarations, so that the same kernel source nvcc
  * compiles runs on the host (the runtime is sz_cuda_emu.cpp; what is checked and what cannot be is
  * said there). A block's threads are fibers run one at a time until each reaches a barrier;

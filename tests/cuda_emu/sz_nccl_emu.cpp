@@ -1,5 +1,5 @@
 /* tests/cuda_emu/sz_nccl_emu.cpp — the NCCL of the engine's emulated build (libnccl; sz_cuda_emu.cpp
- * is the GPU): the calls codelets/nccl.c makes, over MPI between the ranks' processes, each of
+ * is the GPU): the calls tasks/nccl.c makes, over MPI between the ranks' processes, each of
  * which emulates a GPU of its own (SZ_CUDA_EMU_PCI_BUS=rank gives them distinct PCI bus ids, so the
  * engine sees one GPU per rank and starts NCCL). Grouped sends and receives are posted at once and
  * completed at ncclGroupEnd, as NCCL's group semantics allow; the device memory stays open (the
