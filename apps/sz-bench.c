@@ -254,7 +254,7 @@ static int is_value_option(const char *a)
 static void usage(const char *a, const char *v)
 {
     fprintf(stderr, "usage: sz-bench [--arch gpt2|llama] [--model d2|d6|d12|L,H,C] [--batch B] [--seq T] [--steps N] [--warmup W]\n"
-                    "                [--precision fp32|bf16] [--bf16-compute auto|native|emulated] [--vocab V] [--zero-stage S] [--micro-batches M]\n"
+                    "                [--precision fp32|bf16|fp16] [--bf16-compute auto|native|emulated] [--vocab V] [--zero-stage S] [--micro-batches M]\n"
                     "                [--checkpoint] [--no-arenas] [--prefetch-bytes B] [--optimizer adamw|sgd]\n"
                     "                [--momentum M] [--json]\n"
                     "                (got '%s' '%s')\n", a, v ? v : "");
@@ -302,8 +302,9 @@ int main(int argc, char **argv)
         fprintf(stderr, "sz-bench: --momentum %g: only --optimizer sgd has a momentum\n", (double)momentum);
         return 2;
     }
-    if (strcmp(precision, "fp32") && strcmp(precision, "bf16")) {
-        fprintf(stderr, "sz-bench: --precision %s: must be fp32 or bf16\n", precision);
+    sz_precision prec;
+    if (sz_precision_parse(precision, &prec) != SZ_OK) {
+        fprintf(stderr, "sz-bench: --precision %s: must be fp32, bf16 or fp16\n", precision);
         return 2;
     }
     sz_bf16_compute bf16c;
@@ -311,7 +312,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "sz-bench: --bf16-compute %s: must be auto, native or emulated\n", bf16_compute);
         return 2;
     }
-    int mixed = !strcmp(precision, "bf16");
+    int mixed = prec != SZ_PRECISION_FP32;
     char err[512];
     sz_arch_config cfg;
     sz_arch_kind kind;
@@ -370,9 +371,11 @@ int main(int argc, char **argv)
     int nd = sz_context_world_size(ctx), rank = sz_context_rank(ctx);
     sz_context_sum(ctx, yard, 6); /* the node's (or cluster's) peak and sgemm: all nodes together */
     double peak = yard[0], sgemm = yard[1], bf16_peak = yard[2];
+    sz_zero_config zd;
+    sz_zero_config_defaults(&zd); /* fp16's loss scaling: DeepSpeed's defaults */
     sz_zero_config zero = {.stage = stage, .micro_batches = micro, .checkpoint = ckpt, .arenas = arenas,
                            .prefetch_bytes = (int64_t)prefetch, .optimizer = optimizer, .momentum = momentum,
-                           .precision = mixed ? SZ_PRECISION_BF16 : SZ_PRECISION_FP32, .bf16_compute = bf16c};
+                           .precision = prec, .bf16_compute = bf16c, .loss_scaling = zd.loss_scaling};
 
     sz_arch_model *g = NULL;
     if (sz_arch_create(&g, ctx, &cfg, B, T, &zero, err, sizeof err) != SZ_OK || sz_arch_init_random(g, 1) != SZ_OK) {
@@ -458,7 +461,7 @@ int main(int argc, char **argv)
         cJSON_AddStringToObject(o, "bf16_path", sz_model_bf16_path(sz_arch_model_of(g)));
         if (zero.precision == SZ_PRECISION_BF16) /* the units read bf16 parameters, or fp32 working copies */
             cJSON_AddStringToObject(o, "bf16_params",
-                                    sz_model_bf16_params_direct(sz_arch_model_of(g)) ? "direct" : "working copies");
+                                    sz_model_precision(sz_arch_model_of(g))->params_direct ? "direct" : "working copies");
         cJSON_AddStringToObject(o, "optimizer", sz_optimizer_name(zero.optimizer));
         cJSON_AddNumberToObject(o, "momentum", zero.momentum);
         cJSON_AddNumberToObject(o, "optimizer_state_floats", sz_optimizer_states(zero.optimizer, zero.momentum));

@@ -47,6 +47,7 @@ struct opts {
     const char *bf16_compute; /* --bf16-compute auto|native|emulated */
     int native;           /* the native bf16 path: mixed, GPT-2 and (forced or the CPU rule's) native */
     int work_copies;      /* --bf16-work-copies */
+    int fp16;             /* --precision fp16: mixed, on fp32 working copies, no rounding fold */
     int bf16_direct;      /* mixed: the units read their bf16 parameters directly, on both paths (as
                              sz-train's CPU workers do: sz_model_set_zero; sz_plan_config.bf16_direct),
                              unless --bf16-work-copies on the emulated one */
@@ -77,8 +78,9 @@ static void usage(FILE *f)
             "setup:\n"
             "  --nd N[,N...]       data-parallel ranks N_d, the table's columns (default 1,2,4,8,16,64)\n"
             "  --precision P       mixed (default; 'bf16' is a synonym): bf16 params and grads, fp32\n"
-            "                      master, Adam m and v (K = 12), bf16 communication; or fp32:\n"
-            "                      fp32 params, grads, m and v, no master, fp32 communication\n"
+            "                      master, Adam m and v (K = 12), bf16 communication; fp16: the same\n"
+            "                      bytes, every unit on fp32 working copies; or fp32: fp32 params,\n"
+            "                      grads, m and v, no master, fp32 communication\n"
             "  --bf16-compute M    auto (default), native or emulated, as sz-train's: how mixed\n"
             "                      precision computes. native (GPT-2 and --arch llama alike): bf16\n"
             "                      activations and matmul operands; the table and --plan count its\n"
@@ -278,12 +280,13 @@ static int parse(int argc, char **argv, struct opts *o)
             if (sz_opt_real(a, v, 0, 0, 1, 1, &o->momentum) != 0)
                 return -1;
         } else if (!strcmp(a, "--precision")) {
-            if (!strcmp(v, "mixed") || !strcmp(v, "bf16"))
+            o->fp16 = !strcmp(v, "fp16");
+            if (!strcmp(v, "mixed") || !strcmp(v, "bf16") || o->fp16)
                 o->mixed = 1;
             else if (!strcmp(v, "fp32"))
                 o->mixed = 0;
             else
-                BAD("--precision %s: expected mixed (or bf16) or fp32", v);
+                BAD("--precision %s: expected mixed (or bf16), fp16 or fp32", v);
             o->precision = v;
         } else if (!strcmp(a, "--bf16-compute")) {
             sz_bf16_compute bc;
@@ -382,15 +385,16 @@ static int parse(int argc, char **argv, struct opts *o)
     o->bf16_why = NULL;
     if (bc == SZ_BF16_COMPUTE_AUTO)
         bc = sz_bf16_compute_auto(&o->bf16_why);
-    o->native = o->mixed && bc == SZ_BF16_COMPUTE_NATIVE;
-    /* GPT-2's and LLaMA's units take bf16 parameters; no CUDA workers seen (sz_model_set_zero's rule) */
-    o->bf16_direct = o->mixed && (o->native || !o->work_copies);
+    o->native = o->mixed && !o->fp16 && bc == SZ_BF16_COMPUTE_NATIVE;
+    /* GPT-2's and LLaMA's units take bf16 parameters; no CUDA workers seen (sz_precision_resolve's
+     * rule); fp16 computes on fp32 working copies */
+    o->bf16_direct = o->mixed && !o->fp16 && (o->native || !o->work_copies);
     return 0;
 }
 
 static const char *bf16_path(const struct opts *o)
 {
-    return !o->mixed ? "fp32" : o->native ? "native" : "emulated";
+    return !o->mixed ? "fp32" : o->fp16 ? "fp16" : o->native ? "native" : "emulated";
 }
 
 /* ---- what is computed once and printed either way --------------------------------------- */
@@ -420,6 +424,12 @@ static int round_folded(void)
     return fold.round;
 }
 
+/* Whether sz-train's writers round into the 16-bit gradients: bf16 only (fp16 converts) */
+static int rounds(const struct opts *o)
+{
+    return o->mixed && !o->fp16 && round_folded();
+}
+
 /* What sz-train's rank holds on the host beside the engine's tensors (SZ_MEM_HOST_BUFFERS): the
  * matmul kernels' working memory on one CPU worker, the data loader's tokens, the batch. */
 static int64_t host_buffer_bytes(const struct opts *o, int nd)
@@ -440,7 +450,7 @@ static int64_t host_buffer_bytes(const struct opts *o, int nd)
                                                                                    5, in, out);
     }
     /* and, mixed precision's rounding folded into the writers (sz-train's default on CPUs), their panels */
-    if (o->mixed && round_folded())
+    if (rounds(o))
         mm += o->llama ? sz_llama_round_host_bytes(&o->lcfg, o->batch, o->seq, 1) : sz_gpt2_round_host_bytes(&o->cfg, 1);
     return mm + (int64_t)o->data_tokens * 2 + 2 * (int64_t)o->batch * o->seq * 4;
 }
@@ -451,7 +461,7 @@ static int64_t engine_activation_bytes(const struct opts *o, int ckpt, int offlo
 {
     return o->llama ? sz_llama_engine_activation_bytes_bf16(&o->lcfg, o->batch, o->seq, ckpt, offload, o->native, host)
                     : sz_gpt2_engine_activation_bytes_bf16(&o->cfg, o->batch, o->seq, ckpt, offload, o->native,
-                                                           o->mixed && round_folded(), host);
+                                                           rounds(o), host);
 }
 
 /* GPT-2's units (or LLaMA's) as apps/gpt2 (apps/llama) declares them, for graph/plan.c (all NULL
@@ -522,14 +532,15 @@ static int plan_build(const struct opts *o, const struct units *s, int stage, in
                         .micro_batches = o->micro_batches, .mixed = o->mixed, .opt_states = o->opt_states,
                         .checkpoint = o->ckpt,
                         .offload = o->offload, .prefetch_bytes = o->prefetch_bytes,
-                        .max_live_bytes = o->max_live_bytes, .comm_worker = o->comm_worker, .clip = o->clip,
+                        .max_live_bytes = o->max_live_bytes, .comm_worker = o->comm_worker,
+                        .clip = o->clip || o->fp16, /* fp16 takes the norm first (the overflow check) */
                         .offload_optimizer = o->offload_optimizer, .native = o->native, .bf16_direct = o->bf16_direct,
                         .bucket_elems = sz_plan_bucket_elems(o->bucket_bytes, nd, maxpad)};
     /* the gradients' first writers and mixed precision's rounding folded into them (their bytes) */
     sz_fold_switches fold;
     sz_fold_switches_read(&fold);
     c.fold_grads = fold.grads;
-    c.fold_round = fold.round;
+    c.fold_round = rounds(o);
     c.extra[SZ_MEM_ACTIVATIONS] = engine_activation_bytes(o, o->ckpt, o->offload, &host);
     c.extra[SZ_MEM_HOST] = host;
     c.extra[SZ_MEM_HOST_BUFFERS] = host_buffer_bytes(o, nd);
@@ -628,7 +639,7 @@ static int print_json(const struct opts *o, const struct result *r)
         cJSON_AddNumberToObject(m, "padded_vocab", o->cfg.padded_vocab);
         cJSON_AddNumberToObject(m, "max_seq", o->cfg.max_seq);
     }
-    cJSON_AddStringToObject(root, "precision", o->mixed ? "mixed" : "fp32");
+    cJSON_AddStringToObject(root, "precision", o->fp16 ? "fp16" : o->mixed ? "mixed" : "fp32");
     cJSON_AddStringToObject(root, "bf16_path", bf16_path(o));
     if (o->mixed)
         cJSON_AddStringToObject(root, "bf16_params", o->bf16_direct ? "direct" : "working copies");
@@ -772,7 +783,8 @@ static int print_text(const struct opts *o, const struct result *r)
     }
     static const char *const states[3] = {"no optimizer state", "the momentum buffer", "Adam m and v"};
     if (o->mixed)
-        printf("precision: mixed (bf16 params and grads; fp32 master, %s: K = %d)\n", states[o->opt_states],
+        printf("precision: mixed (%s params and grads; fp32 master, %s: K = %d)\n", o->fp16 ? "fp16" : "bf16",
+               states[o->opt_states],
                4 + 4 * o->opt_states);
     else
         printf("precision: fp32 (params, grads, %s; no master)\n", states[o->opt_states]);

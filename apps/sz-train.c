@@ -32,6 +32,7 @@ struct opts {
     float timeout;
     sz_optimizer optimizer;
     int momentum_set;
+    sz_loss_scaling ls;  /* --precision fp16: --loss-scale, --initial-scale-power, ... (DeepSpeed's fp16 block) */
 };
 
 static void usage(FILE *f)
@@ -61,8 +62,14 @@ static void usage(FILE *f)
             "          --warmup N           linear warmup over the first N steps (lr x step / N; default 0)\n"
             "          --lr-schedule constant|cosine  after the warmup: constant (default) or llm.c's cosine\n"
             "                               decay from --lr to --min-lr (default 0) at step --steps\n"
-            "          --precision fp32|bf16 bf16: bf16 params and grads (stored, communicated), fp32 master\n"
-            "                               weights and optimizer state\n"
+            "          --precision fp32|bf16|fp16  bf16 or fp16: 16-bit params and grads (stored, communicated),\n"
+            "                               fp32 master weights and optimizer state; fp16 computes in fp32 on\n"
+            "                               working copies and scales the loss (CPU workers only so far)\n"
+            "          --loss-scale S       fp16: a fixed loss scale; 0 (default) dynamic, DeepSpeed's rule:\n"
+            "          --initial-scale-power P  start at 2^P (default 16); a step whose gradients overflow is\n"
+            "          --hysteresis H       skipped, and after H such steps (default 2) the scale halves, never\n"
+            "          --min-loss-scale M   below M (default 1); after --loss-scale-window W clean steps (default\n"
+            "          --loss-scale-window W  1000) it doubles. --ds-config's fp16 block sets these too\n"
             "          --bf16-compute auto|native|emulated  how bf16 computes: native (bf16 activations, bf16\n"
             "                               matmuls through oneDNN with fp32 accumulation) or emulated (fp32\n"
             "                               activations and math, bf16 parameters widened as they load;\n"
@@ -154,6 +161,11 @@ static int parse_value(struct opts *o, const char *a, const char *v)
     if (!strcmp(a, "--grad-clip")) return sz_opt_real(a, v, 0, 0, inf, 0, &o->grad_clip);
     if (!strcmp(a, "--optimizer")) return sz_opt_optimizer(a, v, &o->optimizer);
     if (!strcmp(a, "--momentum")) { o->momentum_set = 1; return sz_opt_real(a, v, 0, 0, 1, 1, &o->momentum); }
+    if (!strcmp(a, "--loss-scale")) return sz_opt_real(a, v, 0, 0, inf, 0, &o->ls.loss_scale);
+    if (!strcmp(a, "--initial-scale-power")) return sz_opt_int(a, v, 0, 64, &o->ls.initial_scale_power);
+    if (!strcmp(a, "--loss-scale-window")) return sz_opt_int(a, v, 1, INT_MAX, &o->ls.loss_scale_window);
+    if (!strcmp(a, "--hysteresis")) return sz_opt_int(a, v, 1, INT_MAX, &o->ls.hysteresis);
+    if (!strcmp(a, "--min-loss-scale")) return sz_opt_real(a, v, 0, 1, inf, 0, &o->ls.min_loss_scale);
     fprintf(stderr, "sz-train: unknown option %s (see --help)\n", a);
     return -1;
 }
@@ -210,6 +222,9 @@ static int parse(int argc, char **argv, struct opts *o)
                        .seed = 1337, .lr = 3e-4f, .beta1 = 0.9f, .beta2 = 0.999f, .eps = 1e-8f,
                        .precision = "fp32", .decay = "matrices", .lr_schedule = "constant", .timeout = 600,
                        .bf16_compute = "auto"};
+    sz_zero_config zd;
+    sz_zero_config_defaults(&zd);
+    o->ls = zd.loss_scaling;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) { usage(stdout); exit(0); }
@@ -273,8 +288,9 @@ static int parse(int argc, char **argv, struct opts *o)
         fprintf(stderr, "sz-train: --decay must be 'matrices' or 'all', not '%s'\n", o->decay);
         return -1;
     }
-    if (strcmp(o->precision, "fp32") && strcmp(o->precision, "bf16")) {
-        fprintf(stderr, "sz-train: --precision %s: must be fp32 or bf16\n", o->precision);
+    sz_precision pr;
+    if (sz_precision_parse(o->precision, &pr) != SZ_OK) {
+        fprintf(stderr, "sz-train: --precision %s: must be fp32, bf16 or fp16\n", o->precision);
         return -1;
     }
     sz_bf16_compute bc;
@@ -362,6 +378,9 @@ static sz_status agree(sz_context *ctx, const struct opts *o, const sz_arch_conf
     sz_settings_add(s, "--wd", "%.9g", o->wd);
     sz_settings_add(s, "--decay", "%s", o->decay);
     sz_settings_add(s, "--grad-clip", "%.9g", o->grad_clip);
+    sz_settings_add(s, "the fp16 loss scaling (--loss-scale, --initial-scale-power, --loss-scale-window, --hysteresis, "
+                    "--min-loss-scale)", "%.9g %d %d %d %.9g", o->ls.loss_scale, o->ls.initial_scale_power,
+                    o->ls.loss_scale_window, o->ls.hysteresis, o->ls.min_loss_scale);
     sz_settings_add(s, "--seed", "%llu", o->seed);
     file_setting(s, "the --train file", o->train);
     sz_settings_add(s, "--val", "%s", o->val ? "given" : "not given");
@@ -404,7 +423,7 @@ static int step_is_finite(const struct opts *o, int step, float loss, float norm
 /* ---- the training state (apps/common/state_io.c): what sz-train adds to the manifest, and
  * what it checks when resuming ---------------------------------------------------------------- */
 static cJSON *state_info(const struct opts *o, sz_arch_config *cfg, const sz_tokens *train, int nd,
-                         long next_mb)
+                         long next_mb, const sz_loss_scaler *scaler)
 {
     cJSON *a = cJSON_CreateObject(), *mo = cJSON_CreateObject(), *z = cJSON_CreateObject(),
           *op = cJSON_CreateObject(), *d = cJSON_CreateObject();
@@ -447,6 +466,14 @@ static cJSON *state_info(const struct opts *o, sz_arch_config *cfg, const sz_tok
     cJSON_AddNumberToObject(d, "next_micro_batch", (double)next_mb);
     cJSON_AddItemToObject(a, "data", d);
     cJSON_AddNumberToObject(a, "seed", (double)o->seed);
+    if (!strcmp(o->precision, "fp16")) { /* the loss scaler resumes where it was */
+        cJSON *ls = cJSON_CreateObject();
+        cJSON_AddNumberToObject(ls, "scale", scaler->scale);
+        cJSON_AddNumberToObject(ls, "good_steps", scaler->good_steps);
+        cJSON_AddNumberToObject(ls, "hysteresis_left", scaler->hysteresis_left);
+        cJSON_AddNumberToObject(ls, "skipped", (double)scaler->skipped);
+        cJSON_AddItemToObject(a, "loss_scaler", ls);
+    }
     if (o->init)
         cJSON_AddStringToObject(a, "init", o->init);
     return a;
@@ -512,6 +539,23 @@ static int state_resume_checks(const struct opts *o, const cJSON *man, const cha
     if (lead && !o->json)
         printf("resuming from %s: step %d (saved at N_d %d, ZeRO stage %d)\n", stepdir, *step,
                (int)sz_json_num(man, "nd", 0), (int)sz_json_num(z, "stage", 0));
+    return 0;
+}
+
+/* fp16: the loss scaler the state was saved with (its field loss_scaler), restored before the
+ * first step so that the resumed run scales and skips as the uninterrupted one would. */
+static int resume_scaler(sz_model *m, const cJSON *man, const char *stepdir)
+{
+    const cJSON *ls = cJSON_GetObjectItemCaseSensitive(man, "loss_scaler");
+    sz_loss_scaler s = {.scale = (float)sz_json_num(ls, "scale", -1), .good_steps = (int)sz_json_num(ls, "good_steps", -1),
+                        .hysteresis_left = (int)sz_json_num(ls, "hysteresis_left", -1),
+                        .skipped = (int64_t)sz_json_num(ls, "skipped", -1)};
+    if (!cJSON_IsObject(ls) || sz_model_set_loss_scaler(m, &s) != SZ_OK) {
+        fprintf(stderr, "sz-train: %s: the state has no usable loss_scaler (scale, good_steps, hysteresis_left, "
+                        "skipped), which an fp16 run needs to resume; it was not saved by an fp16 run of this "
+                        "version\n", stepdir);
+        return -1;
+    }
     return 0;
 }
 
@@ -604,7 +648,8 @@ static void report(const struct opts *o, const sz_arch_config *cfg, const sz_mem
 {
     const sz_memory_report *r0 = &reps[0];
     double psi = (double)r0->nparams;
-    int mixed = r0->precision == SZ_PRECISION_BF16;
+    const char *prec_name = sz_precision_name(r0->precision);
+    int mixed = r0->precision != SZ_PRECISION_FP32;
     sz_zero_breakdown f;
     int states = sz_optimizer_states(o->optimizer, o->momentum);
     sz_zero_state_breakdown_opt(o->stage, psi, nd, mixed, states, &f);
@@ -628,7 +673,7 @@ static void report(const struct opts *o, const sz_arch_config *cfg, const sz_mem
                "\"budget_from_machine\": %d, \"host_buffer_bytes\": %lld, \"matmul_host_peak_bytes\": %lld, "
                "\"mem_budget\": %lld, \"overlap\": %.4f, \"comm_task_s\": %.4f, \"compute_task_s\": %.4f, "
                "\"arenas\": %d, ",
-               sz_optimizer_name(o->optimizer), states, mixed ? "bf16" : "fp32", r0->bf16_path, o->stage, nd, o->micro_batches, (long long)r0->nparams,
+               sz_optimizer_name(o->optimizer), states, prec_name, r0->bf16_path, o->stage, nd, o->micro_batches, (long long)r0->nparams,
                (long long)r0->nparams_padded, (long long)ms,
                ms_formula, (long long)MAXR(reps, nd, bytes[SZ_MEM_ACTIVATIONS]), act_llmc, (long long)sent,
                comm_formula, (long long)peak, (long long)MAXR(reps, nd, rss_peak_bytes),
@@ -675,7 +720,7 @@ static void report(const struct opts *o, const sz_arch_config *cfg, const sz_mem
         return;
     }
     printf("\nmemory per rank, ZeRO stage %d, N_d = %d, %d micro-batch(es), %s; Ψ = %lld (%lld padded)\n",
-           o->stage, nd, o->micro_batches, mixed ? "bf16 mixed precision" : "fp32", (long long)r0->nparams,
+           o->stage, nd, o->micro_batches, mixed ? (r0->precision == SZ_PRECISION_FP16 ? "fp16 mixed precision" : "bf16 mixed precision") : "fp32", (long long)r0->nparams,
            (long long)r0->nparams_padded);
     printf("  %-28s %16s %16s\n", "category", "measured (max)", "formula");
     for (int c = 0; c < SZ_MEM_NCATEGORIES; c++) {
@@ -822,9 +867,10 @@ int main(int argc, char **argv)
         goto out;
     }
     long val_batches = o.val ? sz_tokens_val_batches(&val, o.val_steps) : 0;
-    int mixed = !strcmp(o.precision, "bf16");
-    sz_zero_config zero = {.stage = o.stage, .micro_batches = o.micro_batches,
-                           .precision = mixed ? SZ_PRECISION_BF16 : SZ_PRECISION_FP32,
+    sz_precision precision = SZ_PRECISION_FP32;
+    sz_precision_parse(o.precision, &precision); /* checked by parse() */
+    sz_zero_config zero = {.stage = o.stage, .micro_batches = o.micro_batches, .precision = precision,
+                           .loss_scaling = o.ls,
                            .mem_budget = (int64_t)o.mem_budget, .prefetch_bytes = (int64_t)o.prefetch_bytes,
                            .max_live_bytes = (int64_t)o.max_live_bytes, .checkpoint = o.checkpoint,
                            .bucket_bytes = (int64_t)o.bucket_bytes, .offload_checkpoints = o.offload,
@@ -854,6 +900,8 @@ int main(int argc, char **argv)
                 fprintf(stderr, "sz-train: --resume %s\n", err);
             goto out;
         }
+        if (precision == SZ_PRECISION_FP16 && resume_scaler(sz_arch_model_of(g), man, stepdir) != 0)
+            goto out;
         first = saved + 1;
         if (first > o.steps && lead)
             printf("the state is at step %d and --steps is %d: nothing left to train\n", saved, o.steps);
@@ -915,9 +963,12 @@ int main(int argc, char **argv)
     double flops = sz_arch_flops(g) * o.micro_batches * nd; /* all ranks together */
     int tokens = nd * o.batch * o.seq * o.micro_batches;
     sz_lr_schedule sched = {(sz_lr_kind)sz_lr_kind_parse(o.lr_schedule), o.lr, o.min_lr, o.warmup, o.steps};
+    sz_loss_scaler scaler; /* fp16: the loss scale and the skipped steps (scale 1, none skipped otherwise) */
     for (int step = first; step <= o.steps; step++) {
         double t0 = now_ms(), sum = 0.0;
-        tc.lr = (float)sz_lr_at(&sched, step);
+        /* a skipped fp16 step does not advance the schedule either (DeepSpeed's lr scheduler) */
+        sz_model_loss_scaler(sz_arch_model_of(g), &scaler);
+        tc.lr = (float)sz_lr_at(&sched, step - (int)scaler.skipped);
         for (int mb = 0; mb < o.micro_batches; mb++) {
             sz_tokens_batch(&train, next_mb++, rank, in, tg);
             float l;
@@ -935,13 +986,26 @@ int main(int argc, char **argv)
         float loss = (float)(sum / o.micro_batches);
         double ms = now_ms() - t0, tps = tokens / (ms / 1e3), gf = flops / (ms / 1e3) / 1e9;
         float norm = sz_model_last_grad_norm(sz_arch_model_of(g));
+        float scale_used = scaler.scale;
+        sz_model_loss_scaler(sz_arch_model_of(g), &scaler);
+        char fp16[160] = "";
+        if (precision == SZ_PRECISION_FP16 && o.json)
+            snprintf(fp16, sizeof fp16, ", \"loss_scale\": %.17g, \"skipped\": %s, \"skipped_steps\": %lld", scale_used,
+                     scaler.last_skipped ? "true" : "false", (long long)scaler.skipped);
+        else if (precision == SZ_PRECISION_FP16)
+            snprintf(fp16, sizeof fp16, "  scale %g%s", scale_used,
+                     scaler.last_skipped ? "  overflow: step skipped" : "");
+        char gn[32] = "null"; /* JSON has no inf or NaN (an fp16 overflow's norm, --allow-nonfinite) */
+        if (isfinite(norm))
+            snprintf(gn, sizeof gn, "%.6f", norm);
         if (lead && o.json)
             printf("{\"step\": %d, \"loss\": %.6f, \"ms\": %.3f, \"tokens_per_s\": %.1f, \"gflops\": %.2f, "
-                   "\"grad_norm\": %.6f, \"lr\": %g}\n", step, loss, ms, tps, gf, norm, tc.lr);
+                   "\"grad_norm\": %s, \"lr\": %g%s}\n", step, loss, ms, tps, gf, gn, tc.lr, fp16);
         else if (lead)
-            printf("step %4d/%d: loss %.6f  %8.1f ms  %9.0f tok/s  %7.1f GFLOP/s  |g| %.4f  lr %.3g\n", step, o.steps,
-                   loss, ms, tps, gf, norm, tc.lr);
-        if (!step_is_finite(&o, step, loss, norm, lead)) {
+            printf("step %4d/%d: loss %.6f  %8.1f ms  %9.0f tok/s  %7.1f GFLOP/s  |g| %.4f  lr %.3g%s\n", step,
+                   o.steps, loss, ms, tps, gf, norm, tc.lr, fp16);
+        /* an fp16 overflow is the loss scaler's to handle (the step was skipped): only the loss counts */
+        if (!step_is_finite(&o, step, loss, scaler.last_skipped ? 0.0f : norm, lead)) {
             rc = 3;
             goto out;
         }
@@ -960,7 +1024,8 @@ int main(int argc, char **argv)
                 printf("step %4d/%d: val loss %.6f (%ld batches)\n", step, o.steps, vl, val_batches);
         }
         if (o.save_state && ((o.save_every > 0 && step % o.save_every == 0) || last)) {
-            if (sz_state_save(sz_arch_model_of(g), ctx, o.save_state, step, state_info(&o, &cfg, &train, nd, next_mb), o.keep,
+            if (sz_state_save(sz_arch_model_of(g), ctx, o.save_state, step,
+                              state_info(&o, &cfg, &train, nd, next_mb, &scaler), o.keep,
                               save_delay_ms(), where, sizeof where, err, sizeof err) != 0) {
                 fprintf(stderr, "sz-train: --save-state: %s\n", err);
                 goto out;

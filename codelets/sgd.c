@@ -23,7 +23,8 @@ static void sgd_run(void *b[], void *arg, int mixed)
     float *norm = sz_task_ptr(b, arg, NORM);
     double s = 0.0;
     float scale = *(const float *)sz_task_ptr(b, arg, SCALE);
-    int rc = mixed ? sz_k_sgd_step(sz_task_ptr(b, arg, MASTER), sz_task_ptr(b, arg, P), sz_task_ptr(b, arg, G), 1,
+    int gdt = sz_kdt_of(sz_task_layout_of(arg)->dtype[G]); /* 1 bf16, 2 fp16 when mixed */
+    int rc = mixed ? sz_k_sgd_step(sz_task_ptr(b, arg, MASTER), sz_task_ptr(b, arg, P), sz_task_ptr(b, arg, G), gdt,
                                    sz_task_ptr(b, arg, BUF), (size_t)a->n, a->lr, a->momentum, a->wd, 0, scale,
                                    norm ? &s : NULL)
                    : sz_k_sgd_step(sz_task_ptr(b, arg, P), NULL, sz_task_ptr(b, arg, G), 0, sz_task_ptr(b, arg, BUF),
@@ -44,6 +45,10 @@ static void sgd_cuda_run(void *b[], void *arg, int mixed)
     const struct sgd_args *a = sz_task_params(arg);
     float *norm = sz_task_ptr(b, arg, NORM);
     const void *g = sz_task_ptr(b, arg, G);
+    if (sz_task_layout_of(arg)->dtype[G] == SZ_DTYPE_F16) { /* refused before: sz_precision_resolve */
+        sz_task_fail(arg, "sgd_mixed: fp16 parameters have no CUDA implementation");
+        return;
+    }
     int gdt = mixed ? SZ_CUDA_BF16 : SZ_CUDA_F32;
     int rc = mixed ? sz_cuda_sgd_any(SZ_STREAM, sz_task_ptr(b, arg, MASTER), sz_task_ptr(b, arg, P), g, gdt,
                                      sz_task_ptr(b, arg, BUF), (size_t)a->n, a->lr, a->momentum, a->wd, 0,
@@ -63,7 +68,7 @@ SZ_PERFMODEL(sgd_mixed_model, "sz_sgd_mixed");
 SZ_CODELET_CUDA(sz_cl_sgd, sgd_cpu, sgd_cuda, "sgd", sgd_model);
 SZ_DESCRIBE(sz_cl_sgd, SZ_TASK_OPTIMIZER, 0, "SGD (momentum buffer if any) on a view [, fused squared norm]");
 SZ_CODELET_CUDA(sz_cl_sgd_mixed, sgd_mixed_cpu, sgd_mixed_cuda, "sgd_mixed", sgd_mixed_model);
-SZ_DESCRIBE(sz_cl_sgd_mixed, SZ_TASK_OPTIMIZER, 0, "SGD: fp32 master, bf16 params and grads");
+SZ_DESCRIBE(sz_cl_sgd_mixed, SZ_TASK_OPTIMIZER, 0, "SGD: fp32 master, bf16 or fp16 params and grads");
 
 sz_status sz_submit_sgd(sz_unit *u, const sz_tensor *master, const sz_tensor *p, const sz_tensor *g,
                         const sz_tensor *buf, const sz_tensor *scale, const sz_tensor *norm, int acc, float lr,
@@ -74,7 +79,7 @@ sz_status sz_submit_sgd(sz_unit *u, const sz_tensor *master, const sz_tensor *p,
     if ((buf != NULL) != (momentum != 0.0f))
         return sz_op_invalid(u, "sgd", "momentum %g %s a buffer", (double)momentum, buf ? "with" : "without");
     struct sgd_args a = {n, lr, momentum, wd, acc};
-    sz_dtype dt = mixed ? SZ_DTYPE_BF16 : SZ_DTYPE_F32;
+    sz_dtype dt = !mixed ? SZ_DTYPE_F32 : p && p->dtype == SZ_DTYPE_F16 ? SZ_DTYPE_F16 : SZ_DTYPE_BF16;
     sz_task_tensor tt[] = {{p, SZ_READ_WRITE, dt, n, "param", 0},
                            {g, SZ_READ, dt, n, "grad", 0},
                            {master, SZ_READ_WRITE, SZ_DTYPE_F32, n, "master", 1},

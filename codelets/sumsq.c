@@ -1,5 +1,5 @@
 /* codelets/sumsq.c — squared L2 norm of a gradient view (tensor 0: the one-float result, written;
- * tensor 1: the view, fp32 or bf16), summed in double by sz_k_sumsq: the result never depends on
+ * tensor 1: the view, fp32, bf16 or fp16), summed in double by sz_k_sumsq: the result never depends on
  * the thread count. Without clipping AdamW takes the norm itself in its own pass (codelets/adamw.c). */
 #include "sz_codelets.h"
 #include "starzero_starpu.h"
@@ -9,7 +9,7 @@
 static void sumsq_cpu(void *b[], void *arg)
 {
     const sz_task_layout *l = sz_task_layout_of(arg);
-    double s = sz_k_sumsq(sz_task_ptr(b, arg, 1), l->dtype[1] == SZ_DTYPE_BF16, l->numel[1]);
+    double s = sz_k_sumsq(sz_task_ptr(b, arg, 1), sz_kdt_of(l->dtype[1]), l->numel[1]);
     if (s == -1.0) {
         sz_task_fail_nomem(arg, "out of memory");
         return;
@@ -21,6 +21,10 @@ static void sumsq_cpu(void *b[], void *arg)
 static void sumsq_cuda(void *b[], void *arg)
 {
     const sz_task_layout *l = sz_task_layout_of(arg);
+    if (l->dtype[1] == SZ_DTYPE_F16) { /* refused before: sz_precision_resolve */
+        sz_task_fail(arg, "sumsq: fp16 gradients have no CUDA implementation");
+        return;
+    }
     sz_cuda_task_rc(arg, "sumsq", sz_cuda_sumsq(SZ_STREAM, sz_task_ptr(b, arg, 0), sz_task_ptr(b, arg, 1),
                                                 l->dtype[1] == SZ_DTYPE_BF16, l->numel[1], 0));
 }

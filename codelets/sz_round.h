@@ -18,19 +18,6 @@ static inline int sz_round_wanted(const sz_unit *u, const sz_tensor *dw)
     return sz_unit_rounds(u) && dw && dw->dtype == SZ_DTYPE_BF16;
 }
 
-/* n fp32 values of scratch (NULL after sz_task_fail when out of memory). Tests only:
- * SZ_TEST_FAIL_ROUND_SCRATCH=1 in the environment makes every such allocation fail as if memory
- * had run out (tests/test_llama.c); off unless set to a value starting with '1'. Read at each call,
- * so a test sets it between steps, while no task runs. */
-static inline float *sz_round_scratch(const void *arg, size_t n)
-{
-    const char *fail = getenv("SZ_TEST_FAIL_ROUND_SCRATCH");
-    float *s = fail && fail[0] == '1' ? NULL : malloc(n * sizeof *s);
-    if (!s)
-        sz_task_fail_nomem(arg, "out of memory (the gradients' rounding scratch)");
-    return s;
-}
-
 /* tensor k (bf16, may be absent) of the task from n fp32 values with its rule */
 static inline void sz_round_into(void *b[], const void *arg, int k, const float *src, size_t n)
 {

@@ -264,3 +264,12 @@ sz_status sz_grads_flush(struct sz_core *m)
     m->ngpending = 0; /* taken before the zeroing tasks are built (they touch the same buffers) */
     return zero_views(m, m->gpending, n);
 }
+
+float *sz_round_scratch(const void *arg, size_t n)
+{
+    const char *fail = getenv("SZ_TEST_FAIL_ROUND_SCRATCH"); /* the test hook (core/sz_core.h) */
+    float *s = fail && fail[0] == '1' ? NULL : malloc(n * sizeof *s);
+    if (!s)
+        sz_task_fail_nomem(arg, "out of memory (the gradients' rounding scratch)");
+    return s;
+}

@@ -125,6 +125,8 @@ void sz_tensor_free_pinned(void *home, size_t bytes);
  * type when it is bf16, else f32 (so anything else is refused as not f32), and its kernel type. */
 static inline sz_dtype sz_fb(const sz_tensor *t) { return t && t->dtype == SZ_DTYPE_BF16 ? SZ_DTYPE_BF16 : SZ_DTYPE_F32; }
 static inline int sz_kdt(const sz_tensor *t) { return sz_fb(t) == SZ_DTYPE_BF16 ? 1 : 0; }
+/* The kernels' type (kernels/sz_kernels.h, sz_k_dtype) of a float storage type: 0 fp32, 1 bf16, 2 fp16. */
+static inline int sz_kdt_of(int dtype) { return dtype == SZ_DTYPE_BF16 ? 1 : dtype == SZ_DTYPE_F16 ? 2 : 0; }
 
 /* ---- what the core keeps of a model and of a unit ------------------------------------------- */
 
@@ -247,6 +249,11 @@ sz_status sz_grads_flush(struct sz_core *c);
  * codelet's CUDA implementation sets too (its descriptor's SZ_CL_CUDA_SETS). Pure: tests call it
  * on made-up cases. */
 int sz_fold_decide(int has_cuda_impl, int cuda_sets, uint32_t where, int ncuda_workers);
+/* n fp32 values of scratch for an op rounding into a bf16 gradient (NULL after sz_task_fail when
+ * out of memory). A test hook, read at each call so a test can set it between steps while no task
+ * runs: SZ_TEST_FAIL_ROUND_SCRATCH=1 makes every such allocation fail as if memory had run out
+ * (tests/test_llama.c). */
+float *sz_round_scratch(const void *cl_arg, size_t n);
 /* The GRAD_CONVERT rule (graph/sz_plan.h sz_convert_mode) an op that rounds its fp32 result into
  * the bf16 gradient k (a unit with sz_unit_rounds) applies: set by the first writer, SET (stages
  * 2-3: a fresh copy) or ONTO_ZEROS (stages 0-1: the first micro-batch, set[k] == 2 from a deferral

@@ -20,6 +20,7 @@ static const char *dtype_name(int dt)
     switch (dt) {
     case SZ_DTYPE_F32: return "f32";
     case SZ_DTYPE_BF16: return "bf16";
+    case SZ_DTYPE_F16: return "f16";
     case SZ_DTYPE_I32: return "i32";
     }
     return "any";

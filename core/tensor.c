@@ -5,6 +5,7 @@
 #include <string.h>
 #include "sz_core.h"
 #include "sz_cuda.h"
+#include "sz_kernels.h"
 
 size_t sz_dtype_size(sz_dtype dtype)
 {
@@ -12,6 +13,7 @@ size_t sz_dtype_size(sz_dtype dtype)
     case SZ_DTYPE_F32: return 4;
     case SZ_DTYPE_BF16: return 2;
     case SZ_DTYPE_I32: return 4;
+    case SZ_DTYPE_F16: return 2;
     }
     return 0;
 }
@@ -124,14 +126,13 @@ sz_status sz_tensor_read_f32(sz_tensor *t, float *dst)
 {
     if (!t || !dst)
         return SZ_ERR_INVALID;
-    if (t->dtype != SZ_DTYPE_BF16)
+    if (t->dtype != SZ_DTYPE_BF16 && t->dtype != SZ_DTYPE_F16)
         return sz_tensor_read(t, dst);
     uint16_t *h = malloc((size_t)t->numel * sizeof *h);
     if (!h)
         return SZ_ERR_NOMEM;
     sz_status st = sz_tensor_read(t, h);
-    for (int64_t i = 0; i < t->numel; i++)
-        dst[i] = sz_h2f(h[i]);
+    sz_k_convert(dst, SZ_K_F32, h, (sz_k_dtype)sz_kdt_of(t->dtype), (size_t)t->numel, SZ_K_CONVERT_SET);
     free(h);
     return st;
 }
@@ -140,13 +141,12 @@ sz_status sz_tensor_write_f32(sz_tensor *t, const float *src)
 {
     if (!t || !src)
         return SZ_ERR_INVALID;
-    if (t->dtype != SZ_DTYPE_BF16)
+    if (t->dtype != SZ_DTYPE_BF16 && t->dtype != SZ_DTYPE_F16)
         return sz_tensor_write(t, src);
     uint16_t *h = malloc((size_t)t->numel * sizeof *h);
     if (!h)
         return SZ_ERR_NOMEM;
-    for (int64_t i = 0; i < t->numel; i++)
-        h[i] = sz_f2h(src[i]);
+    sz_k_convert(h, (sz_k_dtype)sz_kdt_of(t->dtype), src, SZ_K_F32, (size_t)t->numel, SZ_K_CONVERT_SET);
     sz_status st = sz_tensor_write(t, h);
     free(h);
     return st;

@@ -227,7 +227,7 @@ sz_status sz_context_agree(sz_context *ctx, const sz_settings *s, const char *wh
  * A tensor is a StarPU data handle with a dtype and an element count, owned by a model. Tasks
  * read and write it; the app touches its bytes only through sz_tensor_read / sz_tensor_write,
  * which wait for the tasks that use it. */
-typedef enum sz_dtype { SZ_DTYPE_F32 = 0, SZ_DTYPE_BF16, SZ_DTYPE_I32 } sz_dtype;
+typedef enum sz_dtype { SZ_DTYPE_F32 = 0, SZ_DTYPE_BF16, SZ_DTYPE_I32, SZ_DTYPE_F16 } sz_dtype;
 typedef struct sz_tensor sz_tensor;
 
 size_t sz_dtype_size(sz_dtype dtype);
@@ -311,7 +311,30 @@ typedef enum sz_precision {
                               or an fp32 working copy of one unit at a time (the other units, and
                               on the emulated path every unit with CUDA workers or
                               sz_zero_config.bf16_work_copies) */
+    SZ_PRECISION_FP16,     /* mixed, the ZeRO paper's: fp16 params and grads (stored and
+                              communicated), fp32 master weights and optimizer state, every op
+                              computing in fp32 on fp32 working copies of one unit at a time; the
+                              loss scaled before backward (sz_zero_config.loss_scaling: dynamic by
+                              default, DeepSpeed's rule), a step whose gradients overflowed skipped
+                              on every rank. CPU workers only so far */
 } sz_precision;
+/* "fp32", "bf16", "fp16"; NULL for an unknown value. _parse: SZ_ERR_INVALID for an unknown name. */
+const char *sz_precision_name(sz_precision p);
+sz_status sz_precision_parse(const char *name, sz_precision *out);
+
+/* fp16 loss scaling, DeepSpeed's fp16 block (its names and defaults): loss_scale 0 is dynamic,
+ * starting at 2^initial_scale_power; a step whose gradients hold an inf or NaN on any rank is
+ * skipped (no update anywhere, the optimizer's step count unchanged) and, after `hysteresis`
+ * such steps since the scale last changed, the scale is halved, never below min_loss_scale; after
+ * loss_scale_window steps without one it doubles. loss_scale > 0 is a fixed scale (overflowing
+ * steps are still skipped). Ignored unless SZ_PRECISION_FP16. */
+typedef struct sz_loss_scaling {
+    float loss_scale;          /* 0 (default): dynamic */
+    int initial_scale_power;   /* 16 */
+    int loss_scale_window;     /* 1000 */
+    int hysteresis;            /* 2 */
+    float min_loss_scale;      /* 1 */
+} sz_loss_scaling;
 
 /* How bf16 mixed precision computes. Chosen once per run, before anything is allocated, by a
  * CPUID rule (never a timed probe, so every rank decides alike; sz_model_finalize checks the ranks
@@ -319,7 +342,7 @@ typedef enum sz_precision {
  *  - native: matrix products run bf16 x bf16 with fp32 accumulation through oneDNN (AMX or
  *    AVX512-BF16 tiles, fixed tiles so the bits do not depend on the thread count); the
  *    activations the matmuls read and their gradients are bf16 (the model chooses them, asking
- *    sz_model_bf16_native); layernorm, softmax, GELU and attention compute in fp32 from bf16
+ *    sz_resolved_precision.native); layernorm, softmax, GELU and attention compute in fp32 from bf16
  *    inputs; units with sz_unit_desc.bf16_params read the bf16 parameters directly (no fp32
  *    working copy). Master weights, Adam state and the working gradients stay fp32.
  *  - emulated: fp32 activations, and every op widens the bf16 parameters exactly as it loads them
@@ -449,6 +472,7 @@ typedef struct sz_zero_config {
                                before its compute), as with CUDA workers — the same bits as reading
                                them directly (default 0), more memory and time; for comparisons.
                                Ignored on the native path (its units always read them directly) */
+    sz_loss_scaling loss_scaling; /* under SZ_PRECISION_FP16 (defaults: DeepSpeed's) */
     int64_t host_bytes;     /* host buffers the app holds while it trains, beside the engine's tensors,
                                that grow with the model or the batch (its data loader, the kernels'
                                working memory: sz_matmul_host_bytes): the prediction and the budget
@@ -490,31 +514,61 @@ sz_status sz_model_finalize(sz_model *m);
 
 int sz_model_nunits(const sz_model *m);
 int64_t sz_model_nparams(const sz_model *m);          /* real parameters, padding excluded */
-/* 1 when the model computes bf16 natively: SZ_PRECISION_BF16 and the native path (sz_bf16_compute,
- * resolved at sz_model_set_zero, so a model can choose its activations' dtypes after it); else 0. */
-int sz_model_bf16_native(const sz_model *m);
-/* 1 when, under SZ_PRECISION_BF16, units with sz_unit_desc.bf16_params read the bf16 parameters
- * directly (no fp32 working copies): on the native path, and on the emulated one without CUDA
- * workers unless sz_zero_config.bf16_work_copies; else 0. Resolved at sz_model_set_zero, so a model
- * can size its kernels' host memory after it (sz_matmul_host_bytes_wbf16 on the emulated path). */
-int sz_model_bf16_params_direct(const sz_model *m);
-/* 1 when mixed precision's gradient rounding is folded into the writers of units with round_grads
- * (no CUDA workers, not SZ_GRAD_ROUND_FOLD=0, SZ_GRAD_FOLD / SZ_ZERO_FOLD not 0); resolved at
- * sz_model_set_zero, so a model can add its linear layers' rounding panels to its host memory
- * (sz_matmul_round_host_bytes). */
-int sz_model_grad_round_folded(const sz_model *m);
+/* What a ZeRO configuration's precision resolves to on this rank, decided once: by
+ * sz_precision_resolve (a model library calls it to size its tensors and host buffers before
+ * sz_model_set_zero) and by sz_model_set_zero itself, which keeps it (sz_model_precision). The
+ * model's tensor dtypes, the plan, the storage and the host buffers the ops need all follow from
+ * it; nothing asks again. */
+typedef struct sz_resolved_precision {
+    sz_precision kind;         /* the configuration's */
+    int mixed;                 /* 16-bit parameters and gradients (stored and communicated), fp32 master
+                                  and optimizer state: SZ_PRECISION_BF16 or _FP16 */
+    sz_dtype param, grad;      /* their storage: f32, or bf16 or f16 (mixed) */
+    sz_dtype act;              /* what the linear layers read: bf16 on the native path, else f32 */
+    sz_bf16_compute compute;   /* the bf16 compute path: native or emulated (AUTO resolved by the CPU's
+                                  rule, or with CUDA workers the GPU's; sz_context_bf16_auto) */
+    int native;                /* mixed and the native path: the ops compute on bf16 tensors */
+    int params_direct;         /* where parameters are bf16 (mixed), units with sz_unit_desc.bf16_params
+                                  read them directly, no fp32 working copy: on the native path, and on
+                                  the emulated one without CUDA workers unless bf16_work_copies (then the
+                                  linear layers widen bf16 weights: sz_matmul_host_bytes_wbf16) */
+    int grads_rounded;         /* where gradients are bf16 (mixed), their writers round into them: the
+                                  gradient rounding folded (no CUDA workers, the fold switches on:
+                                  sz_fold_switches; sz_matmul_round_host_bytes) */
+    int loss_scaling;          /* the loss is scaled and overflowing steps skipped (SZ_PRECISION_FP16) */
+} sz_resolved_precision;
+/* Resolves z's precision on ctx's rank (collective-free, the same answer on every rank of a job on
+ * alike nodes): SZ_ERR_INVALID for an unknown precision or bf16 path, SZ_ERR_UNSUPPORTED for the
+ * native path where the rank's CUDA workers cannot run it (logged, with the reason). */
+sz_status sz_precision_resolve(sz_context *ctx, const sz_zero_config *z, sz_resolved_precision *out);
+/* The model's, resolved at its last sz_model_set_zero (fp32 defaults before). */
+const sz_resolved_precision *sz_model_precision(const sz_model *m);
+/* The loss scaler (SZ_PRECISION_FP16): the scale the next step's loss is multiplied by, the
+ * clean steps since the scale last changed or a step overflowed, the overflows the hysteresis
+ * still allows, the steps skipped since the start, and whether the last update was skipped. Part
+ * of the training state (sz-train saves and resumes it): _set restores one (SZ_ERR_INVALID for a
+ * scale that is not finite and positive). Under other precisions: scale 1, nothing skipped. */
+typedef struct sz_loss_scaler {
+    float scale;
+    int good_steps, hysteresis_left;
+    int64_t skipped;
+    int last_skipped;
+} sz_loss_scaler;
+sz_status sz_model_loss_scaler(const sz_model *m, sz_loss_scaler *out);
+sz_status sz_model_set_loss_scaler(sz_model *m, const sz_loss_scaler *s);
 /* The engine's foldings as the environment leaves them, the one reader of their switches (sz_model_init
  * reads it; sz-estimate too, to predict the plan sz-train's engine builds). Each variable turns its
  * folding off only when set to a value starting with '0'. zeros: SZ_ZERO_FOLD (sz_op_zero folded into
  * the next op); grads: zeros and SZ_GRAD_FOLD (the parameters' gradients left to their first writers,
  * sz_plan_config.fold_grads); round: grads and SZ_GRAD_ROUND_FOLD (mixed precision's gradient rounding
  * folded into the writers, sz_plan_config.fold_round, where no CUDA worker runs:
- * sz_model_grad_round_folded). */
+ * sz_resolved_precision.grads_rounded). */
 typedef struct sz_fold_switches {
     int zeros, grads, round;
 } sz_fold_switches;
 void sz_fold_switches_read(sz_fold_switches *f);
-/* The path in effect: "native" or "emulated" under bf16 mixed precision, "fp32" otherwise. */
+/* The path in effect: "native" or "emulated" under bf16 mixed precision, "fp16" under fp16 (fp32
+ * compute on working copies), "fp32" otherwise. */
 const char *sz_model_bf16_path(const sz_model *m);
 /* Parameter i of unit u, in the unit's table order: read or write its values (fp32). With several
  * ranks these are collective (every rank calls them, in the same order): values are assembled
@@ -552,8 +606,10 @@ sz_model *sz_unit_model(sz_unit *u);
  * engine SUMS the gradients over micro-batches (accumulation) and over ranks (the reduce-scatter),
  * so a loss's backward must scale each row's gradient by
  *     1 / (N · M · N_d),  N = rows (elements) of the loss tensor, M = micro_batches, N_d = ranks.
- * (1/N alone would give M·N_d times the mean's gradient.) sz_op_softmax_xent_bwd applies it; a loss
- * of your own must too. 0 when the model has no loss tensor yet. */
+ * (1/N alone would give M·N_d times the mean's gradient.) Under SZ_PRECISION_FP16 it also holds
+ * the loss scale (sz_loss_scaler.scale), which the engine divides out of the gradients before the
+ * update. sz_op_softmax_xent_bwd applies it; a loss of your own must too. 0 when the model has no
+ * loss tensor yet. */
 float sz_unit_loss_scale(const sz_unit *u);
 
 /* ---- operations (each one StarPU task; semantics exactly llm.c's GPT-2) -------------------
@@ -856,7 +912,7 @@ typedef struct sz_memory_report {
                                           peers' pool pages this rank has read */
     int budget_from_machine;           /* 1: mem_budget is the machine's (sz_context_memory_budget), no
                                           budget having been given */
-    char bf16_path[16];                /* sz_model_bf16_path: "native", "emulated" or "fp32" */
+    char bf16_path[16];                /* sz_model_bf16_path: "native", "emulated", "fp16" or "fp32" */
     int64_t matmul_host_peak_bytes;    /* measured: the most host bytes the matmul kernels' working memory
                                           (oneDNN scratchpads, packed tiles) held at once in this process */
     /* Measured device memory (tasks/devwatch.c), sampled at every release and after each step: */
@@ -883,7 +939,7 @@ int64_t sz_matmul_host_bytes(int workers, int threads, int64_t rows, int n, cons
  * outputs): oneDNN's native bf16 tiles where it has them (unless SZ_ONEDNN_BF16=0), else the fp32
  * copies the emulation widens the operands into (a call's inputs, weights and bf16 output, in
  * fp32) — the working copies a model using those kernels adds to sz_zero_config.host_bytes (GPT-2
- * adds both figures on the native bf16 path, sz_model_bf16_native: an upper bound). */
+ * adds both figures on the native bf16 path, sz_resolved_precision.native: an upper bound). */
 int64_t sz_matmul_host_bytes_bf16(int workers, int threads, int64_t rows, int n, const int64_t *in, const int64_t *out);
 /* The same for linear layers of fp32 activations with bf16 weights (the emulated bf16 path without
  * working copies: sz_op_matmul_* / sz_op_*gelu* given an fp32 inp or dout and a bf16 w): the fp32
@@ -892,7 +948,7 @@ int64_t sz_matmul_host_bytes_bf16(int workers, int threads, int64_t rows, int n,
  * GPT-2's lm head backward keeps 80 MB per kernel thread). */
 int64_t sz_matmul_host_bytes_wbf16(int workers, int threads, int64_t rows, int n, const int64_t *in, const int64_t *out);
 /* What the linear layers add when mixed precision's gradient rounding is folded into them
- * (sz_model_grad_round_folded): the fp32 panel of whole tile rows one dweight / dbias call holds
+ * (sz_resolved_precision.grads_rounded): the fp32 panel of whole tile rows one dweight / dbias call holds
  * while it rounds (sz_k_matmul_dparams_round_bytes), the largest of the n shapes, per worker. */
 int64_t sz_matmul_round_host_bytes(int workers, int n, const int64_t *in, const int64_t *out);
 /* What a token embedding's backward (sz_op_embedding_bwd) adds when it rounds into its unit's bf16

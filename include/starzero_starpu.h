@@ -109,7 +109,7 @@ static inline void *sz_task_ptr(void *buffers[], const void *cl_arg, int k)
     const sz_task_layout *l = sz_task_layout_of(cl_arg);
     if (k < 0 || k >= l->ntensors || l->buffer[k] < 0)
         return NULL;
-    size_t es = l->dtype[k] == SZ_DTYPE_BF16 ? 2 : 4;
+    size_t es = l->dtype[k] == SZ_DTYPE_BF16 || l->dtype[k] == SZ_DTYPE_F16 ? 2 : 4; /* sz_dtype_size */
     return (char *)STARPU_VECTOR_GET_PTR(buffers[l->buffer[k]]) + (size_t)l->offset[k] * es;
 }
 /* Inside a kernel: 1 when tensor k (declared SZ_ACCUMULATE_OR_SET) must be set (=) rather than

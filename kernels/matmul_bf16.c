@@ -1,11 +1,18 @@
 /* matmul_bf16.c — the linear layer with bf16 inputs (inp, weight, bias, dout) and
  * fp32 accumulation; out / dinp / (dweight, dbias) are fp32 or bf16 as asked.
- * Native oneDNN bf16 matmul where the CPU has it (AMX, AVX-512 BF16) unless SZ_ONEDNN_BF16=0; otherwise
+ * Native oneDNN bf16 matmul where the CPU has it (AMX, AVX-512 BF16) unless turned off
+ * (sz_k_set_bf16_tiles(0): the context does it for SZ_ONEDNN_BF16=0, sched/env.c); otherwise
  * the operands are widened to fp32 (exact) and the fp32 tiles run ("emulated"),
  * which gives the same math at fp32 speed. A bf16 destination is accumulated as
  * round_bf16(f32(dst) + f32 result), like oneDNN's sum post-op. */
 #include <stdlib.h>
 #include "sz_kernels_impl.h"
+
+static int bf16_tiles = 1; /* sz_k_set_bf16_tiles */
+
+void sz_k_set_bf16_tiles(int on) { __atomic_store_n(&bf16_tiles, on != 0, __ATOMIC_RELAXED); }
+
+static int tiles_on(void) { return __atomic_load_n(&bf16_tiles, __ATOMIC_RELAXED); }
 
 /* Number of elements spanned by a strided [rows, cols] view. */
 static size_t sz_span(int64_t rows, int64_t cols, int64_t s_r, int64_t s_c)
@@ -80,7 +87,7 @@ static int sz_mm_emulate(const sz_mm_shape *s, void *d, const uint16_t *a,
 
 /* oneDNN's native bf16 kernels (AMX or AVX512-BF16 tiles) wherever oneDNN has them for the tile
  * shape; the exact widening path where it has not (no AVX-512, or only its reference kernel), or
- * when SZ_ONEDNN_BF16=0 asks for it (the tests cover both). The native bf16 compute path
+ * when sz_k_set_bf16_tiles(0) asks for it (the tests cover both). The native bf16 compute path
  * (include/starzero.h, sz_bf16_compute) runs the model's matmuls here. Checked on a Zen 4 EPYC with
  * AVX512_BF16 (impl brg:avx512_core_bf16): test_kernels_bf16_native passes (references, finite
  * differences, the same bits at 1-4 threads), and at GPT-2 124M's shapes the tiles beat the fp32
@@ -88,8 +95,7 @@ static int sz_mm_emulate(const sz_mm_shape *s, void *d, const uint16_t *a,
 int sz_mm_bf16_epi(const sz_mm_shape *s, void *d, const uint16_t *a, const uint16_t *b,
                    const uint16_t *bias, const sz_mm_epi *epi)
 {
-    const char *native = getenv("SZ_ONEDNN_BF16");
-    if (!(native && native[0] == '0') && sz_mm_supported(s)) return sz_mm_tiled_epi(s, d, a, b, bias, epi);
+    if (tiles_on() && sz_mm_supported(s)) return sz_mm_tiled_epi(s, d, a, b, bias, epi);
     return sz_mm_emulate(s, d, a, b, bias, epi);
 }
 
@@ -174,11 +180,10 @@ void sz_k_matmul_bf16_host_bytes(int N, int C, int OC, int nthr, size_t *scratch
         s[n + 5].accumulate = 0;
         n += 6;
     }
-    const char *native = getenv("SZ_ONEDNN_BF16");
     size_t sc_most = 0, pk_most = 0; /* the choice sz_mm_bf16 makes */
     for (int i = 0; i < n; i++) {
         size_t sc, pk;
-        if (!(native && native[0] == '0') && sz_mm_supported(&s[i])) {
+        if (tiles_on() && sz_mm_supported(&s[i])) {
             sz_mm_shape_host_split(&s[i], nthr, &sc, &pk);
         } else { /* as sz_mm_emulate */
             size_t na = sz_span(s[i].M, s[i].K, s[i].a_sm, s[i].a_sk), nb = sz_span(s[i].K, s[i].N, s[i].b_sk, s[i].b_sn);

@@ -10,13 +10,61 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-/* Element types of the bf16 matmul outputs and of mixed-precision buffers. */
-typedef enum { SZ_K_F32 = 0, SZ_K_BF16 = 1 } sz_k_dtype;
+/* Element types of the bf16 matmul outputs and of mixed-precision buffers: fp32, bf16, and IEEE
+ * binary16 (fp16; storage only: the kernels compute in fp32 on the widened values). */
+typedef enum { SZ_K_F32 = 0, SZ_K_BF16 = 1, SZ_K_F16 = 2 } sz_k_dtype;
+
+/* One fp16 value (IEEE binary16, bits in a uint16_t) as fp32: exact (subnormals included); ±inf
+ * stays ±inf; a NaN becomes a quiet NaN with the sign and the payload in the top mantissa bits, as
+ * F16C's vcvtph2ps gives it. Portable bit math: every case computed and the one that applies
+ * picked with integer masks, no branch, so that loops over it vectorize; a subnormal, m 2^-24, is
+ * the exact integer m scaled by 2^-24 in float (exact whatever the rounding mode, FTZ, DAZ). */
+static inline float sz_k_f16_to_f32_1(uint16_t h)
+{
+    uint32_t s = (uint32_t)(h & 0x8000u) << 16, e = (h >> 10) & 0x1Fu, m = h & 0x3FFu;
+    uint32_t mz = 0u - (uint32_t)(e == 0u), mt = 0u - (uint32_t)(e == 31u); /* zero/subnormal; inf/NaN */
+    uint32_t nrm = ((e + 112u) << 23) | (m << 13);                          /* rebias the exponent */
+    uint32_t top = 0x7F800000u | (m << 13) | ((0u - (uint32_t)(m != 0u)) & 0x00400000u);
+    float sub = (float)(int32_t)m * 5.9604644775390625e-8f;
+    uint32_t sb, u;
+    memcpy(&sb, &sub, 4);
+    u = s | (nrm & ~mz & ~mt) | (top & mt) | (sb & mz);
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
+/* fp32 -> fp16, round to nearest even, as IEEE (and F16C's vcvtps2ph with round-to-nearest): a
+ * magnitude of 65520 or more becomes ±inf (65504 is the largest finite fp16); below 2^-14 the
+ * subnormals, rounded to nearest even (2^-25 and below: ±0); a NaN becomes a quiet NaN keeping the
+ * sign and the top 10 payload bits (vcvtps2ph's). Integer bit math only (no dependence on the
+ * rounding mode), each case computed and the one that applies picked with masks, no branch, so
+ * that loops over it vectorize. */
+static inline uint16_t sz_k_f32_to_f16_1(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    uint32_t a = u & 0x7FFFFFFFu, s = (u >> 16) & 0x8000u;
+    /* 2^-14 <= a < 65536: rebias the exponent and drop 13 bits, adding half an fp16 ulp less one
+     * plus the lowest kept bit (round to nearest even); a carry steps the exponent, up to inf */
+    uint32_t nrm = (a - (112u << 23) + 0xFFFu + ((a >> 13) & 1u)) >> 13;
+    /* a < 2^-14, exponent e <= 112: the significand with its leading 1 shifted right by k = 126 - e
+     * (14 at e = 112; k clamped to 31, which gives 0 as any larger shift would), rounded the same way */
+    uint32_t e = a >> 23, k = 126u - (e > 112u ? 112u : e < 95u ? 95u : e);
+    uint32_t sig = (a & 0x007FFFFFu) | 0x00800000u;
+    uint32_t sub = (sig + (1u << (k - 1u)) - 1u + ((sig >> k) & 1u)) >> k;
+    /* a >= 65536: inf, or a NaN quieted */
+    uint32_t mnan = 0u - (uint32_t)(a > 0x7F800000u), mbig = 0u - (uint32_t)(a >= 0x47800000u);
+    uint32_t msub = 0u - (uint32_t)(a < 0x38800000u);
+    uint32_t big = 0x7C00u | (mnan & (0x200u | ((a >> 13) & 0x3FFu)));
+    return (uint16_t)(s | (big & mbig) | (sub & msub) | (nrm & ~mbig & ~msub));
+}
 
 /* ---- encoder: out[B,T,C] = wte[tok[b,t], :] + wpe[t, :]  (tok int32 [B,T]) ---- */
 void sz_k_encoder_fwd(float *out, const int *tok, const float *wte, const float *wpe,
@@ -156,12 +204,21 @@ void sz_k_softmax_xent_fused(float *logits, float *losses, const int *targets, f
  *      with g = scale * grad (the clip factor; 1 leaves g bitwise as it is).
  *      Pass wd = 0 for tensors that are not decayed. With sumsq not NULL, *sumsq is the squared
  *      norm of grad (unscaled) as sz_k_sumsq gives it, computed in the same pass. Returns -1 when
- *      out of memory (nothing updated), else 0. ---- */
+ *      out of memory (nothing updated), else 0.
+ *      A NaN scale is the engine's skipped step (fp16 dynamic loss scaling found an overflow): the
+ *      optimizers (these two, sz_k_adamw_step_bf16, sz_k_sgd_step) then write nothing at all
+ *      (param, its 16-bit copy, m, v, the momentum untouched), set *sumsq (if not NULL) to 0 and
+ *      return 0; any other scale behaves as described. ---- */
 int sz_k_adamw_step(float *param, const float *grad, float *m, float *v, size_t n,
                     int t, float lr, float beta1, float beta2, float eps, float wd, float scale,
                     double *sumsq);
-/* Mixed precision: grad is bf16, param the fp32 master; if param_bf16 is not NULL
- * the updated param is also written there rounded to bf16. */
+/* Mixed precision: grad16 of type dt (SZ_K_BF16 or SZ_K_F16), widened exactly; param the fp32
+ * master; if param16 is not NULL the updated param is also written there rounded (to nearest even)
+ * to dt. The update is sz_k_adamw_step's on the widened gradients, bit for bit. */
+int sz_k_adamw_step_mixed(float *param, uint16_t *param16, const uint16_t *grad16, sz_k_dtype dt,
+                          float *m, float *v, size_t n, int t, float lr, float beta1, float beta2,
+                          float eps, float wd, float scale, double *sumsq);
+/* sz_k_adamw_step_mixed with dt SZ_K_BF16. */
 int sz_k_adamw_step_bf16(float *param, uint16_t *param_bf16, const uint16_t *grad,
                          float *m, float *v, size_t n, int t, float lr,
                          float beta1, float beta2, float eps, float wd, float scale,
@@ -170,25 +227,32 @@ int sz_k_adamw_step_bf16(float *param, uint16_t *param_bf16, const uint16_t *gra
 /* ---- SGD with momentum (torch.optim.SGD, dampening 0) on n elements:
  *      g = scale * grad + wd * p;  with buf: buf = momentum * buf + g, d = buf (nesterov:
  *      d = g + momentum * buf); without (buf NULL, momentum 0): d = g;  p -= lr * d.
- *      grad is fp32 (bf16 = 0) or bf16 (bf16 = 1, then param is the fp32 master and, if not NULL,
- *      param_bf16 receives the result rounded to bf16). sumsq as sz_k_adamw_step. -1 when out of
- *      memory (nothing updated), else 0. ---- */
-int sz_k_sgd_step(float *param, uint16_t *param_bf16, const void *grad, int bf16, float *buf, size_t n, float lr,
+ *      gdt is grad's sz_k_dtype: 0 (SZ_K_F32; param16 not used), 1 (SZ_K_BF16) or 2 (SZ_K_F16),
+ *      a 16-bit grad widened exactly; then param is the fp32 master and, if not NULL, param16
+ *      receives the result rounded to gdt. sumsq and a NaN scale as sz_k_adamw_step. -1 when out
+ *      of memory (nothing updated), else 0. ---- */
+int sz_k_sgd_step(float *param, uint16_t *param16, const void *grad, int gdt, float *buf, size_t n, float lr,
                   float momentum, float wd, int nesterov, float scale, double *sumsq);
 
-/* ---- squared L2 norm of n fp32 (bf16 = 0) or bf16 values, in double; the same bits whatever the
- *      thread count (fixed chunks of SZ_SUMSQ_CHUNK, 16 fixed lanes each); -1 if out of memory ---- */
+/* ---- squared L2 norm of n values of sz_k_dtype dt, 0 fp32, 1 bf16 or 2 fp16 (widened exactly),
+ *      in double; the same bits whatever the thread count (fixed chunks of SZ_SUMSQ_CHUNK, 16
+ *      fixed lanes each); -1 if out of memory ---- */
 #define SZ_SUMSQ_CHUNK 65536
-double sz_k_sumsq(const void *x, int bf16, int64_t n);
-double sz_k_sumsq_chunk(const void *x, int bf16, int64_t n);
+double sz_k_sumsq(const void *x, int dt, int64_t n);
+double sz_k_sumsq_chunk(const void *x, int dt, int64_t n);
 
-/* ---- bf16 <-> fp32, round-to-nearest-even (NaN stays NaN), [n] ---- */
+/* ---- bf16 <-> fp32 and fp16 <-> fp32, round-to-nearest-even (NaN stays NaN), [n]: the scalar
+ *      rules (sz_k_f32_to_f16_1, sz_k_f16_to_f32_1 for fp16) on whole buffers (sz_k_convert SET) ---- */
 void sz_k_f32_to_bf16(uint16_t *dst, const float *src, size_t n);
 void sz_k_bf16_to_f32(float *dst, const uint16_t *src, size_t n);
-/* dst[n] (type ddt) from src[n] (type sdt), fp32 arithmetic, one rounding to a bf16 destination:
- * SET dst = src; ADD dst = dst + src; ONTO_ZEROS dst = 0 + src (what ADD onto zeros gives, -0
- * becoming +0, without reading dst). OpenMP-parallel over contiguous ranges; the same bits on every
- * CPU and thread count. */
+void sz_k_f32_to_f16(uint16_t *dst, const float *src, size_t n);
+void sz_k_f16_to_f32(float *dst, const uint16_t *src, size_t n);
+/* dst[n] (type ddt) from src[n] (type sdt), any of fp32, bf16, fp16: fp32 arithmetic on the widened
+ * values, one rounding to a 16-bit destination: SET dst = src; ADD dst = dst + src; ONTO_ZEROS
+ * dst = 0 + src (what ADD onto zeros gives, -0 becoming +0, without reading dst). SET between equal
+ * types copies the bits; bf16 <-> fp16 goes through fp32 too (the bf16 value widened exactly, then
+ * rounded once to fp16, or the reverse). OpenMP-parallel over contiguous ranges; the same bits on
+ * every CPU and thread count. */
 enum { SZ_K_CONVERT_SET = 0, SZ_K_CONVERT_ADD = 1, SZ_K_CONVERT_ONTO_ZEROS = 2 };
 void sz_k_convert(void *dst, sz_k_dtype ddt, const void *src, sz_k_dtype sdt, size_t n, int mode);
 /* The linear layer's parameter gradients rounded into bf16 by their one writer (matmul_round.c):
@@ -400,6 +464,11 @@ int64_t sz_k_embedding_bwd_round(uint16_t *dwte, const float *dout, const int *t
  *      backward WRITES dpred = 2 (pred - target) / C · scale ---- */
 void sz_k_mse_fwd(float *losses, const float *pred, const float *target, int N, int C);
 void sz_k_mse_bwd(float *dpred, const float *pred, const float *target, float scale, int N, int C);
+
+/* The bf16 products on oneDNN's bf16 tiles where the CPU has them (1, the default), or through the
+ * exact widening to fp32 tiles (0: the environment's SZ_ONEDNN_BF16=0, set by the context, and the
+ * tests of both paths). Process-wide; change it only while no kernel runs. */
+void sz_k_set_bf16_tiles(int on);
 
 /* Frees the cached oneDNN primitives and engine. Call once, when no kernel is
  * running; kernels called afterwards rebuild the cache. */

@@ -174,25 +174,29 @@ static inline float sz_silu_grad_1(float x)
  * out-of-line copy taking the types at run time vectorizes differently: other bits). */
 #define SZ_INLINE static inline __attribute__((always_inline))
 
-/* Element i of a buffer of type dt (sz_k_dtype) as fp32 (a bf16 widened exactly); a store rounding
- * once to a bf16 destination; an accumulation p[i] += v in p's type (bf16: round(f32(p[i]) + v)).
+/* Element i of a buffer of type dt (sz_k_dtype) as fp32 (a bf16 or fp16 widened exactly); a store
+ * rounding once to a 16-bit destination; an accumulation p[i] += v in p's type (bf16, fp16:
+ * round(f32(p[i]) + v)).
  * The row functions below take the types as arguments: called with constant types (as every caller
  * does, each branch of a dispatch naming its types), they inline to one straight loop per pair of
  * types, which vectorizes, with the very arithmetic of the fp32 loop (the same contractions), so a
  * bf16 operand changes only the loads and stores. */
 SZ_INLINE float sz_ldx(const void *p, int dt, size_t i)
 {
-    return dt == SZ_K_BF16 ? sz_bf16_to_f32_1(((const uint16_t *)p)[i]) : ((const float *)p)[i];
+    return dt == SZ_K_BF16  ? sz_bf16_to_f32_1(((const uint16_t *)p)[i])
+           : dt == SZ_K_F16 ? sz_k_f16_to_f32_1(((const uint16_t *)p)[i])
+                            : ((const float *)p)[i];
 }
 SZ_INLINE void sz_stx(void *p, int dt, size_t i, float v)
 {
     if (dt == SZ_K_BF16) ((uint16_t *)p)[i] = sz_f32_to_bf16_1(v);
+    else if (dt == SZ_K_F16) ((uint16_t *)p)[i] = sz_k_f32_to_f16_1(v);
     else ((float *)p)[i] = v;
 }
 SZ_INLINE void sz_accx(void *p, int dt, size_t i, float v)
 {
-    if (dt == SZ_K_BF16) ((uint16_t *)p)[i] = sz_f32_to_bf16_1(sz_bf16_to_f32_1(((uint16_t *)p)[i]) + v);
-    else ((float *)p)[i] += v;
+    if (dt == SZ_K_F32) ((float *)p)[i] += v;
+    else sz_stx(p, dt, i, sz_ldx(p, dt, i) + v);
 }
 
 /* Serial conversions of one row (a thread's piece inside a parallel kernel: no OpenMP region of
@@ -705,10 +709,10 @@ static inline void sz_rope_row_bwd(float *di, const float *d, const float *cs, i
 
 /* The optimizers' step loop (adamw.c, sgd.c; sumsq.c): range(ctx, lo, hi) on the fixed chunks of
  * sz_k_sumsq, in parallel, in pieces of 2048 elements (range must be elementwise), each piece's
- * squares added (the chunk's sz_k_sumsq_chunk lanes) right after its update, from L1 (grad fp32
- * or bf16); *sumsq (when not NULL) = the chunk norms added in chunk order, so the same bits
- * whatever the thread count. -1, nothing done, when out of memory. */
-int sz_k_update_chunks(size_t n, const void *grad, int bf16, double *sumsq,
+ * squares added (the chunk's sz_k_sumsq_chunk lanes) right after its update, from L1 (grad of
+ * sz_k_dtype gdt: fp32, bf16 or fp16); *sumsq (when not NULL) = the chunk norms added in chunk
+ * order, so the same bits whatever the thread count. -1, nothing done, when out of memory. */
+int sz_k_update_chunks(size_t n, const void *grad, int gdt, double *sumsq,
                        void (*range)(void *ctx, size_t lo, size_t hi), void *ctx);
 
 #endif /* SZ_KERNELS_IMPL_H */

@@ -342,9 +342,8 @@ sz_status sz_deadline_start(struct sz_context *ctx, double timeout_s)
     /* every rank's node, for the messages (SZ_HOST_NAME overrides what MPI says: the name a user knows) */
     char name[MPI_MAX_PROCESSOR_NAME] = "";
     int nlen = 0;
-    const char *env = getenv("SZ_HOST_NAME");
-    if (env && *env)
-        snprintf(name, sizeof name, "%s", env);
+    if (ctx->env.host_name[0])
+        snprintf(name, sizeof name, "%s", ctx->env.host_name);
     else if (MPI_Get_processor_name(name, &nlen) != MPI_SUCCESS)
         snprintf(name, sizeof name, "%s", ctx->topology.hostname);
     free(dl.hosts);

@@ -189,10 +189,9 @@ static void share(struct sz_context *ctx, int want)
 
 sz_status sz_devpool_start(struct sz_context *ctx, size_t bytes)
 {
-    const char *env = getenv("SZ_DEVICE_POOL"), *coll = getenv("SZ_COLLECTIVES");
-    int on = starpu_worker_get_count_by_type(STARPU_CUDA_WORKER) == 0 && bytes > 0 && !(env && !strcmp(env, "0"));
+    int on = starpu_worker_get_count_by_type(STARPU_CUDA_WORKER) == 0 && bytes > 0 && ctx->env.device_pool;
     /* all ranks on this node, and the user did not ask for MPI's collectives */
-    int shared = ctx->world_size > 1 && ctx->topology.local_size == ctx->world_size && !(coll && !strcmp(coll, "mpi"));
+    int shared = ctx->world_size > 1 && ctx->topology.local_size == ctx->world_size && !ctx->env.collectives_mpi;
     void *base = on ? reserve(bytes, shared) : MAP_FAILED;
     sz_pool *pool = base != MAP_FAILED ? sz_pool_create((int64_t)bytes, 64) : NULL;
     if (on && !pool) {

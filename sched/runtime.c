@@ -56,16 +56,6 @@ void sz_context_log(const sz_context *ctx, sz_log_level level, const char *fmt, 
     va_end(ap);
 }
 
-static sz_log_level level_from_env(sz_log_level dflt)
-{
-    const char *s = getenv("SZ_LOG");
-    if (!s) return dflt;
-    if (!strcmp(s, "error")) return SZ_LOG_ERROR;
-    if (!strcmp(s, "warn")) return SZ_LOG_WARN;
-    if (!strcmp(s, "info")) return SZ_LOG_INFO;
-    if (!strcmp(s, "debug")) return SZ_LOG_DEBUG;
-    return dflt;
-}
 
 /* Pin this rank's StarPU workers to its own cores unless the user already chose a binding.
  * The StarPU-MPI progress thread is left unbound (docs/ARCHITECTURE.md, runtime facts: binding it onto a worker's core
@@ -97,11 +87,10 @@ static void widen_worker(void *arg)
  * more. With one core the collectives' copies and sums compete with compute for it: measured on
  * 2 ranks x 1 core, d12 stage 3, the step was 5-10% slower and the transport fell from 1.4-1.7 to
  * 0.9 GB/s, though overlap rose from 0 to 0.85. The config, then SZ_COMM_WORKER=0|1, say otherwise. */
-static int want_comm_worker(const sz_context_config *cfg, int world_size, int cores)
+static int want_comm_worker(const struct sz_context *ctx, const sz_context_config *cfg, int world_size, int cores)
 {
-    const char *env = getenv("SZ_COMM_WORKER");
-    if (env && *env)
-        return atoi(env) != 0;
+    if (ctx->env.comm_worker >= 0)
+        return ctx->env.comm_worker;
     return cfg->comm_worker >= 0 ? cfg->comm_worker : world_size > 1 && cores >= 2;
 }
 
@@ -117,8 +106,8 @@ static int want_comm_worker(const sz_context_config *cfg, int world_size, int co
 static void choose_gpu(struct sz_context *ctx, const sz_context_config *cfg, struct starpu_conf *conf)
 {
 #if SZ_WITH_CUDA
-    const char *off = getenv("SZ_NCUDA_DEFAULT"), *env_n = getenv("STARPU_NCUDA");
-    if (off && !strcmp(off, "0"))
+    const char *env_n = getenv("STARPU_NCUDA");
+    if (!ctx->env.ncuda_default)
         return;
     int n = env_n && *env_n ? atoi(env_n) : cfg->ncuda;
     if (n == 0)
@@ -279,7 +268,9 @@ sz_status sz_runtime_start(sz_context **out, const sz_context_config *cfg_in, in
         return SZ_ERR_NOMEM;
     ctx->log_fn = cfg.log_fn ? cfg.log_fn : sz_log_stderr;
     ctx->log_user = cfg.log_fn ? cfg.log_user : &ctx->rank;
-    ctx->log_level = level_from_env(cfg.log_level);
+    sz_env_read(&ctx->env);
+    sz_env_apply_kernels(&ctx->env);
+    ctx->log_level = ctx->env.log_level >= 0 ? (sz_log_level)ctx->env.log_level : cfg.log_level;
     ctx->gpu_device = -1;
     ctx->gpu_budget.device = -1;
 
@@ -331,8 +322,7 @@ sz_status sz_runtime_start(sz_context **out, const sz_context_config *cfg_in, in
      * leaves StarPU without one (every temporary freed at once, as an allocator without a cache). */
     hwloc_obj_t root = hwloc_get_root_obj(ctx->topo);
     ctx->ram_share = root && root->total_memory ? root->total_memory / (uint64_t)ctx->topology.local_size : 0;
-    const char *cache = getenv("SZ_ALLOC_CACHE");
-    if (!getenv("STARPU_LIMIT_CPU_MEM") && !(cache && !strcmp(cache, "0"))) {
+    if (!getenv("STARPU_LIMIT_CPU_MEM") && ctx->env.alloc_cache) {
         if (ctx->ram_share) {
             char mib[32];
             snprintf(mib, sizeof mib, "%llu", (unsigned long long)(ctx->ram_share >> 20));
@@ -389,7 +379,7 @@ sz_status sz_runtime_start(sz_context **out, const sz_context_config *cfg_in, in
      * share (see widen_worker). Several, each with its own OpenMP team, would pile threads onto the
      * same cores. Plus the communication worker where wanted (one OpenMP thread; it mostly waits in
      * MPI). conf.ncpus set => StarPU-MPI reserves no core; STARPU_NCPU wins. */
-    int comm = want_comm_worker(&cfg, ctx->world_size, ctx->topology.ncores);
+    int comm = want_comm_worker(ctx, &cfg, ctx->world_size, ctx->topology.ncores);
     conf.ncpus = cfg.ncpus >= 0 ? cfg.ncpus : 1 + comm;
     if (cfg.ncuda >= 0) conf.ncuda = cfg.ncuda;
     choose_gpu(ctx, &cfg, &conf);

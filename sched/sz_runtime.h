@@ -5,6 +5,7 @@
 
 #include <mpi.h>
 #include <hwloc.h>
+#include <starpu.h> /* STARPU_USE_CUDA, which SZ_WITH_CUDA needs */
 #include "starzero.h"
 
 /* 1 when the library is built with CUDA (nvcc, SZ_HAVE_CUDA) and StarPU with CUDA too. */
@@ -14,7 +15,31 @@
 #define SZ_WITH_CUDA 0
 #endif
 
+/* The library's environment switches (sched/env.c), read once when the context starts; the table
+ * of them all is docs/reference.md's "Environment variables". */
+typedef struct sz_env {
+    int log_level;              /* SZ_LOG: an sz_log_level, -1 when unset or unknown */
+    int comm_worker;            /* SZ_COMM_WORKER: 0 or 1, -1 unset (the config decides) */
+    int ncuda_default;          /* SZ_NCUDA_DEFAULT: 0 leaves StarPU's default GPUs per rank */
+    int alloc_cache;            /* SZ_ALLOC_CACHE: 0 leaves StarPU without a CPU memory limit */
+    int device_pool;            /* SZ_DEVICE_POOL: 0 no device pool (sched/devpool.c) */
+    int collectives_mpi;        /* SZ_COLLECTIVES=mpi: MPI's collectives on one node too */
+    char host_name[256];        /* SZ_HOST_NAME: this rank's node in messages ("" unset) */
+    int nccl;                   /* SZ_NCCL=1: the GPU collectives through NCCL (tasks/nccl.c) */
+    int gpu_placement;          /* SZ_GPU_PLACEMENT: 0 lets the policy place compute */
+    int gpu_arena;              /* SZ_GPU_ARENA=1: the model states in one GPU arena */
+    int check_waits;            /* SZ_CHECK_WAITS: every step checked against the plan's waits */
+    int64_t devwatch_budget;    /* SZ_DEVWATCH_BUDGET: bytes a CPU-only rank's measured peak is held to */
+    sz_fold_switches fold;      /* SZ_ZERO_FOLD, SZ_GRAD_FOLD, SZ_GRAD_ROUND_FOLD */
+    int onednn_bf16;            /* SZ_ONEDNN_BF16: 0 the exact widening path for bf16 products */
+    int cuda_attention_rowwise; /* SZ_CUDA_ATTENTION=rowwise: the one-row CUDA attention kernels */
+} sz_env;
+void sz_env_read(sz_env *e);
+/* Hands the kernels their switches (sz_k_set_bf16_tiles, sz_cuda_attention_set_rowwise). */
+void sz_env_apply_kernels(const sz_env *e);
+
 struct sz_context {
+    sz_env env;                  /* read once at start (sched/env.c) */
     int rank, world_size;
     int we_started_mpi;          /* MPI_Finalize at free only if we called MPI_Init_thread */
     MPI_Comm comm;               /* dup of MPI_COMM_WORLD given to StarPU-MPI */

@@ -24,8 +24,8 @@ static void ag_cpu(void *b[], void *arg)
 {
     const struct all_gather_args a = *(const struct all_gather_args *)sz_task_params(arg);
     const struct sz_comm cm = {a.comm, a.nd, a.rank, a.stats};
-    int h = sz_task_layout_of(arg)->dtype[0] == SZ_DTYPE_BF16;
-    size_t es = h ? 2 : 4;
+    size_t es = sz_dtype_size((sz_dtype)sz_task_layout_of(arg)->dtype[0]); /* 2: bf16 or fp16, 4: fp32 */
+    int h = es == 2;
     void *full = sz_task_ptr(b, arg, 0);
     int64_t S = a.shard;
     int in_place = a.in_place;

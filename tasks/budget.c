@@ -18,7 +18,7 @@ struct trial {
 
 static struct trial current(const struct sz_model *m)
 {
-    return (struct trial){m->zero.stage, m->nd, m->mixed, m->zero.checkpoint, m->zero.offload_checkpoints, 1,
+    return (struct trial){m->zero.stage, m->nd, m->prec.mixed, m->zero.checkpoint, m->zero.offload_checkpoints, 1,
                           m->zero.offload_optimizer};
 }
 
@@ -205,7 +205,7 @@ sz_status sz_model_check_budget(struct sz_model *m, int64_t budget)
     sz_context_log(m->core.ctx, SZ_LOG_ERROR,
                    "memory budget: the plan needs %.1f MB per %s%s (stage %d, N_d %d, %s%s%s%s) but the budget is %.1f MB%s. "
                    "Settings that fit, each predicted by the same plan: %s. Activations take %.1f MB of the %.1f.",
-                   mb_up(peak), sz_model_have_cuda() ? "GPU (device memory, " : "rank", slack_note, m->zero.stage, m->nd, m->mixed ? "bf16" : "fp32",
+                   mb_up(peak), sz_model_have_cuda() ? "GPU (device memory, " : "rank", slack_note, m->zero.stage, m->nd, sz_precision_name(m->zero.precision),
                    m->zero.checkpoint ? ", checkpointing" : "", m->zero.offload_checkpoints ? ", offloaded checkpoints" : "",
                    m->zero.offload_optimizer ? ", offloaded optimizer" : "",
                    mb_down(budget),

@@ -22,7 +22,28 @@ struct clip_args {
     int nd, rank;
     struct sz_counters *stats;
     float clip;                /* the norm to clip to; 0: off */
+    float loss_scale;          /* fp16: the gradients hold this factor (> 0); 0: none */
 };
+
+/* The factor the optimizer multiplies the gradients by, from their global squared norm s. With a
+ * loss scale: the norm is the unscaled one, the factor divides the scale out, and a norm that is
+ * not finite (an fp16 overflow on some rank: every rank sums the same numbers) gives NaN, which
+ * the optimizer kernels take as "skip this step" (kernels/sz_kernels.h). */
+static void clip_factor(double s, float clip, float loss_scale, float *out)
+{
+    double norm = sqrt(s);
+    if (loss_scale > 0.0f) {
+        norm /= loss_scale;
+        if (!isfinite(norm)) {
+            out[0] = NAN;
+            out[1] = (float)norm;
+            return;
+        }
+    }
+    double f = (clip > 0.0f && norm > clip) ? clip / norm : 1.0;
+    out[0] = loss_scale > 0.0f ? (float)(f / loss_scale) : (float)f;
+    out[1] = (float)norm;
+}
 
 static void clip_cpu(void *b[], void *arg)
 {
@@ -43,10 +64,7 @@ static void clip_cpu(void *b[], void *arg)
         s += all[i];
     if (all != mine)
         free(all);
-    double norm = sqrt(s), clip = a.clip;
-    float *out = sz_task_ptr(b, arg, 0);
-    out[0] = (clip > 0.0 && norm > clip) ? (float)(clip / norm) : 1.0f;
-    out[1] = (float)norm;
+    clip_factor(s, a.clip, a.loss_scale, sz_task_ptr(b, arg, 0));
 }
 
 #if SZ_WITH_CUDA
@@ -109,9 +127,9 @@ SZ_CODELET_CUDA(sz_cl_clip_scale, clip_cpu, clip_cuda, "clip_scale", clip_model)
 SZ_DESCRIBE(sz_cl_clip_scale, SZ_TASK_COMM_HOST, 0,
             "clip factor and global norm from every rank's sums (CUDA: sums on the device, ranks' through host MPI)");
 
-sz_status sz_submit_clip(struct sz_model *m, float clip)
+sz_status sz_submit_clip(struct sz_model *m, float clip, float loss_scale)
 {
-    struct clip_args a = {m->core.ctx->task_comm, m->nd, m->rank, &m->counters, clip};
+    struct clip_args a = {m->core.ctx->task_comm, m->nd, m->rank, &m->counters, clip, loss_scale};
     sz_task_tensor t[] = {{m->clip, SZ_WRITE, SZ_DTYPE_F32, 2, "out", 0},
                           {m->sumsq, SZ_READ, SZ_DTYPE_F32, m->nunits, "sumsq", 0},
                           {m->token, SZ_ACCUMULATE, SZ_DTYPE_F32, 1, "token", 0}};

@@ -15,7 +15,7 @@ sz_status sz_context_init(sz_context **out, const sz_context_config *cfg, int *a
     int trank = 0, tsize = 1;
     MPI_Comm_rank(ctx->task_comm, &trank);
     MPI_Comm_size(ctx->task_comm, &tsize);
-    if (sz_nccl_start(ctx->task_comm, trank, tsize, why, sizeof why) != SZ_OK)
+    if (sz_nccl_start(ctx->env.nccl, ctx->task_comm, trank, tsize, why, sizeof why) != SZ_OK)
         sz_context_log(ctx, SZ_LOG_WARN, "%s", why);
     else if (sz_nccl_active())
         sz_context_log(ctx, SZ_LOG_INFO, "%s", why);

@@ -23,8 +23,8 @@ static void convert_cpu(void *b[], void *arg)
 {
     const struct convert_args *a = sz_task_params(arg);
     const sz_task_layout *l = sz_task_layout_of(arg);
-    sz_k_convert(sz_task_ptr(b, arg, 0), l->dtype[0] == SZ_DTYPE_BF16 ? SZ_K_BF16 : SZ_K_F32, sz_task_ptr(b, arg, 1),
-                 l->dtype[1] == SZ_DTYPE_BF16 ? SZ_K_BF16 : SZ_K_F32, (size_t)l->numel[0], a->mode);
+    sz_k_convert(sz_task_ptr(b, arg, 0), (sz_k_dtype)sz_kdt_of(l->dtype[0]), sz_task_ptr(b, arg, 1),
+                 (sz_k_dtype)sz_kdt_of(l->dtype[1]), (size_t)l->numel[0], a->mode);
     if (a->stats && a->bytes) /* a working copy allocated by this write */
         sz_counters_add(a->stats, a->category, a->bytes);
 }
@@ -45,9 +45,9 @@ static void convert_cuda(void *b[], void *arg)
 
 SZ_PERFMODEL(convert_model, "sz_convert");
 SZ_CODELET_CUDA(sz_cl_convert, convert_cpu, convert_cuda, "convert", convert_model);
-SZ_DESCRIBE(sz_cl_convert, SZ_TASK_CONVERT, 0, "copy converting fp32 <-> bf16 [, accumulate]");
+SZ_DESCRIBE(sz_cl_convert, SZ_TASK_CONVERT, 0, "copy converting fp32 <-> bf16 or fp16 [, accumulate]");
 
-/* dst (W, or RW when mode is SZ_CONVERT_ADD) <- src converting between fp32 and bf16; the write
+/* dst (W, or RW when mode is SZ_CONVERT_ADD) <- src converting between fp32 and bf16 or fp16; the write
  * that allocates a working copy counts `bytes` of `category` as live, and writes the token so it
  * stays in order with gathers and releases (bounding the copies in flight). */
 sz_status sz_submit_convert(struct sz_model *m, const sz_tensor *dst, const sz_tensor *src, int mode, int category,

@@ -40,14 +40,6 @@ static int64_t cuda_used(int dev, int64_t *total)
     return -1;
 }
 
-/* SZ_DEVWATCH_BUDGET: bytes (> 0), else 0. */
-static int64_t host_budget(void)
-{
-    const char *e = getenv("SZ_DEVWATCH_BUDGET");
-    long long v = e && *e ? strtoll(e, NULL, 10) : 0;
-    return v > 0 ? (int64_t)v : 0;
-}
-
 sz_status sz_devwatch_start(struct sz_model *m)
 {
     struct sz_devwatch *w = &m->watch;
@@ -65,8 +57,8 @@ sz_status sz_devwatch_start(struct sz_model *m)
     sz_status st = sz_context_gpu_sharers(m->core.ctx, &any, &w->sharers);
     if (st != SZ_OK)
         return st;
-    w->host_budget = w->gpu ? 0 : host_budget();
-    w->on = any || host_budget() > 0;
+    w->host_budget = w->gpu ? 0 : m->core.ctx->env.devwatch_budget;
+    w->on = any || m->core.ctx->env.devwatch_budget > 0;
     m->counters.sample_node = w->node;
     m->counters.node_peak = 0;
     __atomic_store_n(&m->counters.sample_on, 1, __ATOMIC_RELEASE);

@@ -62,17 +62,18 @@ int sz_shm_all_gather(const struct sz_comm *a, size_t es, void *full, const void
     return ok;
 }
 
-int sz_shm_reduce_scatter_piece(const struct sz_comm *a, size_t es, const void *full, void *shard, int64_t S,
+int sz_shm_reduce_scatter_piece(const struct sz_comm *a, int kdt, const void *full, void *shard, int64_t S,
                                 int64_t o, int64_t len, int acc)
 {
     int64_t *off = malloc(sizeof *off * (size_t)a->nd);
     const void **src = malloc(sizeof *src * (size_t)a->nd);
     STARPU_ASSERT_MSG(off && src, "reduce-scatter: out of memory");
+    size_t es = kdt ? 2 : 4;
     int ok = offsets(a, full, (size_t)a->nd * (size_t)S * es, off);
     if (ok) {
         for (int p = 0; p < a->nd; p++) /* rank p's gradients for our shard's piece [o, o + len) */
             src[p] = (const char *)sz_shared_peer(p, off[p]) + ((size_t)a->rank * (size_t)S + (size_t)o) * es;
-        sz_reduce_pieces(a, es, shard, src, o, len, acc);
+        sz_reduce_pieces(a, kdt, shard, src, o, len, acc);
         done(a);
     }
     free(src);
@@ -80,7 +81,7 @@ int sz_shm_reduce_scatter_piece(const struct sz_comm *a, size_t es, const void *
     return ok;
 }
 
-int sz_shm_reduce_scatter(const struct sz_comm *a, size_t es, const void *full, void *shard, int64_t S, int acc)
+int sz_shm_reduce_scatter(const struct sz_comm *a, int kdt, const void *full, void *shard, int64_t S, int acc)
 {
-    return sz_shm_reduce_scatter_piece(a, es, full, shard, S, 0, S, acc);
+    return sz_shm_reduce_scatter_piece(a, kdt, full, shard, S, 0, S, acc);
 }

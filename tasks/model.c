@@ -42,20 +42,8 @@ void sz_zero_config_defaults(sz_zero_config *z)
     z->micro_batches = 1;
     z->bucket_bytes = SZ_DEFAULT_BUCKET_BYTES;
     z->arenas = 1;
-}
-
-/* An on-by-default switch of the environment: off only when set to a value starting with '0'. */
-static int switch_on(const char *name)
-{
-    const char *v = getenv(name);
-    return !(v && v[0] == '0');
-}
-
-void sz_fold_switches_read(sz_fold_switches *f)
-{
-    f->zeros = switch_on("SZ_ZERO_FOLD");
-    f->grads = f->zeros && switch_on("SZ_GRAD_FOLD");
-    f->round = f->grads && switch_on("SZ_GRAD_ROUND_FOLD");
+    z->loss_scaling = (sz_loss_scaling){.loss_scale = 0.0f, .initial_scale_power = 16, .loss_scale_window = 1000,
+                                        .hysteresis = 2, .min_loss_scale = 1.0f}; /* DeepSpeed's fp16 defaults */
 }
 
 sz_status sz_model_init(sz_model **out, sz_context *ctx)
@@ -69,16 +57,16 @@ sz_status sz_model_init(sz_model **out, sz_context *ctx)
     m->nd = ctx->world_size;
     m->rank = ctx->rank;
     m->arena_mark = -1;
-    sz_fold_switches fold;
-    sz_fold_switches_read(&fold);
+    sz_fold_switches fold = ctx->env.fold;
     m->core.fold_zeros = fold.zeros; /* 0: every sz_op_zero is its own task (core/fold.c) */
     /* 0: the parameters' gradients zeroed whole by the plan's actions, the activations' zeros still
      * folded (SZ_ZERO_FOLD=0 turns both off) */
     m->fold_grads = fold.grads;
-    /* 0: mixed precision's gradients written in fp32 and converted by GRAD_CONVERT, never rounded
-     * into bf16 by their writers (sz_unit_desc.round_grads) */
-    m->fold_round = fold.round;
     sz_zero_config_defaults(&m->zero);
+    if (sz_precision_resolve(ctx, &m->zero, &m->prec) != SZ_OK) { /* fp32 until sz_model_set_zero */
+        free(m);
+        return SZ_ERR_RUNTIME;
+    }
     m->opt = sz_optimizer_get(m->zero.optimizer);
     m->nopt_states = m->opt->nstates(&m->zero);
     *out = m;
@@ -105,10 +93,8 @@ sz_status sz_model_set_zero(sz_model *m, const sz_zero_config *z)
                        "micro-batches >= 1", z->stage, z->micro_batches);
         return SZ_ERR_INVALID;
     }
-    if ((z->precision != SZ_PRECISION_FP32 && z->precision != SZ_PRECISION_BF16) || z->mem_budget < 0 ||
-        z->prefetch_bytes < 0 || z->max_live_bytes < 0 || z->host_bytes < 0) {
-        sz_context_log(m->core.ctx, SZ_LOG_ERROR, "ZeRO config: unknown precision %d or a negative byte limit",
-                       (int)z->precision);
+    if (z->mem_budget < 0 || z->prefetch_bytes < 0 || z->max_live_bytes < 0 || z->host_bytes < 0) {
+        sz_context_log(m->core.ctx, SZ_LOG_ERROR, "ZeRO config: a negative byte limit");
         return SZ_ERR_INVALID;
     }
     if (z->offload_checkpoints && !z->checkpoint) {
@@ -121,61 +107,34 @@ sz_status sz_model_set_zero(sz_model *m, const sz_zero_config *z)
                        (int)z->optimizer, (double)z->momentum);
         return SZ_ERR_INVALID;
     }
-    if (z->bf16_compute != SZ_BF16_COMPUTE_AUTO && z->bf16_compute != SZ_BF16_COMPUTE_NATIVE &&
-        z->bf16_compute != SZ_BF16_COMPUTE_EMULATED) {
-        sz_context_log(m->core.ctx, SZ_LOG_ERROR, "ZeRO config: unknown bf16 compute path %d (auto, native or emulated)",
-                       (int)z->bf16_compute);
-        return SZ_ERR_INVALID;
-    }
-    /* The bf16 compute path, decided once here so that the model can choose its activations' dtypes
-     * before creating them: AUTO is the CPU rule, or with CUDA workers the GPU rule
-     * (codelets/native_cuda.c: native on sm_80+ GPUs when every op of the native path has its bf16
-     * CUDA twin). NATIVE with CUDA workers is refused where that rule says emulated, with its
-     * reason (the GPU, or the ops without a twin). */
-    sz_runtime_info info;
-    int cuda = sz_context_runtime_info(m->core.ctx, &info) == SZ_OK && info.cuda_workers > 0;
-    sz_bf16_compute path = z->bf16_compute;
-    if (path == SZ_BF16_COMPUTE_AUTO || (path == SZ_BF16_COMPUTE_NATIVE && cuda)) {
-        char why[384];
-        sz_bf16_compute rule = sz_context_bf16_auto(m->core.ctx, why, sizeof why);
-        if (path == SZ_BF16_COMPUTE_NATIVE && rule != SZ_BF16_COMPUTE_NATIVE) {
-            sz_context_log(m->core.ctx, SZ_LOG_ERROR, "the native bf16 compute path cannot run on this rank's %d CUDA "
-                           "worker(s): %s; use the emulated path (--bf16-compute emulated) or STARPU_NCUDA=0",
-                           info.cuda_workers, why);
-            return SZ_ERR_UNSUPPORTED;
-        }
-        path = rule;
-    }
+    sz_resolved_precision prec;
+    sz_status pst = sz_precision_resolve(m->core.ctx, z, &prec); /* tasks/precision.c */
+    if (pst != SZ_OK)
+        return pst;
     m->zero = *z;
-    m->zero.bf16_compute = path;
-    m->mixed = z->precision == SZ_PRECISION_BF16;
-    m->native = m->mixed && path == SZ_BF16_COMPUTE_NATIVE;
-    /* Units with bf16_params read the bf16 parameters directly (no fp32 working copy): on the
-     * native path, and on the emulated one unless CUDA workers may run the compute (their kernels
-     * take fp32 parameters) or z->bf16_work_copies asks for the copies. The emulated ops widen each
-     * parameter on load, so the bits are those of the working copies. Decided here whatever the
-     * precision, so that a prediction for the other precision (advice) follows the same rule. */
-    m->bf16_direct = path == SZ_BF16_COMPUTE_NATIVE || (!cuda && !z->bf16_work_copies);
-    /* mixed precision's gradient rounding folded into the writers: CPU kernels only, so never with
-     * CUDA workers (decided here too, whatever the precision; the plan applies it under bf16) */
-    m->round_ok = m->fold_round && m->fold_grads && !cuda;
+    m->zero.bf16_compute = prec.compute;
+    m->prec = prec;
+    const sz_loss_scaling *ls = &z->loss_scaling;
+    m->scaler = (sz_loss_scaler){.scale = !prec.loss_scaling ? 1.0f
+                                          : ls->loss_scale > 0.0f ? ls->loss_scale
+                                                                  : ldexpf(1.0f, ls->initial_scale_power),
+                                 .hysteresis_left = ls->hysteresis};
     m->opt = sz_optimizer_get(z->optimizer);
     m->nopt_states = m->opt->nstates(z);
     m->persistent[SZ_MEM_HOST_BUFFERS] = z->host_bytes; /* the app's; counted as held from here on */
     return SZ_OK;
 }
 
-int sz_model_bf16_native(const sz_model *m) { return m ? m->native : 0; }
-int sz_model_grad_round_folded(const sz_model *m) { return m ? m->mixed && m->round_ok : 0; }
-int sz_model_bf16_params_direct(const sz_model *m) { return m ? m->mixed && m->bf16_direct : 0; }
 
 /* "native" only when some unit really reads bf16 (a model whose units take no bf16 parameters
  * computes emulated whatever the rule said). */
 const char *sz_model_bf16_path(const sz_model *m)
 {
-    if (!m || !m->mixed)
+    if (!m || !m->prec.mixed)
         return "fp32";
-    for (int i = 0; m->native && i < m->nunits; i++)
+    if (m->prec.loss_scaling)
+        return "fp16"; /* fp32 compute on fp32 working copies of the fp16 parameters */
+    for (int i = 0; m->prec.native && i < m->nunits; i++)
         if (m->units[i]->bf16_params)
             return "native";
     return "emulated";
@@ -280,7 +239,13 @@ static sz_status agree_model(struct sz_model *m)
     const sz_zero_config *z = &m->zero;
     sz_settings_add(s, "the ZeRO stage", "%d", z->stage);
     sz_settings_add(s, "micro-batches", "%d", z->micro_batches);
-    sz_settings_add(s, "the precision", "%s", z->precision == SZ_PRECISION_BF16 ? "bf16" : "fp32");
+    sz_settings_add(s, "the precision", "%s", sz_precision_name(z->precision));
+    if (m->prec.loss_scaling) {
+        const sz_loss_scaling *ls = &z->loss_scaling;
+        sz_settings_add(s, "fp16 loss scaling", "loss_scale %.9g, initial_scale_power %d, loss_scale_window %d, "
+                        "hysteresis %d, min_loss_scale %.9g", (double)ls->loss_scale, ls->initial_scale_power,
+                        ls->loss_scale_window, ls->hysteresis, (double)ls->min_loss_scale);
+    }
     sz_settings_add(s, "the bf16 compute path (--bf16-compute; auto: the CPU rule)", "%s", sz_model_bf16_path(m));
     sz_settings_add(s, "the memory budget", "%lld bytes", (long long)z->mem_budget);
     sz_settings_add(s, "prefetch bytes", "%lld", (long long)z->prefetch_bytes);
@@ -343,8 +308,7 @@ sz_status sz_model_finalize(sz_model *m)
         return SZ_ERR_INVALID;
     }
     /* SZ_CHECK_WAITS=1: check every step's tasks against the plan's waits (tasks/depcheck.c) */
-    const char *cw = getenv("SZ_CHECK_WAITS");
-    if (cw && *cw && strcmp(cw, "0") && (ast = sz_model_depcheck(m, 1)) != SZ_OK)
+    if (m->core.ctx->env.check_waits && (ast = sz_model_depcheck(m, 1)) != SZ_OK)
         return ast;
     int64_t budget = m->zero.mem_budget;
     if (budget <= 0) { /* none given: this rank's share of what the machine has (collective) */
@@ -355,8 +319,7 @@ sz_status sz_model_finalize(sz_model *m)
         return ast;
     }
     m->budget = budget;
-    const char *gp = getenv("SZ_GPU_PLACEMENT");
-    m->core.gpu_compute = sz_model_have_cuda() && !(gp && !strcmp(gp, "0"));
+    m->core.gpu_compute = sz_model_have_cuda() && m->core.ctx->env.gpu_placement;
     sz_status wst = sz_devwatch_start(m); /* collective: every rank, before any may refuse below */
     if (wst != SZ_OK)
         return wst;
@@ -436,7 +399,51 @@ static float loss_scale(const struct sz_model *m)
 {
     if (!m || !m->loss || m->loss->numel < 1)
         return 0.0f;
-    return 1.0f / ((float)m->loss->numel * (float)m->zero.micro_batches * (float)m->nd);
+    float mean = 1.0f / ((float)m->loss->numel * (float)m->zero.micro_batches * (float)m->nd);
+    return m->prec.loss_scaling ? mean * m->scaler.scale : mean;
+}
+
+/* DeepSpeed's DynamicLossScaler.update_scale after one step (overflow: the gradients' global norm
+ * was not finite, so the step was skipped on every rank): an overflow halves the scale once the
+ * hysteresis is used up (never below min_loss_scale), else spends one unit of it; a clean step
+ * doubles the scale after loss_scale_window of them since the last overflow or change (the
+ * hysteresis then back to its full value). A fixed scale only counts the skipped steps. */
+static void scaler_step(struct sz_model *m, int overflow)
+{
+    sz_loss_scaler *s = &m->scaler;
+    const sz_loss_scaling *ls = &m->zero.loss_scaling;
+    s->last_skipped = overflow;
+    s->skipped += overflow;
+    if (ls->loss_scale > 0.0f)
+        return;
+    if (overflow) {
+        if (s->hysteresis_left <= 1)
+            s->scale = fmaxf(s->scale / 2.0f, ls->min_loss_scale);
+        else
+            s->hysteresis_left--;
+        s->good_steps = 0;
+    } else if (++s->good_steps == ls->loss_scale_window) {
+        s->scale *= 2.0f;
+        s->hysteresis_left = ls->hysteresis;
+        s->good_steps = 0;
+    }
+}
+
+sz_status sz_model_loss_scaler(const sz_model *m, sz_loss_scaler *out)
+{
+    if (!m || !out)
+        return SZ_ERR_INVALID;
+    *out = m->scaler;
+    return SZ_OK;
+}
+
+sz_status sz_model_set_loss_scaler(sz_model *m, const sz_loss_scaler *s)
+{
+    if (!m || !s || !(s->scale > 0.0f) || !isfinite(s->scale) || s->good_steps < 0 || s->hysteresis_left < 0 ||
+        s->skipped < 0)
+        return SZ_ERR_INVALID;
+    m->scaler = *s;
+    return SZ_OK;
 }
 float sz_unit_loss_scale(const sz_unit *u) { return u ? loss_scale(u->model) : 0.0f; }
 
@@ -559,6 +566,8 @@ sz_status sz_model_update(sz_model *m, const sz_train_config *cfg, int t)
     float clip[2];
     st = sz_tensor_read(m->clip, clip);
     m->last_grad_norm = clip[1];
+    if (st == SZ_OK && m->prec.loss_scaling) /* the same norm on every rank: every rank skips alike */
+        scaler_step(m, isnan(clip[0]));
     starpu_task_wait_for_all();
     if (st == SZ_OK)
         st = sz_model_take_failure(m);

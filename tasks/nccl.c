@@ -67,10 +67,9 @@ static void destroy_on_worker(void *arg)
 
 int sz_nccl_active(void) { return sz_nccl != NULL; }
 
-sz_status sz_nccl_start(MPI_Comm comm, int rank, int nd, char *why, size_t why_len)
+sz_status sz_nccl_start(int wanted, MPI_Comm comm, int rank, int nd, char *why, size_t why_len)
 {
-    const char *env = getenv("SZ_NCCL");
-    int can = env && !strcmp(env, "1") && nd > 1 && starpu_worker_get_count_by_type(STARPU_CUDA_WORKER) == 1;
+    int can = wanted && nd > 1 && starpu_worker_get_count_by_type(STARPU_CUDA_WORKER) == 1;
     char bus[64] = {0};
     if (can) {
         int w = starpu_worker_get_by_type(STARPU_CUDA_WORKER, 0);
@@ -151,7 +150,7 @@ static int sz_nccl_rc(const void *cl_arg, const char *op, ncclResult_t r)
 
 void sz_nccl_reduce_scatter(void *b[], void *arg, int64_t S, int64_t o, int64_t len, int acc, struct sz_counters *stats)
 {
-    int h = sz_task_layout_of(arg)->dtype[0] == SZ_DTYPE_BF16;
+    int h = sz_task_layout_of(arg)->dtype[0] == SZ_DTYPE_BF16; /* (fp16 never reaches a CUDA worker) */
     size_t es = h ? 2 : 4;
     char *full = sz_task_ptr(b, arg, 0), *buf = sz_task_ptr(b, arg, 2);
     void *shard = sz_task_ptr(b, arg, 1);
@@ -191,9 +190,9 @@ int sz_nccl_can_execute(unsigned workerid, struct starpu_task *task, unsigned ni
 }
 #else
 int sz_nccl_active(void) { return 0; }
-sz_status sz_nccl_start(MPI_Comm comm, int rank, int nd, char *why, size_t why_len)
+sz_status sz_nccl_start(int wanted, MPI_Comm comm, int rank, int nd, char *why, size_t why_len)
 {
-    (void)comm, (void)rank, (void)nd;
+    (void)wanted, (void)comm, (void)rank, (void)nd;
     snprintf(why, why_len, "host-copy collectives (built without NCCL)");
     return SZ_OK;
 }

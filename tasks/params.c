@@ -91,7 +91,7 @@ static sz_status write_flat(struct sz_model *m, struct sz_unit *u, const float *
     int64_t lo = (int64_t)m->rank * u->shard;
     sz_status st = m->zero.stage < 3 ? write_range(src, from, cnt, &u->param.all, 0, u->padded)
                                      : write_range(src, from, cnt, &u->pshard, lo, u->shard);
-    if (st == SZ_OK && m->mixed)
+    if (st == SZ_OK && m->prec.mixed)
         st = m->zero.stage == 0 ? write_range(src, from, cnt, &u->master, 0, u->padded)
                                 : write_range(src, from, cnt, &u->master, lo, u->shard);
     return st;

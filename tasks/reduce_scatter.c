@@ -11,6 +11,7 @@
 #include "starzero_starpu.h"
 #include "sz_deadline.h"
 #include "sz_cuda.h"
+#include "sz_kernels.h"
 
 struct reduce_scatter_args {
     MPI_Comm comm;             /* as struct sz_comm */
@@ -23,18 +24,20 @@ struct reduce_scatter_args {
     int64_t bytes;
 };
 
-void sz_reduce_pieces(const struct sz_comm *a, size_t es, void *shard_v, const void *const *src, int64_t o,
+static inline float ld16(uint16_t v, int kdt) { return kdt == 1 ? sz_h2f(v) : sz_k_f16_to_f32_1(v); }
+
+void sz_reduce_pieces(const struct sz_comm *a, int kdt, void *shard_v, const void *const *src, int64_t o,
                       int64_t len, int acc)
 {
-    if (es == 2) {
+    if (kdt) { /* bf16 or fp16: summed in fp32, rounded once (an fp16 overflow becomes inf) */
         const uint16_t *const *rv = (const uint16_t *const *)src;
         uint16_t *shard = (uint16_t *)shard_v + o;
 #pragma omp parallel for schedule(static)
         for (int64_t i = 0; i < len; i++) {
-            float s = acc ? sz_h2f(shard[i]) + sz_h2f(rv[0][i]) : sz_h2f(rv[0][i]);
+            float s = acc ? ld16(shard[i], kdt) + ld16(rv[0][i], kdt) : ld16(rv[0][i], kdt);
             for (int r = 1; r < a->nd; r++)
-                s += sz_h2f(rv[r][i]);
-            shard[i] = sz_f2h(s);
+                s += ld16(rv[r][i], kdt);
+            shard[i] = kdt == 1 ? sz_f2h(s) : sz_k_f32_to_f16_1(s);
         }
     } else {
         const float *const *rv = (const float *const *)src;
@@ -58,7 +61,7 @@ static void rs_cpu(void *b[], void *arg)
 {
     const struct reduce_scatter_args a = *(const struct reduce_scatter_args *)sz_task_params(arg);
     const struct sz_comm cm = {a.comm, a.nd, a.rank, a.stats};
-    int h = sz_task_layout_of(arg)->dtype[0] == SZ_DTYPE_BF16;
+    int kdt = sz_kdt_of(sz_task_layout_of(arg)->dtype[0]), h = kdt != 0;
     size_t es = h ? 2 : 4;
     char *full = sz_task_ptr(b, arg, 0);
     void *shard = sz_task_ptr(b, arg, 1);
@@ -66,8 +69,8 @@ static void rs_cpu(void *b[], void *arg)
     int64_t S = a.shard, o = a.o, len = a.len, t0 = sz_now_ns();
     if (a.nd == 1) {
         const void *src[1] = {full};
-        sz_reduce_pieces(&cm, es, shard, src, o, len, a.acc);
-    } else if (!sz_shm_reduce_scatter_piece(&cm, es, full, shard, S, o, len, a.acc)) {
+        sz_reduce_pieces(&cm, kdt, shard, src, o, len, a.acc);
+    } else if (!sz_shm_reduce_scatter_piece(&cm, kdt, full, shard, S, o, len, a.acc)) {
         MPI_Datatype dt = h ? MPI_UINT16_T : MPI_FLOAT;
         const void **src = malloc(sizeof *src * (size_t)a.nd);
         STARPU_ASSERT_MSG(src, "reduce-scatter: out of memory");
@@ -84,7 +87,7 @@ static void rs_cpu(void *b[], void *arg)
         STARPU_ASSERT_MSG(rc == MPI_SUCCESS, "reduce-scatter: MPI_Alltoall failed (%d)", rc);
         for (int r = 0; r < a.nd; r++)
             src[r] = buf + (size_t)r * (size_t)len * es;
-        sz_reduce_pieces(&cm, es, shard, src, o, len, a.acc);
+        sz_reduce_pieces(&cm, kdt, shard, src, o, len, a.acc);
         free(src);
     }
     if (a.nd > 1) /* the exchange and the rank-ordered sum: what MPI_Reduce_scatter_block does */

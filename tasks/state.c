@@ -39,7 +39,7 @@ int sz_model_state_has(const sz_model *m, sz_state_kind kind)
         return 0;
     if (is_opt_state(kind))
         return (int)kind - SZ_STATE_OPT0 < m->nopt_states;
-    return kind != SZ_STATE_MASTER || m->mixed;
+    return kind != SZ_STATE_MASTER || m->prec.mixed;
 }
 
 static struct sz_unit *unit_at(const sz_model *m, int unit)
@@ -94,7 +94,7 @@ static sz_tensor *held(const struct sz_model *m, struct sz_unit *u, sz_state_kin
     *lo = full ? 0 : (int64_t)m->rank * u->shard;
     switch (kind) {
     case SZ_STATE_PARAMS: return full ? &u->param.all : &u->pshard;
-    case SZ_STATE_MASTER: return m->mixed ? &u->master : NULL;
+    case SZ_STATE_MASTER: return m->prec.mixed ? &u->master : NULL;
     case SZ_STATE_OPT0:
     case SZ_STATE_OPT1: return (int)kind - SZ_STATE_OPT0 < m->nopt_states ? &u->opt_state[kind - SZ_STATE_OPT0] : NULL;
     default: return NULL;

@@ -38,9 +38,9 @@ void sz_zero_plan_config(const struct sz_model *m, sz_plan_pass pass, int clip, 
     c->nd = m->nd;
     c->rank = m->rank;
     c->micro_batches = m->zero.micro_batches;
-    c->mixed = m->zero.precision == SZ_PRECISION_BF16;
-    c->native = m->native;
-    c->bf16_direct = m->bf16_direct;
+    c->mixed = m->prec.mixed;
+    c->native = m->prec.native;
+    c->bf16_direct = m->prec.params_direct;
     c->opt_states = m->opt->nstates(&m->zero);
     c->checkpoint = m->zero.checkpoint;
     c->offload = m->zero.offload_checkpoints;
@@ -55,7 +55,7 @@ void sz_zero_plan_config(const struct sz_model *m, sz_plan_pass pass, int clip, 
     c->fold_grads = m->fold_grads;
     /* and the bf16 gradients' rounding folded into them (units with round_grads): CPU kernels
      * only, so off wherever there are CUDA workers (the GPU path stays as it was) */
-    c->fold_round = c->fold_grads && m->round_ok;
+    c->fold_round = c->fold_grads && m->prec.grads_rounded;
     c->offload_optimizer = m->zero.offload_optimizer;
     /* with CUDA workers and the host-copy collectives (CPU tasks) the buffer stays in RAM
      * (tasks/model.c does not place it on the GPU) */
@@ -101,7 +101,7 @@ static sz_status plan_of(struct sz_model *m, sz_plan_pass pass, int clip, const 
         for (int i = 0; pass == SZ_PASS_STEP && i < m->nunits; i++) { /* what the callbacks write */
             struct sz_unit *u = m->units[i];
             u->c.rounded = p->rounded[i];
-            u->wg = m->mixed && !u->c.rounded ? &u->wgrad : &u->grad;
+            u->wg = m->prec.mixed && !u->c.rounded ? &u->wgrad : &u->grad;
         }
     }
     *out = p;
@@ -114,6 +114,13 @@ struct step_args {
     const sz_train_config *cfg;
     int t;
 };
+
+/* Whether the step takes the gradients' global norm before the update (the NORM and CLIP actions):
+ * to clip them, or under fp16 to divide the loss scale out and find an overflow first. */
+static int step_clips(const struct sz_model *m, const sz_train_config *cfg)
+{
+    return cfg->grad_clip > 0 || m->prec.loss_scaling;
+}
 
 /* The action's bytes and their category (-1 and 0 when it accounts none). */
 static int64_t bytes_of(const sz_action *a, int *cat)
@@ -325,7 +332,8 @@ static sz_status do_norm(struct sz_model *m, struct sz_unit *u, const sz_action 
 static sz_status do_clip(struct sz_model *m, struct sz_unit *u, const sz_action *a, const struct step_args *s)
 {
     (void)u;
-    return sz_submit_clip(m, a->flag ? s->cfg->grad_clip : 0.0f);
+    /* under fp16 the factor also divides the loss scale out, and marks an overflow (tasks/clip_scale.c) */
+    return sz_submit_clip(m, a->flag ? s->cfg->grad_clip : 0.0f, m->prec.loss_scaling ? m->scaler.scale : 0.0f);
 }
 
 /* The optimizer (m->opt, tasks/sz_optimizer.h) on the piece of each tensor that lies in [lo, lo + n)
@@ -350,12 +358,12 @@ static sz_status opt_range(struct sz_model *m, struct sz_unit *u, const sz_train
             sv[s] = sz_tensor_view(&u->opt_state[s], off, len, NULL);
             r.state[s] = &sv[s];
         }
-        /* without clipping the factor is a constant 1: the update of a shard then waits only for
-         * its own reduced gradients, not for every unit's norm */
-        sz_tensor scale = sz_tensor_view(cfg->grad_clip > 0 ? m->clip : m->one, 0, 1, NULL);
-        sz_tensor master = m->mixed ? sz_tensor_view(&u->master, off, len, NULL) : pv;
+        /* without clipping (or fp16's loss scale) the factor is a constant 1: the update of a shard
+         * then waits only for its own reduced gradients, not for every unit's norm */
+        sz_tensor scale = sz_tensor_view(step_clips(m, cfg) ? m->clip : m->one, 0, 1, NULL);
+        sz_tensor master = m->prec.mixed ? sz_tensor_view(&u->master, off, len, NULL) : pv;
         r.scale = &scale;
-        r.master = m->mixed ? &master : NULL;
+        r.master = m->prec.mixed ? &master : NULL;
         sz_status st = m->opt->step(u, &r, &m->zero, cfg, t, u->opt_name);
         if (st != SZ_OK)
             return st;
@@ -447,8 +455,9 @@ sz_status sz_zero_eval(struct sz_model *m)
 sz_status sz_zero_update(struct sz_model *m, const sz_train_config *cfg, int t)
 {
     const sz_plan *p;
-    sz_status st = plan_of(m, SZ_PASS_STEP, cfg->grad_clip > 0, &p);
-    struct step_args s = {cfg, t};
+    sz_status st = plan_of(m, SZ_PASS_STEP, step_clips(m, cfg), &p);
+    /* a skipped fp16 step does not count as one of the optimizer's (bias correction), as in DeepSpeed */
+    struct step_args s = {cfg, m->prec.loss_scaling && t > m->scaler.skipped ? t - (int)m->scaler.skipped : t};
     return st != SZ_OK ? st : run(m, p, p->mb_begin[p->cfg.micro_batches], p->n, &s);
 }
 
@@ -457,10 +466,10 @@ sz_status sz_zero_update(struct sz_model *m, const sz_train_config *cfg, int t)
 sz_status sz_zero_assemble(struct sz_model *m, struct sz_unit *u, int which, float *full)
 {
     /* parameters are the fp32 master under mixed precision */
-    sz_tensor *slice = which ? &u->gshard : (m->mixed ? &u->master : &u->pshard);
-    if (which == 0 && m->zero.stage == 0 && m->mixed)
+    sz_tensor *slice = which ? &u->gshard : (m->prec.mixed ? &u->master : &u->pshard);
+    if (which == 0 && m->zero.stage == 0 && m->prec.mixed)
         return sz_tensor_read(&u->master, full);
-    if (which == 0 && m->zero.stage < 3 && !m->mixed)
+    if (which == 0 && m->zero.stage < 3 && !m->prec.mixed)
         return sz_tensor_read(&u->param.all, full);
     if (m->nd == 1)
         return sz_tensor_read_f32(slice, full);
@@ -481,15 +490,15 @@ sz_status sz_zero_assemble_range(struct sz_model *m, struct sz_unit *u, int root
     if (n <= 0)
         return SZ_OK;
     sz_tensor piece;
-    if (m->zero.stage == 0 && m->mixed) { /* held whole here: read where it is */
+    if (m->zero.stage == 0 && m->prec.mixed) { /* held whole here: read where it is */
         piece = sz_tensor_view(&u->master, lo, n, NULL);
         return here ? sz_tensor_read(&piece, dst) : SZ_OK;
     }
-    if (m->zero.stage < 3 && !m->mixed) {
+    if (m->zero.stage < 3 && !m->prec.mixed) {
         piece = sz_tensor_view(&u->param.all, lo, n, NULL);
         return here ? sz_tensor_read(&piece, dst) : SZ_OK;
     }
-    sz_tensor *slice = m->mixed ? &u->master : &u->pshard; /* the fp32 values, sharded */
+    sz_tensor *slice = m->prec.mixed ? &u->master : &u->pshard; /* the fp32 values, sharded */
     if (m->nd == 1) {
         piece = sz_tensor_view(slice, lo, n, NULL);
         return sz_tensor_read_f32(&piece, dst);

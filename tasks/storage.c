@@ -122,12 +122,11 @@ static int crosses_each_step(const struct sz_model *m, int cat)
  * copies, as it does the transients'.) */
 sz_status sz_model_gpu_arena_start(struct sz_model *m)
 {
-    const char *env = getenv("SZ_GPU_ARENA");
 #if SZ_WITH_CUDA
-    if (!env || strcmp(env, "1") || !sz_model_have_cuda() || !m->zero.arenas)
+    if (!m->core.ctx->env.gpu_arena || !sz_model_have_cuda() || !m->zero.arenas)
         return SZ_OK;
     sz_plan_storage keep;
-    sz_plan_storage_of(m->zero.stage, m->mixed, m->nopt_states, &keep);
+    sz_plan_storage_of(m->zero.stage, m->prec.mixed, m->nopt_states, &keep);
     int64_t bytes = SZ_GPU_ARENA_ALIGN;
     for (int i = 0; i < m->nunits; i++)
         for (int c = 0; c < SZ_MEM_NCATEGORIES; c++)
@@ -160,7 +159,7 @@ sz_status sz_model_gpu_arena_start(struct sz_model *m)
     sz_context_log(m->core.ctx, SZ_LOG_INFO, "GPU arena: %.1f MB of model states%s on CUDA device %d (memory node %u)",
                    bytes / 1e6, sz_model_comm_on_gpu(m) ? " and the communication buffer" : "", m->gpu.dev, m->gpu.node);
 #else
-    (void)m, (void)env;
+    (void)m;
 #endif
     return SZ_OK;
 }
@@ -358,11 +357,11 @@ sz_status sz_model_unit_storage(struct sz_model *m, struct sz_unit *u)
 {
     sz_status st;
     sz_plan_storage keep;
-    sz_plan_storage_of(m->zero.stage, m->mixed, m->nopt_states, &keep);
+    sz_plan_storage_of(m->zero.stage, m->prec.mixed, m->nopt_states, &keep);
     int64_t lo;
     u->padded = sz_zero_padded(u->numel, m->nd);
     sz_plan_shard_range(u->padded, m->nd, m->rank, &lo, &u->shard);
-    sz_dtype dt = m->mixed ? SZ_DTYPE_BF16 : SZ_DTYPE_F32;
+    sz_dtype dt = m->prec.param;
     int full_params = keep.bytes[SZ_MEM_PARAMS] > 0, full_grads = keep.bytes[SZ_MEM_GRADS] > 0;
     if ((st = flat_init(m, u, &u->param, "", dt, full_params ? SZ_MEM_PARAMS : -1)) != SZ_OK ||
         (st = flat_init(m, u, &u->grad, "grad:", dt, full_grads ? SZ_MEM_GRADS : -1)) != SZ_OK ||
@@ -373,7 +372,7 @@ sz_status sz_model_unit_storage(struct sz_model *m, struct sz_unit *u)
         return st;
     u->wp = &u->param;
     u->wg = &u->grad;
-    if (m->mixed) { /* fp32 working copies (allocated on demand, one unit at a time) and the master */
+    if (m->prec.mixed) { /* fp32 working copies (allocated on demand, one unit at a time) and the master */
         char mname[48];
         snprintf(mname, sizeof mname, "master:%s", u->c.name);
         sz_tensor *master = sz_model_owned_buffer(m, mname, SZ_DTYPE_F32, keep.sharded[SZ_MEM_MASTER] ? u->shard : u->padded,
@@ -382,7 +381,7 @@ sz_status sz_model_unit_storage(struct sz_model *m, struct sz_unit *u)
             (st = flat_init(m, u, &u->wgrad, "wgrad:", SZ_DTYPE_F32, -1)) != SZ_OK)
             return master ? st : SZ_ERR_NOMEM;
         u->master = *master;
-        u->wp = m->bf16_direct && u->bf16_params ? &u->param : &u->work; /* direct: the bf16 parameters */
+        u->wp = m->prec.params_direct && u->bf16_params ? &u->param : &u->work; /* direct: the bf16 parameters */
         u->wg = &u->wgrad;
     }
     /* the optimizer's states (tasks/sz_optimizer.h), in categories SZ_MEM_ADAM_M, SZ_MEM_ADAM_V */

@@ -23,21 +23,22 @@ struct sz_comm {
  * read their peers' buffers in place. Each returns 1 when done that way, 0 when some rank's buffer
  * is outside its pool (the caller then uses MPI); the same answer on every rank. All-gather of S
  * elements of es bytes per rank (shard NULL: in place); reduce-scatter of a shard (sums in rank
- * order, onto the shard when acc). */
+ * order, onto the shard when acc); kdt: the elements' type, as sz_reduce_pieces. */
 int sz_shm_all_gather(const struct sz_comm *a, size_t es, void *full, const void *shard, int64_t S);
-int sz_shm_reduce_scatter(const struct sz_comm *a, size_t es, const void *full, void *shard, int64_t S, int acc);
+int sz_shm_reduce_scatter(const struct sz_comm *a, int kdt, const void *full, void *shard, int64_t S, int acc);
 /* The same for elements [o, o + len) of every rank's piece (one bucket round of the plan). */
-int sz_shm_reduce_scatter_piece(const struct sz_comm *a, size_t es, const void *full, void *shard, int64_t S,
+int sz_shm_reduce_scatter_piece(const struct sz_comm *a, int kdt, const void *full, void *shard, int64_t S,
                                 int64_t o, int64_t len, int acc);
-/* tasks/reduce_scatter.c: sum a->nd pieces of len elements (es bytes: 4 fp32, 2 bf16), src[r]
- * from rank r, in rank order into shard[o, o + len) (onto it when acc); bf16 is summed in fp32
- * and rounded once. */
-void sz_reduce_pieces(const struct sz_comm *a, size_t es, void *shard, const void *const *src, int64_t o,
+/* tasks/reduce_scatter.c: sum a->nd pieces of len elements of type kdt (sz_kdt_of: 0 fp32, 1 bf16,
+ * 2 fp16), src[r] from rank r, in rank order into shard[o, o + len) (onto it when acc); 16-bit
+ * values are summed in fp32 and rounded once. */
+void sz_reduce_pieces(const struct sz_comm *a, int kdt, void *shard, const void *const *src, int64_t o,
                       int64_t len, int acc);
 
-/* tasks/nccl.c: the GPU collectives (opt-in SZ_NCCL=1; see there). Start after StarPU is up, on
- * every rank (collective over comm; tasks/context.c); `why` says which collectives the run uses. */
-sz_status sz_nccl_start(MPI_Comm comm, int rank, int nd, char *why, size_t why_len);
+/* tasks/nccl.c: the GPU collectives (opt-in: wanted is SZ_NCCL=1, ctx->env.nccl; see there). Start
+ * after StarPU is up, on every rank (collective over comm; tasks/context.c); `why` says which
+ * collectives the run uses. */
+sz_status sz_nccl_start(int wanted, MPI_Comm comm, int rank, int nd, char *why, size_t why_len);
 void sz_nccl_stop(void);
 int sz_nccl_active(void);
 /* Its decisions, pure (tests/test_nccl_rule.c): whether a worker (a CUDA one or not) may run
@@ -61,7 +62,9 @@ extern struct starpu_codelet sz_cl_reduce_scatter, sz_cl_all_gather, sz_cl_clip_
 sz_status sz_submit_reduce_scatter(struct sz_model *m, struct sz_unit *u, int64_t o, int64_t len, int acc,
                                    int64_t release_bytes);
 sz_status sz_submit_all_gather(struct sz_model *m, struct sz_unit *u, int from_shard, int category, int64_t bytes);
-sz_status sz_submit_clip(struct sz_model *m, float clip);
+/* The clip factor and the global norm into m->clip; loss_scale > 0 (fp16): divided out, and an
+ * overflow marked NaN (the step skipped). */
+sz_status sz_submit_clip(struct sz_model *m, float clip, float loss_scale);
 sz_status sz_submit_account(struct sz_model *m, const sz_tensor *t, int category, int64_t bytes, const char *name);
 sz_status sz_submit_convert(struct sz_model *m, const sz_tensor *dst, const sz_tensor *src, int mode, int category,
                             int64_t bytes, const char *name);

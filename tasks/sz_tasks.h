@@ -35,7 +35,7 @@ struct sz_unit {
         ag_name[40], recompute_name[40], offload_name[40], fetch_name[40];
     int checkpointable;
     int backward_skips_params;   /* see sz_unit_desc */
-    int bf16_params;             /* see sz_unit_desc: with m->bf16_direct it reads param, not work */
+    int bf16_params;             /* see sz_unit_desc: with m->prec.params_direct it reads param, not work */
     int round_grads;             /* see sz_unit_desc */
     int round_tied_grads;        /* see sz_unit_desc */
     sz_tensor *ckpt, *ckpt_host; /* offloaded checkpoint: device tensor (lazy) and its host pool copy */
@@ -66,10 +66,9 @@ struct sz_model {
     struct sz_core core;         /* first: what the core sees (the task builder, the fold) */
     sz_zero_config zero;
     int nd, rank;
-    int mixed;                   /* zero.precision == SZ_PRECISION_BF16 */
-    int native;                  /* mixed, and the native bf16 compute path (zero.bf16_compute) */
-    int bf16_direct;             /* units with bf16_params read param, not work, under mixed precision
-                                    (sz_model_set_zero's rule; graph/sz_plan.h, sz_plan_config) */
+    sz_resolved_precision prec;  /* the precision, resolved once (tasks/precision.c): storage types,
+                                    compute path, direct parameters, rounding folded */
+    sz_loss_scaler scaler;       /* fp16's loss scale and skipped steps (tasks/model.c) */
     const sz_optimizer_impl *opt;/* zero.optimizer's implementation (tasks/optimizer.c) */
     int nopt_states;             /* opt->nstates(&zero) */
     int64_t arena_mark;          /* the device pool's arena before our first tensor (-1: none) */
@@ -132,10 +131,6 @@ struct sz_model {
     int64_t step_sent, step_received, step_ns;
     int fold_grads;              /* the parameters' gradients left to first writers: fold_zeros, and
                                     not SZ_GRAD_FOLD=0 */
-    int fold_round;              /* mixed precision's gradient rounding folded into the writers of
-                                    units with round_grads (sz_plan_config.fold_round): fold_grads, and
-                                    not SZ_GRAD_ROUND_FOLD=0 */
-    int round_ok;                /* fold_round and no CUDA workers (sz_model_set_zero) */
 };
 
 /* tasks/depcheck.c: the check that a real step's tasks depend only on data written (or read) by

@@ -205,7 +205,7 @@ mpi 2 "$bin/sz-train" "${small[@]}" --steps 3 --json --ds-config "$ds" >"$dir/ds
 for w in "train_micro_batch_size_per_gpu = 2 -> --batch 2" "gradient_accumulation_steps = 2 -> --micro-batches 2" \
          "optimizer.params.betas[0] = 0.8 -> --beta1 0.8" "scheduler.params.warmup_num_steps = 2 -> --warmup 2" \
          "bf16.enabled = true -> --precision bf16" "zero_optimization.stage = 3 -> --zero-stage 3" \
-         "reduce_bucket_size = 500000 -> --bucket-bytes 1000000 (elements x 2 bytes (bf16))" \
+         "reduce_bucket_size = 500000 -> --bucket-bytes 1000000 (elements x 2 bytes (bf16 or fp16))" \
          "cpu_checkpointing = true -> --offload-checkpoints" "zero_optimization.overlap_comm = true ignored" \
          "train_batch_size = 8 -> --global-batch 8"; do
     grep -qF -- "$w" "$dir/ds.err" || { cat "$dir/ds.err"; fail "ds-config: no line '$w'"; }
@@ -222,8 +222,9 @@ grep -q "the command line's --zero-stage wins" "$dir/ds2.out" && grep -q "ZeRO s
 echo "ok: --zero-stage 1 on the command line wins over zero_optimization.stage 3"
 expect 1 "--global-batch 8: this run's global batch is 1 rank(s) x --batch 2 x --micro-batches 2 = 4 rows" -- \
     "${small[@]}" --steps 1 --ds-config "$ds"
-sed 's/"bf16"/"fp16"/' "$ds" >"$dir/fp16.json"
-expect 2 "fp16.enabled = true" "use bf16" -- "${small[@]}" --steps 1 --ds-config "$dir/fp16.json"
+sed 's/"bf16"/"fp16"/' "$ds" >"$dir/fp16.json"   # fp16 now trains (tests/fp16_cli.sh); its block maps
+"$bin/sz-train" "${small[@]}" --steps 1 --ds-config "$dir/fp16.json" --global-batch 4 >"$dir/fp16.out" 2>&1 \
+    && grep -q "fp16.enabled = true -> --precision fp16" "$dir/fp16.out" || { cat "$dir/fp16.out"; fail "ds-config fp16"; }
 sed 's/"AdamW"/"SGD"/' "$ds" >"$dir/sgd.json"
 expect 2 "not a parameter of SGD (Adam's)" -- "${small[@]}" --steps 1 --ds-config "$dir/sgd.json"
 sed 's/"AdamW"/"Lamb"/' "$ds" >"$dir/lamb.json"

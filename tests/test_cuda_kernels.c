@@ -1456,18 +1456,18 @@ static void test_attention_tiled(void)
     float *o[3];
     for (int r = 0; r < 3; r++) {
         if (r == 2)
-            setenv("SZ_CUDA_ATTENTION", "rowwise", 1);
+            sz_cuda_attention_set_rowwise(1);
         CUOK(r == 0 ? sz_cuda_attention_fwd_mx_impl(S, go, SZ_K_F32, gs, gi, B, T, C, NH, SZ_CUDA_ATT_TILED)
                     : sz_cuda_attention_fwd(S, go, gs, gi, B, T, C, NH));
         o[r] = malloc(no * 4);
         dget(o[r], go, no * 4);
     }
-    unsetenv("SZ_CUDA_ATTENTION");
+    sz_cuda_attention_set_rowwise(0);
     CUOK(sz_cuda_attention_fwd_mx_impl(S, go, SZ_K_F32, gs, gi, B, T, C, NH, SZ_CUDA_ATT_ROWWISE));
     float *rw = malloc(no * 4);
     dget(rw, go, no * 4);
     CU_ASSERT(same_bits("the default is the tiled kernel", o[0], o[1], no * 4));
-    CU_ASSERT(same_bits("SZ_CUDA_ATTENTION=rowwise is the rowwise kernel", o[2], rw, no * 4));
+    CU_ASSERT(same_bits("set to rowwise (SZ_CUDA_ATTENTION=rowwise) is the rowwise kernel", o[2], rw, no * 4));
     /* a head size the tiled kernels do not have: refused by name, rowwise by default */
     CU_ASSERT(sz_cuda_attention_fwd_mx_impl(S, go, SZ_K_F32, gs, gi, 1, 10, 3 * 37, 3, SZ_CUDA_ATT_TILED) ==
               (int)cudaErrorNotSupported);

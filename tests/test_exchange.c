@@ -80,7 +80,7 @@ int main(int argc, char **argv)
         for (int acc = 0; acc < 2; acc++) {
             for (int64_t i = 0; i < S; i++)
                 shard[i] = 0.5f;
-            CHECK(sz_shm_reduce_scatter(&a, sizeof(float), full, shard, S, acc) == 1, "reduce-scatter declined");
+            CHECK(sz_shm_reduce_scatter(&a, 0, full, shard, S, acc) == 1, "reduce-scatter declined");
             wrong = 0;
             for (int64_t i = 0; i < S; i++) {
                 float s = acc ? 0.5f + value(0, (int64_t)me * S + i) : value(0, (int64_t)me * S + i);

@@ -119,7 +119,7 @@ static void test_matmul_bf16(void)
     const int shapes[][3] = {{256, 768, 3072}, {256, 3072, 768}, {9, 16, 5}};
     const char *paths[] = {"1", "0"};
     for (int pth = 0; pth < 2; pth++) {
-        setenv("SZ_ONEDNN_BF16", paths[pth], 1);
+        sz_k_set_bf16_tiles(paths[pth][0] == '1');
         for (size_t k = 0; k < sizeof shapes / sizeof shapes[0]; k++)
             for (int dt = 0; dt < 2; dt++) {
                 int N = shapes[k][0], C = shapes[k][1], OC = shapes[k][2];
@@ -130,7 +130,7 @@ static void test_matmul_bf16(void)
                 CU_ASSERT(sz_k_matmul_bwd_bf16_set(got, (sz_k_dtype)dt, NULL, NULL, SZ_K_F32, dout, inp, w, N, C, OC,
                                                    SZ_K_SET_DINP) >= 0);
                 char what[80];
-                snprintf(what, sizeof what, "matmul_bwd_bf16 dinp %s %dx%dx%d (SZ_ONEDNN_BF16=%s)", dt ? "bf16" : "f32",
+                snprintf(what, sizeof what, "matmul_bwd_bf16 dinp %s %dx%dx%d (bf16 tiles %s)", dt ? "bf16" : "f32",
                          N, C, OC, paths[pth]);
                 CU_ASSERT(same_up_to_zero_sign(what, got, want, nc, dt));
                 /* dweight, dbias of type dt set (the first writer of a step) */
@@ -139,7 +139,7 @@ static void test_matmul_bf16(void)
                 CU_ASSERT(sz_k_matmul_bwd_bf16(NULL, SZ_K_F32, dwz, dbz, (sz_k_dtype)dt, dout, inp, w, N, C, OC) >= 0);
                 CU_ASSERT(sz_k_matmul_bwd_bf16_set(NULL, SZ_K_F32, dwn, dbn, (sz_k_dtype)dt, dout, inp, w, N, C, OC,
                                                    SZ_K_SET_DW | SZ_K_SET_DB) >= 0);
-                snprintf(what, sizeof what, "matmul_bwd_bf16 dweight %s %dx%dx%d (SZ_ONEDNN_BF16=%s)",
+                snprintf(what, sizeof what, "matmul_bwd_bf16 dweight %s %dx%dx%d (bf16 tiles %s)",
                          dt ? "bf16" : "f32", N, C, OC, paths[pth]);
                 CU_ASSERT(same_up_to_zero_sign(what, dwn, dwz, oc, dt));
                 CU_ASSERT(memcmp(dbn, dbz, OC * es) == 0);
@@ -147,7 +147,7 @@ static void test_matmul_bf16(void)
                 free(dout); free(inp); free(w); free(want); free(got);
             }
     }
-    unsetenv("SZ_ONEDNN_BF16");
+    sz_k_set_bf16_tiles(1);
 }
 
 /* Mixed precision's gradient rounding folded into the linear layer's parameter-gradient writer:
@@ -161,7 +161,7 @@ static void test_matmul_round(void)
     const char *paths[] = {"1", "0"};
     for (int dt = 0; dt < 2; dt++)
         for (int pth = 0; pth < (dt ? 2 : 1); pth++) {
-            setenv("SZ_ONEDNN_BF16", paths[pth], 1);
+            sz_k_set_bf16_tiles(paths[pth][0] == '1');
             for (size_t k = 0; k < sizeof shapes / sizeof shapes[0]; k++) {
                 int N = shapes[k][0], C = shapes[k][1], OC = shapes[k][2];
                 size_t nc = (size_t)N * C, no = (size_t)N * OC, oc = (size_t)OC * C;
@@ -193,7 +193,7 @@ static void test_matmul_round(void)
                     CU_ASSERT(sz_k_matmul_dparams_round(gw, gb, dout, inp, dt ? SZ_K_BF16 : SZ_K_F32, N, C, OC, mode) >= 0);
                     int okw = memcmp(gw, ww, oc * 2) == 0, okb = memcmp(gb, wb, (size_t)OC * 2) == 0;
                     if (!okw || !okb)
-                        fprintf(stderr, "matmul_dparams_round %s %dx%dx%d mode %d (SZ_ONEDNN_BF16=%s): dweight %s, dbias %s\n",
+                        fprintf(stderr, "matmul_dparams_round %s %dx%dx%d mode %d (bf16 tiles %s): dweight %s, dbias %s\n",
                                 dt ? "bf16" : "f32", N, C, OC, mode, paths[pth], okw ? "equal" : "DIFFERS",
                                 okb ? "equal" : "DIFFERS");
                     CU_ASSERT(okw && okb);
@@ -212,7 +212,7 @@ static void test_matmul_round(void)
                 free(old_w); free(old_b); free(dw32); free(db32); free(dout); free(inp);
             }
         }
-    unsetenv("SZ_ONEDNN_BF16");
+    sz_k_set_bf16_tiles(1);
     uint16_t x = 0;
     float f = 0.0f;
     CU_ASSERT_EQUAL(sz_k_matmul_dparams_round(&x, NULL, &f, &f, (sz_k_dtype)7, 1, 1, 1, 0), -2); /* bad type */
@@ -585,15 +585,23 @@ static sz_status f_bwd(sz_unit *u, void *p)
     return sz_op_gelu_bwd(u, f->r4, f->y, f->dg, (int64_t)FN * FOC);
 }
 
+/* A model initialised under the fold switches SZ_ZERO_FOLD (zeros) and SZ_GRAD_FOLD (grads) would
+ * give: the context read the environment once (sched/env.c); a model takes them at sz_model_init. */
+static int init_with_folds(sz_model **m, int zeros, int grads)
+{
+    sz_fold_switches keep = ctx->env.fold;
+    ctx->env.fold.zeros = zeros;
+    ctx->env.fold.grads = zeros && grads;
+    ctx->env.fold.round = zeros && grads && keep.round;
+    int ok = sz_model_init(m, ctx) == SZ_OK;
+    ctx->env.fold = keep;
+    return ok;
+}
+
 static int fm_build(struct fm *f, int fold)
 {
     memset(f, 0, sizeof *f);
-    if (fold)
-        unsetenv("SZ_ZERO_FOLD");
-    else
-        setenv("SZ_ZERO_FOLD", "0", 1);
-    int ok = sz_model_init(&f->m, ctx) == SZ_OK;
-    unsetenv("SZ_ZERO_FOLD");
+    int ok = init_with_folds(&f->m, fold, 1);
     sz_unit_desc d = {.name = "body", .params = FW, .nparams = 1, .forward = f_fwd, .backward = f_bwd, .user = f};
     if (!ok || sz_model_add_unit(f->m, &d) != SZ_OK)
         return 0;
@@ -732,13 +740,8 @@ struct fg_count { int64_t set, zeroed, tasks, bytes; };
 static int fg_run(int fold, int mixed, int micro, float *grads, float *params, struct fg_count *c)
 {
     struct fg f = {0};
-    if (!fold)
-        setenv("SZ_ZERO_FOLD", "0", 1);
-    if (fold == 2) /* the activations' zeros folded, the gradients zeroed whole */
-        setenv("SZ_GRAD_FOLD", "0", 1);
-    int ok = sz_model_init(&f.m, ctx) == SZ_OK;
-    unsetenv("SZ_ZERO_FOLD");
-    unsetenv("SZ_GRAD_FOLD");
+    /* fold 2: the activations' zeros folded, the gradients zeroed whole (SZ_GRAD_FOLD=0) */
+    int ok = init_with_folds(&f.m, fold != 0, fold != 2);
     sz_zero_config z;
     sz_zero_config_defaults(&z);
     z.micro_batches = micro;

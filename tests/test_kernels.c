@@ -1020,6 +1020,10 @@ static void test_matmul_host_bytes(void)
 
 int main(void)
 {
+    /* the bf16 products' path, as the library's context sets it from the environment (sched/env.c):
+     * CTest runs this suite with SZ_ONEDNN_BF16=0 (the widening path) and =1 (oneDNN's bf16 tiles) */
+    const char *tiles = getenv("SZ_ONEDNN_BF16");
+    sz_k_set_bf16_tiles(!(tiles && tiles[0] == '0'));
     if (CU_initialize_registry() != CUE_SUCCESS) return 1;
     CU_pSuite s = CU_add_suite("kernels", NULL, NULL);
     struct { const char *name; void (*fn)(void); } tests[] = {

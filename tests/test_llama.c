@@ -101,15 +101,16 @@ static void train(const sz_llama_config *c, const sz_zero_config *z, struct run 
     CHECK(sz_model_memory_report(sz_llama_model(m), &rep) == SZ_OK, "memory report");
     int nat = z->precision == SZ_PRECISION_BF16 && z->bf16_compute == SZ_BF16_COMPUTE_NATIVE;
     const char *path = z->precision == SZ_PRECISION_FP32 ? "fp32" : nat ? "native" : "emulated";
-    CHECK(sz_model_bf16_native(sz_llama_model(m)) == nat && !strcmp(rep.bf16_path, path),
+    const sz_resolved_precision *prec = sz_model_precision(sz_llama_model(m));
+    CHECK(prec->native == nat && !strcmp(rep.bf16_path, path),
           "stage %d: bf16_path %s, expected %s", z->stage, rep.bf16_path, path);
     /* the units read their bf16 parameters directly, unless the emulated path was asked for working
      * copies or has CUDA workers; those are the only gathered bytes below stage 3 */
     sz_runtime_info info; /* with CUDA workers the emulated path keeps working copies */
     int cuda = sz_context_runtime_info(ctx, &info) == SZ_OK && info.cuda_workers > 0;
     int direct = z->precision == SZ_PRECISION_BF16 && (nat || (!z->bf16_work_copies && !cuda));
-    CHECK(sz_model_bf16_params_direct(sz_llama_model(m)) == direct, "stage %d: bf16 parameters direct %d, expected %d",
-          z->stage, sz_model_bf16_params_direct(sz_llama_model(m)), direct);
+    CHECK((prec->mixed && prec->params_direct) == direct, "stage %d: bf16 parameters direct %d, expected %d",
+          z->stage, prec->mixed && prec->params_direct, direct);
     if (z->stage < 3)
         CHECK((rep.bytes[SZ_MEM_GATHERED] > 0) == (z->precision == SZ_PRECISION_BF16 && !direct),
               "stage %d %s (direct %d): gathered peak %lld", z->stage, path, direct,
@@ -313,7 +314,7 @@ static void test_round_scratch_oom(const sz_llama_config *c)
         return;
     }
     sz_model *sm = sz_llama_model(m);
-    if (!sz_model_grad_round_folded(sm)) { /* CUDA workers: the writers do not round */
+    if (!(sz_model_precision(sm)->mixed && sz_model_precision(sm)->grads_rounded)) { /* CUDA workers: the writers do not round */
         printf("rounding scratch out of memory: not run (the gradients' rounding is not folded here)\n");
         sz_llama_free(m);
         return;

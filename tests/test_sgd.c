@@ -1,12 +1,12 @@
 /* tests/test_sgd.c — the SGD kernel (kernels/sgd.c, torch.optim.SGD semantics):
- *  - against a double reference over several steps: fp32, mixed precision (bf16 gradients onto the
- *    fp32 master, the bf16 copy rounded from it), with and without momentum, Nesterov, the clip
- *    scale (bitwise the same as scaling the gradients first);
+ *  - against a double reference over several steps: fp32, mixed precision (bf16 or fp16 gradients,
+ *    gdt 1 or 2, onto the fp32 master, the 16-bit copy rounded from it), with and without momentum,
+ *    Nesterov, the clip scale (bitwise the same as scaling the gradients first);
  *  - PyTorch's numbers: three steps of torch.optim.SGD(lr=0.1, momentum=0.9, weight_decay=0.1)
  *    (and momentum 0) on p = 1 with gradient 0.5, worked out by hand (the weight decay is L2,
  *    added to the gradient, not AdamW's decoupled one);
- *  - deterministic: the same bits with 1 and 3 threads over several chunks, and the fused
- *    squared norm equals sz_k_sumsq's bitwise, changing nothing else. */
+ *  - deterministic: the same bits with 1 and 3 threads over several chunks (fp32, bf16 and fp16
+ *    gradients), and the fused squared norm equals sz_k_sumsq's bitwise, changing nothing else. */
 #include <CUnit/Basic.h>
 #include <math.h>
 #include <omp.h>
@@ -31,9 +31,9 @@ static void test_reference(void)
 {
     enum { P = 37, STEPS = 4 };
     const float lr = 0.05f, wd = 0.01f, scale = 0.75f;
-    for (int mode = 0; mode < 4; mode++) { /* 0 momentum 0.9, 1 no momentum, 2 Nesterov, 3 mixed precision */
+    for (int mode = 0; mode < 5; mode++) { /* 0 momentum 0.9, 1 no momentum, 2 Nesterov, 3 mixed bf16, 4 mixed fp16 */
         float mom = mode == 1 ? 0.0f : 0.9f;
-        int nest = mode == 2, mixed = mode == 3;
+        int nest = mode == 2, mixed = mode >= 3 ? mode - 2 : 0; /* the gradients' sz_k_dtype */
         float *p = rnd(P, 1), *buf = calloc(P, sizeof(float));
         double *rp = dup_d(p, P), rb[P] = {0};
         uint16_t pb[P];
@@ -41,9 +41,9 @@ static void test_reference(void)
             float *g = rnd(P, 1);
             uint16_t *h = malloc(P * sizeof *h);
             for (int i = 0; i < P; i++) {
-                h[i] = sz_f32_to_bf16_1(g[i]);
+                h[i] = mixed == SZ_K_F16 ? sz_k_f32_to_f16_1(g[i]) : sz_f32_to_bf16_1(g[i]);
                 if (mixed)
-                    g[i] = sz_bf16_to_f32_1(h[i]); /* the values the mixed kernel sees */
+                    g[i] = sz_ldx(h, mixed, i); /* the values the mixed kernel sees */
             }
             for (int i = 0; i < P; i++) {
                 double d = (double)scale * g[i] + (double)wd * rp[i];
@@ -53,7 +53,7 @@ static void test_reference(void)
                 }
                 rp[i] -= (double)lr * d;
             }
-            int rc = mixed ? sz_k_sgd_step(p, pb, h, 1, buf, P, lr, mom, wd, 0, scale, NULL)
+            int rc = mixed ? sz_k_sgd_step(p, pb, h, mixed, buf, P, lr, mom, wd, 0, scale, NULL)
                            : sz_k_sgd_step(p, NULL, g, 0, mom != 0.0f ? buf : NULL, P, lr, mom, wd, nest, scale, NULL);
             CU_ASSERT_EQUAL(rc, 0);
             free(g);
@@ -69,8 +69,8 @@ static void test_reference(void)
         if (mixed) {
             int ok = 1;
             for (int i = 0; i < P; i++)
-                ok &= pb[i] == sz_f32_to_bf16_1(p[i]);
-            CU_ASSERT(ok); /* the bf16 parameters are the master rounded */
+                ok &= pb[i] == (mixed == SZ_K_F16 ? sz_k_f32_to_f16_1(p[i]) : sz_f32_to_bf16_1(p[i]));
+            CU_ASSERT(ok); /* the 16-bit parameters are the master rounded */
         }
         free(p), free(rp), free(buf);
     }
@@ -109,34 +109,40 @@ static void test_determinism(void)
 {
     const size_t n = 3 * SZ_SUMSQ_CHUNK + 999;
     float *p0 = rnd(n, 1), *g = rnd(n, 1), *b0 = rnd(n, 1);
-    uint16_t *h = malloc(n * sizeof *h);
-    for (size_t i = 0; i < n; i++)
+    uint16_t *h = malloc(n * sizeof *h), *e = malloc(n * sizeof *e);
+    for (size_t i = 0; i < n; i++) {
         h[i] = sz_f32_to_bf16_1(g[i]);
+        e[i] = sz_k_f32_to_f16_1(g[i]);
+    }
     double want32 = sz_k_sumsq(g, 0, (int64_t)n), want16 = sz_k_sumsq(h, 1, (int64_t)n);
-    float *snap_p = NULL, *snap_b = NULL, *snap_m = NULL;
+    double wantf16 = sz_k_sumsq(e, 2, (int64_t)n);
+    float *snap_p = NULL, *snap_b = NULL, *snap_m = NULL, *snap_f = NULL;
+    uint16_t *snap_fb = NULL;
     int saved = omp_get_max_threads();
     for (int nt = 1; nt <= 3; nt += 2) {
         omp_set_num_threads(nt);
         float *p = dup_f(p0, n), *b = dup_f(b0, n), *r = dup_f(p0, n), *rb = dup_f(b0, n);
-        float *m = dup_f(p0, n), *mb = dup_f(b0, n);
-        uint16_t *pb = malloc(n * sizeof *pb);
-        double s32 = -1, s16 = -1;
+        float *m = dup_f(p0, n), *mb = dup_f(b0, n), *f = dup_f(p0, n), *fb = dup_f(b0, n);
+        uint16_t *pb = malloc(n * sizeof *pb), *fp = malloc(n * sizeof *fp);
+        double s32 = -1, s16 = -1, sf16 = -1;
         CU_ASSERT(sz_k_sgd_step(p, NULL, g, 0, b, n, 0.1f, 0.9f, 0.01f, 0, 0.5f, &s32) == 0);
         CU_ASSERT(sz_k_sgd_step(r, NULL, g, 0, rb, n, 0.1f, 0.9f, 0.01f, 0, 0.5f, NULL) == 0);
         CU_ASSERT(sz_k_sgd_step(m, pb, h, 1, mb, n, 0.1f, 0.9f, 0.01f, 0, 0.5f, &s16) == 0);
-        CU_ASSERT(s32 == want32 && s16 == want16);                             /* the fused norm */
+        CU_ASSERT(sz_k_sgd_step(f, fp, e, 2, fb, n, 0.1f, 0.9f, 0.01f, 0, 0.5f, &sf16) == 0);
+        CU_ASSERT(s32 == want32 && s16 == want16 && sf16 == wantf16);           /* the fused norm */
         CU_ASSERT(!memcmp(p, r, n * sizeof *p) && !memcmp(b, rb, n * sizeof *b)); /* changes nothing else */
         if (!snap_p) {
-            snap_p = p, snap_b = b, snap_m = m;
+            snap_p = p, snap_b = b, snap_m = m, snap_f = f, snap_fb = fp;
         } else {
             CU_ASSERT(!memcmp(p, snap_p, n * sizeof *p) && !memcmp(b, snap_b, n * sizeof *b) &&
-                      !memcmp(m, snap_m, n * sizeof *m)); /* 1 and 3 threads: the same bits */
-            free(p), free(b), free(m);
+                      !memcmp(m, snap_m, n * sizeof *m) && !memcmp(f, snap_f, n * sizeof *f) &&
+                      !memcmp(fp, snap_fb, n * sizeof *fp)); /* 1 and 3 threads: the same bits */
+            free(p), free(b), free(m), free(f), free(fp);
         }
-        free(r), free(rb), free(mb), free(pb);
+        free(r), free(rb), free(mb), free(fb), free(pb);
     }
     omp_set_num_threads(saved);
-    free(snap_p), free(snap_b), free(snap_m), free(p0), free(g), free(b0), free(h);
+    free(snap_p), free(snap_b), free(snap_m), free(snap_f), free(snap_fb), free(p0), free(g), free(b0), free(h), free(e);
 }
 
 int main(void)

@@ -211,8 +211,9 @@ static void train_z(const sz_gpt2_config *c, int stage, int M, int zr, struct ru
     /* GPT-2's units read their bf16 parameters directly on both paths, unless working copies were
      * asked for on the emulated one, or CUDA workers run it */
     int direct = precision == SZ_PRECISION_BF16 && (native() || (!work_copies && !have_cuda()));
-    CHECK(sz_model_bf16_params_direct(gpt2_model(g)) == direct, "%s: sz_model_bf16_params_direct %d, expected %d",
-          what, sz_model_bf16_params_direct(gpt2_model(g)), direct);
+    const sz_resolved_precision *prec = sz_model_precision(gpt2_model(g));
+    int got = prec->mixed && prec->params_direct;
+    CHECK(got == direct, "%s: bf16 parameters direct %d, expected %d", what, got, direct);
     int converts = 0;
     for (int k = 0; k < gpt2_model(g)->step_plan.n; k++)
         converts += gpt2_model(g)->step_plan.a[k].kind == SZ_ACT_CONVERT;
@@ -221,7 +222,7 @@ static void train_z(const sz_gpt2_config *c, int stage, int M, int zr, struct ru
     /* the GPT-2 estimator counts the model's own tensors as gpt2_create registers them */
     int64_t host = -1,
             act = sz_gpt2_engine_activation_bytes_bf16(c, B, T, z.checkpoint, z.offload_checkpoints, native(),
-                                                       sz_model_grad_round_folded(gpt2_model(g)), &host);
+                                                       prec->mixed && prec->grads_rounded, &host);
     CHECK(!strcmp(out->rep.bf16_path, precision == SZ_PRECISION_FP32 ? "fp32" : native() ? "native" : "emulated"),
           "%s: bf16_path %s", what, out->rep.bf16_path);
     CHECK(act == out->rep.bytes[SZ_MEM_ACTIVATIONS] && host == out->rep.bytes[SZ_MEM_HOST],

@@ -216,11 +216,43 @@ static void scheduler(struct ctx *c, const cJSON *s, double lr)
     }
 }
 
+/* fp16.enabled: --precision fp16, and its loss scaling (DeepSpeed's names, each to its option). */
+static void fp16(struct ctx *c, const cJSON *f)
+{
+    use(c, "fp16.enabled", "true", "--precision", "fp16", "fp16 parameters and gradients, fp32 master and optimizer state");
+    static const struct { const char *key, *opt; int integer; } map[] = {
+        {"loss_scale", "--loss-scale", 0},          {"initial_scale_power", "--initial-scale-power", 1},
+        {"loss_scale_window", "--loss-scale-window", 1}, {"hysteresis", "--hysteresis", 1},
+        {"min_loss_scale", "--min-loss-scale", 0}};
+    const cJSON *e;
+    cJSON_ArrayForEach(e, f)
+    {
+        if (c->failed)
+            return;
+        char key[96];
+        snprintf(key, sizeof key, "fp16.%s", e->string);
+        size_t i = 0;
+        while (i < sizeof map / sizeof map[0] && strcmp(map[i].key, e->string))
+            i++;
+        if (!strcmp(e->string, "enabled"))
+            continue;
+        else if (i < sizeof map / sizeof map[0])
+            num_opt(c, key, e, map[i].opt, map[i].integer, 1, NULL);
+        else if (!strcmp(e->string, "consecutive_hysteresis") && !cJSON_IsTrue(e))
+            ignore(c, key, e, "false, as StarZeRO's loss scaler does");
+        else if (!strcmp(e->string, "auto_cast") && !cJSON_IsTrue(e))
+            ignore(c, key, e, "false: StarZeRO computes in fp32 on fp32 working copies");
+        else
+            refuse(c, "%s: not supported (StarZeRO's fp16 takes loss_scale, initial_scale_power, loss_scale_window, "
+                   "hysteresis, min_loss_scale)", key);
+    }
+}
+
 static void zero(struct ctx *c, const cJSON *z, int bf16)
 {
     const cJSON *e;
     double size = bf16 ? 2 : 4;
-    const char *why = bf16 ? "elements x 2 bytes (bf16)" : "elements x 4 bytes (fp32)";
+    const char *why = bf16 ? "elements x 2 bytes (bf16 or fp16)" : "elements x 4 bytes (fp32)";
     cJSON_ArrayForEach(e, z)
     {
         char key[96];
@@ -301,11 +333,13 @@ int sz_ds_config_read(const char *path, int argc, char **argv, char ***args, int
         return -1;
     }
     free(text);
-    /* the element size of the byte conversions: --precision on the command line, else bf16.enabled */
-    int bf16 = truthy(cJSON_GetObjectItemCaseSensitive(root, "bf16"), "enabled");
+    /* the element size of the byte conversions: --precision on the command line, else bf16.enabled or
+     * fp16.enabled (2 bytes either way) */
+    int bf16 = truthy(cJSON_GetObjectItemCaseSensitive(root, "bf16"), "enabled") ||
+               truthy(cJSON_GetObjectItemCaseSensitive(root, "fp16"), "enabled");
     for (int i = 1; i + 1 < argc; i++)
         if (!strcmp(argv[i], "--precision"))
-            bf16 = !strcmp(argv[i + 1], "bf16");
+            bf16 = !strcmp(argv[i + 1], "bf16") || !strcmp(argv[i + 1], "fp16");
     double lr = 3e-4; /* the base of cos_min_ratio: the command line's --lr, else the optimizer's */
     const cJSON *olr = cJSON_GetObjectItemCaseSensitive(
         cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(root, "optimizer"), "params"), "lr");
@@ -339,7 +373,7 @@ int sz_ds_config_read(const char *path, int argc, char **argv, char ***args, int
                 ignore(&c, "bf16", e, "not enabled: fp32, sz-train's default");
         } else if (!strcmp(k, "fp16") && cJSON_IsObject(e)) {
             if (truthy(e, "enabled"))
-                refuse(&c, "fp16.enabled = true: fp16 with dynamic loss scaling is not in StarZeRO (use bf16)");
+                fp16(&c, e);
             else
                 ignore(&c, "fp16", e, "not enabled");
         } else if (!strcmp(k, "zero_optimization") && cJSON_IsObject(e))

@@ -1,5 +1,5 @@
 /* apps/gpt2/gpt2.c — GPT-2 on the StarZeRO task API, exactly llm.c's forward and backward.
- * On the native bf16 path (sz_model_bf16_native) the activations the matmuls read (ln1, atty, ln2,
+ * On the native bf16 path (sz_resolved_precision.native) the activations the matmuls read (ln1, atty, ln2,
  * fch_gelu, lnf), the logits (bf16 as a matmul's output under autocast; the fused softmax-xent
  * computes in fp32 from them and leaves the bf16 gradient in place) and the gradients the matmuls
  * read or write (dqkv, dattproj, dfch, dfcproj; dln1, datty, dln2, dlnf) are bf16, and
@@ -256,20 +256,21 @@ sz_status gpt2_create(gpt2 **out, sz_context *ctx, const sz_gpt2_config *cfg, in
     if (sz_context_runtime_info(ctx, &info) == SZ_OK)
         mm = sz_gpt2_host_bytes(cfg, B, T, info.compute_workers, info.kernel_threads);
     z.host_bytes = app_bytes + mm;
-    st = sz_model_set_zero(g->model, &z);
-    /* its matmuls may also run the bf16 kernels (native), or widen bf16 weights (emulated, direct) */
-    int nat = st == SZ_OK && sz_model_bf16_native(g->model), wbf = st == SZ_OK && !nat && sz_model_bf16_params_direct(g->model);
+    /* the precision, resolved once: its matmuls may also run the bf16 kernels (native), or widen
+     * bf16 weights (emulated, direct), and round into the bf16 gradients (the tied head's too) */
+    sz_resolved_precision p;
+    st = sz_precision_resolve(ctx, &z, &p);
+    int nat = st == SZ_OK && p.native, wbf = st == SZ_OK && !nat && p.mixed && p.params_direct;
     if (nat || wbf) {
         int64_t C = cfg->channels;
         const int64_t in[] = {C, C, C, 4 * C, C}, out[] = {3 * C, C, 4 * C, C, cfg->padded_vocab};
         z.host_bytes += (nat ? sz_matmul_host_bytes_bf16 : sz_matmul_host_bytes_wbf16)(
             info.compute_workers, info.kernel_threads, (int64_t)B * T, 5, in, out);
-        st = sz_model_set_zero(g->model, &z);
     }
-    if (st == SZ_OK && sz_model_grad_round_folded(g->model)) { /* the matmuls round (the tied head's too) */
+    if (st == SZ_OK && p.mixed && p.grads_rounded)
         z.host_bytes += sz_gpt2_round_host_bytes(cfg, info.compute_workers);
+    if (st == SZ_OK)
         st = sz_model_set_zero(g->model, &z);
-    }
     if (st != SZ_OK) {
         snprintf(err, errlen, "invalid ZeRO configuration (the library's error above says why)");
         gpt2_free(g);
@@ -307,7 +308,8 @@ sz_status gpt2_create(gpt2 **out, sz_context *ctx, const sz_gpt2_config *cfg, in
 
     int64_t N = (int64_t)B * T, C = cfg->channels, NC = N * C, A = 2 * (int64_t)B * cfg->heads * T;
     int64_t NV = N * cfg->padded_vocab;
-    sz_dtype X = sz_model_bf16_native(g->model) ? SZ_DTYPE_BF16 : SZ_DTYPE_F32; /* what the matmuls read */
+    const sz_resolved_precision *prec = sz_model_precision(g->model);
+    sz_dtype X = prec->act; /* what the matmuls read */
     g->tokens = act(g, "tokens", -1, SZ_DTYPE_I32, N);
     g->targets = act(g, "targets", -1, SZ_DTYPE_I32, N);
     for (int l = 0; l <= L; l++) { /* block l's input res[l] is its checkpoint */
@@ -347,10 +349,11 @@ sz_status gpt2_create(gpt2 **out, sz_context *ctx, const sz_gpt2_config *cfg, in
     g->logits = act(g, "logits", -1, X, NV);
     g->losses = act(g, "losses", -1, SZ_DTYPE_F32, N);
     g->dlnf = act(g, "dlnf", -1, X, NC);
-    if (sz_model_grad_round_folded(g->model))
+    int rounded = prec->mixed && prec->grads_rounded;
+    if (rounded)
         g->tied_rows = act(g, "tied_rows", -1, SZ_DTYPE_F32, sz_tied_rows_numel(B, T, cfg->padded_vocab, C));
     if (st == SZ_OK &&
-        (!g->logits || !g->losses || !gd->dfcproj || (sz_model_grad_round_folded(g->model) && !g->tied_rows)))
+        (!g->logits || !g->losses || !gd->dfcproj || (rounded && !g->tied_rows)))
         st = SZ_ERR_NOMEM;
     if (st == SZ_OK)
         st = sz_model_set_loss(g->model, g->losses);

@@ -212,7 +212,7 @@ sz_status sz_llmc_tokens_write(const char *path, const uint16_t *tokens, size_t 
  * linear layers: qkv, attention projection, fc, fc projection, the head; rows = B*T), on `workers`
  * CPU workers of `threads` kernel threads: what gpt2_create adds to sz_zero_config.host_bytes. */
 int64_t sz_gpt2_host_bytes(const sz_gpt2_config *cfg, int B, int T, int workers, int threads);
-/* What the linear layers add when they round into the bf16 gradients (sz_model_grad_round_folded):
+/* What the linear layers add when they round into the bf16 gradients (sz_resolved_precision.grads_rounded):
  * the largest of the blocks' rounding panels (sz_matmul_round_host_bytes) and the tied lm head's
  * (its panel and its Vp token slots: sz_op_matmul_bwd_tied), per worker. */
 int64_t sz_gpt2_round_host_bytes(const sz_gpt2_config *cfg, int workers);
@@ -283,9 +283,9 @@ int sz_gpt2_unit_numels(const sz_gpt2_config *cfg, int64_t *numel);
  * invalid arguments. */
 int64_t sz_gpt2_engine_activation_bytes(const sz_gpt2_config *cfg, int B, int T, int checkpoint, int offload,
                                         int64_t *host_bytes);
-/* The same under bf16 mixed precision: native = 1 (sz_model_bf16_native), the matmuls' bf16 inputs
+/* The same under bf16 mixed precision: native = 1 (sz_resolved_precision.native), the matmuls' bf16 inputs
  * and their gradients at 2 bytes each (apps/gpt2/gpt2.c says which); rounded = 1
- * (sz_model_grad_round_folded), the tied wte's rows (sz_tied_rows_numel floats) beside them;
+ * (sz_resolved_precision.grads_rounded), the tied wte's rows (sz_tied_rows_numel floats) beside them;
  * native = rounded = 0 is the function above. */
 int64_t sz_gpt2_engine_activation_bytes_bf16(const sz_gpt2_config *cfg, int B, int T, int checkpoint, int offload,
                                              int native, int rounded, int64_t *host_bytes);

@@ -1,7 +1,7 @@
 /* apps/llama/llama.c — the LLaMA-style model on the public StarZeRO API (starzero.h): units "embed"
  * (wte), "block<l>" (checkpointable), "head" (final RMSNorm weight and the untied LM head). The
  * callbacks only submit operations; ZeRO stages, checkpointing and offload are the engine's business. On the native bf16 path
- * (sz_model_bf16_native) the activations the matmuls read (rms1, atty, rms2, h, rmsf), the logits
+ * (sz_resolved_precision.native) the activations the matmuls read (rms1, atty, rms2, h, rmsf), the logits
  * (bf16 as a matmul's output; the fused softmax-xent computes in fp32 from them and leaves the bf16
  * gradient in place) and the gradients the matmuls read or write (dqkv, dattproj, dgate, dup, ddown;
  * drms1, datty, drms2, dh, drmsf) are bf16 — the tables of llama_spec.c say which — and every unit
@@ -169,18 +169,18 @@ sz_status sz_llama_create(sz_llama **out, sz_context *ctx, const sz_llama_config
     int have_info = sz_context_runtime_info(ctx, &info) == SZ_OK;
     if (have_info)
         z.host_bytes += sz_llama_host_bytes(cfg, B, T, info.compute_workers, info.kernel_threads);
-    st = sz_model_set_zero(m->model, &z);
-    if (st == SZ_OK && have_info && sz_model_bf16_native(m->model)) { /* its matmuls may also run the bf16 kernels */
+    /* the precision, resolved once: its matmuls may also run the bf16 kernels (native) or widen
+     * bf16 weights (emulated, direct), and its matmuls and embedding round into bf16 gradients */
+    sz_resolved_precision p;
+    st = sz_precision_resolve(ctx, &z, &p);
+    if (st == SZ_OK && have_info && p.native)
         z.host_bytes += sz_llama_host_bytes_bf16(cfg, B, T, info.compute_workers, info.kernel_threads);
-        st = sz_model_set_zero(m->model, &z);
-    } else if (st == SZ_OK && have_info && sz_model_bf16_params_direct(m->model)) { /* or widen bf16 weights */
+    else if (st == SZ_OK && have_info && p.mixed && p.params_direct)
         z.host_bytes += sz_llama_host_bytes_wbf16(cfg, B, T, info.compute_workers, info.kernel_threads);
-        st = sz_model_set_zero(m->model, &z);
-    }
-    if (st == SZ_OK && have_info && sz_model_grad_round_folded(m->model)) { /* its matmuls, embedding round */
+    if (st == SZ_OK && have_info && p.mixed && p.grads_rounded)
         z.host_bytes += sz_llama_round_host_bytes(cfg, B, T, info.compute_workers);
+    if (st == SZ_OK)
         st = sz_model_set_zero(m->model, &z);
-    }
     if (st != SZ_OK) {
         snprintf(err, errlen, "invalid ZeRO configuration (the library's error above says why)");
         sz_llama_free(m);
@@ -209,7 +209,7 @@ sz_status sz_llama_create(sz_llama **out, sz_context *ctx, const sz_llama_config
         st = sz_model_add_unit(m->model, &hd);
     }
     int64_t N = (int64_t)B * T, NC = N * cfg->channels;
-    int ok = 1, native = sz_model_bf16_native(m->model); /* the tables say which tensors are bf16 then */
+    int ok = 1, native = sz_model_precision(m->model)->native; /* the tables say which tensors are bf16 then */
     m->tokens = tensor(m, "tokens", -1, SZ_DTYPE_I32, N);
     m->targets = tensor(m, "targets", -1, SZ_DTYPE_I32, N);
     ok &= m->tokens && m->targets;

@@ -27,7 +27,7 @@ enum {
 typedef struct {
     const char *name;
     ll_size size;
-    int bf16; /* 1: bf16 on the native bf16 path (sz_model_bf16_native): an activation a matmul reads,
+    int bf16; /* 1: bf16 on the native bf16 path (sz_resolved_precision.native): an activation a matmul reads,
                  the logits, or a gradient a matmul reads or writes; 0: always fp32 */
 } ll_act;
 

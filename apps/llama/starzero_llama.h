@@ -79,16 +79,16 @@ int64_t sz_llama_host_bytes(const sz_llama_config *cfg, int B, int T, int worker
 /* What the same matmuls add on the native bf16 path (sz_matmul_host_bytes_bf16: they may also run the
  * bf16 kernels); sz_llama_create adds it there too. */
 int64_t sz_llama_host_bytes_bf16(const sz_llama_config *cfg, int B, int T, int workers, int threads);
-/* What they add on the emulated bf16 path with direct bf16 parameters (sz_model_bf16_params_direct:
+/* What they add on the emulated bf16 path with direct bf16 parameters (sz_resolved_precision.params_direct:
  * fp32 activations, bf16 weights widened tile by tile; sz_matmul_host_bytes_wbf16). */
 int64_t sz_llama_host_bytes_wbf16(const sz_llama_config *cfg, int B, int T, int workers, int threads);
 /* What its linear layers (the head's too) and its embedding's backward (B x T tokens) add when they
- * round into the bf16 gradients (sz_model_grad_round_folded; sz_matmul_round_host_bytes,
+ * round into the bf16 gradients (sz_resolved_precision.grads_rounded; sz_matmul_round_host_bytes,
  * sz_embedding_round_host_bytes: the larger, per worker). */
 int64_t sz_llama_round_host_bytes(const sz_llama_config *cfg, int B, int T, int workers);
 int64_t sz_llama_engine_activation_bytes(const sz_llama_config *cfg, int B, int T, int checkpoint, int offload,
                                          int64_t *host_bytes);
-/* The same with native = 1: the native bf16 path's tensors (sz_model_bf16_native), where the
+/* The same with native = 1: the native bf16 path's tensors (sz_resolved_precision.native), where the
  * activations the matmuls read (rms1, atty, rms2, h, rmsf), the logits and the gradients the matmuls
  * read or write (drms1, dqkv, datty, dattproj, drms2, dgate, dup, dh, ddown, drmsf) are bf16;
  * native = 0 is sz_llama_engine_activation_bytes. */

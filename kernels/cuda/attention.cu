@@ -405,13 +405,16 @@ static int sz_fa_bwd(cudaStream_t s, DinT *dinp, const DoutT *dout, const float 
     }
 }
 
-/* SZ_CUDA_ATT_AUTO: the tiled kernels where they cover the shape, unless SZ_CUDA_ATTENTION=rowwise. */
+static int sz_att_rowwise; /* sz_cuda_attention_set_rowwise */
+
+extern "C" void sz_cuda_attention_set_rowwise(int on) { __atomic_store_n(&sz_att_rowwise, on != 0, __ATOMIC_RELAXED); }
+
+/* SZ_CUDA_ATT_AUTO: the tiled kernels where they cover the shape, unless set to the rowwise ones. */
 static int sz_att_resolve(int impl, int tiled_ok)
 {
-    if (impl == SZ_CUDA_ATT_AUTO) {
-        const char *e = getenv("SZ_CUDA_ATTENTION");
-        impl = (e && !strcmp(e, "rowwise")) || !tiled_ok ? SZ_CUDA_ATT_ROWWISE : SZ_CUDA_ATT_TILED;
-    }
+    if (impl == SZ_CUDA_ATT_AUTO)
+        impl = __atomic_load_n(&sz_att_rowwise, __ATOMIC_RELAXED) || !tiled_ok ? SZ_CUDA_ATT_ROWWISE
+                                                                             : SZ_CUDA_ATT_TILED;
     return impl;
 }
 

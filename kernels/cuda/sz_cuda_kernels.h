@@ -294,8 +294,9 @@ int sz_cuda_attention_bwd_mx(cudaStream_t s, void *dinp, int dinp_dt, const void
                              const float *inp, const float *stats, int B, int T, int C, int NH, int set);
 /* The same with the kernel chosen by impl: SZ_CUDA_ATT_AUTO (what the entry points above use: the
  * tiled FlashAttention-2 kernels where they cover the shape (head size 32, 64 or 128 and the tiles
- * within the device's opt-in shared memory), else the row-per-block ones; SZ_CUDA_ATTENTION=rowwise
- * in the environment forces the row-per-block ones), SZ_CUDA_ATT_ROWWISE, or SZ_CUDA_ATT_TILED
+ * within the device's opt-in shared memory), else the row-per-block ones;
+ * sz_cuda_attention_set_rowwise(1) — the context's SZ_CUDA_ATTENTION=rowwise — forces the
+ * row-per-block ones), SZ_CUDA_ATT_ROWWISE, or SZ_CUDA_ATT_TILED
  * (cudaErrorNotSupported where the tiled kernels do not cover the shape). The tiled kernels with a
  * bf16 out (forward) or bf16 dinp (backward) multiply on bf16 tensor cores (q, k, v, p and dS
  * rounded to bf16, fp32 accumulation); with fp32 ones in fp32 FMA. */
@@ -307,6 +308,7 @@ int sz_cuda_attention_fwd_mx_impl(cudaStream_t s, void *out, int out_dt, float *
 int sz_cuda_attention_bwd_mx_impl(cudaStream_t s, void *dinp, int dinp_dt, const void *dout, int dout_dt,
                                   const float *inp, const float *stats, int B, int T, int C, int NH, int set,
                                   int impl);
+void sz_cuda_attention_set_rowwise(int on);
 /* 1 when the tiled kernels cover this shape on the current device (bf16: the tensor-core ones). */
 int sz_cuda_attention_tiled_covers(int T, int C, int NH, int bf16);
 /* dlogits of type dt WRITTEN, as sz_cuda_softmax_xent_bwd. */

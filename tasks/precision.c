@@ -1,0 +1,102 @@
+/* tasks/precision.c — the one place a ZeRO configuration's precision is decided
+ * (sz_precision_resolve, include/starzero.h): the storage types, the bf16 compute path (AUTO by
+ * the CPU's rule, or with CUDA workers the GPU's: codelets/native_cuda.c), whether bf16
+ * parameters are read directly and whether the gradients' rounding is folded into their writers.
+ * sz_model_set_zero keeps the answer (m->prec); the models size their tensors and host buffers
+ * from it, the plan's configuration and the storage read it. */
+#include <math.h>
+#include <string.h>
+#include "sz_tasks.h"
+
+sz_status sz_precision_resolve(sz_context *ctx, const sz_zero_config *z, sz_resolved_precision *out)
+{
+    if (!ctx || !z || !out)
+        return SZ_ERR_INVALID;
+    if (!sz_precision_name(z->precision)) {
+        sz_context_log(ctx, SZ_LOG_ERROR, "ZeRO config: unknown precision %d (fp32, bf16 or fp16)", (int)z->precision);
+        return SZ_ERR_INVALID;
+    }
+    const sz_loss_scaling *ls = &z->loss_scaling;
+    if (z->precision == SZ_PRECISION_FP16 &&
+        (!(ls->loss_scale >= 0.0f) || !isfinite(ls->loss_scale) || ls->initial_scale_power < 0 ||
+         ls->initial_scale_power > 64 || ls->loss_scale_window < 1 || ls->hysteresis < 1 ||
+         !(ls->min_loss_scale > 0.0f) || !isfinite(ls->min_loss_scale))) {
+        sz_context_log(ctx, SZ_LOG_ERROR, "fp16 loss scaling: loss_scale %g (>= 0; 0: dynamic), initial_scale_power "
+                       "%d (0..64), loss_scale_window %d (>= 1), hysteresis %d (>= 1), min_loss_scale %g (> 0): "
+                       "one is outside its range", (double)ls->loss_scale, ls->initial_scale_power,
+                       ls->loss_scale_window, ls->hysteresis, (double)ls->min_loss_scale);
+        return SZ_ERR_INVALID;
+    }
+    if (z->bf16_compute != SZ_BF16_COMPUTE_AUTO && z->bf16_compute != SZ_BF16_COMPUTE_NATIVE &&
+        z->bf16_compute != SZ_BF16_COMPUTE_EMULATED) {
+        sz_context_log(ctx, SZ_LOG_ERROR, "ZeRO config: unknown bf16 compute path %d (auto, native or emulated)",
+                       (int)z->bf16_compute);
+        return SZ_ERR_INVALID;
+    }
+    /* The bf16 compute path: AUTO is the CPU rule, or with CUDA workers the GPU rule (native on
+     * sm_80+ GPUs when every op of the native path has its bf16 CUDA twin). NATIVE with CUDA
+     * workers is refused where that rule says emulated, with its reason (the GPU, or the ops
+     * without a twin). */
+    sz_runtime_info info;
+    int cuda = sz_context_runtime_info(ctx, &info) == SZ_OK && info.cuda_workers > 0;
+    if (z->precision == SZ_PRECISION_FP16 && cuda) {
+        sz_context_log(ctx, SZ_LOG_ERROR, "fp16 mixed precision runs on CPU workers only so far (its conversions, "
+                       "optimizer and loss scaling have no CUDA implementation yet); this rank has %d CUDA "
+                       "worker(s): use STARPU_NCUDA=0, or --precision bf16 on GPUs", info.cuda_workers);
+        return SZ_ERR_UNSUPPORTED;
+    }
+    sz_bf16_compute path = z->bf16_compute;
+    if (path == SZ_BF16_COMPUTE_AUTO || (path == SZ_BF16_COMPUTE_NATIVE && cuda)) {
+        char why[384];
+        sz_bf16_compute rule = sz_context_bf16_auto(ctx, why, sizeof why);
+        if (path == SZ_BF16_COMPUTE_NATIVE && rule != SZ_BF16_COMPUTE_NATIVE) {
+            sz_context_log(ctx, SZ_LOG_ERROR, "the native bf16 compute path cannot run on this rank's %d CUDA "
+                           "worker(s): %s; use the emulated path (--bf16-compute emulated) or STARPU_NCUDA=0",
+                           info.cuda_workers, why);
+            return SZ_ERR_UNSUPPORTED;
+        }
+        path = rule;
+    }
+    memset(out, 0, sizeof *out);
+    out->kind = z->precision;
+    out->mixed = z->precision != SZ_PRECISION_FP32;
+    out->param = out->grad = z->precision == SZ_PRECISION_BF16   ? SZ_DTYPE_BF16
+                             : z->precision == SZ_PRECISION_FP16 ? SZ_DTYPE_F16
+                                                                 : SZ_DTYPE_F32;
+    out->loss_scaling = z->precision == SZ_PRECISION_FP16;
+    if (out->loss_scaling) { /* fp32 compute on fp32 working copies: no native path, no direct
+                                parameters, no rounding fold (those kernels are bf16's) */
+        out->compute = SZ_BF16_COMPUTE_EMULATED;
+        out->act = SZ_DTYPE_F32;
+        return SZ_OK;
+    }
+    out->compute = path;
+    out->native = out->mixed && path == SZ_BF16_COMPUTE_NATIVE;
+    out->act = out->native ? SZ_DTYPE_BF16 : SZ_DTYPE_F32;
+    /* Decided whatever the precision, so that a prediction for the other precision (the budget's
+     * advice) follows the same rule. Direct: the emulated ops widen each parameter on load, so the
+     * bits are those of the working copies; not where CUDA workers may run the compute (their
+     * kernels take fp32 parameters). Rounding folded: CPU kernels only. */
+    out->params_direct = path == SZ_BF16_COMPUTE_NATIVE || (!cuda && !z->bf16_work_copies);
+    out->grads_rounded = ctx->env.fold.round && !cuda;
+    return SZ_OK;
+}
+
+const sz_resolved_precision *sz_model_precision(const sz_model *m) { return m ? &m->prec : NULL; }
+
+static const char *const k_names[] = {"fp32", "bf16", "fp16"};
+
+const char *sz_precision_name(sz_precision p)
+{
+    return (int)p >= 0 && (int)p < (int)(sizeof k_names / sizeof k_names[0]) ? k_names[p] : NULL;
+}
+
+sz_status sz_precision_parse(const char *name, sz_precision *out)
+{
+    for (int i = 0; name && out && i < (int)(sizeof k_names / sizeof k_names[0]); i++)
+        if (!strcmp(name, k_names[i])) {
+            *out = (sz_precision)i;
+            return SZ_OK;
+        }
+    return SZ_ERR_INVALID;
+}
