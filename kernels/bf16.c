@@ -5,9 +5,12 @@
  * the OpenMP threads; identical results on every CPU. vcvtneps2bf16 (AVX512-BF16) was tried for
  * fp32 -> bf16, with the integer rule for the denormal lanes it flushes: no measurable difference
  * (these loops run at the memory's speed: docs/BENCHMARKS.md, "The emulated bf16 path's overhead"),
- * so the one portable rule stays; fp16 likewise uses the portable rule (sz_k_f32_to_f16_1,
- * sz_k_f16_to_f32_1), not F16C. Large destinations that are only written take non-temporal stores
- * (below: same values, less traffic). */
+ * so the one portable rule stays. fp16 (with fp32 or fp16 on the other side) takes F16C
+ * (vcvtph2ps, vcvtps2ph round-to-nearest; 8 lanes, function-level target, chosen at run time where
+ * the CPU has F16C and AVX2), which is bitwise the portable rule (sz_k_f32_to_f16_1,
+ * sz_k_f16_to_f32_1: tests/test_f16.c checks every input) and 2-9x faster than its bit math; the
+ * portable loops do the tails, the bf16 <-> fp16 pairs and any other CPU. Large destinations that are
+ * only written take non-temporal stores (below: same values, less traffic). */
 #include <omp.h>
 #include "sz_kernels_impl.h"
 
@@ -17,7 +20,7 @@ static inline size_t esize(int dt) { return dt == SZ_K_F32 ? 4 : 2; }
  * DDT, SDT: the destination's and the source's types, constants where the dispatch (convert_range)
  * inlines them, so each pair gets its own straight loops. The source is widened exactly (sz_ldx), a
  * 16-bit destination rounded once (sz_stx); SET between equal types copies the bits. */
-SZ_INLINE void range_t(void *d, int DDT, const void *s, int SDT, size_t n, int mode)
+SZ_INLINE void range_port(void *d, int DDT, const void *s, int SDT, size_t n, int mode)
 {
     if (mode == SZ_K_CONVERT_ADD) {
 #pragma omp simd
@@ -31,6 +34,93 @@ SZ_INLINE void range_t(void *d, int DDT, const void *s, int SDT, size_t n, int m
 #pragma omp simd
         for (size_t i = 0; i < n; i++) sz_stx(d, DDT, i, sz_ldx(s, SDT, i));
     }
+}
+
+/* ---- fp16 by F16C, where the CPU has it --------------------------------------------------------
+ * The same arithmetic as range_port: vcvtph2ps is sz_k_f16_to_f32_1 and vcvtps2ph with
+ * round-to-nearest (the immediate; MXCSR's rounding mode is not used) is sz_k_f32_to_f16_1, bit for
+ * bit on every input (tests/test_f16.c); ADD is round(f32(dst) + src), one fp32 add (operand order:
+ * add_first), ONTO_ZEROS round(0.0f + src) (-0 becomes +0), plain adds (nothing to contract).
+ * f16c_range does whole groups of 8 and returns how many it did; range_port does the rest. Only
+ * where fp16 meets fp32 or fp16 (f16 -> f16 SET is memcpy; bf16 <-> fp16 stays portable). */
+#if (defined(__x86_64__) || defined(__i386__)) && defined(__GNUC__)
+#define SZ_HAVE_F16C_PATH 1
+#include <immintrin.h>
+static int f16c_ok(void)
+{
+    static int ok = -1; /* -1: not asked yet; every thread that asks first gets the same answer */
+    int v = __atomic_load_n(&ok, __ATOMIC_RELAXED);
+    if (v < 0) {
+        __builtin_cpu_init();
+        v = __builtin_cpu_supports("f16c") && __builtin_cpu_supports("avx2");
+        __atomic_store_n(&ok, v, __ATOMIC_RELAXED);
+    }
+    return v;
+}
+
+#define SZ_F16C_RN (_MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)
+/* first + second with vaddps's operand order pinned (asm: the compiler may swap an intrinsic's): of
+ * two NaNs, x86 keeps the first one's. The portable loops keep (as compiled here, scalar tails and
+ * vector bodies alike) the destination's for fp16 += fp32 and the source's for fp32 += fp16 and
+ * fp16 += fp16; the calls below follow that, so even NaN + NaN gives the portable bits. */
+__attribute__((target("avx2,f16c"))) static inline __m256 add_first(__m256 first, __m256 second)
+{
+    __m256 r;
+    __asm__("vaddps %2, %1, %0" : "=x"(r) : "x"(first), "x"(second));
+    return r;
+}
+__attribute__((target("avx2,f16c"), noinline)) static size_t f16c_range(void *d, int DDT, const void *s, int SDT,
+                                                                       size_t n, int mode)
+{
+    size_t m = n & ~(size_t)7, i;
+    uint16_t *dh = (uint16_t *)d;
+    float *df = (float *)d;
+    const uint16_t *sh = (const uint16_t *)s;
+    const float *sf = (const float *)s;
+    const __m256 z = _mm256_setzero_ps();
+#define SZ_LDH(p) _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(p)))
+#define SZ_STH(p, v) _mm_storeu_si128((__m128i *)(p), _mm256_cvtps_ph((v), SZ_F16C_RN))
+    if (DDT == SZ_K_F16 && SDT == SZ_K_F32) {
+        if (mode == SZ_K_CONVERT_ADD)
+            for (i = 0; i < m; i += 8) SZ_STH(dh + i, add_first(SZ_LDH(dh + i), _mm256_loadu_ps(sf + i)));
+        else if (mode == SZ_K_CONVERT_ONTO_ZEROS)
+            for (i = 0; i < m; i += 8) SZ_STH(dh + i, _mm256_add_ps(z, _mm256_loadu_ps(sf + i)));
+        else
+            for (i = 0; i < m; i += 8) SZ_STH(dh + i, _mm256_loadu_ps(sf + i));
+    } else if (DDT == SZ_K_F32 && SDT == SZ_K_F16) {
+        if (mode == SZ_K_CONVERT_ADD)
+            for (i = 0; i < m; i += 8) _mm256_storeu_ps(df + i, add_first(SZ_LDH(sh + i), _mm256_loadu_ps(df + i)));
+        else if (mode == SZ_K_CONVERT_ONTO_ZEROS)
+            for (i = 0; i < m; i += 8) _mm256_storeu_ps(df + i, _mm256_add_ps(z, SZ_LDH(sh + i)));
+        else
+            for (i = 0; i < m; i += 8) _mm256_storeu_ps(df + i, SZ_LDH(sh + i));
+    } else if (DDT == SZ_K_F16 && SDT == SZ_K_F16 && mode != SZ_K_CONVERT_SET) {
+        if (mode == SZ_K_CONVERT_ADD)
+            for (i = 0; i < m; i += 8) SZ_STH(dh + i, add_first(SZ_LDH(sh + i), SZ_LDH(dh + i)));
+        else
+            for (i = 0; i < m; i += 8) SZ_STH(dh + i, _mm256_add_ps(z, SZ_LDH(sh + i)));
+    } else {
+        m = 0;
+    }
+#undef SZ_LDH
+#undef SZ_STH
+    return m;
+}
+#endif
+
+/* One range: F16C for the fp16 pairs it covers where the CPU has it, range_port for the rest. */
+SZ_INLINE void range_t(void *d, int DDT, const void *s, int SDT, size_t n, int mode)
+{
+#ifdef SZ_HAVE_F16C_PATH
+    if ((DDT == SZ_K_F16 || SDT == SZ_K_F16) && DDT != SZ_K_BF16 && SDT != SZ_K_BF16 &&
+        !(DDT == SDT && mode == SZ_K_CONVERT_SET) && n >= 8 && f16c_ok()) {
+        size_t k = f16c_range(d, DDT, s, SDT, n, mode);
+        d = (char *)d + k * esize(DDT);
+        s = (const char *)s + k * esize(SDT);
+        n -= k;
+    }
+#endif
+    range_port(d, DDT, s, SDT, n, mode);
 }
 
 /* ---- large ranges written whole: the same element loops, stored with non-temporal stores ----
