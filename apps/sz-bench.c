@@ -462,6 +462,12 @@ int main(int argc, char **argv)
         if (zero.precision == SZ_PRECISION_BF16) /* the units read bf16 parameters, or fp32 working copies */
             cJSON_AddStringToObject(o, "bf16_params",
                                     sz_model_precision(sz_arch_model_of(g))->params_direct ? "direct" : "working copies");
+        if (zero.precision == SZ_PRECISION_FP16) { /* skipped steps run no update: a faster step */
+            sz_loss_scaler ls;
+            sz_model_loss_scaler(sz_arch_model_of(g), &ls);
+            cJSON_AddNumberToObject(o, "loss_scale", ls.scale);
+            cJSON_AddNumberToObject(o, "skipped_steps", (double)ls.skipped);
+        }
         cJSON_AddStringToObject(o, "optimizer", sz_optimizer_name(zero.optimizer));
         cJSON_AddNumberToObject(o, "momentum", zero.momentum);
         cJSON_AddNumberToObject(o, "optimizer_state_floats", sz_optimizer_states(zero.optimizer, zero.momentum));
