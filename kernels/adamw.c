@@ -59,10 +59,25 @@ static void sz_adamw_chunk(void *ctx, size_t lo, size_t hi)
     if (a->gdt == SZ_K_BF16)
         sz_adamw_range_t(a->param, a->param16, a->grad, SZ_K_BF16, a->m, a->v, lo, hi, a->lr, a->b1, a->b2, a->eps,
                          a->wd, a->c1, a->c2, a->scale);
-    else if (a->gdt == SZ_K_F16)
+    else if (a->gdt == SZ_K_F16) {
+#if SZ_HAVE_F16C_BLOCKS
+        /* F16C: a block of gradients widened into fp32, the fp32 loop on it (the same arithmetic,
+         * so the same bits), the block's results rounded to fp16 */
+        if (sz_f16c_ok()) {
+            float gb[SZ_F16C_BLOCK];
+            for (size_t b = lo; b < hi; b += SZ_F16C_BLOCK) {
+                size_t e = b + SZ_F16C_BLOCK < hi ? b + SZ_F16C_BLOCK : hi;
+                sz_f16_to_f32_f16c(gb, (const uint16_t *)a->grad + b, e - b);
+                sz_adamw_range_t(a->param + b, NULL, gb, SZ_K_F32, a->m + b, a->v + b, 0, e - b, a->lr, a->b1,
+                                 a->b2, a->eps, a->wd, a->c1, a->c2, a->scale);
+                if (a->param16) sz_f32_to_f16_f16c(a->param16 + b, a->param + b, e - b);
+            }
+            return;
+        }
+#endif
         sz_adamw_range_t(a->param, a->param16, a->grad, SZ_K_F16, a->m, a->v, lo, hi, a->lr, a->b1, a->b2, a->eps,
                          a->wd, a->c1, a->c2, a->scale);
-    else
+    } else
         sz_adamw_range_t(a->param, NULL, a->grad, SZ_K_F32, a->m, a->v, lo, hi, a->lr, a->b1, a->b2, a->eps, a->wd,
                          a->c1, a->c2, a->scale);
 }

@@ -27,8 +27,22 @@ static inline void lanes_add(double *restrict l, const void *x, int dt, int64_t 
 {
     if (dt == SZ_K_BF16)
         lanes_add_t(l, x, SZ_K_BF16, n);
-    else if (dt == SZ_K_F16)
+    else if (dt == SZ_K_F16) {
+#if SZ_HAVE_F16C_BLOCKS
+        /* F16C: blocks (multiples of LANES) widened into fp32, then the fp32 lanes: the same
+         * values in the same lanes in the same order, so the same bits */
+        if (sz_f16c_ok()) {
+            float xb[SZ_F16C_BLOCK];
+            for (int64_t b = 0; b < n; b += SZ_F16C_BLOCK) {
+                int64_t len = b + SZ_F16C_BLOCK < n ? SZ_F16C_BLOCK : n - b;
+                sz_f16_to_f32_f16c(xb, (const uint16_t *)x + b, (size_t)len);
+                lanes_add_t(l, xb, SZ_K_F32, len);
+            }
+            return;
+        }
+#endif
         lanes_add_t(l, x, SZ_K_F16, n);
+    }
     else
         lanes_add_t(l, x, SZ_K_F32, n);
 }

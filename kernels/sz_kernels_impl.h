@@ -715,4 +715,43 @@ static inline void sz_rope_row_bwd(float *di, const float *d, const float *cs, i
 int sz_k_update_chunks(size_t n, const void *grad, int gdt, double *sumsq,
                        void (*range)(void *ctx, size_t lo, size_t hi), void *ctx);
 
+/* fp16 <-> fp32 of a block by F16C (vcvtph2ps; vcvtps2ph round-to-nearest by the immediate), bitwise
+ * sz_k_f16_to_f32_1 / sz_k_f32_to_f16_1 on every input (tests/test_f16.c, as in bf16.c); the
+ * optimizer and sumsq kernels widen a block of fp16 gradients into fp32, run their fp32 loops on it
+ * (the same arithmetic by construction) and round the result's block once. Chosen at run time
+ * (sz_f16c_ok: the CPU has F16C and AVX2); SZ_F16C_BLOCK elements at a time (a multiple of 16). */
+#define SZ_F16C_BLOCK 2048
+#if (defined(__x86_64__) || defined(__i386__)) && defined(__GNUC__)
+#define SZ_HAVE_F16C_BLOCKS 1
+#include <immintrin.h>
+static inline int sz_f16c_ok(void)
+{
+    static int ok = -1; /* -1: not asked yet; every thread that asks first gets the same answer */
+    int v = __atomic_load_n(&ok, __ATOMIC_RELAXED);
+    if (v < 0) {
+        __builtin_cpu_init();
+        v = __builtin_cpu_supports("f16c") && __builtin_cpu_supports("avx2");
+        __atomic_store_n(&ok, v, __ATOMIC_RELAXED);
+    }
+    return v;
+}
+__attribute__((target("avx2,f16c"), noinline, unused)) static void sz_f16_to_f32_f16c(float *d, const uint16_t *s,
+                                                                                      size_t n)
+{
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        _mm256_storeu_ps(d + i, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(s + i))));
+    for (; i < n; i++) d[i] = sz_k_f16_to_f32_1(s[i]);
+}
+__attribute__((target("avx2,f16c"), noinline, unused)) static void sz_f32_to_f16_f16c(uint16_t *d, const float *s,
+                                                                                      size_t n)
+{
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        _mm_storeu_si128((__m128i *)(d + i),
+                         _mm256_cvtps_ph(_mm256_loadu_ps(s + i), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+    for (; i < n; i++) d[i] = sz_k_f32_to_f16_1(s[i]);
+}
+#endif
+
 #endif /* SZ_KERNELS_IMPL_H */
