@@ -10,8 +10,14 @@ rev=${1:-main}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 mkdir -p "$tmp/old"
-git -C "$root" archive "$rev" kernels | tar -x -C "$tmp/old"
-files="bf16_act bf16 attention layernorm gelu residual softmax_xent encoder rmsnorm rope embedding silu mul"
+# the kernels are kernels/ since the layering (issue 33), codelets/kernels/ before it
+if git -C "$root" cat-file -e "$rev:kernels" 2>/dev/null; then
+    git -C "$root" archive "$rev" kernels | tar -x -C "$tmp/old"
+else
+    git -C "$root" archive "$rev" codelets/kernels | tar -x -C "$tmp/old"
+    mv "$tmp/old/codelets/kernels" "$tmp/old/kernels"
+fi
+files="bf16_act bf16 attention attention_amx layernorm gelu residual softmax_xent encoder rmsnorm rope embedding silu mul"
 so() { # so SRCROOT OUT
     local k=$1/kernels srcs=()
     for f in $files; do srcs+=("$k/$f.c"); done
