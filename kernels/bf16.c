@@ -43,21 +43,7 @@ SZ_INLINE void range_port(void *d, int DDT, const void *s, int SDT, size_t n, in
  * add_first), ONTO_ZEROS round(0.0f + src) (-0 becomes +0), plain adds (nothing to contract).
  * f16c_range does whole groups of 8 and returns how many it did; range_port does the rest. Only
  * where fp16 meets fp32 or fp16 (f16 -> f16 SET is memcpy; bf16 <-> fp16 stays portable). */
-#if (defined(__x86_64__) || defined(__i386__)) && defined(__GNUC__)
-#define SZ_HAVE_F16C_PATH 1
-#include <immintrin.h>
-static int f16c_ok(void)
-{
-    static int ok = -1; /* -1: not asked yet; every thread that asks first gets the same answer */
-    int v = __atomic_load_n(&ok, __ATOMIC_RELAXED);
-    if (v < 0) {
-        __builtin_cpu_init();
-        v = __builtin_cpu_supports("f16c") && __builtin_cpu_supports("avx2");
-        __atomic_store_n(&ok, v, __ATOMIC_RELAXED);
-    }
-    return v;
-}
-
+#ifdef SZ_HAVE_F16C_BLOCKS /* x86 with GCC: sz_f16c_ok and <immintrin.h> (sz_kernels_impl.h) */
 #define SZ_F16C_RN (_MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)
 /* first + second with vaddps's operand order pinned (asm: the compiler may swap an intrinsic's): of
  * two NaNs, x86 keeps the first one's. The portable loops keep (as compiled here, scalar tails and
@@ -111,9 +97,9 @@ __attribute__((target("avx2,f16c"), noinline)) static size_t f16c_range(void *d,
 /* One range: F16C for the fp16 pairs it covers where the CPU has it, range_port for the rest. */
 SZ_INLINE void range_t(void *d, int DDT, const void *s, int SDT, size_t n, int mode)
 {
-#ifdef SZ_HAVE_F16C_PATH
+#ifdef SZ_HAVE_F16C_BLOCKS
     if ((DDT == SZ_K_F16 || SDT == SZ_K_F16) && DDT != SZ_K_BF16 && SDT != SZ_K_BF16 &&
-        !(DDT == SDT && mode == SZ_K_CONVERT_SET) && n >= 8 && f16c_ok()) {
+        !(DDT == SDT && mode == SZ_K_CONVERT_SET) && n >= 8 && sz_f16c_ok()) {
         size_t k = f16c_range(d, DDT, s, SDT, n, mode);
         d = (char *)d + k * esize(DDT);
         s = (const char *)s + k * esize(SDT);
