@@ -11,7 +11,8 @@
 #  5. 2 ranks: ZeRO stages 1, 2, 3 and stage 3 with checkpointing give bitwise stage 0's losses,
 #     the forced overflow included;
 #  6. a state saved at step 3 of the overflowing run resumes to bitwise the uninterrupted run's
-#     step 8 loss, loss scale and parameters (the scaler is part of the state);
+#     step 8 loss, loss scale and parameters (the scaler is part of the state); a state whose
+#     manifest lacks the scaler is refused, saying so;
 #  7. --ds-config's fp16 block trains exactly as the options it maps to; a key it does not take is
 #     refused; --precision fp15 is refused naming the choices;
 #  8. sz-estimate --precision fp16 --plan predicts the peak sz-train measures.
@@ -91,6 +92,11 @@ train --steps 8 "${force[@]}" --resume "$dir/state" --save "$dir/r.bin" >"$dir/r
     [ "$(grep -o '"loss_scale": [0-9.e+]*' "$dir/r.json" | tail -1)" = "$(grep -o '"loss_scale": [0-9.e+]*' "$dir/u.json" | tail -1)" ] \
     || fail "resumed: step 8 differs from the uninterrupted run's (loss, scale or parameters)"
 echo "resumed at step 3: bitwise the uninterrupted run's step 8 loss, scale and parameters"
+# a state without its loss scaler cannot resume an fp16 run: refused, saying what is missing
+sed -i 's/"loss_scaler"/"loss_scaler_gone"/' "$dir"/state/step-00000003/manifest.json
+if train --steps 8 "${force[@]}" --resume "$dir/state" >"$dir/noscaler.txt" 2>&1; then fail "resumed fp16 without a loss scaler"; fi
+grep -q "the state has no usable loss_scaler" "$dir/noscaler.txt" || { cat "$dir/noscaler.txt"; fail "no clear refusal"; }
+echo "a state without its loss scaler: refused"
 
 # 7. --ds-config's fp16 block
 cat >"$dir/ds.json" <<'EOF'
