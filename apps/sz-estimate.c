@@ -16,9 +16,7 @@
 #include <strings.h>
 #include <unistd.h>
 
-#include "starzero_gpt2.h"
-#include "starzero_llama.h"
-#include "sz_plan.h"
+#include "arch.h"
 #include "opts.h"
 
 #define MAX_ND_VALUES 64
@@ -36,23 +34,45 @@ struct opts {
     int64_t bucket_bytes; /* --bucket-bytes: C_B bucket size (SZ_DEFAULT_BUCKET_BYTES unless given) */
     int vocab_set, max_seq_set, batch_set, seq_set;
     int nd[MAX_ND_VALUES], n_nd;
-    sz_gpt2_config cfg;
-    int llama;            /* --arch llama: the model is lcfg (apps/llama), not cfg */
+    sz_arch_kind kind;    /* --arch (gpt2 unless given) */
+    sz_arch_config cfg;   /* --model's, of that architecture */
     sz_optimizer optimizer; /* --optimizer adamw|sgd */
     float momentum;       /* --momentum (SGD) */
     int opt_states;       /* fp32 optimizer state floats per element (sz_optimizer_states) */
     int kernel_threads;   /* --kernel-threads: OpenMP threads per compute task (0: the machine's cores / N_d) */
     double data_tokens;   /* --data-tokens: tokens sz-train's data loader holds (train + validation files) */
-    sz_llama_config lcfg;
     const char *bf16_compute; /* --bf16-compute auto|native|emulated */
-    int native;           /* the native bf16 path: mixed, GPT-2 and (forced or the CPU rule's) native */
+    sz_bf16_compute bc;   /* and parsed */
     int work_copies;      /* --bf16-work-copies */
     int fp16;             /* --precision fp16: mixed, on fp32 working copies, no rounding fold */
-    int bf16_direct;      /* mixed: the units read their bf16 parameters directly, on both paths (as
-                             sz-train's CPU workers do: sz_model_set_zero; sz_plan_config.bf16_direct),
-                             unless --bf16-work-copies on the emulated one */
+    sz_resolved_precision prec; /* what sz-train's CPU workers resolve this to (sz_precision_resolve_cpu):
+                             .native the native bf16 path, .params_direct the units reading their bf16
+                             parameters directly (unless --bf16-work-copies on the emulated path) */
     const char *bf16_why; /* why auto chose what it chose (NULL when forced) */
 };
+
+/* The ZeRO configuration sz-train would give its model for these options at `stage`, the app's
+ * host bytes included (the data loader's tokens, the batch's inputs and targets). */
+static sz_zero_config zero_of(const struct opts *o, int stage)
+{
+    sz_zero_config z;
+    sz_zero_config_defaults(&z);
+    z.stage = stage;
+    z.micro_batches = o->micro_batches;
+    z.precision = o->fp16 ? SZ_PRECISION_FP16 : o->mixed ? SZ_PRECISION_BF16 : SZ_PRECISION_FP32;
+    z.bf16_compute = o->bc;
+    z.bf16_work_copies = o->work_copies;
+    z.checkpoint = o->ckpt;
+    z.offload_checkpoints = o->offload;
+    z.prefetch_bytes = o->prefetch_bytes;
+    z.max_live_bytes = o->max_live_bytes;
+    z.bucket_bytes = o->bucket_bytes;
+    z.offload_optimizer = o->offload_optimizer;
+    z.optimizer = o->optimizer;
+    z.momentum = o->momentum;
+    z.host_bytes = (int64_t)o->data_tokens * 2 + 2 * (int64_t)o->batch * o->seq * 4;
+    return z;
+}
 
 static void usage(FILE *f)
 {
@@ -246,9 +266,8 @@ static int parse(int argc, char **argv, struct opts *o)
         } else if (!strcmp(a, "--model")) {
             o->model = v;
         } else if (!strcmp(a, "--arch")) {
-            if (strcmp(v, "gpt2") && strcmp(v, "llama"))
+            if (sz_arch_parse(v, &o->kind) != 0)
                 BAD("--arch %s: must be gpt2 or llama", v);
-            o->llama = !strcmp(v, "llama");
         } else if (!strcmp(a, "--vocab")) {
             if (parse_int(v, 1, INT_MAX, &o->vocab) != 0)
                 BAD("--vocab %s: expected a positive integer", v);
@@ -347,20 +366,9 @@ static int parse(int argc, char **argv, struct opts *o)
             "without activation checkpointing there are none");
     if (o->model) {
         char err[256] = "";
-        if (o->llama) {
-            if (sz_llama_config_from_string(&o->lcfg, o->model, o->vocab, o->max_seq, err, sizeof err) != SZ_OK)
-                BAD("--model %s (--arch llama): %s", o->model, err);
-            o->cfg.layers = o->lcfg.layers; /* the fields the printing reads */
-            o->cfg.heads = o->lcfg.heads;
-            o->cfg.channels = o->lcfg.channels;
-            o->cfg.vocab = o->cfg.padded_vocab = o->lcfg.vocab;
-            o->cfg.max_seq = o->lcfg.max_seq;
-            o->psi = (double)sz_llama_num_params(&o->lcfg);
-        } else {
-            if (sz_gpt2_config_from_string(&o->cfg, o->model, o->vocab, o->max_seq, err, sizeof err) != SZ_OK)
-                BAD("--model %s: %s", o->model, err);
-            o->psi = (double)sz_gpt2_num_params(&o->cfg);
-        }
+        if (sz_arch_config_from_string(&o->cfg, o->kind, o->model, o->vocab, o->max_seq, err, sizeof err) != SZ_OK)
+            BAD("--model %s (--arch %s): %s", o->model, sz_arch_name(o->kind), err);
+        o->psi = (double)sz_arch_num_params(&o->cfg);
         o->have_model = 1;
         if (!o->seq_set)
             o->seq = o->max_seq;
@@ -379,22 +387,20 @@ static int parse(int argc, char **argv, struct opts *o)
     }
     if (o->extra_str && !o->budget_str)
         BAD("--extra counts bytes against --budget: give --budget too");
-    /* sz-train's choice (sz_model_set_zero's rule; GPT-2's and LLaMA's units take bf16 parameters) */
-    sz_bf16_compute bc = SZ_BF16_COMPUTE_AUTO;
-    sz_bf16_compute_parse(o->bf16_compute, &bc); /* checked above */
+    /* sz-train's choice, by the engine's own rule (sz_precision_resolve on CPU workers) */
+    sz_bf16_compute_parse(o->bf16_compute, &o->bc); /* checked above */
     o->bf16_why = NULL;
-    if (bc == SZ_BF16_COMPUTE_AUTO)
-        bc = sz_bf16_compute_auto(&o->bf16_why);
-    o->native = o->mixed && !o->fp16 && bc == SZ_BF16_COMPUTE_NATIVE;
-    /* GPT-2's and LLaMA's units take bf16 parameters; no CUDA workers seen (sz_precision_resolve's
-     * rule); fp16 computes on fp32 working copies */
-    o->bf16_direct = o->mixed && !o->fp16 && (o->native || !o->work_copies);
+    if (o->bc == SZ_BF16_COMPUTE_AUTO)
+        sz_bf16_compute_auto(&o->bf16_why);
+    sz_zero_config z = zero_of(o, o->stage);
+    if (sz_precision_resolve_cpu(&z, &o->prec) != SZ_OK)
+        BAD("--precision %s: not resolved (the message above says why)", o->precision);
     return 0;
 }
 
 static const char *bf16_path(const struct opts *o)
 {
-    return !o->mixed ? "fp32" : o->fp16 ? "fp16" : o->native ? "native" : "emulated";
+    return !o->mixed ? "fp32" : o->fp16 ? "fp16" : o->prec.native ? "native" : "emulated";
 }
 
 /* ---- what is computed once and printed either way --------------------------------------- */
@@ -415,136 +421,60 @@ struct result {
     int min_nd[4];
 };
 
-/* mixed precision's gradient rounding folded into the writers, as sz-train's CPU workers do unless
- * the environment says 0 */
-static int round_folded(void)
-{
-    sz_fold_switches fold;
-    sz_fold_switches_read(&fold);
-    return fold.round;
-}
-
-/* Whether sz-train's writers round into the 16-bit gradients: bf16 only (fp16 converts) */
-static int rounds(const struct opts *o)
-{
-    return o->mixed && !o->fp16 && round_folded();
-}
-
-/* What sz-train's rank holds on the host beside the engine's tensors (SZ_MEM_HOST_BUFFERS): the
- * matmul kernels' working memory on one CPU worker, the data loader's tokens, the batch. */
-static int64_t host_buffer_bytes(const struct opts *o, int nd)
+/* The model as sz-train's engine would build it under z on a rank of N_d nd (its kernel threads: the
+ * machine's cores shared by the ranks, or --kernel-threads): 0, or -1 (message printed). */
+static int model_shape(const struct opts *o, const sz_zero_config *z, int nd, sz_model_shape *s)
 {
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     int threads = o->kernel_threads > 0 ? o->kernel_threads : (int)(cores / nd > 1 ? cores / nd : 1);
-    int64_t mm = o->llama ? sz_llama_host_bytes(&o->lcfg, o->batch, o->seq, 1, threads)
-                          : sz_gpt2_host_bytes(&o->cfg, o->batch, o->seq, 1, threads);
-    /* llama.c, gpt2.c: their matmuls may also run the bf16 kernels (native) or widen the bf16 weights
-     * (emulated with direct bf16 parameters) */
-    int wbf = !o->native && o->bf16_direct;
-    if ((o->native || wbf) && o->llama)
-        mm += (o->native ? sz_llama_host_bytes_bf16 : sz_llama_host_bytes_wbf16)(&o->lcfg, o->batch, o->seq, 1, threads);
-    else if (o->native || wbf) {
-        int64_t C = o->cfg.channels;
-        const int64_t in[] = {C, C, C, 4 * C, C}, out[] = {3 * C, C, 4 * C, C, o->cfg.padded_vocab};
-        mm += (o->native ? sz_matmul_host_bytes_bf16 : sz_matmul_host_bytes_wbf16)(1, threads, (int64_t)o->batch * o->seq,
-                                                                                   5, in, out);
-    }
-    /* and, mixed precision's rounding folded into the writers (sz-train's default on CPUs), their panels */
-    if (rounds(o))
-        mm += o->llama ? sz_llama_round_host_bytes(&o->lcfg, o->batch, o->seq, 1) : sz_gpt2_round_host_bytes(&o->cfg, 1);
-    return mm + (int64_t)o->data_tokens * 2 + 2 * (int64_t)o->batch * o->seq * 4;
+    char err[256] = "";
+    sz_status st = sz_arch_shape(&o->cfg, o->batch, o->seq, z, 1, threads, s, err, sizeof err);
+    if (st != SZ_OK)
+        fprintf(stderr, "sz-estimate: %s\n", err[0] ? err : sz_status_string(st));
+    return st == SZ_OK ? 0 : -1;
 }
 
-/* The activation bytes sz-train's model registers (the plan's SZ_MEM_ACTIVATIONS) on this bf16 path;
- * *host gets the host pool's. */
+/* What sz-train's rank holds on the host beside the engine's tensors (SZ_MEM_HOST_BUFFERS): the
+ * model's kernels' working memory (its shape's), the data loader's tokens, the batch. */
+static int64_t host_buffer_bytes(const struct opts *o, int nd)
+{
+    sz_zero_config z = zero_of(o, o->stage);
+    sz_model_shape s;
+    if (model_shape(o, &z, nd, &s) != 0)
+        return -1;
+    int64_t bytes = z.host_bytes + s.host_buffer_bytes;
+    sz_model_shape_free(&s);
+    return bytes;
+}
+
+/* The activation bytes sz-train's model registers (the plan's SZ_MEM_ACTIVATIONS) with and without
+ * checkpointing and offloading; *host gets the host pool's. */
 static int64_t engine_activation_bytes(const struct opts *o, int ckpt, int offload, int64_t *host)
 {
-    return o->llama ? sz_llama_engine_activation_bytes_bf16(&o->lcfg, o->batch, o->seq, ckpt, offload, o->native, host)
-                    : sz_gpt2_engine_activation_bytes_bf16(&o->cfg, o->batch, o->seq, ckpt, offload, o->native,
-                                                           rounds(o), host);
-}
-
-/* GPT-2's units (or LLaMA's) as apps/gpt2 (apps/llama) declares them, for graph/plan.c (all NULL
- * after a failed units_build). */
-struct units {
-    int n;
-    int64_t *numel;
-    sz_plan_unit *u;
-    char (*label)[32];
-    const char **names;
-};
-
-static void units_free(struct units *s)
-{
-    free(s->numel);
-    free(s->u);
-    free(s->label);
-    free(s->names);
-}
-
-static int units_build(const struct opts *o, struct units *s)
-{
-    static const int tied[] = {0}; /* the head reads the embedding's wte */
-    int L = o->cfg.layers, n = L + 2;
-    *s = (struct units){.n = n, .numel = calloc((size_t)n, sizeof *s->numel), .u = calloc((size_t)n, sizeof *s->u),
-                        .label = calloc((size_t)n, sizeof *s->label), .names = calloc((size_t)n, sizeof *s->names)};
-    if (!s->numel || !s->u || !s->label || !s->names ||
-        (o->llama ? sz_llama_unit_numels(&o->lcfg, s->numel) : sz_gpt2_unit_numels(&o->cfg, s->numel)) != n) {
-        units_free(s);
-        *s = (struct units){0};
+    sz_zero_config z = zero_of(o, o->stage);
+    z.checkpoint = ckpt;
+    z.offload_checkpoints = offload;
+    sz_model_shape s;
+    if (model_shape(o, &z, 1, &s) != 0)
         return -1;
-    }
-    int64_t ckpt = (int64_t)o->batch * o->seq * o->cfg.channels * 4;
-    for (int i = 0; i < n; i++) {
-        /* both models' units; every backward op rounds into bf16 gradients (GPT-2's tied embedding
-         * with the head's help: below) */
-        s->u[i] = (sz_plan_unit){.numel = s->numel[i], .has_backward = 1, .bf16_params = 1, .round_grads = 1};
-        if (i == 0 || i == n - 1)
-            snprintf(s->label[i], sizeof s->label[i], "%s", i == 0 ? "embed" : "head");
-        else
-            snprintf(s->label[i], sizeof s->label[i], "block%d", i - 1);
-        s->names[i] = s->label[i];
-    }
-    s->u[0].backward_skips_params = 1; /* an embedding's backward only scatters gradients */
-    for (int l = 1; l <= L; l++) {
-        s->u[l].checkpointable = 1;
-        s->u[l].ckpt_bytes = ckpt; /* the block's input */
-    }
-    if (!o->llama) { /* GPT-2's head reads the embedding's wte (and rounds into its gradient with the
-                      * embedding's backward: sz_op_matmul_bwd_tied); LLaMA's head is untied */
-        s->u[n - 1].uses = tied;
-        s->u[n - 1].nuses = 1;
-        s->u[0].round_tied_grads = 1;
-    }
-    return 0;
+    int64_t bytes = s.activation_bytes;
+    if (host)
+        *host = s.host_pool_bytes;
+    sz_model_shape_free(&s);
+    return bytes;
 }
 
-/* The step plan of `rank` at `stage` and N_d `nd`, in the configuration the options give (as
- * sz-train builds it): 0, or -1 when it cannot be built. */
-static int plan_build(const struct opts *o, const struct units *s, int stage, int nd, int rank, sz_plan *p)
+/* The step plan of `rank` at `stage` and N_d `nd` as sz-train's engine builds it: its folded peak,
+ * and printed with `print`. 0, or -1 when it cannot be built. */
+static int plan_peak(const struct opts *o, int stage, int nd, int rank, int64_t *peak, FILE *print)
 {
-    int64_t maxpad = 1, host = 0;
-    for (int i = 0; i < s->n; i++) {
-        int64_t pad = sz_zero_padded(s->numel[i], nd);
-        maxpad = pad > maxpad ? pad : maxpad;
-    }
-    sz_plan_config c = {.pass = SZ_PASS_STEP, .stage = stage, .nd = nd, .rank = rank,
-                        .micro_batches = o->micro_batches, .mixed = o->mixed, .opt_states = o->opt_states,
-                        .checkpoint = o->ckpt,
-                        .offload = o->offload, .prefetch_bytes = o->prefetch_bytes,
-                        .max_live_bytes = o->max_live_bytes, .comm_worker = o->comm_worker,
-                        .clip = o->clip || o->fp16, /* fp16 takes the norm first (the overflow check) */
-                        .offload_optimizer = o->offload_optimizer, .native = o->native, .bf16_direct = o->bf16_direct,
-                        .bucket_elems = sz_plan_bucket_elems(o->bucket_bytes, nd, maxpad)};
-    /* the gradients' first writers and mixed precision's rounding folded into them (their bytes) */
-    sz_fold_switches fold;
-    sz_fold_switches_read(&fold);
-    c.fold_grads = fold.grads;
-    c.fold_round = rounds(o);
-    c.extra[SZ_MEM_ACTIVATIONS] = engine_activation_bytes(o, o->ckpt, o->offload, &host);
-    c.extra[SZ_MEM_HOST] = host;
-    c.extra[SZ_MEM_HOST_BUFFERS] = host_buffer_bytes(o, nd);
-    return c.extra[SZ_MEM_ACTIVATIONS] >= 0 && sz_plan_build(s->u, s->n, &c, p) == SZ_OK ? 0 : -1;
+    sz_zero_config z = zero_of(o, stage);
+    sz_model_shape s;
+    if (model_shape(o, &z, nd, &s) != 0)
+        return -1;
+    sz_status st = sz_model_shape_plan(&s, &z, nd, rank, o->clip, o->comm_worker, peak, print, o->json);
+    sz_model_shape_free(&s);
+    return st == SZ_OK ? 0 : -1;
 }
 
 static void compute(const struct opts *o, struct result *r)
@@ -560,37 +490,19 @@ static void compute(const struct opts *o, struct result *r)
         r->eng_act = engine_activation_bytes(o, 0, 0, NULL);
         r->eng_act_ckpt = engine_activation_bytes(o, 1, 0, NULL);
         r->eng_act_offload = engine_activation_bytes(o, 1, 1, &r->eng_host);
-        struct units u;
-        if (units_build(o, &u) == 0) {
-            for (int s = 0; s < 4; s++)
-                for (int i = 0; i < o->n_nd; i++) {
-                    sz_plan p;
-                    if (plan_build(o, &u, s, o->nd[i], 0, &p) != 0)
-                        continue;
-                    sz_fold f;
-                    sz_plan_fold(&p, &f, NULL);
-                    r->peak[s][i] = f.peak_bytes;
-                    sz_plan_free(&p);
-                }
-            units_free(&u);
-        }
+        for (int s = 0; s < 4; s++)
+            for (int i = 0; i < o->n_nd; i++)
+                if (plan_peak(o, s, o->nd[i], 0, &r->peak[s][i], NULL) != 0)
+                    r->peak[s][i] = -1;
     }
-    if (o->have_model && o->llama) {
-        const sz_llama_config *l = &o->lcfg;
-        double nc4 = (double)o->batch * o->seq * l->channels * 4.0;
-        r->act = sz_llama_activation_bytes(l, o->batch, o->seq, 0, 0);
-        r->act_ckpt = sz_llama_activation_bytes(l, o->batch, o->seq, 1, 0);
-        r->act_offload = sz_llama_activation_bytes(l, o->batch, o->seq, 1, 1);
-        r->host_pool = l->layers * nc4;
-        r->ckpt_device = (l->layers < 3 ? l->layers : 3) * nc4;
-        r->largest_unit = sz_llama_largest_unit_numel(l);
-    } else if (o->have_model) {
-        r->act = sz_gpt2_activation_bytes(&o->cfg, o->batch, o->seq);
-        r->act_ckpt = sz_gpt2_activation_bytes_ckpt(&o->cfg, o->batch, o->seq);
-        r->act_offload = sz_gpt2_activation_bytes_offload(&o->cfg, o->batch, o->seq);
-        r->host_pool = sz_gpt2_checkpoint_host_bytes(&o->cfg, o->batch, o->seq);
-        r->ckpt_device = sz_gpt2_checkpoint_device_bytes(&o->cfg, o->batch, o->seq);
-        r->largest_unit = sz_gpt2_largest_unit_numel(&o->cfg);
+    if (o->have_model) { /* the model's forward tensors (fp32), and P_a+cpu's pools: every block
+                          * checkpoint in the host pool, the device pool the rest of checkpointing's */
+        r->act = sz_arch_activation_bytes(&o->cfg, o->batch, o->seq, 0, 0);
+        r->act_ckpt = sz_arch_activation_bytes(&o->cfg, o->batch, o->seq, 1, 0);
+        r->act_offload = sz_arch_activation_bytes(&o->cfg, o->batch, o->seq, 1, 1);
+        r->host_pool = (double)r->eng_host;
+        r->ckpt_device = r->act_offload - r->act_ckpt + r->host_pool;
+        r->largest_unit = sz_arch_largest_unit_numel(&o->cfg);
     }
     for (int i = 0; i < o->n_nd; i++)
         r->comm_buf[i] = sz_zero_comm_buffer_bytes(o->bucket_bytes, o->nd[i], r->largest_unit);
@@ -629,20 +541,20 @@ static int print_json(const struct opts *o, const struct result *r)
     if (o->have_model) {
         cJSON *m = cJSON_AddObjectToObject(root, "model");
         cJSON_AddStringToObject(m, "name", o->model);
-        cJSON_AddStringToObject(m, "arch", o->llama ? "llama" : "gpt2");
-        if (o->llama)
-            cJSON_AddNumberToObject(m, "hidden", o->lcfg.hidden);
-        cJSON_AddNumberToObject(m, "layers", o->cfg.layers);
-        cJSON_AddNumberToObject(m, "heads", o->cfg.heads);
-        cJSON_AddNumberToObject(m, "channels", o->cfg.channels);
-        cJSON_AddNumberToObject(m, "vocab", o->cfg.vocab);
-        cJSON_AddNumberToObject(m, "padded_vocab", o->cfg.padded_vocab);
-        cJSON_AddNumberToObject(m, "max_seq", o->cfg.max_seq);
+        cJSON_AddStringToObject(m, "arch", sz_arch_name(o->kind));
+        static const char *const fields[] = {"hidden", "layers", "heads", "channels", "vocab", "padded_vocab", "max_seq"};
+        for (int i = 0; i < (int)(sizeof fields / sizeof fields[0]); i++) {
+            int v = sz_arch_field(&o->cfg, fields[i]);
+            if (v < 0 && !strcmp(fields[i], "padded_vocab")) /* an unpadded vocabulary */
+                v = sz_arch_vocab(&o->cfg);
+            if (v >= 0)
+                cJSON_AddNumberToObject(m, fields[i], v);
+        }
     }
     cJSON_AddStringToObject(root, "precision", o->fp16 ? "fp16" : o->mixed ? "mixed" : "fp32");
     cJSON_AddStringToObject(root, "bf16_path", bf16_path(o));
     if (o->mixed)
-        cJSON_AddStringToObject(root, "bf16_params", o->bf16_direct ? "direct" : "working copies");
+        cJSON_AddStringToObject(root, "bf16_params", o->prec.params_direct ? "direct" : "working copies");
     cJSON_AddStringToObject(root, "optimizer", sz_optimizer_name(o->optimizer));
     cJSON_AddNumberToObject(root, "momentum", o->momentum);
     cJSON_AddNumberToObject(root, "optimizer_state_floats", o->opt_states);
@@ -743,7 +655,7 @@ static void print_stage_label(int s)
 static void print_offload(const struct opts *o, const struct result *r)
 {
     /* how many checkpoints the device holds at once, as the estimator counted them */
-    const int d = o->decimals, L = o->cfg.layers, on_device = (int)llround(r->ckpt_device * L / r->host_pool);
+    const int d = o->decimals, L = sz_arch_field(&o->cfg, "layers"), on_device = (int)llround(r->ckpt_device * L / r->host_pool);
     printf("  checkpoints offloaded (P_a+cpu): device pool %.*f GB (%.0f bytes), %.0f bytes less than\n"
            "    checkpointing alone, with at most %d of the %d block checkpoints there at once (%.0f bytes);\n"
            "    host pool %.*f GB (%.0f bytes: all %d checkpoints, not part of the device peak)\n",
@@ -773,11 +685,8 @@ static int print_text(const struct opts *o, const struct result *r)
     const int d = o->decimals;
     if (o->have_model) {
         char desc[128];
-        if (o->llama)
-            sz_llama_config_format(&o->lcfg, desc, sizeof desc);
-        else
-            sz_gpt2_config_format(&o->cfg, desc, sizeof desc);
-        printf("%s %s (%s): Ψ = %.0f parameters\n", o->llama ? "LLaMA-style" : "GPT-2", o->model, desc, o->psi);
+        sz_arch_format(&o->cfg, desc, sizeof desc);
+        printf("%s %s (%s): Ψ = %.0f parameters\n", sz_arch_title(o->kind), o->model, desc, o->psi);
     } else {
         printf("Ψ = %.0f parameters (%.4g)\n", o->psi, o->psi);
     }
@@ -793,7 +702,7 @@ static int print_text(const struct opts *o, const struct result *r)
         printf(" (--bf16-compute %s%s%s)", o->bf16_compute, o->bf16_why ? ": " : "", o->bf16_why ? o->bf16_why : "");
     printf("\n");
     if (o->mixed)
-        printf("bf16 parameters: %s\n", o->bf16_direct ? "read directly by the units' ops (no fp32 working copies; "
+        printf("bf16 parameters: %s\n", o->prec.params_direct ? "read directly by the units' ops (no fp32 working copies; "
                                                         "sz-train keeps them with CUDA workers)"
                                                       : "fp32 working copies, one unit at a time");
     printf("optimizer: %s", sz_optimizer_name(o->optimizer));
@@ -829,7 +738,7 @@ static int print_text(const struct opts *o, const struct result *r)
             printf("; checkpoints offloaded %.*f GB (%lld bytes; host pool %lld)", d, r->eng_act_offload / 1e9,
                    (long long)r->eng_act_offload, (long long)r->eng_host);
         printf("\n  %s (fp32): full %.*f GB (%.0f bytes); block checkpointing %.*f GB (%.0f bytes)\n",
-               o->llama ? "the model's forward tensors" : "llm.c's ActivationTensors", d, r->act / 1e9, r->act, d,
+               "the model's forward tensors", d, r->act / 1e9, r->act, d,
                r->act_ckpt / 1e9, r->act_ckpt);
         if (o->offload)
             print_offload(o, r);
@@ -880,20 +789,15 @@ static int print_text(const struct opts *o, const struct result *r)
     return 0;
 }
 
-/* ---- --plan: GPT-2's (or LLaMA's) units as apps/gpt2 (apps/llama) declares them, through graph/plan.c */
+/* ---- --plan: the model's units as its library declares them (sz_arch_shape), planned by the engine */
 
 static int print_plan(const struct opts *o)
 {
-    struct units u;
-    sz_plan p;
-    if (units_build(o, &u) != 0 || plan_build(o, &u, o->stage, o->nd[0], o->rank, &p) != 0) {
+    int64_t peak;
+    if (plan_peak(o, o->stage, o->nd[0], o->rank, &peak, stdout) != 0) {
         fprintf(stderr, "sz-estimate: could not build the plan for this configuration\n");
-        units_free(&u); /* all NULL when units_build failed */
         return 1;
     }
-    sz_plan_print(stdout, &p, u.names, o->json);
-    sz_plan_free(&p);
-    units_free(&u);
     return 0;
 }
 

@@ -655,8 +655,8 @@ static void report(const struct opts *o, const sz_arch_config *cfg, const sz_mem
     sz_zero_state_breakdown_opt(o->stage, psi, nd, mixed, states, &f);
     double formula[SZ_MEM_NCATEGORIES] = {[SZ_MEM_PARAMS] = f.params, [SZ_MEM_PARAM_SHARD] = f.param_shard,
                                           [SZ_MEM_GRADS] = f.grads, [SZ_MEM_GRAD_SHARD] = f.grad_shard,
-                                          [SZ_MEM_MASTER] = f.master, [SZ_MEM_ADAM_M] = f.adam_m,
-                                          [SZ_MEM_ADAM_V] = f.adam_v};
+                                          [SZ_MEM_MASTER] = f.master, [SZ_MEM_OPT_STATE0] = f.adam_m,
+                                          [SZ_MEM_OPT_STATE1] = f.adam_v};
     double ms_formula = sz_zero_model_state_bytes_opt(o->stage, psi, nd, mixed, states);
     double comm_formula = sz_zero_comm_bytes_mb(o->stage, psi, nd, mixed, o->micro_batches);
     double act_llmc = cfg->kind == SZ_ARCH_GPT2 ? sz_gpt2_activation_bytes(&cfg->gpt2, o->batch, o->seq)
@@ -728,7 +728,7 @@ static void report(const struct opts *o, const sz_arch_config *cfg, const sz_mem
         for (int r = 0; r < nd; r++)
             v = reps[r].bytes[c] > v ? reps[r].bytes[c] : v;
         int state = c == SZ_MEM_PARAMS || c == SZ_MEM_PARAM_SHARD || c == SZ_MEM_GRADS || c == SZ_MEM_GRAD_SHARD ||
-                    c == SZ_MEM_MASTER || c == SZ_MEM_ADAM_M || c == SZ_MEM_ADAM_V;
+                    c == SZ_MEM_MASTER || c == SZ_MEM_OPT_STATE0 || c == SZ_MEM_OPT_STATE1;
         sz_mem_category_label((sz_mem_category)c, o->optimizer, label, sizeof label);
         if (state)
             printf("  %-28s %16lld %16.0f\n", label, (long long)v, formula[c]);

@@ -86,9 +86,9 @@ void sz_plan_storage_of(int stage, int mixed, int opt_states, sz_plan_storage *s
     else
         s->bytes[SZ_MEM_GRAD_SHARD] = p, s->sharded[SZ_MEM_GRAD_SHARD] = 1;
     s->bytes[SZ_MEM_MASTER] = mixed ? 4 : 0;
-    s->bytes[SZ_MEM_ADAM_M] = opt_states >= 1 ? 4 : 0;
-    s->bytes[SZ_MEM_ADAM_V] = opt_states >= 2 ? 4 : 0;
-    s->sharded[SZ_MEM_MASTER] = s->sharded[SZ_MEM_ADAM_M] = s->sharded[SZ_MEM_ADAM_V] = stage >= 1;
+    s->bytes[SZ_MEM_OPT_STATE0] = opt_states >= 1 ? 4 : 0;
+    s->bytes[SZ_MEM_OPT_STATE1] = opt_states >= 2 ? 4 : 0;
+    s->sharded[SZ_MEM_MASTER] = s->sharded[SZ_MEM_OPT_STATE0] = s->sharded[SZ_MEM_OPT_STATE1] = stage >= 1;
 }
 
 int64_t sz_plan_unit_state(const sz_plan_storage *s, int cat, int64_t padded, int nd)
@@ -105,12 +105,29 @@ int64_t sz_plan_bucket_elems(int64_t bucket_bytes, int nd, int64_t maxpad)
     return nd > 1 ? sz_zero_comm_buffer_bytes(bucket_bytes, nd, maxpad) / (4 * (int64_t)nd) : maxpad;
 }
 
+/* At least as many actions as the plan will have (padded and shard sizes set): every unit's
+ * actions of a micro-batch and of the update (at most 16 each besides the bucket rounds) and the
+ * reduce-scatter's bucket rounds, one action each; saturates instead of overflowing. */
+static int64_t actions_bound(const sz_plan *p, int nmb)
+{
+    int64_t total = 0, bucket = p->cfg.bucket_elems;
+    for (int i = 0; i < p->nunits && total <= SZ_PLAN_MAX_ACTIONS; i++) {
+        int64_t lo, n;
+        sz_plan_shard_range(p->padded[i], p->cfg.nd, p->cfg.rank, &lo, &n);
+        int64_t rounds = bucket <= 0 || bucket > n ? 1 : (n + bucket - 1) / bucket;
+        total += (int64_t)(nmb + 1) * 16 + (rounds < SZ_PLAN_MAX_ACTIONS ? rounds : SZ_PLAN_MAX_ACTIONS) * nmb;
+    }
+    return total;
+}
+
 /* ---- the builder ------------------------------------------------------------------------------ */
 
 struct builder {
     sz_plan *p;
     const sz_plan_unit *u;
     char *gathered, *grads_live, *ckpt_dev; /* submission-time state, per unit */
+    char *used_by_bwd;    /* per unit: another unit's backward writes its gradients (it uses the unit) */
+    char *tied_unrounded; /* per unit: such a backward cannot round into them (grads_rounded) */
     int mb;
     sz_status st;
 };
@@ -285,14 +302,7 @@ static void reduce_scatter(struct builder *b, int i, int acc, int64_t freed)
 /* Whether a backward writes the unit's gradients: its own, or that of a unit using it. */
 static int grads_written(const struct builder *b, int i)
 {
-    const sz_plan *p = b->p;
-    if (b->u[i].has_backward)
-        return 1;
-    for (int j = 0; j < p->nunits; j++)
-        for (int k = 0; b->u[j].has_backward && k < b->u[j].nuses; k++)
-            if (b->u[j].uses[k] == i)
-                return 1;
-    return 0;
+    return b->u[i].has_backward || b->used_by_bwd[i];
 }
 
 /* Mixed precision: the unit's working gradients are written in every micro-batch, so its
@@ -308,13 +318,23 @@ static int grads_converted(const struct builder *b, int i)
 static int grads_rounded(const struct builder *b, int i)
 {
     const sz_plan *p = b->p;
-    if (!p->cfg.mixed || !p->cfg.fold_round || !p->cfg.fold_grads || !b->u[i].round_grads || !b->u[i].has_backward)
-        return 0;
-    for (int j = 0; j < p->nunits; j++)
-        for (int k = 0; j != i && b->u[j].has_backward && k < b->u[j].nuses; k++)
-            if (b->u[j].uses[k] == i && !(b->u[i].round_tied_grads && b->u[j].round_grads))
-                return 0;
-    return 1;
+    return p->cfg.mixed && p->cfg.fold_round && p->cfg.fold_grads && b->u[i].round_grads && b->u[i].has_backward &&
+           !b->tied_unrounded[i];
+}
+
+/* The builder's per-unit view of who writes whose gradients (one pass over the uses, so the
+ * rules above cost O(1) per unit whatever the number of units). */
+static void uses_index(struct builder *b)
+{
+    for (int j = 0; j < b->p->nunits; j++)
+        for (int k = 0; b->u[j].has_backward && k < b->u[j].nuses; k++) {
+            int i = b->u[j].uses[k];
+            if (i == j)
+                continue;
+            b->used_by_bwd[i] = 1;
+            if (!(b->u[i].round_tied_grads && b->u[j].round_grads))
+                b->tied_unrounded[i] = 1;
+        }
 }
 
 static void grads_flush(struct builder *b, int i)
@@ -644,13 +664,20 @@ static int add_wait(sz_plan *p, sz_action *a, int self, int on, unsigned char re
 {
     if (on < 0 || on == self)
         return 0;
-    for (int k = 0; k < a->nwaits; k++) {
-        sz_wait *w = &p->waits[a->wait_lo + k];
-        if (w->action == on) {
-            if (!assumed && w->assumed)
-                w->assumed = 0, w->res = res;
-            return 0;
-        }
+    int lo = 0, hi = a->nwaits; /* the action's waits are ascending: binary search (a write after
+                                   many bucket rounds' reads waits for all of them) */
+    while (lo < hi) {
+        int mid = lo + (hi - lo) / 2;
+        if (p->waits[a->wait_lo + mid].action < on)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo < a->nwaits && p->waits[a->wait_lo + lo].action == on) {
+        sz_wait *w = &p->waits[a->wait_lo + lo];
+        if (!assumed && w->assumed)
+            w->assumed = 0, w->res = res;
+        return 0;
     }
     if (p->nwaits == p->waits_cap) {
         int cap = p->waits_cap ? 2 * p->waits_cap : 1024;
@@ -847,9 +874,13 @@ sz_status sz_plan_build(const sz_plan_unit *units, int nunits, const sz_plan_con
     out->rounded = calloc((size_t)nunits, 1);
     out->mb_begin = calloc((size_t)nmb + 1, sizeof *out->mb_begin);
     struct builder b = {.p = out, .u = units, .gathered = calloc((size_t)nunits, 1),
-                        .grads_live = calloc((size_t)nunits, 1), .ckpt_dev = calloc((size_t)nunits, 1)};
-    if (!out->padded || !out->shard || !out->bf16_params || !out->rounded || !out->mb_begin || !b.gathered || !b.grads_live || !b.ckpt_dev)
+                        .grads_live = calloc((size_t)nunits, 1), .ckpt_dev = calloc((size_t)nunits, 1),
+                        .used_by_bwd = calloc((size_t)nunits, 1), .tied_unrounded = calloc((size_t)nunits, 1)};
+    if (!out->padded || !out->shard || !out->bf16_params || !out->rounded || !out->mb_begin || !b.gathered ||
+        !b.grads_live || !b.ckpt_dev || !b.used_by_bwd || !b.tied_unrounded)
         b.st = SZ_ERR_NOMEM;
+    else
+        uses_index(&b);
     for (int i = 0; b.st == SZ_OK && i < nunits; i++) {
         out->padded[i] = sz_zero_padded(units[i].numel, cfg->nd);
         out->shard[i] = out->padded[i] / cfg->nd;
@@ -857,6 +888,8 @@ sz_status sz_plan_build(const sz_plan_unit *units, int nunits, const sz_plan_con
         if (out->padded[i] < 0)
             b.st = SZ_ERR_INVALID;
     }
+    if (b.st == SZ_OK && actions_bound(out, nmb) > SZ_PLAN_MAX_ACTIONS)
+        b.st = SZ_ERR_INVALID; /* bounded before it is built */
     for (int i = 0; b.st == SZ_OK && i < nunits; i++)
         out->rounded[i] = (char)grads_rounded(&b, i);
     for (int mb = 0; b.st == SZ_OK && mb < nmb; mb++) {
@@ -882,6 +915,8 @@ sz_status sz_plan_build(const sz_plan_unit *units, int nunits, const sz_plan_con
     free(b.gathered);
     free(b.grads_live);
     free(b.ckpt_dev);
+    free(b.used_by_bwd);
+    free(b.tied_unrounded);
     if (b.st != SZ_OK)
         sz_plan_free(out);
     return b.st;
@@ -927,12 +962,12 @@ void sz_plan_fold(const sz_plan *p, sz_fold *f, int64_t *live_after)
         f->persistent_bytes += f->persistent[c];
     }
     f->state_bytes = f->persistent[SZ_MEM_PARAMS] + f->persistent[SZ_MEM_PARAM_SHARD] + f->persistent[SZ_MEM_GRADS] +
-                     f->persistent[SZ_MEM_GRAD_SHARD] + f->persistent[SZ_MEM_MASTER] + f->persistent[SZ_MEM_ADAM_M] +
-                     f->persistent[SZ_MEM_ADAM_V];
+                     f->persistent[SZ_MEM_GRAD_SHARD] + f->persistent[SZ_MEM_MASTER] + f->persistent[SZ_MEM_OPT_STATE0] +
+                     f->persistent[SZ_MEM_OPT_STATE1];
     f->peak_bytes = f->persistent_bytes + f->transient_bytes;
     f->host_bytes = f->persistent[SZ_MEM_HOST] + f->persistent[SZ_MEM_HOST_BUFFERS];
     if (p->cfg.offload_optimizer)
-        f->host_bytes += f->persistent[SZ_MEM_MASTER] + f->persistent[SZ_MEM_ADAM_M] + f->persistent[SZ_MEM_ADAM_V];
+        f->host_bytes += f->persistent[SZ_MEM_MASTER] + f->persistent[SZ_MEM_OPT_STATE0] + f->persistent[SZ_MEM_OPT_STATE1];
     if (p->cfg.comm_on_host)
         f->host_bytes += f->persistent[SZ_MEM_COMM];
     f->device_peak_bytes = f->peak_bytes - f->host_bytes;

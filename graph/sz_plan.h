@@ -33,7 +33,7 @@ typedef struct sz_plan_storage {
     int sharded[SZ_MEM_NCATEGORIES];
 } sz_plan_storage;
 /* opt_states: the optimizer's fp32 state floats per element (sz_optimizer_states: AdamW 2, SGD
- * with momentum 1 in SZ_MEM_ADAM_M, plain SGD 0). */
+ * with momentum 1 in SZ_MEM_OPT_STATE0, plain SGD 0). */
 void sz_plan_storage_of(int stage, int mixed, int opt_states, sz_plan_storage *out);
 /* Bytes of category `cat` one unit of `padded` elements keeps at nd ranks under s. */
 int64_t sz_plan_unit_state(const sz_plan_storage *s, int cat, int64_t padded, int nd);
@@ -214,8 +214,14 @@ typedef struct sz_plan {
     int nwaits, waits_cap;
 } sz_plan;
 
+/* The most actions a plan may have (its list and waits then take about a GB): a bigger one means
+ * buckets far too small for the model (every reduce-scatter round is an action) or a shape no
+ * machine can hold, and is refused before anything is built. */
+#define SZ_PLAN_MAX_ACTIONS (1 << 22)
+
 /* Builds the plan of cfg->pass for these units into *out (free with sz_plan_free). SZ_ERR_INVALID
- * for a bad configuration or unit table, SZ_ERR_NOMEM. */
+ * for a bad configuration or unit table, or a plan of more than about SZ_PLAN_MAX_ACTIONS actions;
+ * SZ_ERR_NOMEM. */
 sz_status sz_plan_build(const sz_plan_unit *units, int nunits, const sz_plan_config *cfg, sz_plan *out);
 void sz_plan_free(sz_plan *p);
 

@@ -33,7 +33,7 @@ sz_status sz_zero_state_breakdown_opt(int stage, double psi, int nd, int mixed, 
         v[c] = s.bytes[c] * (s.sharded[c] ? psi / (double)nd : psi);
     sz_zero_breakdown b = {.params = v[SZ_MEM_PARAMS], .param_shard = v[SZ_MEM_PARAM_SHARD], .grads = v[SZ_MEM_GRADS],
                            .grad_shard = v[SZ_MEM_GRAD_SHARD], .master = v[SZ_MEM_MASTER],
-                           .adam_m = v[SZ_MEM_ADAM_M], .adam_v = v[SZ_MEM_ADAM_V]};
+                           .adam_m = v[SZ_MEM_OPT_STATE0], .adam_v = v[SZ_MEM_OPT_STATE1]};
     *out = b;
     return SZ_OK;
 }

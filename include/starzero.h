@@ -534,13 +534,17 @@ typedef struct sz_resolved_precision {
                                   linear layers widen bf16 weights: sz_matmul_host_bytes_wbf16) */
     int grads_rounded;         /* where gradients are bf16 (mixed), their writers round into them: the
                                   gradient rounding folded (no CUDA workers, the fold switches on:
-                                  sz_fold_switches; sz_matmul_round_host_bytes) */
+                                  SZ_GRAD_ROUND_FOLD; sz_matmul_round_host_bytes) */
     int loss_scaling;          /* the loss is scaled and overflowing steps skipped (SZ_PRECISION_FP16) */
 } sz_resolved_precision;
 /* Resolves z's precision on ctx's rank (collective-free, the same answer on every rank of a job on
  * alike nodes): SZ_ERR_INVALID for an unknown precision or bf16 path, SZ_ERR_UNSUPPORTED for the
  * native path where the rank's CUDA workers cannot run it (logged, with the reason). */
 sz_status sz_precision_resolve(sz_context *ctx, const sz_zero_config *z, sz_resolved_precision *out);
+/* The same without a runtime, for planning (sz-estimate): the answer on ranks of this CPU with no
+ * CUDA workers (the CPU rule; the folding switches SZ_ZERO_FOLD, SZ_GRAD_FOLD, SZ_GRAD_ROUND_FOLD read
+ * from the environment as sz_context_init reads them). Errors are printed on stderr. */
+sz_status sz_precision_resolve_cpu(const sz_zero_config *z, sz_resolved_precision *out);
 /* The model's, resolved at its last sz_model_set_zero (fp32 defaults before). */
 const sz_resolved_precision *sz_model_precision(const sz_model *m);
 /* The loss scaler (SZ_PRECISION_FP16): the scale the next step's loss is multiplied by, the
@@ -556,17 +560,6 @@ typedef struct sz_loss_scaler {
 } sz_loss_scaler;
 sz_status sz_model_loss_scaler(const sz_model *m, sz_loss_scaler *out);
 sz_status sz_model_set_loss_scaler(sz_model *m, const sz_loss_scaler *s);
-/* The engine's foldings as the environment leaves them, the one reader of their switches (sz_model_init
- * reads it; sz-estimate too, to predict the plan sz-train's engine builds). Each variable turns its
- * folding off only when set to a value starting with '0'. zeros: SZ_ZERO_FOLD (sz_op_zero folded into
- * the next op); grads: zeros and SZ_GRAD_FOLD (the parameters' gradients left to their first writers,
- * sz_plan_config.fold_grads); round: grads and SZ_GRAD_ROUND_FOLD (mixed precision's gradient rounding
- * folded into the writers, sz_plan_config.fold_round, where no CUDA worker runs:
- * sz_resolved_precision.grads_rounded). */
-typedef struct sz_fold_switches {
-    int zeros, grads, round;
-} sz_fold_switches;
-void sz_fold_switches_read(sz_fold_switches *f);
 /* The path in effect: "native" or "emulated" under bf16 mixed precision, "fp16" under fp16 (fp32
  * compute on working copies), "fp32" otherwise. */
 const char *sz_model_bf16_path(const sz_model *m);
@@ -828,8 +821,8 @@ typedef enum sz_mem_category {
     SZ_MEM_GRADS_IN_FLIGHT, /* a unit's gradients between its backward and their reduce-scatter (stages 2-3)
                                or their conversion to bf16 (mixed precision) (peak) */
     SZ_MEM_MASTER,          /* fp32 master weights (mixed precision) */
-    SZ_MEM_ADAM_M,          /* the optimizer's first fp32 state: Adam's m, SGD's momentum buffer */
-    SZ_MEM_ADAM_V,          /* its second: Adam's v (SGD has none) */
+    SZ_MEM_OPT_STATE0,      /* the optimizer's first fp32 state: Adam's m, SGD's momentum buffer */
+    SZ_MEM_OPT_STATE1,      /* its second: Adam's v (SGD has none) */
     SZ_MEM_ACTIVATIONS,     /* model tensors: activations, their gradients, inputs */
     SZ_MEM_COMM,            /* communication buffers */
     SZ_MEM_CHECKPOINTS,     /* offloaded activation checkpoints while on the device pool (peak) */
@@ -839,10 +832,13 @@ typedef enum sz_mem_category {
                                working memory from sz_matmul_host_bytes); not part of the device peak */
     SZ_MEM_NCATEGORIES
 } sz_mem_category;
+/* The names of 0.1 (AdamW's states), kept for apps written against them. */
+#define SZ_MEM_ADAM_M SZ_MEM_OPT_STATE0
+#define SZ_MEM_ADAM_V SZ_MEM_OPT_STATE1
 
 const char *sz_mem_category_name(sz_mem_category c);
 /* The label of category c in the memory report of a model trained with optimizer o: the two
- * optimizer-state categories (SZ_MEM_ADAM_M, SZ_MEM_ADAM_V) by the optimizer's own state names
+ * optimizer-state categories (SZ_MEM_OPT_STATE0, SZ_MEM_OPT_STATE1) by the optimizer's own state names
  * ("adamw state adam_m", "adamw state adam_v"; "sgd state momentum", and "sgd: no state 2" for the
  * one SGD does not keep), every other category as sz_mem_category_name. Writes at most n bytes
  * into buf and returns buf. */
@@ -1105,6 +1101,35 @@ int64_t sz_zero_shard(int64_t numel, int nd);
  * bucket_bytes = 0 means SZ_DEFAULT_BUCKET_BYTES (as in sz_zero_config); largest_unit <= 0 means
  * unknown (no cap). -1 when bucket_bytes < 0 or nd < 1. */
 int64_t sz_zero_comm_buffer_bytes(int64_t bucket_bytes, int nd, int64_t largest_unit);
+
+/* ---- planning a model without a runtime (sz-estimate) -------------------------------------- */
+
+/* A model as its create function would build it, for predicting its step without StarPU or MPI:
+ * its units exactly as it hands them to sz_model_add_unit (their tensor tables, names and flags;
+ * the callbacks are never called) and what it would register beside them under one configuration.
+ * A model library fills one from the tables its create uses (sz_gpt2_shape, sz_llama_shape). */
+typedef struct sz_model_shape {
+    int nunits;
+    sz_unit_desc *units;        /* units[i].name points into names[i] */
+    char (*names)[32];
+    int64_t *ckpt_bytes;        /* per unit: its input checkpoint's bytes (sz_model_checkpoint; 0: none) */
+    int64_t activation_bytes;   /* the activations it registers (the plan's SZ_MEM_ACTIVATIONS: with
+                                   offloaded checkpoints the device part) */
+    int64_t host_pool_bytes;    /* offloaded checkpoints: the host pool (SZ_MEM_HOST) */
+    int64_t host_buffer_bytes;  /* what it adds to sz_zero_config.host_bytes (its kernels' working memory) */
+    void *model;                /* model_bytes of room for the model's own tables (its tensor specs) */
+} sz_model_shape;
+/* Room for nunits units (zeroed, names wired) and model_bytes of the model's own, in one block. */
+sz_status sz_model_shape_init(sz_model_shape *s, int nunits, size_t model_bytes);
+void sz_model_shape_free(sz_model_shape *s);
+/* The step plan of `rank` among nd ranks for the shape under z, as sz-train's engine builds and
+ * submits it (sz_precision_resolve_cpu's precision; the folding switches from the environment;
+ * clip: the update clips the gradients — fp16 takes their norm anyway; comm_worker: a
+ * communication worker): *peak gets its folded peak bytes (the figure sz_model_finalize predicts
+ * and sz_train_stats measures), and with `print` the plan is printed action by action (json: as
+ * one JSON object). SZ_ERR_INVALID for a configuration sz_model_set_zero would refuse. */
+sz_status sz_model_shape_plan(const sz_model_shape *s, const sz_zero_config *z, int nd, int rank, int clip,
+                              int comm_worker, int64_t *peak, FILE *print, int json);
 
 /* ---- fitting a budget -------------------------------------------------------------------- */
 

@@ -17,6 +17,18 @@
 
 /* The library's environment switches (sched/env.c), read once when the context starts; the table
  * of them all is docs/reference.md's "Environment variables". */
+/* The engine's foldings as the environment leaves them, the one reader of their switches (sz_env_read
+ * and sz_precision_resolve_cpu read it). Each variable turns its
+ * folding off only when set to a value starting with '0'. zeros: SZ_ZERO_FOLD (sz_op_zero folded into
+ * the next op); grads: zeros and SZ_GRAD_FOLD (the parameters' gradients left to their first writers,
+ * sz_plan_config.fold_grads); round: grads and SZ_GRAD_ROUND_FOLD (mixed precision's gradient rounding
+ * folded into the writers, sz_plan_config.fold_round, where no CUDA worker runs:
+ * sz_resolved_precision.grads_rounded). */
+typedef struct sz_fold_switches {
+    int zeros, grads, round;
+} sz_fold_switches;
+void sz_fold_switches_read(sz_fold_switches *f);
+
 typedef struct sz_env {
     int log_level;              /* SZ_LOG: an sz_log_level, -1 when unset or unknown */
     int comm_worker;            /* SZ_COMM_WORKER: 0 or 1, -1 unset (the config decides) */

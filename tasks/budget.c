@@ -34,8 +34,8 @@ static void act_bytes(const struct sz_model *m, int ck, int off, int64_t *act, i
 }
 
 /* The plan's fold for this model under t: the figures the step will really reach (tasks/step.c
- * submits the same plan). */
-static sz_status predict(const struct sz_model *m, struct trial t, sz_fold *f)
+ * submits the same plan); its actions are added to *work (may be NULL). */
+static sz_status predict(const struct sz_model *m, struct trial t, sz_fold *f, int64_t *work)
 {
     sz_plan_config c;
     sz_zero_plan_config(m, SZ_PASS_STEP, 0, &c);
@@ -64,6 +64,8 @@ static sz_status predict(const struct sz_model *m, struct trial t, sz_fold *f)
     if (st != SZ_OK)
         return st;
     sz_plan_fold(&p, f, NULL);
+    if (work)
+        *work += p.n;
     sz_plan_free(&p);
     return SZ_OK;
 }
@@ -75,25 +77,57 @@ static int64_t allocator_slack(void) { return sz_model_have_cuda() ? SZ_STARPU_C
 /* The peak the budget is checked against: with CUDA workers the device's (each GPU's budget;
  * the host pool and an offloaded optimizer live in host memory) plus StarPU's chunks, else the
  * rank's whole peak. */
-static int64_t predict_peak(const struct sz_model *m, struct trial t)
+static int64_t predict_peak(const struct sz_model *m, struct trial t, int64_t *work)
 {
     sz_fold f;
-    if (predict(m, t, &f) != SZ_OK)
+    if (predict(m, t, &f, work) != SZ_OK)
         return INT64_MAX;
     return sz_model_have_cuda() ? f.device_peak_bytes + allocator_slack() : f.peak_bytes;
 }
+
+/* A floor under predict_peak(m, t) found without building the plan (0 where none is known): on
+ * CPU-only ranks, whose peak counts every byte, the model states by the paper's formula (padding
+ * only adds) plus, at stage 3, the largest unit gathered whole for its forward. It falls as N_d
+ * grows, so the search below skips what cannot fit without folding a plan for it. */
+static double peak_floor(const struct sz_model *m, struct trial t)
+{
+    if (sz_model_have_cuda())
+        return 0.0;
+    int64_t psi = 0, largest = 0;
+    for (int i = 0; i < m->nunits; i++) {
+        psi += m->units[i]->numel;
+        largest = m->units[i]->numel > largest ? m->units[i]->numel : largest;
+    }
+    double states = sz_zero_model_state_bytes_opt(t.stage, (double)psi, t.nd, t.mixed, m->nopt_states);
+    return (states > 0 ? states : 0.0) + (t.stage == 3 ? (double)largest * (t.mixed ? 2 : 4) : 0.0);
+}
+
+/* The plans the advice may fold, counted in actions: enough for every trial of a model with
+ * moderate buckets, and at most a few seconds whatever the shape (a huge model in small buckets
+ * has hundreds of thousands of actions per plan). */
+#define SEARCH_ACTIONS ((int64_t)40 << 20)
 
 /* "X MB" rounded so that a figure over the budget never prints as one at or under it: needs round
  * up, budgets down (to 0.1 MB). */
 static double mb_up(int64_t b) { return ceil((double)b / 1e5) / 10.0; }
 static double mb_down(int64_t b) { return floor((double)b / 1e5) / 10.0; }
 
-/* The smallest N_d >= ours at which t fits the budget (-1: none up to 4096); its peak in *at. */
-static int fit_nd(const struct sz_model *m, struct trial t, int64_t budget, int64_t *at)
+/* The smallest N_d >= ours at which t fits the budget (-1: none up to 4096, or the search's
+ * actions spent: *cut set); its peak in *at. */
+static int fit_nd(const struct sz_model *m, struct trial t, int64_t budget, int64_t *at, int64_t *work, int *cut)
 {
+    t.nd = 4096;
+    if (peak_floor(m, t) > (double)budget)
+        return -1; /* not even with the most ranks tried */
     for (int nd = m->nd; nd <= 4096; nd = nd < 64 ? nd + 1 : nd * 2) {
         t.nd = nd;
-        if ((*at = predict_peak(m, t)) <= budget)
+        if (peak_floor(m, t) > (double)budget)
+            continue;
+        if (*work > SEARCH_ACTIONS) {
+            *cut = 1;
+            return -1;
+        }
+        if ((*at = predict_peak(m, t, work)) <= budget)
             return nd;
     }
     return -1;
@@ -121,7 +155,7 @@ sz_status sz_model_check_budget(struct sz_model *m, int64_t budget)
     if (!m)
         return SZ_ERR_INVALID;
     struct trial now = current(m);
-    int64_t peak = predict_peak(m, now);
+    int64_t peak = predict_peak(m, now, NULL);
     if (peak == INT64_MAX)
         return SZ_ERR_NOMEM;
     m->predicted_peak = peak - allocator_slack(); /* the plan's own figure (the engine's count) */
@@ -131,12 +165,13 @@ sz_status sz_model_check_budget(struct sz_model *m, int64_t budget)
      * at our stage, the same with checkpointing, offloaded checkpoints, the other precision, and
      * smaller micro-batches. Only what fits is listed. */
     struct advice a = {.len = 0};
-    int64_t at, base_at = 0;
+    int64_t at, base_at = 0, work = 0;
+    int cut = 0; /* the search stopped at SEARCH_ACTIONS */
     int base_nd = -1; /* the fewest ranks as configured */
     for (int s = 0; s < 4; s++) {
         struct trial t = now;
         t.stage = s;
-        int nd = fit_nd(m, t, budget, &at);
+        int nd = fit_nd(m, t, budget, &at, &work, &cut);
         if (nd > 0)
             say(&a, "%sstage %d with N_d >= %d (%.1f MB)", a.len ? ", " : "", s, nd, mb_up(at));
         if (nd > 0 && (base_nd < 0 || nd < base_nd || (nd == base_nd && at < base_at)))
@@ -173,7 +208,7 @@ sz_status sz_model_check_budget(struct sz_model *m, int64_t budget)
         for (int s = 0; s < 4; s++) {
             struct trial t = alt[i];
             t.stage = s;
-            int nd = fit_nd(m, t, budget, &at);
+            int nd = fit_nd(m, t, budget, &at, &work, &cut);
             if (nd > 0 && (best_nd < 0 || nd < best_nd)) {
                 best_nd = nd;
                 best_s = s;
@@ -214,7 +249,9 @@ sz_status sz_model_check_budget(struct sz_model *m, int64_t budget)
                                  : " (no budget given: this rank's share of the memory this node has available now, less the "
                                    "runtime's allowance; more ranks on this node would share it, so a larger N_d below means "
                                    "more nodes)",
-                   a.len ? a.text : "none up to N_d 4096 by stage, precision, checkpointing or micro-batch",
+                   a.len ? a.text : cut ? "none found before the search's bound (the plans of this shape are too large to "
+                                          "try every setting; sz-estimate --model ... --budget explores them)"
+                                        : "none up to N_d 4096 by stage, precision, checkpointing or micro-batch",
                    m->persistent[SZ_MEM_ACTIVATIONS] / 1e6, mb_up(peak));
     return SZ_ERR_BUDGET;
 }

@@ -79,11 +79,11 @@ const char *sz_mem_category_label(sz_mem_category c, sz_optimizer o, char *buf, 
     const sz_optimizer_impl *op = sz_optimizer_get(o);
     if (!buf || n == 0)
         return buf;
-    if (!op || (c != SZ_MEM_ADAM_M && c != SZ_MEM_ADAM_V)) {
+    if (!op || (c != SZ_MEM_OPT_STATE0 && c != SZ_MEM_OPT_STATE1)) {
         snprintf(buf, n, "%s", sz_mem_category_name(c));
         return buf;
     }
-    int k = c - SZ_MEM_ADAM_M;
+    int k = c - SZ_MEM_OPT_STATE0;
     if (op->state_name[k])
         snprintf(buf, n, "%s state %s", op->name, op->state_name[k]);
     else

@@ -8,10 +8,9 @@
 #include <string.h>
 #include "sz_tasks.h"
 
-sz_status sz_precision_resolve(sz_context *ctx, const sz_zero_config *z, sz_resolved_precision *out)
+/* The checks every resolution makes (errors logged on ctx, or stderr without one). */
+static sz_status check(const sz_context *ctx, const sz_zero_config *z)
 {
-    if (!ctx || !z || !out)
-        return SZ_ERR_INVALID;
     if (!sz_precision_name(z->precision)) {
         sz_context_log(ctx, SZ_LOG_ERROR, "ZeRO config: unknown precision %d (fp32, bf16 or fp16)", (int)z->precision);
         return SZ_ERR_INVALID;
@@ -33,6 +32,44 @@ sz_status sz_precision_resolve(sz_context *ctx, const sz_zero_config *z, sz_reso
                        (int)z->bf16_compute);
         return SZ_ERR_INVALID;
     }
+    return SZ_OK;
+}
+
+/* The answer, once the bf16 compute path is known: on ranks with CUDA workers or not, with the
+ * gradients' rounding fold switched on or off (sz_fold_switches.round). */
+static void fill(const sz_zero_config *z, sz_bf16_compute path, int cuda, int fold_round, sz_resolved_precision *out)
+{
+    memset(out, 0, sizeof *out);
+    out->kind = z->precision;
+    out->mixed = z->precision != SZ_PRECISION_FP32;
+    out->param = out->grad = z->precision == SZ_PRECISION_BF16   ? SZ_DTYPE_BF16
+                             : z->precision == SZ_PRECISION_FP16 ? SZ_DTYPE_F16
+                                                                 : SZ_DTYPE_F32;
+    out->loss_scaling = z->precision == SZ_PRECISION_FP16;
+    if (out->loss_scaling) { /* fp32 compute on fp32 working copies: no native path, no direct
+                                parameters, no rounding fold (those kernels are bf16's) */
+        out->compute = SZ_BF16_COMPUTE_EMULATED;
+        out->act = SZ_DTYPE_F32;
+        return;
+    }
+    out->compute = path;
+    out->native = out->mixed && path == SZ_BF16_COMPUTE_NATIVE;
+    out->act = out->native ? SZ_DTYPE_BF16 : SZ_DTYPE_F32;
+    /* Decided whatever the precision, so that a prediction for the other precision (the budget's
+     * advice) follows the same rule. Direct: the emulated ops widen each parameter on load, so the
+     * bits are those of the working copies; not where CUDA workers may run the compute (their
+     * kernels take fp32 parameters). Rounding folded: CPU kernels only. */
+    out->params_direct = path == SZ_BF16_COMPUTE_NATIVE || (!cuda && !z->bf16_work_copies);
+    out->grads_rounded = fold_round && !cuda;
+}
+
+sz_status sz_precision_resolve(sz_context *ctx, const sz_zero_config *z, sz_resolved_precision *out)
+{
+    if (!ctx || !z || !out)
+        return SZ_ERR_INVALID;
+    sz_status st = check(ctx, z);
+    if (st != SZ_OK)
+        return st;
     /* The bf16 compute path: AUTO is the CPU rule, or with CUDA workers the GPU rule (native on
      * sm_80+ GPUs when every op of the native path has its bf16 CUDA twin). NATIVE with CUDA
      * workers is refused where that rule says emulated, with its reason (the GPU, or the ops
@@ -57,28 +94,21 @@ sz_status sz_precision_resolve(sz_context *ctx, const sz_zero_config *z, sz_reso
         }
         path = rule;
     }
-    memset(out, 0, sizeof *out);
-    out->kind = z->precision;
-    out->mixed = z->precision != SZ_PRECISION_FP32;
-    out->param = out->grad = z->precision == SZ_PRECISION_BF16   ? SZ_DTYPE_BF16
-                             : z->precision == SZ_PRECISION_FP16 ? SZ_DTYPE_F16
-                                                                 : SZ_DTYPE_F32;
-    out->loss_scaling = z->precision == SZ_PRECISION_FP16;
-    if (out->loss_scaling) { /* fp32 compute on fp32 working copies: no native path, no direct
-                                parameters, no rounding fold (those kernels are bf16's) */
-        out->compute = SZ_BF16_COMPUTE_EMULATED;
-        out->act = SZ_DTYPE_F32;
-        return SZ_OK;
-    }
-    out->compute = path;
-    out->native = out->mixed && path == SZ_BF16_COMPUTE_NATIVE;
-    out->act = out->native ? SZ_DTYPE_BF16 : SZ_DTYPE_F32;
-    /* Decided whatever the precision, so that a prediction for the other precision (the budget's
-     * advice) follows the same rule. Direct: the emulated ops widen each parameter on load, so the
-     * bits are those of the working copies; not where CUDA workers may run the compute (their
-     * kernels take fp32 parameters). Rounding folded: CPU kernels only. */
-    out->params_direct = path == SZ_BF16_COMPUTE_NATIVE || (!cuda && !z->bf16_work_copies);
-    out->grads_rounded = ctx->env.fold.round && !cuda;
+    fill(z, path, cuda, ctx->env.fold.round, out);
+    return SZ_OK;
+}
+
+sz_status sz_precision_resolve_cpu(const sz_zero_config *z, sz_resolved_precision *out)
+{
+    if (!z || !out)
+        return SZ_ERR_INVALID;
+    sz_status st = check(NULL, z);
+    if (st != SZ_OK)
+        return st;
+    sz_fold_switches fold;
+    sz_fold_switches_read(&fold);
+    const char *why;
+    fill(z, z->bf16_compute == SZ_BF16_COMPUTE_AUTO ? sz_bf16_compute_auto(&why) : z->bf16_compute, 0, fold.round, out);
     return SZ_OK;
 }
 

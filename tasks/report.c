@@ -32,12 +32,12 @@ sz_status sz_model_memory_report(const sz_model *m, sz_memory_report *r)
         persistent += m->persistent[c];
     }
     r->model_state_bytes = r->bytes[SZ_MEM_PARAMS] + r->bytes[SZ_MEM_PARAM_SHARD] + r->bytes[SZ_MEM_GRADS] +
-                           r->bytes[SZ_MEM_GRAD_SHARD] + r->bytes[SZ_MEM_MASTER] + r->bytes[SZ_MEM_ADAM_M] +
-                           r->bytes[SZ_MEM_ADAM_V];
+                           r->bytes[SZ_MEM_GRAD_SHARD] + r->bytes[SZ_MEM_MASTER] + r->bytes[SZ_MEM_OPT_STATE0] +
+                           r->bytes[SZ_MEM_OPT_STATE1];
     r->peak_bytes = persistent + __atomic_load_n(&m->counters.peak_total, __ATOMIC_RELAXED);
     r->device_peak_bytes = r->peak_bytes - m->persistent[SZ_MEM_HOST] - m->persistent[SZ_MEM_HOST_BUFFERS];
     if (m->zero.offload_optimizer)
-        r->device_peak_bytes -= m->persistent[SZ_MEM_MASTER] + m->persistent[SZ_MEM_ADAM_M] + m->persistent[SZ_MEM_ADAM_V];
+        r->device_peak_bytes -= m->persistent[SZ_MEM_MASTER] + m->persistent[SZ_MEM_OPT_STATE0] + m->persistent[SZ_MEM_OPT_STATE1];
     if (m->nd > 1 && sz_model_have_cuda() && !sz_model_comm_on_gpu(m)) /* the plan's comm_on_host (tasks/step.c) */
         r->device_peak_bytes -= m->persistent[SZ_MEM_COMM];
     r->matmul_host_peak_bytes = sz_k_matmul_host_peak();

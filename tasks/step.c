@@ -30,33 +30,39 @@ void sz_zero_plan_units(const struct sz_model *m, sz_plan_unit *pu)
     }
 }
 
-void sz_zero_plan_config(const struct sz_model *m, sz_plan_pass pass, int clip, sz_plan_config *c)
+void sz_zero_plan_config_of(const sz_zero_config *z, const sz_resolved_precision *p, int opt_states, int fold_grads,
+                            int nd, int rank, sz_plan_pass pass, int clip, sz_plan_config *c)
 {
     memset(c, 0, sizeof *c);
     c->pass = pass;
-    c->stage = m->zero.stage;
-    c->nd = m->nd;
-    c->rank = m->rank;
-    c->micro_batches = m->zero.micro_batches;
-    c->mixed = m->prec.mixed;
-    c->native = m->prec.native;
-    c->bf16_direct = m->prec.params_direct;
-    c->opt_states = m->opt->nstates(&m->zero);
-    c->checkpoint = m->zero.checkpoint;
-    c->offload = m->zero.offload_checkpoints;
-    c->prefetch_bytes = m->zero.prefetch_bytes;
-    c->max_live_bytes = m->zero.max_live_bytes;
-    c->bucket_elems = sz_zero_bucket_elems(m, m->nd);
-    c->comm_worker = sz_comm_worker >= 0;
+    c->stage = z->stage;
+    c->nd = nd;
+    c->rank = rank;
+    c->micro_batches = z->micro_batches;
+    c->mixed = p->mixed;
+    c->native = p->native;
+    c->bf16_direct = p->params_direct;
+    c->opt_states = opt_states;
+    c->checkpoint = z->checkpoint;
+    c->offload = z->offload_checkpoints;
+    c->prefetch_bytes = z->prefetch_bytes;
+    c->max_live_bytes = z->max_live_bytes;
     c->clip = clip;
     /* the parameters' gradients set by their first writers, on CPUs and CUDA workers alike (the
      * engine's CUDA backward kernels set too: core/fold.c, sz_fold_decide); a first writer that
      * cannot set has the view zeroed just before, so the plan's bytes are the same either way */
-    c->fold_grads = m->fold_grads;
+    c->fold_grads = fold_grads;
     /* and the bf16 gradients' rounding folded into them (units with round_grads): CPU kernels
      * only, so off wherever there are CUDA workers (the GPU path stays as it was) */
-    c->fold_round = c->fold_grads && m->prec.grads_rounded;
-    c->offload_optimizer = m->zero.offload_optimizer;
+    c->fold_round = c->fold_grads && p->grads_rounded;
+    c->offload_optimizer = z->offload_optimizer;
+}
+
+void sz_zero_plan_config(const struct sz_model *m, sz_plan_pass pass, int clip, sz_plan_config *c)
+{
+    sz_zero_plan_config_of(&m->zero, &m->prec, m->opt->nstates(&m->zero), m->fold_grads, m->nd, m->rank, pass, clip, c);
+    c->bucket_elems = sz_zero_bucket_elems(m, m->nd);
+    c->comm_worker = sz_comm_worker >= 0;
     /* with CUDA workers and the host-copy collectives (CPU tasks) the buffer stays in RAM
      * (tasks/model.c does not place it on the GPU) */
     c->comm_on_host = m->nd > 1 && starpu_worker_get_count_by_type(STARPU_CUDA_WORKER) > 0 && !sz_nccl_active();

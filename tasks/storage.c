@@ -39,7 +39,7 @@ static int pinned_category(const struct sz_model *m, int cat)
     if (!sz_model_have_cuda())
         return 0;
     return cat == SZ_MEM_HOST ||
-           (m->zero.offload_optimizer && (cat == SZ_MEM_MASTER || cat == SZ_MEM_ADAM_M || cat == SZ_MEM_ADAM_V));
+           (m->zero.offload_optimizer && (cat == SZ_MEM_MASTER || cat == SZ_MEM_OPT_STATE0 || cat == SZ_MEM_OPT_STATE1));
 }
 
 /* A zeroed home in pinned host memory (sz_cuda_host_alloc, on this rank's GPU; StarPU's own pinned
@@ -88,7 +88,7 @@ static sz_tensor *pinned_buffer(struct sz_model *m, const char *name, sz_dtype d
 static int state_category(int cat)
 {
     return cat == SZ_MEM_PARAMS || cat == SZ_MEM_PARAM_SHARD || cat == SZ_MEM_GRADS || cat == SZ_MEM_GRAD_SHARD ||
-           cat == SZ_MEM_MASTER || cat == SZ_MEM_ADAM_M || cat == SZ_MEM_ADAM_V;
+           cat == SZ_MEM_MASTER || cat == SZ_MEM_OPT_STATE0 || cat == SZ_MEM_OPT_STATE1;
 }
 
 #define SZ_GPU_ARENA_ALIGN 256
@@ -384,8 +384,8 @@ sz_status sz_model_unit_storage(struct sz_model *m, struct sz_unit *u)
         u->wp = m->prec.params_direct && u->bf16_params ? &u->param : &u->work; /* direct: the bf16 parameters */
         u->wg = &u->wgrad;
     }
-    /* the optimizer's states (tasks/sz_optimizer.h), in categories SZ_MEM_ADAM_M, SZ_MEM_ADAM_V */
-    int64_t n = keep.sharded[SZ_MEM_ADAM_M] ? u->shard : u->padded;
+    /* the optimizer's states (tasks/sz_optimizer.h), in categories SZ_MEM_OPT_STATE0, SZ_MEM_OPT_STATE1 */
+    int64_t n = keep.sharded[SZ_MEM_OPT_STATE0] ? u->shard : u->padded;
     char name[48];
     if (m->opt->kind != SZ_OPTIMIZER_ADAMW)
         snprintf(u->opt_name, sizeof u->opt_name, "%s:%s", m->opt->name, u->c.name);
@@ -394,7 +394,7 @@ sz_status sz_model_unit_storage(struct sz_model *m, struct sz_unit *u)
     int late = !m->zero.arenas && sz_devpool_stats(NULL) && !m->zero.offload_optimizer;
     for (int k = 0; k < m->nopt_states; k++) {
         snprintf(name, sizeof name, "%s:%s", m->opt->state_name[k], u->c.name);
-        sz_tensor *t = state_tensor(m, name, n, SZ_MEM_ADAM_M + k, late);
+        sz_tensor *t = state_tensor(m, name, n, SZ_MEM_OPT_STATE0 + k, late);
         if (!t)
             return SZ_ERR_NOMEM;
         u->opt_state[k] = *t;

@@ -183,6 +183,10 @@ sz_status sz_model_check_budget(struct sz_model *m, int64_t budget);
 /* The plan configuration of this model (its ZeRO config, ranks, communication worker, and the
  * bytes it holds beside the units), for pass and clipping. */
 void sz_zero_plan_config(const struct sz_model *m, sz_plan_pass pass, int clip, sz_plan_config *c);
+/* Its part that follows from the configuration alone (tasks/plan_shape.c plans without a model):
+ * everything but the bucket, the communication worker, where the buffer lives and the extras. */
+void sz_zero_plan_config_of(const sz_zero_config *z, const sz_resolved_precision *p, int opt_states, int fold_grads,
+                            int nd, int rank, sz_plan_pass pass, int clip, sz_plan_config *c);
 /* The plan's view of this model's units (pu: nunits entries). */
 void sz_zero_plan_units(const struct sz_model *m, sz_plan_unit *pu);
 /* The plan of this model's units under c (what predictions for other configurations use too). */

@@ -2,7 +2,9 @@
  *  - every parameter's gradient (sampled entries) against central finite differences of the loss;
  *  - two runs from the same seed give bitwise the same losses and parameters;
  *  - an llm.c checkpoint written and read back restores bitwise the same parameters and loss;
- *  - a checkpoint of another shape is refused with a message naming the file. */
+ *  - a checkpoint of another shape is refused with a message naming the file;
+ *  - the model's shape (sz_gpt2_shape, what sz-estimate plans from) predicts the peak the created
+ *    model's engine predicts, under each precision and checkpointing, and names the same units. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -237,6 +239,52 @@ static void test_checkpointing(void)
     free(p[1]);
 }
 
+/* sz_gpt2_shape describes the model gpt2_create builds: the same units and, planned without the
+ * runtime, the same predicted peak (every precision, with and without checkpointing/offload). */
+static void test_shape(void)
+{
+    sz_gpt2_config c = tiny();
+    sz_runtime_info info;
+    CU_ASSERT_EQUAL_FATAL(sz_context_runtime_info(ctx, &info), SZ_OK);
+    for (int prec = 0; prec < 3; prec++)
+        for (int ck = 0; ck < 3; ck++) {
+            sz_zero_config z;
+            sz_zero_config_defaults(&z);
+            z.precision = (sz_precision)prec;
+            z.checkpoint = ck > 0;
+            z.offload_checkpoints = ck > 1;
+            z.host_bytes = 12345;
+            gpt2 *g = make_z(&c, 3, &z);
+            sz_model *m = gpt2_model(g);
+            sz_status fin = sz_model_finalize(m); /* gpt2_set_batch finalized it already */
+            CU_ASSERT(fin == SZ_OK || fin == SZ_ERR_STATE);
+            sz_memory_report r;
+            sz_model_memory_report(m, &r);
+            sz_model_shape s;
+            char err[256];
+            CU_ASSERT_EQUAL_FATAL(sz_gpt2_shape(&c, B, T, &z, info.compute_workers, info.kernel_threads, &s, err,
+                                                sizeof err), SZ_OK);
+            CU_ASSERT_EQUAL(s.nunits, sz_model_nunits(m));
+            for (int i = 0; i < s.nunits && i < sz_model_nunits(m); i++) {
+                const char *name = NULL;
+                int64_t numel = -1, sum = 0;
+                CU_ASSERT_EQUAL(sz_model_state_shard(m, i, &name, &numel, NULL, NULL, NULL), SZ_OK);
+                CU_ASSERT_STRING_EQUAL(s.units[i].name, name);
+                for (int k = 0; k < s.units[i].nparams; k++)
+                    sum += s.units[i].params[k].rows * s.units[i].params[k].cols;
+                CU_ASSERT_EQUAL(sum, numel);
+            }
+            int64_t peak = -1;
+            CU_ASSERT_EQUAL(sz_model_shape_plan(&s, &z, 1, 0, 0, info.comm_worker >= 0, &peak, NULL, 0), SZ_OK);
+            CU_ASSERT_EQUAL(peak, r.predicted_peak_bytes);
+            if (peak != r.predicted_peak_bytes)
+                fprintf(stderr, "shape: precision %d ckpt %d: planned %lld, the engine predicts %lld\n", prec, ck,
+                        (long long)peak, (long long)r.predicted_peak_bytes);
+            sz_model_shape_free(&s);
+            gpt2_free(g);
+        }
+}
+
 int main(int argc, char **argv)
 {
     if (sz_context_init(&ctx, NULL, &argc, &argv) != SZ_OK)
@@ -245,7 +293,8 @@ int main(int argc, char **argv)
         return 1;
     SZ_SUITE("gpt2", {"whole-model gradient check", test_gradcheck}, {"deterministic", test_deterministic},
              {"gradient norm without clipping", test_norm_without_clipping},
-             {"checkpoint round trip", test_checkpoint_roundtrip}, {"activation checkpointing", test_checkpointing});
+             {"checkpoint round trip", test_checkpoint_roundtrip}, {"activation checkpointing", test_checkpointing},
+             {"the shape sz-estimate plans from", test_shape});
     int rc = sz_test_run();
     sz_context_free(ctx);
     return rc;

@@ -12,7 +12,8 @@
  *  - with one rank, the whole model's gradient (every tensor: embedding, norms, qkv through RoPE
  *    and attention, SwiGLU, the untied head) against central finite differences of the loss;
  *  - the estimator's activation bytes (sz_llama_engine_activation_bytes_bf16, on the run's path) equal
- *    what the model registers;
+ *    what the model registers, and its shape (sz_llama_shape, what sz-estimate plans from) plans
+ *    the peak the engine predicts, on CPU workers;
  *  - the model's own SwiGLU kernel against a double reference and finite differences, and its bf16
  *    variant bitwise the fp32 kernel on the widened values, rounded, at 1-3 threads;
  *  - an input token or a target outside the vocabulary fails the step naming the op (no crash);
@@ -124,6 +125,19 @@ static void train(const sz_llama_config *c, const sz_zero_config *z, struct run 
           "stage %d ckpt %d offload %d: activations %lld / host %lld estimated, %lld / %lld registered", z->stage,
           z->checkpoint, z->offload_checkpoints, (long long)act, (long long)host,
           (long long)rep.bytes[SZ_MEM_ACTIVATIONS], (long long)rep.bytes[SZ_MEM_HOST]);
+    /* and the model's shape (what sz-estimate plans from) predicts the same peak without a runtime */
+    sz_model_shape shape;
+    int64_t planned = -1;
+    if (!cuda && sz_llama_shape(c, B, T, z, info.compute_workers, info.kernel_threads, &shape, err, sizeof err) == SZ_OK) {
+        CHECK(shape.nunits == sz_model_nunits(sz_llama_model(m)), "shape: %d units, the model %d", shape.nunits,
+              sz_model_nunits(sz_llama_model(m)));
+        CHECK(sz_model_shape_plan(&shape, z, nd, rank, tc.grad_clip > 0, info.comm_worker >= 0, &planned, NULL, 0) ==
+                  SZ_OK && planned == rep.predicted_peak_bytes,
+              "stage %d ckpt %d offload %d %s: the shape plans a peak of %lld, the engine predicts %lld", z->stage,
+              z->checkpoint, z->offload_checkpoints, path, (long long)planned, (long long)rep.predicted_peak_bytes);
+        sz_model_shape_free(&shape);
+    } else
+        CHECK(cuda, "sz_llama_shape: %s", err);
     sz_llama_free(m);
 }
 

@@ -339,14 +339,14 @@ static void test_state_formula(void)
                 CU_ASSERT_EQUAL((double)f.state_bytes, sz_zero_model_state_bytes_opt(stage, psi, nd, mixed, os));
                 sz_zero_breakdown b;
                 CU_ASSERT_EQUAL_FATAL(sz_zero_state_breakdown_opt(stage, psi, nd, mixed, os, &b), SZ_OK);
-                CU_ASSERT((f.persistent[SZ_MEM_ADAM_M] > 0) == (os >= 1) && (f.persistent[SZ_MEM_ADAM_V] > 0) == (os >= 2));
+                CU_ASSERT((f.persistent[SZ_MEM_OPT_STATE0] > 0) == (os >= 1) && (f.persistent[SZ_MEM_OPT_STATE1] > 0) == (os >= 2));
                 CU_ASSERT_EQUAL((double)f.persistent[SZ_MEM_PARAMS], b.params);
                 CU_ASSERT_EQUAL((double)f.persistent[SZ_MEM_PARAM_SHARD], b.param_shard);
                 CU_ASSERT_EQUAL((double)f.persistent[SZ_MEM_GRADS], b.grads);
                 CU_ASSERT_EQUAL((double)f.persistent[SZ_MEM_GRAD_SHARD], b.grad_shard);
                 CU_ASSERT_EQUAL((double)f.persistent[SZ_MEM_MASTER], b.master);
-                CU_ASSERT_EQUAL((double)f.persistent[SZ_MEM_ADAM_M], b.adam_m);
-                CU_ASSERT_EQUAL((double)f.persistent[SZ_MEM_ADAM_V], b.adam_v);
+                CU_ASSERT_EQUAL((double)f.persistent[SZ_MEM_OPT_STATE0], b.adam_m);
+                CU_ASSERT_EQUAL((double)f.persistent[SZ_MEM_OPT_STATE1], b.adam_v);
                 /* the extras and the reduce-scatter buffer come on top */
                 CU_ASSERT_EQUAL(f.persistent[SZ_MEM_ACTIVATIONS], 1000);
                 CU_ASSERT_EQUAL(f.persistent[SZ_MEM_COMM], nd > 1 ? 4 * nd * c.bucket_elems : 0);
@@ -712,7 +712,7 @@ static void test_offload_optimizer(void)
             sz_fold f, g;
             sz_plan_fold(&p, &f, NULL);
             sz_plan_fold(&q, &g, NULL);
-            int64_t opt = g.persistent[SZ_MEM_MASTER] + g.persistent[SZ_MEM_ADAM_M] + g.persistent[SZ_MEM_ADAM_V];
+            int64_t opt = g.persistent[SZ_MEM_MASTER] + g.persistent[SZ_MEM_OPT_STATE0] + g.persistent[SZ_MEM_OPT_STATE1];
             CU_ASSERT(opt > 0);
             CU_ASSERT_EQUAL(f.peak_bytes, g.peak_bytes);
             CU_ASSERT_EQUAL(f.host_bytes, 1000);
@@ -755,6 +755,29 @@ static void test_invalid(void)
     int64_t lo, n;
     sz_plan_shard_range(12, 3, 2, &lo, &n);
     CU_ASSERT(lo == 8 && n == 4);
+    /* a plan of more than SZ_PLAN_MAX_ACTIONS actions is refused before it is built: a shard of 10^12
+     * elements in one-element bucket rounds, and 10^6 units */
+    sz_plan_unit huge[2] = {{.numel = 2000000000000LL, .has_backward = 1}, {.numel = 4, .has_backward = 1}};
+    c = config(2, 2, 0);
+    c.bucket_elems = 1;
+    CU_ASSERT_EQUAL(sz_plan_build(huge, 2, &c, &p), SZ_ERR_INVALID);
+    int many = 1000000;
+    sz_plan_unit *u = calloc((size_t)many, sizeof *u);
+    CU_ASSERT_FATAL(u != NULL);
+    for (int i = 0; i < many; i++)
+        u[i] = (sz_plan_unit){.numel = 8, .has_backward = 1};
+    c = config(3, 2, 0);
+    CU_ASSERT_EQUAL(sz_plan_build(u, many, &c, &p), SZ_ERR_INVALID);
+    /* below the bound, many units and many bucket rounds still build (in time linear in them) */
+    c.bucket_elems = 1;
+    u[0].numel = 400000;
+    CU_ASSERT_EQUAL_FATAL(sz_plan_build(u, 20000, &c, &p), SZ_OK);
+    int rs = 0;
+    for (int k = 0; k < p.n; k++)
+        rs += p.a[k].kind == SZ_ACT_REDUCE_SCATTER && p.a[k].unit == 0;
+    CU_ASSERT_EQUAL(rs, 200000); /* unit 0's shard, one element per round */
+    sz_plan_free(&p);
+    free(u);
 }
 
 /* Mixed precision, bf16_direct: a unit with bf16_params reads the bf16 parameters (stage 3: the

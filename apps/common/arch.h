@@ -1,5 +1,5 @@
-/* apps/common/arch.h — the small model interface the training apps use, so that one sz-train (and
- * sz-estimate) drives either bundled architecture: GPT-2 (apps/gpt2, the default) or the
+/* apps/common/arch.h — the small model interface the apps use, so that one sz-train, sz-bench and
+ * sz-estimate drive either bundled architecture: GPT-2 (apps/gpt2, the default) or the
  * LLaMA-style model (apps/llama). A config names the architecture and carries its shape; a model
  * is created from it, initialised, fed batches, and its sz_model handed to the engine. */
 #ifndef SZ_APP_ARCH_H
@@ -35,6 +35,12 @@ double sz_arch_activation_bytes(const sz_arch_config *c, int B, int T, int check
 /* The integer shape fields of a config, by name (for training-state manifests): up to max
  * (name, pointer into *c) pairs; returns how many. */
 int sz_arch_fields(sz_arch_config *c, const char **names, int **fields, int max);
+/* One of them by name ("layers", "channels", ...), or -1 where the architecture has no such field. */
+int sz_arch_field(const sz_arch_config *c, const char *name);
+/* The model as its create function would build it under z, for planning without a runtime
+ * (sz_model_shape_plan; sz_gpt2_shape, sz_llama_shape). */
+sz_status sz_arch_shape(const sz_arch_config *c, int B, int T, const sz_zero_config *z, int workers, int threads,
+                        sz_model_shape *out, char *err, size_t errlen);
 
 typedef struct sz_arch_model sz_arch_model;
 

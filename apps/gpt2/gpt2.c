@@ -47,11 +47,7 @@ struct gpt2 {
 };
 
 /* Unit layout: which table ids each unit holds, in order. */
-static const int EMBED_IDS[] = {SZ_GPT2_WTE, SZ_GPT2_WPE};
-static const int BLOCK_IDS[] = {SZ_GPT2_LN1W, SZ_GPT2_LN1B, SZ_GPT2_QKVW, SZ_GPT2_QKVB, SZ_GPT2_ATTPROJW,
-                                SZ_GPT2_ATTPROJB, SZ_GPT2_LN2W, SZ_GPT2_LN2B, SZ_GPT2_FCW, SZ_GPT2_FCB,
-                                SZ_GPT2_FCPROJW, SZ_GPT2_FCPROJB};
-static const int HEAD_IDS[] = {SZ_GPT2_LNFW, SZ_GPT2_LNFB};
+static const int EMBED_IDS[] = SZ_GPT2_EMBED_IDS, BLOCK_IDS[] = SZ_GPT2_BLOCK_IDS, HEAD_IDS[] = SZ_GPT2_HEAD_IDS;
 #define NELEM(a) ((int)(sizeof(a) / sizeof((a)[0])))
 
 /* Where table tensor `id`, layer `l`, lives: unit index and parameter index. */
@@ -219,6 +215,68 @@ static sz_tensor *act(struct gpt2 *g, const char *what, int layer, sz_dtype dt, 
     return sz_model_tensor(g->model, name, dt, n);
 }
 
+/* GPT-2's units as gpt2_create adds them and sz_gpt2_shape describes them: the tensor tables into
+ * es, bs, hs (embed, block, head: sz_gpt2_tensor's rows), the descriptors into d[0 .. L+1] with their
+ * names written into names[] (and, given g, its callbacks' user data). */
+static void unit_descs(const sz_gpt2_config *cfg, struct gpt2 *g, sz_param_spec *es, sz_param_spec *bs,
+                       sz_param_spec *hs, sz_unit_desc *d, char (*names)[32])
+{
+    static const int tied[] = {0}; /* the head reads the embedding's wte */
+    int L = cfg->layers;
+    for (int i = 0; i < NELEM(EMBED_IDS); i++)
+        spec_from_table(cfg, EMBED_IDS[i], &es[i]);
+    for (int i = 0; i < NELEM(BLOCK_IDS); i++)
+        spec_from_table(cfg, BLOCK_IDS[i], &bs[i]);
+    for (int i = 0; i < NELEM(HEAD_IDS); i++)
+        spec_from_table(cfg, HEAD_IDS[i], &hs[i]);
+    /* every op GPT-2's units pass parameters to takes bf16 ones: bf16_params; the embedding's
+     * gradients are rounded by the head's tied matmul and its own encoder_bwd (their _tied ops) */
+    snprintf(names[0], sizeof names[0], "embed");
+    d[0] = (sz_unit_desc){.name = names[0], .params = es, .nparams = NELEM(EMBED_IDS), .forward = embed_fwd,
+                          .backward = embed_bwd, .user = g, .backward_skips_params = 1, .bf16_params = 1,
+                          .round_grads = 1, .round_tied_grads = 1};
+    for (int l = 0; l < L; l++) {
+        snprintf(names[1 + l], sizeof names[1 + l], "block%d", l);
+        if (g)
+            g->blocks[l] = (struct block_unit){g, l};
+        d[1 + l] = (sz_unit_desc){.name = names[1 + l], .params = bs, .nparams = NELEM(BLOCK_IDS), .forward = block_fwd,
+                                  .backward = block_bwd, .user = g ? &g->blocks[l] : NULL, .checkpointable = 1,
+                                  .bf16_params = 1, .round_grads = 1}; /* its writers (matmuls, gelu_matmul, the layernorms) round */
+    }
+    snprintf(names[L + 1], sizeof names[L + 1], "head");
+    d[L + 1] = (sz_unit_desc){.name = names[L + 1], .params = hs, .nparams = NELEM(HEAD_IDS), .forward = head_fwd,
+                              .backward = head_bwd, .user = g, .uses = tied, .nuses = 1, .bf16_params = 1,
+                              .round_grads = 1}; /* lnf's (layernorm_bwd); wte's are the embedding's */
+}
+
+sz_status sz_gpt2_shape(const sz_gpt2_config *cfg, int B, int T, const sz_zero_config *z, int workers, int threads,
+                        sz_model_shape *out, char *err, size_t errlen)
+{
+    sz_status st = sz_gpt2_config_validate(cfg, err, errlen);
+    if (st != SZ_OK)
+        return st;
+    sz_resolved_precision p;
+    if (!z || !out || B < 1 || T < 1 || T > cfg->max_seq || workers < 1 || threads < 1 ||
+        sz_precision_resolve_cpu(z, &p) != SZ_OK) {
+        snprintf(err, errlen, "batch %d x seq %d (1 <= T <= max_seq %d), %d workers of %d threads, or the ZeRO "
+                 "configuration's precision: invalid", B, T, cfg->max_seq, workers, threads);
+        return SZ_ERR_INVALID;
+    }
+    int L = cfg->layers;
+    const size_t ne = NELEM(EMBED_IDS), nb = NELEM(BLOCK_IDS), nh = NELEM(HEAD_IDS);
+    if ((st = sz_model_shape_init(out, L + 2, (ne + nb + nh) * sizeof(sz_param_spec))) != SZ_OK)
+        return st;
+    sz_param_spec *es = out->model;
+    unit_descs(cfg, NULL, es, es + ne, es + ne + nb, out->units, out->names);
+    for (int l = 0; l < L; l++)
+        out->ckpt_bytes[1 + l] = (int64_t)B * T * cfg->channels * 4; /* the block's input res[l] */
+    out->activation_bytes = sz_gpt2_engine_activation_bytes_bf16(cfg, B, T, z->checkpoint, z->offload_checkpoints,
+                                                                 p.native, p.mixed && p.grads_rounded,
+                                                                 &out->host_pool_bytes);
+    out->host_buffer_bytes = sz_gpt2_host_buffer_bytes(cfg, B, T, &p, workers, threads);
+    return SZ_OK;
+}
+
 sz_status gpt2_create(gpt2 **out, sz_context *ctx, const sz_gpt2_config *cfg, int B, int T, const sz_zero_config *zero,
                       char *err, size_t errlen)
 {
@@ -245,30 +303,18 @@ sz_status gpt2_create(gpt2 **out, sz_context *ctx, const sz_gpt2_config *cfg, in
         gpt2_free(g);
         return SZ_ERR_NOMEM;
     }
-    /* the budget counts the matmuls' host working memory beside what the app holds */
     sz_zero_config z;
     if (zero)
         z = *zero;
     else
         sz_zero_config_defaults(&z);
-    sz_runtime_info info;
-    int64_t app_bytes = z.host_bytes, mm = 0;
-    if (sz_context_runtime_info(ctx, &info) == SZ_OK)
-        mm = sz_gpt2_host_bytes(cfg, B, T, info.compute_workers, info.kernel_threads);
-    z.host_bytes = app_bytes + mm;
-    /* the precision, resolved once: its matmuls may also run the bf16 kernels (native), or widen
-     * bf16 weights (emulated, direct), and round into the bf16 gradients (the tied head's too) */
+    /* the precision, resolved once; the budget counts the matmuls' host working memory (the bf16
+     * kernels' or the widened weights', the rounding panels') beside what the app holds */
     sz_resolved_precision p;
+    sz_runtime_info info;
     st = sz_precision_resolve(ctx, &z, &p);
-    int nat = st == SZ_OK && p.native, wbf = st == SZ_OK && !nat && p.mixed && p.params_direct;
-    if (nat || wbf) {
-        int64_t C = cfg->channels;
-        const int64_t in[] = {C, C, C, 4 * C, C}, out[] = {3 * C, C, 4 * C, C, cfg->padded_vocab};
-        z.host_bytes += (nat ? sz_matmul_host_bytes_bf16 : sz_matmul_host_bytes_wbf16)(
-            info.compute_workers, info.kernel_threads, (int64_t)B * T, 5, in, out);
-    }
-    if (st == SZ_OK && p.mixed && p.grads_rounded)
-        z.host_bytes += sz_gpt2_round_host_bytes(cfg, info.compute_workers);
+    if (st == SZ_OK && sz_context_runtime_info(ctx, &info) == SZ_OK)
+        z.host_bytes += sz_gpt2_host_buffer_bytes(cfg, B, T, &p, info.compute_workers, info.kernel_threads);
     if (st == SZ_OK)
         st = sz_model_set_zero(g->model, &z);
     if (st != SZ_OK) {
@@ -276,35 +322,15 @@ sz_status gpt2_create(gpt2 **out, sz_context *ctx, const sz_gpt2_config *cfg, in
         gpt2_free(g);
         return st;
     }
-    for (int i = 0; i < NELEM(EMBED_IDS); i++)
-        spec_from_table(cfg, EMBED_IDS[i], &g->embed_spec[i]);
-    for (int i = 0; i < NELEM(BLOCK_IDS); i++)
-        spec_from_table(cfg, BLOCK_IDS[i], &g->block_spec[i]);
-    for (int i = 0; i < NELEM(HEAD_IDS); i++)
-        spec_from_table(cfg, HEAD_IDS[i], &g->head_spec[i]);
-
-    /* every op GPT-2's units pass parameters to takes bf16 ones: bf16_params */
-    /* its gradients rounded by the head's tied matmul and its own encoder_bwd (their _tied ops) */
-    sz_unit_desc d = {.name = "embed", .params = g->embed_spec, .nparams = NELEM(EMBED_IDS), .forward = embed_fwd,
-                      .backward = embed_bwd, .user = g, .backward_skips_params = 1, .bf16_params = 1,
-                      .round_grads = 1, .round_tied_grads = 1};
-    st = sz_model_add_unit(g->model, &d);
-    for (int l = 0; l < L && st == SZ_OK; l++) {
-        char name[32];
-        snprintf(name, sizeof name, "block%d", l);
-        g->blocks[l] = (struct block_unit){g, l};
-        sz_unit_desc bd = {.name = name, .params = g->block_spec, .nparams = NELEM(BLOCK_IDS), .forward = block_fwd,
-                           .backward = block_bwd, .user = &g->blocks[l], .checkpointable = 1, .bf16_params = 1,
-                           .round_grads = 1}; /* its writers (matmuls, gelu_matmul, the layernorms) round */
-        st = sz_model_add_unit(g->model, &bd);
-    }
-    if (st == SZ_OK) {
-        static const int tied[] = {0}; /* the head reads the embedding's wte */
-        sz_unit_desc hd = {.name = "head", .params = g->head_spec, .nparams = NELEM(HEAD_IDS), .forward = head_fwd,
-                           .backward = head_bwd, .user = g, .uses = tied, .nuses = 1, .bf16_params = 1,
-                           .round_grads = 1}; /* lnf's (layernorm_bwd); wte's are the embedding's */
-        st = sz_model_add_unit(g->model, &hd);
-    }
+    sz_unit_desc *d = calloc((size_t)L + 2, sizeof *d);
+    char (*names)[32] = calloc((size_t)L + 2, sizeof *names);
+    st = d && names ? SZ_OK : SZ_ERR_NOMEM;
+    if (st == SZ_OK)
+        unit_descs(cfg, g, g->embed_spec, g->block_spec, g->head_spec, d, names);
+    for (int i = 0; i < L + 2 && st == SZ_OK; i++)
+        st = sz_model_add_unit(g->model, &d[i]); /* it copies the name */
+    free(d);
+    free(names);
 
     int64_t N = (int64_t)B * T, C = cfg->channels, NC = N * C, A = 2 * (int64_t)B * cfg->heads * T;
     int64_t NV = N * cfg->padded_vocab;

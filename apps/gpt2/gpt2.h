@@ -8,6 +8,14 @@
 
 typedef struct gpt2 gpt2;
 
+/* The units' tensors by table id, in order: "embed", each "block<l>", "head" (gpt2.c adds the units
+ * from these lists, gpt2_estimate.c counts their elements from them). */
+#define SZ_GPT2_EMBED_IDS {SZ_GPT2_WTE, SZ_GPT2_WPE}
+#define SZ_GPT2_BLOCK_IDS                                                                                   \
+    {SZ_GPT2_LN1W, SZ_GPT2_LN1B, SZ_GPT2_QKVW, SZ_GPT2_QKVB, SZ_GPT2_ATTPROJW, SZ_GPT2_ATTPROJB, SZ_GPT2_LN2W, \
+     SZ_GPT2_LN2B, SZ_GPT2_FCW, SZ_GPT2_FCB, SZ_GPT2_FCPROJW, SZ_GPT2_FCPROJB}
+#define SZ_GPT2_HEAD_IDS {SZ_GPT2_LNFW, SZ_GPT2_LNFB}
+
 /* Builds the model for micro-batch B x T (T <= cfg->max_seq) on ctx with the ZeRO configuration
  * `zero` (NULL: stage 0, one micro-batch); parameters are zero until gpt2_init_random or
  * gpt2_load. err receives a message on failure. */

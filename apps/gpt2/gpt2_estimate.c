@@ -1,8 +1,8 @@
 /* apps/gpt2/gpt2_estimate.c — the GPT-2 parts of the ZeRO estimator (starzero_gpt2.h): activation
  * bytes from one table of llm.c's ActivationTensors, ZeRO-R's offloaded checkpoints (P_a+cpu) exactly
  * as the engine allocates them, and the largest unit (the cap of the C_B buffer). Pure C: no
- * runtime, never prints, never allocates. */
-#include "starzero_gpt2.h"
+ * runtime, never prints. */
+#include "gpt2.h"
 
 #include <stddef.h>
 #include <stdlib.h>
@@ -168,11 +168,7 @@ int sz_gpt2_unit_numels(const sz_gpt2_config *cfg, int64_t *numel)
     if (!cfg || !numel || sz_gpt2_config_validate(cfg, NULL, 0) != SZ_OK)
         return -1;
     /* the units of apps/gpt2: embed, block0 .. block(L-1), head */
-    static const int embed[] = {SZ_GPT2_WTE, SZ_GPT2_WPE};
-    static const int block[] = {SZ_GPT2_LN1W, SZ_GPT2_LN1B, SZ_GPT2_QKVW, SZ_GPT2_QKVB,
-                                SZ_GPT2_ATTPROJW, SZ_GPT2_ATTPROJB, SZ_GPT2_LN2W, SZ_GPT2_LN2B,
-                                SZ_GPT2_FCW, SZ_GPT2_FCB, SZ_GPT2_FCPROJW, SZ_GPT2_FCPROJB};
-    static const int head[] = {SZ_GPT2_LNFW, SZ_GPT2_LNFB};
+    static const int embed[] = SZ_GPT2_EMBED_IDS, block[] = SZ_GPT2_BLOCK_IDS, head[] = SZ_GPT2_HEAD_IDS;
     int L = cfg->layers;
     numel[0] = tensors_numel(cfg, embed, (int)(sizeof embed / sizeof embed[0]));
     for (int l = 0; l < L; l++)
@@ -258,4 +254,19 @@ int64_t sz_gpt2_host_bytes(const sz_gpt2_config *cfg, int B, int T, int workers,
     int64_t C = cfg->channels;
     const int64_t in[] = {C, C, C, 4 * C, C}, out[] = {3 * C, C, 4 * C, C, cfg->padded_vocab};
     return sz_matmul_host_bytes(workers, threads, (int64_t)B * T, 5, in, out);
+}
+
+int64_t sz_gpt2_host_buffer_bytes(const sz_gpt2_config *cfg, int B, int T, const sz_resolved_precision *p, int workers,
+                                  int threads)
+{
+    int64_t mm = sz_gpt2_host_bytes(cfg, B, T, workers, threads);
+    int nat = p->native, wbf = !nat && p->mixed && p->params_direct;
+    if (nat || wbf) { /* its matmuls may also run the bf16 kernels, or widen bf16 weights */
+        int64_t C = cfg->channels;
+        const int64_t in[] = {C, C, C, 4 * C, C}, out[] = {3 * C, C, 4 * C, C, cfg->padded_vocab};
+        mm += (nat ? sz_matmul_host_bytes_bf16 : sz_matmul_host_bytes_wbf16)(workers, threads, (int64_t)B * T, 5, in, out);
+    }
+    if (p->mixed && p->grads_rounded) /* and round into the bf16 gradients (the tied head's too) */
+        mm += sz_gpt2_round_host_bytes(cfg, workers);
+    return mm;
 }

@@ -140,6 +140,11 @@ int sz_gpt2_config_format(const sz_gpt2_config *cfg, char *buf, size_t buflen);
 #define SZ_LLMC_TOKENS_MAGIC 20240520
 #define SZ_LLMC_TOKENS_VERSION 1
 
+/* The magic a file's header holds while it is being written (the real header goes in last, after
+ * the body is on disk): what a writer killed half-way leaves, refused by every reader. */
+#define SZ_LLMC_UNFINISHED_MODEL (-SZ_LLMC_MODEL_MAGIC)
+#define SZ_LLMC_UNFINISHED_TOKENS (-SZ_LLMC_TOKENS_MAGIC)
+
 /* Every function below: `err` may be NULL; otherwise a message of the form
  * "<path>: <what is wrong>" is written there on failure (truncated to errlen).
  * Statuses: SZ_ERR_IO (cannot open/read/write), SZ_ERR_FORMAT (contents wrong),
@@ -157,8 +162,10 @@ sz_status sz_llmc_checkpoint_read(const char *path, sz_gpt2_config *cfg_out, flo
                                   size_t *nparams_out, char *err, size_t errlen);
 
 /* Writes a checkpoint (version 3, fp32). `nparams` must equal sz_gpt2_num_params(cfg) and cfg
- * must be valid (SZ_ERR_INVALID otherwise, nothing written). Writes `path`.tmp, flushes it to
- * disk, then renames it over `path`; on failure the temporary is removed and `path` untouched. */
+ * must be valid (SZ_ERR_INVALID otherwise, nothing written). Writes `path`.tmp (its header, the
+ * completion marker, last), flushes it to disk, then renames it over `path`; on failure the
+ * temporary is removed and `path` untouched. Anything but a regular file at `path` (a device, a
+ * FIFO, a directory) is refused (SZ_ERR_IO), never replaced. */
 sz_status sz_llmc_checkpoint_write(const char *path, const sz_gpt2_config *cfg, const float *params,
                                    size_t nparams, char *err, size_t errlen);
 
@@ -171,9 +178,10 @@ sz_status sz_llmc_reader_get(sz_llmc_reader *r, size_t offset, float *dst, size_
 void sz_llmc_reader_close(sz_llmc_reader *r);
 
 /* The same file written piece by piece, for a model that never holds all its parameters in one
- * place (GPT-2's --save gathers one unit at a time): open writes the header to `path`.tmp and
- * sizes it; put writes n floats at parameter `offset` of llm.c's flat order (any order, pwrite);
- * close checks every parameter was put, fsyncs and renames over `path`; abort (or any failure of
+ * place (GPT-2's --save gathers one unit at a time): open refuses a `path` that is not a regular
+ * file, writes an unfinished header (SZ_LLMC_UNFINISHED_MODEL) to `path`.tmp and sizes it; put writes n floats at parameter `offset` of llm.c's flat order (any order, pwrite);
+ * close checks every parameter was put, fsyncs the body, writes the real header, fsyncs and renames
+ * over `path`; abort (or any failure of
  * close) removes the temporary, `path` untouched. The writer is freed by close and abort. */
 typedef struct sz_llmc_writer sz_llmc_writer;
 sz_status sz_llmc_writer_open(sz_llmc_writer **w, const char *path, const sz_gpt2_config *cfg, char *err,
@@ -216,6 +224,17 @@ int64_t sz_gpt2_host_bytes(const sz_gpt2_config *cfg, int B, int T, int workers,
  * the largest of the blocks' rounding panels (sz_matmul_round_host_bytes) and the tied lm head's
  * (its panel and its Vp token slots: sz_op_matmul_bwd_tied), per worker. */
 int64_t sz_gpt2_round_host_bytes(const sz_gpt2_config *cfg, int workers);
+/* All the host bytes gpt2_create adds to sz_zero_config.host_bytes under precision p: the matmuls'
+ * (sz_gpt2_host_bytes), the bf16 kernels' (native) or the widened weights' (direct bf16 parameters
+ * on the emulated path), and the rounding panels where the gradients are rounded by their writers. */
+int64_t sz_gpt2_host_buffer_bytes(const sz_gpt2_config *cfg, int B, int T, const sz_resolved_precision *p, int workers,
+                                  int threads);
+/* GPT-2 as gpt2_create would build it under z, for planning without a runtime (sz_model_shape_plan):
+ * its units from the same tables, the blocks' input checkpoints, the activations it registers and
+ * the host bytes above for `workers` CPU workers of `threads` kernel threads. Free with
+ * sz_model_shape_free. SZ_ERR_INVALID (err says why) for an invalid cfg, B, T or precision. */
+sz_status sz_gpt2_shape(const sz_gpt2_config *cfg, int B, int T, const sz_zero_config *z, int workers, int threads,
+                        sz_model_shape *out, char *err, size_t errlen);
 
 /* ---- GPT-2 activations ------------------------------------------------------------------- */
 

@@ -135,6 +135,62 @@ static sz_tensor *tensor(struct sz_llama *m, const char *what, int layer, sz_dty
     return sz_model_tensor(m->model, name, dt, n);
 }
 
+/* The units as sz_llama_create adds them and sz_llama_shape describes them: the tensor tables into
+ * es, bs, hs (sz_llama_unit_params), the descriptors into d[0 .. L+1] with their names written into
+ * names[] (and, given m, its callbacks' user data). */
+static void unit_descs(const sz_llama_config *cfg, struct sz_llama *m, sz_param_spec *es, sz_param_spec *bs,
+                       sz_param_spec *hs, sz_unit_desc *d, char (*names)[32])
+{
+    int L = cfg->layers;
+    sz_llama_unit_params(cfg, 0, es);
+    sz_llama_unit_params(cfg, 1, bs);
+    sz_llama_unit_params(cfg, L + 1, hs);
+    snprintf(names[0], sizeof names[0], "embed");
+    d[0] = (sz_unit_desc){.name = names[0], .params = es, .nparams = SZ_LLAMA_EMBED_PARAMS, .forward = embed_fwd,
+                          .backward = embed_bwd, .user = m, .backward_skips_params = 1, .bf16_params = 1,
+                          .round_grads = 1}; /* untied: only its embedding_bwd writes it */
+    for (int l = 0; l < L; l++) {
+        snprintf(names[1 + l], sizeof names[1 + l], "block%d", l);
+        if (m)
+            m->blocks[l] = (struct block_unit){m, l};
+        d[1 + l] = (sz_unit_desc){.name = names[1 + l], .params = bs, .nparams = SZ_LLAMA_BLOCK_PARAMS,
+                                  .forward = block_fwd, .backward = block_bwd, .user = m ? &m->blocks[l] : NULL,
+                                  .checkpointable = 1, .bf16_params = 1,
+                                  .round_grads = 1}; /* its writers (matmuls, rmsnorms) round */
+    }
+    snprintf(names[L + 1], sizeof names[L + 1], "head");
+    d[L + 1] = (sz_unit_desc){.name = names[L + 1], .params = hs, .nparams = SZ_LLAMA_HEAD_PARAMS, .forward = head_fwd,
+                              .backward = head_bwd, .user = m, .bf16_params = 1,
+                              .round_grads = 1}; /* matmul_bwd and rmsnorm_bwd */
+}
+
+sz_status sz_llama_shape(const sz_llama_config *cfg, int B, int T, const sz_zero_config *z, int workers, int threads,
+                         sz_model_shape *out, char *err, size_t errlen)
+{
+    sz_status st = sz_llama_config_validate(cfg, err, errlen);
+    if (st != SZ_OK)
+        return st;
+    sz_resolved_precision p;
+    if (!z || !out || B < 1 || T < 1 || T > cfg->max_seq || workers < 1 || threads < 1 ||
+        sz_precision_resolve_cpu(z, &p) != SZ_OK) {
+        snprintf(err, errlen, "batch %d x seq %d (1 <= T <= max_seq %d), %d workers of %d threads, or the ZeRO "
+                 "configuration's precision: invalid", B, T, cfg->max_seq, workers, threads);
+        return SZ_ERR_INVALID;
+    }
+    int L = cfg->layers;
+    const size_t ne = SZ_LLAMA_EMBED_PARAMS, nb = SZ_LLAMA_BLOCK_PARAMS, nh = SZ_LLAMA_HEAD_PARAMS;
+    if ((st = sz_model_shape_init(out, L + 2, (ne + nb + nh) * sizeof(sz_param_spec))) != SZ_OK)
+        return st;
+    sz_param_spec *es = out->model;
+    unit_descs(cfg, NULL, es, es + ne, es + ne + nb, out->units, out->names);
+    for (int l = 0; l < L; l++)
+        out->ckpt_bytes[1 + l] = (int64_t)B * T * cfg->channels * 4; /* the block's input res[l] */
+    out->activation_bytes = sz_llama_engine_activation_bytes_bf16(cfg, B, T, z->checkpoint, z->offload_checkpoints,
+                                                                  p.native, &out->host_pool_bytes);
+    out->host_buffer_bytes = sz_llama_host_buffer_bytes(cfg, B, T, &p, workers, threads);
+    return SZ_OK;
+}
+
 sz_status sz_llama_create(sz_llama **out, sz_context *ctx, const sz_llama_config *cfg, int B, int T,
                           const sz_zero_config *zero, char *err, size_t errlen)
 {
@@ -160,25 +216,18 @@ sz_status sz_llama_create(sz_llama **out, sz_context *ctx, const sz_llama_config
         sz_llama_free(m);
         return SZ_ERR_NOMEM;
     }
-    sz_zero_config z; /* the budget counts the matmuls' host working memory beside what the app holds */
+    sz_zero_config z;
     if (zero)
         z = *zero;
     else
         sz_zero_config_defaults(&z);
-    sz_runtime_info info;
-    int have_info = sz_context_runtime_info(ctx, &info) == SZ_OK;
-    if (have_info)
-        z.host_bytes += sz_llama_host_bytes(cfg, B, T, info.compute_workers, info.kernel_threads);
-    /* the precision, resolved once: its matmuls may also run the bf16 kernels (native) or widen
-     * bf16 weights (emulated, direct), and its matmuls and embedding round into bf16 gradients */
+    /* the precision, resolved once; the budget counts the matmuls' host working memory (the bf16
+     * kernels' or the widened weights', the rounding panels') beside what the app holds */
     sz_resolved_precision p;
+    sz_runtime_info info;
     st = sz_precision_resolve(ctx, &z, &p);
-    if (st == SZ_OK && have_info && p.native)
-        z.host_bytes += sz_llama_host_bytes_bf16(cfg, B, T, info.compute_workers, info.kernel_threads);
-    else if (st == SZ_OK && have_info && p.mixed && p.params_direct)
-        z.host_bytes += sz_llama_host_bytes_wbf16(cfg, B, T, info.compute_workers, info.kernel_threads);
-    if (st == SZ_OK && have_info && p.mixed && p.grads_rounded)
-        z.host_bytes += sz_llama_round_host_bytes(cfg, B, T, info.compute_workers);
+    if (st == SZ_OK && sz_context_runtime_info(ctx, &info) == SZ_OK)
+        z.host_bytes += sz_llama_host_buffer_bytes(cfg, B, T, &p, info.compute_workers, info.kernel_threads);
     if (st == SZ_OK)
         st = sz_model_set_zero(m->model, &z);
     if (st != SZ_OK) {
@@ -186,28 +235,15 @@ sz_status sz_llama_create(sz_llama **out, sz_context *ctx, const sz_llama_config
         sz_llama_free(m);
         return st;
     }
-    sz_llama_unit_params(cfg, 0, m->embed_spec);
-    sz_llama_unit_params(cfg, 1, m->block_spec);
-    sz_llama_unit_params(cfg, L + 1, m->head_spec);
-    sz_unit_desc d = {.name = "embed", .params = m->embed_spec, .nparams = SZ_LLAMA_EMBED_PARAMS,
-                      .forward = embed_fwd, .backward = embed_bwd, .user = m, .backward_skips_params = 1,
-                      .bf16_params = 1, .round_grads = 1}; /* untied: only its embedding_bwd writes it */
-    st = sz_model_add_unit(m->model, &d);
-    for (int l = 0; l < L && st == SZ_OK; l++) {
-        char name[32];
-        snprintf(name, sizeof name, "block%d", l);
-        m->blocks[l] = (struct block_unit){m, l};
-        sz_unit_desc bd = {.name = name, .params = m->block_spec, .nparams = SZ_LLAMA_BLOCK_PARAMS,
-                           .forward = block_fwd, .backward = block_bwd, .user = &m->blocks[l], .checkpointable = 1,
-                           .bf16_params = 1, .round_grads = 1}; /* its writers (matmuls, rmsnorms) round */
-        st = sz_model_add_unit(m->model, &bd);
-    }
-    if (st == SZ_OK) {
-        sz_unit_desc hd = {.name = "head", .params = m->head_spec, .nparams = SZ_LLAMA_HEAD_PARAMS,
-                           .forward = head_fwd, .backward = head_bwd, .user = m, .bf16_params = 1,
-                           .round_grads = 1}; /* matmul_bwd and rmsnorm_bwd */
-        st = sz_model_add_unit(m->model, &hd);
-    }
+    sz_unit_desc *d = calloc((size_t)L + 2, sizeof *d);
+    char (*names)[32] = calloc((size_t)L + 2, sizeof *names);
+    st = d && names ? SZ_OK : SZ_ERR_NOMEM;
+    if (st == SZ_OK)
+        unit_descs(cfg, m, m->embed_spec, m->block_spec, m->head_spec, d, names);
+    for (int i = 0; i < L + 2 && st == SZ_OK; i++)
+        st = sz_model_add_unit(m->model, &d[i]); /* it copies the name */
+    free(d);
+    free(names);
     int64_t N = (int64_t)B * T, NC = N * cfg->channels;
     int ok = 1, native = sz_model_precision(m->model)->native; /* the tables say which tensors are bf16 then */
     m->tokens = tensor(m, "tokens", -1, SZ_DTYPE_I32, N);

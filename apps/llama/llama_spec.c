@@ -263,3 +263,16 @@ int64_t sz_llama_host_bytes_wbf16(const sz_llama_config *cfg, int B, int T, int 
     linear_shapes(cfg, in, out);
     return sz_matmul_host_bytes_wbf16(workers, threads, (int64_t)B * T, 5, in, out);
 }
+
+int64_t sz_llama_host_buffer_bytes(const sz_llama_config *cfg, int B, int T, const sz_resolved_precision *p,
+                                   int workers, int threads)
+{
+    int64_t mm = sz_llama_host_bytes(cfg, B, T, workers, threads);
+    if (p->native) /* its matmuls may also run the bf16 kernels */
+        mm += sz_llama_host_bytes_bf16(cfg, B, T, workers, threads);
+    else if (p->mixed && p->params_direct) /* or widen bf16 weights */
+        mm += sz_llama_host_bytes_wbf16(cfg, B, T, workers, threads);
+    if (p->mixed && p->grads_rounded) /* and its matmuls and embedding round into bf16 gradients */
+        mm += sz_llama_round_host_bytes(cfg, B, T, workers);
+    return mm;
+}

@@ -68,10 +68,6 @@ double sz_llama_activation_bytes(const sz_llama_config *cfg, int B, int T, int c
 /* Each unit's element count (embed, block0 .. block(L-1), head) into numel[0 .. L+1]; returns L + 2,
  * or -1 for an invalid cfg. */
 int sz_llama_unit_numels(const sz_llama_config *cfg, int64_t *numel);
-/* Bytes of every tensor the model registers beside its parameters for a B x T micro-batch (the
- * engine's "activations" category: forward tensors, their gradients, tokens and targets), under
- * checkpointing and offloaded checkpoints; *host_bytes (may be NULL) gets the host pool's (the L
- * block inputs when offloaded). -1 for invalid arguments. */
 /* Host bytes the model's matmuls need beside the engine's tensors (sz_matmul_host_bytes over qkv, the
  * attention projection, gate, up, down and the head; rows = B*T): sz_llama_create adds it to
  * sz_zero_config.host_bytes. */
@@ -86,6 +82,19 @@ int64_t sz_llama_host_bytes_wbf16(const sz_llama_config *cfg, int B, int T, int 
  * round into the bf16 gradients (sz_resolved_precision.grads_rounded; sz_matmul_round_host_bytes,
  * sz_embedding_round_host_bytes: the larger, per worker). */
 int64_t sz_llama_round_host_bytes(const sz_llama_config *cfg, int B, int T, int workers);
+/* All the host bytes sz_llama_create adds to sz_zero_config.host_bytes under precision p: the
+ * matmuls' (sz_llama_host_bytes), the bf16 kernels' (native) or the widened weights' (direct bf16
+ * parameters on the emulated path), and the rounding panels where gradients are rounded by their writers. */
+int64_t sz_llama_host_buffer_bytes(const sz_llama_config *cfg, int B, int T, const sz_resolved_precision *p,
+                                   int workers, int threads);
+/* The model as sz_llama_create would build it under z, for planning without a runtime
+ * (sz_model_shape_plan); as sz_gpt2_shape. Free with sz_model_shape_free. */
+sz_status sz_llama_shape(const sz_llama_config *cfg, int B, int T, const sz_zero_config *z, int workers, int threads,
+                         sz_model_shape *out, char *err, size_t errlen);
+/* Bytes of every tensor the model registers beside its parameters for a B x T micro-batch (the
+ * engine's "activations" category: forward tensors, their gradients, tokens and targets), under
+ * checkpointing and offloaded checkpoints; *host_bytes (may be NULL) gets the host pool's (the L
+ * block inputs when offloaded). -1 for invalid arguments. */
 int64_t sz_llama_engine_activation_bytes(const sz_llama_config *cfg, int B, int T, int checkpoint, int offload,
                                          int64_t *host_bytes);
 /* The same with native = 1: the native bf16 path's tensors (sz_resolved_precision.native), where the
