@@ -34,13 +34,10 @@ static void adamw_mixed_cpu(void *b[], void *arg)
 static void adamw_mixed_cuda(void *b[], void *arg)
 {
     const struct adamw_mixed_args *a = sz_task_params(arg);
-    if (sz_task_layout_of(arg)->dtype[P] == SZ_DTYPE_F16) { /* refused before: sz_precision_resolve */
-        sz_task_fail(arg, "adamw_mixed: fp16 parameters have no CUDA implementation");
-        return;
-    }
     sz_cuda_task_rc(arg, "adamw_mixed",
                     sz_cuda_adamw_mixed(SZ_STREAM, sz_task_ptr(b, arg, MASTER), sz_task_ptr(b, arg, P),
-                                        sz_task_ptr(b, arg, G), sz_task_ptr(b, arg, M), sz_task_ptr(b, arg, V),
+                                        sz_task_ptr(b, arg, G), sz_kdt_of(sz_task_layout_of(arg)->dtype[P]),
+                                        sz_task_ptr(b, arg, M), sz_task_ptr(b, arg, V),
                                         (size_t)a->n, a->t, a->lr, a->beta1, a->beta2, a->eps, a->wd,
                                         sz_task_ptr(b, arg, SCALE), sz_task_ptr(b, arg, NORM), a->acc));
 }
@@ -48,7 +45,7 @@ static void adamw_mixed_cuda(void *b[], void *arg)
 
 SZ_PERFMODEL(adamw_mixed_model, "sz_adamw_mixed");
 SZ_CODELET_CUDA(sz_cl_adamw_mixed, adamw_mixed_cpu, adamw_mixed_cuda, "adamw_mixed", adamw_mixed_model);
-SZ_DESCRIBE(sz_cl_adamw_mixed, SZ_TASK_OPTIMIZER, 0, "AdamW: fp32 master, bf16 or fp16 params and grads");
+SZ_DESCRIBE(sz_cl_adamw_mixed, SZ_TASK_OPTIMIZER, SZ_CL_CUDA_F16, "AdamW: fp32 master, bf16 or fp16 params and grads");
 
 sz_status sz_submit_adamw_mixed(sz_unit *u, const sz_tensor *master, const sz_tensor *p, const sz_tensor *g,
                                 const sz_tensor *m, const sz_tensor *v, const sz_tensor *scale, const sz_tensor *norm,

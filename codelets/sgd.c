@@ -38,25 +38,20 @@ static void sgd_cpu(void *b[], void *arg) { sgd_run(b, arg, 0); }
 static void sgd_mixed_cpu(void *b[], void *arg) { sgd_run(b, arg, 1); }
 
 #if SZ_WITH_CUDA
-/* The update, then (with a norm) the gradient's squared norm by sz_cuda_sumsq: the gradient is
- * only read, so it is the norm the separate task would take. */
+/* The update, then (with a norm) the gradient's squared norm as sz_cuda_sumsq takes it (the gradient
+ * is only read, so it is the norm the separate task would take; 0 on a skipped step, as the CPU's). */
 static void sgd_cuda_run(void *b[], void *arg, int mixed)
 {
     const struct sgd_args *a = sz_task_params(arg);
     float *norm = sz_task_ptr(b, arg, NORM);
     const void *g = sz_task_ptr(b, arg, G);
-    if (sz_task_layout_of(arg)->dtype[G] == SZ_DTYPE_F16) { /* refused before: sz_precision_resolve */
-        sz_task_fail(arg, "sgd_mixed: fp16 parameters have no CUDA implementation");
-        return;
-    }
-    int gdt = mixed ? SZ_CUDA_BF16 : SZ_CUDA_F32;
+    int gdt = sz_kdt_of(sz_task_layout_of(arg)->dtype[G]); /* 1 bf16, 2 fp16 when mixed */
     int rc = mixed ? sz_cuda_sgd_any(SZ_STREAM, sz_task_ptr(b, arg, MASTER), sz_task_ptr(b, arg, P), g, gdt,
                                      sz_task_ptr(b, arg, BUF), (size_t)a->n, a->lr, a->momentum, a->wd, 0,
-                                     sz_task_ptr(b, arg, SCALE))
+                                     sz_task_ptr(b, arg, SCALE), norm, a->acc)
                    : sz_cuda_sgd_any(SZ_STREAM, sz_task_ptr(b, arg, P), NULL, g, gdt, sz_task_ptr(b, arg, BUF),
-                                     (size_t)a->n, a->lr, a->momentum, a->wd, 0, sz_task_ptr(b, arg, SCALE));
-    if (!rc && norm)
-        rc = sz_cuda_sumsq(SZ_STREAM, norm, g, gdt, a->n, a->acc);
+                                     (size_t)a->n, a->lr, a->momentum, a->wd, 0, sz_task_ptr(b, arg, SCALE), norm,
+                                     a->acc);
     sz_cuda_task_rc(arg, mixed ? "sgd_mixed" : "sgd", rc);
 }
 static void sgd_cuda(void *b[], void *arg) { sgd_cuda_run(b, arg, 0); }
@@ -68,7 +63,7 @@ SZ_PERFMODEL(sgd_mixed_model, "sz_sgd_mixed");
 SZ_CODELET_CUDA(sz_cl_sgd, sgd_cpu, sgd_cuda, "sgd", sgd_model);
 SZ_DESCRIBE(sz_cl_sgd, SZ_TASK_OPTIMIZER, 0, "SGD (momentum buffer if any) on a view [, fused squared norm]");
 SZ_CODELET_CUDA(sz_cl_sgd_mixed, sgd_mixed_cpu, sgd_mixed_cuda, "sgd_mixed", sgd_mixed_model);
-SZ_DESCRIBE(sz_cl_sgd_mixed, SZ_TASK_OPTIMIZER, 0, "SGD: fp32 master, bf16 or fp16 params and grads");
+SZ_DESCRIBE(sz_cl_sgd_mixed, SZ_TASK_OPTIMIZER, SZ_CL_CUDA_F16, "SGD: fp32 master, bf16 or fp16 params and grads");
 
 sz_status sz_submit_sgd(sz_unit *u, const sz_tensor *master, const sz_tensor *p, const sz_tensor *g,
                         const sz_tensor *buf, const sz_tensor *scale, const sz_tensor *norm, int acc, float lr,

@@ -21,18 +21,14 @@ static void sumsq_cpu(void *b[], void *arg)
 static void sumsq_cuda(void *b[], void *arg)
 {
     const sz_task_layout *l = sz_task_layout_of(arg);
-    if (l->dtype[1] == SZ_DTYPE_F16) { /* refused before: sz_precision_resolve */
-        sz_task_fail(arg, "sumsq: fp16 gradients have no CUDA implementation");
-        return;
-    }
     sz_cuda_task_rc(arg, "sumsq", sz_cuda_sumsq(SZ_STREAM, sz_task_ptr(b, arg, 0), sz_task_ptr(b, arg, 1),
-                                                l->dtype[1] == SZ_DTYPE_BF16, l->numel[1], 0));
+                                                sz_kdt_of(l->dtype[1]), l->numel[1], 0));
 }
 #endif
 
 SZ_PERFMODEL(sumsq_model, "sz_sumsq");
 SZ_CODELET_CUDA(sz_cl_sumsq, sumsq_cpu, sumsq_cuda, "sumsq", sumsq_model);
-SZ_DESCRIBE(sz_cl_sumsq, SZ_TASK_COMPUTE, 0, "out = sum x^2 (double)");
+SZ_DESCRIBE(sz_cl_sumsq, SZ_TASK_COMPUTE, SZ_CL_CUDA_F16, "out = sum x^2 (double)");
 
 sz_status sz_submit_sumsq(sz_unit *u, const sz_tensor *out, const sz_tensor *x, const char *name)
 {

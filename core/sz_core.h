@@ -73,6 +73,9 @@ enum {
     SZ_CL_CUDA_BF16 = 1u << 2,  /* and its CUDA implementation takes them (its bf16 twin exists, with its
                                    case in tests/test_cuda_kernels.c): the GPU bf16 rule needs this of every
                                    SZ_CL_NATIVE codelet (codelets/native_cuda.c) */
+    SZ_CL_CUDA_F16 = 1u << 3,   /* its CPU function meets fp16 mixed precision (fp16 tensors, the loss
+                                   scale, a skipped step) and its CUDA implementation does the same, with
+                                   its case in tests/test_cuda_kernels.c */
 };
 typedef struct sz_op_desc {
     const struct starpu_codelet *cl;

@@ -38,6 +38,16 @@
 #              orders, which the training steps compound; tests/bf16_native_cli.sh bounds native
 #              against fp32 by 0.05 over 8 steps); cpu_tasks (a figure, not judged) says whether
 #              any task of the native run fell to a CPU worker
+#   d2_fp16    the d2 model under --precision fp16 (fp16 parameters and gradients, fp32 master and
+#              Adam state, dynamic loss scaling) on 1 GPU against the CPU-only fp16 run, 16 steps with
+#              a forced overflow (--initial-scale-power 24, --loss-scale-window 2): the loss scale and
+#              the skipped flag of every step equal to the CPU's (the same steps skipped: 9 while the
+#              scale falls from 2^24 to 2^16, then a doubling that overflows again), at least 2
+#              skipped and 4 applied, the losses within 1e-3 relative (fp16 parameters: a master
+#              value that differs from the CPU's by rounding can round to the neighbouring fp16, up
+#              to 2^-10 relative away; on the emulated GPU: 0), and CUDA tasks run; cpu_tasks a
+#              figure (0: the conversions, the optimizer, the norms and the clip factor with the loss
+#              scale all ran on the GPU)
 #   llama_d2_losses, llama_d2_bf16_native  the same two for the LLaMA-style model (--arch llama,
 #              config d2: RMSNorm and its residual fusion, RoPE, SwiGLU, all with CUDA twins): fp32
 #              losses within 1e-4 of the CPU-only run; bf16 (--bf16-compute auto on the GPU: must
@@ -391,7 +401,7 @@ if [ -z "$texts" ]; then
     texts="$root/README.md"
 fi
 needs_data=0 # (only the training parts read it)
-for p in d2_losses d2_bf16_native llama_d2_losses llama_d2_bf16_native gpu_arena zero_fold stages stages_nccl offload budget; do
+for p in d2_losses d2_bf16_native d2_fp16 llama_d2_losses llama_d2_bf16_native gpu_arena zero_fold stages stages_nccl offload budget; do
     case ",${SZ_GPU_CHECK_PARTS:-$p}," in *",$p,"*) needs_data=1 ;; esac
 done
 [ $needs_data = 0 ] || "$build/sz-prepare" --out-dir "$data" --prefix chk $texts >"$logs/prepare.log" 2>&1 ||
@@ -464,6 +474,38 @@ if go d2_bf16_native; then
         fig="$fig, \"cpu_tasks\": $(cpu_tasks "$logs/d2n_gpu.err")" # a figure: 0 when every op ran on the GPU
         [ "$ok" = 1 ] && json d2_bf16_native pass "$fig" ||
             fail_part d2_bf16_native "$fig, \"note\": \"needs bf16_path native, rel diff <= 2e-2 and cuda_tasks > 0\", \"log\": \"$logs/d2n_gpu.err\""
+    fi
+fi
+
+# ---- d2 fp16 (dynamic loss scaling, a forced overflow) on 1 GPU against the CPU-only fp16 run ----
+scaler_steps() { sed -n 's/.*"loss_scale": \([0-9.e+]*\), "skipped": \([a-z]*\).*/\1 \2/p' "$1"; }
+if go d2_fp16; then
+    f16=(--precision fp16 --initial-scale-power 24 --loss-scale-window 2 --steps 16)
+    STARPU_NCUDA=0 timeout -k 10 $(tl 60) "$build/sz-train" "${train[@]}" "${f16[@]}" \
+        >"$logs/d2h_cpu.json" 2>"$logs/d2h_cpu.err"
+    rc_cpu=$?
+    STARPU_NCUDA=1 STARPU_WORKER_STATS=1 timeout -k 10 $(tl 90) "$build/sz-train" "${train[@]}" "${f16[@]}" \
+        >"$logs/d2h_gpu.json" 2>"$logs/d2h_gpu.err"
+    rc_gpu=$?
+    ntask=$(cuda_tasks "$logs/d2h_gpu.err")
+    if [ $rc_cpu -ne 0 ] || [ $rc_gpu -ne 0 ]; then
+        fail_part d2_fp16 "\"rc_cpu\": $rc_cpu, \"rc_gpu\": $rc_gpu, \"log\": \"$logs/d2h_gpu.err\""
+    else
+        worst=$(paste <(losses "$logs/d2h_cpu.json") <(losses "$logs/d2h_gpu.json") |
+            awk '{d = $1 - $2; if (d < 0) d = -d; r = d / ($1 < 0 ? -$1 : $1); if (r > w) w = r} END {printf "%.3g", w + 0}')
+        n=$(losses "$logs/d2h_gpu.json" | wc -l)
+        same=0
+        cmp -s <(scaler_steps "$logs/d2h_cpu.json") <(scaler_steps "$logs/d2h_gpu.json") && same=1
+        nskip=$(scaler_steps "$logs/d2h_gpu.json" | grep -c ' true$')
+        napp=$(scaler_steps "$logs/d2h_gpu.json" | grep -c ' false$')
+        ok=$(awk -v w="$worst" -v n="$n" -v t="$ntask" -v s="$same" -v k="$nskip" -v a="$napp" \
+            'BEGIN {print (w <= 1e-3 && n == 16 && t > 0 && s == 1 && k >= 2 && a >= 4) ? 1 : 0}')
+        fig="\"max_rel_loss_diff\": $worst, \"tolerance\": 1e-3, \"steps\": $n, \"skipped\": $nskip, \"applied\": $napp"
+        fig="$fig, \"same_scales_and_skips\": $([ $same = 1 ] && echo true || echo false)"
+        fig="$fig, \"final_loss_scale\": $(scaler_steps "$logs/d2h_gpu.json" | tail -1 | cut -d' ' -f1)"
+        fig="$fig, \"cuda_tasks\": $ntask, \"cpu_tasks\": $(cpu_tasks "$logs/d2h_gpu.err")"
+        [ "$ok" = 1 ] && json d2_fp16 pass "$fig" ||
+            fail_part d2_fp16 "$fig, \"note\": \"needs every step's loss scale and skip equal to the CPU's, >= 2 skipped and >= 4 applied, rel diff <= 1e-3 and cuda_tasks > 0\", \"log\": \"$logs/d2h_gpu.err\""
     fi
 fi
 

@@ -62,7 +62,7 @@ struct starpu_codelet sz_cl_all_gather = {.can_execute = sz_nccl_can_execute, .c
 #else
 SZ_CODELET(sz_cl_all_gather, ag_cpu, "all_gather", ag_model);
 #endif
-SZ_DESCRIBE(sz_cl_all_gather, SZ_TASK_COMM, 0, "all-gather of a unit's parameters (CUDA: NCCL only, SZ_NCCL=1)");
+SZ_DESCRIBE(sz_cl_all_gather, SZ_TASK_COMM, SZ_CL_CUDA_F16, "all-gather of a unit's parameters (CUDA: NCCL only, SZ_NCCL=1)");
 
 /* from_shard: stage 3's gather of the parameters into their full buffer; else in place (the
  * all-reduce's second half at stage 0 on the gradients, the updated parameters at stages 1-2). */

@@ -4,7 +4,7 @@
  * factor is bitwise the same on every rank and in every ZeRO stage. scale = clip / norm when the
  * norm exceeds clip > 0, else 1, in out[0]; the norm in out[1].
  * CUDA (on the worker's stream): one rank sums on the device (sz_cuda_clip_scale, bitwise the
- * CPU's order); with several ranks the sums come to the host (a synchronous copy of nunits floats
+ * CPU's order and factor, the loss scale's division and overflow included); with several ranks the sums come to the host (a synchronous copy of nunits floats
  * on the stream), are all-gathered over MPI as on the CPU, go back to a stream-ordered device
  * buffer and are summed there in the same rank-major order. (With a communication worker the
  * `zero` policy gives it this task, so the CUDA worker never waits in MPI; the CUDA version serves
@@ -76,7 +76,7 @@ static void clip_cuda(void *b[], void *arg)
     int n = (int)sz_task_numel(arg, 1);
     cudaStream_t s = SZ_STREAM;
     if (a.nd <= 1) {
-        sz_cuda_task_rc(arg, "clip_scale", sz_cuda_clip_scale(s, out, mine, n, a.clip));
+        sz_cuda_task_rc(arg, "clip_scale", sz_cuda_clip_scale(s, out, mine, n, a.clip, a.loss_scale));
         return;
     }
     size_t bytes = (size_t)n * (size_t)a.nd * sizeof(float);
@@ -110,7 +110,7 @@ static void clip_cuda(void *b[], void *arg)
     if (!rc)
         rc = (int)cudaMemcpyAsync(dev, host, bytes, cudaMemcpyHostToDevice, s);
     if (!rc)
-        rc = sz_cuda_clip_scale(s, out, dev, n * a.nd, a.clip);
+        rc = sz_cuda_clip_scale(s, out, dev, n * a.nd, a.clip, a.loss_scale);
     if (dev) {
         int frc = (int)cudaFreeAsync(dev, s);
         rc = rc ? rc : frc;
@@ -124,8 +124,9 @@ static void clip_cuda(void *b[], void *arg)
 
 SZ_PERFMODEL(clip_model, "sz_clip_scale");
 SZ_CODELET_CUDA(sz_cl_clip_scale, clip_cpu, clip_cuda, "clip_scale", clip_model);
-SZ_DESCRIBE(sz_cl_clip_scale, SZ_TASK_COMM_HOST, 0,
-            "clip factor and global norm from every rank's sums (CUDA: sums on the device, ranks' through host MPI)");
+SZ_DESCRIBE(sz_cl_clip_scale, SZ_TASK_COMM_HOST, SZ_CL_CUDA_F16,
+            "clip factor and global norm from every rank's sums, fp16's loss scale divided out (NaN: overflow) "
+            "(CUDA: sums on the device, ranks' through host MPI)");
 
 sz_status sz_submit_clip(struct sz_model *m, float clip, float loss_scale)
 {

@@ -1,8 +1,9 @@
-/* tasks/convert.c — mixed precision: copy a view converting between fp32 and bf16 (each view's
- * type is in the task's layout): bf16 parameters -> the fp32 working copy the compute tasks read;
- * fp32 working gradients -> bf16 gradients, overwriting or accumulating dst += src with
- * one rounding per element, or (the first micro-batch) writing what accumulating onto zeros gives.
- * The loops are kernels/bf16.c's sz_k_convert. */
+/* tasks/convert.c — mixed precision: copy a view converting between fp32 and bf16 or fp16 (each
+ * view's type is in the task's layout): 16-bit parameters -> the fp32 working copy the compute
+ * tasks read; fp32 working gradients -> 16-bit gradients, overwriting or accumulating dst += src
+ * with one rounding per element (fp16: an overflow becomes inf), or (the first micro-batch) writing
+ * what accumulating onto zeros gives. The loops are kernels/bf16.c's sz_k_convert; on CUDA
+ * sz_cuda_convert (kernels/cuda/util.cu), bitwise the same. */
 #include "sz_tasks.h"
 #include "starzero_starpu.h"
 #include "sz_cuda.h"
@@ -34,9 +35,9 @@ static void convert_cuda(void *b[], void *arg)
 {
     const struct convert_args *a = sz_task_params(arg);
     const sz_task_layout *l = sz_task_layout_of(arg);
-    int h0 = l->dtype[0] == SZ_DTYPE_BF16, h1 = l->dtype[1] == SZ_DTYPE_BF16;
-    if (sz_cuda_task_rc(arg, "convert", sz_cuda_convert(SZ_STREAM, sz_task_ptr(b, arg, 0), h0, sz_task_ptr(b, arg, 1),
-                                                        h1, (size_t)l->numel[0], a->mode)))
+    if (sz_cuda_task_rc(arg, "convert",
+                        sz_cuda_convert(SZ_STREAM, sz_task_ptr(b, arg, 0), sz_kdt_of(l->dtype[0]),
+                                        sz_task_ptr(b, arg, 1), sz_kdt_of(l->dtype[1]), (size_t)l->numel[0], a->mode)))
         return;
     if (a->stats && a->bytes)
         sz_counters_add(a->stats, a->category, a->bytes);
@@ -45,7 +46,7 @@ static void convert_cuda(void *b[], void *arg)
 
 SZ_PERFMODEL(convert_model, "sz_convert");
 SZ_CODELET_CUDA(sz_cl_convert, convert_cpu, convert_cuda, "convert", convert_model);
-SZ_DESCRIBE(sz_cl_convert, SZ_TASK_CONVERT, 0, "copy converting fp32 <-> bf16 or fp16 [, accumulate]");
+SZ_DESCRIBE(sz_cl_convert, SZ_TASK_CONVERT, SZ_CL_CUDA_F16, "copy converting fp32 <-> bf16 or fp16 [, accumulate]");
 
 /* dst (W, or RW when mode is SZ_CONVERT_ADD) <- src converting between fp32 and bf16 or fp16; the write
  * that allocates a working copy counts `bytes` of `category` as live, and writes the token so it

@@ -150,8 +150,8 @@ static int sz_nccl_rc(const void *cl_arg, const char *op, ncclResult_t r)
 
 void sz_nccl_reduce_scatter(void *b[], void *arg, int64_t S, int64_t o, int64_t len, int acc, struct sz_counters *stats)
 {
-    int h = sz_task_layout_of(arg)->dtype[0] == SZ_DTYPE_BF16; /* (fp16 never reaches a CUDA worker) */
-    size_t es = h ? 2 : 4;
+    int dt = sz_kdt_of(sz_task_layout_of(arg)->dtype[0]); /* fp32, bf16 or fp16 */
+    size_t es = dt ? 2 : 4;
     char *full = sz_task_ptr(b, arg, 0), *buf = sz_task_ptr(b, arg, 2);
     void *shard = sz_task_ptr(b, arg, 1);
     cudaStream_t s = starpu_cuda_get_local_stream();
@@ -163,15 +163,14 @@ void sz_nccl_reduce_scatter(void *b[], void *arg, int64_t S, int64_t o, int64_t 
         ncclRecv(buf + (size_t)r * len * es, (size_t)len * es, ncclUint8, r, sz_nccl, s);
     }
     if (sz_nccl_rc(arg, "reduce-scatter", ncclGroupEnd()) ||
-        sz_cuda_task_rc(arg, "reduce-scatter", sz_cuda_reduce_pieces(s, shard, h, buf, nd, o, len, acc)))
+        sz_cuda_task_rc(arg, "reduce-scatter", sz_cuda_reduce_pieces(s, shard, dt, buf, nd, o, len, acc)))
         return;
     sz_counters_comm(stats, (nd - 1) * len * (int64_t)es, 0); /* asynchronous: no time taken here */
 }
 
 void sz_nccl_all_gather(void *b[], void *arg, int64_t S, int in_place, int rank, struct sz_counters *stats)
 {
-    int h = sz_task_layout_of(arg)->dtype[0] == SZ_DTYPE_BF16;
-    size_t es = h ? 2 : 4;
+    size_t es = sz_dtype_size((sz_dtype)sz_task_layout_of(arg)->dtype[0]); /* 2: bf16 or fp16, 4: fp32 */
     char *full = sz_task_ptr(b, arg, 0);
     const void *src = in_place ? (const void *)(full + (size_t)rank * S * es) : sz_task_ptr(b, arg, 1);
     if (sz_nccl_rc(arg, "all-gather",

@@ -76,12 +76,9 @@ sz_status sz_precision_resolve(sz_context *ctx, const sz_zero_config *z, sz_reso
      * without a twin). */
     sz_runtime_info info;
     int cuda = sz_context_runtime_info(ctx, &info) == SZ_OK && info.cuda_workers > 0;
-    if (z->precision == SZ_PRECISION_FP16 && cuda) {
-        sz_context_log(ctx, SZ_LOG_ERROR, "fp16 mixed precision runs on CPU workers only so far (its conversions, "
-                       "optimizer and loss scaling have no CUDA implementation yet); this rank has %d CUDA "
-                       "worker(s): use STARPU_NCUDA=0, or --precision bf16 on GPUs", info.cuda_workers);
-        return SZ_ERR_UNSUPPORTED;
-    }
+    /* fp16, with CUDA workers too: fp32 compute on fp32 working copies (the emulated path); the
+     * codelets that meet the fp16 storage (conversions, optimizers, norms, the clip factor with the
+     * loss scale, NCCL's collectives) take it on CUDA as on the CPU (SZ_CL_CUDA_F16). */
     sz_bf16_compute path = z->bf16_compute;
     if (path == SZ_BF16_COMPUTE_AUTO || (path == SZ_BF16_COMPUTE_NATIVE && cuda)) {
         char why[384];

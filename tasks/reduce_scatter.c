@@ -113,7 +113,7 @@ struct starpu_codelet sz_cl_reduce_scatter = {.can_execute = sz_nccl_can_execute
 #else
 SZ_CODELET(sz_cl_reduce_scatter, rs_cpu, "reduce_scatter", rs_model);
 #endif
-SZ_DESCRIBE(sz_cl_reduce_scatter, SZ_TASK_COMM, 0,
+SZ_DESCRIBE(sz_cl_reduce_scatter, SZ_TASK_COMM, SZ_CL_CUDA_F16,
             "rank-ordered reduce-scatter of a unit's gradients (CUDA: NCCL only, SZ_NCCL=1)");
 
 sz_status sz_submit_reduce_scatter(struct sz_model *m, struct sz_unit *u, int64_t o, int64_t len, int acc,

@@ -19,7 +19,7 @@
 # Usage: fp16_cli.sh BUILD_DIR [MPIEXEC]
 set -u
 bin=$1 mpiexec=${2:-mpiexec}
-export STARPU_NCUDA=0 # fp16 runs on CPU workers (a rank with CUDA workers refuses it)
+export STARPU_NCUDA=0 # the CPU path (fp16 on CUDA workers: scripts/gpu-check.sh --emulated, part d2_fp16)
 corpus="GPL-3 LGPL-3 Apache-2.0 MPL-2.0"
 . "$(dirname "$0")/cli_common.sh"
 train() { "$bin/sz-train" --config d2 --vocab 256 --max-seq 64 --train "$dir/lic_train.bin" --batch 4 --seq 32 \

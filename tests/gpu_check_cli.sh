@@ -6,7 +6,8 @@
 # falls short and lws failed give the right verdict on every criterion; communication longer than
 # compute makes the overlap criterion not apply; with no zero row nothing is ranked. The ranking
 # never changes the check's exit status. Also the other parts are not run when not selected, and the
-# d2 bf16 native part runs its two d2 runs (both on CPUs here) and reports, failing for want of a GPU.
+# d2 bf16 native part runs its two d2 runs (both on CPUs here) and reports, failing for want of a GPU;
+# so does the d2 fp16 part (its forced overflow: the same steps skipped, the same losses, on CPUs).
 # And --bundle's prerequisites on made-up bundles (too new a glibc, a CPU feature missing, a library
 # not found, an mpiexec that fails, no file), an unknown argument and --bundle with --emulated (exit 2).
 # Usage: gpu_check_cli.sh BUILD_DIR
@@ -44,7 +45,7 @@ for pol in zero dmdas prio lws; do
     [ "$(q shipped canned_sched_$pol zero_wins device_peak)" = true ] || fail "shipped: zero must win the peak against $pol"
 done
 [ "$(q shipped canned_sched_zero zero_wins overlap)" = true ] || fail "shipped: overlap 0.91 with comm < compute must pass"
-for part in kernels attention_bench d2_losses d2_bf16_native llama_d2_losses llama_d2_bf16_native stages budget bench sched_zero; do
+for part in kernels attention_bench d2_losses d2_bf16_native d2_fp16 llama_d2_losses llama_d2_bf16_native stages budget bench sched_zero; do
     [ "$(q shipped $part result)" = missing ] || fail "part $part ran although not selected"
 done
 
@@ -96,6 +97,19 @@ case "$(q native d2_bf16_native bf16_path)" in '"native"'|'"emulated"') ;; *) fa
 case "$(q native d2_bf16_native max_rel_loss_diff)" in [0-9]*) ;; *) fail "d2_bf16_native: max_rel_loss_diff: $(cat "$dir/native.out")" ;; esac
 [ "$(q native d2_bf16_native tolerance)" = 2e-2 ] || fail "d2_bf16_native: tolerance"
 [ "$(q native d2_losses result)" = missing ] || fail "d2_losses ran although not selected"
+# the d2 fp16 part's plumbing likewise: both runs on CPU workers give the same losses and the same
+# loss scales and skipped steps (the forced overflow's), and the part fails for want of CUDA tasks
+env SZ_GPU_CHECK_DRYRUN=1 SZ_BUILD_DIR="$bin" SZ_GPU_LOG="$dir/logs" SZ_GPU_CHECK_PARTS=d2_fp16 \
+    timeout 240 "$root/scripts/gpu-check.sh" >"$dir/fp16.out" 2>"$dir/fp16.err"
+rc=$?
+[ "$rc" = 1 ] || fail "d2_fp16 dry run: exit $rc, expected 1 (no CUDA task): $(cat "$dir/fp16.out")"
+[ "$(q fp16 d2_fp16 result)" = '"fail"' ] || fail "d2_fp16 dry run must fail: $(cat "$dir/fp16.out")"
+[ "$(q fp16 d2_fp16 cuda_tasks)" = 0 ] || fail "d2_fp16 dry run: cuda_tasks"
+[ "$(q fp16 d2_fp16 steps)" = 16 ] || fail "d2_fp16 dry run: steps: $(cat "$dir/fp16.out")"
+[ "$(q fp16 d2_fp16 same_scales_and_skips)" = true ] || fail "d2_fp16 dry run: scales and skips differ: $(cat "$dir/fp16.out")"
+[ "$(q fp16 d2_fp16 max_rel_loss_diff)" = 0 ] || fail "d2_fp16 dry run: two CPU runs' losses differ: $(cat "$dir/fp16.out")"
+awk -v k="$(q fp16 d2_fp16 skipped)" -v a="$(q fp16 d2_fp16 applied)" 'BEGIN { exit !(k >= 2 && a >= 4) }' ||
+    fail "d2_fp16 dry run: the forced overflow skipped $(q fp16 d2_fp16 skipped), applied $(q fp16 d2_fp16 applied)"
 # every run ends with the summary line; the prerequisites are named before the build: here (the
 # dry run) a StarPU that is not there is reported by name, and the run stops where it needs it
 [ "$(q shipped total result)" = '"pass"' ] || fail "shipped: no total line: $(cat "$dir/shipped.out")"

@@ -69,6 +69,12 @@ static int *tokens(size_t n, int V)
     return t;
 }
 
+static void *hdup(const void *p, size_t bytes)
+{
+    void *d = malloc(bytes ? bytes : 1);
+    memcpy(d, p, bytes);
+    return d;
+}
 #define CUOK(x) CU_ASSERT_EQUAL_FATAL((int)(x), 0)
 static void *dput(const void *h, size_t bytes)
 {
@@ -645,7 +651,7 @@ static void test_adamw_mixed(void)
     uint16_t *dg = dput(gr, n * 2), *dpb = dput(NULL, n * 2);
     float one = 2.0f;
     CUOK(cudaMemcpy(dss, &one, 4, cudaMemcpyHostToDevice));
-    CUOK(sz_cuda_adamw_mixed(S, dp, dpb, dg, dm, dv, n, 1, 1e-3f, 0.9f, 0.95f, 1e-8f, 0.0f, dsc, dss, 1));
+    CUOK(sz_cuda_adamw_mixed(S, dp, dpb, dg, SZ_CUDA_BF16, dm, dv, n, 1, 1e-3f, 0.9f, 0.95f, 1e-8f, 0.0f, dsc, dss, 1));
     CUOK(sz_cuda_sumsq(S, dss + 1, dg, SZ_CUDA_BF16, (int64_t)n, 0));
     float *gp = malloc(n * 4), *gm = malloc(n * 4), *gv = malloc(n * 4), gs[2];
     dget(gp, dp, n * 4), dget(gm, dm, n * 4), dget(gv, dv, n * 4), dget(gpb, dpb, n * 2), dget(gs, dss, 8);
@@ -691,7 +697,8 @@ static void test_sgd(void)
         sz_k_sgd_step(cm, pb, gh, 1, mom ? cb : NULL, n, 0.1f, mom ? 0.9f : 0.0f, 0.01f, 0, 0.5f, NULL);
         float *dm = dput(m, n * 4), *db = dput(bb, n * 4), *ds = dput(&sc, 4);
         uint16_t *dg = dput(gh, n * 2), *dpb = dput(NULL, n * 2);
-        CUOK(sz_cuda_sgd_any(S, dm, dpb, dg, SZ_CUDA_BF16, mom ? db : NULL, n, 0.1f, mom ? 0.9f : 0.0f, 0.01f, 0, ds));
+        CUOK(sz_cuda_sgd_any(S, dm, dpb, dg, SZ_CUDA_BF16, mom ? db : NULL, n, 0.1f, mom ? 0.9f : 0.0f, 0.01f, 0, ds,
+                             NULL, 0));
         float *om = malloc(n * 4), *ob = malloc(n * 4);
         dget(om, dm, n * 4), dget(ob, db, n * 4), dget(gpb, dpb, n * 2);
         CU_ASSERT(close_f("sgd mixed master", om, cm, n, 1e-6, 1e-6));
@@ -726,39 +733,93 @@ static void test_sumsq(void)
     }
 }
 
-/* tasks/convert.c's loops, element by element. */
+/* tasks/convert.c's kernel: every pair of fp32, bf16 and fp16 in every mode (set, add, onto zeros)
+ * against the CPU's sz_k_convert, with NaN, infinities, -0, fp32 denormals, fp16 subnormals and
+ * values past fp16's range (which become inf) among the inputs. Bitwise, except that where a NaN
+ * met an addition any NaN will do (a GPU's fp32 add gives the canonical NaN, x86 an operand's). */
+static int same_vals(const char *what, const void *g, const void *c, int dt, size_t n, int any_nan)
+{
+    for (size_t i = 0; i < n; i++) {
+        uint32_t a, b;
+        int na, nb;
+        if (dt == SZ_K_F32) {
+            memcpy(&a, (const float *)g + i, 4), memcpy(&b, (const float *)c + i, 4);
+            na = (a & 0x7FFFFFFFu) > 0x7F800000u, nb = (b & 0x7FFFFFFFu) > 0x7F800000u;
+        } else {
+            a = ((const uint16_t *)g)[i], b = ((const uint16_t *)c)[i];
+            uint32_t inf = dt == SZ_K_BF16 ? 0x7F80u : 0x7C00u;
+            na = (a & 0x7FFFu) > inf, nb = (b & 0x7FFFu) > inf;
+        }
+        if (a != b && !(any_nan && na && nb)) {
+            printf("\n  %s: element %zu: gpu 0x%x, cpu 0x%x  FAILED", what, i, (unsigned)a, (unsigned)b);
+            return 0;
+        }
+    }
+    return 1;
+}
+static const char *dtn3(int dt) { return dt == SZ_K_F16 ? "f16" : dt == SZ_K_BF16 ? "bf16" : "f32"; }
+static size_t es3(int dt) { return dt == SZ_K_F32 ? 4 : 2; }
+static void *typed3(const float *x, size_t n, int dt) /* malloc'd, rounded as sz_k_convert does */
+{
+    void *p = malloc(n * es3(dt) + 4);
+    sz_k_convert(p, (sz_k_dtype)dt, x, SZ_K_F32, n, SZ_K_CONVERT_SET);
+    return p;
+}
 static void test_convert(void)
 {
     size_t n = 4099;
     float *a = rnd(n, 100), *b = rnd(n, 100);
-    a[1] = NAN, a[2] = INFINITY, a[3] = 0x1p-130f;
-    uint16_t *ha = bf16_of(a, n), *hb = bf16_of(b, n);
-    for (int dd = 0; dd < 2; dd++)
-        for (int sd = 0; sd < 2; sd++)
-            for (int acc = 0; acc < 2; acc++) {
-                const void *src = sd ? (const void *)ha : (const void *)a;
-                void *dst0 = dd ? (void *)hb : (void *)b;
-                size_t de = dd ? 2 : 4;
-                void *ref = malloc(n * de), *got = malloc(n * de);
-                for (size_t i = 0; i < n; i++) {
-                    float s = sd ? sz_bf16_to_f32_1(ha[i]) : a[i];
-                    float d = dd ? sz_bf16_to_f32_1(hb[i]) : b[i];
-                    float x = acc ? d + s : s;
-                    if (dd)
-                        ((uint16_t *)ref)[i] = (sd && !acc) ? ha[i] : sz_f32_to_bf16_1(x);
-                    else
-                        ((float *)ref)[i] = x;
-                }
-                void *gs = dput(src, n * (sd ? 2 : 4)), *gd = dput(dst0, n * de);
+    const float special[] = {NAN, INFINITY, -INFINITY, 0x1p-130f, -0.0f, 0.0f, 65504.0f, 65519.99f, 65520.0f,
+                             -70000.0f, 1e6f, 3e-5f, 6e-8f, -2.9802322e-8f, 5.9604645e-8f, 1e-9f, -NAN};
+    const size_t ns = sizeof special / sizeof special[0];
+    for (size_t k = 0; k < ns; k++) {
+        a[1 + k] = special[k];
+        b[2 * ns - k] = special[k];
+        a[3 * ns + k] = 60000.0f, b[3 * ns + k] = 6000.0f * (float)k; /* sums past fp16's range */
+    }
+    for (int dd = 0; dd < 3; dd++)
+        for (int sd = 0; sd < 3; sd++) {
+            void *src = typed3(a, n, sd), *dst0 = typed3(b, n, dd);
+            for (int acc = 0; acc < 3; acc++) {
+                size_t de = es3(dd);
+                void *ref = hdup(dst0, n * de), *got = malloc(n * de);
+                sz_k_convert(ref, (sz_k_dtype)dd, src, (sz_k_dtype)sd, n, acc);
+                void *gs = dput(src, n * es3(sd)), *gd = dput(dst0, n * de);
                 CUOK(sz_cuda_convert(S, gd, dd, gs, sd, n, acc));
                 dget(got, gd, n * de);
                 char what[64];
-                snprintf(what, sizeof what, "convert dst %s src %s acc %d", dd ? "bf16" : "f32", sd ? "bf16" : "f32", acc);
-                CU_ASSERT(same_bits(what, got, ref, n * de));
+                snprintf(what, sizeof what, "convert dst %s src %s mode %d", dtn3(dd), dtn3(sd), acc);
+                CU_ASSERT(same_vals(what, got, ref, dd, n, acc != 0));
                 dfree(gs), dfree(gd);
                 free(ref), free(got);
             }
-    free(a), free(b), free(ha), free(hb);
+            free(src), free(dst0);
+        }
+    /* the fp16 rounding and widening themselves, bitwise (NaN payloads included: bit math only):
+     * every fp16 value widened, and fp32 values across the whole range (every 65521st bit pattern)
+     * rounded */
+    size_t nh = 65536, nf = 65536 + 8;
+    uint16_t *h = malloc(nh * 2), *hr = malloc(nf * 2), *hg = malloc(nf * 2);
+    float *fr = malloc(nh * 4), *fg = malloc(nh * 4), *f = malloc(nf * 4);
+    for (size_t i = 0; i < nh; i++)
+        h[i] = (uint16_t)i;
+    for (size_t i = 0; i < nf; i++) {
+        uint32_t u = i < 65536 ? (uint32_t)(i * 65521u) : 0x477FEFFFu + (uint32_t)(i - 65536) * 0x1000u;
+        memcpy(&f[i], &u, 4);
+    }
+    for (size_t i = 0; i < nh; i++)
+        fr[i] = sz_k_f16_to_f32_1(h[i]);
+    for (size_t i = 0; i < nf; i++)
+        hr[i] = sz_k_f32_to_f16_1(f[i]);
+    void *dh = dput(h, nh * 2), *dfr = dput(NULL, nh * 4), *df = dput(f, nf * 4), *dhr = dput(NULL, nf * 2);
+    CUOK(sz_cuda_convert(S, dfr, SZ_CUDA_F32, dh, SZ_CUDA_F16, nh, 0));
+    CUOK(sz_cuda_convert(S, dhr, SZ_CUDA_F16, df, SZ_CUDA_F32, nf, 0));
+    dget(fg, dfr, nh * 4), dget(hg, dhr, nf * 2);
+    CU_ASSERT(same_bits("every fp16 widened", fg, fr, nh * 4));
+    CU_ASSERT(same_bits("fp32 across its range rounded to fp16", hg, hr, nf * 2));
+    CU_ASSERT(sz_cuda_convert(S, dfr, 3, dh, SZ_CUDA_F16, nh, 0) != 0); /* an unknown type refused */
+    dfree(dh), dfree(dfr), dfree(df), dfree(dhr);
+    free(h), free(hr), free(hg), free(fr), free(fg), free(f), free(a), free(b);
 }
 
 /* Reduce-scatter's rank-ordered sum of the received pieces: tasks/reduce_scatter.c's
@@ -767,32 +828,31 @@ static void test_convert(void)
 static void test_reduce_pieces(void)
 {
     const int64_t o = 5, len = 1031, n = o + len + 3;
-    for (int dt = 0; dt < 2; dt++)
+    for (int dt = 0; dt < 3; dt++)
         for (int nd = 1; nd <= 3; nd += 2)
             for (int acc = 0; acc < 2; acc++) {
                 size_t es = dt ? 2 : 4;
                 float *sh = rnd((size_t)n, 10), *pc = rnd((size_t)(nd * len), 10);
-                uint16_t *hsh = bf16_of(sh, (size_t)n), *hpc = bf16_of(pc, (size_t)(nd * len));
+                for (int64_t i = 0; i < 8; i++) /* sums past fp16's range: inf there */
+                    sh[o + i] = 3e4f, pc[i] = 3e4f, pc[(nd - 1) * len + i] = 2e4f;
+                uint16_t *hsh = typed3(sh, (size_t)n, dt ? dt : 1), *hpc = typed3(pc, (size_t)(nd * len), dt ? dt : 1);
                 const void *shard0 = dt ? (const void *)hsh : (const void *)sh;
                 const void *pieces = dt ? (const void *)hpc : (const void *)pc;
                 void *ref = malloc((size_t)n * es), *got = malloc((size_t)n * es);
                 memcpy(ref, shard0, (size_t)n * es);
                 for (int64_t i = 0; i < len; i++) {
-#define GET(p, k) (dt ? sz_bf16_to_f32_1(((const uint16_t *)(p))[k]) : ((const float *)(p))[k])
+#define GET(p, k) sz_ldx((p), dt, (size_t)(k))
                     float x = acc ? GET(shard0, o + i) + GET(pieces, i) : GET(pieces, i);
                     for (int r = 1; r < nd; r++)
                         x += GET(pieces, (int64_t)r * len + i);
 #undef GET
-                    if (dt)
-                        ((uint16_t *)ref)[o + i] = sz_f32_to_bf16_1(x);
-                    else
-                        ((float *)ref)[o + i] = x;
+                    sz_stx(ref, dt, (size_t)(o + i), x);
                 }
                 void *gs = dput(shard0, (size_t)n * es), *gp = dput(pieces, (size_t)(nd * len) * es);
                 CUOK(sz_cuda_reduce_pieces(S, gs, dt, gp, nd, o, len, acc));
                 dget(got, gs, (size_t)n * es);
                 char what[64];
-                snprintf(what, sizeof what, "reduce pieces %s nd %d acc %d", dt ? "bf16" : "f32", nd, acc);
+                snprintf(what, sizeof what, "reduce pieces %s nd %d acc %d", dtn3(dt), nd, acc);
                 CU_ASSERT(same_bits(what, got, ref, (size_t)n * es));
                 dfree(gs), dfree(gp);
                 free(ref), free(got), free(sh), free(pc), free(hsh), free(hpc);
@@ -811,7 +871,7 @@ static void test_clip_scale_zero(void)
             s += sums[i];
         double norm = sqrt(s), clip = clips[k];
         float ref[2] = {(clip > 0.0 && norm > clip) ? (float)(clip / norm) : 1.0f, (float)norm}, got[2];
-        CUOK(sz_cuda_clip_scale(S, dout, ds, 5, clips[k]));
+        CUOK(sz_cuda_clip_scale(S, dout, ds, 5, clips[k], 0.0f));
         dget(got, dout, 8);
         CU_ASSERT(same_bits("clip scale", got, ref, 8));
     }
@@ -830,6 +890,193 @@ static void test_clip_scale_zero(void)
     free(x), free(ref), free(got);
 }
 
+/* ================================================================ fp16 mixed precision
+ * The kernels fp16 meets on CUDA, against their CPU twins (kernels/adamw.c, sgd.c, sumsq.c,
+ * tasks/clip_scale.c): fp16 gradients onto the fp32 master, the fp16 parameters rounded from it, the
+ * fused and separate norms, and the loss scale's skipped step (a NaN clip factor: nothing written,
+ * the fused norm 0). The conversions and reduce-scatter's sum take fp16 in their tests above. */
+
+/* fp16 arrays within maxulp units in the last place of the reference (or |g - c| <= atol), and
+ * where one is inf or NaN the other the same. */
+static int close_f16(const char *what, const uint16_t *g, const uint16_t *c, size_t n, int maxulp)
+{
+    for (size_t i = 0; i < n; i++) {
+        int og = (g[i] & 0x8000) ? -(int)(g[i] & 0x7FFF) : (int)g[i];
+        int oc = (c[i] & 0x8000) ? -(int)(c[i] & 0x7FFF) : (int)c[i];
+        int sg = (g[i] & 0x7C00) == 0x7C00, sc = (c[i] & 0x7C00) == 0x7C00; /* inf or NaN */
+        if (sg != sc || (sg && g[i] != c[i] && !((g[i] & 0x3FF) && (c[i] & 0x3FF))) || (!sg && abs(og - oc) > maxulp)) {
+            printf("\n  %s: element %zu: gpu 0x%04x (%.6g), cpu 0x%04x (%.6g)  FAILED", what, i, g[i],
+                   sz_k_f16_to_f32_1(g[i]), c[i], sz_k_f16_to_f32_1(c[i]));
+            return 0;
+        }
+    }
+    return 1;
+}
+
+static void test_f16_adamw(void)
+{
+    size_t n = 65536 + 4097; /* two chunks, the last partial */
+    float *p0 = rnd(n, 1), *m0 = rnd(n, 0.01f), *v0 = rnd(n, 0.01f), *g32 = rnd(n, 0.1f);
+    for (size_t i = 0; i < n; i++)
+        v0[i] = fabsf(v0[i]);
+    for (size_t i = 0; i < 64; i++)
+        g32[i] *= 1e-4f; /* fp16 subnormals */
+    uint16_t *gr = typed3(g32, n, SZ_K_F16), *ph0 = typed3(p0, n, SZ_K_F16);
+    for (int skip = 0; skip < 2; skip++)
+        for (int acc = 0; acc < 2; acc++) {
+            float scale = skip ? NAN : 0.37f;
+            float *p = copyf(p0, n), *m = copyf(m0, n), *v = copyf(v0, n);
+            uint16_t *ph = hdup(ph0, n * 2), *gph = malloc(n * 2);
+            double ss = -1;
+            CU_ASSERT(sz_k_adamw_step_mixed(p, ph, gr, SZ_K_F16, m, v, n, 2, 1e-3f, 0.9f, 0.95f, 1e-8f, 0.1f, scale,
+                                            &ss) == 0);
+            float *dp = dput(p0, n * 4), *dm = dput(m0, n * 4), *dv = dput(v0, n * 4), *dsc = dput(&scale, 4);
+            float *dss = dput(NULL, 8), two = 2.0f;
+            uint16_t *dg = dput(gr, n * 2), *dph = dput(ph0, n * 2);
+            CUOK(cudaMemcpy(dss, &two, 4, cudaMemcpyHostToDevice));
+            CUOK(sz_cuda_adamw_mixed(S, dp, dph, dg, SZ_CUDA_F16, dm, dv, n, 2, 1e-3f, 0.9f, 0.95f, 1e-8f, 0.1f, dsc,
+                                     dss, acc));
+            CUOK(sz_cuda_sumsq(S, dss + 1, dg, SZ_CUDA_F16, (int64_t)n, 0));
+            float *gp = malloc(n * 4), *gm = malloc(n * 4), *gv = malloc(n * 4), gs[2];
+            dget(gp, dp, n * 4), dget(gm, dm, n * 4), dget(gv, dv, n * 4), dget(gph, dph, n * 2), dget(gs, dss, 8);
+            float ref = (float)ss + (acc ? 2.0f : 0.0f), sep = (float)sz_k_sumsq(gr, SZ_K_F16, (int64_t)n);
+            if (skip) { /* nothing written, the fused norm 0 */
+                CU_ASSERT(same_bits("adamw fp16 skipped: master untouched", gp, p0, n * 4));
+                CU_ASSERT(same_bits("adamw fp16 skipped: m untouched", gm, m0, n * 4));
+                CU_ASSERT(same_bits("adamw fp16 skipped: v untouched", gv, v0, n * 4));
+                CU_ASSERT(same_bits("adamw fp16 skipped: param untouched", gph, ph0, n * 2));
+                CU_ASSERT(ss == 0.0 && gs[0] == (acc ? 2.0f : 0.0f));
+            } else {
+                CU_ASSERT(close_f("adamw fp16 master", gp, p, n, 1e-7, 1e-6));
+                CU_ASSERT(close_f("adamw fp16 m", gm, m, n, 1e-9, 1e-6));
+                CU_ASSERT(close_f("adamw fp16 v", gv, v, n, 1e-12, 1e-6));
+                CU_ASSERT(close_f16("adamw fp16 param", gph, ph, n, 1));
+                CU_ASSERT(close_f("adamw fp16 fused norm", &gs[0], &ref, 1, 0, 1e-6));
+            }
+            CU_ASSERT(close_f("sumsq fp16", &gs[1], &sep, 1, 0, 1e-6));
+            dfree(dp), dfree(dm), dfree(dv), dfree(dsc), dfree(dss), dfree(dg), dfree(dph);
+            free(p), free(m), free(v), free(ph), free(gph), free(gp), free(gm), free(gv);
+        }
+    /* a dtype that is not 16-bit is refused */
+    CU_ASSERT(sz_cuda_adamw_mixed(S, NULL, NULL, NULL, SZ_CUDA_F32, NULL, NULL, 1, 1, 1e-3f, 0.9f, 0.95f, 1e-8f, 0.0f,
+                                  NULL, NULL, 0) != 0);
+    free(p0), free(m0), free(v0), free(g32), free(gr), free(ph0);
+}
+
+static void test_f16_sgd(void)
+{
+    size_t n = 2 * 65536 + 515; /* the fused norm's chunks */
+    for (int mom = 0; mom < 2; mom++)
+        for (int skip = 0; skip < 2; skip++) {
+            float *p0 = rnd(n, 1), *g32 = rnd(n, 2), *b0 = rnd(n, 1), sc = skip ? NAN : 0.5f;
+            uint16_t *gh = typed3(g32, n, SZ_K_F16), *ph0 = typed3(p0, n, SZ_K_F16);
+            uint16_t *ph = hdup(ph0, n * 2), *gph = malloc(n * 2);
+            float *cm = copyf(p0, n), *cb = copyf(b0, n);
+            double ss = -1;
+            CU_ASSERT(sz_k_sgd_step(cm, ph, gh, SZ_K_F16, mom ? cb : NULL, n, 0.1f, mom ? 0.9f : 0.0f, 0.01f, 0, sc,
+                                    &ss) == 0);
+            float *dm = dput(p0, n * 4), *db = dput(b0, n * 4), *ds = dput(&sc, 4), *dn = dput(NULL, 4);
+            uint16_t *dg = dput(gh, n * 2), *dph = dput(ph0, n * 2);
+            CUOK(sz_cuda_sgd_any(S, dm, dph, dg, SZ_CUDA_F16, mom ? db : NULL, n, 0.1f, mom ? 0.9f : 0.0f, 0.01f, 0,
+                                 ds, dn, 0));
+            float *om = malloc(n * 4), *ob = malloc(n * 4), gn, rn = (float)ss;
+            dget(om, dm, n * 4), dget(ob, db, n * 4), dget(gph, dph, n * 2), dget(&gn, dn, 4);
+            if (skip) {
+                CU_ASSERT(same_bits("sgd fp16 skipped: master untouched", om, p0, n * 4));
+                CU_ASSERT(same_bits("sgd fp16 skipped: buffer untouched", ob, b0, n * 4));
+                CU_ASSERT(same_bits("sgd fp16 skipped: param untouched", gph, ph0, n * 2));
+                CU_ASSERT(ss == 0.0 && gn == 0.0f);
+            } else {
+                CU_ASSERT(close_f("sgd fp16 master", om, cm, n, 1e-6, 1e-6));
+                CU_ASSERT(close_f(mom ? "sgd fp16 momentum" : "sgd fp16 without momentum: buffer untouched", ob,
+                                  mom ? cb : b0, n, 1e-6, 1e-6));
+                CU_ASSERT(close_f16("sgd fp16 param", gph, ph, n, 1));
+                CU_ASSERT(close_f("sgd fp16 fused norm", &gn, &rn, 1, 0, 1e-6));
+            }
+            dfree(dm), dfree(db), dfree(ds), dfree(dn), dfree(dg), dfree(dph);
+            free(p0), free(g32), free(b0), free(gh), free(ph0), free(ph), free(gph), free(cm), free(cb), free(om), free(ob);
+        }
+}
+
+/* The sum of squares of fp16 gradients, an overflow (inf) or a NaN among them included: the clip
+ * factor tests finiteness only, so a non-finite CPU sum needs a non-finite GPU one of the same kind. */
+static void test_f16_sumsq(void)
+{
+    size_t n = 3 * 65536 + 17;
+    float *x = rnd(n, 3);
+    x[5] = 6e-8f, x[6] = 65504.0f;
+    uint16_t *h = typed3(x, n, SZ_K_F16);
+    uint16_t *dh = dput(h, n * 2);
+    float *out = dput(NULL, 4), got, again, ref = (float)sz_k_sumsq(h, SZ_K_F16, (int64_t)n);
+    CUOK(sz_cuda_sumsq(S, out, dh, SZ_CUDA_F16, (int64_t)n, 0));
+    dget(&got, out, 4);
+    CUOK(sz_cuda_sumsq(S, out, dh, SZ_CUDA_F16, (int64_t)n, 0));
+    dget(&again, out, 4);
+    CU_ASSERT(close_f("sumsq fp16", &got, &ref, 1, 0, 1e-6));
+    CU_ASSERT(same_bits("sumsq fp16 run to run", &got, &again, 4));
+    const uint16_t bad[3] = {0x7C00u, 0xFC00u, 0x7E00u}; /* inf, -inf, NaN */
+    for (int k = 0; k < 3; k++) {
+        uint16_t keep = h[70000];
+        h[70000] = bad[k];
+        CUOK(cudaMemcpy(dh, h, n * 2, cudaMemcpyHostToDevice));
+        ref = (float)sz_k_sumsq(h, SZ_K_F16, (int64_t)n);
+        CUOK(sz_cuda_sumsq(S, out, dh, SZ_CUDA_F16, (int64_t)n, 0));
+        dget(&got, out, 4);
+        CU_ASSERT(isinf(ref) == isinf(got) && isnan(ref) == isnan(got) && !isfinite(got));
+        h[70000] = keep;
+    }
+    dfree(dh), dfree(out);
+    free(x), free(h);
+}
+
+/* tasks/clip_scale.c's clip_factor (static there), line for line */
+static void clip_factor_ref(double s, float clip, float loss_scale, float *out)
+{
+    double norm = sqrt(s);
+    if (loss_scale > 0.0f) {
+        norm /= loss_scale;
+        if (!isfinite(norm)) {
+            out[0] = NAN;
+            out[1] = (float)norm;
+            return;
+        }
+    }
+    double f = (clip > 0.0f && norm > clip) ? clip / norm : 1.0;
+    out[0] = loss_scale > 0.0f ? (float)(f / loss_scale) : (float)f;
+    out[1] = (float)norm;
+}
+static void test_f16_clip_scale(void)
+{
+    float sums[5] = {0.5f, 1.25f, 3.0f, 0.0f, 2.5f};
+    const float clips[3] = {1.0f, 100.0f, 0.0f}, scales[4] = {0.0f, 1.0f, 65536.0f, 0x1p30f};
+    const float bad[4] = {0.0f, INFINITY, NAN, 3e38f}; /* sums[1] += bad: finite, overflows, NaN, huge */
+    float *ds = dput(NULL, sizeof sums), *dout = dput(NULL, 8);
+    for (int b = 0; b < 4; b++) {
+        float sb[5];
+        memcpy(sb, sums, sizeof sb);
+        sb[1] += bad[b];
+        if (b == 3)
+            sb[2] = 3e38f; /* the double sum 6e38: finite in double, its root too */
+        CUOK(cudaMemcpy(ds, sb, sizeof sb, cudaMemcpyHostToDevice));
+        for (int k = 0; k < 3; k++)
+            for (int l = 0; l < 4; l++) {
+                double s = 0;
+                for (int i = 0; i < 5; i++)
+                    s += sb[i];
+                float ref[2], got[2];
+                clip_factor_ref(s, clips[k], scales[l], ref);
+                CUOK(sz_cuda_clip_scale(S, dout, ds, 5, clips[k], scales[l]));
+                dget(got, dout, 8);
+                char what[96];
+                snprintf(what, sizeof what, "clip factor: sums %d, clip %g, loss scale %g", b, clips[k], scales[l]);
+                CU_ASSERT(same_bits(what, got, ref, 8));
+                if (scales[l] > 0.0f && b && b < 3)
+                    CU_ASSERT(isnan(got[0])); /* an overflow: the step is skipped */
+            }
+    }
+    dfree(ds), dfree(dout);
+}
+
 /* ================================================================ the native bf16 path, part 1
  * Every type combination the CPU's ops take, against the CPU's kernels of those types (the _mx
  * ones of bf16_act.c, the bf16 matmuls, the fused matmul + GELU): matmul through the any-type
@@ -841,12 +1088,6 @@ static void test_clip_scale_zero(void)
 static size_t esz(int dt) { return dt ? 2 : 4; }
 /* n values of type dt (bf16: rounded) from fp32 x; malloc'd */
 static void *typed(const float *x, size_t n, int dt) { return dt ? (void *)bf16_of(x, n) : (void *)copyf(x, n); }
-static void *hdup(const void *p, size_t bytes)
-{
-    void *d = malloc(bytes ? bytes : 1);
-    memcpy(d, p, bytes);
-    return d;
-}
 /* a device copy of bytes, or (nan) bytes of all-ones: NaN in fp32 and bf16 */
 static void *dput_or_nan(const void *h, size_t bytes, int nan)
 {
@@ -1776,8 +2017,12 @@ int main(int argc, char **argv)
              {"attention fwd/bwd", test_attention}, {"gelu, residual", test_gelu_residual},
              {"silu, mul", test_silu_mul}, {"swiglu", test_swiglu}, {"rope", test_rope}, {"softmax + cross-entropy", test_softmax_xent},
              {"mse", test_mse}, {"adamw fp32 + fused norm", test_adamw}, {"adamw mixed", test_adamw_mixed},
-             {"sgd momentum", test_sgd}, {"sumsq fp32/bf16", test_sumsq}, {"convert", test_convert},
+             {"sgd momentum", test_sgd}, {"sumsq fp32/bf16", test_sumsq}, {"convert fp32/bf16/fp16 (bitwise)", test_convert},
              {"clip, scale, zero", test_clip_scale_zero}, {"reduce-scatter's piece sum (bitwise)", test_reduce_pieces});
+    SZ_SUITE("cuda twins, fp16 mixed precision (optimizers, norms, clip factor with the loss scale)",
+             {"adamw fp16 grads and params, skipped step", test_f16_adamw},
+             {"sgd fp16 grads and params, skipped step", test_f16_sgd}, {"sumsq fp16, inf and NaN", test_f16_sumsq},
+             {"clip factor with the loss scale (bitwise)", test_f16_clip_scale});
     SZ_SUITE("cuda twins, native bf16 path (attention, softmax-xent, elementwise, rope)",
              {"attention fwd/bwd, bf16 out/dout/dinp, set", test_mx_attention},
              {"tiled attention (fp32 FMA, bf16 tensor cores) vs cpu and rowwise", test_attention_tiled},

@@ -867,8 +867,9 @@ static void test_fold_decide(void)
 }
 
 /* Every codelet of the library has its descriptor (SZ_DESCRIBE), found by address and in the list
- * (each once); the classes the scheduler reads are the ones its figures and the split rely on; an
- * app's own codelet has none; the class survives the task's sched_data next to position and unit. */
+ * (each once); the classes the scheduler reads are the ones its figures and the split rely on; the
+ * codelets fp16 meets say SZ_CL_CUDA_F16; an app's own codelet has none; the class survives the
+ * task's sched_data next to position and unit. */
 static void test_descriptors(void)
 {
     int n = 0, listed = sz_codelets_count();
@@ -897,6 +898,18 @@ static void test_descriptors(void)
         CU_ASSERT_FATAL(d != NULL);
         CU_ASSERT(d->cls == want[i].cls);
     }
+    /* fp16 mixed precision runs on CUDA workers too: the codelets that meet its fp16 storage or its
+     * loss scale say that their CUDA implementations (where built) take them */
+    const struct starpu_codelet *f16[] = {&sz_cl_convert,   &sz_cl_adamw_mixed,    &sz_cl_sgd_mixed, &sz_cl_sumsq,
+                                          &sz_cl_clip_scale, &sz_cl_reduce_scatter, &sz_cl_all_gather};
+    for (size_t i = 0; i < sizeof f16 / sizeof f16[0]; i++) {
+        const sz_op_desc *d = sz_op_desc_of(f16[i]);
+        CU_ASSERT_FATAL(d != NULL);
+        if (!(d->supports & SZ_CL_CUDA_F16))
+            fprintf(stderr, "codelet %s: no SZ_CL_CUDA_F16\n", f16[i]->name);
+        CU_ASSERT(d->supports & SZ_CL_CUDA_F16);
+    }
+    CU_ASSERT(!(sz_op_desc_of(&sz_cl_matmul_fwd)->supports & SZ_CL_CUDA_F16)); /* compute: fp32 working copies */
     static struct starpu_codelet mine = {.name = "mine"};
     CU_ASSERT(sz_op_desc_of(&mine) == NULL);
     struct starpu_task t = {.sched_data = sz_sched_data((uint64_t)12345 << 16 | 7, 0x1234, SZ_TASK_COMM_HOST)};

@@ -32,6 +32,56 @@ __device__ __forceinline__ void sz_d_st(void *p, int dt, size_t i, float x)
         ((float *)p)[i] = x;
 }
 
+/* fp16 (IEEE binary16) <-> fp32 with the CPU's bits (sz_k_f16_to_f32_1, sz_k_f32_to_f16_1 of
+ * kernels/sz_kernels.h, the same integer math): widening exact, a NaN quieted keeping its sign and
+ * payload; rounding to nearest even, 65520 and above (in magnitude) to inf, subnormals rounded to
+ * nearest even, a NaN quieted keeping its sign and top 10 payload bits. */
+__device__ __forceinline__ float sz_d_f16_to_f32(uint16_t h)
+{
+    uint32_t s = (uint32_t)(h & 0x8000u) << 16, e = (h >> 10) & 0x1Fu, m = h & 0x3FFu, u;
+    if (e == 0u) /* zero or subnormal: m 2^-24, exact (a normal fp32) */
+        u = s | __float_as_uint((float)(int32_t)m * 5.9604644775390625e-8f);
+    else if (e == 31u) /* inf, or a NaN quieted */
+        u = s | 0x7F800000u | (m << 13) | (m ? 0x00400000u : 0u);
+    else
+        u = s | ((e + 112u) << 23) | (m << 13);
+    return __uint_as_float(u);
+}
+__device__ __forceinline__ uint16_t sz_d_f32_to_f16(float f)
+{
+    uint32_t u = __float_as_uint(f), a = u & 0x7FFFFFFFu, s = (u >> 16) & 0x8000u;
+    if (a >= 0x47800000u) /* 65536 and above, inf, NaN */
+        return (uint16_t)(s | 0x7C00u | (a > 0x7F800000u ? 0x200u | ((a >> 13) & 0x3FFu) : 0u));
+    if (a < 0x38800000u) { /* below 2^-14: the significand shifted right by k = 126 - e (14 .. 31) */
+        uint32_t e = a >> 23, k = 126u - (e > 112u ? 112u : e < 95u ? 95u : e);
+        uint32_t sig = (a & 0x007FFFFFu) | 0x00800000u;
+        return (uint16_t)(s | ((sig + (1u << (k - 1u)) - 1u + ((sig >> k) & 1u)) >> k));
+    }
+    /* rebias, drop 13 bits rounding to nearest even; a carry steps the exponent, up to inf */
+    return (uint16_t)(s | ((a - (112u << 23) + 0xFFFu + ((a >> 13) & 1u)) >> 13));
+}
+
+/* Element i of an fp32, bf16 or fp16 array (SZ_CUDA_F32 / _BF16 / _F16) as fp32, widened exactly;
+ * a store rounding once to a 16-bit type. The kernels that meet fp16 storage (conversions, the
+ * optimizers, the sum of squares, reduce-scatter's sum) use these; the compute kernels, which
+ * take fp32 or bf16 only, keep sz_d_ld / sz_d_st. */
+__device__ __forceinline__ float sz_d_ldx(const void *p, int dt, size_t i)
+{
+    return dt == SZ_CUDA_BF16  ? sz_d_h2f(((const uint16_t *)p)[i])
+           : dt == SZ_CUDA_F16 ? sz_d_f16_to_f32(((const uint16_t *)p)[i])
+                               : ((const float *)p)[i];
+}
+__device__ __forceinline__ void sz_d_stx(void *p, int dt, size_t i, float x)
+{
+    if (dt == SZ_CUDA_BF16)
+        ((uint16_t *)p)[i] = sz_d_f2h(x);
+    else if (dt == SZ_CUDA_F16)
+        ((uint16_t *)p)[i] = sz_d_f32_to_f16(x);
+    else
+        ((float *)p)[i] = x;
+}
+static inline size_t sz_cuda_esize(int dt) { return dt == SZ_CUDA_F32 ? 4 : 2; }
+
 /* The CPU's sz_expf (kernels/sz_kernels_impl.h) on the device: same range handling; the
  * polynomial may contract differently into FMAs, so values agree to ~1 ulp. */
 __device__ __forceinline__ float sz_d_expf(float x)

@@ -32,9 +32,13 @@
 extern "C" {
 #endif
 
-/* Element types, as sz_k_dtype: 0 fp32, 1 bf16 (uint16_t storage, round to nearest even). */
+/* Element types, as sz_k_dtype: 0 fp32, 1 bf16 (uint16_t storage, round to nearest even), 2 fp16
+ * (IEEE binary16, uint16_t storage, round to nearest even, overflow to inf: storage only, taken by
+ * the conversions, the optimizers, the sum of squares and reduce-scatter's sum — fp16 mixed
+ * precision's kernels; the compute kernels take fp32 or bf16). */
 #define SZ_CUDA_F32 0
 #define SZ_CUDA_BF16 1
+#define SZ_CUDA_F16 2
 
 /* Number of CUDA devices, 0 when none or the driver is missing (never fails). */
 int sz_cuda_device_count(void);
@@ -231,14 +235,17 @@ int sz_cuda_softmax_xent_bwd(cudaStream_t s, float *dlogits, const float *probs,
 int sz_cuda_mse_fwd(cudaStream_t s, float *losses, const float *pred, const float *target, int N, int C);
 int sz_cuda_mse_bwd(cudaStream_t s, float *dpred, const float *pred, const float *target, float scale, int N, int C);
 
-/* ---- AdamW, as sz_k_adamw_step / sz_k_adamw_step_bf16 (bias corrections 1 - beta^t computed on
+/* ---- AdamW, as sz_k_adamw_step / sz_k_adamw_step_mixed (bias corrections 1 - beta^t computed on
  *      the host with powf, as the CPU). scale is a DEVICE pointer to the clip factor (one float,
- *      written by clip_scale). With sumsq not NULL the gradient's squared norm (unscaled, summed in
- *      double as sz_cuda_sumsq) is written there as a float (acc = 0) or added to it (acc = 1). ---- */
+ *      written by clip_scale); a NaN factor is a skipped step (fp16's overflow): nothing is written
+ *      and the norm is 0. With sumsq not NULL the gradient's squared norm (unscaled, summed in
+ *      double as sz_cuda_sumsq) is written there as a float (acc = 0) or added to it (acc = 1).
+ *      The mixed one: grad and param16 of type dt (SZ_CUDA_BF16 or SZ_CUDA_F16; another is
+ *      cudaErrorInvalidValue), param16 the updated master rounded to dt. ---- */
 int sz_cuda_adamw(cudaStream_t s, float *param, const float *grad, float *m, float *v, size_t n, int t,
                   float lr, float beta1, float beta2, float eps, float wd, const float *scale,
                   float *sumsq, int acc);
-int sz_cuda_adamw_mixed(cudaStream_t s, float *master, uint16_t *param_bf16, const uint16_t *grad,
+int sz_cuda_adamw_mixed(cudaStream_t s, float *master, uint16_t *param16, const uint16_t *grad, int dt,
                         float *m, float *v, size_t n, int t, float lr, float beta1, float beta2, float eps,
                         float wd, const float *scale, float *sumsq, int acc);
 
@@ -247,30 +254,37 @@ int sz_cuda_adamw_mixed(cudaStream_t s, float *master, uint16_t *param_bf16, con
  *      step's buf is g. scale is a device pointer (NULL: 1). ---- */
 int sz_cuda_sgd(cudaStream_t s, float *param, const float *grad, float *buf, size_t n, float lr,
                 float momentum, float wd, int nesterov, const float *scale);
-/* The same on grad of dtype gdt (SZ_CUDA_F32 / SZ_CUDA_BF16), buf NULL without momentum (no
- * state), and under mixed precision param the fp32 master with param_bf16 (not NULL) its bf16
- * copy rounded to nearest even. */
-int sz_cuda_sgd_any(cudaStream_t s, float *param, uint16_t *param_bf16, const void *grad, int gdt, float *buf,
-                    size_t n, float lr, float momentum, float wd, int nesterov, const float *scale);
+/* The same on grad of dtype gdt (SZ_CUDA_F32 / _BF16 / _F16), buf NULL without momentum (no
+ * state), and under mixed precision param the fp32 master with param16 (not NULL) its copy rounded
+ * to gdt. A NaN scale is a skipped step: nothing is written. With sumsq not NULL the gradient's
+ * squared norm as sz_cuda_sumsq's (0 on a skipped step, as the CPU's fused norm) is written there
+ * (acc 0) or added to it (acc 1). */
+int sz_cuda_sgd_any(cudaStream_t s, float *param, uint16_t *param16, const void *grad, int gdt, float *buf,
+                    size_t n, float lr, float momentum, float wd, int nesterov, const float *scale, float *sumsq,
+                    int acc);
 
-/* ---- conversions, as tasks/convert.c: dst (+)= src, each fp32 or bf16 (dt 0/1); a bf16
- *      destination is rounded once (round(f32(dst) + f32(src)) when acc). Bitwise as the CPU. ---- */
+/* ---- conversions, as tasks/convert.c (sz_k_convert): dst = src (acc 0), dst += src (1), dst =
+ *      0 + src (2), each fp32, bf16 or fp16; a 16-bit destination is rounded once
+ *      (round(f32(dst) + f32(src)) when acc 1). Bitwise as the CPU, NaN payloads aside (a GPU's
+ *      fp32 add gives the canonical NaN where x86 keeps an operand's). ---- */
 int sz_cuda_convert(cudaStream_t s, void *dst, int dst_dt, const void *src, int src_dt, size_t n, int acc);
 
-/* ---- squared L2 norm of n fp32 or bf16 values, in double: chunks of 65536 (SZ_SUMSQ_CHUNK) each
+/* ---- squared L2 norm of n fp32, bf16 or fp16 values, in double: chunks of 65536 (SZ_SUMSQ_CHUNK) each
  *      summed by a fixed tree, the chunk sums added in chunk order; *out (device, one float) is
  *      written (acc 0) or added to (acc 1). Deterministic; equal to the CPU to rounding. ---- */
 int sz_cuda_sumsq(cudaStream_t s, float *out, const void *x, int dt, int64_t n, int acc);
 
 /* ---- clip factor, as tasks/clip_scale.c given every rank's sums already on the device:
- *      sums[n] added in order in double; out[0] = clip/norm when clip > 0 and norm > clip, else 1;
+ *      sums[n] added in order in double; norm = sqrt(sum) (/ loss_scale when loss_scale > 0: fp16);
+ *      out[0] = clip/norm when clip > 0 and norm > clip, else 1 (then / loss_scale), or NaN when a
+ *      loss scale is given and the norm is not finite (an overflow: the optimizers skip the step);
  *      out[1] = norm. Bitwise as the CPU. ---- */
-int sz_cuda_clip_scale(cudaStream_t s, float *out, const float *sums, int n, float clip);
+int sz_cuda_clip_scale(cudaStream_t s, float *out, const float *sums, int n, float clip, float loss_scale);
 
 /* ---- reduce-scatter's sum, as tasks/reduce_scatter.c's sz_reduce_pieces: nd pieces of len
  *      elements laid out one after the other in pieces (piece r from rank r), added in rank order
- *      into shard[o, o + len) (onto it when acc); bf16 summed in fp32 and rounded once. Bitwise
- *      the CPU's. ---- */
+ *      into shard[o, o + len) (onto it when acc); bf16 and fp16 summed in fp32 and rounded once
+ *      (an fp16 overflow becomes inf). Bitwise the CPU's. ---- */
 int sz_cuda_reduce_pieces(cudaStream_t s, void *shard, int dt, const void *pieces, int nd, int64_t o, int64_t len,
                           int acc);
 

@@ -1,45 +1,65 @@
-/* kernels/cuda/util.cu — CUDA twins of the small kernels: fp32 <-> bf16 conversion with
- * optional accumulation (acc: 0 set, 1 add, 2 onto zeros; tasks/convert.c: bitwise the CPU's), the clip factor from the
- * per-unit squared norms (tasks/clip_scale.c, bitwise: the same double sums in the same order),
- * scale, zero, the device count, and reduce-scatter's rank-ordered sum of received pieces. */
+/* kernels/cuda/util.cu — CUDA twins of the small kernels: conversion between fp32, bf16 and fp16
+ * with optional accumulation (acc: 0 set, 1 add, 2 onto zeros; tasks/convert.c: bitwise the CPU's
+ * sz_k_convert), the clip factor from the per-unit squared norms with fp16's loss scale divided out
+ * (tasks/clip_scale.c, bitwise: the same double sums in the same order), scale, zero, the device
+ * count, and reduce-scatter's rank-ordered sum of received pieces. */
 #include <stdio.h>
 #include <string.h>
 #include "sz_cuda_common.cuh"
 
+/* sz_k_convert's element rule: a set between equal 16-bit types copies the bits; otherwise the
+ * source widened exactly, the sum (dst + src when acc 1, 0 + src when acc 2) taken in fp32, a
+ * 16-bit destination rounded once (bf16 <-> fp16 included). */
 __global__ static void convert_k(void *dst, int ddt, const void *src, int sdt, size_t n, int acc)
 {
     SZ_GRID_STRIDE(i, n) {
-        if (ddt && sdt && !acc)
+        if (ddt == sdt && ddt != SZ_CUDA_F32 && !acc)
             ((uint16_t *)dst)[i] = ((const uint16_t *)src)[i];
         else
-            sz_d_st(dst, ddt, i,
-                    acc == 1   ? sz_d_ld(dst, ddt, i) + sz_d_ld(src, sdt, i)
-                    : acc == 2 ? 0.0f + sz_d_ld(src, sdt, i) /* onto zeros: -0 becomes +0, dst unread */
-                               : sz_d_ld(src, sdt, i));
+            sz_d_stx(dst, ddt, i,
+                     acc == 1   ? sz_d_ldx(dst, ddt, i) + sz_d_ldx(src, sdt, i)
+                     : acc == 2 ? 0.0f + sz_d_ldx(src, sdt, i) /* onto zeros: -0 becomes +0, dst unread */
+                                : sz_d_ldx(src, sdt, i));
     }
 }
 
+static int sz_dt_ok(int dt) { return dt == SZ_CUDA_F32 || dt == SZ_CUDA_BF16 || dt == SZ_CUDA_F16; }
+
 extern "C" int sz_cuda_convert(cudaStream_t s, void *dst, int dst_dt, const void *src, int src_dt, size_t n, int acc)
 {
+    if (!sz_dt_ok(dst_dt) || !sz_dt_ok(src_dt) || acc < 0 || acc > 2)
+        return (int)cudaErrorInvalidValue;
     if (!n)
         return 0;
     convert_k<<<sz_blocks(n, 256), 256, 0, s>>>(dst, dst_dt, src, src_dt, n, acc);
     return sz_launch_rc();
 }
 
-__global__ static void clip_k(float *out, const float *sums, int n, float clip)
+/* tasks/clip_scale.c's clip_factor, line for line: with a loss scale (fp16) the norm is the
+ * unscaled one, the factor divides the scale out, and a norm that is not finite (an overflow) gives
+ * a NaN factor, the optimizers' skipped step. */
+__global__ static void clip_k(float *out, const float *sums, int n, float clip, float loss_scale)
 {
     double s = 0.0;
     for (int i = 0; i < n; i++)
         s += sums[i];
-    double norm = sqrt(s), c = clip;
-    out[0] = (c > 0.0 && norm > c) ? (float)(c / norm) : 1.0f;
+    double norm = sqrt(s);
+    if (loss_scale > 0.0f) {
+        norm /= loss_scale;
+        if (!isfinite(norm)) {
+            out[0] = __uint_as_float(0x7FC00000u); /* the CPU's NAN */
+            out[1] = (float)norm;
+            return;
+        }
+    }
+    double f = (clip > 0.0f && norm > clip) ? clip / norm : 1.0;
+    out[0] = loss_scale > 0.0f ? (float)(f / loss_scale) : (float)f;
     out[1] = (float)norm;
 }
 
-extern "C" int sz_cuda_clip_scale(cudaStream_t s, float *out, const float *sums, int n, float clip)
+extern "C" int sz_cuda_clip_scale(cudaStream_t s, float *out, const float *sums, int n, float clip, float loss_scale)
 {
-    clip_k<<<1, 1, 0, s>>>(out, sums, n, clip);
+    clip_k<<<1, 1, 0, s>>>(out, sums, n, clip, loss_scale);
     return sz_launch_rc();
 }
 
@@ -197,10 +217,10 @@ extern "C" int sz_cuda_host_free(void *p) { return (int)cudaFreeHost(p); }
 __global__ static void reduce_pieces_k(void *shard, int dt, const void *pieces, int nd, size_t len, int acc)
 {
     SZ_GRID_STRIDE(i, len) {
-        float x = acc ? sz_d_ld(shard, dt, i) + sz_d_ld(pieces, dt, i) : sz_d_ld(pieces, dt, i);
+        float x = acc ? sz_d_ldx(shard, dt, i) + sz_d_ldx(pieces, dt, i) : sz_d_ldx(pieces, dt, i);
         for (int r = 1; r < nd; r++)
-            x += sz_d_ld(pieces, dt, (size_t)r * len + i);
-        sz_d_st(shard, dt, i, x);
+            x += sz_d_ldx(pieces, dt, (size_t)r * len + i);
+        sz_d_stx(shard, dt, i, x); /* fp16: an overflow becomes inf */
     }
 }
 
@@ -209,7 +229,9 @@ extern "C" int sz_cuda_reduce_pieces(cudaStream_t s, void *shard, int dt, const 
 {
     if (len <= 0)
         return 0;
-    char *dst = (char *)shard + (size_t)o * (dt ? 2 : 4);
+    if (!sz_dt_ok(dt))
+        return (int)cudaErrorInvalidValue;
+    char *dst = (char *)shard + (size_t)o * sz_cuda_esize(dt);
     reduce_pieces_k<<<sz_blocks((size_t)len, 256), 256, 0, s>>>(dst, dt, pieces, nd, (size_t)len, acc);
     return sz_launch_rc();
 }
