@@ -53,6 +53,7 @@ void sz_log_stderr(sz_log_level level, const char *msg, void *user);
 /* ---- the context: StarPU + StarPU-MPI + hwloc for one MPI rank ---------------------------- */
 typedef struct sz_context sz_context;
 
+#define SZ_MAX_TIMEOUT_S 1e7 /* about 116 days: the longest deadline (longer ones overflow the clocks) */
 typedef struct sz_context_config {
     int ncpus;                 /* StarPU CPU workers for this rank; -1: one, whose compute tasks
                                   run OpenMP-parallel over the rank's whole core share (node cores /
@@ -77,7 +78,8 @@ typedef struct sz_context_config {
                                   slowest step so far) makes the rank say whom it waited for (in which
                                   collective, task and step) and end the job with MPI_Abort (exit code 4);
                                   StarPU's watchdog is armed at 2 x timeout_s unless STARPU_WATCHDOG_TIMEOUT
-                                  is set. Default 600; 0: no deadline. */
+                                  is set. Default 600; 0: no deadline; more than SZ_MAX_TIMEOUT_S is
+                                  refused (SZ_ERR_INVALID). */
     int64_t gpu_mem_limit;     /* bytes StarPU may use on each GPU (STARPU_LIMIT_CUDA_MEM, in MiB,
                                   rounded down); 0: StarPU's default (90% of the device). A user's
                                   STARPU_LIMIT_CUDA_MEM wins. Apps pass their --mem-budget. */
@@ -191,6 +193,10 @@ sz_status sz_context_print_all(const sz_context *ctx, FILE *out);
 #define SZ_RUNTIME_ALLOWANCE_BYTES ((int64_t)256 << 20)
 /* Bytes the node has available now (MemAvailable, or less under a cgroup limit); -1 unknown. */
 int64_t sz_memory_available_bytes(void);
+/* Bytes the node has at all (MemTotal, or a cgroup's limit if smaller); -1 unknown. A budget above
+ * it (sz_zero_config.mem_budget times the ranks on the node) is refused by sz_model_finalize, and a
+ * model whose states alone exceed it at every stage (with the job's N_d) by sz_model_add_unit. */
+int64_t sz_memory_total_bytes(void);
 /* This process's resident set now, and its peak so far (bytes; -1 unknown). */
 int64_t sz_memory_rss_bytes(void);
 int64_t sz_memory_rss_peak_bytes(void);

@@ -57,6 +57,26 @@ int64_t sz_memory_available_bytes(void)
     return avail;
 }
 
+int64_t sz_memory_total_bytes(void)
+{
+    int64_t total = -1;
+    FILE *f = fopen("/proc/meminfo", "r");
+    char line[256];
+    while (f && fgets(line, sizeof line, f))
+        if (!strncmp(line, "MemTotal:", 9)) {
+            total = strtoll(line + 9, NULL, 10) * 1024;
+            break;
+        }
+    if (f)
+        fclose(f);
+    int64_t max = read_number("/sys/fs/cgroup/memory.max");
+    if (max < 0)
+        max = read_number("/sys/fs/cgroup/memory/memory.limit_in_bytes");
+    if (max > 0 && max < ((int64_t)1 << 60) && (total < 0 || max < total))
+        total = max;
+    return total;
+}
+
 int64_t sz_memory_rss_bytes(void)
 {
     FILE *f = fopen("/proc/self/statm", "r");

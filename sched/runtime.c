@@ -13,6 +13,7 @@
 #include <starpu_mpi.h>
 #include <omp.h>
 #include <sys/stat.h>
+#include <unistd.h>
 #include "sz_runtime.h"
 #include "sz_kernels.h"
 #include "sz_sched.h"
@@ -255,6 +256,45 @@ static void make_share_set(struct sz_context *ctx)
     }
 }
 
+/* mkdir -p `dir`/.starpu/sampling: 0 when it exists or was made. */
+static int make_starpu_home(const char *dir)
+{
+    char path[4096];
+    if (snprintf(path, sizeof path, "%s/.starpu/sampling", dir) >= (int)sizeof path)
+        return -1;
+    for (char *p = path + 1;; p++)
+        if (*p == '/' || !*p) {
+            char c = *p;
+            *p = 0;
+            if (mkdir(path, 0755) != 0 && errno != EEXIST)
+                return -1;
+            if (!(*p = c))
+                return 0;
+        }
+}
+
+/* StarPU keeps its calibration (perf models, bus samples) under $STARPU_HOME, else $HOME, and
+ * aborts the process where it cannot create it. Where neither is set to a place that can be
+ * written, StarPU is pointed at a cache directory instead ($XDG_CACHE_HOME/starzero, else
+ * /tmp/starzero-<uid>), with a warning; a STARPU_HOME the user set is left alone. */
+static void starpu_home_writable(void)
+{
+    const char *home = getenv("HOME");
+    if (getenv("STARPU_HOME") || (home && *home && make_starpu_home(home) == 0))
+        return;
+    char alt[4096];
+    const char *cache = getenv("XDG_CACHE_HOME");
+    if (cache && *cache)
+        snprintf(alt, sizeof alt, "%s/starzero", cache);
+    if (!(cache && *cache) || make_starpu_home(alt) != 0)
+        snprintf(alt, sizeof alt, "/tmp/starzero-%u", (unsigned)getuid());
+    if (make_starpu_home(alt) != 0)
+        return; /* nothing writable: StarPU will say so */
+    setenv("STARPU_HOME", alt, 1);
+    fprintf(stderr, "starzero: warning: HOME (%s) cannot hold StarPU's calibration files (.starpu/sampling); "
+                    "using STARPU_HOME=%s (set STARPU_HOME to choose)\n", home && *home ? home : "unset", alt);
+}
+
 sz_status sz_runtime_start(sz_context **out, const sz_context_config *cfg_in, int *argc, char ***argv)
 {
     if (!out)
@@ -262,6 +302,12 @@ sz_status sz_runtime_start(sz_context **out, const sz_context_config *cfg_in, in
     *out = NULL;
     sz_context_config cfg;
     if (cfg_in) cfg = *cfg_in; else sz_context_config_defaults(&cfg);
+    if (!(cfg.timeout_s >= 0) || cfg.timeout_s > SZ_MAX_TIMEOUT_S) { /* NaN too; beyond: overflows */
+        fprintf(stderr, "starzero: the collectives' timeout %g s is outside 0 (none) .. %g s (%.0f days): give "
+                        "0 to wait forever, or at most that (sz_context_config.timeout_s, sz-train --timeout)\n",
+                cfg.timeout_s, SZ_MAX_TIMEOUT_S, SZ_MAX_TIMEOUT_S / 86400);
+        return SZ_ERR_INVALID;
+    }
 
     struct sz_context *ctx = calloc(1, sizeof *ctx);
     if (!ctx)
@@ -350,6 +396,7 @@ sz_status sz_runtime_start(sz_context **out, const sz_context_config *cfg_in, in
      * GPU's d12 B8 T1024 bf16 run: 3.8 GB a step, into pageable memory, which blocks the CUDA
      * worker). The budget keeps the GPU from filling, so nothing needs evicting early: no
      * write-back (a user's setting kept). */
+    starpu_home_writable();
     setenv("STARPU_MINIMUM_CLEAN_BUFFERS", "0", 0);
     setenv("STARPU_TARGET_CLEAN_BUFFERS", "0", 0);
     /* Our StarPU build lets idle workers all sleep (deps/starpu-1.3.10-idle-sleep.patch); without

@@ -9,6 +9,7 @@
 #include "sz_cuda.h"
 #include "sz_gpu_budget.h"
 #include "sz_devcheck.h"
+#include "sz_deadline.h"
 
 /* A configuration the prediction (and the budget advice) folds the plan for: this model's, with
  * these changes. rows: the micro-batch's rows divided by this (activations taken as proportional). */
@@ -253,5 +254,56 @@ sz_status sz_model_check_budget(struct sz_model *m, int64_t budget)
                                           "try every setting; sz-estimate --model ... --budget explores them)"
                                         : "none up to N_d 4096 by stage, precision, checkpointing or micro-batch",
                    m->persistent[SZ_MEM_ACTIVATIONS] / 1e6, mb_up(peak));
+    return SZ_ERR_BUDGET;
+}
+
+sz_status sz_model_check_states(const struct sz_model *m)
+{
+    int64_t limit = sz_memory_total_bytes();
+    if (limit <= 0 || sz_model_have_cuda()) /* on GPUs the device budget is checked at finalize */
+        return SZ_OK;
+    struct trial t = current(m);
+    t.stage = 3; /* the least any configuration of these ranks needs */
+    double floor = peak_floor(m, t);
+    if (floor <= (double)limit)
+        return SZ_OK;
+    int64_t psi = 0;
+    for (int i = 0; i < m->nunits; i++)
+        psi += m->units[i]->numel;
+    int nd = sz_zero_min_nd_opt(3, (double)psi, t.mixed, m->nopt_states, (double)limit, 0.0, 1 << 30);
+    char fit[96] = "no N_d up to 2^30";
+    if (nd > 0)
+        snprintf(fit, sizeof fit, "N_d >= %d", nd);
+    sz_context_log(m->core.ctx, SZ_LOG_ERROR,
+                   "memory: the %d units declared so far (%lld parameters) need at least %.1f MB per rank for their "
+                   "model states alone, even at stage 3 with this job's N_d %d (%s; the ZeRO formula and the largest unit "
+                   "gathered, before activations and buffers), more than this node's whole memory (%.1f MB): no "
+                   "configuration of this job could run a step, so the model is refused before its tensors are "
+                   "allocated. By the formula its model states need %s at stage 3",
+                   m->nunits, (long long)psi, floor / 1e6, t.nd, sz_precision_name(m->zero.precision), mb_down(limit),
+                   fit);
+    return SZ_ERR_BUDGET;
+}
+
+sz_status sz_model_check_node_budget(const struct sz_model *m)
+{
+    const struct sz_context *ctx = m->core.ctx;
+    int64_t total = sz_memory_total_bytes(), local = ctx->topology.local_size > 0 ? ctx->topology.local_size : 1;
+    int over = m->zero.mem_budget > 0 && !sz_model_have_cuda() && total > 0 && m->zero.mem_budget > total / local;
+    if (ctx->world_size > 1 && /* every rank alike: refused if any node is too small */
+        sz_allreduce(MPI_IN_PLACE, &over, 1, MPI_INT, MPI_MAX, ctx->comm, "memory budget against the node") != MPI_SUCCESS)
+        return SZ_ERR_RUNTIME;
+    if (!over)
+        return SZ_OK;
+    char shared[64] = "";
+    if (local > 1)
+        snprintf(shared, sizeof shared, " shared by %lld ranks", (long long)local);
+    sz_context_log(m->core.ctx, SZ_LOG_ERROR,
+                   "--mem-budget %.1f MB per rank is more than %s (%.1f MB%s): a plan that fits it could still "
+                   "exhaust the node. Give at most %.1f MB, or no budget (each rank then gets its share of what the "
+                   "node has available)",
+                   m->zero.mem_budget / 1e6,
+                   total / local >= m->zero.mem_budget ? "another node's memory per rank" : "this node's memory per rank",
+                   total / 1e6, shared, mb_down(total / local));
     return SZ_ERR_BUDGET;
 }

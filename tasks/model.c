@@ -225,7 +225,7 @@ sz_status sz_model_add_unit(sz_model *m, const sz_unit_desc *d)
     u->backward = d->backward;
     u->user = d->user;
     m->units[m->nunits++] = u;
-    return SZ_OK;
+    return sz_model_check_states(m); /* a model no step could hold is refused now, not after its tensors */
 }
 
 /* Collective: every rank builds the same model (units, their tensors in order, the ZeRO config,
@@ -309,6 +309,8 @@ sz_status sz_model_finalize(sz_model *m)
     }
     /* SZ_CHECK_WAITS=1: check every step's tasks against the plan's waits (tasks/depcheck.c) */
     if (m->core.ctx->env.check_waits && (ast = sz_model_depcheck(m, 1)) != SZ_OK)
+        return ast;
+    if ((ast = sz_model_check_node_budget(m)) != SZ_OK) /* collective */
         return ast;
     int64_t budget = m->zero.mem_budget;
     if (budget <= 0) { /* none given: this rank's share of what the machine has (collective) */

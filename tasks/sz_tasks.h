@@ -178,6 +178,14 @@ void *sz_model_grow(void *arr, int *cap, int need, size_t elem);
 /* tasks/budget.c: sets m->predicted_peak from the plan's fold; with budget > 0 (bytes per rank)
  * and a peak over it, logs what fits (by the same fold) and returns SZ_ERR_BUDGET. */
 sz_status sz_model_check_budget(struct sz_model *m, int64_t budget);
+/* sz_model_add_unit: the model states of the units so far at their least (stage 3 at this N_d: the
+ * ZeRO formula plus the largest unit gathered) against the node's whole memory: SZ_ERR_BUDGET
+ * (logged, with the N_d the formula says would do) before any tensor is allocated. A budget given
+ * is checked at finalize, with the plan's advice. */
+sz_status sz_model_check_states(const struct sz_model *m);
+/* Collective (sz_model_finalize): SZ_ERR_BUDGET where a budget was given that exceeds a node's
+ * memory per rank (MemTotal or its cgroup's limit over the ranks on the node), naming both. */
+sz_status sz_model_check_node_budget(const struct sz_model *m);
 
 /* tasks/step.c: the ZeRO step driver, submitting the plan (graph/sz_plan.h) */
 /* The plan configuration of this model (its ZeRO config, ranks, communication worker, and the

@@ -232,5 +232,20 @@ expect 2 "optimizer.type Lamb" "AdamW or SGD" -- "${small[@]}" --steps 1 --ds-co
 sed 's/"partition_activations": false/"partition_activations": true/' "$ds" >"$dir/pa.json"
 expect 2 "partition_activations = true" "no model parallelism" -- "${small[@]}" --steps 1 --ds-config "$dir/pa.json"
 head -c 100 "$ds" >"$dir/broken.json"
-expect 2 "broken.json: not a JSON object" -- "${small[@]}" --steps 1 --ds-config "$dir/broken.json"
+expect 2 "broken.json: not one JSON object" -- "${small[@]}" --steps 1 --ds-config "$dir/broken.json"
+# strict: a known key of the wrong type, text after the object, two keys for one option that
+# disagree, a FIFO (which would block the open forever)
+ds_bad() { # NAME JSON WORDS...
+    local name=$1 json=$2; shift 2
+    printf '%s\n' "$json" >"$dir/$name.json"
+    expect 2 "$@" -- "${small[@]}" --steps 1 --ds-config "$dir/$name.json"
+}
+ds_bad type1 '{"optimizer": "adam"}' "optimizer is a string, expected an object"
+ds_bad type2 '{"bf16": {"enabled": "true"}}' "bf16.enabled is a string, expected true or false"
+ds_bad type3 '{"gradient_clipping": "1.0"}' "gradient_clipping is a string, expected a number"
+ds_bad trailing '{"gradient_clipping": 1.0} {"x": 1}' "not one JSON object, or text after it"
+ds_bad twice '{"bf16": {"enabled": true}, "fp16": {"enabled": true}}' "bf16.enabled (--precision bf16) and fp16.enabled (--precision fp16) disagree"
+ds_bad lrs '{"optimizer": {"type": "AdamW", "params": {"lr": 1e-3}}, "scheduler": {"type": "WarmupLR", "params": {"warmup_max_lr": 2e-3}}}' "disagree"
+mkfifo "$dir/fifo.json"
+expect 2 "fifo.json: not a regular file" -- "${small[@]}" --steps 1 --ds-config "$dir/fifo.json"
 echo "longrun_cli: all checks passed"

@@ -9,7 +9,8 @@
 #     resident set stays within the budget plus the runtime allowance (SZ_RUNTIME_ALLOWANCE_BYTES,
 #     reported as runtime_allowance_bytes): with the machine's budget, and with --save under the
 #     prediction as --mem-budget (the tightest budget accepted);
-#  3. one byte less is refused before any step, in under 10 s, "needs X" printed above "budget Y".
+#  3. one byte less is refused before any step, in under 10 s, "needs X" printed above "budget Y";
+#  4. bounds before allocation: a model no node could hold, huge plans, a budget above the node (below).
 # Usage: memory_cli.sh BUILD_DIR
 set -u
 bin=$1
@@ -87,3 +88,32 @@ grep -o "needs [0-9.]* MB per rank.*the budget is [0-9.]* MB" "$dir/short.txt" |
     { cat "$dir/short.txt"; fail "the refusal one byte short does not print needs > budget"; }
 awk -v a="$t0" -v b="$t1" 'BEGIN { exit !(b - a < 10) }' || fail "the refusal took 10 s or more"
 echo "one byte short: refused in $(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", b - a }') s: $(grep -o 'needs [0-9.]* MB' "$dir/short.txt" | head -1) vs $(grep -o 'budget is [0-9.]* MB' "$dir/short.txt" | head -1)"
+
+# 4. bounds before allocation (each in well under the test's timeout, no step, no crash):
+#  - a model whose states alone exceed the node (99,999 layers; GPT-2 and LLaMA) is refused while its
+#    units are declared, before any tensor, naming the N_d the ZeRO formula would need;
+#  - a budget too small for a model in 4-byte buckets (d2: every element of a shard its own
+#    reduce-scatter round at N_d >= 2) gets the budget's advice from a bounded search;
+#  - a --mem-budget above the node's memory is refused naming both;
+#  - sz-estimate of 100000,100000,1000000 (a plan of billions of bucket rounds) answers, printing
+#    "-" where no plan can be built, without allocating what it estimates.
+bounded() { # NAME TIMEOUT PATTERN sz-train args...
+    local name=$1 t=$2 pat=$3
+    shift 3
+    if timeout "$t" "$bin/sz-train" "$@" --vocab 256 --max-seq 64 --seq 32 --batch 2 --train "$dir/lic_train.bin" \
+        --steps 1 >"$dir/$name.txt" 2>&1; then
+        cat "$dir/$name.txt"; fail "$name: accepted"
+    fi
+    [ "$(grep -c '^step' "$dir/$name.txt")" = 0 ] || fail "$name: a step ran before the refusal"
+    grep -q "$pat" "$dir/$name.txt" || { cat "$dir/$name.txt"; fail "$name: no '$pat' in the refusal (or timed out)"; }
+    echo "$name: $(grep -m1 -o "$pat.\{0,160\}" "$dir/$name.txt")"
+}
+bounded layers 60 "model states alone, even at stage 3 with this job.s N_d 1 .*need N_d >= [0-9]* at stage 3" --config 99999,12,768
+bounded llama_layers 60 "model states alone" --arch llama --config 99999,12,768
+bounded big_plans 60 "memory budget: the plan needs .*Settings that fit" --config d2 --mem-budget 8M --bucket-bytes 4
+bounded huge_blocks 60 "model states alone" --config 10,1,99999
+bounded over_node 60 "mem-budget .* MB per rank is more than this node's memory" --config d2 --mem-budget 1000000G
+timeout 60 "$bin/sz-estimate" --model 100000,100000,1000000 --json >"$dir/est_huge.json" 2>&1 ||
+    { tail -5 "$dir/est_huge.json"; fail "sz-estimate --model 100000,100000,1000000 failed or timed out"; }
+grep -q '"largest_unit_elems"' "$dir/est_huge.json" || fail "sz-estimate --model 100000,100000,1000000: no answer"
+echo "sz-estimate 100000,100000,1000000: answered"

@@ -51,4 +51,16 @@ expect_error trunc.bin truncated --config d2 --vocab 256 --train "$dir/trunc.bin
 head -c 5000 "$dir/a.bin" >"$dir/trunc_model.bin"
 expect_error trunc_model.bin truncated --init "$dir/trunc_model.bin" --train "$dir/lic_train.bin"
 expect_error lic_train.bin "range" --config d2 --vocab 100 --train "$dir/lic_train.bin"
+# bounds with clear messages: a deadline that would overflow the clocks, bytes beyond any machine
+expect_error "1e+10 s" "outside 0 (none)" --config d2 --vocab 256 --timeout 1e10 --train "$dir/lic_train.bin"
+expect_error "1e30" "more bytes than any machine" --config d2 --vocab 256 --mem-budget 1e30 --train "$dir/lic_train.bin"
+# a HOME StarPU cannot write its calibration into (sysfs) is no abort: a cache directory instead
+if [ -d /sys/kernel ]; then
+    env -u STARPU_HOME HOME=/sys/kernel XDG_CACHE_HOME="$dir/cache" "$bin/sz-train" --config d2 --vocab 256 \
+        --max-seq 64 --seq 32 --batch 2 --steps 1 --train "$dir/lic_train.bin" >"$dir/home.txt" 2>&1 ||
+        { cat "$dir/home.txt"; fail "an unwritable HOME stopped the run"; }
+    grep -q "using STARPU_HOME=$dir/cache/starzero" "$dir/home.txt" && [ -d "$dir/cache/starzero/.starpu/sampling" ] ||
+        { cat "$dir/home.txt"; fail "an unwritable HOME: no warning naming the cache directory used"; }
+    echo "unwritable HOME: $(grep -m1 -o 'using STARPU_HOME=[^ ]*' "$dir/home.txt")"
+fi
 echo "train_cli: all checks passed"

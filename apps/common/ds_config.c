@@ -1,9 +1,11 @@
 /* apps/common/ds_config.c — DeepSpeed JSON config -> sz-train options (see ds_config.h). */
+#include <errno.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 #include <cjson/cJSON.h>
 #include "ds_config.h"
 
@@ -12,6 +14,8 @@ struct ctx {
     char **argv;
     char **args;
     int nargs, cap;
+    struct { const char *opt; char key[112], value[64]; } set[64]; /* what each option came from */
+    int nset;
     FILE *log;
     char *err;
     size_t errlen;
@@ -42,9 +46,26 @@ static void push(struct ctx *c, const char *s)
     c->args[c->nargs] = NULL;
 }
 
-/* key (its JSON path) became option [value] */
+static int refuse(struct ctx *c, const char *fmt, ...);
+
+/* key (its JSON path) became option [value]; two keys giving one option different values are refused */
 static void use(struct ctx *c, const char *key, const char *shown, const char *opt, const char *value, const char *why)
 {
+    for (int i = 0; i < c->nset; i++)
+        if (!strcmp(c->set[i].opt, opt)) {
+            if (strcmp(c->set[i].value, value ? value : "")) {
+                refuse(c, "%s (%s %s) and %s (%s %s) disagree: give one of them, or the option itself on the command "
+                       "line", c->set[i].key, opt, c->set[i].value, key, opt, value ? value : "");
+                return;
+            }
+            return; /* the same again */
+        }
+    if (c->nset < (int)(sizeof c->set / sizeof c->set[0])) {
+        c->set[c->nset].opt = opt;
+        snprintf(c->set[c->nset].key, sizeof c->set[c->nset].key, "%s", key);
+        snprintf(c->set[c->nset].value, sizeof c->set[c->nset].value, "%s", value ? value : "");
+        c->nset++;
+    }
     push(c, opt);
     if (value)
         push(c, value);
@@ -76,6 +97,24 @@ static int refuse(struct ctx *c, const char *fmt, ...)
     return -1;
 }
 
+/* What a JSON value is, for messages. */
+static const char *type_of(const cJSON *v)
+{
+    return cJSON_IsNumber(v) ? "a number" : cJSON_IsString(v) ? "a string" : cJSON_IsBool(v) ? "a boolean"
+           : cJSON_IsNull(v) ? "null" : cJSON_IsArray(v) ? "an array" : cJSON_IsObject(v) ? "an object" : "?";
+}
+
+/* A section's "enabled": a boolean, or absent (false); anything else is refused. */
+static int enabled(struct ctx *c, const char *section, const cJSON *o)
+{
+    const cJSON *e = cJSON_GetObjectItemCaseSensitive(o, "enabled");
+    if (e && !cJSON_IsBool(e)) {
+        refuse(c, "%s.enabled is %s, expected true or false", section, type_of(e));
+        return 0;
+    }
+    return cJSON_IsTrue(e);
+}
+
 /* A number (DeepSpeed also writes "auto", which only its HF integration resolves). */
 static int number(struct ctx *c, const char *key, const cJSON *v, double *out)
 {
@@ -87,7 +126,7 @@ static int number(struct ctx *c, const char *key, const cJSON *v, double *out)
         ignore(c, key, v, "\"auto\" is resolved by DeepSpeed's Hugging Face integration only; sz-train keeps its default");
         return 0;
     }
-    refuse(c, "%s must be a number", key);
+    refuse(c, "%s is %s, expected a number", key, type_of(v));
     return 0;
 }
 
@@ -300,6 +339,17 @@ static void checkpointing(struct ctx *c, const cJSON *a)
     }
 }
 
+/* The sections sz-train reads, each an object. */
+static int is_section(const char *k)
+{
+    static const char *const sections[] = {"optimizer", "scheduler", "bf16", "fp16", "zero_optimization",
+                                           "activation_checkpointing"};
+    for (size_t i = 0; i < sizeof sections / sizeof sections[0]; i++)
+        if (!strcmp(k, sections[i]))
+            return 1;
+    return 0;
+}
+
 int sz_ds_config_read(const char *path, int argc, char **argv, char ***args, int *nargs, FILE *log, char *err,
                       size_t errlen)
 {
@@ -307,9 +357,14 @@ int sz_ds_config_read(const char *path, int argc, char **argv, char ***args, int
     err[0] = 0;
     *args = NULL;
     *nargs = 0;
+    struct stat sb;
+    if (stat(path, &sb) == 0 && !S_ISREG(sb.st_mode)) { /* a FIFO would block the open forever */
+        snprintf(err, errlen, "%s: not a regular file (a DeepSpeed config is a JSON file)", path);
+        return -1;
+    }
     FILE *f = fopen(path, "rb");
     if (!f) {
-        snprintf(err, errlen, "%s: cannot open", path);
+        snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
         return -1;
     }
     fseek(f, 0, SEEK_END);
@@ -324,10 +379,12 @@ int sz_ds_config_read(const char *path, int argc, char **argv, char ***args, int
         return -1;
     }
     text[len] = 0;
-    cJSON *root = cJSON_Parse(text);
+    const char *end = NULL; /* one object and nothing after it but white space */
+    cJSON *root = cJSON_ParseWithOpts(text, &end, 1);
     if (!root || !cJSON_IsObject(root)) {
-        const char *at = cJSON_GetErrorPtr();
-        snprintf(err, errlen, "%s: not a JSON object (near byte %ld)", path, at && root == NULL ? (long)(at - text) : 0L);
+        const char *at = root ? NULL : end ? end : cJSON_GetErrorPtr();
+        snprintf(err, errlen, "%s: not one JSON object%s (near byte %ld)", path,
+                 at && *at && root == NULL && at > text ? ", or text after it" : "", at ? (long)(at - text) : 0L);
         free(text);
         cJSON_Delete(root);
         return -1;
@@ -362,23 +419,25 @@ int sz_ds_config_read(const char *path, int argc, char **argv, char ***args, int
             num_opt(&c, k, e, "--grad-clip", 0, 1, NULL);
         else if (!strcmp(k, "train_batch_size"))
             num_opt(&c, k, e, "--global-batch", 1, 1, "checked: N_d x --batch x --micro-batches must equal it");
-        else if (!strcmp(k, "optimizer") && cJSON_IsObject(e))
+        else if (is_section(k) && !cJSON_IsObject(e))
+            refuse(&c, "%s is %s, expected an object ({...})", k, type_of(e));
+        else if (!strcmp(k, "optimizer"))
             optimizer(&c, e);
-        else if (!strcmp(k, "scheduler") && cJSON_IsObject(e))
+        else if (!strcmp(k, "scheduler"))
             scheduler(&c, e, lr);
-        else if (!strcmp(k, "bf16") && cJSON_IsObject(e)) {
-            if (truthy(e, "enabled"))
+        else if (!strcmp(k, "bf16")) {
+            if (enabled(&c, k, e))
                 use(&c, "bf16.enabled", "true", "--precision", "bf16", NULL);
             else
                 ignore(&c, "bf16", e, "not enabled: fp32, sz-train's default");
-        } else if (!strcmp(k, "fp16") && cJSON_IsObject(e)) {
-            if (truthy(e, "enabled"))
+        } else if (!strcmp(k, "fp16")) {
+            if (enabled(&c, k, e))
                 fp16(&c, e);
             else
                 ignore(&c, "fp16", e, "not enabled");
-        } else if (!strcmp(k, "zero_optimization") && cJSON_IsObject(e))
+        } else if (!strcmp(k, "zero_optimization"))
             zero(&c, e, bf16);
-        else if (!strcmp(k, "activation_checkpointing") && cJSON_IsObject(e))
+        else if (!strcmp(k, "activation_checkpointing"))
             checkpointing(&c, e);
         else if (!strcmp(k, "checkpoint"))
             ignore(&c, k, e, "DeepSpeed's checkpoint section has no interval: give --save-state DIR --save-every N");

@@ -277,6 +277,14 @@ sz_status sz_gpt2_shape(const sz_gpt2_config *cfg, int B, int T, const sz_zero_c
     return SZ_OK;
 }
 
+static sz_status failed(gpt2 *g, sz_status st, char *err, size_t errlen)
+{
+    snprintf(err, errlen, "building the GPT-2 model failed: %s%s", sz_status_string(st),
+             st == SZ_ERR_BUDGET ? " (the message above says what would fit)" : "");
+    gpt2_free(g);
+    return st;
+}
+
 sz_status gpt2_create(gpt2 **out, sz_context *ctx, const sz_gpt2_config *cfg, int B, int T, const sz_zero_config *zero,
                       char *err, size_t errlen)
 {
@@ -331,6 +339,8 @@ sz_status gpt2_create(gpt2 **out, sz_context *ctx, const sz_gpt2_config *cfg, in
         st = sz_model_add_unit(g->model, &d[i]); /* it copies the name */
     free(d);
     free(names);
+    if (st != SZ_OK) /* before any tensor: a model no step could hold is refused here */
+        return failed(g, st, err, errlen);
 
     int64_t N = (int64_t)B * T, C = cfg->channels, NC = N * C, A = 2 * (int64_t)B * cfg->heads * T;
     int64_t NV = N * cfg->padded_vocab;
@@ -385,12 +395,8 @@ sz_status gpt2_create(gpt2 **out, sz_context *ctx, const sz_gpt2_config *cfg, in
         st = sz_model_set_loss(g->model, g->losses);
     if (st == SZ_OK)
         st = sz_model_finalize(g->model);
-    if (st != SZ_OK) {
-        snprintf(err, errlen, "building the GPT-2 model failed: %s%s", sz_status_string(st),
-                 st == SZ_ERR_BUDGET ? " (the message above says what would fit)" : "");
-        gpt2_free(g);
-        return st;
-    }
+    if (st != SZ_OK)
+        return failed(g, st, err, errlen);
     *out = g;
     return SZ_OK;
 }

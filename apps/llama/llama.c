@@ -191,6 +191,14 @@ sz_status sz_llama_shape(const sz_llama_config *cfg, int B, int T, const sz_zero
     return SZ_OK;
 }
 
+static sz_status failed(struct sz_llama *m, sz_status st, char *err, size_t errlen)
+{
+    snprintf(err, errlen, "building the LLaMA-style model failed: %s%s", sz_status_string(st),
+             st == SZ_ERR_BUDGET ? " (the message above says what would fit)" : "");
+    sz_llama_free(m);
+    return st;
+}
+
 sz_status sz_llama_create(sz_llama **out, sz_context *ctx, const sz_llama_config *cfg, int B, int T,
                           const sz_zero_config *zero, char *err, size_t errlen)
 {
@@ -244,6 +252,8 @@ sz_status sz_llama_create(sz_llama **out, sz_context *ctx, const sz_llama_config
         st = sz_model_add_unit(m->model, &d[i]); /* it copies the name */
     free(d);
     free(names);
+    if (st != SZ_OK) /* before any tensor: a model no step could hold is refused here */
+        return failed(m, st, err, errlen);
     int64_t N = (int64_t)B * T, NC = N * cfg->channels;
     int ok = 1, native = sz_model_precision(m->model)->native; /* the tables say which tensors are bf16 then */
     m->tokens = tensor(m, "tokens", -1, SZ_DTYPE_I32, N);
@@ -279,12 +289,8 @@ sz_status sz_llama_create(sz_llama **out, sz_context *ctx, const sz_llama_config
         st = sz_model_set_loss(m->model, m->head[LL_LOSSES]);
     if (st == SZ_OK)
         st = sz_model_finalize(m->model);
-    if (st != SZ_OK) {
-        snprintf(err, errlen, "building the LLaMA-style model failed: %s%s", sz_status_string(st),
-                 st == SZ_ERR_BUDGET ? " (the message above says what would fit)" : "");
-        sz_llama_free(m);
-        return st;
-    }
+    if (st != SZ_OK)
+        return failed(m, st, err, errlen);
     *out = m;
     return SZ_OK;
 }
