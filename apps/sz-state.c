@@ -1,22 +1,29 @@
 /* apps/sz-state.c — looks at a training state written by `sz-train --save-state DIR`: prints the
- * manifest of its newest complete step (or of the step directory given), verifies the size and
- * crc32 of every shard file, and with --export FILE writes the parameters as an llm.c GPT-2 model
- * file (the shards of every rank assembled, whatever N_d and ZeRO stage saved them; under mixed
- * precision the fp32 master, as `sz-train --save` writes it).
- *   sz-state DIR [--export FILE] [--quiet]
+ * manifest of its newest complete step (or of the step directory given) once its own checksum and
+ * its layout check out, verifies the size, crc32 and finiteness of every shard file (a NaN or
+ * infinity is named by state, tensor and element), and with --export FILE writes the parameters
+ * as an llm.c GPT-2 model file (the shards of every rank assembled, whatever N_d and ZeRO stage
+ * saved them; under mixed precision the fp32 master, as `sz-train --save` writes it). --reseal
+ * recomputes a hand-edited manifest's own checksum.
+ *   sz-state DIR [--export FILE] [--quiet] | sz-state --reseal STEPDIR
  * Exit status: 0 when every file checks out (and the export is written), 1 otherwise. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "starzero_gpt2.h"
+#include "opts.h"
 #include "state_io.h"
 
 static void usage(FILE *f)
 {
     fprintf(f, "usage: sz-state DIR [--export FILE] [--quiet]\n"
+               "       sz-state --reseal STEPDIR\n"
                "  DIR            a --save-state directory (its newest complete step) or one step-NNNNNNNN in it\n"
-               "  --export FILE  write the parameters as an llm.c GPT-2 checkpoint (fp32, version 3)\n"
-               "  --quiet        print only the summary line, not the manifest\n");
+               "  --export FILE  write the parameters as an llm.c GPT-2 checkpoint (fp32, version 3); FILE must\n"
+               "                 be a regular file or not exist\n"
+               "  --quiet        print only the summary line, not the manifest\n"
+               "  --reseal       after editing STEPDIR/manifest.json by hand, recompute its own checksum (its\n"
+               "                 layout is still checked against the files and the model when it is read)\n");
 }
 
 /* Under mixed precision the parameters are the fp32 master (as sz-train --save writes them). */
@@ -99,22 +106,37 @@ static int export_gpt2(const char *stepdir, const cJSON *man, const char *path, 
 int main(int argc, char **argv)
 {
     const char *dir = NULL, *export = NULL;
-    int quiet = 0;
+    int quiet = 0, reseal = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) { usage(stdout); return 0; }
         else if (!strcmp(argv[i], "--quiet")) quiet = 1;
+        else if (!strcmp(argv[i], "--reseal")) reseal = 1;
         else if (!strcmp(argv[i], "--export") && i + 1 < argc) export = argv[++i];
         else if (argv[i][0] != '-' && !dir) dir = argv[i];
         else { usage(stderr); return 2; }
     }
-    if (!dir) { usage(stderr); return 2; }
-    char stepdir[4096], err[8192];
+    if (!dir || (reseal && (export || quiet))) { usage(stderr); return 2; }
+    char stepdir[4096], err[8192], note[4200];
+    if (reseal) {
+        if (sz_state_reseal(dir, err, sizeof err) != 0) {
+            fprintf(stderr, "sz-state: --reseal %s\n", err);
+            return 1;
+        }
+        printf("resealed %s/manifest.json (its own checksum recomputed)\n", dir);
+        return 0;
+    }
+    if (export && sz_check_writable_file(export, err, sizeof err) != 0) { /* before reading anything */
+        fprintf(stderr, "sz-state: --export %s\n", err);
+        return 1;
+    }
     cJSON *man = NULL;
     if (sz_state_find(dir, stepdir, sizeof stepdir, err, sizeof err) != 0 ||
-        sz_state_manifest(stepdir, &man, err, sizeof err) != 0) {
+        sz_state_manifest(stepdir, &man, note, sizeof note, err, sizeof err) != 0) {
         fprintf(stderr, "sz-state: %s\n", err);
         return 1;
     }
+    if (note[0])
+        fprintf(stderr, "sz-state: %s\n", note);
     if (!quiet) {
         char *text = cJSON_Print(man);
         printf("%s/manifest.json:\n%s\n", stepdir, text ? text : "?");

@@ -25,7 +25,7 @@ struct opts {
     const char *arch, *init, *config, *train, *val, *save, *precision, *decay, *trace, *save_state, *resume, *lr_schedule, *bf16_compute;
     int vocab, max_seq, batch, seq, steps, val_every, val_steps, json, stage, micro_batches, report, checkpoint,
         offload, offload_optimizer, no_arenas, allow_nonfinite, save_every, keep, warmup, global_batch,
-        kernel_threads;
+        kernel_threads, overwrite_state;
     double mem_budget, prefetch_bytes, max_live_bytes, bucket_bytes;
     unsigned long long seed;
     float lr, beta1, beta2, eps, wd, grad_clip, min_lr, momentum;
@@ -105,15 +105,21 @@ static void usage(FILE *f)
             "                               (micro-batch, accumulation, clipping, AdamW or SGD, WarmupLR/WarmupCosineLR,\n"
             "                               bf16, zero_optimization, activation_checkpointing) become them, each\n"
             "                               key reported; the command line wins over the file\n"
-            "output:   --save FILE          write an llm.c checkpoint (fp32) at the end\n"
+            "output:   --save FILE          write an llm.c checkpoint (fp32) at the end (a regular file or none)\n"
             "          --save-state DIR     write the whole training state (parameters, fp32 master, optimizer\n"
             "                               state, step, data position), each rank its shard, into\n"
-            "                               DIR/step-NNNNNNNN after the last step and every --save-every N\n"
+            "                               DIR/step-NNNNNNNN after the last step and every --save-every N.\n"
+            "                               DIR belongs to one run: the run holds its lock while it lives, and\n"
+            "                               a new run (no --resume) refuses a DIR holding another run's states\n"
+            "          --overwrite-state    accept such a DIR: its other run's states are removed after this\n"
+            "                               run's first save\n"
             "          --save-every N       also every N steps (default 0: only after the last step)\n"
-            "          --keep N             keep only the newest N saved steps (default 0: all)\n"
-            "          --resume DIR         continue from DIR's newest complete state (at any N_d and ZeRO\n"
-            "                               stage; --steps counts from the start of training; the model\n"
-            "                               comes from the state: --config/--init, if given, must match)\n"
+            "          --keep N             keep only the newest N saves of this run's lineage, in save order\n"
+            "                               (default 0: all); resuming an older save starts a new lineage\n"
+            "          --resume DIR         continue from DIR's newest complete state, or the step-NNNNNNNN\n"
+            "                               directory given (at any N_d and ZeRO stage; --steps counts from\n"
+            "                               the start of training; the model comes from the state:\n"
+            "                               --config/--init, if given, must match)\n"
             "          SIGTERM, SIGINT or SIGUSR1 (to any rank, or to mpirun) stops the run after the step in\n"
             "                               progress, saving the state with --save-state; exit 0. A second\n"
             "                               signal exits at once\n"
@@ -235,6 +241,7 @@ static int parse(int argc, char **argv, struct opts *o)
         if (!strcmp(a, "--offload-optimizer")) { o->offload_optimizer = 1; continue; }
         if (!strcmp(a, "--no-arenas")) { o->no_arenas = 1; continue; }
         if (!strcmp(a, "--allow-nonfinite")) { o->allow_nonfinite = 1; continue; }
+        if (!strcmp(a, "--overwrite-state")) { o->overwrite_state = 1; continue; }
         if (!strcmp(a, "--partition-activations")) {
             fprintf(stderr, "sz-train: --partition-activations (ZeRO-R's P_a) partitions activation checkpoints across "
                             "model-parallel ranks, and StarZeRO has no model parallelism yet: there is nothing to "
@@ -527,8 +534,14 @@ static int state_resume_checks(const struct opts *o, const cJSON *man, const cha
     const cJSON *d = cJSON_GetObjectItemCaseSensitive(man, "data"), *z = cJSON_GetObjectItemCaseSensitive(man, "zero");
     long rows = (long)sz_json_num(d, "rows_per_micro_batch", -1), seq = (long)sz_json_num(d, "seq", -1);
     long mbs = (long)sz_json_num(z, "micro_batches", -1);
+    double nmb = sz_json_num(d, "next_micro_batch", -1);
+    if (!(nmb >= 0 && nmb <= 9007199254740992.0 && nmb == floor(nmb))) {
+        fprintf(stderr, "sz-train: %s: data.next_micro_batch is %.17g, not a position in the data (an integer >= 0): "
+                        "the manifest is damaged or was edited\n", stepdir, nmb);
+        return -1;
+    }
     if (rows == (long)nd * o->batch && seq == o->seq && mbs == o->micro_batches)
-        *next_mb = (long)sz_json_num(d, "next_micro_batch", 0);
+        *next_mb = (long)nmb;
     else {
         *next_mb = (long)*step * o->micro_batches;
         if (lead)
@@ -792,7 +805,7 @@ int main(int argc, char **argv)
     int prc = parse(pargc, pargv, &o);
     if (prc != 0)
         return 2;
-    char err[700] = "", stepdir[4096] = "";
+    char err[1400] = "", stepdir[4096] = "", note[4400] = "";
     sz_arch_config cfg = {0};
     sz_status st = SZ_OK;
     if (o.arch && sz_arch_parse(o.arch, &cfg.kind) != 0) {
@@ -815,7 +828,7 @@ int main(int argc, char **argv)
     }
     cJSON *man = NULL; /* --resume: the state's manifest */
     if (o.resume && (sz_state_find(o.resume, stepdir, sizeof stepdir, err, sizeof err) != 0 ||
-                     sz_state_manifest(stepdir, &man, err, sizeof err) != 0)) {
+                     sz_state_manifest(stepdir, &man, note, sizeof note, err, sizeof err) != 0)) {
         fprintf(stderr, "sz-train: --resume %s\n", err);
         return 1;
     }
@@ -852,8 +865,16 @@ int main(int argc, char **argv)
     int *in = malloc((size_t)o.batch * o.seq * sizeof *in), *tg = malloc((size_t)o.batch * o.seq * sizeof *tg);
     sz_memory_report *reps = calloc((size_t)nd, sizeof *reps);
     sz_tokens train = {0}, val = {0};
+    sz_state_dir *sdir = NULL; /* --save-state: the directory this run owns and holds locked */
+    if (lead && note[0])
+        fprintf(stderr, "sz-train: %s\n", note);
     if (check_outputs(&o, ctx, rank) != 0)
         goto out;
+    if (o.save_state && sz_state_dir_open(&sdir, ctx, o.save_state, man ? stepdir : NULL, man, o.overwrite_state,
+                                          lead ? stderr : NULL, err, sizeof err) != 0) {
+        fprintf(stderr, "sz-train: --save-state %s\n", err);
+        goto out;
+    }
     if (o.global_batch > 0 && (long)nd * o.batch * o.micro_batches != o.global_batch) {
         if (lead)
             fprintf(stderr, "sz-train: --global-batch %d: this run's global batch is %d rank(s) x --batch %d x "
@@ -1024,7 +1045,7 @@ int main(int argc, char **argv)
                 printf("step %4d/%d: val loss %.6f (%ld batches)\n", step, o.steps, vl, val_batches);
         }
         if (o.save_state && ((o.save_every > 0 && step % o.save_every == 0) || last)) {
-            if (sz_state_save(sz_arch_model_of(g), ctx, o.save_state, step,
+            if (sz_state_save(sdir, sz_arch_model_of(g), ctx, step,
                               state_info(&o, &cfg, &train, nd, next_mb, &scaler), o.keep,
                               save_delay_ms(), where, sizeof where, err, sizeof err) != 0) {
                 fprintf(stderr, "sz-train: --save-state: %s\n", err);
@@ -1066,6 +1087,7 @@ out:
     free(tg);
     free(reps);
     sz_arch_free(g);
+    sz_state_dir_close(sdir);
     sz_context_free(ctx);
     sz_tokens_close(&train);
     sz_tokens_close(&val);

@@ -94,6 +94,7 @@ train --steps 8 "${force[@]}" --resume "$dir/state" --save "$dir/r.bin" >"$dir/r
 echo "resumed at step 3: bitwise the uninterrupted run's step 8 loss, scale and parameters"
 # a state without its loss scaler cannot resume an fp16 run: refused, saying what is missing
 sed -i 's/"loss_scaler"/"loss_scaler_gone"/' "$dir"/state/step-00000003/manifest.json
+"$bin/sz-state" --reseal "$dir/state/step-00000003" >/dev/null || fail "sz-state --reseal" # the edit is deliberate
 if train --steps 8 "${force[@]}" --resume "$dir/state" >"$dir/noscaler.txt" 2>&1; then fail "resumed fp16 without a loss scaler"; fi
 grep -q "the state has no usable loss_scaler" "$dir/noscaler.txt" || { cat "$dir/noscaler.txt"; fail "no clear refusal"; }
 echo "a state without its loss scaler: refused"

@@ -11,7 +11,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <CUnit/Basic.h>
@@ -734,6 +736,90 @@ static void test_writer_pieces(void)
     free(p);
 }
 
+/* A writer killed (SIGKILL) after every parameter was put but before close: the temporary it
+ * leaves has the full size, and every reader refuses it as unfinished (its header is written
+ * last); the file it was to replace is intact. */
+static void test_killed_writer_leaves_refused_tmp(void)
+{
+    char path[256], tmp[300], err[512] = "";
+    tpath("killed.bin", path, sizeof path);
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    make_checkpoint(path);
+    size_t len0, len1;
+    unsigned char *before = slurp(path, &len0);
+    sz_gpt2_config c = tiny_config();
+    size_t n = sz_gpt2_num_params(&c);
+    float *p = pattern_params(n);
+    fflush(NULL);
+    pid_t pid = fork();
+    CU_ASSERT_FATAL(pid >= 0);
+    if (pid == 0) {
+        sz_llmc_writer *w = NULL;
+        if (sz_llmc_writer_open(&w, path, &c, NULL, 0) != SZ_OK || sz_llmc_writer_put(w, 0, p, n, NULL, 0) != SZ_OK)
+            _exit(1);
+        raise(SIGKILL); /* as a kill -9 during --save */
+        _exit(2);
+    }
+    int status = 0;
+    waitpid(pid, &status, 0);
+    CU_ASSERT_FATAL(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+    struct stat st;
+    CU_ASSERT_FATAL(stat(tmp, &st) == 0);
+    CU_ASSERT_EQUAL(st.st_size, SZ_LLMC_HEADER_BYTES + (off_t)(n * sizeof(float))); /* full size, unfinished */
+    sz_gpt2_config got;
+    EXPECT_ERR(sz_llmc_checkpoint_read_header(tmp, &got, err, sizeof err), SZ_ERR_FORMAT, err, "killed.bin.tmp",
+               "an unfinished file");
+    sz_llmc_reader *r = NULL;
+    EXPECT_ERR(sz_llmc_reader_open(&r, tmp, &got, err, sizeof err), SZ_ERR_FORMAT, err, "killed.bin.tmp",
+               "header is written last");
+    unsigned char *after = slurp(path, &len1);
+    CU_ASSERT(after && len0 == len1 && memcmp(before, after, len0) == 0);
+    /* the next write replaces the leftover and completes */
+    CU_ASSERT_EQUAL(sz_llmc_checkpoint_write(path, &c, p, n, err, sizeof err), SZ_OK);
+    CU_ASSERT(!file_exists(tmp));
+    CU_ASSERT_EQUAL(sz_llmc_checkpoint_read_header(path, &got, err, sizeof err), SZ_OK);
+    free(before);
+    free(after);
+    free(p);
+}
+
+/* Only a regular file is ever replaced: a FIFO or a directory at the path is refused naming what
+ * it is, and stays what it was; a FIFO in the temporary's place is not ours and is left alone. */
+static void test_write_refuses_non_regular(void)
+{
+    char fifo[256], d[256], path[256], tmp[300], err[512] = "";
+    sz_gpt2_config c = tiny_config();
+    size_t n = sz_gpt2_num_params(&c);
+    float *p = pattern_params(n);
+    tpath("out.fifo", fifo, sizeof fifo);
+    CU_ASSERT_EQUAL_FATAL(mkfifo(fifo, 0600), 0);
+    EXPECT_ERR(sz_llmc_checkpoint_write(fifo, &c, p, n, err, sizeof err), SZ_ERR_IO, err, "out.fifo",
+               "it is a FIFO, and only a regular file is ever replaced");
+    sz_llmc_writer *w = NULL;
+    EXPECT_ERR(sz_llmc_writer_open(&w, fifo, &c, err, sizeof err), SZ_ERR_IO, err, "out.fifo", "it is a FIFO");
+    uint16_t tok = 1;
+    EXPECT_ERR(sz_llmc_tokens_write(fifo, &tok, 1, err, sizeof err), SZ_ERR_IO, err, "out.fifo", "it is a FIFO");
+    struct stat st;
+    CU_ASSERT(stat(fifo, &st) == 0 && S_ISFIFO(st.st_mode));
+    snprintf(tmp, sizeof tmp, "%s.tmp", fifo);
+    CU_ASSERT(!file_exists(tmp));
+    tpath("out.dir", d, sizeof d);
+    CU_ASSERT_EQUAL_FATAL(mkdir(d, 0700), 0);
+    EXPECT_ERR(sz_llmc_checkpoint_write(d, &c, p, n, err, sizeof err), SZ_ERR_IO, err, "out.dir", "it is a directory");
+    CU_ASSERT(stat(d, &st) == 0 && S_ISDIR(st.st_mode));
+    rmdir(d);
+    /* a FIFO where the temporary goes: refused without opening it (which would block) */
+    tpath("m2.bin", path, sizeof path);
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    CU_ASSERT_EQUAL_FATAL(mkfifo(tmp, 0600), 0);
+    EXPECT_ERR(sz_llmc_checkpoint_write(path, &c, p, n, err, sizeof err), SZ_ERR_IO, err, "m2.bin.tmp",
+               "it exists and is a FIFO");
+    CU_ASSERT(stat(tmp, &st) == 0 && S_ISFIFO(st.st_mode));
+    unlink(tmp);
+    unlink(fifo);
+    free(p);
+}
+
 /* ---- driver ------------------------------------------------------------------------------- */
 
 int main(void)
@@ -763,7 +849,9 @@ int main(void)
              CU_add_test(fmt, "checkpoint: config mismatch", test_ckpt_config_mismatch) &&
              CU_add_test(fmt, "tokens: every bad file", test_tokens_bad_files) &&
              CU_add_test(fmt, "writes: failure keeps the old file", test_write_failure_keeps_old_file) &&
-             CU_add_test(fmt, "writer: pieces in any order, missing or stray pieces", test_writer_pieces);
+             CU_add_test(fmt, "writer: pieces in any order, missing or stray pieces", test_writer_pieces) &&
+             CU_add_test(fmt, "writer killed before close: its temporary is refused", test_killed_writer_leaves_refused_tmp) &&
+             CU_add_test(fmt, "writes: only a regular file is replaced", test_write_refuses_non_regular);
     if (!ok) {
         CU_cleanup_registry();
         return 2;

@@ -122,8 +122,10 @@ int sz_check_writable_file(const char *path, char *err, size_t errlen)
                  exists ? "is not a directory" : "does not exist");
         return -1;
     }
-    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
-        snprintf(err, errlen, "%s: cannot be written: it is a directory", path);
+    if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) { /* only a regular file is ever replaced */
+        snprintf(err, errlen, "%s: cannot be written: it is %s, and only a regular file is ever replaced", path,
+                 S_ISDIR(st.st_mode) ? "a directory" : S_ISCHR(st.st_mode) ? "a character device"
+                 : S_ISBLK(st.st_mode) ? "a block device" : S_ISFIFO(st.st_mode) ? "a FIFO" : "not a regular file");
         return -1;
     }
     snprintf(probe, sizeof probe, "%s/.sz-probe-%d", dir, (int)getpid());

@@ -1,7 +1,9 @@
 /* apps/gpt2/llmc_format.c — readers and writers for llm.c's GPT-2 checkpoint (fp32, version 3) and token
  * (uint16, version 1) files. Reads validate the header and the exact file size before
- * allocating, load into a temporary and hand it over only on success; writes go to `path`.tmp,
- * are flushed and fsync'ed, then renamed over `path`.
+ * allocating, load into a temporary and hand it over only on success; writes go to `path`.tmp
+ * under a header marked unfinished, the body is fsync'ed, the real header written last (the
+ * file's completion marker: a writer killed before it leaves a file every reader refuses), then
+ * renamed over `path`. Only a regular file (or nothing) at `path` is ever replaced.
  */
 #define _POSIX_C_SOURCE 200809L
 
@@ -98,6 +100,12 @@ static sz_status read_header(FILE *fp, uint64_t size, int32_t hdr[SZ_LLMC_HEADER
     sz_status st = read_exact(fp, hdr, have, path, err, errlen);
     if (st != SZ_OK)
         return st;
+    if (have >= 4 && (hdr[0] == SZ_LLMC_UNFINISHED_MODEL || hdr[0] == SZ_LLMC_UNFINISHED_TOKENS)) {
+        gpt2_set_err(err, errlen, "%s: an unfinished file: its writer stopped before completing it (the header is "
+                     "written last, after every value), so it is not an llm.c %s; a leftover temporary of an "
+                     "interrupted save, remove it", path, kind);
+        return SZ_ERR_FORMAT;
+    }
     if (have >= 4 && hdr[0] != magic) {
         const char *hint = "";
         if (hdr[0] == other_magic)
@@ -424,6 +432,51 @@ sz_status sz_llmc_tokens_read(const char *path, int vocab, uint16_t **tokens_out
 
 /* ---- writing ------------------------------------------------------------------------------ */
 
+static const char *file_kind(mode_t m)
+{
+    return S_ISDIR(m) ? "a directory" : S_ISCHR(m) ? "a character device" : S_ISBLK(m) ? "a block device"
+         : S_ISFIFO(m) ? "a FIFO" : S_ISSOCK(m) ? "a socket" : S_ISLNK(m) ? "a symbolic link" : "not a regular file";
+}
+
+/* Creates the temporary `tmp` for `path`: only a regular file (or nothing) at `path` may be
+ * replaced, and a regular leftover temporary is replaced; anything else there is refused. -1 and
+ * err, or the descriptor. */
+static int create_tmp(const char *path, const char *tmp, char *err, size_t errlen)
+{
+    struct stat st;
+    if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
+        gpt2_set_err(err, errlen, "%s: not written: it is %s, and only a regular file is ever replaced", path,
+                     file_kind(st.st_mode));
+        errno = EEXIST;
+        return -1;
+    }
+    if (lstat(tmp, &st) == 0) {
+        if (!S_ISREG(st.st_mode)) {
+            gpt2_set_err(err, errlen, "%s: cannot create the temporary file %s: it exists and is %s (not ours: "
+                         "left alone)", path, tmp, file_kind(st.st_mode));
+            return -1;
+        }
+        unlink(tmp); /* a leftover of an interrupted write */
+    }
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0644);
+    if (fd < 0)
+        gpt2_set_err(err, errlen, "%s: cannot create the temporary file %s: %s", path, tmp, strerror(errno));
+    return fd;
+}
+
+/* The last steps of a write: the body is on disk, then the real header (the completion marker)
+ * goes over the unfinished one and is fsync'ed too. NULL, or what failed (errno set). */
+static const char *finish_header(int fd, const int32_t hdr[SZ_LLMC_HEADER_INTS])
+{
+    if (fsync(fd) != 0 && errno != EINVAL && errno != EROFS)
+        return "fsync"; /* EINVAL/EROFS: the file system does not support fsync */
+    if (pwrite(fd, hdr, SZ_LLMC_HEADER_BYTES, 0) != (ssize_t)SZ_LLMC_HEADER_BYTES)
+        return "write of the header";
+    if (fsync(fd) != 0 && errno != EINVAL && errno != EROFS)
+        return "fsync";
+    return NULL;
+}
+
 static int write_all(FILE *fp, const void *buf, size_t n)
 {
     const unsigned char *p = buf;
@@ -437,8 +490,9 @@ static int write_all(FILE *fp, const void *buf, size_t n)
     return 1;
 }
 
-/* Writes header + body to `path`.tmp, flushes and fsyncs it, then renames it over `path`. The
- * temporary is removed on failure (only if we created it), and `path` is never touched then. */
+/* Writes body to `path`.tmp under an unfinished header, then the header (finish_header), then
+ * renames it over `path`. The temporary is removed on failure (only if we created it), and
+ * `path` is never touched then. */
 static sz_status write_atomic(const char *path, const int32_t hdr[SZ_LLMC_HEADER_INTS],
                               const void *body, size_t body_bytes, char *err, size_t errlen)
 {
@@ -451,21 +505,28 @@ static sz_status write_atomic(const char *path, const int32_t hdr[SZ_LLMC_HEADER
     memcpy(tmp, path, len);
     memcpy(tmp + len, ".tmp", 5);
 
-    FILE *fp = fopen(tmp, "wb");
+    int fd = create_tmp(path, tmp, err, errlen);
+    FILE *fp = fd >= 0 ? fdopen(fd, "wb") : NULL;
     if (!fp) {
-        gpt2_set_err(err, errlen, "%s: cannot create the temporary file %s: %s", path, tmp,
-                strerror(errno));
+        if (fd >= 0) {
+            gpt2_set_err(err, errlen, "%s: cannot create the temporary file %s: %s", path, tmp, strerror(errno));
+            close(fd);
+            remove(tmp);
+        }
         free(tmp);
         return SZ_ERR_IO;
     }
+    int32_t unfinished[SZ_LLMC_HEADER_INTS];
+    memcpy(unfinished, hdr, SZ_LLMC_HEADER_BYTES);
+    unfinished[0] = hdr[0] == SZ_LLMC_TOKENS_MAGIC ? SZ_LLMC_UNFINISHED_TOKENS : SZ_LLMC_UNFINISHED_MODEL;
     const char *failed = NULL;
     int saved_errno = 0;
-    if (!write_all(fp, hdr, SZ_LLMC_HEADER_BYTES) || (body_bytes && !write_all(fp, body, body_bytes)))
+    if (!write_all(fp, unfinished, SZ_LLMC_HEADER_BYTES) || (body_bytes && !write_all(fp, body, body_bytes)))
         failed = "write";
     else if (fflush(fp) != 0)
         failed = "flush";
-    else if (fsync(fileno(fp)) != 0 && errno != EINVAL && errno != EROFS)
-        failed = "fsync"; /* EINVAL/EROFS: the file system does not support fsync (pipes, ...) */
+    else
+        failed = finish_header(fileno(fp), hdr);
     if (failed)
         saved_errno = errno;
     if (fclose(fp) != 0 && !failed) {
@@ -518,6 +579,7 @@ struct sz_llmc_writer {
     char *path, *tmp;
     int fd;
     uint64_t nparams, written; /* floats the body holds, floats put so far */
+    int32_t hdr[SZ_LLMC_HEADER_INTS]; /* written last, by close */
 };
 
 static void writer_free(sz_llmc_writer *w)
@@ -553,7 +615,7 @@ sz_status sz_llmc_writer_open(sz_llmc_writer **out, const char *path, const sz_g
     memcpy(w->tmp, path, len);
     memcpy(w->tmp + len, ".tmp", 5);
     w->nparams = sz_gpt2_num_params(cfg);
-    int32_t hdr[SZ_LLMC_HEADER_INTS] = {0};
+    int32_t *hdr = w->hdr;
     hdr[0] = SZ_LLMC_MODEL_MAGIC;
     hdr[1] = SZ_LLMC_MODEL_VERSION_FP32;
     hdr[2] = cfg->max_seq;
@@ -562,13 +624,15 @@ sz_status sz_llmc_writer_open(sz_llmc_writer **out, const char *path, const sz_g
     hdr[5] = cfg->heads;
     hdr[6] = cfg->channels;
     hdr[7] = cfg->padded_vocab;
-    w->fd = open(w->tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    int32_t unfinished[SZ_LLMC_HEADER_INTS];
+    memcpy(unfinished, hdr, SZ_LLMC_HEADER_BYTES);
+    unfinished[0] = SZ_LLMC_UNFINISHED_MODEL; /* until close writes hdr: a killed writer leaves a refused file */
+    w->fd = create_tmp(path, w->tmp, err, errlen);
     if (w->fd < 0) {
-        gpt2_set_err(err, errlen, "%s: cannot create the temporary file %s: %s", path, w->tmp, strerror(errno));
         writer_free(w);
         return SZ_ERR_IO;
     }
-    if (pwrite(w->fd, hdr, SZ_LLMC_HEADER_BYTES, 0) != (ssize_t)SZ_LLMC_HEADER_BYTES ||
+    if (pwrite(w->fd, unfinished, SZ_LLMC_HEADER_BYTES, 0) != (ssize_t)SZ_LLMC_HEADER_BYTES ||
         ftruncate(w->fd, (off_t)(SZ_LLMC_HEADER_BYTES + w->nparams * sizeof(float))) != 0) {
         gpt2_set_err(err, errlen, "%s: write of the temporary file %s failed: %s (the existing %s, if any, is "
                      "unchanged)", path, w->tmp, strerror(errno), path);
@@ -618,11 +682,19 @@ sz_status sz_llmc_writer_close(sz_llmc_writer *w, char *err, size_t errlen)
         sz_llmc_writer_abort(w);
         return SZ_ERR_INVALID;
     }
-    if (fsync(w->fd) != 0 && errno != EINVAL && errno != EROFS)
-        failed = "fsync", saved_errno = errno;
+    if ((failed = finish_header(w->fd, w->hdr)) != NULL)
+        saved_errno = errno;
     if (close(w->fd) != 0 && !failed)
         failed = "close", saved_errno = errno;
     w->fd = -1;
+    struct stat st;
+    if (!failed && stat(w->path, &st) == 0 && !S_ISREG(st.st_mode)) { /* appeared since open */
+        gpt2_set_err(err, errlen, "%s: not written: it is %s, and only a regular file is ever replaced (the "
+                     "temporary %s is removed)", w->path, file_kind(st.st_mode), w->tmp);
+        remove(w->tmp);
+        writer_free(w);
+        return SZ_ERR_IO;
+    }
     if (!failed && rename(w->tmp, w->path) != 0)
         failed = "rename", saved_errno = errno;
     if (failed) {

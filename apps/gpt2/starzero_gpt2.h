@@ -179,10 +179,11 @@ void sz_llmc_reader_close(sz_llmc_reader *r);
 
 /* The same file written piece by piece, for a model that never holds all its parameters in one
  * place (GPT-2's --save gathers one unit at a time): open refuses a `path` that is not a regular
- * file, writes an unfinished header (SZ_LLMC_UNFINISHED_MODEL) to `path`.tmp and sizes it; put writes n floats at parameter `offset` of llm.c's flat order (any order, pwrite);
- * close checks every parameter was put, fsyncs the body, writes the real header, fsyncs and renames
- * over `path`; abort (or any failure of
- * close) removes the temporary, `path` untouched. The writer is freed by close and abort. */
+ * file, writes an unfinished header (SZ_LLMC_UNFINISHED_MODEL) to `path`.tmp and sizes it; put
+ * writes n floats at parameter `offset` of llm.c's flat order (any order, pwrite); close checks
+ * every parameter was put, fsyncs the body, writes the real header, fsyncs and renames over `path`;
+ * abort (or any failure of close) removes the temporary, `path` untouched. The writer is freed by
+ * close and abort. */
 typedef struct sz_llmc_writer sz_llmc_writer;
 sz_status sz_llmc_writer_open(sz_llmc_writer **w, const char *path, const sz_gpt2_config *cfg, char *err,
                               size_t errlen);
