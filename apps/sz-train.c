@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include "gpt2/gpt2.h"
 #include "arch.h"
@@ -23,9 +24,10 @@
 
 struct opts {
     const char *arch, *init, *config, *train, *val, *save, *precision, *decay, *trace, *save_state, *resume, *lr_schedule, *bf16_compute;
+    const char *ds_config; /* --ds-config's file (its options are already in argv: with_ds_config) */
     int vocab, max_seq, batch, seq, steps, val_every, val_steps, json, stage, micro_batches, report, checkpoint,
         offload, offload_optimizer, no_arenas, allow_nonfinite, save_every, keep, warmup, global_batch,
-        kernel_threads, overwrite_state;
+        kernel_threads, overwrite_state, allow_other_data;
     double mem_budget, prefetch_bytes, max_live_bytes, bucket_bytes;
     unsigned long long seed;
     float lr, beta1, beta2, eps, wd, grad_clip, min_lr, momentum;
@@ -64,7 +66,7 @@ static void usage(FILE *f)
             "                               decay from --lr to --min-lr (default 0) at step --steps\n"
             "          --precision fp32|bf16|fp16  bf16 or fp16: 16-bit params and grads (stored, communicated),\n"
             "                               fp32 master weights and optimizer state; fp16 computes in fp32 on\n"
-            "                               working copies and scales the loss (CPU workers only so far)\n"
+            "                               working copies and scales the loss\n"
             "          --loss-scale S       fp16: a fixed loss scale; 0 (default) dynamic, DeepSpeed's rule:\n"
             "          --initial-scale-power P  start at 2^P (default 16); a step whose gradients overflow is\n"
             "          --hysteresis H       skipped, and after H such steps (default 2) the scale halves, never\n"
@@ -119,7 +121,9 @@ static void usage(FILE *f)
             "          --resume DIR         continue from DIR's newest complete state, or the step-NNNNNNNN\n"
             "                               directory given (at any N_d and ZeRO stage; --steps counts from\n"
             "                               the start of training; the model comes from the state:\n"
-            "                               --config/--init, if given, must match)\n"
+            "                               --config/--init, if given, must match; so must the --train file's\n"
+            "                               contents, unless --allow-other-data: then a note, and the data\n"
+            "                               position carries over to the new file)\n"
             "          SIGTERM, SIGINT or SIGUSR1 (to any rank, or to mpirun) stops the run after the step in\n"
             "                               progress, saving the state with --save-state; exit 0. A second\n"
             "                               signal exits at once\n"
@@ -131,6 +135,23 @@ static void usage(FILE *f)
             "                               finite (by default the run stops there, exit status 3)\n"
             "          --json               one JSON object per step instead of text lines; the last line is\n"
             "                               the memory/communication report\n");
+}
+
+/* Whether --help describes option `a` (written "a " there): an unknown last option is named as
+ * unknown, not as one lacking its value. */
+static int documented(const char *a)
+{
+    char *text = NULL, pat[96];
+    size_t len = 0;
+    FILE *m = open_memstream(&text, &len);
+    if (!m)
+        return 1;
+    usage(m);
+    fclose(m);
+    snprintf(pat, sizeof pat, "%s ", a);
+    int found = text && strncmp(a, "--", 2) == 0 && strstr(text, pat) != NULL;
+    free(text);
+    return found;
 }
 
 /* One option with a value: numbers parse completely and lie in their range (apps/common/opts.c),
@@ -242,13 +263,18 @@ static int parse(int argc, char **argv, struct opts *o)
         if (!strcmp(a, "--no-arenas")) { o->no_arenas = 1; continue; }
         if (!strcmp(a, "--allow-nonfinite")) { o->allow_nonfinite = 1; continue; }
         if (!strcmp(a, "--overwrite-state")) { o->overwrite_state = 1; continue; }
+        if (!strcmp(a, "--allow-other-data")) { o->allow_other_data = 1; continue; }
         if (!strcmp(a, "--partition-activations")) {
             fprintf(stderr, "sz-train: --partition-activations (ZeRO-R's P_a) partitions activation checkpoints across "
                             "model-parallel ranks, and StarZeRO has no model parallelism yet: there is nothing to "
                             "partition. Use --checkpoint to keep only each block's input.\n");
             return -1;
         }
-        if (!v) { fprintf(stderr, "sz-train: %s needs a value (see --help)\n", a); return -1; }
+        if (!v) {
+            fprintf(stderr, documented(a) ? "sz-train: %s needs a value (see --help)\n"
+                                          : "sz-train: unknown option %s (see --help)\n", a);
+            return -1;
+        }
         i++;
         if (!strcmp(a, "--arch")) o->arch = v;
         else if (!strcmp(a, "--init")) o->init = v;
@@ -322,23 +348,53 @@ static int check_trace_dir(const struct opts *o)
 }
 
 /* A data or model file as the ranks compare it: its size and a hash of its 1 KiB header. */
+/* A file's size and a hash of its whole contents (read in 1 MiB pieces: cheap next to training,
+ * which reads the token files whole anyway), for the ranks to compare; -1 for a file that cannot be
+ * read (each rank then says so in its own check). */
+static long long file_hash(const char *path, uint64_t *h)
+{
+    static struct { char path[4096]; long long size; uint64_t h; } seen[4]; /* each file is read once */
+    static int nseen;
+    for (int i = 0; i < nseen; i++)
+        if (!strcmp(seen[i].path, path)) {
+            *h = seen[i].h;
+            return seen[i].size;
+        }
+    struct stat sb; /* a FIFO would block the open: not read (its own check names it) */
+    FILE *f = stat(path, &sb) == 0 && S_ISREG(sb.st_mode) ? fopen(path, "rb") : NULL;
+    static unsigned char buf[1 << 20];
+    long long size = 0;
+    *h = 14695981039346656037ull;
+    size_t n;
+    while (f && (n = fread(buf, 1, sizeof buf, f)) > 0) {
+        size_t i = 0;
+        for (; i + 8 <= n; i += 8) { /* FNV-1a over 8-byte words, then the tail byte by byte */
+            uint64_t w;
+            memcpy(&w, buf + i, 8);
+            *h = (*h ^ w) * 1099511628211ull;
+        }
+        for (; i < n; i++)
+            *h = (*h ^ buf[i]) * 1099511628211ull;
+        size += (long long)n;
+    }
+    if (!f)
+        return -1;
+    fclose(f);
+    if (nseen < 4 && strlen(path) < sizeof seen[0].path) {
+        snprintf(seen[nseen].path, sizeof seen[nseen].path, "%s", path);
+        seen[nseen].size = size;
+        seen[nseen++].h = *h;
+    }
+    return size;
+}
+
 static void file_setting(sz_settings *s, const char *name, const char *path)
 {
     if (!path)
         return;
-    FILE *f = fopen(path, "rb");
-    unsigned char head[1024];
-    size_t n = f ? fread(head, 1, sizeof head, f) : 0;
-    long long size = -1;
-    if (f && fseek(f, 0, SEEK_END) == 0)
-        size = ftell(f);
-    if (f)
-        fclose(f);
-    uint64_t h = 14695981039346656037ull;
-    for (size_t i = 0; i < n; i++)
-        h = (h ^ head[i]) * 1099511628211ull;
-    int32_t count = n >= 12 ? (int32_t)(head[8] | head[9] << 8 | head[10] << 16 | (uint32_t)head[11] << 24) : -1;
-    sz_settings_add(s, name, "%lld bytes, header %016llx (count field %d)", size, (unsigned long long)h, count);
+    uint64_t h;
+    long long size = file_hash(path, &h);
+    sz_settings_add(s, name, "%lld bytes, contents hash %016llx", size, (unsigned long long)h);
 }
 
 /* Everything that must be equal on every rank, checked before anything is allocated. */
@@ -393,6 +449,19 @@ static sz_status agree(sz_context *ctx, const struct opts *o, const sz_arch_conf
     sz_settings_add(s, "--val", "%s", o->val ? "given" : "not given");
     file_setting(s, "the --val file", o->val);
     sz_settings_add(s, "--save", "%s", o->save ? "given" : "not given");
+    /* what decides when the ranks communicate or what they compute besides the above */
+    sz_settings_add(s, "the schedule (--warmup, --lr-schedule, --min-lr)", "%d %s %.9g", o->warmup, o->lr_schedule,
+                    o->min_lr);
+    sz_settings_add(s, "--save-state", "%s", o->save_state ? "given" : "not given");
+    sz_settings_add(s, "--save-every", "%d", o->save_every);
+    sz_settings_add(s, "--keep", "%d", o->keep);
+    sz_settings_add(s, "--overwrite-state", "%s", o->overwrite_state ? "given" : "not given");
+    sz_settings_add(s, "--resume", "%s", o->resume ? "given" : "not given");
+    sz_settings_add(s, "--report", "%s", o->report ? "given" : "not given");
+    sz_settings_add(s, "--json", "%s", o->json ? "given" : "not given");
+    sz_settings_add(s, "--global-batch", "%d", o->global_batch);
+    sz_settings_add(s, "--allow-other-data", "%s", o->allow_other_data ? "given" : "not given");
+    file_setting(s, "the --ds-config file", o->ds_config);
     st = sz_settings_count(s) > 0 ? sz_context_agree(ctx, s, "sz-train", NULL, 0) : SZ_ERR_NOMEM;
     sz_settings_free(s);
     return st;
@@ -466,6 +535,12 @@ static cJSON *state_info(const struct opts *o, sz_arch_config *cfg, const sz_tok
     cJSON_AddNumberToObject(op, "min_lr", o->min_lr);
     cJSON_AddItemToObject(a, "optimizer", op);
     cJSON_AddStringToObject(d, "train", o->train);
+    uint64_t h;
+    long long bytes = file_hash(o->train, &h);
+    char hex[24];
+    snprintf(hex, sizeof hex, "%016llx", (unsigned long long)h);
+    cJSON_AddStringToObject(d, "train_hash", hex); /* its contents, checked on --resume */
+    cJSON_AddNumberToObject(d, "train_bytes", (double)bytes);
     cJSON_AddNumberToObject(d, "train_tokens", (double)train->ntokens);
     cJSON_AddNumberToObject(d, "train_batches", (double)train->nbatches);
     cJSON_AddNumberToObject(d, "rows_per_micro_batch", (double)nd * o->batch);
@@ -539,6 +614,23 @@ static int state_resume_checks(const struct opts *o, const cJSON *man, const cha
         fprintf(stderr, "sz-train: %s: data.next_micro_batch is %.17g, not a position in the data (an integer >= 0): "
                         "the manifest is damaged or was edited\n", stepdir, nmb);
         return -1;
+    }
+    const char *was = sz_json_str(d, "train_hash", NULL); /* (states before this field: not checked) */
+    uint64_t h;
+    long long bytes = file_hash(o->train, &h);
+    char now[24];
+    snprintf(now, sizeof now, "%016llx", (unsigned long long)h);
+    if (was && strcmp(was, now)) {
+        if (!o->allow_other_data) {
+            fprintf(stderr, "sz-train: %s: the state was trained on %s (%.0f bytes, contents hash %s); this run's "
+                            "--train %s is %lld bytes, hash %s: resume on the same file, or pass --allow-other-data "
+                            "to continue on this one\n", stepdir, sz_json_str(d, "train", "?"),
+                    sz_json_num(d, "train_bytes", -1), was, o->train, bytes, now);
+            return -1;
+        }
+        if (lead)
+            printf("note: --allow-other-data: the state was trained on %s (contents hash %s); continuing on %s "
+                   "(hash %s) from its data position\n", sz_json_str(d, "train", "?"), was, o->train, now);
     }
     if (rows == (long)nd * o->batch && seq == o->seq && mbs == o->micro_batches)
         *next_mb = (long)nmb;
@@ -805,6 +897,9 @@ int main(int argc, char **argv)
     int prc = parse(pargc, pargv, &o);
     if (prc != 0)
         return 2;
+    for (int i = 1; i + 1 < argc; i++) /* (parse never sees it) */
+        if (!strcmp(argv[i], "--ds-config"))
+            o.ds_config = argv[i + 1];
     char err[1400] = "", stepdir[4096] = "", note[4400] = "";
     sz_arch_config cfg = {0};
     sz_status st = SZ_OK;
@@ -1051,8 +1146,15 @@ int main(int argc, char **argv)
                 fprintf(stderr, "sz-train: --save-state: %s\n", err);
                 goto out;
             }
-            if (lead && o.json)
-                printf("{\"step\": %d, \"state\": \"%s\"}\n", step, where);
+            if (lead && o.json) { /* the path escaped by cJSON: any file name makes valid JSON */
+                cJSON *line = cJSON_CreateObject();
+                cJSON_AddNumberToObject(line, "step", step);
+                cJSON_AddStringToObject(line, "state", where);
+                char *text = cJSON_PrintUnformatted(line);
+                printf("%s\n", text ? text : "{}");
+                free(text);
+                cJSON_Delete(line);
+            }
             else if (lead)
                 printf("step %4d/%d: state saved in %s\n", step, o.steps, where);
         }

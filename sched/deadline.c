@@ -179,6 +179,107 @@ static void expire(int s, const char *what, int64_t entered, double waited, doub
     MPI_Abort(MPI_COMM_WORLD, SZ_DEADLINE_EXIT);
 }
 
+/* ---- a rank that leaves: the others stop waiting for it --------------------------------------
+ * Every rank that reaches sz_context_free first tells every other one so (one message each, on a
+ * communicator of its own) and then waits until all have. A rank waiting in a collective that
+ * learns a peer has left stops the job at once — after a short grace in which a collective the
+ * peer did post still completes: the peer posts no more, so nothing else can — rather than at the
+ * deadline. So a rank that fails alone (its own message says why) ends the job in seconds. */
+#define BYE_TAG 7001
+#define BYE_GRACE_NS 2000000000LL
+static struct {
+    MPI_Comm comm;             /* a dup of the context's */
+    MPI_Request req;           /* our receive of the first message; MPI_REQUEST_NULL once it came */
+    char buf[480], why[480];   /* the first message (the leaver's last error, "" for none); ours */
+    int from;                  /* the first rank seen leaving (-1: none yet) */
+    int leaving;               /* we are leaving ourselves (then others leaving is the normal end) */
+    int64_t seen_ns;
+    MPI_Request *sends;
+    pthread_mutex_t lock;
+} bye = {.comm = MPI_COMM_NULL, .req = MPI_REQUEST_NULL, .from = -1, .lock = PTHREAD_MUTEX_INITIALIZER};
+
+/* The first rank seen leaving, or -1 (any thread; one tests the receive at a time). */
+static int peer_left(void)
+{
+    int from = __atomic_load_n(&bye.from, __ATOMIC_ACQUIRE);
+    if (from >= 0 || bye.comm == MPI_COMM_NULL || pthread_mutex_trylock(&bye.lock) != 0)
+        return from;
+    int flag = 0;
+    MPI_Status st;
+    if (bye.req != MPI_REQUEST_NULL && MPI_Test(&bye.req, &flag, &st) == MPI_SUCCESS && flag) {
+        bye.seen_ns = now_ns();
+        __atomic_store_n(&bye.from, st.MPI_SOURCE, __ATOMIC_RELEASE);
+    }
+    pthread_mutex_unlock(&bye.lock);
+    return __atomic_load_n(&bye.from, __ATOMIC_ACQUIRE);
+}
+
+/* A collective this rank waits in can never complete: `left` has left the job. */
+static void peer_gone(int s, const char *what, int left)
+{
+    const struct starpu_task *task = starpu_task_get_current();
+    int rank = dl.ctx ? dl.ctx->rank : -1;
+    char msg[2048], host[MPI_MAX_PROCESSOR_NAME + 8], lhost[MPI_MAX_PROCESSOR_NAME + 8], why[560];
+    bye.buf[sizeof bye.buf - 1] = 0;
+    if (bye.buf[0])
+        snprintf(why, sizeof why, "its last error: %s", bye.buf);
+    else
+        snprintf(why, sizeof why, "it logged no error through the library: its own output says why");
+    snprintf(msg, sizeof msg,
+             "rank %d%s left the job (it stopped and freed its context; %s) while rank %d%s waited in %s%s%s%s at "
+             "step %lld (the %s stream), which it will never join.\n  Stopping the job (MPI_Abort) rather than "
+             "waiting for the deadline.",
+             left, on_host(left, lhost, sizeof lhost), why, rank, on_host(rank, host, sizeof host), what,
+             task && task->name ? " (task " : "", task && task->name ? task->name : "", task && task->name ? ")" : "",
+             (long long)mine()->step, stream_name[s]);
+    if (dl.ctx)
+        sz_context_log(dl.ctx, SZ_LOG_ERROR, "%s", msg);
+    else
+        fprintf(stderr, "[starzero] error: %s\n", msg);
+    fflush(stderr);
+    MPI_Abort(MPI_COMM_WORLD, SZ_PEER_LEFT_EXIT);
+}
+
+void sz_deadline_leave(void)
+{
+    if (bye.comm == MPI_COMM_NULL || bye.leaving || !dl.ctx)
+        return;
+    bye.leaving = 1;
+    int n = dl.ctx->world_size, me = dl.ctx->rank;
+    memcpy(bye.why, dl.ctx->last_error, sizeof bye.why);
+    bye.sends = calloc((size_t)n, sizeof *bye.sends);
+    for (int r = 0; bye.sends && r < n; r++)
+        bye.sends[r] = MPI_REQUEST_NULL;
+    for (int r = 0; bye.sends && r < n; r++)
+        if (r != me)
+            MPI_Isend(bye.why, (int)sizeof bye.why, MPI_CHAR, r, BYE_TAG, bye.comm, &bye.sends[r]);
+}
+
+void sz_deadline_left(void)
+{
+    if (bye.comm == MPI_COMM_NULL)
+        return;
+    sz_deadline_leave();
+    int n = dl.ctx->world_size;
+    MPI_Request r;
+    if (MPI_Ibarrier(bye.comm, &r) == MPI_SUCCESS) /* every rank has sent all its messages */
+        sz_mpi_wait(&r, bye.comm, "the end (every rank leaving)");
+    if (bye.sends)
+        MPI_Waitall(n, bye.sends, MPI_STATUSES_IGNORE);
+    free(bye.sends);
+    bye.sends = NULL;
+    pthread_mutex_lock(&bye.lock);
+    int got = bye.req == MPI_REQUEST_NULL ? 1 : 0; /* ours came already */
+    if (!got)
+        MPI_Wait(&bye.req, MPI_STATUS_IGNORE);
+    for (int k = 1; k < n - 1; k++) /* the others', all sent before the barrier */
+        MPI_Recv(bye.buf, (int)sizeof bye.buf, MPI_CHAR, MPI_ANY_SOURCE, BYE_TAG, bye.comm, MPI_STATUS_IGNORE);
+    pthread_mutex_unlock(&bye.lock);
+    MPI_Comm_free(&bye.comm);
+    bye.from = -1;
+    bye.leaving = 0;
+}
+
 static int stream_of(MPI_Comm comm)
 {
     for (int s = 0; s < NSTREAMS; s++)
@@ -226,6 +327,9 @@ int sz_mpi_wait(MPI_Request *req, MPI_Comm comm, const char *what)
         int64_t t = now_ns(), waited = t - t0;
         if (deadline && t > deadline)
             expire(s, what, entered, waited * 1e-9, limit);
+        int left = bye.leaving ? -1 : peer_left();
+        if (left >= 0 && t - bye.seen_ns > BYE_GRACE_NS && t - t0 > BYE_GRACE_NS)
+            peer_gone(s, what, left);
         if (waited > 1000000) {
             long nap = waited / 20 < 10000 ? 10000 : waited / 20 > 1000000 ? 1000000 : (long)(waited / 20);
             struct timespec ts = {0, nap};
@@ -370,6 +474,9 @@ sz_status sz_deadline_start(struct sz_context *ctx, double timeout_s)
     dl.stop = 0;
     dl.started = pthread_create(&dl.beat, NULL, heartbeat, NULL) == 0;
     starpu_task_watchdog_set_hook(watchdog, NULL);
+    if (ctx->world_size > 1 && MPI_Comm_dup(ctx->comm, &bye.comm) == MPI_SUCCESS &&
+        MPI_Irecv(bye.buf, (int)sizeof bye.buf, MPI_CHAR, MPI_ANY_SOURCE, BYE_TAG, bye.comm, &bye.req) != MPI_SUCCESS)
+        MPI_Comm_free(&bye.comm); /* no channel: the deadline alone, as before */
     return SZ_OK;
 }
 

@@ -43,6 +43,12 @@ void sz_logv(const struct sz_context *ctx, sz_log_level level, const char *fmt, 
         return;
     char msg[1024];
     vsnprintf(msg, sizeof msg, fmt, ap);
+    if (ctx && level == SZ_LOG_ERROR) { /* what this rank tells the others if it leaves (sched/deadline.c) */
+        char *last = ((struct sz_context *)ctx)->last_error;
+        size_t n = strnlen(msg, sizeof ctx->last_error - 1);
+        memcpy(last, msg, n);
+        last[n] = 0;
+    }
     if (ctx)
         ctx->log_fn(level, msg, ctx->log_user);
     else

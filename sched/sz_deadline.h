@@ -24,6 +24,15 @@ const char *sz_rank_host(int r);
 
 /* The exit code of a job ended by a deadline (MPI_Abort's errorcode; mpirun returns it). */
 #define SZ_DEADLINE_EXIT 4
+/* ... and of one ended because a rank left (freed its context) while another waited for it. */
+#define SZ_PEER_LEFT_EXIT 5
+
+/* sz_context_free, first: tell every other rank this one is leaving (a rank waiting in a
+ * collective for it then stops the job within seconds, instead of at the deadline). */
+void sz_deadline_leave(void);
+/* sz_context_free, once this rank's tasks are done: wait until every rank has left (collective),
+ * then take in their messages. */
+void sz_deadline_left(void);
 
 /* Collective over ctx->comm: the node's side channel and the heartbeat thread. timeout_s <= 0: no
  * deadline (waits still sleep instead of spinning). Also installs the StarPU watchdog hook

@@ -51,6 +51,7 @@ void sz_env_read(sz_env *e);
 void sz_env_apply_kernels(const sz_env *e);
 
 struct sz_context {
+    char last_error[480];        /* the last error logged (sz_logv), sent to the others if this rank leaves */
     sz_env env;                  /* read once at start (sched/env.c) */
     int rank, world_size;
     int we_started_mpi;          /* MPI_Finalize at free only if we called MPI_Init_thread */

@@ -4,6 +4,7 @@
  * started; freed in the reverse order. */
 #include "sz_tasks.h"
 #include "sz_comm.h"
+#include "sz_deadline.h"
 
 sz_status sz_context_init(sz_context **out, const sz_context_config *cfg, int *argc, char ***argv)
 {
@@ -31,7 +32,9 @@ void sz_context_free(sz_context *ctx)
 {
     if (!ctx)
         return;
+    sz_deadline_leave(); /* a rank still waiting for this one stops the job now, not at the deadline */
     starpu_task_wait_for_all();
+    sz_deadline_left();
     sz_nccl_stop();
     sz_runtime_stop(ctx);
 }

@@ -4,7 +4,8 @@
 # within 10 s (the runtime's start included), each printing the one message that names the first
 # differing setting and both ranks' values, no step run; through the shared-memory transport and
 # through MPI's collectives (SZ_COLLECTIVES=mpi). A matching pair still trains. Ranks on two nodes
-# (SZ_HOST_NAME) are named with their node.
+# (SZ_HOST_NAME) are named with their node. Compared too: the schedule, --save-state, --json and the
+# other options that decide when ranks communicate, and the whole contents of the data files (a hash).
 # Usage: agree_cli.sh BUILD_DIR MPIEXEC
 set -u
 bin=$1 mpiexec=$2
@@ -50,6 +51,14 @@ unset SZ_COLLECTIVES COLL
 head -c 20000 /usr/share/common-licenses/GPL-3 >"$dir/short.txt"
 "$bin/sz-prepare" --out-dir "$dir" --prefix short "$dir/short.txt" >/dev/null || fail "sz-prepare short"
 pair "train file" "" "--train $dir/short_train.bin" "the --train file:"
+# what decides when the ranks communicate: the schedule, saving, reports, JSON lines
+pair "warmup" "--warmup 2" "" "the schedule (--warmup, --lr-schedule, --min-lr): 2 constant 0 on rank 0; 0 constant 0 on rank 1"
+pair "json on one rank" "--json" "" "--json: given on rank 0; not given on rank 1"
+pair "save-state on one rank" "" "--save-state $dir/st1" "--save-state: not given on rank 0; given on rank 1"
+# the same size, other contents (one token changed): the whole file's hash differs
+cp "$dir/lic_train.bin" "$dir/changed.bin"
+printf 'A' | dd of="$dir/changed.bin" bs=1 seek=5000 conv=notrunc status=none
+pair "train file contents" "" "--train $dir/changed.bin" "the --train file: [0-9]* bytes, contents hash"
 
 # ranks on several nodes: each value names its ranks' node (SZ_HOST_NAME stands for the name
 # MPI_Get_processor_name gives on a real second node)

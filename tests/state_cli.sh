@@ -16,7 +16,9 @@
 #     with sz-state --reseal, are refused naming the field, never a crash; a version-1 manifest still
 #     resumes, with a note; sz-state and --resume refuse a non-finite state naming the state, the
 #     tensor and the element; --save, sz-state --export and --save-state refuse a FIFO (or a FIFO at
-#     DIR/latest) at start, leaving it a FIFO.
+#     DIR/latest) at start, leaving it a FIFO;
+#  3. --resume on a --train file whose contents differ from the state's (a hash in the manifest) is
+#     refused, unless --allow-other-data.
 # Usage: state_cli.sh BUILD_DIR MPIEXEC
 set -u
 bin=$1 mpiexec=$2
@@ -200,4 +202,14 @@ expect 1 "$dir/fl.st/latest: it is a FIFO, and only a regular file is ever repla
     --save-state "$dir/fl.st"
 no_steps_trained
 [ -p "$dir/fifo" ] && [ -p "$dir/fl.st/latest" ] || fail "a FIFO was replaced"
+# --resume on another --train file (the same size, one token changed): refused naming the files and
+# their contents hashes, unless --allow-other-data (then a note, and it trains on)
+cp "$tr" "$dir/other.bin"
+printf 'A' | dd of="$dir/other.bin" bs=1 seek=5000 conv=notrunc status=none
+sztrain "${small[@]}" --steps 2 --save-state "$dir/d.st" >/dev/null 2>&1 || fail "run D"
+other=("${small[@]/$tr/$dir/other.bin}")
+expect 1 "the state was trained on $tr" "contents hash" "pass --allow-other-data" -- "${other[@]}" --steps 3 \
+    --resume "$dir/d.st"
+expect 0 "note: --allow-other-data: the state was trained on $tr" -- "${other[@]}" --steps 3 --resume "$dir/d.st" \
+    --allow-other-data
 echo "state_cli: all checks passed"

@@ -41,7 +41,7 @@ echo "deterministic: same parameters (bitwise) and losses with STARPU_NCPU=1, 1,
 expect_error() { # FILE-NAMED-IN-MESSAGE WORD ARGS...
     local name=$1 word=$2; shift 2
     if "$bin/sz-train" "$@" >"$dir/out.txt" 2>&1; then fail "accepted bad input: $*"; fi
-    grep -q "$name" "$dir/out.txt" && grep -qi "$word" "$dir/out.txt" \
+    grep -q -- "$name" "$dir/out.txt" && grep -qi -- "$word" "$dir/out.txt" \
         || { cat "$dir/out.txt"; fail "message lacks '$name' / '$word'"; }
     echo "refused as expected: $(head -1 "$dir/out.txt")"
 }
@@ -54,6 +54,20 @@ expect_error lic_train.bin "range" --config d2 --vocab 100 --train "$dir/lic_tra
 # bounds with clear messages: a deadline that would overflow the clocks, bytes beyond any machine
 expect_error "1e+10 s" "outside 0 (none)" --config d2 --vocab 256 --timeout 1e10 --train "$dir/lic_train.bin"
 expect_error "1e30" "more bytes than any machine" --config d2 --vocab 256 --mem-budget 1e30 --train "$dir/lic_train.bin"
+# an unknown last option is named as unknown; a known one without its value as needing one
+expect_error "--bogus" "unknown option" --config d2 --vocab 256 --train "$dir/lic_train.bin" --bogus
+expect_error "--lr" "needs a value" --config d2 --vocab 256 --train "$dir/lic_train.bin" --lr
+# inputs that are not regular files are refused, not opened (a FIFO would block); an empty output name
+# is refused at start, not after training; the JSON state line stays valid JSON whatever the path
+mkfifo "$dir/fifo.bin"
+expect_error fifo.bin "not a regular file" --config d2 --vocab 256 --train "$dir/fifo.bin"
+expect_error "''" "empty file name" --config d2 --vocab 256 --train "$dir/lic_train.bin" --save ""
+mkdir -p "$dir/q\"d"
+"$bin/sz-train" --config d2 --vocab 256 --max-seq 64 --seq 32 --batch 2 --steps 1 --json --train "$dir/lic_train.bin" \
+    --save-state "$dir/q\"d/st" >"$dir/q.json" 2>/dev/null || fail "a run saving into a directory named with a quote"
+grep '"state"' "$dir/q.json" | jawk '{ if (!jok($0)) { print "invalid JSON: " $0; exit 1 } }' ||
+    fail "the JSON state line is not valid JSON for a path with a quote"
+echo "a path with a quote: $(grep '"state"' "$dir/q.json")"
 # a HOME StarPU cannot write its calibration into (sysfs) is no abort: a cache directory instead
 if [ -d /sys/kernel ]; then
     env -u STARPU_HOME HOME=/sys/kernel XDG_CACHE_HOME="$dir/cache" "$bin/sz-train" --config d2 --vocab 256 \

@@ -100,6 +100,8 @@ int sz_opt_bytes(const char *opt, const char *v, double *out)
     double x = 0;
     if (!v || sz_parse_bytes(v, &x) != SZ_OK || !isfinite(x) || x < 0)
         return refuse(opt, v ? v : "", "not a byte size (allowed: finite, >= 0, e.g. 512M, 2G, 1.5GiB)");
+    if (x > 0x1p62) /* beyond any machine, and where int64 byte counts would overflow */
+        return refuse(opt, v, "more bytes than any machine has (allowed: at most 2^62, about 4.6 EB)");
     *out = x;
     return 0;
 }
@@ -107,6 +109,15 @@ int sz_opt_bytes(const char *opt, const char *v, double *out)
 int sz_check_writable_file(const char *path, char *err, size_t errlen)
 {
     char dir[PATH_MAX], probe[PATH_MAX + 64];
+    if (!path || !*path) {
+        snprintf(err, errlen, "'' is an empty file name");
+        return -1;
+    }
+    if (strlen(path) >= PATH_MAX - 64) { /* whole, with room for the temporary's suffix */
+        snprintf(err, errlen, "the path is %zu bytes long, more than this system's limit (%d) allows", strlen(path),
+                 PATH_MAX - 64);
+        return -1;
+    }
     snprintf(dir, sizeof dir, "%s", path);
     char *slash = strrchr(dir, '/');
     if (!slash)

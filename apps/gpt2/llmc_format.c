@@ -46,6 +46,11 @@ static sz_status open_for_read(const char *path, FILE **fp_out, uint64_t *size_o
         gpt2_set_err(err, errlen, "no file name given");
         return SZ_ERR_INVALID;
     }
+    struct stat pre;
+    if (stat(path, &pre) == 0 && !S_ISREG(pre.st_mode)) { /* a FIFO would block the open forever */
+        gpt2_set_err(err, errlen, "%s: not a regular file", path);
+        return SZ_ERR_IO;
+    }
     FILE *fp = fopen(path, "rb");
     if (!fp) {
         gpt2_set_err(err, errlen, "%s: cannot open: %s", path, strerror(errno));
