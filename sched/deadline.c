@@ -327,10 +327,10 @@ int sz_mpi_wait(MPI_Request *req, MPI_Comm comm, const char *what)
         int64_t t = now_ns(), waited = t - t0;
         if (deadline && t > deadline)
             expire(s, what, entered, waited * 1e-9, limit);
-        int left = bye.leaving ? -1 : peer_left();
-        if (left >= 0 && t - bye.seen_ns > BYE_GRACE_NS && t - t0 > BYE_GRACE_NS)
-            peer_gone(s, what, left);
-        if (waited > 1000000) {
+        if (waited > 1000000) { /* (a wait that ends within the first millisecond pays nothing for this) */
+            int left = bye.leaving ? -1 : peer_left();
+            if (left >= 0 && t - bye.seen_ns > BYE_GRACE_NS && t - t0 > BYE_GRACE_NS)
+                peer_gone(s, what, left);
             long nap = waited / 20 < 10000 ? 10000 : waited / 20 > 1000000 ? 1000000 : (long)(waited / 20);
             struct timespec ts = {0, nap};
             nanosleep(&ts, NULL);
