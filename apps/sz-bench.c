@@ -156,8 +156,17 @@ static double onednn_matmul_gflops(dnnl_data_type_t dt, const char **impl)
 {
     const int64_t n = 2048;
     dnnl_dims_t dims = {n, n};
+#if DNNL_VERSION_MAJOR >= 3   /* oneDNN 3.x: descriptors are handles, freed below */
+    dnnl_memory_desc_t a_md = NULL, b_md = NULL, c_md = NULL;
+#define SZ_MD_TAG(md, dt, tag) dnnl_memory_desc_create_with_tag(&md, 2, dims, dt, tag)
+#define SZ_MM_PD(pd, eng) dnnl_matmul_primitive_desc_create(&pd, eng, a_md, b_md, NULL, c_md, NULL)
+#else                         /* 2.x: structs, and an operation descriptor first */
     dnnl_memory_desc_t a_md, b_md, c_md;
     dnnl_matmul_desc_t md;
+#define SZ_MD_TAG(md, dt, tag) dnnl_memory_desc_init_by_tag(&md, 2, dims, dt, tag)
+#define SZ_MM_PD(pd, eng) (dnnl_matmul_desc_init(&md, &a_md, &b_md, NULL, &c_md) != dnnl_success \
+                           ? dnnl_runtime_error : dnnl_primitive_desc_create(&pd, &md, NULL, eng, NULL))
+#endif
     dnnl_engine_t eng = NULL;
     dnnl_stream_t stream = NULL;
     dnnl_primitive_desc_t pd = NULL;
@@ -165,21 +174,23 @@ static double onednn_matmul_gflops(dnnl_data_type_t dt, const char **impl)
     dnnl_memory_t ma = NULL, mb = NULL, mc = NULL;
     double best = 0;
     *impl = "none";
-    size_t esz = dt == dnnl_bf16 ? 2 : 4;
+    size_t esz = dt == dnnl_f32 ? 4 : 2;
     char *buf = malloc((size_t)(n * n) * (2 * esz + 4));
     if (!buf || dnnl_engine_create(&eng, dnnl_cpu, 0) != dnnl_success || dnnl_stream_create(&stream, eng, dnnl_stream_default_flags) != dnnl_success)
         goto done;
     for (size_t i = 0; i < (size_t)(n * n) * 2 * esz; i++) /* small values of either type */
         buf[i] = (char)(i % 2 ? 0x3e : (i * 7) % 5);
-    if (dnnl_memory_desc_init_by_tag(&a_md, 2, dims, dt, dnnl_ab) != dnnl_success ||
-        dnnl_memory_desc_init_by_tag(&b_md, 2, dims, dt, dnnl_ba) != dnnl_success ||
-        dnnl_memory_desc_init_by_tag(&c_md, 2, dims, dnnl_f32, dnnl_ab) != dnnl_success ||
-        dnnl_matmul_desc_init(&md, &a_md, &b_md, NULL, &c_md) != dnnl_success ||
-        dnnl_primitive_desc_create(&pd, &md, NULL, eng, NULL) != dnnl_success || dnnl_primitive_create(&prim, pd) != dnnl_success ||
-        dnnl_memory_create(&ma, &a_md, eng, buf) != dnnl_success ||
-        dnnl_memory_create(&mb, &b_md, eng, buf + (size_t)(n * n) * esz) != dnnl_success ||
-        dnnl_memory_create(&mc, &c_md, eng, buf + (size_t)(n * n) * 2 * esz) != dnnl_success)
+    if (SZ_MD_TAG(a_md, dt, dnnl_ab) != dnnl_success || SZ_MD_TAG(b_md, dt, dnnl_ba) != dnnl_success ||
+        SZ_MD_TAG(c_md, dnnl_f32, dnnl_ab) != dnnl_success ||
+        SZ_MM_PD(pd, eng) != dnnl_success || dnnl_primitive_create(&prim, pd) != dnnl_success ||
+        dnnl_memory_create(&ma, dnnl_primitive_desc_query_md(pd, dnnl_query_src_md, 0), eng, buf) != dnnl_success ||
+        dnnl_memory_create(&mb, dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0), eng,
+                           buf + (size_t)(n * n) * esz) != dnnl_success ||
+        dnnl_memory_create(&mc, dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0), eng,
+                           buf + (size_t)(n * n) * 2 * esz) != dnnl_success)
         goto done;
+#undef SZ_MD_TAG
+#undef SZ_MM_PD
     const char *name = NULL;
     if (dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &name) == dnnl_success && name)
         *impl = strdup(name);
@@ -201,6 +212,11 @@ done:
     if (pd) dnnl_primitive_desc_destroy(pd);
     if (stream) dnnl_stream_destroy(stream);
     if (eng) dnnl_engine_destroy(eng);
+#if DNNL_VERSION_MAJOR >= 3
+    if (a_md) dnnl_memory_desc_destroy(a_md);
+    if (b_md) dnnl_memory_desc_destroy(b_md);
+    if (c_md) dnnl_memory_desc_destroy(c_md);
+#endif
     free(buf);
     return best;
 }

@@ -35,7 +35,10 @@
 /* Tile sizes, tuning only. Measured on the AVX-512 machine (oneDNN 2.6 brgemm, the 15 d12 products
  * at N = 256 rows, 8 alternating runs each): 256 x 384 took a median 253 ms for all 15, against
  * 283 ms for 128 x 256 and 304 ms for 256 x 512. There the bits were the same for every tile size
- * up to 576 columns (not for 768 or 1152); nothing guarantees that elsewhere. */
+ * up to 576 columns (not for 768 or 1152); nothing guarantees that elsewhere. On the AMX machine
+ * (2026-12-07) every tile of the d12 products ran gemm:jit, in oneDNN 2.6 and 3.2 alike, with the
+ * same bits: their brgemm matmul takes dense operands only, and a tile's d is a strided view
+ * (docs/BENCHMARKS.md, "oneDNN 3.2 against 2.6"). */
 #ifndef SZ_MM_TM
 #define SZ_MM_TM 256          /* tile rows of d */
 #endif
@@ -56,61 +59,84 @@ static struct {
 static size_t sz_esize(int dt) { return dt == SZ_K_BF16 ? 2 : 4; }
 static dnnl_data_type_t sz_dnnl_dt(int dt) { return dt == SZ_K_BF16 ? dnnl_bf16 : dnnl_f32; }
 
-/* Memory descriptors of a tile: a[M,K], b[K,N], d[M,N], bias[1,N]. */
-static int sz_mm_mds(const sz_mm_shape *s, dnnl_memory_desc_t *a, dnnl_memory_desc_t *b,
-                     dnnl_memory_desc_t *d, dnnl_memory_desc_t *bias)
+/* oneDNN 2.x (Debian bookworm's 2.6) or 3.x (e.g. PyPI's 3.2, docs/BENCHMARKS.md), by
+ * DNNL_VERSION_MAJOR: 3.x's memory descriptors are handles, made and destroyed (2.x: structs filled
+ * in place), and its matmul primitive descriptor is made from them directly (2.x: an operation
+ * descriptor first). sz_md is either, sz_cmd a queried one. Executing needs no shim (sz_mm_exec). */
+#if DNNL_VERSION_MAJOR >= 3
+typedef dnnl_memory_desc_t sz_md;   /* a handle: NULL, or made by sz_md_make and freed */
+typedef const_dnnl_memory_desc_t sz_cmd;   /* what a query returns */
+static int sz_md_make(sz_md *md, int64_t rows, int64_t cols, int dt, int64_t s_r, int64_t s_c)
 {
-    dnnl_dims_t da = { s->M, s->K }, sa = { s->a_sm, s->a_sk };
-    dnnl_dims_t db = { s->K, s->N }, sb = { s->b_sk, s->b_sn };
-    dnnl_dims_t dd = { s->M, s->N }, sd = { s->ldd, 1 };
-    dnnl_dims_t dbias = { 1, s->N }, sbias = { s->N, 1 };
-    if (dnnl_memory_desc_init_by_strides(a, 2, da, sz_dnnl_dt(s->a_dt), sa) != dnnl_success ||
-        dnnl_memory_desc_init_by_strides(b, 2, db, sz_dnnl_dt(s->b_dt), sb) != dnnl_success ||
-        dnnl_memory_desc_init_by_strides(d, 2, dd, sz_dnnl_dt(s->d_dt), sd) != dnnl_success)
-        return -1;
-    if (s->bias_dt >= 0 &&
-        dnnl_memory_desc_init_by_strides(bias, 2, dbias, sz_dnnl_dt(s->bias_dt), sbias) != dnnl_success)
-        return -1;
-    return 0;
+    dnnl_dims_t d = { rows, cols }, st = { s_r, s_c };
+    return dnnl_memory_desc_create_with_strides(md, 2, d, sz_dnnl_dt(dt), st) == dnnl_success ? 0 : -1;
 }
+static void sz_md_free(sz_md *md) { if (*md) dnnl_memory_desc_destroy(*md); }
+static dnnl_status_t sz_mm_pd_create(dnnl_primitive_desc_t *pd, dnnl_engine_t eng, sz_md *a, sz_md *b,
+                                     sz_md *bias, sz_md *d, dnnl_primitive_attr_t attr)
+{
+    return dnnl_matmul_primitive_desc_create(pd, eng, *a, *b, bias ? *bias : NULL, *d, attr);
+}
+#define sz_post_ops_append_sum(po) dnnl_post_ops_append_sum(po, 1.0f, 0, dnnl_data_type_undef)
+#else
+typedef dnnl_memory_desc_t sz_md;   /* a struct */
+typedef const dnnl_memory_desc_t *sz_cmd;
+static int sz_md_make(sz_md *md, int64_t rows, int64_t cols, int dt, int64_t s_r, int64_t s_c)
+{
+    dnnl_dims_t d = { rows, cols }, st = { s_r, s_c };
+    return dnnl_memory_desc_init_by_strides(md, 2, d, sz_dnnl_dt(dt), st) == dnnl_success ? 0 : -1;
+}
+static void sz_md_free(sz_md *md) { (void)md; }
+static dnnl_status_t sz_mm_pd_create(dnnl_primitive_desc_t *pd, dnnl_engine_t eng, sz_md *a, sz_md *b,
+                                     sz_md *bias, sz_md *d, dnnl_primitive_attr_t attr)
+{
+    dnnl_matmul_desc_t md;
+    dnnl_status_t st = dnnl_matmul_desc_init(&md, a, b, bias, d);
+    return st != dnnl_success ? st : dnnl_primitive_desc_create(pd, &md, attr, eng, NULL);
+}
+#define sz_post_ops_append_sum(po) dnnl_post_ops_append_sum(po, 1.0f)
+#endif
 
-/* Creates the primitive for one tile shape; NULL if oneDNN cannot (or, for bf16,
- * only has its slow reference implementation). */
+/* Creates the primitive for one tile shape, a[M,K] . b[K,N] (+ bias[1,N]) into d[M,N]; NULL if
+ * oneDNN cannot (or, for bf16, only has its slow reference implementation). */
 static dnnl_primitive_t sz_mm_create(dnnl_engine_t eng, const sz_mm_shape *s, size_t *scratch)
 {
-    dnnl_memory_desc_t a, b, d, bias;
-    dnnl_matmul_desc_t md;
+    sz_md md[4];   /* a, b, d, bias */
     dnnl_primitive_attr_t attr = NULL;
     dnnl_post_ops_t po = NULL;
     dnnl_primitive_desc_t pd = NULL;
     dnnl_primitive_t prim = NULL;
     const char *impl = "";
 
-    if (sz_mm_mds(s, &a, &b, &d, &bias) ||
-        dnnl_matmul_desc_init(&md, &a, &b, s->bias_dt >= 0 ? &bias : NULL, &d) != dnnl_success ||
+    memset(md, 0, sizeof md);
+    if (sz_md_make(&md[0], s->M, s->K, s->a_dt, s->a_sm, s->a_sk) ||
+        sz_md_make(&md[1], s->K, s->N, s->b_dt, s->b_sk, s->b_sn) ||
+        sz_md_make(&md[2], s->M, s->N, s->d_dt, s->ldd, 1) ||
+        (s->bias_dt >= 0 && sz_md_make(&md[3], 1, s->N, s->bias_dt, s->N, 1)) ||
         dnnl_primitive_attr_create(&attr) != dnnl_success)
-        return NULL;
+        goto done;
     if (dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user) != dnnl_success)
         goto done;
     if (s->accumulate) {
         if (dnnl_post_ops_create(&po) != dnnl_success ||
-            dnnl_post_ops_append_sum(po, 1.0f) != dnnl_success ||
+            sz_post_ops_append_sum(po) != dnnl_success ||
             dnnl_primitive_attr_set_post_ops(attr, po) != dnnl_success)
             goto done;
     }
-    if (dnnl_primitive_desc_create(&pd, &md, attr, eng, NULL) != dnnl_success)
+    if (sz_mm_pd_create(&pd, eng, &md[0], &md[1], s->bias_dt >= 0 ? &md[3] : NULL, &md[2], attr) != dnnl_success)
         goto done;
     dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl);
     if ((s->a_dt == SZ_K_BF16 || s->b_dt == SZ_K_BF16) && strncmp(impl, "ref", 3) == 0)
         goto done;
-    const dnnl_memory_desc_t *smd = dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
+    sz_cmd smd = dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
     *scratch = smd ? dnnl_memory_desc_get_size(smd) : 0;
     if (dnnl_primitive_create(&prim, pd) != dnnl_success)
         prim = NULL;
 done:
     if (pd) dnnl_primitive_desc_destroy(pd);
     if (po) dnnl_post_ops_destroy(po);
-    dnnl_primitive_attr_destroy(attr);
+    if (attr) dnnl_primitive_attr_destroy(attr);
+    for (int i = 0; i < 4; i++) sz_md_free(&md[i]);
     return prim;
 }
 
@@ -199,27 +225,26 @@ static void *sz_mm_scratch(size_t n)
     return b->p;
 }
 
+/* Runs prim on the tile's operands, described by the memory descriptors of prim's own primitive
+ * descriptor (the ones sz_mm_create made; the scratchpad's its size). */
 static int sz_mm_exec(dnnl_engine_t eng, dnnl_primitive_t prim, size_t scratch,
                       const sz_mm_shape *s, void *d, const void *a, const void *b, const void *bias)
 {
-    dnnl_memory_desc_t md[5];
     dnnl_memory_t m[5] = { NULL, NULL, NULL, NULL, NULL };
     void *ptr[5] = { (void *)a, (void *)b, d, (void *)bias, NULL };
     int arg[5] = { DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DST, DNNL_ARG_BIAS, DNNL_ARG_SCRATCHPAD };
     dnnl_exec_arg_t args[5];
+    const_dnnl_primitive_desc_t pd;
     dnnl_stream_t st = NULL;
     int nargs = 0, rc = -1;
-    if (sz_mm_mds(s, &md[0], &md[1], &md[2], &md[3]))
+    if (dnnl_primitive_get_primitive_desc(prim, &pd) != dnnl_success)
         return -1;
-    if (scratch) {
-        dnnl_dims_t sd = { (dnnl_dim_t)scratch };
-        if (!(ptr[4] = sz_mm_scratch(scratch)) ||
-            dnnl_memory_desc_init_by_tag(&md[4], 1, sd, dnnl_u8, dnnl_a) != dnnl_success)
-            return -1;
-    }
+    if (scratch && !(ptr[4] = sz_mm_scratch(scratch)))
+        return -1;
     for (int i = 0; i < 5; i++) {
         if ((i == 3 && s->bias_dt < 0) || (i == 4 && !scratch)) continue;
-        if (dnnl_memory_create(&m[i], &md[i], eng, ptr[i]) != dnnl_success) goto done;
+        if (dnnl_memory_create(&m[i], dnnl_primitive_desc_query_md(pd, dnnl_query_exec_arg_md, arg[i]),
+                               eng, ptr[i]) != dnnl_success) goto done;
         args[nargs].arg = arg[i];
         args[nargs++].memory = m[i];
     }
