@@ -31,25 +31,39 @@ static int64_t read_number(const char *path)
     return v;
 }
 
-int64_t sz_memory_available_bytes(void)
+/* A /proc/meminfo field ("MemAvailable:", "MemTotal:") in bytes; -1 if none. */
+static int64_t meminfo_bytes(const char *key)
 {
-    int64_t avail = -1;
+    int64_t v = -1;
+    size_t n = strlen(key);
     FILE *f = fopen("/proc/meminfo", "r");
     char line[256];
     while (f && fgets(line, sizeof line, f))
-        if (!strncmp(line, "MemAvailable:", 13)) {
-            avail = strtoll(line + 13, NULL, 10) * 1024;
+        if (!strncmp(line, key, n)) {
+            v = strtoll(line + n, NULL, 10) * 1024;
             break;
         }
     if (f)
         fclose(f);
-    /* a container's limit (cgroup v2, then v1): what it still allows */
-    int64_t max = read_number("/sys/fs/cgroup/memory.max"), cur = read_number("/sys/fs/cgroup/memory.current");
+    return v;
+}
+
+/* A container's memory limit (cgroup v2, then v1), and in *used what it holds now; -1 for none. */
+static int64_t cgroup_limit(int64_t *used)
+{
+    int64_t max = read_number("/sys/fs/cgroup/memory.max");
+    *used = read_number("/sys/fs/cgroup/memory.current");
     if (max < 0) {
         max = read_number("/sys/fs/cgroup/memory/memory.limit_in_bytes");
-        cur = read_number("/sys/fs/cgroup/memory/memory.usage_in_bytes");
+        *used = read_number("/sys/fs/cgroup/memory/memory.usage_in_bytes");
     }
-    if (max > 0 && cur >= 0 && max < ((int64_t)1 << 60)) {
+    return max > 0 && max < ((int64_t)1 << 60) ? max : -1;
+}
+
+int64_t sz_memory_available_bytes(void)
+{
+    int64_t avail = meminfo_bytes("MemAvailable:"), cur, max = cgroup_limit(&cur);
+    if (max > 0 && cur >= 0) { /* what the container still allows */
         int64_t left = max > cur ? max - cur : 0;
         if (avail < 0 || left < avail)
             avail = left;
@@ -59,22 +73,8 @@ int64_t sz_memory_available_bytes(void)
 
 int64_t sz_memory_total_bytes(void)
 {
-    int64_t total = -1;
-    FILE *f = fopen("/proc/meminfo", "r");
-    char line[256];
-    while (f && fgets(line, sizeof line, f))
-        if (!strncmp(line, "MemTotal:", 9)) {
-            total = strtoll(line + 9, NULL, 10) * 1024;
-            break;
-        }
-    if (f)
-        fclose(f);
-    int64_t max = read_number("/sys/fs/cgroup/memory.max");
-    if (max < 0)
-        max = read_number("/sys/fs/cgroup/memory/memory.limit_in_bytes");
-    if (max > 0 && max < ((int64_t)1 << 60) && (total < 0 || max < total))
-        total = max;
-    return total;
+    int64_t total = meminfo_bytes("MemTotal:"), cur, max = cgroup_limit(&cur);
+    return max > 0 && (total < 0 || max < total) ? max : total;
 }
 
 int64_t sz_memory_rss_bytes(void)
