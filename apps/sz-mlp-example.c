@@ -1,7 +1,8 @@
 /* apps/sz-mlp-example.c — how to build your own model on the StarZeRO task API: a two-layer MLP
  * classifier (x -> linear -> GELU -> linear -> softmax cross-entropy) learning a fixed random
- * "teacher" labelling of random points. Each layer is a unit declared by one tensor table; the
- * callbacks only submit operations, the library runs them as StarPU tasks and does AdamW.
+ * "teacher" labelling of random points. Each layer is a unit declared by one tensor table and written
+ * as its forward: the callback only submits operations; the library derives the backward from them,
+ * runs everything as StarPU tasks and does AdamW.
  *   sz-mlp-example [steps]        prints the loss every 20 steps */
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,8 +11,7 @@
 enum { N = 256, IN = 32, HID = 128, CLASSES = 8 };
 
 struct mlp {
-    sz_tensor *x, *labels, *h, *hg, *logits, *probs, *losses; /* activations */
-    sz_tensor *dh, *dhg, *dlogits, *dx;                       /* their gradients */
+    sz_tensor *x, *labels, *h, *hg, *logits, *probs, *losses; /* activations (their gradients: the library's) */
 };
 
 /* One table per unit: name, rows, cols, weight decay, init. */
@@ -25,30 +25,11 @@ static sz_status l1_fwd(sz_unit *u, void *p)
     return st ? st : sz_op_gelu_fwd(u, m->hg, m->h, (int64_t)N * HID);
 }
 
-static sz_status l1_bwd(sz_unit *u, void *p)
-{
-    struct mlp *m = p;
-    sz_status st = sz_op_zero(u, m->dh);
-    if (!st) st = sz_op_zero(u, m->dx);
-    if (!st) st = sz_op_gelu_bwd(u, m->dh, m->h, m->dhg, (int64_t)N * HID);
-    return st ? st : sz_op_matmul_bwd(u, m->dx, sz_unit_grad(u, 0), sz_unit_grad(u, 1), m->dh, m->x,
-                                      sz_unit_param(u, 0), N, IN, HID);
-}
-
 static sz_status l2_fwd(sz_unit *u, void *p)
 {
     struct mlp *m = p;
     sz_status st = sz_op_matmul_fwd(u, m->logits, m->hg, sz_unit_param(u, 0), sz_unit_param(u, 1), N, HID, CLASSES);
     return st ? st : sz_op_softmax_xent_fwd(u, m->losses, m->probs, m->logits, m->labels, N, CLASSES, CLASSES);
-}
-
-static sz_status l2_bwd(sz_unit *u, void *p)
-{
-    struct mlp *m = p;
-    sz_status st = sz_op_zero(u, m->dhg);
-    if (!st) st = sz_op_softmax_xent_bwd(u, m->dlogits, m->probs, m->labels, N, CLASSES, CLASSES);
-    return st ? st : sz_op_matmul_bwd(u, m->dhg, sz_unit_grad(u, 0), sz_unit_grad(u, 1), m->dlogits, m->hg,
-                                      sz_unit_param(u, 0), N, HID, CLASSES);
 }
 
 int main(int argc, char **argv)
@@ -59,8 +40,8 @@ int main(int argc, char **argv)
     if (sz_context_init(&ctx, NULL, &argc, &argv) != SZ_OK || sz_model_init(&model, ctx) != SZ_OK)
         return 1;
     struct mlp m;
-    sz_unit_desc u1 = {.name = "layer1", .params = L1, .nparams = 2, .forward = l1_fwd, .backward = l1_bwd, .user = &m};
-    sz_unit_desc u2 = {.name = "layer2", .params = L2, .nparams = 2, .forward = l2_fwd, .backward = l2_bwd, .user = &m};
+    sz_unit_desc u1 = {.name = "layer1", .params = L1, .nparams = 2, .forward = l1_fwd, .user = &m};
+    sz_unit_desc u2 = {.name = "layer2", .params = L2, .nparams = 2, .forward = l2_fwd, .user = &m};
     sz_model_add_unit(model, &u1);
     sz_model_add_unit(model, &u2);
     m.x = sz_model_tensor(model, "x", SZ_DTYPE_F32, N * IN);
@@ -70,10 +51,6 @@ int main(int argc, char **argv)
     m.logits = sz_model_tensor(model, "logits", SZ_DTYPE_F32, N * CLASSES);
     m.probs = sz_model_tensor(model, "probs", SZ_DTYPE_F32, N * CLASSES);
     m.losses = sz_model_tensor(model, "losses", SZ_DTYPE_F32, N);
-    m.dh = sz_model_tensor(model, "dh", SZ_DTYPE_F32, N * HID);
-    m.dhg = sz_model_tensor(model, "dh_gelu", SZ_DTYPE_F32, N * HID);
-    m.dlogits = sz_model_tensor(model, "dlogits", SZ_DTYPE_F32, N * CLASSES);
-    m.dx = sz_model_tensor(model, "dx", SZ_DTYPE_F32, N * IN);
     if (sz_model_set_loss(model, m.losses) != SZ_OK || sz_model_finalize(model) != SZ_OK ||
         sz_model_init_params(model, 7) != SZ_OK)
         return 1;

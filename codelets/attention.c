@@ -72,6 +72,14 @@ static sz_status check_shape(sz_unit *u, const char *op, int B, int T, int C, in
     return SZ_OK;
 }
 
+static const sz_grad_spec attention_grads[] = {{SZ_GRAD_OUTPUT, 0}, {SZ_GRAD_NONE, 0}, {SZ_GRAD_INPUT, 0}};
+/* the op's backward, for a unit whose backward is derived (include/starzero_starpu.h) */
+static sz_status attention_fwd_grad(sz_unit *u, const sz_op_record *r)
+{
+    const struct attention_args *a = sz_record_params(r);
+    return sz_op_attention_bwd(u, SZ_RG(2), SZ_RG(0), SZ_RT(2), SZ_RT(1), a->B, a->T, a->C, a->NH);
+}
+
 sz_status sz_op_attention_fwd(sz_unit *u, sz_tensor *out, sz_tensor *stats, sz_tensor *inp, int B, int T, int C,
                               int NH)
 {
@@ -83,7 +91,8 @@ sz_status sz_op_attention_fwd(sz_unit *u, sz_tensor *out, sz_tensor *stats, sz_t
     sz_task_tensor t[] = {{out, SZ_WRITE, sz_fb(out), N * C, "out", 0},
                           {stats, SZ_WRITE, SZ_DTYPE_F32, S, "stats", 0},
                           {inp, SZ_READ, SZ_DTYPE_F32, N * 3 * C, "inp", 0}};
-    return sz_task_submit(u, &sz_cl_attention_fwd, "attention_fwd", t, 3, &a, sizeof a);
+    return sz_task_submit_diff(u, &sz_cl_attention_fwd, "attention_fwd", t, 3, &a, sizeof a, attention_grads,
+                               attention_fwd_grad);
 }
 
 sz_status sz_op_attention_bwd(sz_unit *u, sz_tensor *dinp, sz_tensor *dout, sz_tensor *inp, sz_tensor *stats, int B,

@@ -97,6 +97,15 @@ int64_t sz_embedding_round_host_bytes(int workers, int64_t N, int64_t V)
     return (N + V + 1) * 4 * (workers > 0 ? workers : 1); /* sz_k_embedding_bwd_round_ints int32 */
 }
 
+static const sz_grad_spec embedding_grads[] = {{SZ_GRAD_OUTPUT, SZ_GRAD_TYPE_F32}, {SZ_GRAD_NONE, 0},
+                                                {SZ_GRAD_INPUT, 0}};
+/* the op's backward, for a unit whose backward is derived (include/starzero_starpu.h) */
+static sz_status embedding_fwd_grad(sz_unit *u, const sz_op_record *r)
+{
+    const struct embedding_args *a = sz_record_params(r);
+    return sz_op_embedding_bwd(u, SZ_RG(2), SZ_RG(0), SZ_RT(1), a->N, a->C, a->V);
+}
+
 sz_status sz_op_embedding_fwd(sz_unit *u, sz_tensor *out, sz_tensor *tokens, sz_tensor *wte, int N, int C, int V)
 {
     if (N < 1 || C < 1 || V < 1)
@@ -105,7 +114,8 @@ sz_status sz_op_embedding_fwd(sz_unit *u, sz_tensor *out, sz_tensor *tokens, sz_
     sz_task_tensor t[] = {{out, SZ_WRITE, SZ_DTYPE_F32, (int64_t)N * C, "out", 0},
                           {tokens, SZ_READ, SZ_DTYPE_I32, N, "tokens", 0},
                           {wte, SZ_READ, sz_fb(wte), (int64_t)V * C, "wte", 0}};
-    return sz_task_submit(u, &sz_cl_embedding_fwd, "embedding", t, 3, &a, sizeof a);
+    return sz_task_submit_diff(u, &sz_cl_embedding_fwd, "embedding", t, 3, &a, sizeof a, embedding_grads,
+                               embedding_fwd_grad);
 }
 
 sz_status sz_op_embedding_bwd(sz_unit *u, sz_tensor *dwte, sz_tensor *dout, sz_tensor *tokens, int N, int C, int V)

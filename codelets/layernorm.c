@@ -100,6 +100,17 @@ static sz_status check_shape(sz_unit *u, const char *op, int N, int C)
     return SZ_OK;
 }
 
+static const sz_grad_spec layernorm_grads[] = {{SZ_GRAD_OUTPUT, 0}, {SZ_GRAD_NONE, 0},   {SZ_GRAD_NONE, 0},
+                                                {SZ_GRAD_INPUT, SZ_GRAD_TYPE_F32},   {SZ_GRAD_INPUT, 0},
+                                                {SZ_GRAD_INPUT, 0}};
+/* the op's backward, for a unit whose backward is derived (include/starzero_starpu.h) */
+static sz_status layernorm_fwd_grad(sz_unit *u, const sz_op_record *r)
+{
+    const struct layernorm_args *a = sz_record_params(r);
+    return sz_op_layernorm_bwd(u, SZ_RG(3), SZ_RG(4), SZ_RG(5), SZ_RG(0), SZ_RT(3), SZ_RT(4), SZ_RT(1), SZ_RT(2), a->N,
+                               a->C);
+}
+
 sz_status sz_op_layernorm_fwd(sz_unit *u, sz_tensor *out, sz_tensor *mean, sz_tensor *rstd, sz_tensor *inp,
                               sz_tensor *w, sz_tensor *b, int N, int C)
 {
@@ -113,7 +124,8 @@ sz_status sz_op_layernorm_fwd(sz_unit *u, sz_tensor *out, sz_tensor *mean, sz_te
     sz_task_tensor t[] = {{out, SZ_WRITE, sz_fb(out), NC, "out", 0},   {mean, SZ_WRITE, SZ_DTYPE_F32, N, "mean", 0},
                           {rstd, SZ_WRITE, SZ_DTYPE_F32, N, "rstd", 0},  {inp, SZ_READ, SZ_DTYPE_F32, NC, "inp", 0},
                           {w, SZ_READ, sz_fb(w), C, "w", 0},         {b, SZ_READ, sz_fb(w), C, "b", 1}};
-    return sz_task_submit(u, &sz_cl_layernorm_fwd, "layernorm_fwd", t, 6, &a, sizeof a);
+    return sz_task_submit_diff(u, &sz_cl_layernorm_fwd, "layernorm_fwd", t, 6, &a, sizeof a, layernorm_grads,
+                               layernorm_fwd_grad);
 }
 
 sz_status sz_op_layernorm_bwd(sz_unit *u, sz_tensor *dinp, sz_tensor *dw, sz_tensor *db, sz_tensor *dout,

@@ -209,6 +209,16 @@ static sz_status check_shape(sz_unit *u, const char *op, int N, int C, int OC)
     return SZ_OK;
 }
 
+/* out's and inp's gradients of inp's type (what matmul_bwd reads beside inp) */
+static const sz_grad_spec matmul_grads[] = {{SZ_GRAD_OUTPUT, 2}, {SZ_GRAD_INPUT, 2}, {SZ_GRAD_INPUT, 0},
+                                             {SZ_GRAD_INPUT, 0}};
+/* the op's backward, for a unit whose backward is derived (include/starzero_starpu.h) */
+static sz_status matmul_fwd_grad(sz_unit *u, const sz_op_record *r)
+{
+    const struct matmul_args *a = sz_record_params(r);
+    return sz_op_matmul_bwd(u, SZ_RG(1), SZ_RG(2), SZ_RG(3), SZ_RG(0), SZ_RT(1), SZ_RT(2), a->N, a->C, a->OC);
+}
+
 sz_status sz_op_matmul_fwd(sz_unit *u, sz_tensor *out, sz_tensor *inp, sz_tensor *w, sz_tensor *b, int N, int C,
                            int OC)
 {
@@ -225,7 +235,8 @@ sz_status sz_op_matmul_fwd(sz_unit *u, sz_tensor *out, sz_tensor *inp, sz_tensor
                           {inp, SZ_READ, in, (int64_t)N * C, "inp", 0},
                           {w, SZ_READ, wt, (int64_t)OC * C, "w", 0},
                           {b, SZ_READ, wt, OC, "b", 1}};
-    return (mixed ? sz_task_submit_cpu : sz_task_submit)(u, &sz_cl_matmul_fwd, "matmul_fwd", t, 4, &a, sizeof a);
+    return (mixed ? sz_task_submit_diff_cpu : sz_task_submit_diff)(u, &sz_cl_matmul_fwd, "matmul_fwd", t, 4, &a,
+                                                                   sizeof a, matmul_grads, matmul_fwd_grad);
 }
 
 sz_status sz_op_matmul_bwd(sz_unit *u, sz_tensor *dinp, sz_tensor *dw, sz_tensor *db, sz_tensor *dout,

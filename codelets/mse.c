@@ -47,6 +47,15 @@ SZ_DESCRIBE(sz_cl_mse_fwd, SZ_TASK_COMPUTE, 0, "losses = mean over C of (pred - 
 SZ_CODELET_CUDA(sz_cl_mse_bwd, bwd_cpu, bwd_cuda, "mse_bwd", bwd_model);
 SZ_DESCRIBE(sz_cl_mse_bwd, SZ_TASK_COMPUTE, 0, "dpred = 2 (pred - target) / C * scale");
 
+/* mse_bwd overwrites dpred; the target gets no gradient */
+static const sz_grad_spec mse_grads[] = {{SZ_GRAD_OUTPUT, 0}, {SZ_GRAD_INPUT_SET, SZ_GRAD_TYPE_F32}, {SZ_GRAD_NONE, 0}};
+/* the op's backward, for a unit whose backward is derived (include/starzero_starpu.h) */
+static sz_status mse_fwd_grad(sz_unit *u, const sz_op_record *r)
+{
+    const struct mse_args *a = sz_record_params(r);
+    return sz_op_mse_bwd(u, SZ_RG(1), SZ_RT(1), SZ_RT(2), a->N, a->C);
+}
+
 sz_status sz_op_mse_fwd(sz_unit *u, sz_tensor *losses, sz_tensor *pred, sz_tensor *target, int N, int C)
 {
     if (N < 1 || C < 1)
@@ -56,7 +65,7 @@ sz_status sz_op_mse_fwd(sz_unit *u, sz_tensor *losses, sz_tensor *pred, sz_tenso
     sz_task_tensor t[] = {{losses, SZ_WRITE, SZ_DTYPE_F32, N, "losses", 0},
                           {pred, SZ_READ, SZ_DTYPE_F32, NC, "pred", 0},
                           {target, SZ_READ, SZ_DTYPE_F32, NC, "target", 0}};
-    return sz_task_submit(u, &sz_cl_mse_fwd, "mse", t, 3, &a, sizeof a);
+    return sz_task_submit_diff(u, &sz_cl_mse_fwd, "mse", t, 3, &a, sizeof a, mse_grads, mse_fwd_grad);
 }
 
 sz_status sz_op_mse_bwd(sz_unit *u, sz_tensor *dpred, sz_tensor *pred, sz_tensor *target, int N, int C)

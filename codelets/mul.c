@@ -56,6 +56,13 @@ SZ_DESCRIBE(sz_cl_mul_fwd, SZ_TASK_COMPUTE, SZ_CL_NATIVE | SZ_CL_CUDA_BF16, "out
 SZ_CODELET_CUDA(sz_cl_mul_bwd, bwd_cpu, bwd_cuda, "mul_bwd", bwd_model);
 SZ_DESCRIBE(sz_cl_mul_bwd, SZ_TASK_COMPUTE, SZ_CL_NATIVE | SZ_CL_CUDA_BF16, "da += dout * b, db += dout * a");
 
+/* the op's backward, for a unit whose backward is derived (include/starzero_starpu.h) */
+static sz_status mul_fwd_grad(sz_unit *u, const sz_op_record *r)
+{
+    const struct mul_args *a = sz_record_params(r);
+    return sz_op_mul_bwd(u, SZ_RG(1), SZ_RG(2), SZ_RG(0), SZ_RT(1), SZ_RT(2), a->n);
+}
+
 sz_status sz_op_mul_fwd(sz_unit *u, sz_tensor *out, sz_tensor *a, sz_tensor *b, int64_t n)
 {
     if (n < 1)
@@ -64,7 +71,7 @@ sz_status sz_op_mul_fwd(sz_unit *u, sz_tensor *out, sz_tensor *a, sz_tensor *b, 
     sz_task_tensor t[] = {{out, SZ_WRITE, sz_fb(out), n, "out", 0},
                           {a, SZ_READ, SZ_DTYPE_F32, n, "a", 0},
                           {b, SZ_READ, SZ_DTYPE_F32, n, "b", 0}};
-    return sz_task_submit(u, &sz_cl_mul_fwd, "mul", t, 3, &p, sizeof p);
+    return sz_task_submit_diff(u, &sz_cl_mul_fwd, "mul", t, 3, &p, sizeof p, NULL, mul_fwd_grad);
 }
 
 sz_status sz_op_mul_bwd(sz_unit *u, sz_tensor *da, sz_tensor *db, sz_tensor *dout, sz_tensor *a, sz_tensor *b,

@@ -53,6 +53,15 @@ SZ_DESCRIBE(sz_cl_residual_fwd, SZ_TASK_COMPUTE, 0, "out = a + b");
 SZ_CODELET_CUDA(sz_cl_residual_bwd, bwd_cpu, bwd_cuda, "residual_bwd", bwd_model);
 SZ_DESCRIBE(sz_cl_residual_bwd, SZ_TASK_COMPUTE, SZ_CL_CUDA_SETS | SZ_CL_NATIVE | SZ_CL_CUDA_BF16, "da, db += dout");
 
+static const sz_grad_spec residual_grads[] = {{SZ_GRAD_OUTPUT, SZ_GRAD_TYPE_F32}, {SZ_GRAD_INPUT, 0},
+                                               {SZ_GRAD_INPUT, 0}};
+/* the op's backward, for a unit whose backward is derived (include/starzero_starpu.h) */
+static sz_status residual_fwd_grad(sz_unit *u, const sz_op_record *r)
+{
+    const struct residual_args *a = sz_record_params(r);
+    return sz_op_residual_bwd(u, SZ_RG(1), SZ_RG(2), SZ_RG(0), a->n);
+}
+
 sz_status sz_op_residual_fwd(sz_unit *u, sz_tensor *out, sz_tensor *a, sz_tensor *b, int64_t n)
 {
     if (n < 1)
@@ -61,7 +70,8 @@ sz_status sz_op_residual_fwd(sz_unit *u, sz_tensor *out, sz_tensor *a, sz_tensor
     sz_task_tensor t[] = {{out, SZ_WRITE, SZ_DTYPE_F32, n, "out", 0},
                           {a, SZ_READ, SZ_DTYPE_F32, n, "a", 0},
                           {b, SZ_READ, SZ_DTYPE_F32, n, "b", 0}};
-    return sz_task_submit(u, &sz_cl_residual_fwd, "residual_fwd", t, 3, &p, sizeof p);
+    return sz_task_submit_diff(u, &sz_cl_residual_fwd, "residual_fwd", t, 3, &p, sizeof p, residual_grads,
+                               residual_fwd_grad);
 }
 
 sz_status sz_op_residual_bwd(sz_unit *u, sz_tensor *da, sz_tensor *db, sz_tensor *dout, int64_t n)

@@ -118,6 +118,24 @@ static sz_status check_shape(sz_unit *u, const char *op, int N, int C)
     return SZ_OK;
 }
 
+static const sz_grad_spec residual_layernorm_grads[] = {{SZ_GRAD_OUTPUT, SZ_GRAD_TYPE_F32}, {SZ_GRAD_OUTPUT, 0},
+                                                         {SZ_GRAD_NONE, 0}, {SZ_GRAD_NONE, 0},
+                                                         {SZ_GRAD_INPUT, SZ_GRAD_TYPE_F32}, {SZ_GRAD_INPUT, 0},
+                                                         {SZ_GRAD_INPUT, 0}, {SZ_GRAD_INPUT, 0}};
+/* the op's backward, for a unit whose backward is derived (include/starzero_starpu.h) */
+static sz_status residual_layernorm_fwd_grad(sz_unit *u, const sz_op_record *r)
+{
+    const struct residual_layernorm_args *a = sz_record_params(r);
+    sz_tensor *dres = SZ_RG(0);
+    if (!dres) /* the fused backward adds the norm's input gradient into res's */
+        return sz_task_refuse(u, "residual_layernorm_fwd", "its output res (%s) has no gradient (nothing reads it): "
+                              "use sz_op_residual_fwd and sz_op_layernorm_fwd", sz_tensor_name(SZ_RT(0)));
+    return sz_op_layernorm_residual_bwd(u, SZ_RG(4), SZ_RG(5), dres,
+                                        SZ_RG(6), SZ_RG(7), SZ_RG(1),
+                                        SZ_RT(0), SZ_RT(6), SZ_RT(2),
+                                        SZ_RT(3), a->N, a->C);
+}
+
 sz_status sz_op_residual_layernorm_fwd(sz_unit *u, sz_tensor *res, sz_tensor *out, sz_tensor *mean, sz_tensor *rstd,
                                        sz_tensor *a, sz_tensor *b, sz_tensor *w, sz_tensor *b_ln, int N, int C)
 {
@@ -130,7 +148,8 @@ sz_status sz_op_residual_layernorm_fwd(sz_unit *u, sz_tensor *res, sz_tensor *ou
                           {mean, SZ_WRITE, SZ_DTYPE_F32, N, "mean", 0}, {rstd, SZ_WRITE, SZ_DTYPE_F32, N, "rstd", 0},
                           {a, SZ_READ, SZ_DTYPE_F32, NC, "a", 0},       {b, SZ_READ, SZ_DTYPE_F32, NC, "b", 0},
                           {w, SZ_READ, sz_fb(w), C, "w", 0},        {b_ln, SZ_READ, sz_fb(w), C, "b_ln", 1}};
-    return sz_task_submit(u, &sz_cl_residual_layernorm_fwd, "residual_layernorm_fwd", t, 8, &p, sizeof p);
+    return sz_task_submit_diff(u, &sz_cl_residual_layernorm_fwd, "residual_layernorm_fwd", t, 8, &p, sizeof p,
+                               residual_layernorm_grads, residual_layernorm_fwd_grad);
 }
 
 sz_status sz_op_layernorm_residual_bwd(sz_unit *u, sz_tensor *da, sz_tensor *db, sz_tensor *dres, sz_tensor *dw,

@@ -102,6 +102,22 @@ SZ_CODELET_CUDA(sz_cl_rmsnorm_residual_bwd, bwd_cpu, bwd_cuda, "rmsnorm_residual
 SZ_DESCRIBE(sz_cl_rmsnorm_residual_bwd, SZ_TASK_COMPUTE, SZ_CL_CUDA_SETS | SZ_CL_NATIVE | SZ_CL_CUDA_BF16,
             "dres += rmsnorm'; da, db += dres; dw +=");
 
+static const sz_grad_spec residual_rmsnorm_grads[] = {{SZ_GRAD_OUTPUT, SZ_GRAD_TYPE_F32}, {SZ_GRAD_OUTPUT, 0},
+                                                       {SZ_GRAD_NONE, 0}, {SZ_GRAD_INPUT, SZ_GRAD_TYPE_F32},
+                                                       {SZ_GRAD_INPUT, 0}, {SZ_GRAD_INPUT, 0}};
+/* the op's backward, for a unit whose backward is derived (include/starzero_starpu.h) */
+static sz_status residual_rmsnorm_fwd_grad(sz_unit *u, const sz_op_record *r)
+{
+    const struct residual_rmsnorm_args *a = sz_record_params(r);
+    sz_tensor *dres = SZ_RG(0);
+    if (!dres) /* the fused backward adds the norm's input gradient into res's */
+        return sz_task_refuse(u, "residual_rmsnorm_fwd", "its output res (%s) has no gradient (nothing reads it): "
+                              "use sz_op_residual_fwd and sz_op_rmsnorm_fwd", sz_tensor_name(SZ_RT(0)));
+    return sz_op_rmsnorm_residual_bwd(u, SZ_RG(3), SZ_RG(4), dres, SZ_RG(5),
+                                      SZ_RG(1), SZ_RT(0), SZ_RT(5),
+                                      SZ_RT(2), a->N, a->C);
+}
+
 sz_status sz_op_residual_rmsnorm_fwd(sz_unit *u, sz_tensor *res, sz_tensor *out, sz_tensor *rstd, sz_tensor *a,
                                      sz_tensor *b, sz_tensor *w, int N, int C, float eps)
 {
@@ -113,7 +129,8 @@ sz_status sz_op_residual_rmsnorm_fwd(sz_unit *u, sz_tensor *res, sz_tensor *out,
     sz_task_tensor t[] = {{res, SZ_WRITE, SZ_DTYPE_F32, NC, "res", 0}, {out, SZ_WRITE, sz_fb(out), NC, "out", 0},
                           {rstd, SZ_WRITE, SZ_DTYPE_F32, N, "rstd", 0}, {a, SZ_READ, SZ_DTYPE_F32, NC, "a", 0},
                           {b, SZ_READ, SZ_DTYPE_F32, NC, "b", 0},       {w, SZ_READ, sz_fb(w), C, "w", 0}};
-    return sz_task_submit(u, &sz_cl_residual_rmsnorm_fwd, "residual_rmsnorm_fwd", t, 6, &p, sizeof p);
+    return sz_task_submit_diff(u, &sz_cl_residual_rmsnorm_fwd, "residual_rmsnorm_fwd", t, 6, &p, sizeof p,
+                               residual_rmsnorm_grads, residual_rmsnorm_fwd_grad);
 }
 
 sz_status sz_op_rmsnorm_residual_bwd(sz_unit *u, sz_tensor *da, sz_tensor *db, sz_tensor *dres, sz_tensor *dw,

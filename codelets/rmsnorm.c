@@ -84,6 +84,15 @@ SZ_CODELET_CUDA(sz_cl_rmsnorm_bwd, bwd_cpu, bwd_cuda, "rmsnorm_bwd", bwd_model);
 SZ_DESCRIBE(sz_cl_rmsnorm_bwd, SZ_TASK_COMPUTE, SZ_CL_CUDA_SETS | SZ_CL_NATIVE | SZ_CL_CUDA_BF16,
             "dinp, dw += from dout");
 
+static const sz_grad_spec rmsnorm_grads[] = {{SZ_GRAD_OUTPUT, 0}, {SZ_GRAD_NONE, 0}, {SZ_GRAD_INPUT, SZ_GRAD_TYPE_F32},
+                                              {SZ_GRAD_INPUT, 0}};
+/* the op's backward, for a unit whose backward is derived (include/starzero_starpu.h) */
+static sz_status rmsnorm_fwd_grad(sz_unit *u, const sz_op_record *r)
+{
+    const struct rmsnorm_args *a = sz_record_params(r);
+    return sz_op_rmsnorm_bwd(u, SZ_RG(2), SZ_RG(3), SZ_RG(0), SZ_RT(2), SZ_RT(3), SZ_RT(1), a->N, a->C);
+}
+
 sz_status sz_op_rmsnorm_fwd(sz_unit *u, sz_tensor *out, sz_tensor *rstd, sz_tensor *inp, sz_tensor *w, int N, int C,
                             float eps)
 {
@@ -96,7 +105,7 @@ sz_status sz_op_rmsnorm_fwd(sz_unit *u, sz_tensor *out, sz_tensor *rstd, sz_tens
                           {rstd, SZ_WRITE, SZ_DTYPE_F32, N, "rstd", 0},
                           {inp, SZ_READ, SZ_DTYPE_F32, NC, "inp", 0},
                           {w, SZ_READ, sz_fb(w), C, "w", 0}};
-    return sz_task_submit(u, &sz_cl_rmsnorm_fwd, "rmsnorm", t, 4, &a, sizeof a);
+    return sz_task_submit_diff(u, &sz_cl_rmsnorm_fwd, "rmsnorm", t, 4, &a, sizeof a, rmsnorm_grads, rmsnorm_fwd_grad);
 }
 
 sz_status sz_op_rmsnorm_bwd(sz_unit *u, sz_tensor *dinp, sz_tensor *dw, sz_tensor *dout, sz_tensor *inp, sz_tensor *w,

@@ -68,6 +68,13 @@ static sz_status check(sz_unit *u, const char *op, int B, int T, int C, int NH, 
     return SZ_OK;
 }
 
+/* the op's backward, for a unit whose backward is derived (include/starzero_starpu.h) */
+static sz_status rope_fwd_grad(sz_unit *u, const sz_op_record *r)
+{
+    const struct rope_args *a = sz_record_params(r);
+    return sz_op_rope_bwd(u, SZ_RG(1), SZ_RG(0), a->B, a->T, a->C, a->NH, a->theta);
+}
+
 sz_status sz_op_rope_fwd(sz_unit *u, sz_tensor *out, sz_tensor *inp, int B, int T, int C, int NH, float theta)
 {
     sz_status st = check(u, "rope", B, T, C, NH, theta);
@@ -76,7 +83,7 @@ sz_status sz_op_rope_fwd(sz_unit *u, sz_tensor *out, sz_tensor *inp, int B, int 
     struct rope_args a = {B, T, C, NH, theta, 0, 0};
     int64_t n = (int64_t)B * T * 3 * C;
     sz_task_tensor t[] = {{out, SZ_WRITE, SZ_DTYPE_F32, n, "out", 0}, {inp, SZ_READ, SZ_DTYPE_F32, n, "inp", 0}};
-    return sz_task_submit(u, &sz_cl_rope_fwd, "rope", t, 2, &a, sizeof a);
+    return sz_task_submit_diff(u, &sz_cl_rope_fwd, "rope", t, 2, &a, sizeof a, NULL, rope_fwd_grad);
 }
 
 sz_status sz_op_rope_bwd(sz_unit *u, sz_tensor *dinp, sz_tensor *dout, int B, int T, int C, int NH, float theta)

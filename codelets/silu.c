@@ -54,13 +54,20 @@ SZ_DESCRIBE(sz_cl_silu_fwd, SZ_TASK_COMPUTE, SZ_CL_NATIVE | SZ_CL_CUDA_BF16, "ou
 SZ_CODELET_CUDA(sz_cl_silu_bwd, bwd_cpu, bwd_cuda, "silu_bwd", bwd_model);
 SZ_DESCRIBE(sz_cl_silu_bwd, SZ_TASK_COMPUTE, SZ_CL_NATIVE | SZ_CL_CUDA_BF16, "dinp += silu'(inp) * dout");
 
+/* the op's backward, for a unit whose backward is derived (include/starzero_starpu.h) */
+static sz_status silu_fwd_grad(sz_unit *u, const sz_op_record *r)
+{
+    const struct silu_args *a = sz_record_params(r);
+    return sz_op_silu_bwd(u, SZ_RG(1), SZ_RT(1), SZ_RG(0), a->n);
+}
+
 sz_status sz_op_silu_fwd(sz_unit *u, sz_tensor *out, sz_tensor *inp, int64_t n)
 {
     if (n < 1)
         return sz_op_invalid(u, "silu", "n = %lld: need n >= 1", (long long)n);
     struct silu_args a = {n, sz_kdt(out), 0}; /* out may be bf16 */
     sz_task_tensor t[] = {{out, SZ_WRITE, sz_fb(out), n, "out", 0}, {inp, SZ_READ, SZ_DTYPE_F32, n, "inp", 0}};
-    return sz_task_submit(u, &sz_cl_silu_fwd, "silu", t, 2, &a, sizeof a);
+    return sz_task_submit_diff(u, &sz_cl_silu_fwd, "silu", t, 2, &a, sizeof a, NULL, silu_fwd_grad);
 }
 
 sz_status sz_op_silu_bwd(sz_unit *u, sz_tensor *dinp, sz_tensor *inp, sz_tensor *dout, int64_t n)

@@ -83,6 +83,16 @@ static sz_status check_shape(sz_unit *u, const char *op, int N, int V, int Vp)
     return SZ_OK;
 }
 
+/* softmax_xent_bwd overwrites dlogits */
+static const sz_grad_spec softmax_xent_grads[] = {{SZ_GRAD_OUTPUT, 0}, {SZ_GRAD_NONE, 0}, {SZ_GRAD_INPUT_SET, 0},
+                                                   {SZ_GRAD_NONE, 0}};
+/* the op's backward, for a unit whose backward is derived (include/starzero_starpu.h) */
+static sz_status softmax_xent_fwd_grad(sz_unit *u, const sz_op_record *r)
+{
+    const struct softmax_xent_args *a = sz_record_params(r);
+    return sz_op_softmax_xent_bwd(u, SZ_RG(2), SZ_RT(1), SZ_RT(3), a->N, a->V, a->Vp);
+}
+
 sz_status sz_op_softmax_xent_fwd(sz_unit *u, sz_tensor *losses, sz_tensor *probs, sz_tensor *logits,
                                  sz_tensor *targets, int N, int V, int Vp)
 {
@@ -94,7 +104,8 @@ sz_status sz_op_softmax_xent_fwd(sz_unit *u, sz_tensor *losses, sz_tensor *probs
                           {probs, SZ_WRITE, SZ_DTYPE_F32, (int64_t)N * Vp, "probs", 0},
                           {logits, SZ_READ, SZ_DTYPE_F32, (int64_t)N * Vp, "logits", 0},
                           {targets, SZ_READ, SZ_DTYPE_I32, N, "targets", 0}};
-    return sz_task_submit(u, &sz_cl_softmax_xent_fwd, "softmax_xent_fwd", t, 4, &a, sizeof a);
+    return sz_task_submit_diff(u, &sz_cl_softmax_xent_fwd, "softmax_xent_fwd", t, 4, &a, sizeof a, softmax_xent_grads,
+                               softmax_xent_fwd_grad);
 }
 
 sz_status sz_op_softmax_xent_bwd(sz_unit *u, sz_tensor *dlogits, sz_tensor *probs, sz_tensor *targets, int N, int V,

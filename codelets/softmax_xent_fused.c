@@ -61,6 +61,15 @@ SZ_CODELET_CUDA(sz_cl_softmax_xent_fused, fused_cpu, fused_cuda, "softmax_xent_f
 SZ_DESCRIBE(sz_cl_softmax_xent_fused, SZ_TASK_COMPUTE, SZ_CL_NATIVE | SZ_CL_CUDA_BF16,
             "losses, logits := dlogits in one pass");
 
+/* the forward leaves the logits' gradient in the logits: its backward has nothing left to do */
+static const sz_grad_spec softmax_xent_fused_grads[] = {{SZ_GRAD_OUTPUT, 0}, {SZ_GRAD_IN_PLACE, 0}, {SZ_GRAD_NONE, 0}};
+/* the op's backward, for a unit whose backward is derived (include/starzero_starpu.h) */
+static sz_status softmax_xent_fused_grad(sz_unit *u, const sz_op_record *r)
+{
+    (void)u, (void)r;
+    return SZ_OK;
+}
+
 sz_status sz_op_softmax_xent_fused(sz_unit *u, sz_tensor *losses, sz_tensor *logits, sz_tensor *targets, int N,
                                    int V, int Vp)
 {
@@ -72,5 +81,6 @@ sz_status sz_op_softmax_xent_fused(sz_unit *u, sz_tensor *losses, sz_tensor *log
     sz_task_tensor t[] = {{losses, SZ_WRITE, SZ_DTYPE_F32, N, "losses", 0},
                           {logits, SZ_READ_WRITE, sz_fb(logits), (int64_t)N * Vp, "logits", 0},
                           {targets, SZ_READ, SZ_DTYPE_I32, N, "targets", 0}};
-    return sz_task_submit(u, &sz_cl_softmax_xent_fused, "softmax_xent_fused", t, 3, &a, sizeof a);
+    return sz_task_submit_diff(u, &sz_cl_softmax_xent_fused, "softmax_xent_fused", t, 3, &a, sizeof a,
+                               softmax_xent_fused_grads, softmax_xent_fused_grad);
 }

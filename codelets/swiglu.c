@@ -59,6 +59,13 @@ SZ_CODELET_CUDA(sz_cl_swiglu_bwd, bwd_cpu, bwd_cuda, "swiglu_bwd", bwd_model);
 SZ_DESCRIBE(sz_cl_swiglu_bwd, SZ_TASK_COMPUTE, SZ_CL_NATIVE | SZ_CL_CUDA_BF16,
             "dgate += dout * up * silu'(gate), dup += dout * silu(gate)");
 
+/* the op's backward, for a unit whose backward is derived (include/starzero_starpu.h) */
+static sz_status swiglu_fwd_grad(sz_unit *u, const sz_op_record *r)
+{
+    const struct swiglu_args *a = sz_record_params(r);
+    return sz_op_swiglu_bwd(u, SZ_RG(1), SZ_RG(2), SZ_RG(0), SZ_RT(1), SZ_RT(2), a->n);
+}
+
 sz_status sz_op_swiglu_fwd(sz_unit *u, sz_tensor *out, sz_tensor *gate, sz_tensor *up, int64_t n)
 {
     if (n < 1)
@@ -67,7 +74,7 @@ sz_status sz_op_swiglu_fwd(sz_unit *u, sz_tensor *out, sz_tensor *gate, sz_tenso
     sz_task_tensor t[] = {{out, SZ_WRITE, sz_fb(out), n, "out", 0},
                           {gate, SZ_READ, SZ_DTYPE_F32, n, "gate", 0},
                           {up, SZ_READ, SZ_DTYPE_F32, n, "up", 0}};
-    return sz_task_submit(u, &sz_cl_swiglu_fwd, "swiglu", t, 3, &a, sizeof a);
+    return sz_task_submit_diff(u, &sz_cl_swiglu_fwd, "swiglu", t, 3, &a, sizeof a, NULL, swiglu_fwd_grad);
 }
 
 sz_status sz_op_swiglu_bwd(sz_unit *u, sz_tensor *dgate, sz_tensor *dup, sz_tensor *dout, sz_tensor *gate,

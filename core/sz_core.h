@@ -140,6 +140,41 @@ struct sz_task_failure {
     char msg[320];
 };
 
+/* ---- the forward a derived backward is made from (core/tape.c; tasks/autograd.c reads it) -------
+ * While the engine records (struct sz_core's recording), every task a unit's forward submits is
+ * checked and kept here instead of submitted; sz_task_submit_diff's with its backward function.
+ * The engine then fills in what only the whole model knows: each tensor's gradient buffer, whether
+ * this op is its first writer (zeroed first), which parameter a tensor is. */
+struct sz_op_record {
+    char op[32];
+    sz_unit *unit;               /* the unit whose forward submitted it */
+    sz_backward_fn backward;     /* NULL: an op without a backward (plain sz_task_submit) */
+    int n;
+    sz_task_tensor t[SZ_TASK_MAX_TENSORS];
+    sz_grad_spec g[SZ_TASK_MAX_TENSORS];     /* roles resolved (never SZ_GRAD_AUTO) */
+    int param_unit[SZ_TASK_MAX_TENSORS];     /* >= 0: tensor k is parameter param_index[k] of that unit */
+    int param_index[SZ_TASK_MAX_TENSORS];
+    sz_tensor *grad[SZ_TASK_MAX_TENSORS];    /* an activation's gradient (engine-owned), or NULL */
+    unsigned char zero_first[SZ_TASK_MAX_TENSORS]; /* this op is grad[k]'s first writer: zeroed before */
+    int64_t zeroed_gen[SZ_TASK_MAX_TENSORS]; /* the backward pass that zeroed it last */
+    int active;                  /* a gradient reaches one of its outputs: its backward runs */
+    void *params;
+    size_t params_size;
+};
+struct sz_tape {
+    struct sz_op_record *r;
+    int n, cap;
+};
+/* Inside a backward function (sz_unit *u, const sz_op_record *r): tensor k's gradient, tensor k. */
+#define SZ_RG(k) sz_record_grad(u, r, (k))
+#define SZ_RT(k) sz_record_tensor(r, (k))
+struct sz_core;
+/* core/tape.c: the record of a task being submitted while recording (grads NULL: roles from the
+ * accesses); sz_tape_free. */
+sz_status sz_tape_add(struct sz_core *c, sz_unit *u, const char *op, const sz_task_tensor *tt, int n,
+                      const void *params, size_t params_size, const sz_grad_spec *grads, sz_backward_fn backward);
+void sz_tape_free(struct sz_tape *t);
+
 /* A model as the core sees it: the first member of the engine's struct sz_model. */
 struct sz_core {
     struct sz_context *ctx;
@@ -174,6 +209,10 @@ struct sz_core {
     int64_t zeros_folded, zeros_run; /* sz_op_zero calls since sz_model_init: folded into an op / submitted */
     int64_t grads_set, grads_zeroed; /* views set by their first writer / zeroed by a task of their own */
     int64_t zero_tasks, zero_bytes;  /* every zeroing task submitted since sz_model_init, and its bytes */
+    /* the derived backward (tasks/autograd.c): while recording, tasks are recorded, not submitted */
+    int recording;
+    struct sz_tape tape;
+    int64_t bwd_gen;                 /* derived backward passes so far (sz_record_grad zeroes once per pass) */
 };
 
 /* A unit as the core sees it: the first member of the engine's struct sz_unit (tasks/sz_tasks.h),
@@ -209,6 +248,10 @@ sz_status sz_task_submit_as(sz_unit *u, const char *name, const char *op, struct
 sz_status sz_task_submit_cpu(sz_unit *u, struct starpu_codelet *cl, const char *op,
                              const struct sz_task_tensor *tensors, int ntensors, const void *params,
                              size_t params_size);
+/* sz_task_submit_diff on CPU workers only (as sz_task_submit_cpu). */
+sz_status sz_task_submit_diff_cpu(sz_unit *u, struct starpu_codelet *cl, const char *op,
+                                  const sz_task_tensor *tensors, int ntensors, const void *params, size_t params_size,
+                                  const sz_grad_spec *grads, sz_backward_fn backward);
 /* An op's wrapper refusing its arguments (a shape, not a tensor: sz_task_submit names those): logs
  * "<op> (<task name>): <message>" and returns SZ_ERR_INVALID. u may be NULL. The same as the
  * public sz_task_refuse (include/starzero_starpu.h). */

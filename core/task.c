@@ -108,6 +108,10 @@ sz_status sz_task_submit_where(struct sz_core *m, int unit, const char *name, co
         l->numel[k] = t->numel;
         l->dtype[k] = t->dtype;
     }
+    if (m && m->recording) { /* checked: the engine records the op (core/tape.c), nothing runs */
+        free(buf);
+        return SZ_OK;
+    }
     if (!where && m)
         where = m->force_where;
     /* With CUDA workers the compute runs on the GPU under every policy (the zero policy does this
@@ -165,7 +169,8 @@ static void task_name(char *name, size_t size, const sz_unit *u, const char *op)
 }
 
 static sz_status submit_unit(sz_unit *u, struct starpu_codelet *cl, const char *op, const sz_task_tensor *tensors,
-                             int ntensors, const void *params, size_t params_size, uint32_t where)
+                             int ntensors, const void *params, size_t params_size, uint32_t where,
+                             const sz_grad_spec *grads, sz_backward_fn backward)
 {
     if (!op)
         op = cl && cl->name ? cl->name : "op";
@@ -175,8 +180,12 @@ static sz_status submit_unit(sz_unit *u, struct starpu_codelet *cl, const char *
     }
     char name[64];
     task_name(name, sizeof name, u, op);
-    return sz_task_submit_where(sz_core_of(u), sz_unit_core_of(u)->index, name, op, cl, tensors, ntensors, params,
-                                params_size, where);
+    struct sz_core *c = sz_core_of(u);
+    sz_status st = sz_task_submit_where(c, sz_unit_core_of(u)->index, name, op, cl, tensors, ntensors, params,
+                                        params_size, where);
+    if (st == SZ_OK && c && c->recording)
+        st = sz_tape_add(c, u, op, tensors, ntensors, params, params_size, grads, backward);
+    return st;
 }
 
 sz_status sz_task_submit_as(sz_unit *u, const char *name, const char *op, struct starpu_codelet *cl,
@@ -189,13 +198,27 @@ sz_status sz_task_submit_as(sz_unit *u, const char *name, const char *op, struct
 sz_status sz_task_submit(sz_unit *u, struct starpu_codelet *cl, const char *op, const sz_task_tensor *tensors,
                          int ntensors, const void *params, size_t params_size)
 {
-    return submit_unit(u, cl, op, tensors, ntensors, params, params_size, 0);
+    return submit_unit(u, cl, op, tensors, ntensors, params, params_size, 0, NULL, NULL);
+}
+
+sz_status sz_task_submit_diff(sz_unit *u, struct starpu_codelet *cl, const char *op, const sz_task_tensor *tensors,
+                              int ntensors, const void *params, size_t params_size, const sz_grad_spec *grads,
+                              sz_backward_fn backward)
+{
+    return submit_unit(u, cl, op, tensors, ntensors, params, params_size, 0, grads, backward);
+}
+
+sz_status sz_task_submit_diff_cpu(sz_unit *u, struct starpu_codelet *cl, const char *op,
+                                  const sz_task_tensor *tensors, int ntensors, const void *params, size_t params_size,
+                                  const sz_grad_spec *grads, sz_backward_fn backward)
+{
+    return submit_unit(u, cl, op, tensors, ntensors, params, params_size, STARPU_CPU, grads, backward);
 }
 
 sz_status sz_task_submit_cpu(sz_unit *u, struct starpu_codelet *cl, const char *op, const sz_task_tensor *tensors,
                              int ntensors, const void *params, size_t params_size)
 {
-    return submit_unit(u, cl, op, tensors, ntensors, params, params_size, STARPU_CPU);
+    return submit_unit(u, cl, op, tensors, ntensors, params, params_size, STARPU_CPU, NULL, NULL);
 }
 
 static sz_status refuse(sz_unit *u, const char *op, const char *fmt, va_list ap)

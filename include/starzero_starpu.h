@@ -96,6 +96,63 @@ typedef struct sz_task_layout {
 sz_status sz_task_submit(sz_unit *u, struct starpu_codelet *cl, const char *op, const sz_task_tensor *tensors,
                          int ntensors, const void *params, size_t params_size);
 
+/* ---- an operation with its backward: models written as their forward -------------------------
+ * A unit whose sz_unit_desc.backward is NULL gets its backward from its forward: the engine runs
+ * the forward once while sz_model_finalize (recording each op, submitting nothing), then walks the
+ * recorded ops in reverse, calling each one's backward function. It allocates the activations'
+ * gradients itself (one buffer per gradient, shared by the units' gradients of the same activation
+ * under sz_model_activation; element type from the ops' grad_type, fp32 otherwise), zeroes each
+ * before its first writer (folded into that writer: SZ_ACCUMULATE_OR_SET) and hands the
+ * parameters' gradients over as sz_unit_grad does, so a backward function only adds into what
+ * sz_record_grad gives it. Ops submitted with plain sz_task_submit in such a forward have no
+ * backward: a gradient that would have to flow through one is refused at sz_model_finalize, naming
+ * the op and the tensor. A backward function may read its op's inputs and SZ_GRAD_NONE tensors
+ * (statistics): a later op of the same unit overwriting one is refused at sz_model_finalize.
+ *
+ *   static sz_status my_op_grad(sz_unit *u, const sz_op_record *r) {
+ *       const struct my_args *a = sz_record_params(r);
+ *       return my_op_bwd(u, sz_record_grad(u, r, 1), sz_record_grad(u, r, 0), sz_record_tensor(r, 1), a->N);
+ *   }                                      // d inp (added into)  d out (read)   the forward's inp
+ *   ... in my_op: return sz_task_submit_diff(u, &my_cl, "my_op", t, 2, &a, sizeof a, NULL, my_op_grad);
+ */
+typedef struct sz_op_record sz_op_record;
+typedef sz_status (*sz_backward_fn)(sz_unit *u, const sz_op_record *r);
+
+/* How tensor k of a differentiable op takes part in the backward. */
+typedef enum sz_grad_role {
+    SZ_GRAD_AUTO = 0,  /* from its access: a float SZ_READ is an input, a float SZ_WRITE an output,
+                          anything else (ids, in-place updates) none */
+    SZ_GRAD_NONE,      /* no gradient flows through it (statistics, indices, masks) */
+    SZ_GRAD_INPUT,     /* its gradient is added into by the backward (sz_record_grad: +=) */
+    SZ_GRAD_OUTPUT,    /* its gradient is read by the backward (sz_record_grad: NULL when none flows) */
+    SZ_GRAD_INPUT_SET, /* an input whose gradient the backward OVERWRITES (a loss's softmax_xent_bwd):
+                          allowed only where no later op of the forward also reads the input */
+    SZ_GRAD_IN_PLACE,  /* an SZ_READ_WRITE input the forward overwrites with its own gradient (the
+                          fused softmax-cross-entropy): its gradient is the tensor itself */
+} sz_grad_role;
+#define SZ_GRAD_TYPE_F32 (-1)
+typedef struct sz_grad_spec {
+    sz_grad_role role;
+    int type;          /* the gradient's element type: 0 whatever the other ops need (fp32 if none
+                          says), SZ_GRAD_TYPE_F32 fp32, k + 1 tensor k's (bf16 if it is bf16, else
+                          fp32: what the op's backward reads beside it) */
+} sz_grad_spec;
+
+/* sz_task_submit for an op with a backward: `grads` (ntensors entries, or NULL: every role
+ * SZ_GRAD_AUTO, every type 0) says how each tensor takes part, `backward` is called for the unit's
+ * derived backward with this op's record. Outside a derived unit's forward it is sz_task_submit. */
+sz_status sz_task_submit_diff(sz_unit *u, struct starpu_codelet *cl, const char *op, const sz_task_tensor *tensors,
+                              int ntensors, const void *params, size_t params_size, const sz_grad_spec *grads,
+                              sz_backward_fn backward);
+/* Inside a backward function: the forward's tensor k (a parameter: the unit's current view of it,
+ * as sz_unit_param gives it in the backward), its argument struct, and tensor k's gradient —
+ * for an input, the buffer to add into (zeroed first where this op is its first writer; a
+ * parameter's: sz_unit_grad's); for an output, the gradient to read; NULL where none flows or
+ * the tensor has none (SZ_GRAD_NONE, an absent optional tensor). */
+sz_tensor *sz_record_tensor(const sz_op_record *r, int k);
+const void *sz_record_params(const sz_op_record *r);
+sz_tensor *sz_record_grad(sz_unit *u, const sz_op_record *r, int k);
+
 /* The StarPU handle behind a tensor (views share their base's handle), its element offset in it. */
 starpu_data_handle_t sz_tensor_handle(const sz_tensor *t);
 int64_t sz_tensor_offset(const sz_tensor *t);

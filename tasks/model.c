@@ -266,7 +266,7 @@ static sz_status agree_model(struct sz_model *m)
         char name[96];
         snprintf(name, sizeof name, "unit %d", i);
         sz_settings_add(s, name, "%s: %d tensors, %lld elements%s%s%s%s%s", u->c.name, u->nparams, (long long)u->numel,
-                        u->checkpointable ? ", checkpointable" : "", u->backward ? "" : ", no backward",
+                        u->checkpointable ? ", checkpointable" : "", u->backward ? "" : ", derived backward",
                         u->backward_skips_params ? ", backward reads no parameter" : "",
                         u->bf16_params ? ", takes bf16 parameters" : "",
                         u->nuses ? ", uses earlier units" : "");
@@ -325,6 +325,9 @@ sz_status sz_model_finalize(sz_model *m)
     sz_status wst = sz_devwatch_start(m); /* collective: every rank, before any may refuse below */
     if (wst != SZ_OK)
         return wst;
+    sz_status dst = sz_autograd_prepare(m); /* the derived backward's gradients, counted below */
+    if (dst != SZ_OK)
+        return dst;
     sz_status bst = sz_model_check_budget(m, budget); /* before allocating anything big */
     if (bst != SZ_OK)
         return bst;
@@ -376,6 +379,8 @@ void sz_model_free(sz_model *m)
     free(m->tensors);
     free(m->shared_acts);
     free(m->act_names);
+    free(m->acts_of);
+    sz_tape_free(&m->core.tape);
     free(m->units);
     free(m);
 }

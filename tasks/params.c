@@ -27,7 +27,9 @@ static struct sz_unit *unit_of(sz_model *m, int unit, int param)
 
 sz_tensor *sz_model_param(sz_model *m, int unit, int i)
 {
-    struct sz_unit *u = unit_of(m, unit, i);
+    struct sz_unit *u = m && m->core.recording && unit >= 0 && unit < m->nunits && i >= 0 && i < m->units[unit]->nparams
+                            ? m->units[unit] /* tasks/autograd.c records the forward: its stand-ins */
+                            : unit_of(m, unit, i);
     return u ? &u->wp->child[i] : NULL;
 }
 

@@ -49,7 +49,7 @@ static sz_status plan_units(const sz_model_shape *s, sz_plan_unit *pu)
         for (int k = 0; k < d->nuses; k++)
             if (d->uses[k] < 0 || d->uses[k] >= i)
                 return SZ_ERR_INVALID; /* only earlier units can be shared (sz_model_add_unit) */
-        pu[i] = (sz_plan_unit){.numel = numel, .uses = d->uses, .nuses = d->nuses, .has_backward = d->backward != NULL,
+        pu[i] = (sz_plan_unit){.numel = numel, .uses = d->uses, .nuses = d->nuses, .has_backward = 1, /* NULL: derived */
                                .checkpointable = d->checkpointable, .backward_skips_params = d->backward_skips_params,
                                .ckpt_bytes = s->ckpt_bytes[i], .bf16_params = d->bf16_params,
                                .round_grads = d->round_grads, .round_tied_grads = d->round_tied_grads};

@@ -23,7 +23,7 @@ void sz_zero_plan_units(const struct sz_model *m, sz_plan_unit *pu)
 {
     for (int i = 0; i < m->nunits; i++) {
         const struct sz_unit *u = m->units[i];
-        pu[i] = (sz_plan_unit){.numel = u->numel, .uses = u->uses, .nuses = u->nuses, .has_backward = u->backward != NULL,
+        pu[i] = (sz_plan_unit){.numel = u->numel, .uses = u->uses, .nuses = u->nuses, .has_backward = 1, /* NULL: derived */
                                .checkpointable = u->checkpointable, .backward_skips_params = u->backward_skips_params,
                                .ckpt_bytes = u->ckpt_bytes, .bf16_params = u->bf16_params,
                                .round_grads = u->round_grads, .round_tied_grads = u->round_tied_grads};
@@ -251,10 +251,9 @@ static sz_status do_recompute(struct sz_model *m, struct sz_unit *u, const sz_ac
 static sz_status do_bwd(struct sz_model *m, struct sz_unit *u, const sz_action *a, const struct step_args *s)
 {
     (void)m, (void)a, (void)s;
-    if (!u->backward)
-        return SZ_ERR_STATE;
     u->c.phase = u->bwd_name;
-    sz_status st = after_callback(m, u->backward(u, u->user)), fl = sz_grads_flush(&m->core);
+    sz_status st = after_callback(m, u->backward ? u->backward(u, u->user) : sz_autograd_backward(m, u)),
+              fl = sz_grads_flush(&m->core);
     return st != SZ_OK ? st : fl;
 }
 

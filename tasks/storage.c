@@ -240,6 +240,23 @@ static sz_tensor *fixed_tensor(sz_model *m, const char *name, sz_dtype dtype, in
     return t;
 }
 
+sz_tensor *sz_model_grad_buffer(struct sz_model *m, const char *name, sz_dtype dtype, int64_t numel)
+{
+    return fixed_tensor(m, name, dtype, numel);
+}
+
+/* A checkpointable unit's activation and its name (tasks/autograd.c shares the gradients by it). */
+static sz_tensor *act_of(struct sz_model *m, sz_tensor *t, const char *name)
+{
+    void *p = t ? sz_model_grow(m->acts_of, &m->cap_acts_of, m->nacts_of + 1, sizeof *m->acts_of) : NULL;
+    if (!p)
+        return NULL;
+    m->acts_of = p;
+    m->acts_of[m->nacts_of].t = t;
+    snprintf(m->acts_of[m->nacts_of++].name, sizeof m->acts_of[0].name, "%s", name);
+    return t;
+}
+
 sz_tensor *sz_model_tensor(sz_model *m, const char *name, sz_dtype dtype, int64_t numel)
 {
     if (!tensor_call_ok(m, "sz_model_tensor", name))
@@ -294,7 +311,7 @@ sz_tensor *sz_model_activation(sz_model *m, int unit, const char *name, sz_dtype
     m->act_per_unit += bytes;
     if (!m->zero.checkpoint) {
         snprintf(full, sizeof full, "%s.%s", name, m->units[unit]->c.name);
-        return model_tensor(m, full, dtype, numel);
+        return act_of(m, model_tensor(m, full, dtype, numel), name);
     }
     for (int i = 0; i < m->nshared; i++) /* one tensor per name for all checkpointable units */
         if (!strcmp(sz_tensor_name(m->shared_acts[i]), name))
@@ -303,7 +320,7 @@ sz_tensor *sz_model_activation(sz_model *m, int unit, const char *name, sz_dtype
     if (!p)
         return NULL;
     m->shared_acts = p;
-    sz_tensor *t = model_tensor(m, name, dtype, numel);
+    sz_tensor *t = act_of(m, model_tensor(m, name, dtype, numel), name);
     if (t)
         m->shared_acts[m->nshared++] = t;
     return t;

@@ -83,6 +83,11 @@ struct sz_model {
     int64_t act_fixed, act_per_unit, act_shared;
     struct sz_act_name { char name[48]; } *act_names;
     int nact_names, cap_act_names;
+    struct sz_act_of { const sz_tensor *t; char name[48]; } *acts_of; /* checkpointable units' activations
+                                    (sz_model_activation) and their names: their gradients are shared */
+    int nacts_of, cap_acts_of;
+    int derived;                 /* some unit's backward is derived from its forward (tasks/autograd.c) */
+    char no_backward[512];       /* why it cannot be (refused when a step needs it); "" when it can */
     int ntensors, cap_tensors;
     sz_tensor *loss;
     int finalized;
@@ -174,6 +179,16 @@ void sz_model_gpu_arena_stop(struct sz_model *m);
 sz_tensor *sz_model_owned_buffer(struct sz_model *m, const char *name, sz_dtype dtype, int64_t numel, int cat);
 sz_status sz_model_unit_storage(struct sz_model *m, struct sz_unit *u);
 void *sz_model_grow(void *arr, int *cap, int need, size_t elem);
+
+/* tasks/storage.c: a gradient buffer of the derived backward, held like an sz_model_tensor. */
+sz_tensor *sz_model_grad_buffer(struct sz_model *m, const char *name, sz_dtype dtype, int64_t numel);
+
+/* tasks/autograd.c: the derived backward. _prepare (sz_model_finalize, before the budget check):
+ * records every unit's forward once, decides and allocates the activations' gradients, refuses a
+ * gradient that would flow through an op without a backward; nothing when every unit has its own
+ * backward. _backward: unit u's backward from its records (tasks/step.c's BWD action). */
+sz_status sz_autograd_prepare(struct sz_model *m);
+sz_status sz_autograd_backward(struct sz_model *m, struct sz_unit *u);
 
 /* tasks/budget.c: sets m->predicted_peak from the plan's fold; with budget > 0 (bytes per rank)
  * and a peak over it, logs what fits (by the same fold) and returns SZ_ERR_BUDGET. */

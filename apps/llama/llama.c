@@ -1,13 +1,14 @@
-/* apps/llama/llama.c — the LLaMA-style model on the public StarZeRO API (starzero.h): units "embed"
- * (wte), "block<l>" (checkpointable), "head" (final RMSNorm weight and the untied LM head). The
- * callbacks only submit operations; ZeRO stages, checkpointing and offload are the engine's business. On the native bf16 path
- * (sz_resolved_precision.native) the activations the matmuls read (rms1, atty, rms2, h, rmsf), the logits
- * (bf16 as a matmul's output; the fused softmax-xent computes in fp32 from them and leaves the bf16
- * gradient in place) and the gradients the matmuls read or write (dqkv, dattproj, dgate, dup, ddown;
- * drms1, datty, drms2, dh, drmsf) are bf16 — the tables of llama_spec.c say which — and every unit
- * reads its bf16 parameters directly (bf16_params: each op it passes a parameter to takes bf16); the
- * residual stream and its gradient, the other matmul outputs, the attention's input gradient before
- * RoPE, the norms' statistics and the parameter gradients stay fp32. */
+/* apps/llama/llama.c — the LLaMA-style model on the public StarZeRO API (starzero.h), written as its
+ * forward: units "embed" (wte), "block<l>" (checkpointable), "head" (final RMSNorm weight and the
+ * untied LM head). The callbacks only submit operations; the backward is derived by the engine from
+ * them (each op's own backward, in reverse; include/starzero_starpu.h), and ZeRO stages,
+ * checkpointing and offload are the engine's business. On the native bf16 path
+ * (sz_resolved_precision.native) the activations the matmuls read (rms1, atty, rms2, h, rmsf) and
+ * the logits (bf16 as a matmul's output; the fused softmax-xent computes in fp32 from them and leaves
+ * the bf16 gradient in place) are bf16 — the tables of llama_spec.c say which — and every unit reads
+ * its bf16 parameters directly (bf16_params); the residual stream, the other matmul outputs and the
+ * norms' statistics stay fp32. The gradients' types follow from the ops (bf16 where a matmul reads or
+ * writes one on that path). */
 #include <stdlib.h>
 #include <string.h>
 #include "llama_internal.h"
@@ -22,10 +23,9 @@ struct sz_llama {
     sz_llama_config cfg;
     int B, T;
     sz_tensor *tokens, *targets;
-    sz_tensor **res, **dres;   /* the residual stream res[0..L] and its gradients */
+    sz_tensor **res;           /* the residual stream res[0..L] */
     sz_tensor **acts;          /* L x LL_NBLOCK */
     sz_tensor *head[LL_NHEAD];
-    sz_tensor *grads[LL_NGRAD]; /* sz_llama_grad_acts */
     struct block_unit *blocks;
     sz_param_spec embed_spec[SZ_LLAMA_EMBED_PARAMS], block_spec[SZ_LLAMA_BLOCK_PARAMS],
         head_spec[SZ_LLAMA_HEAD_PARAMS];
@@ -41,12 +41,6 @@ static sz_status embed_fwd(sz_unit *u, void *user)
 {
     struct sz_llama *m = user;
     return sz_op_embedding_fwd(u, m->res[0], m->tokens, P(0), m->B * m->T, m->cfg.channels, m->cfg.vocab);
-}
-
-static sz_status embed_bwd(sz_unit *u, void *user)
-{
-    struct sz_llama *m = user;
-    return sz_op_embedding_bwd(u, G(0), m->dres[0], m->tokens, m->B * m->T, m->cfg.channels, m->cfg.vocab);
 }
 
 static sz_status block_fwd(sz_unit *u, void *user)
@@ -66,40 +60,12 @@ static sz_status block_fwd(sz_unit *u, void *user)
     /* res2 = x + attproj and rms2 = rmsnorm(res2) in one pass */
     TRY(sz_op_residual_rmsnorm_fwd(u, a[LL_RES2], a[LL_RMS2], a[LL_RSTD2], x, a[LL_ATTPROJ], P(RMS2W), N, C,
                                    c->norm_eps));
-    TRY(sz_op_matmul_fwd(u, a[LL_GATE], a[LL_RMS2], P(GATEW), NULL, N, C, F));
+    /* up before gate: the derived backward then adds gate's input gradient first, then up's */
     TRY(sz_op_matmul_fwd(u, a[LL_UP], a[LL_RMS2], P(UPW), NULL, N, C, F));
+    TRY(sz_op_matmul_fwd(u, a[LL_GATE], a[LL_RMS2], P(GATEW), NULL, N, C, F));
     TRY(sz_op_swiglu_fwd(u, a[LL_H], a[LL_GATE], a[LL_UP], NF));
     TRY(sz_op_matmul_fwd(u, a[LL_DOWN], a[LL_H], P(DOWNW), NULL, N, F, C));
     return sz_op_residual_fwd(u, y, a[LL_RES2], a[LL_DOWN], NC);
-}
-
-static sz_status block_bwd(sz_unit *u, void *user)
-{
-    struct block_unit *bu = user;
-    struct sz_llama *m = bu->m;
-    sz_tensor **a = m->acts + (size_t)bu->layer * LL_NBLOCK;
-    sz_tensor **d = m->grads;
-    const sz_llama_config *c = &m->cfg;
-    int B = m->B, T = m->T, N = B * T, C = c->channels, F = c->hidden, NH = c->heads;
-    int64_t NC = (int64_t)N * C, NF = (int64_t)N * F;
-    sz_tensor *x = m->res[bu->layer], *dx = m->dres[bu->layer], *dy = m->dres[bu->layer + 1];
-    sz_tensor *zero[] = {dx, d[LL_DRMS1], d[LL_DRQKV], d[LL_DQKV], d[LL_DATTY], d[LL_DATTPROJ], d[LL_DRES2], d[LL_DRMS2], d[LL_DGATE],
-                         d[LL_DUP], d[LL_DH], d[LL_DDOWN]};
-    for (size_t i = 0; i < sizeof zero / sizeof zero[0]; i++)
-        TRY(sz_op_zero(u, zero[i]));
-    TRY(sz_op_residual_bwd(u, d[LL_DRES2], d[LL_DDOWN], dy, NC));
-    TRY(sz_op_matmul_bwd(u, d[LL_DH], G(DOWNW), NULL, d[LL_DDOWN], a[LL_H], P(DOWNW), N, F, C));
-    TRY(sz_op_swiglu_bwd(u, d[LL_DGATE], d[LL_DUP], d[LL_DH], a[LL_GATE], a[LL_UP], NF));
-    TRY(sz_op_matmul_bwd(u, d[LL_DRMS2], G(GATEW), NULL, d[LL_DGATE], a[LL_RMS2], P(GATEW), N, C, F));
-    TRY(sz_op_matmul_bwd(u, d[LL_DRMS2], G(UPW), NULL, d[LL_DUP], a[LL_RMS2], P(UPW), N, C, F));
-    /* dres2 += rms2's input gradient, then dx, dattproj += dres2, in one pass */
-    TRY(sz_op_rmsnorm_residual_bwd(u, dx, d[LL_DATTPROJ], d[LL_DRES2], G(RMS2W), d[LL_DRMS2], a[LL_RES2], P(RMS2W),
-                                   a[LL_RSTD2], N, C));
-    TRY(sz_op_matmul_bwd(u, d[LL_DATTY], G(ATTPROJW), NULL, d[LL_DATTPROJ], a[LL_ATTY], P(ATTPROJW), N, C, C));
-    TRY(sz_op_attention_bwd(u, d[LL_DRQKV], d[LL_DATTY], a[LL_QKV], a[LL_STATS], B, T, C, NH));
-    TRY(sz_op_rope_bwd(u, d[LL_DQKV], d[LL_DRQKV], B, T, C, NH, c->rope_theta));
-    TRY(sz_op_matmul_bwd(u, d[LL_DRMS1], G(QKVW), NULL, d[LL_DQKV], a[LL_RMS1], P(QKVW), N, C, 3 * C));
-    return sz_op_rmsnorm_bwd(u, dx, G(RMS1W), d[LL_DRMS1], x, P(RMS1W), a[LL_RSTD1], N, C);
 }
 
 static sz_status head_fwd(sz_unit *u, void *user)
@@ -109,20 +75,8 @@ static sz_status head_fwd(sz_unit *u, void *user)
     int N = m->B * m->T, C = m->cfg.channels, V = m->cfg.vocab;
     TRY(sz_op_rmsnorm_fwd(u, h[LL_RMSF], h[LL_RSTDF], m->res[m->cfg.layers], P(RMSFW), N, C, m->cfg.norm_eps));
     TRY(sz_op_matmul_fwd(u, h[LL_LOGITS], h[LL_RMSF], P(LMW), NULL, N, C, V));
-    /* the losses, and the logits overwritten with their gradient (read by head_bwd): one pass */
+    /* the losses, and the logits overwritten with their gradient: one pass */
     return sz_op_softmax_xent_fused(u, h[LL_LOSSES], h[LL_LOGITS], m->targets, N, V, V);
-}
-
-static sz_status head_bwd(sz_unit *u, void *user)
-{
-    struct sz_llama *m = user;
-    sz_tensor **h = m->head, *dxL = m->dres[m->cfg.layers];
-    int N = m->B * m->T, C = m->cfg.channels, V = m->cfg.vocab;
-    TRY(sz_op_zero(u, m->grads[LL_DRMSF]));
-    TRY(sz_op_zero(u, dxL));
-    /* h[LL_LOGITS] holds dlogits: head_fwd's fused softmax-cross-entropy wrote it */
-    TRY(sz_op_matmul_bwd(u, m->grads[LL_DRMSF], G(LMW), NULL, h[LL_LOGITS], h[LL_RMSF], P(LMW), N, C, V));
-    return sz_op_rmsnorm_bwd(u, dxL, G(RMSFW), m->grads[LL_DRMSF], m->res[m->cfg.layers], P(RMSFW), h[LL_RSTDF], N, C);
 }
 
 static sz_tensor *tensor(struct sz_llama *m, const char *what, int layer, sz_dtype dt, int64_t n)
@@ -147,20 +101,20 @@ static void unit_descs(const sz_llama_config *cfg, struct sz_llama *m, sz_param_
     sz_llama_unit_params(cfg, L + 1, hs);
     snprintf(names[0], sizeof names[0], "embed");
     d[0] = (sz_unit_desc){.name = names[0], .params = es, .nparams = SZ_LLAMA_EMBED_PARAMS, .forward = embed_fwd,
-                          .backward = embed_bwd, .user = m, .backward_skips_params = 1, .bf16_params = 1,
+                          .user = m, .backward_skips_params = 1, .bf16_params = 1,
                           .round_grads = 1}; /* untied: only its embedding_bwd writes it */
     for (int l = 0; l < L; l++) {
         snprintf(names[1 + l], sizeof names[1 + l], "block%d", l);
         if (m)
             m->blocks[l] = (struct block_unit){m, l};
         d[1 + l] = (sz_unit_desc){.name = names[1 + l], .params = bs, .nparams = SZ_LLAMA_BLOCK_PARAMS,
-                                  .forward = block_fwd, .backward = block_bwd, .user = m ? &m->blocks[l] : NULL,
+                                  .forward = block_fwd, .user = m ? &m->blocks[l] : NULL,
                                   .checkpointable = 1, .bf16_params = 1,
                                   .round_grads = 1}; /* its writers (matmuls, rmsnorms) round */
     }
     snprintf(names[L + 1], sizeof names[L + 1], "head");
     d[L + 1] = (sz_unit_desc){.name = names[L + 1], .params = hs, .nparams = SZ_LLAMA_HEAD_PARAMS, .forward = head_fwd,
-                              .backward = head_bwd, .user = m, .bf16_params = 1,
+                              .user = m, .bf16_params = 1,
                               .round_grads = 1}; /* matmul_bwd and rmsnorm_bwd */
 }
 
@@ -217,10 +171,9 @@ sz_status sz_llama_create(sz_llama **out, sz_context *ctx, const sz_llama_config
     m->B = B;
     m->T = T;
     m->res = calloc((size_t)L + 1, sizeof *m->res);
-    m->dres = calloc((size_t)L + 1, sizeof *m->dres);
     m->acts = calloc((size_t)L * LL_NBLOCK, sizeof *m->acts);
     m->blocks = calloc((size_t)L, sizeof *m->blocks);
-    if (!m->res || !m->dres || !m->acts || !m->blocks || sz_model_init(&m->model, ctx) != SZ_OK) {
+    if (!m->res || !m->acts || !m->blocks || sz_model_init(&m->model, ctx) != SZ_OK) {
         sz_llama_free(m);
         return SZ_ERR_NOMEM;
     }
@@ -262,8 +215,7 @@ sz_status sz_llama_create(sz_llama **out, sz_context *ctx, const sz_llama_config
     for (int l = 0; l <= L; l++) { /* block l's input res[l] is its checkpoint */
         m->res[l] = l < L ? sz_model_checkpoint(m->model, 1 + l, "res", SZ_DTYPE_F32, NC)
                           : tensor(m, "res", l, SZ_DTYPE_F32, NC);
-        m->dres[l] = tensor(m, "dres", l, SZ_DTYPE_F32, NC);
-        ok &= m->res[l] && m->dres[l];
+        ok &= m->res[l] != NULL;
     }
     for (int l = 0; l < L; l++)
         for (int i = 0; i < LL_NBLOCK; i++) {
@@ -277,11 +229,6 @@ sz_status sz_llama_create(sz_llama **out, sz_context *ctx, const sz_llama_config
         m->head[i] = tensor(m, sz_llama_head_acts[i].name, -1, sz_llama_dtype(&sz_llama_head_acts[i], native),
                             (int64_t)sz_llama_size(cfg, sz_llama_head_acts[i].size, B, T));
         ok &= m->head[i] != NULL;
-    }
-    for (int i = 0; i < LL_NGRAD; i++) {
-        m->grads[i] = tensor(m, sz_llama_grad_acts[i].name, -1, sz_llama_dtype(&sz_llama_grad_acts[i], native),
-                             (int64_t)sz_llama_size(cfg, sz_llama_grad_acts[i].size, B, T));
-        ok &= m->grads[i] != NULL;
     }
     if (st == SZ_OK && !ok)
         st = SZ_ERR_NOMEM;
@@ -301,7 +248,6 @@ void sz_llama_free(sz_llama *m)
         return;
     sz_model_free(m->model);
     free(m->res);
-    free(m->dres);
     free(m->acts);
     free(m->blocks);
     free(m);
