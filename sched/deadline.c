@@ -116,7 +116,7 @@ static void describe_peers(char *out, size_t len, int s, int64_t entered)
 {
     size_t n = 0;
     int64_t t = now_ns();
-    int behind = 0;
+    int behind = 0, held_here = 0; /* held_here: behind, and not itself waiting, alive, in this stream */
     out[0] = 0;
     for (int i = 0; i < dl.nlocal && n + 200 < len; i++) {
         struct slot *p = dl.peers[i];
@@ -129,6 +129,7 @@ static void describe_peers(char *out, size_t len, int s, int64_t entered)
         memcpy(label, p->label[s], sizeof label);
         label[sizeof label - 1] = 0;
         behind += e < entered;
+        held_here += e < entered && (!since || quiet > 2.0);
         n += (size_t)snprintf(out + n, len - n, "\n  rank %lld (pid %lld): %s; at step %lld, ", (long long)p->world_rank,
                               (long long)p->pid, e < entered ? "has NOT reached it" : "reached it",
                               (long long)__atomic_load_n(&p->step, __ATOMIC_RELAXED));
@@ -150,7 +151,12 @@ static void describe_peers(char *out, size_t len, int s, int64_t entered)
             n += other_nodes(out + n, len - n - 80);
             n += (size_t)snprintf(out + n, len - n, ")");
         }
-        n += (size_t)snprintf(out + n, len - n, ": not visible from here (look at their own messages)");
+        if (held_here)
+            n += (size_t)snprintf(out + n, len - n, ": not visible from here (look at their own messages)");
+        else /* every rank here is in a collective and alive: what holds them is on another node, or on the way */
+            n += (size_t)snprintf(out + n, len - n, ": every rank on this node is alive and waiting in a collective, "
+                                  "so what holds it up is there: a rank stopped or dead, or the link to its node down "
+                                  "(their own messages, where they reach you, say more)");
     }
     if (dl.nlocal == ws && !behind && n + 120 < len)
         snprintf(out + n, len - n, "\n  every rank reached it: the one(s) without a sign of life above hold it up");

@@ -10,6 +10,8 @@
 #   cluster.sh down                        remove everything `up` made (also: a dead owner's leftovers)
 #   cluster.sh link K down|up              cut or restore node K's link (both ends)
 #   cluster.sh rate K R [D]                change node K's link rate (and delay)
+#   cluster.sh freeze K | thaw K           stop / continue every process on node K (a frozen machine)
+#   cluster.sh kill K                      node K loses power: its link cut, then all on it killed
 #   cluster.sh pids K                      the processes running on node K (orted and its ranks)
 #   cluster.sh exec K CMD...               run CMD in node K's namespace
 #   cluster.sh status                      what exists
@@ -145,11 +147,19 @@ cmd_up() {
     # the launcher: Open MPI calls it as AGENT HOST COMMAND...; it runs COMMAND on HOST's namespace
     # with HOST as the hostname (what MPI_Get_processor_name and Open MPI's locality see)
     cat >"$state/agent" <<EOF
-#!/bin/sh
+#!/bin/bash
 # rsh agent of cluster $name (scripts/cluster.sh): AGENT HOST COMMAND...
 host=\$1; shift
 case \$host in node[0-9]*) ;; *) echo "cluster $name: no node \$host" >&2; exit 1 ;; esac
-exec ip netns exec "$name-\$host" unshare --uts sh -c "hostname \$host && \$*"
+ip netns exec "$name-\$host" unshare --uts sh -c "hostname \$host && \$*" &
+c=\$!
+trap 'kill -TERM \$c 2>/dev/null; exit 143' TERM INT HUP
+wait \$c
+rc=\$?
+# a node killed by 'cluster.sh kill' is a machine that lost power: like ssh to it, this agent hears
+# nothing more and stays until mpirun ends it
+if [ -e "$state/dead-\$host" ]; then while :; do sleep 60 & wait \$!; done; fi
+exit \$rc
 EOF
     chmod +x "$state/agent"
     # every node reaches every other and the head (bash's /dev/tcp: no ping here)
@@ -169,7 +179,10 @@ cmd_run() {
              --mca oob_tcp_if_include "$subnet.0/24" --mca btl_tcp_if_include "$subnet.0/24"
              --mca btl tcp,vader,self)
     [ "$(id -u)" != 0 ] || f+=(--allow-run-as-root)
-    # mpirun in the head namespace; the environment reaches the ranks through the agent (its child)
+    # mpirun in the head namespace; the environment reaches the ranks through the agent (its child).
+    # The nodes are this machine's hardware: they share its StarPU calibration (bus and perf models,
+    # keyed by host name), rather than each measuring its own
+    export STARPU_HOSTNAME=${STARPU_HOSTNAME:-$(hostname)}
     ip netns exec "$(ns_head)" mpirun "${f[@]}" "$@" &
     local mp=$!
     trap 'kill -TERM $mp 2>/dev/null; sleep 1; kill -KILL $mp 2>/dev/null; exit 130' INT TERM
@@ -198,6 +211,23 @@ cmd_link() {
     ip -n "$(ns_node "$1")" link set eth0 "$2"
 }
 
+# kill K: node K loses power: its link goes down first (nothing it sends reaches anyone, as from a
+# dead machine), then every process on it is killed. freeze K / thaw K: every process on node K
+# stopped (SIGSTOP) / continued, as a frozen machine.
+cmd_kill() {
+    node_arg "${1:-}"
+    : >"$state/dead-node$1"
+    cmd_link "$1" down
+    local p
+    for p in $(ns_pids "$(ns_node "$1")"); do kill -KILL "$p" 2>/dev/null || true; done
+}
+
+cmd_signal() {
+    node_arg "${2:-}"
+    local p
+    for p in $(ns_pids "$(ns_node "$2")"); do kill "-$1" "$p" 2>/dev/null || true; done
+}
+
 cmd_rate() {
     node_arg "${1:-}"
     shape eth0 "$(ns_node "$1")" "${2:-}" "${3:-}"
@@ -210,6 +240,9 @@ case ${1:-} in
     down) cmd_down ;;
     link) shift; cmd_link "$@" ;;
     rate) shift; cmd_rate "$@" ;;
+    kill) shift; cmd_kill "$@" ;;
+    freeze) cmd_signal STOP "${2:-}" ;;
+    thaw) cmd_signal CONT "${2:-}" ;;
     pids) node_arg "${2:-}"; ns_pids "$(ns_node "$2")" ;;
     exec) node_arg "${2:-}"; k=$2; shift 2; exec ip netns exec "$(ns_node "$k")" "$@" ;;
     status)

@@ -4,3 +4,5 @@
 # network namespaces are not permitted.
 sz_cli_test(cluster_train cluster_train.sh 150 MPI)
 set_tests_properties(cluster_train PROPERTIES PROCESSORS 2)
+sz_cli_test(cluster_faults cluster_faults.sh 150 MPI)
+set_tests_properties(cluster_faults PROPERTIES PROCESSORS 2)
