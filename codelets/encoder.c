@@ -107,6 +107,20 @@ static sz_status check_shape(sz_unit *u, const char *op, int B, int T, int C)
     return SZ_OK;
 }
 
+static const sz_grad_spec encoder_grads[] = {{SZ_GRAD_OUTPUT, SZ_GRAD_TYPE_F32}, {SZ_GRAD_NONE, 0}, {SZ_GRAD_INPUT, 0},
+                                              {SZ_GRAD_INPUT, 0}};
+/* the op's backward, for a unit whose backward is derived (include/starzero_starpu.h); with a tied
+ * wte whose gradient its writers round, the other unit's matmul_bwd_tied left the shared rows in
+ * r->tied */
+static sz_status encoder_fwd_grad(sz_unit *u, const sz_op_record *r)
+{
+    const struct encoder_args *a = sz_record_params(r);
+    sz_tensor *dwte = SZ_RG(2);
+    if (sz_tensor_dtype(dwte) == SZ_DTYPE_BF16 && r->tied)
+        return sz_op_encoder_bwd_tied(u, dwte, SZ_RG(3), r->tied, SZ_RG(0), SZ_RT(1), a->B, a->T, a->C);
+    return sz_op_encoder_bwd(u, dwte, SZ_RG(3), SZ_RG(0), SZ_RT(1), a->B, a->T, a->C);
+}
+
 sz_status sz_op_encoder_fwd(sz_unit *u, sz_tensor *out, sz_tensor *tok, sz_tensor *wte, sz_tensor *wpe, int B, int T,
                             int C)
 {
@@ -119,7 +133,12 @@ sz_status sz_op_encoder_fwd(sz_unit *u, sz_tensor *out, sz_tensor *tok, sz_tenso
                           {tok, SZ_READ, SZ_DTYPE_I32, N, "tokens", 0},
                           {wte, SZ_READ, sz_fb(wte), C, "wte", 0},
                           {wpe, SZ_READ, sz_fb(wte), (int64_t)T * C, "wpe", 0}};
-    return sz_task_submit(u, &sz_cl_encoder_fwd, "encoder_fwd", t, 4, &a, sizeof a);
+    st = sz_task_submit_diff(u, &sz_cl_encoder_fwd, "encoder_fwd", t, 4, &a, sizeof a, encoder_grads,
+                             encoder_fwd_grad);
+    struct sz_op_record *r = st == SZ_OK ? sz_tape_last(u) : NULL;
+    if (r) /* wte may be tied (GPT-2's head): the rows both backwards write, in fp32 where they round */
+        r->tied_numel = sz_tied_rows_numel(B, T, a.V, C);
+    return st;
 }
 
 sz_status sz_op_encoder_bwd(sz_unit *u, sz_tensor *dwte, sz_tensor *dwpe, sz_tensor *dout, sz_tensor *tok, int B,

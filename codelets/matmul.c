@@ -216,7 +216,15 @@ static const sz_grad_spec matmul_grads[] = {{SZ_GRAD_OUTPUT, 2}, {SZ_GRAD_INPUT,
 static sz_status matmul_fwd_grad(sz_unit *u, const sz_op_record *r)
 {
     const struct matmul_args *a = sz_record_params(r);
-    return sz_op_matmul_bwd(u, SZ_RG(1), SZ_RG(2), SZ_RG(3), SZ_RG(0), SZ_RT(1), SZ_RT(2), a->N, a->C, a->OC);
+    const sz_op_record *p = r->fused_from; /* inp is matmul_gelu's GELU output: its pre-GELU gradient, set */
+    if (p)
+        return sz_op_gelu_matmul_bwd(u, sz_record_grad(u, p, 0), SZ_RG(2), SZ_RG(3), SZ_RG(0), SZ_RT(1), SZ_RT(2),
+                                     sz_record_tensor(p, 0), a->N, a->C, a->OC);
+    sz_tensor *dw = SZ_RG(2); /* a tied weight rounded by its writers: the shared rows stay fp32 */
+    if (r->tied && r->tied_with && sz_tensor_dtype(dw) == SZ_DTYPE_BF16 && !r->t[3].tensor)
+        return sz_op_matmul_bwd_tied(u, SZ_RG(1), dw, r->tied, SZ_RG(0), SZ_RT(1), SZ_RT(2),
+                                     sz_record_tensor(r->tied_with, 1), a->N, a->C, a->OC);
+    return sz_op_matmul_bwd(u, SZ_RG(1), dw, SZ_RG(3), SZ_RG(0), SZ_RT(1), SZ_RT(2), a->N, a->C, a->OC);
 }
 
 sz_status sz_op_matmul_fwd(sz_unit *u, sz_tensor *out, sz_tensor *inp, sz_tensor *w, sz_tensor *b, int N, int C,
@@ -235,8 +243,12 @@ sz_status sz_op_matmul_fwd(sz_unit *u, sz_tensor *out, sz_tensor *inp, sz_tensor
                           {inp, SZ_READ, in, (int64_t)N * C, "inp", 0},
                           {w, SZ_READ, wt, (int64_t)OC * C, "w", 0},
                           {b, SZ_READ, wt, OC, "b", 1}};
-    return (mixed ? sz_task_submit_diff_cpu : sz_task_submit_diff)(u, &sz_cl_matmul_fwd, "matmul_fwd", t, 4, &a,
-                                                                   sizeof a, matmul_grads, matmul_fwd_grad);
+    st = (mixed ? sz_task_submit_diff_cpu : sz_task_submit_diff)(u, &sz_cl_matmul_fwd, "matmul_fwd", t, 4, &a, sizeof a,
+                                                                 matmul_grads, matmul_fwd_grad);
+    struct sz_op_record *r = st == SZ_OK ? sz_tape_last(u) : NULL;
+    if (r) /* its backward can take a GELU that wrote inp along (matmul_gelu_fwd) */
+        r->absorbs_pos = 1;
+    return st;
 }
 
 sz_status sz_op_matmul_bwd(sz_unit *u, sz_tensor *dinp, sz_tensor *dw, sz_tensor *db, sz_tensor *dout,

@@ -111,6 +111,22 @@ static sz_status check_shape(sz_unit *u, const char *op, int N, int C, int OC)
     return SZ_OK;
 }
 
+/* out (the pre-GELU values) gets its gradient from gout's: GELU's backward here, or the matmul that
+ * reads gout (gelu_matmul_bwd, which sets it); both of inp's type, as matmul_bwd reads them */
+static const sz_grad_spec matmul_gelu_grads[] = {{SZ_GRAD_INTERNAL, 3}, {SZ_GRAD_OUTPUT, 3}, {SZ_GRAD_INPUT, 3},
+                                                 {SZ_GRAD_INPUT, 0},    {SZ_GRAD_INPUT, 0}};
+/* the op's backward, for a unit whose backward is derived (include/starzero_starpu.h) */
+static sz_status matmul_gelu_fwd_grad(sz_unit *u, const sz_op_record *r)
+{
+    const struct matmul_gelu_args *a = sz_record_params(r);
+    if (!r->fused_into) {
+        sz_status st = sz_op_gelu_bwd(u, SZ_RG(0), SZ_RT(0), SZ_RG(1), (int64_t)a->N * a->OC);
+        if (st != SZ_OK)
+            return st;
+    }
+    return sz_op_matmul_bwd(u, SZ_RG(2), SZ_RG(3), SZ_RG(4), SZ_RG(0), SZ_RT(2), SZ_RT(3), a->N, a->C, a->OC);
+}
+
 sz_status sz_op_matmul_gelu_fwd(sz_unit *u, sz_tensor *out, sz_tensor *gout, sz_tensor *inp, sz_tensor *w,
                                 sz_tensor *b, int N, int C, int OC)
 {
@@ -128,8 +144,12 @@ sz_status sz_op_matmul_gelu_fwd(sz_unit *u, sz_tensor *out, sz_tensor *gout, sz_
                           {inp, SZ_READ, in, (int64_t)N * C, "inp", 0},
                           {w, SZ_READ, wt, (int64_t)OC * C, "w", 0},
                           {b, SZ_READ, wt, OC, "b", 1}};
-    return (mixed ? sz_task_submit_cpu : sz_task_submit)(u, &sz_cl_matmul_gelu_fwd, "matmul_gelu_fwd", t, 5, &a,
-                                                         sizeof a);
+    st = (mixed ? sz_task_submit_diff_cpu : sz_task_submit_diff)(u, &sz_cl_matmul_gelu_fwd, "matmul_gelu_fwd", t, 5,
+                                                                 &a, sizeof a, matmul_gelu_grads, matmul_gelu_fwd_grad);
+    struct sz_op_record *r = st == SZ_OK ? sz_tape_last(u) : NULL;
+    if (r) /* a matmul reading gout alone differentiates the GELU too (gelu_matmul_bwd) */
+        r->fusable_pos = 1;
+    return st;
 }
 
 sz_status sz_op_gelu_matmul_bwd(sz_unit *u, sz_tensor *dinp, sz_tensor *dw, sz_tensor *db, sz_tensor *dout,

@@ -158,6 +158,17 @@ struct sz_op_record {
     unsigned char zero_first[SZ_TASK_MAX_TENSORS]; /* this op is grad[k]'s first writer: zeroed before */
     int64_t zeroed_gen[SZ_TASK_MAX_TENSORS]; /* the backward pass that zeroed it last */
     int active;                  /* a gradient reaches one of its outputs: its backward runs */
+    /* set by the op's wrapper while recording (sz_tape_last): */
+    int fusable_pos;             /* > 0: its output at this position may be differentiated by its consumer
+                                    together with this op's (matmul_gelu's GELU output) */
+    int absorbs_pos;             /* > 0: its input at this position may be such an output (matmul_fwd) */
+    int64_t tied_numel;          /* > 0: it reads a weight other units may share, and its backward rounds
+                                    their rows with this much fp32 scratch (the token embedding) */
+    /* set by the engine (tasks/autograd.c): */
+    const struct sz_op_record *fused_from; /* its input absorbs_pos's producer, differentiated here */
+    const struct sz_op_record *fused_into; /* the consumer that differentiates its fusable output */
+    sz_tensor *tied;             /* the shared rows' scratch (a tied weight whose gradients are rounded) */
+    const struct sz_op_record *tied_with;  /* the owner's record that reads the same weight (tied_numel) */
     void *params;
     size_t params_size;
 };
@@ -174,6 +185,9 @@ struct sz_core;
 sz_status sz_tape_add(struct sz_core *c, sz_unit *u, const char *op, const sz_task_tensor *tt, int n,
                       const void *params, size_t params_size, const sz_grad_spec *grads, sz_backward_fn backward);
 void sz_tape_free(struct sz_tape *t);
+/* While recording: the record of the task just submitted through u (for its wrapper to mark); else
+ * NULL. */
+struct sz_op_record *sz_tape_last(sz_unit *u);
 
 /* A model as the core sees it: the first member of the engine's struct sz_model. */
 struct sz_core {

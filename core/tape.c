@@ -67,6 +67,12 @@ void sz_tape_free(struct sz_tape *t)
     }
 }
 
+struct sz_op_record *sz_tape_last(sz_unit *u)
+{
+    struct sz_core *c = sz_core_of(u);
+    return c && c->recording && c->tape.n > 0 ? &c->tape.r[c->tape.n - 1] : NULL;
+}
+
 sz_tensor *sz_record_tensor(const sz_op_record *r, int k)
 {
     if (!r || k < 0 || k >= r->n)

@@ -129,6 +129,9 @@ typedef enum sz_grad_role {
                           allowed only where no later op of the forward also reads the input */
     SZ_GRAD_IN_PLACE,  /* an SZ_READ_WRITE input the forward overwrites with its own gradient (the
                           fused softmax-cross-entropy): its gradient is the tensor itself */
+    SZ_GRAD_INTERNAL,  /* an output whose gradient the backward computes itself from its other outputs'
+                          before using it (a fused activation's input: matmul_gelu's pre-GELU out);
+                          sz_record_grad gives a buffer, zeroed first */
 } sz_grad_role;
 #define SZ_GRAD_TYPE_F32 (-1)
 typedef struct sz_grad_spec {

@@ -22,6 +22,7 @@ struct value {
     int has_grad, seed;    /* a gradient reaches it; it is the loss (its gradient is the loss scale) */
     int hand;              /* a unit with its own backward reads or writes it */
     int derived;           /* a derived unit's op reads or writes it */
+    int fused;             /* its consumer differentiates it with its producer: no buffer */
 };
 
 struct analysis {
@@ -129,7 +130,7 @@ static int reach(struct analysis *a)
             struct value *vi = vin[k] >= 0 ? &a->v[vin[k]] : NULL, *vo = vout[k] >= 0 ? &a->v[vout[k]] : NULL;
             if (vi && r->g[k].role != SZ_GRAD_NONE)
                 (derived ? &vi->derived : &vi->hand)[0] = 1;
-            if (vo && r->g[k].role == SZ_GRAD_OUTPUT)
+            if (vo && (r->g[k].role == SZ_GRAD_OUTPUT || r->g[k].role == SZ_GRAD_INTERNAL))
                 (derived ? &vo->derived : &vo->hand)[0] = 1;
         }
         if (!derived) { /* a hand-written backward: what it reads gets its gradients from it */
@@ -172,9 +173,68 @@ static int reach(struct analysis *a)
                                 tp->r[p].op, a->v[v].t->name, tp->r[p].t[a->v[w].pk].role, r->op);
             }
         }
-        for (int k = 0; k < r->n; k++)
+        for (int k = 0; k < r->n; k++) {
             if (vin[k] >= 0 && adds_grad(r->g[k].role))
                 a->v[vin[k]].has_grad = 1;
+            if (vout[k] >= 0 && r->g[k].role == SZ_GRAD_INTERNAL)
+                a->v[vout[k]].has_grad = 1;
+        }
+    }
+    return 0;
+}
+
+/* An op whose input is the fusable output of the op that wrote it, and its only reader, differentiates
+ * both (matmul_fwd after matmul_gelu_fwd: gelu_matmul_bwd): that output needs no gradient buffer. */
+static void fuse(struct analysis *a)
+{
+    struct sz_tape *tp = &a->m->core.tape;
+    for (int i = 0; i < tp->n; i++) {
+        struct sz_op_record *c = &tp->r[i];
+        int k = c->absorbs_pos, v = k > 0 && k < c->n ? a->vin[i * SZ_TASK_MAX_TENSORS + k] : -1;
+        if (!c->active || v < 0 || a->v[v].producer < 0)
+            continue;
+        struct sz_op_record *p = &tp->r[a->v[v].producer];
+        if (!p->active || p->fusable_pos <= 0 || p->fusable_pos != a->v[v].pk || p->unit != c->unit)
+            continue;
+        int readers = 0;
+        for (int j = 0; j < tp->n; j++)
+            for (int q = 0; q < tp->r[j].n; q++)
+                readers += a->vin[j * SZ_TASK_MAX_TENSORS + q] == v && tp->r[j].g[q].role != SZ_GRAD_NONE;
+        if (readers == 1) {
+            c->fused_from = p;
+            p->fused_into = c;
+            a->v[v].fused = 1;
+        }
+    }
+}
+
+/* A weight read by the unit that owns it (an op with tied_numel: the token embedding) and by other
+ * units (GPT-2's head): where gradients are rounded by their writers, both backwards share one fp32
+ * scratch for the rows both write (sz_op_matmul_bwd_tied, sz_op_encoder_bwd_tied). */
+static int tie(struct analysis *a)
+{
+    struct sz_model *m = a->m;
+    struct sz_tape *tp = &m->core.tape;
+    if (!(m->prec.mixed && m->prec.grads_rounded))
+        return 0;
+    for (int i = 0; i < tp->n; i++) {
+        struct sz_op_record *e = &tp->r[i];
+        for (int k = 0; e->active && e->tied_numel > 0 && k < e->n; k++) {
+            int pu = e->param_unit[k], pi = e->param_index[k];
+            if (pu < 0 || m->units[pu] != (struct sz_unit *)e->unit)
+                continue;
+            for (int j = 0; j < tp->n; j++) {
+                struct sz_op_record *h = &tp->r[j];
+                for (int q = 0; h->active && h->unit != e->unit && q < h->n; q++)
+                    if (h->param_unit[q] == pu && h->param_index[q] == pi) {
+                        if (!e->tied && !(e->tied = sz_model_grad_buffer(m, "tied_rows", SZ_DTYPE_F32, e->tied_numel)))
+                            return fail(m, "no memory for the tied rows' scratch (%lld floats)",
+                                        (long long)e->tied_numel);
+                        h->tied = e->tied;
+                        h->tied_with = e;
+                    }
+            }
+        }
     }
     return 0;
 }
@@ -200,7 +260,7 @@ static int decide(struct analysis *a, int v, struct sz_tensor **slots, char (*sl
     if (x->hand && x->derived)
         return fail(m, "the gradient of '%s' passes between a unit with its own backward and a derived one: give "
                     "both units a backward callback, or neither", x->t->name);
-    if (!x->derived)
+    if (!x->derived || x->fused)
         return 0;
     int type = -1, type_rec = -1, first = -1, first_k = -1, in_place = -1;
     if (x->producer >= 0) {
@@ -212,7 +272,8 @@ static int decide(struct analysis *a, int v, struct sz_tensor **slots, char (*sl
         if (!r->active)
             continue;
         for (int k = 0; k < r->n; k++) {
-            if (a->vin[i * SZ_TASK_MAX_TENSORS + k] != v || !adds_grad(r->g[k].role))
+            int internal = a->vout[i * SZ_TASK_MAX_TENSORS + k] == v && r->g[k].role == SZ_GRAD_INTERNAL;
+            if (!internal && (a->vin[i * SZ_TASK_MAX_TENSORS + k] != v || !adds_grad(r->g[k].role)))
                 continue;
             int w = wants(r, k);
             if (w >= 0 && type >= 0 && w != type)
@@ -268,8 +329,9 @@ static int decide(struct analysis *a, int v, struct sz_tensor **slots, char (*sl
                 if (tp->r[i].g[k].role != SZ_GRAD_NONE && !(tp->r[i].g[k].role == SZ_GRAD_IN_PLACE &&
                                                            a->vout[i * SZ_TASK_MAX_TENSORS + k] == v))
                     tp->r[i].grad[k] = g;
-    if (in_place < 0 && tp->r[first].g[first_k].role == SZ_GRAD_INPUT)
-        tp->r[first].zero_first[first_k] = 1;
+    sz_grad_role fr = tp->r[first].g[first_k].role;
+    if (in_place < 0 && (fr == SZ_GRAD_INPUT || (fr == SZ_GRAD_INTERNAL && !tp->r[first].fused_into)))
+        tp->r[first].zero_first[first_k] = 1; /* (a fused consumer sets an INTERNAL one) */
     return 0;
 }
 
@@ -333,9 +395,12 @@ sz_status sz_autograd_prepare(struct sz_model *m)
     /* a forward the engine cannot differentiate is no error until a step needs its backward (a model
      * may only be evaluated): m->no_backward says why, and sz_autograd_backward refuses with it */
     int bad = st != SZ_OK || m->no_backward[0] || follow(&a, stand) || reach(&a);
+    if (!bad)
+        fuse(&a);
     int nslots = 0;
     for (int v = 0; !bad && v < a.nv; v++)
         bad = a.v[v].has_grad && !a.v[v].seed && decide(&a, v, slots, keys, &nslots);
+    bad = bad || tie(&a);
     for (int i = 0; bad && i < tp->n; i++)
         tp->r[i].active = 0;
     for (int i = 0; i < tp->n; i++) /* the stand-ins go; sz_record_tensor finds the parameters by index */

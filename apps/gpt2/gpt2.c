@@ -1,10 +1,11 @@
-/* apps/gpt2/gpt2.c — GPT-2 on the StarZeRO task API, exactly llm.c's forward and backward.
- * On the native bf16 path (sz_resolved_precision.native) the activations the matmuls read (ln1, atty, ln2,
- * fch_gelu, lnf), the logits (bf16 as a matmul's output under autocast; the fused softmax-xent
- * computes in fp32 from them and leaves the bf16 gradient in place) and the gradients the matmuls
- * read or write (dqkv, dattproj, dfch, dfcproj; dln1, datty, dln2, dlnf) are bf16, and
- * every unit reads its bf16 parameters directly (bf16_params); the residual stream and its gradient,
- * the other matmul outputs, the norms' statistics and the parameter gradients stay fp32.
+/* apps/gpt2/gpt2.c — GPT-2 on the StarZeRO task API, exactly llm.c's forward, written as the forward
+ * only: the engine derives the backward from the ops (each op's own, in reverse; the fused
+ * matmul + GELU backward where a matmul reads matmul_gelu's output; include/starzero_starpu.h).
+ * On the native bf16 path (sz_resolved_precision.native) the activations the matmuls read (ln1,
+ * atty, ln2, fch_gelu, lnf) and the logits (bf16 as a matmul's output under autocast; the fused
+ * softmax-xent computes in fp32 from them and leaves the bf16 gradient in place) are bf16, and every
+ * unit reads its bf16 parameters directly (bf16_params); the residual stream, the other matmul
+ * outputs and the norms' statistics stay fp32 (the gradients' types follow from the ops).
  * Units: "embed" (wte, wpe), "block<l>" (the 12 per-layer tensors), "head" (lnfw, lnfb; it reads
  * the embedding's wte: tied weights, whose gradients from the head and the embedding accumulate
  * into one tensor). Parameter rows come from the GPT-2 table (sz_gpt2_tensor), never by hand. */
@@ -20,11 +21,6 @@ struct block_acts {
         *ln2_rstd, *fch, *fch_gelu, *fcproj;
 };
 
-/* Gradient scratch shared by all blocks (their backwards run one after the other). */
-struct block_grads {
-    sz_tensor *dln1, *dqkv, *datty, *dattproj, *dres2, *dln2, *dfch, *dfcproj; /* no dfch_gelu: gelu_matmul_bwd */
-};
-
 struct block_unit {
     struct gpt2 *g;
     int layer;
@@ -36,13 +32,10 @@ struct gpt2 {
     sz_gpt2_config cfg;
     int B, T;
     sz_tensor *tokens, *targets;
-    sz_tensor **res, **dres;          /* residual stream res[0..L] and its gradients */
+    sz_tensor **res;                  /* residual stream res[0..L] */
     struct block_acts *acts;          /* L */
-    struct block_grads grads;
     struct block_unit *blocks;        /* L */
-    sz_tensor *lnf, *lnf_mean, *lnf_rstd, *logits, *losses, *dlnf; /* logits: dlogits after head_fwd */
-    sz_tensor *tied_rows; /* the tokens' rows of wte's gradient in fp32 between the head's backward and
-                             the embedding's, where the writers round it (NULL: fp32 working gradient) */
+    sz_tensor *lnf, *lnf_mean, *lnf_rstd, *logits, *losses;
     sz_param_spec embed_spec[2], block_spec[12], head_spec[2];
 };
 
@@ -99,18 +92,6 @@ static sz_status embed_fwd(sz_unit *u, void *user)
                              g->cfg.channels);
 }
 
-/* The embedding's gradients are bf16 where their writers round them (the head's tied matmul left
- * the tokens' rows of wte in g->tied_rows), else fp32 working gradients. */
-static sz_status embed_bwd(sz_unit *u, void *user)
-{
-    struct gpt2 *g = user;
-    if (sz_tensor_dtype(sz_unit_grad(u, 0)) == SZ_DTYPE_BF16)
-        return sz_op_encoder_bwd_tied(u, sz_unit_grad(u, 0), sz_unit_grad(u, 1), g->tied_rows, g->dres[0], g->tokens,
-                                      g->B, g->T, g->cfg.channels);
-    return sz_op_encoder_bwd(u, sz_unit_grad(u, 0), sz_unit_grad(u, 1), g->dres[0], g->tokens, g->B, g->T,
-                             g->cfg.channels);
-}
-
 enum { LN1W, LN1B, QKVW, QKVB, ATTPROJW, ATTPROJB, LN2W, LN2B, FCW, FCB, FCPROJW, FCPROJB };
 
 static sz_status block_fwd(sz_unit *u, void *user)
@@ -135,34 +116,6 @@ static sz_status block_fwd(sz_unit *u, void *user)
     return sz_op_residual_fwd(u, y, a->res2, a->fcproj, NC);
 }
 
-static sz_status block_bwd(sz_unit *u, void *user)
-{
-    struct block_unit *bu = user;
-    struct gpt2 *g = bu->g;
-    struct block_acts *a = &g->acts[bu->layer];
-    struct block_grads *d = &g->grads;
-    int N = g->B * g->T, C = g->cfg.channels, NH = g->cfg.heads;
-    int64_t NC = (int64_t)N * C;
-    sz_tensor *x = g->res[bu->layer], *dx = g->dres[bu->layer], *dy = g->dres[bu->layer + 1];
-#define G(i) sz_unit_grad(u, i)
-    sz_tensor *zero[] = {dx, d->dln1, d->dqkv, d->datty, d->dattproj, d->dres2, d->dln2, d->dfcproj};
-    for (int i = 0; i < NELEM(zero); i++)
-        TRY(sz_op_zero(u, zero[i]));
-    TRY(sz_op_residual_bwd(u, d->dres2, d->dfcproj, dy, NC));
-    /* dfch = gelu'(fch) * (dfcproj . fcprojw), written tile by tile (overwrites: no zeroing, and no
-     * dfch_gelu tensor); dfcprojw, dfcprojb accumulate */
-    TRY(sz_op_gelu_matmul_bwd(u, d->dfch, G(FCPROJW), G(FCPROJB), d->dfcproj, a->fch_gelu, P(FCPROJW), a->fch, N,
-                              4 * C, C));
-    TRY(sz_op_matmul_bwd(u, d->dln2, G(FCW), G(FCB), d->dfch, a->ln2, P(FCW), N, C, 4 * C));
-    /* dres2 += ln2's input gradient, then dx, dattproj += dres2, in one pass */
-    TRY(sz_op_layernorm_residual_bwd(u, dx, d->dattproj, d->dres2, G(LN2W), G(LN2B), d->dln2, a->res2, P(LN2W),
-                                     a->ln2_mean, a->ln2_rstd, N, C));
-    TRY(sz_op_matmul_bwd(u, d->datty, G(ATTPROJW), G(ATTPROJB), d->dattproj, a->atty, P(ATTPROJW), N, C, C));
-    TRY(sz_op_attention_bwd(u, d->dqkv, d->datty, a->qkv, a->attstat, g->B, g->T, C, NH));
-    TRY(sz_op_matmul_bwd(u, d->dln1, G(QKVW), G(QKVB), d->dqkv, a->ln1, P(QKVW), N, C, 3 * C));
-    return sz_op_layernorm_bwd(u, dx, G(LN1W), G(LN1B), d->dln1, x, P(LN1W), a->ln1_mean, a->ln1_rstd, N, C);
-}
-
 static sz_status head_fwd(sz_unit *u, void *user)
 {
     struct gpt2 *g = user;
@@ -170,27 +123,11 @@ static sz_status head_fwd(sz_unit *u, void *user)
     sz_tensor *wte = sz_model_param(g->model, 0, 0);
     TRY(sz_op_layernorm_fwd(u, g->lnf, g->lnf_mean, g->lnf_rstd, g->res[L], P(0), P(1), N, C));
     TRY(sz_op_matmul_fwd(u, g->logits, g->lnf, wte, NULL, N, C, g->cfg.padded_vocab));
-    /* the losses, and the logits overwritten with their gradient (read by head_bwd): one pass */
+    /* the losses, and the logits overwritten with their gradient: one pass */
     return sz_op_softmax_xent_fused(u, g->losses, g->logits, g->targets, N, g->cfg.vocab, g->cfg.padded_vocab);
 }
 
-static sz_status head_bwd(sz_unit *u, void *user)
-{
-    struct gpt2 *g = user;
-    int N = g->B * g->T, C = g->cfg.channels, L = g->cfg.layers;
-    sz_tensor *wte = sz_model_param(g->model, 0, 0), *dwte = sz_model_grad(g->model, 0, 0);
-    TRY(sz_op_zero(u, g->dlnf));
-    TRY(sz_op_zero(u, g->dres[L]));
-    /* g->logits holds dlogits: head_fwd's fused softmax-cross-entropy wrote it */
-    if (sz_tensor_dtype(dwte) == SZ_DTYPE_BF16) /* rounded by its writers: see embed_bwd */
-        TRY(sz_op_matmul_bwd_tied(u, g->dlnf, dwte, g->tied_rows, g->logits, g->lnf, wte, g->tokens, N, C,
-                                  g->cfg.padded_vocab));
-    else
-        TRY(sz_op_matmul_bwd(u, g->dlnf, dwte, NULL, g->logits, g->lnf, wte, N, C, g->cfg.padded_vocab));
-    return sz_op_layernorm_bwd(u, g->dres[L], G(0), G(1), g->dlnf, g->res[L], P(0), g->lnf_mean, g->lnf_rstd, N, C);
-}
 #undef P
-#undef G
 
 /* ---- construction -------------------------------------------------------------------------- */
 
@@ -230,22 +167,23 @@ static void unit_descs(const sz_gpt2_config *cfg, struct gpt2 *g, sz_param_spec 
     for (int i = 0; i < NELEM(HEAD_IDS); i++)
         spec_from_table(cfg, HEAD_IDS[i], &hs[i]);
     /* every op GPT-2's units pass parameters to takes bf16 ones: bf16_params; the embedding's
-     * gradients are rounded by the head's tied matmul and its own encoder_bwd (their _tied ops) */
+     * gradients are rounded by the head's tied matmul and its own encoder's backward (their _tied
+     * ops, which the engine picks for a weight so shared) */
     snprintf(names[0], sizeof names[0], "embed");
     d[0] = (sz_unit_desc){.name = names[0], .params = es, .nparams = NELEM(EMBED_IDS), .forward = embed_fwd,
-                          .backward = embed_bwd, .user = g, .backward_skips_params = 1, .bf16_params = 1,
+                          .user = g, .backward_skips_params = 1, .bf16_params = 1,
                           .round_grads = 1, .round_tied_grads = 1};
     for (int l = 0; l < L; l++) {
         snprintf(names[1 + l], sizeof names[1 + l], "block%d", l);
         if (g)
             g->blocks[l] = (struct block_unit){g, l};
         d[1 + l] = (sz_unit_desc){.name = names[1 + l], .params = bs, .nparams = NELEM(BLOCK_IDS), .forward = block_fwd,
-                                  .backward = block_bwd, .user = g ? &g->blocks[l] : NULL, .checkpointable = 1,
+                                  .user = g ? &g->blocks[l] : NULL, .checkpointable = 1,
                                   .bf16_params = 1, .round_grads = 1}; /* its writers (matmuls, gelu_matmul, the layernorms) round */
     }
     snprintf(names[L + 1], sizeof names[L + 1], "head");
     d[L + 1] = (sz_unit_desc){.name = names[L + 1], .params = hs, .nparams = NELEM(HEAD_IDS), .forward = head_fwd,
-                              .backward = head_bwd, .user = g, .uses = tied, .nuses = 1, .bf16_params = 1,
+                              .user = g, .uses = tied, .nuses = 1, .bf16_params = 1,
                               .round_grads = 1}; /* lnf's (layernorm_bwd); wte's are the embedding's */
 }
 
@@ -304,10 +242,9 @@ sz_status gpt2_create(gpt2 **out, sz_context *ctx, const sz_gpt2_config *cfg, in
     g->B = B;
     g->T = T;
     g->res = calloc((size_t)L + 1, sizeof *g->res);
-    g->dres = calloc((size_t)L + 1, sizeof *g->dres);
     g->acts = calloc((size_t)L, sizeof *g->acts);
     g->blocks = calloc((size_t)L, sizeof *g->blocks);
-    if (!g->res || !g->dres || !g->acts || !g->blocks || (st = sz_model_init(&g->model, ctx)) != SZ_OK) {
+    if (!g->res || !g->acts || !g->blocks || (st = sz_model_init(&g->model, ctx)) != SZ_OK) {
         gpt2_free(g);
         return SZ_ERR_NOMEM;
     }
@@ -351,7 +288,6 @@ sz_status gpt2_create(gpt2 **out, sz_context *ctx, const sz_gpt2_config *cfg, in
     for (int l = 0; l <= L; l++) { /* block l's input res[l] is its checkpoint */
         g->res[l] = l < L ? sz_model_checkpoint(g->model, 1 + l, "res", SZ_DTYPE_F32, NC)
                           : act(g, "res", l, SZ_DTYPE_F32, NC);
-        g->dres[l] = act(g, "dres", l, SZ_DTYPE_F32, NC);
     }
     for (int l = 0; l < L; l++) {
         struct block_acts *a = &g->acts[l];
@@ -370,26 +306,12 @@ sz_status gpt2_create(gpt2 **out, sz_context *ctx, const sz_gpt2_config *cfg, in
         a->fch_gelu = block_act_dt(g, "fch_gelu", l, X, 4 * NC);
         a->fcproj = block_act(g, "fcproj", l, NC);
     }
-    struct block_grads *gd = &g->grads;
-    gd->dln1 = act(g, "dln1", -1, X, NC);
-    gd->dqkv = act(g, "dqkv", -1, X, 3 * NC);
-    gd->datty = act(g, "datty", -1, X, NC);
-    gd->dattproj = act(g, "dattproj", -1, X, NC);
-    gd->dres2 = act(g, "dres2", -1, SZ_DTYPE_F32, NC);
-    gd->dln2 = act(g, "dln2", -1, X, NC);
-    gd->dfch = act(g, "dfch", -1, X, 4 * NC);
-    gd->dfcproj = act(g, "dfcproj", -1, X, NC);
     g->lnf = act(g, "lnf", -1, X, NC);
     g->lnf_mean = act(g, "lnf_mean", -1, SZ_DTYPE_F32, N);
     g->lnf_rstd = act(g, "lnf_rstd", -1, SZ_DTYPE_F32, N);
     g->logits = act(g, "logits", -1, X, NV);
     g->losses = act(g, "losses", -1, SZ_DTYPE_F32, N);
-    g->dlnf = act(g, "dlnf", -1, X, NC);
-    int rounded = prec->mixed && prec->grads_rounded;
-    if (rounded)
-        g->tied_rows = act(g, "tied_rows", -1, SZ_DTYPE_F32, sz_tied_rows_numel(B, T, cfg->padded_vocab, C));
-    if (st == SZ_OK &&
-        (!g->logits || !g->losses || !gd->dfcproj || (rounded && !g->tied_rows)))
+    if (st == SZ_OK && (!g->logits || !g->losses))
         st = SZ_ERR_NOMEM;
     if (st == SZ_OK)
         st = sz_model_set_loss(g->model, g->losses);
@@ -407,7 +329,6 @@ void gpt2_free(gpt2 *g)
         return;
     sz_model_free(g->model);
     free(g->res);
-    free(g->dres);
     free(g->acts);
     free(g->blocks);
     free(g);
