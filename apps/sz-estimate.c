@@ -174,7 +174,8 @@ static void usage(FILE *f)
             "  --max-live-bytes B  stage 3: gathered parameter bytes alive at once\n"
             "  --comm-worker       a communication worker (SZ_COMM_WORKER=1): the next unit's\n"
             "                      gradients are allocated before a unit's reduce-scatter\n"
-            "  --clip              the update clips the gradients (sz-train --grad-clip > 0)\n"
+            "  --clip              the update clips the gradients (also --grad-clip X, as sz-train:\n"
+            "                      X > 0 clips, 0 does not)\n"
             "  --offload-optimizer ZeRO-Offload (sz-train's, GPU ranks): the optimizer actions on the\n"
             "                      host, the master, m and v counted as host bytes, not device peak\n"
             "                      With --json: {\"config\", \"actions\": [...], \"fold\"}\n"
@@ -185,6 +186,8 @@ static void usage(FILE *f)
             "\n"
             "Model states are the paper's exact Ψ/N_d shares; stage 3's gathered units in flight,\n"
             "buffers and activation gradients are not included in them (the predicted peak has them).\n"
+            "sz-train's spellings are accepted too: --zero-stage (--stage), --config (--model),\n"
+            "--mem-budget (--budget), --checkpoint (--ckpt), --grad-clip X (--clip).\n"
             "Exit status: 0, or 2 for bad options.\n"
             "examples (the paper's check: 120, 31.4, 16.6, 1.9 GB; then ZeRO-R's options as sz-train\n"
             "takes them):\n"
@@ -276,6 +279,11 @@ static int parse(int argc, char **argv, struct opts *o)
             if (parse_int(v, 1, INT_MAX, &o->max_seq) != 0)
                 BAD("--max-seq %s: expected a positive integer", v);
             o->max_seq_set = 1;
+        } else if (!strcmp(a, "--grad-clip")) {
+            float x;
+            if (sz_opt_real(a, v, 0, 0, INFINITY, 0, &x) != 0)
+                return -1;
+            o->clip = x > 0;
         } else if (!strcmp(a, "--stage")) {
             if (parse_int(v, 0, 3, &o->stage) != 0)
                 BAD("--stage %s: expected 0, 1, 2 or 3", v);
@@ -804,6 +812,9 @@ static int print_plan(const struct opts *o)
 int main(int argc, char **argv)
 {
     struct opts o;
+    sz_opt_prog("sz-estimate");
+    static const char *const mine[] = {"--stage", "--model", "--budget", "--ckpt", NULL};
+    sz_opt_spellings(argc, argv, mine); /* sz-train's spellings of the same options */
     int p = parse(argc, argv, &o);
     if (p < 0)
         return 2;

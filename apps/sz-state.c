@@ -12,7 +12,7 @@
 #include <string.h>
 #include "starzero_gpt2.h"
 #include "opts.h"
-#include "state_io.h"
+#include "starzero_train.h"
 
 static void usage(FILE *f)
 {

@@ -6,7 +6,6 @@
  * taking rows r*B .. r*B+B-1; validation reads the first --val-steps batches of the val file. */
 #include <limits.h>
 #include <math.h>
-#include <signal.h>
 #include <unistd.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -18,9 +17,7 @@
 #include "arch.h"
 #include "data.h"
 #include "opts.h"
-#include "state_io.h"
-#include "lr_schedule.h"
-#include "ds_config.h"
+#include "starzero_train.h"
 
 struct opts {
     const char *arch, *init, *config, *train, *val, *save, *precision, *decay, *trace, *save_state, *resume, *lr_schedule, *bf16_compute;
@@ -41,6 +38,7 @@ static void usage(FILE *f)
 {
     fprintf(f,
             "usage: sz-train (--init FILE | --config d2|d6|d12|L,H,C) --train FILE [options]\n"
+            "(sz-estimate's and sz-bench's spellings work too: --model, --stage, --budget, --ckpt)\n"
             "model:    --arch gpt2|llama    the architecture (default gpt2; llama: RMSNorm, rotary attention,\n"
             "                               SwiGLU, no biases, untied head; --config and its presets apply)\n"
             "          --init FILE          start from an llm.c GPT-2 checkpoint (fp32, version 3)\n"
@@ -124,11 +122,13 @@ static void usage(FILE *f)
             "                               --config/--init, if given, must match; so must the --train file's\n"
             "                               contents, unless --allow-other-data: then a note, and the data\n"
             "                               position carries over to the new file)\n"
-            "          SIGTERM, SIGINT or SIGUSR1 to any rank (or SIGUSR1 to mpirun, which forwards it) stops the\n"
-            "                               run after the step in progress, saving the state with --save-state;\n"
-            "                               exit 0. A second signal exits at once. SIGTERM/SIGINT to Open MPI's\n"
-            "                               mpirun tear the job down (SIGKILL 1 s later, exit 1): a state is saved\n"
-            "                               only if the step and the save end before that; use SIGUSR1\n"
+            "          SIGTERM, SIGINT, SIGUSR1 or SIGUSR2 to any rank, or SIGUSR1/SIGUSR2 to Open MPI's\n"
+            "                               mpirun (it forwards them to every rank), stops the run after the\n"
+            "                               step in progress, saving the state with --save-state; exit 0. A\n"
+            "                               second signal exits at once. SIGTERM/SIGINT to mpirun do NOT do\n"
+            "                               that: mpirun tears the job down itself (SIGTERM to the ranks, SIGKILL\n"
+            "                               about 1 s later, exit 1), so a state is saved only if the step and\n"
+            "                               the save end before the kill; send SIGUSR1 to mpirun\n"
             "          --trace DIR          every rank writes its FxT trace into DIR (merge with\n"
             "                               starpu_fxt_tool, or use scripts/trace.sh)\n"
             "          --report             print measured memory per category and communication per step\n"
@@ -199,7 +199,7 @@ static int parse_value(struct opts *o, const char *a, const char *v)
     return -1;
 }
 
-/* --ds-config FILE: the DeepSpeed config's options (apps/common/ds_config.c) go before the command
+/* --ds-config FILE: the DeepSpeed config's options (train/ds_config.c) go before the command
  * line's, so the command line wins; rank 0 reports every key on stderr. The arrays stay until exit. */
 static int with_ds_config(int argc, char **argv, int *pargc, char ***pargv)
 {
@@ -498,7 +498,7 @@ static int step_is_finite(const struct opts *o, int step, float loss, float norm
     return 0;
 }
 
-/* ---- the training state (apps/common/state_io.c): what sz-train adds to the manifest, and
+/* ---- the training state (train/state_io.c): what sz-train adds to the manifest, and
  * what it checks when resuming ---------------------------------------------------------------- */
 static cJSON *state_info(const struct opts *o, sz_arch_config *cfg, const sz_tokens *train, int nd,
                          long next_mb, const sz_loss_scaler *scaler)
@@ -664,45 +664,6 @@ static int resume_scaler(sz_model *m, const cJSON *man, const char *stepdir)
         return -1;
     }
     return 0;
-}
-
-/* ---- preemption: SIGTERM, SIGINT (or SIGUSR1, which mpirun forwards) to any rank or to mpirun
- * asks the run to stop; every rank finishes the step in progress, the ranks agree on stopping with
- * one small collective at the end of each step (outside the tasks), the state is saved if
- * --save-state was given, and the run exits 0. A second signal exits at once. -------------------- */
-static volatile sig_atomic_t stop_signal = 0;
-
-static void on_signal(int sig)
-{
-    if (stop_signal) {
-        static const char msg[] = "sz-train: a second signal: exiting at once, without saving\n";
-        ssize_t w = write(2, msg, sizeof msg - 1);
-        (void)w;
-        _exit(128 + sig);
-    }
-    stop_signal = sig;
-}
-
-static void catch_signals(void) /* after the runtime started: ours replace StarPU's */
-{
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_signal;
-    sigemptyset(&sa.sa_mask);
-    sa.sa_flags = SA_RESTART;
-    sigaction(SIGTERM, &sa, NULL);
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGUSR1, &sa, NULL);
-    sigaction(SIGUSR2, &sa, NULL);
-}
-
-/* Collective: whether any rank was asked to stop (its signal number, else 0). */
-static int stop_agreed(sz_context *ctx)
-{
-    double f = stop_signal;
-    if (sz_context_sum(ctx, &f, 1) != SZ_OK)
-        return 0;
-    return f > 0 ? (stop_signal ? stop_signal : (int)f) : 0; /* (int)f: the signal when one rank got it */
 }
 
 /* Tests only: SZ_TEST_SAVE_DELAY_MS makes a save pause between the shards and the manifest, so a
@@ -894,6 +855,8 @@ int main(int argc, char **argv)
     sz_opt_prog("sz-train");
     char **pargv = NULL;
     int pargc = 0;
+    static const char *const mine[] = {"--zero-stage", "--config", "--mem-budget", "--checkpoint", NULL};
+    sz_opt_spellings(argc, argv, mine); /* sz-estimate's and sz-bench's spellings of the same options */
     if (with_ds_config(argc, argv, &pargc, &pargv) != 0)
         return 2;
     int prc = parse(pargc, pargv, &o);
@@ -1004,7 +967,15 @@ int main(int argc, char **argv)
         fprintf(stderr, "sz-train: %s\n", err);
         goto out;
     }
-    catch_signals();
+    /* preemption (include/starzero_train.h): a signal to any rank asks the run to stop; every rank
+     * finishes the step in progress, the ranks agree on it after each step (sz_stop_agree), the
+     * state is saved if --save-state was given, and the run exits 0. A second signal exits at once.
+     * Installed after the runtime started: ours replace StarPU's handlers. */
+    if (sz_stop_catch("sz-train") != SZ_OK) {
+        fprintf(stderr, "sz-train: cannot install the signal handlers\n");
+        goto out;
+    }
+    sz_state_dir_set_save_delay(sdir, save_delay_ms());
     int first = 1;      /* the first step this run trains */
     int stopped = 0;    /* the signal that stopped the run before --steps */
     int step_done = 0;
@@ -1128,7 +1099,7 @@ int main(int argc, char **argv)
             goto out;
         }
         int last = step == o.steps;
-        if (!last && (stopped = stop_agreed(ctx)) != 0)
+        if (!last && (stopped = sz_stop_agree(ctx)) != 0)
             last = 1; /* as if it were the last step: validate, save the state */
         if (o.val && ((o.val_every > 0 && step % o.val_every == 0) || last)) {
             float vl;
@@ -1144,7 +1115,7 @@ int main(int argc, char **argv)
         if (o.save_state && ((o.save_every > 0 && step % o.save_every == 0) || last)) {
             if (sz_state_save(sdir, sz_arch_model_of(g), ctx, step,
                               state_info(&o, &cfg, &train, nd, next_mb, &scaler), o.keep,
-                              save_delay_ms(), where, sizeof where, err, sizeof err) != 0) {
+                              where, sizeof where, err, sizeof err) != 0) {
                 fprintf(stderr, "sz-train: --save-state: %s\n", err);
                 goto out;
             }

@@ -1,7 +1,7 @@
 # cmake/SZInstall.cmake — what `cmake --install` puts under the prefix:
 #   lib/libstarzero.{a,so}, lib/libstarzero_gpt2.{a,so}, lib/libstarzero_llama.{a,so}
-#   include/starzero.h, starzero_starpu.h (user-defined operations; includes StarPU), starzero_gpt2.h,
-#            starzero_llama.h
+#   include/starzero.h, starzero_starpu.h (user-defined operations; includes StarPU), starzero_train.h
+#            (the training loop: state, signals, config, schedules), starzero_gpt2.h, starzero_llama.h
 #   lib/cmake/StarZeRO/  StarZeROConfig.cmake (+ version file, exported targets): find_package(StarZeRO)
 #                        gives StarZeRO::starzero (static), StarZeRO::starzero_shared, StarZeRO::gpt2,
 #                        StarZeRO::gpt2_shared, StarZeRO::llama, StarZeRO::llama_shared, and finds
@@ -9,6 +9,7 @@
 #   lib/pkgconfig/       starzero.pc, starzero_gpt2.pc, starzero_llama.pc (relocatable: paths
 #                        relative to ${pcfiledir})
 #   bin/                 the commands (sz-train, sz-estimate, sz-prepare, sz-info, sz-bench, sz-state, ...)
+#   share/starzero/examples/  custom_model.c and its CMakeLists.txt (a complete app to copy)
 # Included by the top CMakeLists.txt after the targets exist.
 include(CMakePackageConfigHelpers)
 set(SZ_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/StarZeRO)
@@ -33,6 +34,9 @@ if(SZ_BUILD_APPS)   # every command in apps/*.c; the custom-model example is a s
   install(TARGETS ${SZ_INSTALLED_APPS} RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 endif()
 
+install(FILES ${PROJECT_SOURCE_DIR}/apps/examples/custom_model.c ${PROJECT_SOURCE_DIR}/apps/examples/CMakeLists.txt
+        DESTINATION ${CMAKE_INSTALL_DATADIR}/starzero/examples)
+
 install(EXPORT StarZeROTargets NAMESPACE StarZeRO:: DESTINATION ${SZ_CMAKE_DIR})
 
 # What the package's config must find again on the user's side: the pkg-config modules as found
@@ -55,12 +59,12 @@ write_basic_package_version_file(${PROJECT_BINARY_DIR}/StarZeROConfigVersion.cma
 install(FILES ${PROJECT_BINARY_DIR}/StarZeROConfig.cmake ${PROJECT_BINARY_DIR}/StarZeROConfigVersion.cmake
         DESTINATION ${SZ_CMAKE_DIR})
 
-# pkg-config. The public headers need StarPU's flags (starzero_starpu.h includes starpu.h), so
-# StarPU is Requires; the rest only matters for static linking (--static): Requires.private and
-# Libs.private.
+# pkg-config. The public headers need StarPU's flags (starzero_starpu.h includes starpu.h) and
+# cJSON's (starzero_train.h's manifests are cJSON objects), so those are Requires; the rest only
+# matters for static linking (--static): Requires.private and Libs.private.
 pkg_search_module(SZ_MPI_PC QUIET ompi-c mpich mpi-c mpi)
-set(SZ_PC_REQUIRES "${STARPUMPI_MODULE_NAME} ${STARPU_MODULE_NAME}")
-set(SZ_PC_REQUIRES_PRIVATE "hwloc libcjson")
+set(SZ_PC_REQUIRES "${STARPUMPI_MODULE_NAME} ${STARPU_MODULE_NAME} libcjson")
+set(SZ_PC_REQUIRES_PRIVATE "hwloc zlib")
 if(SZ_MPI_PC_FOUND)
   string(APPEND SZ_PC_REQUIRES_PRIVATE " ${SZ_MPI_PC_MODULE_NAME}")
 endif()
@@ -73,9 +77,27 @@ if(SZ_USE_CUDA)
   endif()
   string(APPEND SZ_PC_LIBS_PRIVATE " -lstdc++")
 endif()
+# An app's binary finds the library and StarPU without LD_LIBRARY_PATH: an rpath to the library's
+# directory and to StarPU's (unless a system directory), in Libs.
+set(SZ_PC_RPATH "-Wl,-rpath,\${libdir}")
+set(_sz_rpath_dirs)
+foreach(d ${STARPUMPI_LIBRARY_DIRS} ${STARPU_LIBRARY_DIRS})
+  if(NOT d IN_LIST CMAKE_C_IMPLICIT_LINK_DIRECTORIES AND NOT d IN_LIST _sz_rpath_dirs)
+    list(APPEND _sz_rpath_dirs ${d})
+    string(APPEND SZ_PC_RPATH " -Wl,-rpath,${d}")
+  endif()
+endforeach()
 set(SZ_PC_CFLAGS "")
+set(SZ_PC_CUDA_INCLUDEDIR "")
 if(SZ_USE_CUDA)
+  # starpu.h includes the toolkit's headers (cusparse.h, ...), which warn under -Wall: the toolkit's
+  # include directories as system directories (-isystem wins over a -I of the same directory
+  # elsewhere in the flags), as CMake's imported targets do
   set(SZ_PC_CFLAGS "-DSZ_HAVE_CUDA=1")
+  foreach(d ${CUDAToolkit_INCLUDE_DIRS})
+    string(APPEND SZ_PC_CFLAGS " -isystem ${d}")
+  endforeach()
+  list(GET CUDAToolkit_INCLUDE_DIRS 0 SZ_PC_CUDA_INCLUDEDIR)
 endif()
 file(RELATIVE_PATH SZ_PC_TO_PREFIX ${CMAKE_INSTALL_FULL_LIBDIR}/pkgconfig ${CMAKE_INSTALL_PREFIX})
 string(REGEX REPLACE "/$" "" SZ_PC_TO_PREFIX "${SZ_PC_TO_PREFIX}")

@@ -1,7 +1,7 @@
 #!/bin/sh
 # tests/docs_paths.sh SOURCE_DIR — every repository path that README.md and docs/*.md write in
 # backticks exists in the tree. A path is a word of an inline code span that starts with one of the
-# top-level folders (include/ graph/ tasks/ sched/ codelets/ core/ apps/ tests/ scripts/ deps/
+# top-level folders (include/ graph/ tasks/ sched/ codelets/ core/ train/ apps/ tests/ scripts/ deps/
 # cmake/ docs/ .ci/); trailing punctuation and a `:line` suffix are stripped; placeholders and
 # patterns (`codelets/<op>.c`, `scripts/*.sh`, braces, `$VAR`, `...`) are skipped, and so are fenced
 # code blocks (their commands name build outputs). Prints each missing path with the file that
@@ -16,7 +16,7 @@ list=$(
         awk -v file="$f" -v q="'" '
         function clean(p) {
             gsub("^[(`\"" q "\\[]+", "", p)                 # leading ( [ ` " and quote
-            if (p !~ /^(include|graph|tasks|sched|codelets|core|apps|tests|scripts|deps|cmake|docs|\.ci)\//) return ""
+            if (p !~ /^(include|graph|tasks|sched|codelets|core|train|apps|tests|scripts|deps|cmake|docs|\.ci)\//) return ""
             if (p ~ /[<>*{}$?|]/ || index(p, "[") || index(p, "]") || index(p, "...") || index(p, "…")) return ""
             sub(/:[0-9].*$/, "", p)                          # file.c:123, file.c:12-40
             while (p ~ ("[.,;:)`\"" q "]$")) p = substr(p, 1, length(p) - 1)

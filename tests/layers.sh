@@ -2,8 +2,9 @@
 # tests/layers.sh — the folders stack (shared/DESIGN.md §2): each sees only the folders below it.
 # Bottom up: include/ (the public headers), graph/ and kernels/ (pure C, no StarPU), sched/ (the
 # runtime and the policy: knows no operation), core/ (tensors, the task builder, the fold),
-# codelets/ (the operations), tasks/ (the engine), apps/. Fails, naming the file and the header,
-# on a quoted #include of a header that lives in a folder at the same level or above.
+# codelets/ (the operations), tasks/ (the engine), train/ (the training loop as a library: state
+# directories, signals, config, schedules; include/starzero_train.h), apps/. Fails, naming the file
+# and the header, on a quoted #include of a header that lives in a folder at the same level or above.
 # Usage: tests/layers.sh [SOURCE_DIR]
 set -u
 root=${1:-$(cd "$(dirname "$0")/.." && pwd)}
@@ -11,10 +12,10 @@ cd "$root" || exit 1
 level() {
     case $1 in
     include) echo 0 ;; graph | kernels) echo 1 ;; sched) echo 2 ;; core) echo 3 ;;
-    codelets) echo 4 ;; tasks) echo 5 ;; apps) echo 6 ;; *) echo -1 ;;
+    codelets) echo 4 ;; tasks) echo 5 ;; train) echo 6 ;; apps) echo 7 ;; *) echo -1 ;;
     esac
 }
-folders="include graph kernels sched core codelets tasks apps"
+folders="include graph kernels sched core codelets tasks train apps"
 # header name -> its top-level folder (apps' model headers are apps')
 declare -A home
 for f in $folders; do

@@ -1,9 +1,9 @@
-/* test_lr_schedule.c — apps/common/lr_schedule.c against llm.c's schedule written out by hand
+/* test_lr_schedule.c — train/lr_schedule.c against llm.c's schedule written out by hand
  * (train_gpt2.cu: warmup lr*(step+1)/warmup, then cosine from lr to min_lr over the remaining
  * steps, 0-based step), and the constant schedule. */
 #include <math.h>
 #include <CUnit/Basic.h>
-#include "lr_schedule.h"
+#include "starzero_train.h"
 #include "sz_test.h"
 
 static double llmc(double lr, double min_lr, int warmup, int total, int step0)

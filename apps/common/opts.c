@@ -189,3 +189,18 @@ int sz_check_writable_dir(const char *path, char *err, size_t errlen)
     unlink(probe);
     return 0;
 }
+
+/* Each row: two spellings of one option, sz-train's first. */
+static const char *const k_same_option[][2] = {{"--zero-stage", "--stage"}, {"--config", "--model"},
+                                               {"--mem-budget", "--budget"}, {"--checkpoint", "--ckpt"}};
+
+void sz_opt_spellings(int argc, char **argv, const char *const *mine)
+{
+    for (int i = 1; i < argc && strcmp(argv[i], "--"); i++)
+        for (size_t k = 0; k < sizeof k_same_option / sizeof *k_same_option; k++)
+            for (int s = 0; s < 2; s++)
+                if (!strcmp(argv[i], k_same_option[k][s]))
+                    for (const char *const *m = mine; *m; m++)
+                        if (!strcmp(*m, k_same_option[k][!s]))
+                            argv[i] = (char *)*m;
+}

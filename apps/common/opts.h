@@ -23,6 +23,13 @@ int sz_opt_bytes(const char *opt, const char *v, double *out);
 /* Checks that a value from elsewhere (a config file) lies in the same kind of range. */
 int sz_opt_check_real(const char *opt, double x, double lo, int lo_open, double hi, int hi_open);
 
+/* The tools spell some shared options differently (sz-train --zero-stage, --config, --mem-budget,
+ * --checkpoint; sz-estimate --stage, --model, --budget, --ckpt; sz-bench --zero-stage, --model,
+ * --checkpoint): each tool accepts both spellings.
+ * Rewrites, in place, every argument of argv[1..argc) that is the other spelling of one of `mine`
+ * (NULL-terminated: the spellings this tool parses) into that one; stops at "--". */
+void sz_opt_spellings(int argc, char **argv, const char *const *mine);
+
 /* Whether `path` can be written as a file: its directory exists and takes a new file (tried by
  * creating and removing a probe beside it), and an existing file is writable. 0, or -1 and err. */
 int sz_check_writable_file(const char *path, char *err, size_t errlen);

@@ -1,4 +1,4 @@
-/* apps/common/ds_config.c — DeepSpeed JSON config -> sz-train options (see ds_config.h). */
+/* train/ds_config.c — DeepSpeed JSON config -> sz-train options (include/starzero_train.h). */
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
@@ -7,7 +7,7 @@
 #include <strings.h>
 #include <sys/stat.h>
 #include <cjson/cJSON.h>
-#include "ds_config.h"
+#include "starzero_train.h"
 
 struct ctx {
     int argc;
@@ -350,7 +350,7 @@ static int is_section(const char *k)
     return 0;
 }
 
-int sz_ds_config_read(const char *path, int argc, char **argv, char ***args, int *nargs, FILE *log, char *err,
+sz_status sz_ds_config_read(const char *path, int argc, char **argv, char ***args, int *nargs, FILE *log, char *err,
                       size_t errlen)
 {
     struct ctx c = {.argc = argc, .argv = argv, .log = log, .err = err, .errlen = errlen, .path = path};
@@ -360,12 +360,12 @@ int sz_ds_config_read(const char *path, int argc, char **argv, char ***args, int
     struct stat sb;
     if (stat(path, &sb) == 0 && !S_ISREG(sb.st_mode)) { /* a FIFO would block the open forever */
         snprintf(err, errlen, "%s: not a regular file (a DeepSpeed config is a JSON file)", path);
-        return -1;
+        return SZ_ERR_INVALID;
     }
     FILE *f = fopen(path, "rb");
     if (!f) {
         snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
-        return -1;
+        return SZ_ERR_IO;
     }
     fseek(f, 0, SEEK_END);
     long len = ftell(f);
@@ -376,7 +376,7 @@ int sz_ds_config_read(const char *path, int argc, char **argv, char ***args, int
     if (!text || got != (size_t)len) {
         free(text);
         snprintf(err, errlen, "%s: cannot read", path);
-        return -1;
+        return SZ_ERR_IO;
     }
     text[len] = 0;
     const char *end = NULL; /* one object and nothing after it but white space */
@@ -387,7 +387,7 @@ int sz_ds_config_read(const char *path, int argc, char **argv, char ***args, int
                  at && *at && root == NULL && at > text ? ", or text after it" : "", at ? (long)(at - text) : 0L);
         free(text);
         cJSON_Delete(root);
-        return -1;
+        return SZ_ERR_FORMAT;
     }
     free(text);
     /* the element size of the byte conversions: --precision on the command line, else bf16.enabled or
@@ -447,13 +447,14 @@ int sz_ds_config_read(const char *path, int argc, char **argv, char ***args, int
     cJSON_Delete(root);
     if (c.failed) {
         sz_ds_args_free(c.args, c.nargs);
-        if (!err[0])
-            snprintf(err, errlen, "%s: out of memory", path);
-        return -1;
+        if (err[0]) /* a key refused, with its reason */
+            return SZ_ERR_INVALID;
+        snprintf(err, errlen, "%s: out of memory", path);
+        return SZ_ERR_NOMEM;
     }
     *args = c.args;
     *nargs = c.nargs;
-    return 0;
+    return SZ_OK;
 }
 
 void sz_ds_args_free(char **args, int nargs)

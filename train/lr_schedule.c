@@ -1,7 +1,7 @@
-/* apps/common/lr_schedule.c — warmup + constant or cosine learning rate (see lr_schedule.h). */
+/* train/lr_schedule.c — warmup + constant or cosine learning rate (include/starzero_train.h). */
 #include <math.h>
 #include <string.h>
-#include "lr_schedule.h"
+#include "starzero_train.h"
 
 double sz_lr_at(const sz_lr_schedule *s, int step)
 {
@@ -16,5 +16,5 @@ double sz_lr_at(const sz_lr_schedule *s, int step)
 
 int sz_lr_kind_parse(const char *name)
 {
-    return !strcmp(name, "constant") ? SZ_LR_CONSTANT : !strcmp(name, "cosine") ? SZ_LR_COSINE : -1;
+    return !name ? -1 : !strcmp(name, "constant") ? SZ_LR_CONSTANT : !strcmp(name, "cosine") ? SZ_LR_COSINE : -1;
 }

@@ -1,4 +1,4 @@
-/* apps/common/state_io.c — the training-state directory (see state_io.h): sharded files written
+/* train/state_io.c — the training-state directory (include/starzero_train.h): sharded files written
  * in parallel, a manifest written last and checksummed, temporary name + fsync + rename,
  * DIR/latest, the directory's owner and lock, --keep by lineage and save order, the layout checks
  * made before any read, and the re-sharding loader. */
@@ -19,7 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <zlib.h>
-#include "state_io.h"
+#include "starzero_train.h"
 
 #define MANIFEST_CRC "manifest_crc32"
 #define LOCK_NAME ".lock"
@@ -327,6 +327,7 @@ struct sz_state_dir {
     char since[32], host[256];
     char (*doomed)[32];           /* --overwrite-state: other runs' steps, removed after the first save */
     int ndoomed;
+    int delay_ms;                 /* sz_state_dir_set_save_delay (tests) */
 };
 
 static void random_id(char *out, size_t n)
@@ -430,11 +431,41 @@ static int same_dir(const char *a, const char *b)
     return realpath(a, ra) && realpath(b, rb) && !strcmp(ra, rb);
 }
 
+/* dir and its missing parents (mkdir -p); 0, or -1 and err. */
+static int make_dirs(const char *dir, char *err, size_t errlen)
+{
+    char p[PATH_MAX];
+    if (!dir[0] || strlen(dir) >= sizeof p) {
+        snprintf(err, errlen, "'%s': not a usable directory name", dir);
+        return -1;
+    }
+    snprintf(p, sizeof p, "%s", dir);
+    for (char *c = p + 1;; c++) {
+        if (*c != '/' && *c)
+            continue;
+        char was = *c;
+        *c = 0;
+        struct stat st;
+        if (stat(p, &st) != 0 && mkdir(p, 0755) != 0 && errno != EEXIST) {
+            snprintf(err, errlen, "%s: cannot create: %s", p, strerror(errno));
+            return -1;
+        }
+        if (stat(p, &st) != 0 || !S_ISDIR(st.st_mode)) {
+            snprintf(err, errlen, "%s: not a directory", p);
+            return -1;
+        }
+        if (!(*c = was))
+            return 0;
+    }
+}
+
 /* Rank 0's part of sz_state_dir_open (lock taken first: nothing below races with another writer). */
 static int open_rank0(sz_state_dir *d, const char *rstep, const cJSON *rm, int overwrite, FILE *notes, char *err,
                       size_t errlen)
 {
     char path[PATH_MAX + 64];
+    if (make_dirs(d->dir, err, errlen) != 0)
+        return -1;
     const char *outputs[] = {"latest", OWNER_NAME};
     for (int i = 0; i < 2; i++) { /* what a save replaces must be a regular file */
         struct stat st;
@@ -537,7 +568,7 @@ static int open_rank0(sz_state_dir *d, const char *rstep, const cJSON *rm, int o
     return write_owner(d, NULL, err, errlen);
 }
 
-int sz_state_dir_open(sz_state_dir **out, sz_context *ctx, const char *dir, const char *resumed_stepdir,
+sz_status sz_state_dir_open(sz_state_dir **out, sz_context *ctx, const char *dir, const char *resumed_stepdir,
                       const cJSON *resumed_manifest, int overwrite, FILE *notes, char *err, size_t errlen)
 {
     *out = NULL;
@@ -560,10 +591,16 @@ int sz_state_dir_open(sz_state_dir **out, sz_context *ctx, const char *dir, cons
     }
     if (agree(ctx, failed, err, errlen) != 0) {
         sz_state_dir_close(d);
-        return -1;
+        return SZ_ERR_IO;
     }
     *out = d;
-    return 0;
+    return SZ_OK;
+}
+
+void sz_state_dir_set_save_delay(sz_state_dir *d, int ms)
+{
+    if (d)
+        d->delay_ms = ms > 0 ? ms : 0;
 }
 
 void sz_state_dir_close(sz_state_dir *d)
@@ -638,8 +675,8 @@ static void prune(sz_state_dir *d, const char *just, int keep, FILE *notes)
     free(s);
 }
 
-int sz_state_save(sz_state_dir *d, sz_model *m, sz_context *ctx, int step, cJSON *app, int keep, int delay_ms,
-                  char *where, size_t wlen, char *err, size_t errlen)
+sz_status sz_state_save(sz_state_dir *d, sz_model *m, sz_context *ctx, int step, cJSON *app, int keep,
+                        char *where, size_t wlen, char *err, size_t errlen)
 {
     int rank = sz_context_rank(ctx), nd = sz_context_world_size(ctx), nu = sz_model_nunits(m), failed = 0;
     char tmp[PATH_MAX + 64], final[PATH_MAX + 64], path[PATH_MAX + 160], name[64], stepname[32];
@@ -656,7 +693,7 @@ int sz_state_save(sz_state_dir *d, sz_model *m, sz_context *ctx, int step, cJSON
     }
     if (agree(ctx, failed, err, errlen) != 0) {
         cJSON_Delete(app);
-        return -1;
+        return SZ_ERR_IO;
     }
     /* every rank its shard of every state, in parallel, one unit's shard at a time (host memory:
      * the largest unit's shard, not the rank's whole state); bytes and crc32 gathered on all ranks */
@@ -713,10 +750,11 @@ int sz_state_save(sz_state_dir *d, sz_model *m, sz_context *ctx, int step, cJSON
             snprintf(err, errlen, "another rank failed writing its shard (its message says why)");
         free(info);
         cJSON_Delete(app);
-        return -1;
+        return SZ_ERR_IO;
     }
     /* rank 0: the manifest last, then the rename that makes the step visible, then latest */
     if (rank == 0) {
+        int delay_ms = d->delay_ms;
         if (delay_ms > 0) {
             printf("saving %s: shards written, pausing %d ms before the manifest (pid %d)\n", final, delay_ms, (int)getpid());
             fflush(stdout);
@@ -818,9 +856,9 @@ int sz_state_save(sz_state_dir *d, sz_model *m, sz_context *ctx, int step, cJSON
     }
     free(info);
     if (agree(ctx, failed, err, errlen) != 0)
-        return -1;
+        return SZ_ERR_IO;
     snprintf(where, wlen, "%s", final);
-    return 0;
+    return SZ_OK;
 }
 
 /* ---- finding and checking a saved state ------------------------------------------------------ */
@@ -834,7 +872,7 @@ static int complete_step(const char *dir, const char *name)
     return stat(path, &st) == 0 && S_ISREG(st.st_mode);
 }
 
-int sz_state_find(const char *dir, char *stepdir, size_t len, char *err, size_t errlen)
+sz_status sz_state_find(const char *dir, char *stepdir, size_t len, char *err, size_t errlen)
 {
     char path[PATH_MAX + 32];
     struct stat st;
@@ -842,12 +880,12 @@ int sz_state_find(const char *dir, char *stepdir, size_t len, char *err, size_t 
         snprintf(err, errlen, "%s: the temporary directory of an unfinished save (its writer stopped before "
                  "completing it): not a training state; give the directory holding it, or one of its step-* "
                  "directories", dir);
-        return -1;
+        return SZ_ERR_IO;
     }
     snprintf(path, sizeof path, "%s/manifest.json", dir);
     if (stat(path, &st) == 0) {
         snprintf(stepdir, len, "%s", dir);
-        return 0;
+        return SZ_OK;
     }
     snprintf(path, sizeof path, "%s/latest", dir);
     FILE *f = fopen(path, "r");
@@ -858,12 +896,12 @@ int sz_state_find(const char *dir, char *stepdir, size_t len, char *err, size_t 
         fclose(f);
         if (line[0] && !strchr(line, '/') && strncmp(line, "step-", 5) == 0 && complete_step(dir, line)) {
             snprintf(stepdir, len, "%s/%s", dir, line);
-            return 0;
+            return SZ_OK;
         }
         snprintf(err, errlen, "%s: latest names '%s', which is not a complete state (no %s/%s/manifest.json): "
                  "the directory was changed by hand; give the step directory to use (%s/step-NNNNNNNN)", dir, line,
                  dir, line, dir);
-        return -1;
+        return SZ_ERR_IO;
     }
     struct saved *s; /* no latest: the newest save (by save order; by step for version-1 states) */
     int n = scan_saves(dir, &s), best = -1;
@@ -874,10 +912,10 @@ int sz_state_find(const char *dir, char *stepdir, size_t len, char *err, size_t 
         snprintf(stepdir, len, "%s/%s", dir, s[best].name);
     free(s);
     if (best >= 0)
-        return 0;
+        return SZ_OK;
     snprintf(err, errlen, "%s: no complete training state in it (no manifest.json, no step-* directory with one)",
              dir);
-    return -1;
+    return SZ_ERR_IO;
 }
 
 /* An integer field of a manifest in [lo, hi]; the message names it by `field`. */
@@ -1060,28 +1098,28 @@ static int check_layout(const char *stepdir, const char *mpath, const cJSON *man
     return 0;
 }
 
-int sz_state_manifest(const char *stepdir, cJSON **out, char *note, size_t notelen, char *err, size_t errlen)
+sz_status sz_state_manifest(const char *stepdir, cJSON **out, char *note, size_t notelen, char *err, size_t errlen)
 {
     char path[PATH_MAX + 32];
     if (note && notelen)
         note[0] = 0;
     if (is_tmp_step(stepdir)) {
         snprintf(err, errlen, "%s: the temporary directory of an unfinished save: not a training state", stepdir);
-        return -1;
+        return SZ_ERR_FORMAT;
     }
     snprintf(path, sizeof path, "%s/manifest.json", stepdir);
     size_t len = 0;
     char *text = slurp(path, &len);
     if (!text) {
         snprintf(err, errlen, "%s: cannot read: %s", path, strerror(errno));
-        return -1;
+        return SZ_ERR_IO;
     }
     cJSON *man = cJSON_Parse(text);
     free(text);
     if (!man || !cJSON_IsObject(man)) {
         snprintf(err, errlen, "%s: not valid JSON (damaged, or cut short)", path);
         cJSON_Delete(man);
-        return -1;
+        return SZ_ERR_FORMAT;
     }
     const char *fmt = sz_json_str(man, "format", "");
     int version = (int)sz_json_num(man, "version", -1);
@@ -1089,7 +1127,7 @@ int sz_state_manifest(const char *stepdir, cJSON **out, char *note, size_t notel
         snprintf(err, errlen, "%s: format '%s' version %d, expected '%s' version 1 .. %d", path, fmt, version,
                  SZ_STATE_FORMAT, SZ_STATE_VERSION);
         cJSON_Delete(man);
-        return -1;
+        return SZ_ERR_FORMAT;
     }
     cJSON *crc = cJSON_DetachItemFromObjectCaseSensitive(man, MANIFEST_CRC);
     uint32_t got = 0;
@@ -1098,14 +1136,14 @@ int sz_state_manifest(const char *stepdir, cJSON **out, char *note, size_t notel
                  version, MANIFEST_CRC);
         cJSON_Delete(crc);
         cJSON_Delete(man);
-        return -1;
+        return SZ_ERR_FORMAT;
     }
     if (cJSON_IsNumber(crc) && (manifest_crc(man, &got) != 0 || (double)got != crc->valuedouble)) {
         snprintf(err, errlen, "%s: checksum crc32 %u of the manifest, it says %.0f: the manifest was damaged or "
                  "changed after it was written; nothing was read", path, got, crc->valuedouble);
         cJSON_Delete(crc);
         cJSON_Delete(man);
-        return -1;
+        return SZ_ERR_FORMAT;
     }
     if (crc)
         cJSON_AddItemToObject(man, MANIFEST_CRC, crc);
@@ -1114,13 +1152,13 @@ int sz_state_manifest(const char *stepdir, cJSON **out, char *note, size_t notel
                  "own, no run id): its layout is checked, its files by their checksums", path, version);
     if (check_layout(stepdir, path, man, err, errlen) != 0) {
         cJSON_Delete(man);
-        return -1;
+        return SZ_ERR_FORMAT;
     }
     *out = man;
-    return 0;
+    return SZ_OK;
 }
 
-int sz_state_reseal(const char *stepdir, char *err, size_t errlen)
+sz_status sz_state_reseal(const char *stepdir, char *err, size_t errlen)
 {
     char path[PATH_MAX + 32];
     snprintf(path, sizeof path, "%s/manifest.json", stepdir);
@@ -1128,7 +1166,7 @@ int sz_state_reseal(const char *stepdir, char *err, size_t errlen)
     if (!man || strcmp(sz_json_str(man, "format", ""), SZ_STATE_FORMAT)) {
         snprintf(err, errlen, "%s: not a training state's manifest (missing, not JSON, or another format)", path);
         cJSON_Delete(man);
-        return -1;
+        return SZ_ERR_IO;
     }
     cJSON_DeleteItemFromObjectCaseSensitive(man, MANIFEST_CRC);
     uint32_t c = 0;
@@ -1140,7 +1178,7 @@ int sz_state_reseal(const char *stepdir, char *err, size_t errlen)
     if (!text)
         snprintf(err, errlen, "%s: out of memory", path);
     free(text);
-    return rc;
+    return rc ? SZ_ERR_IO : SZ_OK;
 }
 
 /* The manifest's file entry for (kind, rank), or NULL. */
@@ -1229,7 +1267,7 @@ static float *read_shard(const char *stepdir, const cJSON *man, const char *kind
     return (float *)buf;
 }
 
-int sz_state_verify(const char *stepdir, const cJSON *man, FILE *out, char *err, size_t errlen)
+sz_status sz_state_verify(const char *stepdir, const cJSON *man, FILE *out, char *err, size_t errlen)
 {
     const cJSON *f;
     int bad = 0;
@@ -1248,7 +1286,7 @@ int sz_state_verify(const char *stepdir, const cJSON *man, FILE *out, char *err,
         }
         free(p);
     }
-    return bad ? -1 : 0;
+    return bad ? SZ_ERR_FORMAT : SZ_OK;
 }
 
 /* Saved layout (checked by sz_state_manifest): the shard size of every unit and each unit's offset
@@ -1271,7 +1309,7 @@ static int saved_layout(const cJSON *man, int64_t **shard, int64_t **at, int *nu
     return 0;
 }
 
-int sz_state_read_units(const char *stepdir, const cJSON *man, const char *kind, float **out, char *err,
+sz_status sz_state_read_units(const char *stepdir, const cJSON *man, const char *kind, float **out, char *err,
                         size_t errlen)
 {
     int64_t *shard, *at;
@@ -1280,7 +1318,7 @@ int sz_state_read_units(const char *stepdir, const cJSON *man, const char *kind,
         snprintf(err, errlen, "%s: the manifest has no units or no N_d", stepdir);
         free(shard);
         free(at);
-        return -1;
+        return SZ_ERR_FORMAT;
     }
     int rc = 0;
     for (int r = 0; r < nd && rc == 0; r++) { /* each shard file once */
@@ -1297,7 +1335,7 @@ int sz_state_read_units(const char *stepdir, const cJSON *man, const char *kind,
     }
     free(shard);
     free(at);
-    return rc;
+    return rc ? SZ_ERR_FORMAT : SZ_OK;
 }
 
 /* The model's tensors of unit u against the manifest's (names, offsets, sizes). */
@@ -1328,7 +1366,7 @@ static int check_unit_params(const sz_model *m, int u, const cJSON *su, const ch
     return 0;
 }
 
-int sz_state_load(sz_model *m, sz_context *ctx, const char *stepdir, const cJSON *man, char *err, size_t errlen)
+sz_status sz_state_load(sz_model *m, sz_context *ctx, const char *stepdir, const cJSON *man, char *err, size_t errlen)
 {
     int64_t *shard = NULL, *at = NULL;
     int nu = 0, nd = (int)sz_json_num(man, "nd", 0), failed = 0;
@@ -1423,5 +1461,5 @@ int sz_state_load(sz_model *m, sz_context *ctx, const char *stepdir, const cJSON
     }
     free(shard);
     free(at);
-    return agree(ctx, failed, err, errlen);
+    return agree(ctx, failed, err, errlen) ? SZ_ERR_FORMAT : SZ_OK;
 }
