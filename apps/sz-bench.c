@@ -5,7 +5,8 @@
  * kernel on all of a node's cores, run by its first rank alone; summed over nodes), the bf16
  * dot-product (vdpbf16ps) peak where the CPU has one, and OpenBLAS sgemm 2048^3. Under mpirun with
  * --zero-stage it adds ZeRO's measured memory and communication beside the formulas, and the
- * transport's throughput (comm_gbps) beside plain MPI collectives on the same bytes (mpi_gbps).
+ * transport's throughput (comm_gbps) beside plain MPI collectives on the same bytes (mpi_gbps), and
+ * where the ranks span nodes the node count and the link's measured bandwidth (link_gbps, GB/s).
  *   sz-bench --model d12 --batch 4 --seq 64 --precision fp32 --steps 10 --json
  *   mpirun -np 2 sz-bench --model d6 --zero-stage 3 --json
  *   sz-bench --arch llama --model d12 --batch 4 --seq 64 --precision bf16 --json
@@ -125,6 +126,57 @@ static void quiet_barrier(void)
         struct timespec ts = {0, 1000000};
         nanosleep(&ts, NULL);
     }
+}
+
+/* The link between nodes where the ranks span several (MPI_Get_processor_name differs): after a
+ * small exchange that opens the connection, rank 0 sends 4 messages of 8 MiB to the first rank on
+ * another node, which answers when all arrived; bytes over that time, one way, in bytes/s (as
+ * comm_bps counts). Every rank gets it, and the node count; 0 on one node. Run before StarPU
+ * starts, on a communicator of its own. */
+static double link_bps(int *nodes)
+{
+    MPI_Comm c;
+    MPI_Comm_dup(MPI_COMM_WORLD, &c);
+    int rank, size, len;
+    MPI_Comm_rank(c, &rank);
+    MPI_Comm_size(c, &size);
+    char *names = calloc((size_t)size, MPI_MAX_PROCESSOR_NAME), me[MPI_MAX_PROCESSOR_NAME] = {0};
+    MPI_Get_processor_name(me, &len);
+    MPI_Allgather(me, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, names, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, c);
+    int peer = -1;
+    *nodes = 0;
+    for (int r = 0; r < size; r++) {
+        int first = 1; /* the first rank of its node */
+        for (int q = 0; q < r && first; q++)
+            first = strcmp(names + (size_t)r * MPI_MAX_PROCESSOR_NAME, names + (size_t)q * MPI_MAX_PROCESSOR_NAME) != 0;
+        *nodes += first;
+        if (first && r > 0 && peer < 0)
+            peer = r;
+    }
+    free(names);
+    double bps = 0;
+    if (peer > 0 && (rank == 0 || rank == peer)) {
+        const int n = 8 << 20, reps = 4, other = rank == 0 ? peer : 0;
+        char *sb = malloc((size_t)n), *rb = malloc((size_t)n);
+        memset(sb, 1, (size_t)n);
+        MPI_Sendrecv(sb, 4096, MPI_CHAR, other, 1, rb, 4096, MPI_CHAR, other, 1, c, MPI_STATUS_IGNORE);
+        double t0 = now_s();
+        for (int k = 0; k < reps; k++) /* rank 0 sends; the peer's empty reply says all arrived */
+            if (rank == 0)
+                MPI_Send(sb, n, MPI_CHAR, other, 2, c);
+            else
+                MPI_Recv(rb, n, MPI_CHAR, other, 2, c, MPI_STATUS_IGNORE);
+        if (rank == 0)
+            MPI_Recv(rb, 0, MPI_CHAR, other, 3, c, MPI_STATUS_IGNORE);
+        else
+            MPI_Send(sb, 0, MPI_CHAR, other, 3, c);
+        bps = (double)n * reps / (now_s() - t0);
+        free(sb);
+        free(rb);
+    }
+    MPI_Bcast(&bps, 1, MPI_DOUBLE, 0, c);
+    MPI_Comm_free(&c);
+    return bps;
 }
 
 static double sgemm_gflops(void)
@@ -379,6 +431,8 @@ int main(int argc, char **argv)
         sched_setaffinity(0, sizeof bound, &bound);
     }
     quiet_barrier();
+    int nodes = 1;
+    double link = link_bps(&nodes); /* (0 on one node) */
     sz_context *ctx = NULL;
     if (sz_context_init(&ctx, NULL, &argc, &argv) != SZ_OK) {
         fprintf(stderr, "sz-bench: cannot start the runtime\n");
@@ -574,6 +628,10 @@ int main(int argc, char **argv)
         cJSON_AddNumberToObject(o, "comm_bytes_formula", sz_zero_comm_bytes_mb(stage, psi, nd, mixed, micro));
         cJSON_AddNumberToObject(o, "comm_seconds", reps[0].comm_seconds);
         cJSON_AddNumberToObject(o, "comm_gbps", comm_bps / 1e9);
+        if (nodes > 1) { /* ranks on several nodes: the link between two of them, measured (link_bps) */
+            cJSON_AddNumberToObject(o, "nodes", nodes);
+            cJSON_AddNumberToObject(o, "link_gbps", link / 1e9);
+        }
         cJSON_AddNumberToObject(o, "mpi_gbps", mpi_bps / 1e9);
         cJSON_AddNumberToObject(o, "comm_over_mpi", mpi_bps > 0 ? comm_bps / mpi_bps : 0);
         cJSON_AddNumberToObject(o, "overlap", reps[0].overlap);

@@ -883,7 +883,8 @@ typedef struct sz_memory_report {
     sz_precision precision;
     int64_t predicted_peak_bytes;      /* the plan's prediction, made before the first step */
     double overlap;                    /* last step: fraction of communication time during which
-                                          compute ran too (measured by the zero policy; -1: other policy) */
+                                          compute ran too (measured under zero and StarPU's predefined
+                                          policies; -1: a policy given as a structure of its own) */
     double comm_task_s, compute_task_s; /* last step: seconds communication tasks ran, and the
                                           seconds any compute task ran (the union) */
     double matmul_task_s;              /* last step: seconds the matmul tasks (forward and backward,

@@ -12,7 +12,8 @@
  * the optimizer under --offload-optimizer); with a communication worker the collectives stay its
  * own, except those a CUDA worker runs itself (NCCL). Without CUDA workers nothing of this applies.
  * It also records when communication and compute tasks ran, for the overlap figure (the fraction
- * of communication time during which compute was running too).
+ * of communication time during which compute was running too); so do the measured copies of
+ * StarPU's own policies (sz_sched_measured_policy), so the figure compares across policies.
  * (The budget is checked against the plan's fold before the first step, tasks/model.c; the gather
  * window is part of the plan itself, graph/plan.c.) */
 #include <stdint.h>
@@ -42,7 +43,14 @@ struct queue {
     struct node *head;
     uint64_t seq;
     int n;
-    starpu_pthread_mutex_t span_lock;
+    int cuda_worker, cuda_known;         /* a CUDA worker of the context (-1: none), once looked up */
+};
+
+/* What ran when, for sz_sched_overlap, whichever policy runs the tasks: `zero` records through its
+ * own hooks, StarPU's policies through the copies sz_sched_measured_policy makes of them. */
+static struct {
+    starpu_pthread_mutex_t lock;
+    int on;               /* a recording policy is in effect */
     struct spans comm, compute;
     int64_t matmul_ns; /* matmul tasks' run time (with the GELU-fused ones) since the last sz_sched_overlap */
     int64_t optimizer_ns; /* optimizer tasks' run time, the same way */
@@ -55,8 +63,7 @@ struct queue {
         int tasks;
     } cl[64];
     int64_t started[STARPU_NMAXWORKERS]; /* when each worker's current task began */
-    int cuda_worker, cuda_known;         /* a CUDA worker of the context (-1: none), once looked up */
-};
+} meter = {.lock = STARPU_PTHREAD_MUTEX_INITIALIZER};
 
 int sz_comm_worker = -1;
 
@@ -72,64 +79,82 @@ static uint64_t key_of(struct starpu_task *t, uint64_t seq)
     return (pos & ((1ULL << 40) - 1)) << 20 | (seq & ((1ULL << 20) - 1));
 }
 
+static void meter_start(void)
+{
+    STARPU_PTHREAD_MUTEX_LOCK(&meter.lock);
+    meter.comm.n = meter.compute.n = 0;
+    meter.matmul_ns = meter.optimizer_ns = meter.convert_ns = meter.zero_ns = 0;
+    meter.ncl = 0;
+    memset(meter.started, 0, sizeof meter.started);
+    meter.on = 1;
+    STARPU_PTHREAD_MUTEX_UNLOCK(&meter.lock);
+}
+
+static void meter_stop(void)
+{
+    STARPU_PTHREAD_MUTEX_LOCK(&meter.lock);
+    meter.on = 0;
+    free(meter.comm.v);
+    free(meter.compute.v);
+    meter.comm = meter.compute = (struct spans){0};
+    STARPU_PTHREAD_MUTEX_UNLOCK(&meter.lock);
+}
+
 static void zero_init(unsigned ctx)
 {
     struct queue *q = calloc(1, sizeof *q);
     STARPU_PTHREAD_MUTEX_INIT(&q->lock, NULL);
-    STARPU_PTHREAD_MUTEX_INIT(&q->span_lock, NULL);
     starpu_sched_ctx_set_policy_data(ctx, q);
+    meter_start();
 }
 
 static void zero_deinit(unsigned ctx)
 {
     struct queue *q = starpu_sched_ctx_get_policy_data(ctx);
     STARPU_PTHREAD_MUTEX_DESTROY(&q->lock);
-    STARPU_PTHREAD_MUTEX_DESTROY(&q->span_lock);
-    free(q->comm.v);
-    free(q->compute.v);
     free(q);
+    meter_stop();
 }
 
 /* ---- overlap: how much communication ran while compute ran --------------------------------- */
 
-static void zero_pre_exec(struct starpu_task *task, unsigned ctx)
+static void meter_pre_exec(struct starpu_task *task, unsigned ctx)
 {
-    (void)task;
-    struct queue *q = starpu_sched_ctx_get_policy_data(ctx);
+    (void)task, (void)ctx;
     int w = starpu_worker_get_id();
     if (w >= 0 && w < STARPU_NMAXWORKERS)
-        q->started[w] = sz_now_ns();
+        __atomic_store_n(&meter.started[w], sz_now_ns(), __ATOMIC_RELAXED);
 }
 
-static void zero_post_exec(struct starpu_task *task, unsigned ctx)
+static void meter_post_exec(struct starpu_task *task, unsigned ctx)
 {
-    struct queue *q = starpu_sched_ctx_get_policy_data(ctx);
+    (void)ctx;
     int w = starpu_worker_get_id();
-    if (w < 0 || w >= STARPU_NMAXWORKERS || !q->started[w])
+    if (w < 0 || w >= STARPU_NMAXWORKERS || !__atomic_load_n(&meter.started[w], __ATOMIC_RELAXED))
         return;
-    struct span sp = {q->started[w], sz_now_ns()};
-    struct spans *s = sz_task_is_comm(task) ? &q->comm : &q->compute;
-    STARPU_PTHREAD_MUTEX_LOCK(&q->span_lock);
+    struct span sp = {meter.started[w], sz_now_ns()};
+    struct spans *s = sz_task_is_comm(task) ? &meter.comm : &meter.compute;
+    STARPU_PTHREAD_MUTEX_LOCK(&meter.lock);
     /* the products, with the tied head's and the fused ones (their GELU tiles too) */
     switch (sz_task_class_of(task)) {
-    case SZ_TASK_MATMUL: q->matmul_ns += sp.t1 - sp.t0; break;
-    case SZ_TASK_OPTIMIZER: q->optimizer_ns += sp.t1 - sp.t0; break;
-    case SZ_TASK_CONVERT: q->convert_ns += sp.t1 - sp.t0; break;
-    case SZ_TASK_ZERO: q->zero_ns += sp.t1 - sp.t0; break;
+    case SZ_TASK_MATMUL: meter.matmul_ns += sp.t1 - sp.t0; break;
+    case SZ_TASK_OPTIMIZER: meter.optimizer_ns += sp.t1 - sp.t0; break;
+    case SZ_TASK_CONVERT: meter.convert_ns += sp.t1 - sp.t0; break;
+    case SZ_TASK_ZERO: meter.zero_ns += sp.t1 - sp.t0; break;
     default: break;
     }
     int c = 0;
-    while (c < q->ncl && q->cl[c].cl != task->cl)
+    while (c < meter.ncl && meter.cl[c].cl != task->cl)
         c++;
-    if (c == q->ncl && c < (int)(sizeof q->cl / sizeof q->cl[0])) {
-        q->cl[c].cl = task->cl;
-        q->cl[c].ns = 0;
-        q->cl[c].tasks = 0;
-        q->ncl++;
+    if (c == meter.ncl && c < (int)(sizeof meter.cl / sizeof meter.cl[0])) {
+        meter.cl[c].cl = task->cl;
+        meter.cl[c].ns = 0;
+        meter.cl[c].tasks = 0;
+        meter.ncl++;
     }
-    if (c < q->ncl) {
-        q->cl[c].ns += sp.t1 - sp.t0;
-        q->cl[c].tasks++;
+    if (c < meter.ncl) {
+        meter.cl[c].ns += sp.t1 - sp.t0;
+        meter.cl[c].tasks++;
     }
     if (s->n == s->cap) {
         int cap = s->cap ? 2 * s->cap : 1024;
@@ -141,7 +166,7 @@ static void zero_post_exec(struct starpu_task *task, unsigned ctx)
     }
     if (s->n < s->cap)
         s->v[s->n++] = sp;
-    STARPU_PTHREAD_MUTEX_UNLOCK(&q->span_lock);
+    STARPU_PTHREAD_MUTEX_UNLOCK(&meter.lock);
 }
 
 static int by_start(const void *a, const void *b)
@@ -152,24 +177,22 @@ static int by_start(const void *a, const void *b)
 
 int sz_sched_overlap(double *fraction, double *comm_s, double *compute_s, sz_sched_task_times *times)
 {
-    struct starpu_sched_policy *pol = starpu_sched_ctx_get_sched_policy(0);
-    if (!pol || !pol->policy_name || strcmp(pol->policy_name, sz_zero_policy.policy_name))
-        return -1; /* measured by the zero policy only (StarPU keeps its own copy of the struct) */
-    struct queue *q = starpu_sched_ctx_get_policy_data(0);
-    STARPU_PTHREAD_MUTEX_LOCK(&q->span_lock);
-    qsort(q->compute.v, (size_t)q->compute.n, sizeof *q->compute.v, by_start);
+    if (!__atomic_load_n(&meter.on, __ATOMIC_RELAXED))
+        return -1; /* a policy that records nothing (one named to StarPU by a name we do not wrap) */
+    STARPU_PTHREAD_MUTEX_LOCK(&meter.lock);
+    qsort(meter.compute.v, (size_t)meter.compute.n, sizeof *meter.compute.v, by_start);
     int64_t comm = 0, hidden = 0, busy = 0, end = 0;
-    for (int i = 0; i < q->compute.n; i++) { /* union of the compute intervals, merged in place */
-        struct span c = q->compute.v[i];
+    for (int i = 0; i < meter.compute.n; i++) { /* union of the compute intervals, merged in place */
+        struct span c = meter.compute.v[i];
         busy += c.t1 > end ? c.t1 - (c.t0 > end ? c.t0 : end) : 0;
         end = c.t1 > end ? c.t1 : end;
     }
-    for (int k = 0; k < q->comm.n; k++) {
-        struct span c = q->comm.v[k];
+    for (int k = 0; k < meter.comm.n; k++) {
+        struct span c = meter.comm.v[k];
         comm += c.t1 - c.t0;
         int64_t covered = 0, e = c.t0;
-        for (int i = 0; i < q->compute.n; i++) {
-            struct span x = q->compute.v[i];
+        for (int i = 0; i < meter.compute.n; i++) {
+            struct span x = meter.compute.v[i];
             int64_t a = x.t0 > e ? x.t0 : e, b = x.t1 < c.t1 ? x.t1 : c.t1;
             if (b > a) {
                 covered += b - a;
@@ -178,19 +201,19 @@ int sz_sched_overlap(double *fraction, double *comm_s, double *compute_s, sz_sch
         }
         hidden += covered;
     }
-    q->comm.n = q->compute.n = 0;
+    meter.comm.n = meter.compute.n = 0;
     if (times) {
-        *times = (sz_sched_task_times){q->matmul_ns * 1e-9, q->optimizer_ns * 1e-9, q->convert_ns * 1e-9,
-                                       q->zero_ns * 1e-9, q->ncl, {{0}}};
-        for (int c = 0; c < q->ncl; c++) {
-            times->cl[c].name = q->cl[c].cl && q->cl[c].cl->name ? q->cl[c].cl->name : "?";
-            times->cl[c].s = q->cl[c].ns * 1e-9;
-            times->cl[c].tasks = q->cl[c].tasks;
+        *times = (sz_sched_task_times){meter.matmul_ns * 1e-9, meter.optimizer_ns * 1e-9, meter.convert_ns * 1e-9,
+                                       meter.zero_ns * 1e-9, meter.ncl, {{0}}};
+        for (int c = 0; c < meter.ncl; c++) {
+            times->cl[c].name = meter.cl[c].cl && meter.cl[c].cl->name ? meter.cl[c].cl->name : "?";
+            times->cl[c].s = meter.cl[c].ns * 1e-9;
+            times->cl[c].tasks = meter.cl[c].tasks;
         }
     }
-    q->matmul_ns = q->optimizer_ns = q->convert_ns = q->zero_ns = 0;
-    q->ncl = 0;
-    STARPU_PTHREAD_MUTEX_UNLOCK(&q->span_lock);
+    meter.matmul_ns = meter.optimizer_ns = meter.convert_ns = meter.zero_ns = 0;
+    meter.ncl = 0;
+    STARPU_PTHREAD_MUTEX_UNLOCK(&meter.lock);
     *fraction = comm > 0 ? (double)hidden / (double)comm : 0.0;
     *comm_s = comm * 1e-9;
     *compute_s = busy * 1e-9;
@@ -291,9 +314,65 @@ struct starpu_sched_policy sz_zero_policy = {
     .deinit_sched = zero_deinit,
     .push_task = zero_push,
     .pop_task = zero_pop,
-    .pre_exec_hook = zero_pre_exec,
-    .post_exec_hook = zero_post_exec,
+    .pre_exec_hook = meter_pre_exec,
+    .post_exec_hook = meter_post_exec,
     .policy_name = "zero",
     .policy_description = "StarZeRO: the step's plan order (communication on its own worker if there is one)",
     .worker_type = STARPU_WORKER_LIST,
 };
+
+/* ---- StarPU's own policies, measured ----------------------------------------------------------
+ * A copy of a predefined policy whose pre- and post-execution hooks call its own (where it has
+ * them) and then record the task's interval, so that overlap and task times are measured the same
+ * way under every policy. Everything else is StarPU's: the same decisions, the same name. */
+static struct starpu_sched_policy measured;
+static void (*measured_pre)(struct starpu_task *, unsigned), (*measured_post)(struct starpu_task *, unsigned);
+static void (*measured_init)(unsigned), (*measured_deinit)(unsigned);
+
+static void measured_pre_exec(struct starpu_task *task, unsigned ctx)
+{
+    if (measured_pre)
+        measured_pre(task, ctx);
+    meter_pre_exec(task, ctx);
+}
+
+static void measured_post_exec(struct starpu_task *task, unsigned ctx)
+{
+    meter_post_exec(task, ctx);
+    if (measured_post)
+        measured_post(task, ctx);
+}
+
+static void measured_init_sched(unsigned ctx)
+{
+    if (measured_init)
+        measured_init(ctx);
+    meter_start();
+}
+
+static void measured_deinit_sched(unsigned ctx)
+{
+    if (measured_deinit)
+        measured_deinit(ctx);
+    meter_stop();
+}
+
+struct starpu_sched_policy *sz_sched_measured_policy(const char *name)
+{
+    struct starpu_sched_policy **all = starpu_sched_get_predefined_policies();
+    for (int i = 0; name && all && all[i]; i++) {
+        if (!all[i]->policy_name || strcmp(all[i]->policy_name, name))
+            continue;
+        measured = *all[i];
+        measured_pre = all[i]->pre_exec_hook;
+        measured_post = all[i]->post_exec_hook;
+        measured_init = all[i]->init_sched;
+        measured_deinit = all[i]->deinit_sched;
+        measured.pre_exec_hook = measured_pre_exec;
+        measured.post_exec_hook = measured_post_exec;
+        measured.init_sched = measured_init_sched;
+        measured.deinit_sched = measured_deinit_sched;
+        return &measured;
+    }
+    return NULL;
+}

@@ -441,10 +441,16 @@ sz_status sz_runtime_start(sz_context **out, const sz_context_config *cfg_in, in
     /* The `zero` policy unless the config names another; STARPU_SCHED in the environment wins
      * (STARPU_SCHED=zero names ours, which StarPU's own table does not know). */
     const char *env_sched = getenv("STARPU_SCHED");
-    if (env_sched && !strcmp(env_sched, "zero"))
+    const char *other = env_sched && *env_sched ? env_sched : cfg.sched_policy;
+    /* StarPU's own, as StarPU would run it, but measured (overlap, task times: sched/policy.c) */
+    struct starpu_sched_policy *measured = other && strcmp(other, "zero") ? sz_sched_measured_policy(other) : NULL;
+    if (env_sched && (!strcmp(env_sched, "zero") || measured))
         unsetenv("STARPU_SCHED");
-    if (cfg.sched_policy && strcmp(cfg.sched_policy, "zero")) {
-        conf.sched_policy_name = cfg.sched_policy;
+    if (measured) {
+        conf.sched_policy_name = NULL;
+        conf.sched_policy = measured;
+    } else if (other && strcmp(other, "zero")) {
+        conf.sched_policy_name = other;
     } else { /* starpu_conf_init copied STARPU_SCHED=zero in as a name StarPU would look up and warn */
         conf.sched_policy_name = NULL;
         conf.sched_policy = &sz_zero_policy;

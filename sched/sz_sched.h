@@ -19,6 +19,9 @@ typedef enum sz_task_class {
 } sz_task_class;
 
 extern struct starpu_sched_policy sz_zero_policy;
+/* StarPU's predefined policy `name` (dmdas, prio, lws, eager, ...) with the task intervals recorded
+ * for sz_sched_overlap, its decisions unchanged; NULL if StarPU has no policy of that name. */
+struct starpu_sched_policy *sz_sched_measured_policy(const char *name);
 /* The CPU worker that takes only communication tasks under the zero policy (the others then take
  * none); -1: every worker takes everything. Set by the runtime after starpu_init. */
 extern int sz_comm_worker;
@@ -38,7 +41,7 @@ typedef struct sz_sched_task_times {
 } sz_sched_task_times;
 /* Since the last call: the fraction of communication time hidden behind compute, the busy
  * seconds of each, and (times may be NULL) the seconds some kinds of task ran.
- * -1 when the policy in effect is not `zero` (which records the intervals). */
+ * -1 when the policy in effect records nothing (neither `zero` nor a sz_sched_measured_policy). */
 int sz_sched_overlap(double *fraction, double *comm_s, double *compute_s, sz_sched_task_times *times);
 /* task->sched_data for a task of class cls at `position` of the plan (its action's index << 16,
  * plus its rank among that action's tasks), of unit `unit`: the class in bits 60..63, the position

@@ -7,7 +7,7 @@
 #                GPU at their most) where every ranked row has it, else device_peak_bytes (the
 #                engine's count)
 #   overlap      overlap >= 0.8 where communication is shorter than compute (zero's row:
-#                comm_task_s < compute_task_s; only the zero policy measures overlap); null where
+#                comm_task_s < compute_task_s; the others' overlap is not ranked); null where
 #                communication is not shorter, so the criterion does not apply
 #
 # Input: a file of JSON lines ("#" lines are comments), one per row, as gpu-check.sh builds them
