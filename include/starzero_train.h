@@ -58,7 +58,9 @@ extern "C" {
  * newest, starts a new one). DIR/owner.json records the run that owns the directory; DIR/.lock is
  * flock'ed by the writing run's rank 0 for its whole life (it names that process's pid and host), so
  * a second writer is refused at start. `keep` counts the saves of the writing lineage only, in save
- * order. The rules in full: docs/reference.md, "The training-state directory". */
+ * order. The rules in full: docs/reference.md, "The training-state directory". The messages name
+ * a setting by sz-train's option for it (--overwrite-state for `overwrite`, --keep, --resume,
+ * --precision, --optimizer), which an app maps onto its own. */
 #define SZ_STATE_FORMAT "starzero-training-state"
 #define SZ_STATE_VERSION 2 /* 2: run id, lineage, save order, the manifest's own crc32; version 1 still loads */
 
@@ -189,6 +191,7 @@ sz_status sz_context_barrier(sz_context *ctx);
  * with err; *args NULL then. */
 sz_status sz_ds_config_read(const char *path, int argc, char **argv, char ***args, int *nargs, FILE *log,
                             char *err, size_t errlen);
+/* Frees the options sz_ds_config_read gave (args NULL is fine). */
 void sz_ds_args_free(char **args, int nargs);
 
 /* ---- learning-rate schedules ---------------------------------------------------------------------
