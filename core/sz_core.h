@@ -227,6 +227,14 @@ struct sz_core {
     int recording;
     struct sz_tape tape;
     int64_t bwd_gen;                 /* derived backward passes so far (sz_record_grad zeroes once per pass) */
+    /* the check mode (tasks/check.c): while tracing, every tensor a task touches is listed */
+    int tracing;
+    struct sz_touch {
+        const sz_tensor *t;
+        int sets;                    /* the task writes it whole before reading it (W, or a folded zero) */
+        char task[64];
+    } *touched;
+    int ntouched, cap_touched;
 };
 
 /* A unit as the core sees it: the first member of the engine's struct sz_unit (tasks/sz_tasks.h),

@@ -146,6 +146,22 @@ sz_status sz_task_submit_where(struct sz_core *m, int unit, const char *name, co
                          * 2: rounded onto zeros (sz_task_round_mode) */
                 l->set[k] = set[k];
     }
+    for (int k = 0; m && m->tracing && k < n; k++) { /* the check mode's list (tasks/check.c) */
+        if (m->ntouched == m->cap_touched) {
+            int cap = m->cap_touched ? 2 * m->cap_touched : 64;
+            void *p = realloc(m->touched, (size_t)cap * sizeof *m->touched);
+            if (!p)
+                break;
+            m->touched = p;
+            m->cap_touched = cap;
+        }
+        if (tt[k].tensor) {
+            struct sz_touch *e = &m->touched[m->ntouched++];
+            e->t = tt[k].tensor;
+            e->sets = tt[k].access == SZ_WRITE || (tt[k].access == SZ_ACCUMULATE_OR_SET && l->set[k]);
+            snprintf(e->task, sizeof e->task, "%s", l->name);
+        }
+    }
     if (m && m->on_access)
         for (int j = 0; j < nb; j++)
             m->on_access(m, d[j].handle, d[j].mode != STARPU_R);

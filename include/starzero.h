@@ -483,6 +483,18 @@ typedef struct sz_zero_config {
                                that grow with the model or the batch (its data loader, the kernels'
                                working memory: sz_matmul_host_bytes): the prediction and the budget
                                count them (SZ_MEM_HOST_BUFFERS); 0: none */
+    int check;              /* check mode (also SZ_CHECK=1 in the environment): the first step checks
+                               the backward, derived or written by hand. Before its backward every
+                               activation gradient (a tensor no unit's forward touches) is filled with
+                               NaN; after each unit's backward every such tensor it touched must be
+                               wholly written and its parameters' gradients finite, else the step
+                               fails naming the unit and the tensor (a missing sz_op_zero before an
+                               op that adds, an op writing part of a gradient). With fp32 and one
+                               micro-batch, sampled parameters' gradients, reduced over the ranks,
+                               are compared with central finite differences of the mean loss over
+                               every rank's batch (a loss gradient scaled by other than
+                               sz_unit_loss_scale shows as a ratio). Costs two forward passes per
+                               sample; the result is logged. 0: off */
 } sz_zero_config;
 void sz_zero_config_defaults(sz_zero_config *z);
 #define SZ_DEFAULT_BUCKET_BYTES ((int64_t)32 << 20)

@@ -55,6 +55,8 @@ void sz_env_read(sz_env *e)
     e->gpu_arena = is("SZ_GPU_ARENA", "1");
     v = getenv("SZ_CHECK_WAITS");
     e->check_waits = v && *v && strcmp(v, "0");
+    v = getenv("SZ_CHECK");
+    e->check = v && *v && strcmp(v, "0");
     v = getenv("SZ_DEVWATCH_BUDGET");
     long long b = v && *v ? strtoll(v, NULL, 10) : 0;
     e->devwatch_budget = b > 0 ? (int64_t)b : 0;

@@ -41,6 +41,7 @@ typedef struct sz_env {
     int gpu_placement;          /* SZ_GPU_PLACEMENT: 0 lets the policy place compute */
     int gpu_arena;              /* SZ_GPU_ARENA=1: the model states in one GPU arena */
     int check_waits;            /* SZ_CHECK_WAITS: every step checked against the plan's waits */
+    int check;                  /* SZ_CHECK: the first step's backward checked (sz_zero_config.check) */
     int64_t devwatch_budget;    /* SZ_DEVWATCH_BUDGET: bytes a CPU-only rank's measured peak is held to */
     sz_fold_switches fold;      /* SZ_ZERO_FOLD, SZ_GRAD_FOLD, SZ_GRAD_ROUND_FOLD */
     int onednn_bf16;            /* SZ_ONEDNN_BF16: 0 the exact widening path for bf16 products */

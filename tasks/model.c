@@ -113,6 +113,7 @@ sz_status sz_model_set_zero(sz_model *m, const sz_zero_config *z)
         return pst;
     m->zero = *z;
     m->zero.bf16_compute = prec.compute;
+    m->check = z->check || m->core.ctx->env.check;
     m->prec = prec;
     const sz_loss_scaling *ls = &z->loss_scaling;
     m->scaler = (sz_loss_scaler){.scale = !prec.loss_scaling ? 1.0f
@@ -345,6 +346,8 @@ sz_status sz_model_finalize(sz_model *m)
     if (m->one && sz_tensor_write_f32(m->one, &(float){1.0f}) != SZ_OK)
         m->one = NULL;
     m->token = sz_model_owned_buffer(m, "comm_token", SZ_DTYPE_F32, 1, -1);
+    if (m->check && !(m->check_token = sz_model_owned_buffer(m, "check_token", SZ_DTYPE_F32, 1, -1)))
+        return SZ_ERR_NOMEM;
     m->bucket = sz_zero_bucket_elems(m, m->nd);
     m->comm_buf = m->nd > 1 ? sz_model_owned_buffer(m, "comm_buffer", SZ_DTYPE_F32, m->nd * m->bucket, SZ_MEM_COMM)
                             : m->token;
@@ -380,6 +383,9 @@ void sz_model_free(sz_model *m)
     free(m->shared_acts);
     free(m->act_names);
     free(m->acts_of);
+    free(m->scratch);
+    free(m->check_written);
+    free(m->core.touched);
     sz_tape_free(&m->core.tape);
     free(m->units);
     free(m);
@@ -548,7 +554,15 @@ sz_status sz_model_forward_backward(sz_model *m, float *loss)
         m->step_received = __atomic_load_n(&m->counters.received, __ATOMIC_RELAXED);
         m->step_ns = __atomic_load_n(&m->counters.comm_ns, __ATOMIC_RELAXED);
     }
-    sz_status st = sz_zero_forward_backward(m);
+    sz_status st = SZ_OK;
+    if (m->check && !m->checked && m->micro_batch == 0) { /* the check mode's step (tasks/check.c) */
+        m->check_pass = 1;
+        m->check_poisoned = 0;
+        st = sz_check_fd_before(m);
+    }
+    if (st == SZ_OK)
+        st = sz_zero_forward_backward(m);
+    m->check_pass = 0;
     if (st == SZ_OK)
         m->micro_batch++;
     if (st == SZ_OK)
@@ -568,6 +582,12 @@ sz_status sz_model_update(sz_model *m, const sz_train_config *cfg, int t)
     }
     sz_status st = sz_zero_update(m, cfg, t);
     m->micro_batch = 0;
+    if (st == SZ_OK && m->check && !m->checked) {
+        m->checked = 1;
+        starpu_task_wait_for_all();
+        if ((st = sz_model_take_failure(m)) == SZ_OK) /* the scans' verdict first, then the differences */
+            st = sz_check_fd_after(m);
+    }
     if (st != SZ_OK)
         return st;
     float clip[2];

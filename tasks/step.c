@@ -252,8 +252,13 @@ static sz_status do_bwd(struct sz_model *m, struct sz_unit *u, const sz_action *
 {
     (void)m, (void)a, (void)s;
     u->c.phase = u->bwd_name;
+    sz_status ck = m->check_pass ? sz_check_bwd_begin(m, u) : SZ_OK;
+    if (ck != SZ_OK)
+        return ck;
     sz_status st = after_callback(m, u->backward ? u->backward(u, u->user) : sz_autograd_backward(m, u)),
               fl = sz_grads_flush(&m->core);
+    if (m->check_pass && (ck = sz_check_bwd_end(m, u)) != SZ_OK && st == SZ_OK)
+        st = ck;
     return st != SZ_OK ? st : fl;
 }
 

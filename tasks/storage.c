@@ -228,7 +228,15 @@ static int tensor_call_ok(struct sz_model *m, const char *call, const char *name
 
 static sz_tensor *model_tensor(sz_model *m, const char *name, sz_dtype dtype, int64_t numel)
 {
-    return m ? sz_model_owned_buffer(m, name, dtype, numel, SZ_MEM_ACTIVATIONS) : NULL;
+    sz_tensor *t = m ? sz_model_owned_buffer(m, name, dtype, numel, SZ_MEM_ACTIVATIONS) : NULL;
+    if (!t)
+        return NULL;
+    void *p = sz_model_grow(m->scratch, &m->cap_scratch, m->nscratch + 1, sizeof *m->scratch);
+    if (!p)
+        return NULL; /* (owned: freed with the model) */
+    m->scratch = p; /* the check mode's candidates (tasks/check.c) */
+    m->scratch[m->nscratch++] = t;
+    return t;
 }
 
 /* A tensor held whatever the checkpointing (counted for the budget advice's other settings). */

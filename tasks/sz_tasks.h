@@ -88,6 +88,16 @@ struct sz_model {
     int nacts_of, cap_acts_of;
     int derived;                 /* some unit's backward is derived from its forward (tasks/autograd.c) */
     char no_backward[512];       /* why it cannot be (refused when a step needs it); "" when it can */
+    const sz_tensor **scratch;   /* every sz_model_tensor / _activation and derived gradient (tasks/check.c) */
+    int nscratch, cap_scratch;
+    int check;                   /* check mode: sz_zero_config.check or SZ_CHECK (tasks/check.c) */
+    int check_pass, check_poisoned, checked; /* the pass being checked; its gradients poisoned; done */
+#define SZ_CHECK_SAMPLES 32
+    struct sz_check_fd { int unit, param; int64_t elem; double fd; } check_fd[SZ_CHECK_SAMPLES];
+    int check_nfd;
+    sz_tensor *check_token;      /* orders the check mode's scans */
+    const sz_tensor **check_written; /* the activation gradients written whole since the NaN fill */
+    int nwritten, cap_written;
     int ntensors, cap_tensors;
     sz_tensor *loss;
     int finalized;
@@ -189,6 +199,15 @@ sz_tensor *sz_model_grad_buffer(struct sz_model *m, const char *name, sz_dtype d
  * backward. _backward: unit u's backward from its records (tasks/step.c's BWD action). */
 sz_status sz_autograd_prepare(struct sz_model *m);
 sz_status sz_autograd_backward(struct sz_model *m, struct sz_unit *u);
+
+/* tasks/check.c: the check mode. _bwd_begin / _bwd_end around each unit's BWD action of the checked
+ * pass (the NaN fill before the first, the scans after each); _fd_before (before the checked pass's
+ * forward: the finite differences, collective) and _fd_after (after its update: the comparison,
+ * SZ_ERR_INVALID with a message on a mismatch; the same on every rank). */
+sz_status sz_check_bwd_begin(struct sz_model *m, struct sz_unit *u);
+sz_status sz_check_bwd_end(struct sz_model *m, struct sz_unit *u);
+sz_status sz_check_fd_before(struct sz_model *m);
+sz_status sz_check_fd_after(struct sz_model *m);
 
 /* tasks/budget.c: sets m->predicted_peak from the plan's fold; with budget > 0 (bytes per rank)
  * and a peak over it, logs what fits (by the same fold) and returns SZ_ERR_BUDGET. */

@@ -5,6 +5,9 @@
  *    gradients as the same model with hand-written backwards (zeroes included), at ZeRO stages 0
  *    and 3, with checkpointing;
  *  - the derived gradients against central finite differences of the loss (double sums);
+ *  - the check mode (sz_zero_config.check): a derived backward passes it and trains to the same
+ *    losses; a hand-written backward missing one sz_op_zero fails it naming the unit and the
+ *    tensor; a loss gradient doubled fails it with the ratio 2;
  *  - an op without a backward in the gradient's path, and an op overwriting what an earlier op's
  *    backward reads: the step is refused with a message naming the op and the tensor (a model only
  *    evaluated needs no backward). */
@@ -67,6 +70,9 @@ struct net {
     sz_tensor *x, *labels, *h, *g, *s, *r, *logits, *probs, *losses;
     sz_tensor *dx, *dh, *dg, *ds, *dr, *dlogits; /* the hand-written backwards' */
     int clobber; /* 1: unit 1's forward then overwrites h in place (the refusal test) */
+    int no_zero; /* 1: l1_bwd forgets sz_op_zero(dg) (the check mode's test) */
+    int doubled; /* 1: l2_bwd doubles dlogits (a loss gradient scaled wrong) */
+    sz_tensor *dlogits2;
 };
 static const sz_param_spec L1[] = {{"w1", HID, IN, 1, SZ_INIT_NORMAL, 0.3f}, {"b1", 1, HID, 0, SZ_INIT_NORMAL, 0.1f}};
 static const sz_param_spec L2[] = {{"w2", K, HID, 1, SZ_INIT_NORMAL, 0.3f}, {"b2", 1, K, 0, SZ_INIT_NORMAL, 0.1f}};
@@ -86,7 +92,8 @@ static sz_status l1_bwd(sz_unit *u, void *p)
     struct net *n = p;
     TRY(sz_op_zero(u, n->ds));
     TRY(sz_op_zero(u, n->dh));
-    TRY(sz_op_zero(u, n->dg));
+    if (!n->no_zero)
+        TRY(sz_op_zero(u, n->dg));
     TRY(sz_op_zero(u, n->dx));
     TRY(sz_op_residual_bwd(u, n->ds, n->dh, n->dr, N * HID));
     TRY(twice_bwd(u, n->dg, n->ds, N * HID));
@@ -105,21 +112,31 @@ static sz_status l2_bwd(sz_unit *u, void *p)
     struct net *n = p;
     TRY(sz_op_zero(u, n->dr));
     TRY(sz_op_softmax_xent_bwd(u, n->dlogits, n->probs, n->labels, N, K, K));
-    return sz_op_matmul_bwd(u, n->dr, sz_unit_grad(u, 0), sz_unit_grad(u, 1), n->dlogits, n->r, sz_unit_param(u, 0), N,
-                            HID, K);
+    sz_tensor *dl = n->dlogits;
+    if (n->doubled) {
+        TRY(sz_op_zero(u, n->dlogits2));
+        TRY(twice_bwd(u, n->dlogits2, n->dlogits, N * K));
+        dl = n->dlogits2;
+    }
+    return sz_op_matmul_bwd(u, n->dr, sz_unit_grad(u, 0), sz_unit_grad(u, 1), dl, n->r, sz_unit_param(u, 0), N, HID,
+                            K);
 }
 
 static float xs[N * IN];
 static int labels[N];
 
-/* Builds the model (hand-written backwards or derived ones) under stage / checkpointing. */
-static sz_status build(struct net *n, int hand, int stage, int ck)
+/* Builds the model (hand-written backwards or derived ones) under stage / checkpointing / check
+ * mode, with the mistakes `mistake` asks for (1: no zero, 2: doubled). */
+static sz_status build_with(struct net *n, int hand, int stage, int ck, int check, int mistake)
 {
     memset(n, 0, sizeof *n);
+    n->no_zero = mistake == 1;
+    n->doubled = mistake == 2;
     sz_zero_config z;
     sz_zero_config_defaults(&z);
     z.stage = stage;
     z.checkpoint = ck;
+    z.check = check;
     sz_status st = sz_model_init(&n->m, ctx);
     if (st != SZ_OK)
         return st;
@@ -147,6 +164,7 @@ static sz_status build(struct net *n, int hand, int stage, int ck)
         n->ds = sz_model_tensor(n->m, "ds", SZ_DTYPE_F32, N * HID);
         n->dr = sz_model_tensor(n->m, "dr", SZ_DTYPE_F32, N * HID);
         n->dlogits = sz_model_tensor(n->m, "dlogits", SZ_DTYPE_F32, N * K);
+        n->dlogits2 = sz_model_tensor(n->m, "dlogits2", SZ_DTYPE_F32, N * K);
     }
     if ((st = sz_model_set_loss(n->m, n->losses)) != SZ_OK || (st = sz_model_finalize(n->m)) != SZ_OK ||
         (st = sz_model_init_params(n->m, 5)) != SZ_OK)
@@ -155,6 +173,8 @@ static sz_status build(struct net *n, int hand, int stage, int ck)
         return st;
     return sz_tensor_write(n->labels, labels);
 }
+
+static sz_status build(struct net *n, int hand, int stage, int ck) { return build_with(n, hand, stage, ck, 0, 0); }
 
 /* Three steps: the losses and the last step's parameter gradients (all four tensors, flat). */
 static int train(struct net *n, float loss[3], float *grads)
@@ -263,6 +283,45 @@ static void test_finite_differences(void)
     CU_ASSERT(worst < 1e-3);
 }
 
+static void test_check_mode(void)
+{
+    struct net n;
+    float l0[3], l1[3], g[NG];
+    CU_ASSERT_FATAL(build(&n, 0, 3, 1) == SZ_OK);
+    CU_ASSERT_FATAL(train(&n, l0, g));
+    sz_model_free(n.m);
+    errors[0] = 0;
+    CU_ASSERT_FATAL(build_with(&n, 0, 3, 1, 1, 0) == SZ_OK); /* derived: passes, the same losses */
+    CU_ASSERT(train(&n, l1, g));
+    CU_ASSERT(memcmp(l0, l1, sizeof l0) == 0);
+    CU_ASSERT(errors[0] == 0);
+    sz_model_free(n.m);
+    CU_ASSERT_FATAL(build_with(&n, 1, 0, 0, 1, 0) == SZ_OK); /* hand-written, right: passes */
+    CU_ASSERT(train(&n, l1, g));
+    CU_ASSERT(errors[0] == 0);
+    sz_model_free(n.m);
+
+    for (int mistake = 1; mistake <= 2; mistake++) {
+        errors[0] = 0;
+        CU_ASSERT_FATAL(build_with(&n, 1, 0, 0, 1, mistake) == SZ_OK);
+        sz_train_config tc;
+        sz_train_config_defaults(&tc);
+        float loss;
+        sz_status st = sz_model_forward_backward(n.m, &loss);
+        if (st == SZ_OK)
+            st = sz_model_update(n.m, &tc, 1);
+        CU_ASSERT_EQUAL(st, SZ_ERR_INVALID);
+        if (mistake == 1) {
+            CU_ASSERT(strstr(errors, "bwd:layer1:twice_bwd reads or adds into 'dg'") &&
+                      strstr(errors, "missing sz_op_zero"));
+        } else {
+            CU_ASSERT(strstr(errors, "gradient / difference = 2.0") && strstr(errors, "sz_unit_loss_scale"));
+        }
+        printf("\n  %s", errors);
+        sz_model_free(n.m);
+    }
+}
+
 static void test_refusals(void)
 {
     struct net n;
@@ -327,6 +386,8 @@ int main(void)
     CU_pSuite s = CU_add_suite("the derived backward", init, clean);
     CU_add_test(s, "derived = hand-written backwards, bitwise (stages 0, 3; checkpointing)", test_same_as_hand);
     CU_add_test(s, "derived gradients against finite differences", test_finite_differences);
+    CU_add_test(s, "the check mode: passes derived and right backwards, names a missing zero and a doubled loss "
+                   "gradient", test_check_mode);
     CU_add_test(s, "a gradient through an op without a backward, an overwritten input: refused", test_refusals);
     return sz_test_run();
 }
