@@ -3,7 +3,8 @@
 # example app built on it (apps/examples/custom_model.c, built in the tree as custom_model):
 #  1. with no arguments it trains 60 steps on data it makes, learns (final loss < 0.05), saves every
 #     20 steps keeping 2 (latest = step 60, step 40 kept, step 20 pruned), and sz-state verifies it;
-#     run again it resumes there and has nothing to train;
+#     run again it resumes there and has nothing to train; at stage 0 without checkpointing its
+#     losses are bitwise the same;
 #  2. SIGTERM to the process during a 200-step run: it finishes the step, saves, says so, exits 0;
 #     resumed, steps k+1..200 have bitwise the losses of an uninterrupted run;
 #  3. 2 ranks at stage 3, SIGUSR1 to mpirun: every rank stops after the same step, the state is
@@ -45,6 +46,10 @@ timeout 120 "$ex" >"$dir/a2.out" 2>&1 || fail "custom_model run again exited $?"
 grep -q "^resuming from custom_model.state/step-00000060: step 60" "$dir/a2.out" && grep -q "nothing to train" "$dir/a2.out" \
     || { cat "$dir/a2.out"; fail "run again: did not resume at step 60 with nothing to train"; }
 echo "ok: no arguments: $(tail -1 "$dir/a.out"); saves 40 and 60 kept, sz-state verifies; run again resumes at 60"
+# ZeRO changes where state lives, not the math: stage 0 without checkpointing, the same bits
+timeout 120 "$ex" --state s0 --stage 0 --no-checkpoint >"$dir/s0.out" 2>&1 || fail "--stage 0 --no-checkpoint"
+cmp -s <(losses "$dir/a.out") <(losses "$dir/s0.out") || fail "stage 0 without checkpointing differs from stage 3 with it"
+echo "ok: stage 0 without checkpointing: bitwise the losses of stage 3 with it"
 
 # 2. SIGTERM, then resume: bitwise the uninterrupted run
 timeout 120 "$ex" --state full --steps 200 >"$dir/full.out" 2>&1 || fail "200 steps straight"
