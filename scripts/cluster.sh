@@ -5,7 +5,8 @@
 # rsh launcher agent. Everything lives in namespaces this script creates (nothing is added to the
 # machine's own network, /etc/hosts is not touched), so several clusters can exist at once.
 #
-#   cluster.sh up N [--rate R] [--delay D] [--ranks-per-node K]   make nodes node1..nodeN
+#   cluster.sh up N [--rate R] [--delay D] [--ranks-per-node K] [--cores-per-node C]
+#                                          make nodes node1..nodeN
 #   cluster.sh run [--] MPIRUN-ARGS...     mpirun on the cluster (hostfile, agent, TCP on the subnet)
 #   cluster.sh down                        remove everything `up` made (also: a dead owner's leftovers)
 #   cluster.sh link K down|up              cut or restore node K's link (both ends)
@@ -20,6 +21,10 @@
 # none). A link is node K's veth pair: tbf (rate) with netem (delay) as its child, on both ends, so
 # traffic is shaped in both directions. Each node has K slots (default 1): `run -np 4` on `up 2
 # --ranks-per-node 2` puts ranks 0-1 on node1 and 2-3 on node2.
+# With C cores per node, node K has cores (K-1)C .. KC-1 of this machine (modulo its count, so nodes
+# share cores when N x C exceeds it): its processes are bound to them (taskset) and see a machine of
+# only those (HWLOC_XMLFILE: a topology restricted by lstopo, with HWLOC_THISSYSTEM=1), so StarPU
+# and StarZeRO split and bind them as on a node of C cores. Without it every node sees the machine.
 # The cluster's name is $SZ_CLUSTER (default "szc"); its files (hostfile, agent, settings) are in
 # $SZ_CLUSTER_DIR (default /tmp/starzero-cluster/$SZ_CLUSTER). Namespaces are named <name>-head and
 # <name>-nodeK. Where namespaces cannot be made (no root, no CAP_SYS_ADMIN, a sandbox that forbids
@@ -86,7 +91,7 @@ reap_orphans() {
 }
 
 cmd_up() {
-    local n=${1:-} rate= delay= k=1
+    local n=${1:-} rate= delay= k=1 cores=
     [[ $n =~ ^[1-9][0-9]*$ ]] || usage
     shift
     while [ $# -gt 0 ]; do
@@ -94,11 +99,14 @@ cmd_up() {
             --rate) rate=$2; shift 2 ;;
             --delay) delay=$2; shift 2 ;;
             --ranks-per-node) k=$2; shift 2 ;;
+            --cores-per-node) cores=$2; shift 2 ;;
             *) usage ;;
         esac
     done
     [ "$n" -le 250 ] || die "at most 250 nodes"
     [[ $k =~ ^[1-9][0-9]*$ ]] || die "--ranks-per-node wants a count, not '$k'"
+    [ -z "$cores" ] || [[ $cores =~ ^[1-9][0-9]*$ ]] || die "--cores-per-node wants a count, not '$cores'"
+    [ -z "$cores" ] || command -v lstopo-no-graphics >/dev/null || die "--cores-per-node needs lstopo-no-graphics (hwloc)"
     [ "$(id -u)" = 0 ] || { say "network namespaces need root here (id -u is $(id -u)); no cluster"; exit 77; }
     for t in ip tc unshare mpirun; do
         command -v "$t" >/dev/null || { say "$t is not installed; no cluster"; exit 77; }
@@ -140,10 +148,21 @@ cmd_up() {
         shape eth0 "$ns" "$rate" "$delay"
         shape "v$i" "$h" "$rate" "$delay"
         echo "node$i slots=$k" >>"$state/hostfile"
+        if [ -n "$cores" ]; then # node i's cores, as a list for taskset and a mask for lstopo
+            local ncpu list= mask=0 j c
+            ncpu=$(nproc --all)
+            for j in $(seq 0 $((cores - 1))); do
+                c=$((((i - 1) * cores + j) % ncpu))
+                list=$list${list:+,}$c
+                mask=$((mask | (1 << c)))
+            done
+            echo "$list" >"$state/cpus-node$i"
+            lstopo-no-graphics --restrict "$(printf '0x%x' "$mask")" --of xml "$state/node$i.xml"
+        fi
     done
     echo "$n" >"$state/nodes"
-    printf 'rate=%s\ndelay=%s\nranks_per_node=%s\nsubnet=%s.0/24\n' "${rate:-none}" "${delay:-none}" "$k" "$subnet" \
-        >"$state/settings"
+    printf 'rate=%s\ndelay=%s\nranks_per_node=%s\ncores_per_node=%s\nsubnet=%s.0/24\n' "${rate:-none}" "${delay:-none}" \
+        "$k" "${cores:-all}" "$subnet" >"$state/settings"
     # the launcher: Open MPI calls it as AGENT HOST COMMAND...; it runs COMMAND on HOST's namespace
     # with HOST as the hostname (what MPI_Get_processor_name and Open MPI's locality see)
     cat >"$state/agent" <<EOF
@@ -151,7 +170,12 @@ cmd_up() {
 # rsh agent of cluster $name (scripts/cluster.sh): AGENT HOST COMMAND...
 host=\$1; shift
 case \$host in node[0-9]*) ;; *) echo "cluster $name: no node \$host" >&2; exit 1 ;; esac
-ip netns exec "$name-\$host" unshare --uts sh -c "hostname \$host && \$*" &
+if [ -f "$state/cpus-\$host" ]; then # the node's own cores: bound to them, and all hwloc shows
+    ip netns exec "$name-\$host" unshare --uts taskset -c "\$(cat "$state/cpus-\$host")" \\
+        env HWLOC_XMLFILE="$state/\$host.xml" HWLOC_THISSYSTEM=1 sh -c "hostname \$host && \$*" &
+else
+    ip netns exec "$name-\$host" unshare --uts sh -c "hostname \$host && \$*" &
+fi
 c=\$!
 trap 'kill -TERM \$c 2>/dev/null; exit 143' TERM INT HUP
 wait \$c
@@ -169,7 +193,7 @@ EOF
         [ $rc -le 1 ] || die "node$i does not reach the head at $head_addr" 
     done
     trap - ERR INT TERM
-    say "up: $n node(s) node1..node$n on $subnet.0/24, $k slot(s) each, rate ${rate:-unlimited}, delay ${delay:-none}"
+    say "up: $n node(s) node1..node$n on $subnet.0/24, $k slot(s) each, rate ${rate:-unlimited}, delay ${delay:-none}, cores ${cores:-all (shared)}"
 }
 
 cmd_run() {
