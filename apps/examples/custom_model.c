@@ -1,6 +1,6 @@
 /* custom_model.c — a complete training app on StarZeRO's installed package: a small next-token model
- * with an operation of its own (squared ReLU, defined as a StarPU codelet with its backward through
- * starzero_starpu.h), a ZeRO configuration (stage 3, activation checkpointing), and the training loop
+ * written as its forward only (the engine derives the backward), with an operation of its own
+ * (squared ReLU, a StarPU codelet with its backward, through starzero_starpu.h), a ZeRO configuration (stage 3, activation checkpointing), and the training loop
  * of starzero_train.h: sharded state saved every few steps, resumed (at any number of ranks or ZeRO
  * stage), and a clean stop on a signal (the step finishes, the state is saved, exit 0).
  *
@@ -27,11 +27,12 @@
 
 /* ============================== the model (all of it is here) ===================================
  * tokens -> embedding [V,C] -> L blocks x += W2 sqrelu(W1 x + b1) + b2 -> head [V,C] -> softmax
- * cross-entropy against the next token. Each block is a checkpointable unit: under checkpointing it
- * keeps only its input and recomputes its forward before its backward. */
+ * cross-entropy against the next token. Each unit is its forward: the engine derives the backward
+ * (each op's own, in reverse) and owns the gradients. Each block is a checkpointable unit: under
+ * checkpointing it keeps only its input and recomputes its forward before its backward. */
 enum { V = 256, C = 64, H = 128, L = 2 };
 
-/* -- the operation of its own: out = relu(h)^2; backward dh = 2 relu(h) dout (overwrites dh) -- */
+/* -- the operation of its own: out = relu(h)^2; its backward dh = 2 relu(h) dout (overwrites dh) -- */
 struct sqrelu_args { int64_t n; };
 
 static void sqrelu_fwd_cpu(void *buffers[], void *cl_arg)
@@ -59,13 +60,6 @@ static struct starpu_codelet sqrelu_fwd_cl = {.cpu_funcs = {sqrelu_fwd_cpu}, .nb
 static struct starpu_codelet sqrelu_bwd_cl = {.cpu_funcs = {sqrelu_bwd_cpu}, .nbuffers = STARPU_VARIABLE_NBUFFERS,
                                               .model = &sqrelu_bwd_model, .name = "sqrelu_bwd"};
 
-static sz_status op_sqrelu_fwd(sz_unit *u, sz_tensor *out, sz_tensor *h, int64_t n)
-{
-    sz_task_tensor t[] = {{out, SZ_WRITE, SZ_DTYPE_F32, n, "out", 0}, {h, SZ_READ, SZ_DTYPE_F32, n, "h", 0}};
-    struct sqrelu_args a = {n};
-    return sz_task_submit(u, &sqrelu_fwd_cl, "sqrelu_fwd", t, 2, &a, sizeof a);
-}
-
 static sz_status op_sqrelu_bwd(sz_unit *u, sz_tensor *dh, sz_tensor *h, sz_tensor *dout, int64_t n)
 {
     sz_task_tensor t[] = {{dh, SZ_WRITE, SZ_DTYPE_F32, n, "dh", 0}, {h, SZ_READ, SZ_DTYPE_F32, n, "h", 0},
@@ -74,12 +68,28 @@ static sz_status op_sqrelu_bwd(sz_unit *u, sz_tensor *dh, sz_tensor *h, sz_tenso
     return sz_task_submit(u, &sqrelu_bwd_cl, "sqrelu_bwd", t, 3, &a, sizeof a);
 }
 
+/* Its backward, called by the derived backward with the forward's record: out's gradient (read),
+ * h's (overwritten: SZ_GRAD_INPUT_SET, h has no other reader), the forward's h. */
+static sz_status sqrelu_grad(sz_unit *u, const sz_op_record *r)
+{
+    const struct sqrelu_args *a = sz_record_params(r);
+    return op_sqrelu_bwd(u, sz_record_grad(u, r, 1), sz_record_tensor(r, 1), sz_record_grad(u, r, 0), a->n);
+}
+
+static sz_status op_sqrelu_fwd(sz_unit *u, sz_tensor *out, sz_tensor *h, int64_t n)
+{
+    sz_task_tensor t[] = {{out, SZ_WRITE, SZ_DTYPE_F32, n, "out", 0}, {h, SZ_READ, SZ_DTYPE_F32, n, "h", 0}};
+    static const sz_grad_spec g[] = {{SZ_GRAD_OUTPUT, 0}, {SZ_GRAD_INPUT_SET, 0}};
+    struct sqrelu_args a = {n};
+    return sz_task_submit_diff(u, &sqrelu_fwd_cl, "sqrelu_fwd", t, 2, &a, sizeof a, g, sqrelu_grad);
+}
+
 /* -- the tensors and the units -- */
 struct net {
     int N;                                /* rows on this rank */
-    sz_tensor *tokens, *targets, *losses, *probs, *logits, *dlogits;
-    sz_tensor *x[L + 1], *dx[L + 1];      /* the residual stream: x[0] the embedding, x[l+1] block l's output */
-    sz_tensor *h[L], *a[L], *f[L], *dh[L], *da[L], *df[L];
+    sz_tensor *tokens, *targets, *losses, *probs, *logits;
+    sz_tensor *x[L + 1];                  /* the residual stream: x[0] the embedding, x[l+1] block l's output */
+    sz_tensor *h[L], *a[L], *f[L];
 };
 struct block_ref { struct net *n; int l; };
 
@@ -94,12 +104,6 @@ static sz_status embed_fwd(sz_unit *u, void *p)
     return sz_op_embedding_fwd(u, n->x[0], n->tokens, sz_unit_param(u, 0), n->N, C, V);
 }
 
-static sz_status embed_bwd(sz_unit *u, void *p)
-{
-    struct net *n = p;
-    return sz_op_embedding_bwd(u, sz_unit_grad(u, 0), n->dx[0], n->tokens, n->N, C, V);
-}
-
 static sz_status block_fwd(sz_unit *u, void *p)
 {
     struct net *n = ((struct block_ref *)p)->n;
@@ -110,21 +114,6 @@ static sz_status block_fwd(sz_unit *u, void *p)
     return st ? st : sz_op_residual_fwd(u, n->x[l + 1], n->x[l], n->f[l], (int64_t)N * C);
 }
 
-static sz_status block_bwd(sz_unit *u, void *p) /* gradients accumulate: zero them first */
-{
-    struct net *n = ((struct block_ref *)p)->n;
-    int l = ((struct block_ref *)p)->l, N = n->N;
-    sz_status st = sz_op_zero(u, n->dx[l]);
-    if (!st) st = sz_op_zero(u, n->df[l]);
-    if (!st) st = sz_op_zero(u, n->da[l]);
-    if (!st) st = sz_op_residual_bwd(u, n->dx[l], n->df[l], n->dx[l + 1], (int64_t)N * C);
-    if (!st) st = sz_op_matmul_bwd(u, n->da[l], sz_unit_grad(u, 2), sz_unit_grad(u, 3), n->df[l], n->a[l],
-                                   sz_unit_param(u, 2), N, H, C);
-    if (!st) st = op_sqrelu_bwd(u, n->dh[l], n->h[l], n->da[l], (int64_t)N * H); /* overwrites dh */
-    return st ? st : sz_op_matmul_bwd(u, n->dx[l], sz_unit_grad(u, 0), sz_unit_grad(u, 1), n->dh[l], n->x[l],
-                                      sz_unit_param(u, 0), N, C, H);
-}
-
 static sz_status head_fwd(sz_unit *u, void *p)
 {
     struct net *n = p;
@@ -132,30 +121,20 @@ static sz_status head_fwd(sz_unit *u, void *p)
     return st ? st : sz_op_softmax_xent_fwd(u, n->losses, n->probs, n->logits, n->targets, n->N, V, V);
 }
 
-static sz_status head_bwd(sz_unit *u, void *p)
-{
-    struct net *n = p;
-    sz_status st = sz_op_softmax_xent_bwd(u, n->dlogits, n->probs, n->targets, n->N, V, V); /* scaled, overwrites */
-    if (!st) st = sz_op_zero(u, n->dx[L]);
-    return st ? st : sz_op_matmul_bwd(u, n->dx[L], sz_unit_grad(u, 0), sz_unit_grad(u, 1), n->dlogits, n->x[L],
-                                      sz_unit_param(u, 0), n->N, C, V);
-}
-
 /* Adds the units and their tensors to m (after sz_model_set_zero), N rows on this rank. */
 static sz_status net_build(sz_model *m, struct net *n, struct block_ref *refs, int N)
 {
     n->N = N;
-    sz_unit_desc embed = {.name = "embed", .params = EMBED, .nparams = 1, .forward = embed_fwd,
-                          .backward = embed_bwd, .user = n, .backward_skips_params = 1};
-    sz_unit_desc head = {.name = "head", .params = HEAD, .nparams = 2, .forward = head_fwd, .backward = head_bwd,
-                         .user = n};
+    sz_unit_desc embed = {.name = "embed", .params = EMBED, .nparams = 1, .forward = embed_fwd, .user = n,
+                          .backward_skips_params = 1};
+    sz_unit_desc head = {.name = "head", .params = HEAD, .nparams = 2, .forward = head_fwd, .user = n};
     sz_status st = sz_model_add_unit(m, &embed);
     for (int l = 0; l < L && !st; l++) {
         char name[16];
         snprintf(name, sizeof name, "block%d", l);
         refs[l] = (struct block_ref){n, l};
-        sz_unit_desc b = {.name = name, .params = BLOCK, .nparams = 4, .forward = block_fwd, .backward = block_bwd,
-                          .user = &refs[l], .checkpointable = 1};
+        sz_unit_desc b = {.name = name, .params = BLOCK, .nparams = 4, .forward = block_fwd, .user = &refs[l],
+                          .checkpointable = 1};
         st = sz_model_add_unit(m, &b);
     }
     if (st || (st = sz_model_add_unit(m, &head)))
@@ -166,20 +145,12 @@ static sz_status net_build(sz_model *m, struct net *n, struct block_ref *refs, i
     n->losses = sz_model_tensor(m, "losses", SZ_DTYPE_F32, N);
     n->probs = sz_model_tensor(m, "probs", SZ_DTYPE_F32, NV);
     n->logits = sz_model_tensor(m, "logits", SZ_DTYPE_F32, NV);
-    n->dlogits = sz_model_tensor(m, "dlogits", SZ_DTYPE_F32, NV);
-    for (int l = 0; l <= L; l++) { /* block l's input x[l] is its checkpoint (unit 1 + l) */
-        char name[16];
+    for (int l = 0; l <= L; l++) /* block l's input x[l] is its checkpoint (unit 1 + l) */
         n->x[l] = l < L ? sz_model_checkpoint(m, 1 + l, "x", SZ_DTYPE_F32, NC) : sz_model_tensor(m, "x_out", SZ_DTYPE_F32, NC);
-        snprintf(name, sizeof name, "dx%d", l);
-        n->dx[l] = sz_model_tensor(m, name, SZ_DTYPE_F32, NC);
-    }
     for (int l = 0; l < L; l++) { /* shared between the blocks under checkpointing */
         n->h[l] = sz_model_activation(m, 1 + l, "h", SZ_DTYPE_F32, NH);
         n->a[l] = sz_model_activation(m, 1 + l, "a", SZ_DTYPE_F32, NH);
         n->f[l] = sz_model_activation(m, 1 + l, "f", SZ_DTYPE_F32, NC);
-        n->dh[l] = sz_model_activation(m, 1 + l, "dh", SZ_DTYPE_F32, NH);
-        n->da[l] = sz_model_activation(m, 1 + l, "da", SZ_DTYPE_F32, NH);
-        n->df[l] = sz_model_activation(m, 1 + l, "df", SZ_DTYPE_F32, NC);
     }
     return sz_model_set_loss(m, n->losses);
 }
