@@ -126,14 +126,9 @@ static const sz_grad_spec residual_layernorm_grads[] = {{SZ_GRAD_OUTPUT, SZ_GRAD
 static sz_status residual_layernorm_fwd_grad(sz_unit *u, const sz_op_record *r)
 {
     const struct residual_layernorm_args *a = sz_record_params(r);
-    sz_tensor *dres = SZ_RG(0);
-    if (!dres) /* the fused backward adds the norm's input gradient into res's */
-        return sz_task_refuse(u, "residual_layernorm_fwd", "its output res (%s) has no gradient (nothing reads it): "
-                              "use sz_op_residual_fwd and sz_op_layernorm_fwd", sz_tensor_name(SZ_RT(0)));
-    return sz_op_layernorm_residual_bwd(u, SZ_RG(4), SZ_RG(5), dres,
-                                        SZ_RG(6), SZ_RG(7), SZ_RG(1),
-                                        SZ_RT(0), SZ_RT(6), SZ_RT(2),
-                                        SZ_RT(3), a->N, a->C);
+    /* SZ_RG(0): res's gradient, which the fused backward adds the norm's input gradient into */
+    return sz_op_layernorm_residual_bwd(u, SZ_RG(4), SZ_RG(5), SZ_RG(0), SZ_RG(6), SZ_RG(7), SZ_RG(1), SZ_RT(0),
+                                        SZ_RT(6), SZ_RT(2), SZ_RT(3), a->N, a->C);
 }
 
 sz_status sz_op_residual_layernorm_fwd(sz_unit *u, sz_tensor *res, sz_tensor *out, sz_tensor *mean, sz_tensor *rstd,

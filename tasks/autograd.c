@@ -57,7 +57,7 @@ static int new_value(struct analysis *a, const sz_tensor *t, int producer, int p
 {
     void *p = sz_model_grow(a->v, &a->capv, a->nv + 1, sizeof *a->v);
     if (!p)
-        return -1;
+        return fail(a->m, "out of memory following the tensors of the recorded forward");
     a->v = p;
     a->v[a->nv] = (struct value){.t = t, .producer = producer, .pk = pk, .uversion = uversion};
     return a->nv++;
@@ -404,6 +404,8 @@ sz_status sz_autograd_prepare(struct sz_model *m)
     for (int v = 0; !bad && v < a.nv; v++)
         bad = a.v[v].has_grad && !a.v[v].seed && decide(&a, v, slots, keys, &nslots);
     bad = bad || tie(&a);
+    if (bad && !m->no_backward[0]) /* (every failure above says why; never leave it unsaid) */
+        snprintf(m->no_backward, sizeof m->no_backward, "recording its forward failed (%s)", sz_status_string(st));
     for (int i = 0; bad && i < tp->n; i++)
         tp->r[i].active = 0;
     for (int i = 0; i < tp->n; i++) /* the stand-ins go; sz_record_tensor finds the parameters by index */
