@@ -17,7 +17,9 @@
 #include <unistd.h>
 
 #include "arch.h"
+#include "mp_estimate.h"
 #include "opts.h"
+#include "zero_estimate.h"
 
 #define MAX_ND_VALUES 64
 
@@ -49,7 +51,21 @@ struct opts {
                              .native the native bf16 path, .params_direct the units reading their bf16
                              parameters directly (unless --bf16-work-copies on the emulated path) */
     const char *bf16_why; /* why auto chose what it chose (NULL when forced) */
+    /* model parallelism (Megatron's tensor parallelism; the estimator's only: sz-train has none yet) */
+    int nm_set;           /* --mp given (the paper modes' default is 16) */
+    int nm;               /* --mp / --tensor-parallel: N_m (1 unless given); ranks = N_m x N_d */
+    int pa;               /* --partition-activations: P_a (needs --ckpt) */
+    int paper_pa, paper_table3; /* --paper-pa, --paper-table3: the paper's analysis */
+    double psi_model;     /* the whole model's Ψ (o->psi is one MP rank's) */
+    double psi_split, psi_replicated; /* Megatron-partitioned and replicated parameters (whole model) */
 };
+
+/* Whether the output has the model-parallel parts: N_m > 1 or P_a asked for (N_m = 1 otherwise prints
+ * what it printed before model parallelism existed). */
+static int mp_on(const struct opts *o)
+{
+    return o->nm > 1 || o->pa;
+}
 
 /* The ZeRO configuration sz-train would give its model for these options at `stage`, the app's
  * host bytes included (the data loader's tokens, the batch's inputs and targets). */
@@ -149,6 +165,29 @@ static void usage(FILE *f)
             "                      Reports that buffer for each N_d: 0 at N_d=1, at most B for any\n"
             "                      model (with --model, capped by the largest unit's shard). Not\n"
             "                      counted in the budget: add it with --extra\n"
+            "model parallelism (estimates only: sz-train --mp is not built yet):\n"
+            "  --mp N_m            Megatron-LM's tensor parallelism over N_m ranks (also --tensor-parallel):\n"
+            "                      QKV, fc, gate, up column-parallel; attention projection, fc projection,\n"
+            "                      down row-parallel; embedding and head vocabulary-parallel; norms,\n"
+            "                      row-parallel biases and position embeddings replicated. N_m must divide\n"
+            "                      the heads, the MLP width and the padded vocabulary (refused otherwise,\n"
+            "                      naming which). --nd stays the data-parallel degree N_d (the columns): a job\n"
+            "                      is N_m x N_d ranks, as DeepSpeed and Megatron count them; the model states\n"
+            "                      are the table's formulas at one MP rank's Ψ. Needs --model. Adds the\n"
+            "                      activations of one MP rank, P_a's checkpoint slices and the model-parallel\n"
+            "                      traffic per block (the paper's 12 x seq x hidden per sample)\n"
+            "  --partition-activations  P_a (needs --ckpt): each MP rank keeps a 1/N_m slice of each block's\n"
+            "                      checkpointed input, all-gathered before its recompute (nothing to partition\n"
+            "                      at N_m = 1: said so, nothing changes)\n"
+            "  --cpu-checkpointing P_a+cpu: the same as --offload-checkpoints (with P_a the slices go to the\n"
+            "                      host pool)\n"
+            "  --paper-pa          the ZeRO paper's P_a example (100B: hidden 8192, 125 layers, seq 1024,\n"
+            "                      MP 16): checkpoints per GPU with and without P_a at the batch giving its\n"
+            "                      ~33 GB (no --model needed)\n"
+            "  --paper-table3      the largest GPT-2-like model (hidden 8192, 64 heads, seq 1024, vocab 50257;\n"
+            "                      layers varied) each configuration of the paper's Table 3 (C1-C5, MP 16)\n"
+            "                      fits on a 32 GB GPU: --mp (16), --nd (25: 400 GPUs), --batch (16),\n"
+            "                      --budget (32GiB), --bucket-bytes apply; activations at 2 bytes (fp16)\n"
             "budget:\n"
             "  --budget BYTES      memory per rank; prints each stage's smallest N_d that fits\n"
             "                      model states + activations + --extra. Decimal suffixes K, M, G,\n"
@@ -242,7 +281,7 @@ static int parse(int argc, char **argv, struct opts *o)
 {
     *o = (struct opts){.stage = 3, .precision = "mixed", .mixed = 1, .vocab = 50257, .max_seq = 1024, .batch = 1,
                        .micro_batches = 1, .max_nd = 65536, .decimals = 1, .bucket_bytes = SZ_DEFAULT_BUCKET_BYTES,
-                       .nd = {1, 2, 4, 8, 16, 64}, .n_nd = 6, .bf16_compute = "auto"};
+                       .nd = {1, 2, 4, 8, 16, 64}, .n_nd = 6, .bf16_compute = "auto", .nm = 1};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
@@ -251,7 +290,10 @@ static int parse(int argc, char **argv, struct opts *o)
         }
         if (!strcmp(a, "--json")) { o->json = 1; continue; }
         if (!strcmp(a, "--ckpt") || !strcmp(a, "--checkpoint")) { o->ckpt = 1; continue; }
-        if (!strcmp(a, "--offload-checkpoints")) { o->offload = 1; continue; }
+        if (!strcmp(a, "--offload-checkpoints") || !strcmp(a, "--cpu-checkpointing")) { o->offload = 1; continue; }
+        if (!strcmp(a, "--partition-activations")) { o->pa = 1; continue; }
+        if (!strcmp(a, "--paper-pa")) { o->paper_pa = 1; continue; }
+        if (!strcmp(a, "--paper-table3")) { o->paper_table3 = 1; continue; }
         if (!strcmp(a, "--plan")) { o->plan = 1; continue; }
         if (!strcmp(a, "--comm-worker")) { o->comm_worker = 1; continue; }
         if (!strcmp(a, "--clip")) { o->clip = 1; continue; }
@@ -266,6 +308,10 @@ static int parse(int argc, char **argv, struct opts *o)
             o->params_str = v;
             if (sz_parse_count(v, &o->psi) != 0 || !(o->psi > 0))
                 BAD("--params %s: expected a positive count such as 7.5e9, 124M or 1.5B", v);
+        } else if (!strcmp(a, "--mp") || !strcmp(a, "--tensor-parallel")) {
+            if (parse_int(v, 1, 65536, &o->nm) != 0)
+                BAD("%s %s: expected a model-parallel degree N_m >= 1", a, v);
+            o->nm_set = 1;
         } else if (!strcmp(a, "--model")) {
             o->model = v;
         } else if (!strcmp(a, "--arch")) {
@@ -361,8 +407,21 @@ static int parse(int argc, char **argv, struct opts *o)
             BAD("unknown option %s", a);
         }
     }
+    if (o->paper_pa || o->paper_table3) {
+        if (o->paper_pa && o->paper_table3)
+            BAD("give one of --paper-pa and --paper-table3");
+        if (o->params_str || o->model || o->plan)
+            BAD("--paper-pa and --paper-table3 set their own model: leave out --params, --model and --plan");
+        return 0;
+    }
     if (!o->params_str == !o->model)
         BAD("give exactly one of --params N or --model NAME");
+    if (o->nm > 1 && !o->model)
+        BAD("--mp %d needs --model: one MP rank's parameters are counted from the model's tensors (which "
+            "Megatron partitions, which every rank replicates)", o->nm);
+    if (o->pa && !o->ckpt)
+        BAD("--partition-activations (P_a) needs --ckpt: it partitions the block checkpoints, and without "
+            "activation checkpointing there are none");
     if (o->params_str && (o->vocab_set || o->max_seq_set || o->batch_set || o->seq_set || o->ckpt || o->offload))
         BAD("--vocab, --max-seq, --batch, --seq, --ckpt and --offload-checkpoints describe a GPT-2 model: use them "
             "with --model, not --params");
@@ -376,8 +435,12 @@ static int parse(int argc, char **argv, struct opts *o)
         char err[256] = "";
         if (sz_arch_config_from_string(&o->cfg, o->kind, o->model, o->vocab, o->max_seq, err, sizeof err) != SZ_OK)
             BAD("--model %s (--arch %s): %s", o->model, sz_arch_name(o->kind), err);
-        o->psi = (double)sz_arch_num_params(&o->cfg);
+        o->psi = o->psi_model = (double)sz_arch_num_params(&o->cfg);
         o->have_model = 1;
+        if (mp_on(o) && sz_mp_rank_params(&o->cfg, o->nm, &o->psi_split, &o->psi_replicated, &o->psi, err,
+                                          sizeof err) != 0)
+            BAD("--mp %d: N_m must divide the attention heads, the MLP width and the %s; it does not divide %s",
+                o->nm, o->kind == SZ_ARCH_LLAMA ? "vocabulary" : "padded vocabulary", err);
         if (!o->seq_set)
             o->seq = o->max_seq;
         if (o->seq > o->max_seq)
@@ -429,6 +492,32 @@ struct result {
     int min_nd[4];
 };
 
+/* One MP rank of N_m (sz-train has no model parallelism yet: what its engine would hold): the split
+ * tensors' 1/N_m (sz_arch_mp_shape); under P_a each block checkpoint a 1/N_m slice (whole elements)
+ * plus one gathered input for the recompute, with offloading the slices in the host pool. The
+ * other activations stay those of the whole model: an upper bound until the engine's
+ * tensor-parallel operations exist. */
+static void mp_rank_shape(const struct opts *o, const sz_zero_config *z, sz_model_shape *s)
+{
+    sz_arch_mp_shape(o->kind, s, o->nm);
+    if (!o->pa || !z->checkpoint)
+        return;
+    int64_t kept = 0, whole = 0, gathered = 0;
+    for (int u = 0; u < s->nunits; u++)
+        if (s->ckpt_bytes[u] > 0) {
+            int64_t slice = (s->ckpt_bytes[u] / 4 + o->nm - 1) / o->nm * 4; /* fp32 elements */
+            whole += s->ckpt_bytes[u];
+            kept += slice;
+            gathered = s->ckpt_bytes[u] > gathered ? s->ckpt_bytes[u] : gathered;
+            s->ckpt_bytes[u] = slice;
+        }
+    if (z->offload_checkpoints)
+        s->host_pool_bytes = kept;
+    else
+        s->activation_bytes += kept - whole;
+    s->activation_bytes += gathered;
+}
+
 /* The model as sz-train's engine would build it under z on a rank of N_d nd (its kernel threads: the
  * machine's cores shared by the ranks, or --kernel-threads): 0, or -1 (message printed). */
 static int model_shape(const struct opts *o, const sz_zero_config *z, int nd, sz_model_shape *s)
@@ -439,6 +528,8 @@ static int model_shape(const struct opts *o, const sz_zero_config *z, int nd, sz
     sz_status st = sz_arch_shape(&o->cfg, o->batch, o->seq, z, 1, threads, s, err, sizeof err);
     if (st != SZ_OK)
         fprintf(stderr, "sz-estimate: %s\n", err[0] ? err : sz_status_string(st));
+    if (st == SZ_OK && o->nm > 1)
+        mp_rank_shape(o, z, s);
     return st == SZ_OK ? 0 : -1;
 }
 
@@ -485,6 +576,24 @@ static int plan_peak(const struct opts *o, int stage, int nd, int rank, int64_t 
     return st == SZ_OK ? 0 : -1;
 }
 
+/* Elements of the largest unit one MP rank holds (the C_B buffer's cap). */
+static int64_t rank_largest_unit(const struct opts *o)
+{
+    sz_zero_config z = zero_of(o, o->stage);
+    sz_model_shape s;
+    if (model_shape(o, &z, 1, &s) != 0)
+        return -1;
+    int64_t m = 0;
+    for (int u = 0; u < s.nunits; u++) {
+        int64_t n = 0;
+        for (int i = 0; i < s.units[u].nparams; i++)
+            n += s.units[u].params[i].rows * s.units[u].params[i].cols;
+        m = n > m ? n : m;
+    }
+    sz_model_shape_free(&s);
+    return m;
+}
+
 static void compute(const struct opts *o, struct result *r)
 {
     r->act = r->act_ckpt = r->act_offload = r->host_pool = r->ckpt_device = r->host_buffers = -1.0;
@@ -508,9 +617,15 @@ static void compute(const struct opts *o, struct result *r)
         r->act = sz_arch_activation_bytes(&o->cfg, o->batch, o->seq, 0, 0);
         r->act_ckpt = sz_arch_activation_bytes(&o->cfg, o->batch, o->seq, 1, 0);
         r->act_offload = sz_arch_activation_bytes(&o->cfg, o->batch, o->seq, 1, 1);
+        r->largest_unit = sz_arch_largest_unit_numel(&o->cfg);
+        if (mp_on(o)) { /* one MP rank's (Megatron's split; P_a's slices) */
+            r->act = sz_arch_activation_bytes_mp(&o->cfg, o->batch, o->seq, 0, 0, o->nm, 0);
+            r->act_ckpt = sz_arch_activation_bytes_mp(&o->cfg, o->batch, o->seq, 1, 0, o->nm, o->pa);
+            r->act_offload = sz_arch_activation_bytes_mp(&o->cfg, o->batch, o->seq, 1, 1, o->nm, o->pa);
+            r->largest_unit = rank_largest_unit(o);
+        }
         r->host_pool = (double)r->eng_host;
         r->ckpt_device = r->act_offload - r->act_ckpt + r->host_pool;
-        r->largest_unit = sz_arch_largest_unit_numel(&o->cfg);
     }
     for (int i = 0; i < o->n_nd; i++)
         r->comm_buf[i] = sz_zero_comm_buffer_bytes(o->bucket_bytes, o->nd[i], r->largest_unit);
@@ -542,10 +657,56 @@ static void add_comm_buffer_json(cJSON *root, const struct opts *o, const struct
         cJSON_AddItemToArray(bufs, cJSON_CreateNumber((double)r->comm_buf[i]));
 }
 
+/* The model-parallel traffic of one block per step (graph/zero_estimate.h), elements. */
+struct mp_traffic {
+    double btc, block, block_sent, pa, pa_sent;
+    int elem_bytes;
+};
+
+static struct mp_traffic mp_traffic_of(const struct opts *o)
+{
+    struct mp_traffic t = {.btc = sz_arch_block_io(&o->cfg, o->batch, o->seq), .elem_bytes = o->mixed ? 2 : 4};
+    t.block = sz_zero_mp_block_elems(t.btc, o->ckpt, o->nm);
+    t.block_sent = sz_zero_mp_block_elems_sent(t.btc, o->ckpt, o->nm);
+    t.pa = o->pa && o->ckpt ? sz_zero_pa_block_elems(t.btc, o->nm) : 0.0;
+    t.pa_sent = o->pa && o->ckpt ? sz_zero_pa_block_elems_sent(t.btc, o->nm) : 0.0;
+    return t;
+}
+
+static void add_mp_json(cJSON *root, const struct opts *o)
+{
+    cJSON *m = cJSON_AddObjectToObject(root, "model_parallel");
+    cJSON_AddNumberToObject(m, "nm", o->nm);
+    cJSON_AddItemToObject(m, "nd", cJSON_CreateIntArray(o->nd, o->n_nd));
+    cJSON *ranks = cJSON_AddArrayToObject(m, "ranks");
+    for (int i = 0; i < o->n_nd; i++)
+        cJSON_AddItemToArray(ranks, cJSON_CreateNumber((double)o->nm * o->nd[i]));
+    cJSON_AddNumberToObject(m, "params_model", o->psi_model);
+    cJSON_AddNumberToObject(m, "params_split", o->psi_split);
+    cJSON_AddNumberToObject(m, "params_replicated", o->psi_replicated);
+    cJSON_AddNumberToObject(m, "params_per_rank", o->psi);
+    cJSON_AddBoolToObject(m, "partition_activations", o->pa && o->nm > 1);
+    cJSON_AddBoolToObject(m, "cpu_checkpointing", o->offload);
+    cJSON_AddBoolToObject(m, "runtime", 0); /* sz-train --mp is not built yet */
+    struct mp_traffic t = mp_traffic_of(o);
+    int L = sz_arch_field(&o->cfg, "layers");
+    cJSON *tr = cJSON_AddObjectToObject(m, "traffic");
+    cJSON_AddNumberToObject(tr, "block_io_elems", t.btc);
+    cJSON_AddNumberToObject(tr, "per_block_elems", t.block);
+    cJSON_AddNumberToObject(tr, "per_block_sent_elems", t.block_sent);
+    cJSON_AddNumberToObject(tr, "pa_per_block_elems", t.pa);
+    cJSON_AddNumberToObject(tr, "pa_per_block_sent_elems", t.pa_sent);
+    cJSON_AddNumberToObject(tr, "blocks_elems", (double)L * (t.block + t.pa));
+    cJSON_AddNumberToObject(tr, "blocks_bytes", (double)L * (t.block + t.pa) * t.elem_bytes);
+    cJSON_AddNumberToObject(tr, "elem_bytes", t.elem_bytes);
+}
+
 static int print_json(const struct opts *o, const struct result *r)
 {
     cJSON *root = cJSON_CreateObject();
-    cJSON_AddNumberToObject(root, "params", o->psi);
+    cJSON_AddNumberToObject(root, "params", mp_on(o) ? o->psi_model : o->psi);
+    if (mp_on(o))
+        add_mp_json(root, o);
     if (o->have_model) {
         cJSON *m = cJSON_AddObjectToObject(root, "model");
         cJSON_AddStringToObject(m, "name", o->model);
@@ -688,16 +849,50 @@ static void print_comm_buffer(const struct opts *o, const struct result *r)
         printf("  (at most the bucket for any model; a model's largest unit can cap it: give --model)\n");
 }
 
+/* N_m, the ranks, one MP rank's Ψ (what the tables below are per rank of). */
+static void print_mp_header(const struct opts *o)
+{
+    printf("model parallelism: N_m = %d (Megatron-LM tensor parallelism; an estimate: sz-train --mp is not built "
+           "yet)\n  the columns are N_d, the data-parallel degree; ranks = N_m x N_d:", o->nm);
+    for (int i = 0; i < o->n_nd; i++)
+        printf(" %lld", (long long)o->nm * o->nd[i]);
+    printf("\n  Ψ per MP rank = %.0f split / %d + %.0f replicated = %.0f parameters (the model states and\n"
+           "  DP communication below are per rank, at this Ψ)\n", o->psi_split, o->nm, o->psi_replicated, o->psi);
+    if (o->pa && o->nm == 1)
+        printf("  P_a (--partition-activations): nothing to partition at N_m = 1 (each checkpoint stays whole)\n");
+}
+
+/* The model-parallel traffic per block and step (within each MP group). */
+static void print_mp_traffic(const struct opts *o)
+{
+    struct mp_traffic t = mp_traffic_of(o);
+    const int L = sz_arch_field(&o->cfg, "layers");
+    printf("\nModel-parallel traffic per step (N_m = %d, within each MP group), one micro-batch of B·T·C = %.0f:\n",
+           o->nm, t.btc);
+    printf("  per block: %.0f elements = %d x B·T·C (the paper's %d x seq x hidden per sample: all-reduces of B·T·C,\n"
+           "    2 in forward, 2 in backward%s, each counted as twice its message); a ring sends %.0f per rank\n",
+           t.block, o->ckpt ? 12 : 8, o->ckpt ? 12 : 8, o->ckpt ? ", 2 in the recompute" : " (no recompute)",
+           t.block_sent);
+    if (o->pa && o->ckpt && o->nm > 1)
+        printf("  P_a: + one all-gather of B·T·C per block before its recompute: %.0f elements (%.1f%% of the\n"
+               "    above); a ring sends %.0f per rank\n", t.pa, 100.0 * t.pa / t.block, t.pa_sent);
+    printf("  all %d blocks: %.0f elements, %.0f bytes at %d bytes each\n", L, L * (t.block + t.pa),
+           L * (t.block + t.pa) * t.elem_bytes, t.elem_bytes);
+}
+
 static int print_text(const struct opts *o, const struct result *r)
 {
     const int d = o->decimals;
     if (o->have_model) {
         char desc[128];
         sz_arch_format(&o->cfg, desc, sizeof desc);
-        printf("%s %s (%s): Ψ = %.0f parameters\n", sz_arch_title(o->kind), o->model, desc, o->psi);
+        printf("%s %s (%s): Ψ = %.0f parameters\n", sz_arch_title(o->kind), o->model, desc,
+               mp_on(o) ? o->psi_model : o->psi);
     } else {
         printf("Ψ = %.0f parameters (%.4g)\n", o->psi, o->psi);
     }
+    if (mp_on(o))
+        print_mp_header(o);
     static const char *const states[3] = {"no optimizer state", "the momentum buffer", "Adam m and v"};
     if (o->mixed)
         printf("precision: mixed (%s params and grads; fp32 master, %s: K = %d)\n", o->fp16 ? "fp16" : "bf16",
@@ -745,9 +940,12 @@ static int print_text(const struct opts *o, const struct result *r)
         if (o->offload)
             printf("; checkpoints offloaded %.*f GB (%lld bytes; host pool %lld)", d, r->eng_act_offload / 1e9,
                    (long long)r->eng_act_offload, (long long)r->eng_host);
-        printf("\n  %s (fp32): full %.*f GB (%.0f bytes); block checkpointing %.*f GB (%.0f bytes)\n",
-               "the model's forward tensors", d, r->act / 1e9, r->act, d,
-               r->act_ckpt / 1e9, r->act_ckpt);
+        if (mp_on(o))
+            printf("\n  sz-train has no model parallelism yet: the line above is one MP rank's parameters and P_a's "
+                   "slices with\n  the other activations whole (an upper bound; the plan and the budget count it)");
+        printf("\n  %s (fp32): full %.*f GB (%.0f bytes); block checkpointing%s %.*f GB (%.0f bytes)\n",
+               mp_on(o) ? "the model's forward tensors on one MP rank (Megatron's split)" : "the model's forward tensors",
+               d, r->act / 1e9, r->act, o->pa && o->nm > 1 ? " with P_a" : "", d, r->act_ckpt / 1e9, r->act_ckpt);
         if (o->offload)
             print_offload(o, r);
         printf("  host buffers beside them (matmul working memory, data loader, batch; in the budget): %.0f bytes\n",
@@ -770,6 +968,9 @@ static int print_text(const struct opts *o, const struct result *r)
             printf("\n");
         }
     }
+
+    if (o->have_model && o->nm > 1)
+        print_mp_traffic(o);
 
     print_comm_buffer(o, r);
 
@@ -802,10 +1003,135 @@ static int print_text(const struct opts *o, const struct result *r)
 static int print_plan(const struct opts *o)
 {
     int64_t peak;
+    if (mp_on(o) && !o->json)
+        printf("model parallelism: N_m = %d: the plan of one MP rank (DP rank %d of N_d = %d; %lld ranks): its split\n"
+               "  tensors' 1/N_m%s; the other activations whole (sz-train --mp is not built yet: an upper bound)\n",
+               o->nm, o->rank, o->nd[0], (long long)o->nm * o->nd[0],
+               o->pa && o->ckpt && o->nm > 1 ? ", P_a's checkpoint slices and one gathered input" : "");
     if (plan_peak(o, o->stage, o->nd[0], o->rank, &peak, stdout) != 0) {
         fprintf(stderr, "sz-estimate: could not build the plan for this configuration\n");
         return 1;
     }
+    return 0;
+}
+
+/* ---- the paper's analysis (--paper-pa, --paper-table3) ------------------------------------ */
+
+/* §6.1: the 100B model, hidden 8192, 125 layers, seq 1024, MP 16; fp16 checkpoints (the paper's
+ * precision) and fp32 ones (what sz-train's engine keeps), each at the batch nearest 33 GB. */
+static int print_paper_pa(const struct opts *o)
+{
+    const int nm = o->nm_set ? o->nm : 16, L = 125, C = 8192, T = 1024;
+    sz_mp_pa_example e16, e32;
+    if (sz_mp_pa_example_of(L, C, T, nm, 2, 33e9, &e16) != 0 || sz_mp_pa_example_of(L, C, T, nm, 4, 33e9, &e32) != 0)
+        return 1;
+    if (o->json) {
+        cJSON *root = cJSON_CreateObject();
+        cJSON_AddStringToObject(root, "example", "ZeRO paper P_a: hidden 8192, 125 layers, seq 1024");
+        cJSON_AddNumberToObject(root, "nm", nm);
+        const sz_mp_pa_example *es[2] = {&e16, &e32};
+        const char *names[2] = {"fp16", "fp32"};
+        for (int i = 0; i < 2; i++) {
+            cJSON *x = cJSON_AddObjectToObject(root, names[i]);
+            cJSON_AddNumberToObject(x, "batch", es[i]->batch);
+            cJSON_AddNumberToObject(x, "per_sample_bytes", es[i]->per_sample);
+            cJSON_AddNumberToObject(x, "checkpoint_bytes", es[i]->without_pa);
+            cJSON_AddNumberToObject(x, "checkpoint_bytes_pa", es[i]->with_pa);
+        }
+        char *text = cJSON_Print(root);
+        cJSON_Delete(root);
+        puts(text);
+        cJSON_free(text);
+        return 0;
+    }
+    printf("The ZeRO paper's P_a example: hidden %d, %d layers, sequence %d, MP %d (Ψ ≈ 12·L·C² = %.1fB)\n", C, L, T,
+           nm, 12.0 * L * C * C / 1e9);
+    printf("  block checkpoints per GPU = L x B x T x C x bytes; each MP rank keeps them all, or a 1/%d slice with P_a\n",
+           nm);
+    printf("  fp16 (the paper's): %.0f bytes per sequence; the paper's ~33 GB is a per-GPU batch of %d:\n"
+           "    without P_a %.0f bytes (%.1f GB), with P_a %.0f bytes (%.2f GB)\n",
+           e16.per_sample, e16.batch, e16.without_pa, e16.without_pa / 1e9, e16.with_pa, e16.with_pa / 1e9);
+    printf("  fp32 (sz-train's checkpoints): the same bytes at a batch of %d: %.0f (%.1f GB), with P_a %.0f (%.2f GB)\n",
+           e32.batch, e32.without_pa, e32.without_pa / 1e9, e32.with_pa, e32.with_pa / 1e9);
+    return 0;
+}
+
+static int print_paper_table3(const struct opts *o)
+{
+    sz_mp_fit_setup su = {.heads = 64, .channels = 8192, .vocab = 50257, .seq = 1024,
+                          .batch = o->batch_set ? o->batch : 16, .nm = o->nm_set ? o->nm : 16,
+                          .nd = o->nd_set ? o->nd[0] : 25, .elem_bytes = 2,
+                          .budget = o->budget_str ? o->budget : 34359738368.0, .bucket_bytes = o->bucket_bytes,
+                          .max_layers = 4096};
+    if (o->seq_set)
+        su.seq = o->seq;
+    sz_mp_fit f[5];
+    int layers[5];
+    for (int i = 0; i < 5; i++)
+        if ((layers[i] = sz_mp_fit_largest(&su, &sz_mp_table3[i], &f[i])) < 0) {
+            fprintf(stderr, "sz-estimate: --paper-table3: MP %d does not split the model family (64 heads, hidden "
+                    "8192, padded vocabulary 50304) or the setup is invalid\n", su.nm);
+            return 2;
+        }
+    if (o->json) {
+        cJSON *root = cJSON_CreateObject();
+        cJSON *st = cJSON_AddObjectToObject(root, "setup");
+        cJSON_AddStringToObject(st, "model", "GPT-2-like: 64 heads, hidden 8192, vocab 50257 (padded 50304), layers varied");
+        cJSON_AddNumberToObject(st, "nm", su.nm);
+        cJSON_AddNumberToObject(st, "nd", su.nd);
+        cJSON_AddNumberToObject(st, "gpus", (double)su.nm * su.nd);
+        cJSON_AddNumberToObject(st, "batch", su.batch);
+        cJSON_AddNumberToObject(st, "seq", su.seq);
+        cJSON_AddNumberToObject(st, "budget_bytes", su.budget);
+        cJSON_AddNumberToObject(st, "bucket_bytes", (double)su.bucket_bytes);
+        cJSON_AddNumberToObject(st, "activation_elem_bytes", su.elem_bytes);
+        cJSON *cs = cJSON_AddArrayToObject(root, "configs");
+        for (int i = 0; i < 5; i++) {
+            cJSON *c = cJSON_CreateObject();
+            cJSON_AddStringToObject(c, "name", sz_mp_table3[i].name);
+            cJSON_AddStringToObject(c, "what", sz_mp_table3[i].what);
+            cJSON_AddNumberToObject(c, "stage", sz_mp_table3[i].stage);
+            cJSON_AddBoolToObject(c, "pa", sz_mp_table3[i].pa);
+            cJSON_AddBoolToObject(c, "cpu", sz_mp_table3[i].cpu);
+            cJSON_AddNumberToObject(c, "layers", layers[i]);
+            cJSON_AddNumberToObject(c, "params", layers[i] ? f[i].psi : 0);
+            cJSON_AddNumberToObject(c, "params_per_rank", layers[i] ? f[i].psi_rank : 0);
+            cJSON_AddNumberToObject(c, "model_state_bytes", layers[i] ? f[i].states : 0);
+            cJSON_AddNumberToObject(c, "activation_bytes", layers[i] ? f[i].activations : 0);
+            cJSON_AddNumberToObject(c, "checkpoint_bytes", layers[i] ? f[i].checkpoints : 0);
+            cJSON_AddNumberToObject(c, "host_bytes", layers[i] ? f[i].host : 0);
+            cJSON_AddNumberToObject(c, "buffer_bytes", layers[i] ? f[i].buffer : 0);
+            cJSON_AddNumberToObject(c, "total_bytes", layers[i] ? f[i].total : 0);
+            if (sz_mp_table3[i].paper_psi > 0)
+                cJSON_AddNumberToObject(c, "paper_params", sz_mp_table3[i].paper_psi);
+            else
+                cJSON_AddNullToObject(c, "paper_params");
+            cJSON_AddItemToArray(cs, c);
+        }
+        char *text = cJSON_Print(root);
+        cJSON_Delete(root);
+        puts(text);
+        cJSON_free(text);
+        return 0;
+    }
+    printf("The ZeRO paper's Table 3 with MP %d on %d GPUs of %.0f bytes (N_d = %d), GPT-2-like models of hidden 8192,\n"
+           "64 heads, vocabulary 50257 (padded 50304), sequence %d, per-GPU batch %d, mixed precision (K = 12),\n"
+           "activations and checkpoints at 2 bytes, C_B %lld bytes: the most layers that fit\n",
+           su.nm, su.nm * su.nd, su.budget, su.nd, su.seq, su.batch, (long long)su.bucket_bytes);
+    printf("  %-3s %-17s %6s %9s %8s %10s %10s %10s %10s %9s\n", "", "configuration", "layers", "Ψ", "paper",
+           "states GB", "ckpts GB", "activ. GB", "total GB", "host GB");
+    for (int i = 0; i < 5; i++) {
+        char paper[16] = "-";
+        if (sz_mp_table3[i].paper_psi > 0)
+            snprintf(paper, sizeof paper, "%.0fB", sz_mp_table3[i].paper_psi / 1e9);
+        printf("  %-3s %-17s %6d %8.1fB %8s %10.2f %10.2f %10.2f %10.2f %9.2f\n", sz_mp_table3[i].name,
+               sz_mp_table3[i].what, layers[i], f[i].psi / 1e9, paper, f[i].states / 1e9, f[i].checkpoints / 1e9,
+               f[i].activations / 1e9, f[i].total / 1e9, f[i].host / 1e9);
+    }
+    printf("  (activ.: the kept checkpoints on the GPU, P_a's gathered input, one block's and the head's forward\n"
+           "  tensors of one MP rank; total: states + activ. + C_B; ckpts: the %s checkpoints of the L blocks\n"
+           "  wherever they are; the paper's figures are the largest models it trained: docs/BENCHMARKS.md)\n",
+           "rank's");
     return 0;
 }
 
@@ -820,6 +1146,10 @@ int main(int argc, char **argv)
         return 2;
     if (p > 0)
         return 0;
+    if (o.paper_pa)
+        return print_paper_pa(&o);
+    if (o.paper_table3)
+        return print_paper_table3(&o);
     if (o.plan)
         return print_plan(&o);
     struct result r;

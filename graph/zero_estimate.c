@@ -1,7 +1,9 @@
 /* graph/zero_estimate.c — the generic ZeRO estimator: model-state bytes and their breakdown,
  * communication volume, shard padding, ZeRO-R's communication buffer (C_B) exactly as the engine
  * allocates it, and the smallest N_d that fits a budget. A model's activation bytes belong to the
- * model (GPT-2's: apps/gpt2/gpt2_estimate.c). Pure C: no runtime, never prints, never allocates. */
+ * model (GPT-2's: apps/gpt2/gpt2_estimate.c). With model parallelism (zero_estimate.h): the
+ * per-rank parameters, the MP traffic per block (the paper's 12·seq·hidden) and P_a's checkpoint
+ * slices. Pure C: no runtime, never prints, never allocates. */
 #include "zero_estimate.h"
 #include "sz_plan.h"
 
@@ -117,4 +119,63 @@ int sz_zero_min_nd_opt(int stage, double psi, int mixed, int states, double budg
             lo = mid + 1;
     }
     return hi;
+}
+
+/* ---- model parallelism (zero_estimate.h) ------------------------------------------------------ */
+
+static int mp_ok(double x, int nm)
+{
+    return isfinite(x) && x >= 0.0 && nm >= 1;
+}
+
+double sz_zero_mp_rank_params(double psi_split, double psi_replicated, int nm)
+{
+    if (!mp_ok(psi_split, nm) || !mp_ok(psi_replicated, nm))
+        return -1.0;
+    return psi_split / (double)nm + psi_replicated;
+}
+
+/* all-reduces of B·T·C per block and step: 2 forward, 2 backward, 2 more in the recompute */
+static double block_allreduces(int checkpoint)
+{
+    return checkpoint ? 6.0 : 4.0;
+}
+
+double sz_zero_mp_block_elems(double btc, int checkpoint, int nm)
+{
+    if (!mp_ok(btc, nm))
+        return -1.0;
+    return nm == 1 ? 0.0 : 2.0 * block_allreduces(checkpoint) * btc;
+}
+
+double sz_zero_mp_block_elems_sent(double btc, int checkpoint, int nm)
+{
+    if (!mp_ok(btc, nm))
+        return -1.0;
+    return 2.0 * block_allreduces(checkpoint) * btc * (double)(nm - 1) / (double)nm;
+}
+
+double sz_zero_pa_block_elems(double btc, int nm)
+{
+    if (!mp_ok(btc, nm))
+        return -1.0;
+    return nm == 1 ? 0.0 : btc;
+}
+
+double sz_zero_pa_block_elems_sent(double btc, int nm)
+{
+    if (!mp_ok(btc, nm))
+        return -1.0;
+    return btc * (double)(nm - 1) / (double)nm;
+}
+
+double sz_zero_mp_checkpoint_bytes(int layers, double btc, int elem_bytes, int nm, int pa, int cpu, double *host)
+{
+    if (layers < 0 || !mp_ok(btc, nm) || elem_bytes < 1 || (cpu && !pa))
+        return -1.0;
+    double per = pa ? ceil(btc / (double)nm) : btc; /* elements of one block's checkpoint on this rank */
+    double bytes = (double)layers * per * (double)elem_bytes;
+    if (host)
+        *host = cpu ? bytes : 0.0;
+    return cpu ? 0.0 : bytes;
 }

@@ -6,6 +6,7 @@
 #include <string.h>
 #include "arch.h"
 #include "gpt2/gpt2.h"
+#include "llama_internal.h"
 
 /* One architecture: what arch.h's functions call, on its part of sz_arch_config and its model. */
 struct arch {
@@ -28,6 +29,11 @@ struct arch {
     double (*flops)(const sz_arch_config *c, void *model, int B, int T);
     sz_status (*load)(void *model, const char *path, char *err, size_t errlen);
     sz_status (*save)(void *model, const char *path, char *err, size_t errlen); /* collective */
+    /* model parallelism: Megatron's split of its tensors by name (the rest replicated), what N_m must
+     * divide, and its forward tensors on one MP rank */
+    const struct mp_tensor { const char *name; sz_mp_split split; } *mp_tensors;
+    int (*mp_dims)(const sz_arch_config *c, int *heads, int *mlp, int *vocab);
+    double (*activation_bytes_mp)(const sz_arch_config *c, int B, int T, int checkpoint, int offload, int nm, int pa);
 };
 
 struct sz_arch_model {
@@ -88,6 +94,22 @@ static sz_status g_save(void *model, const char *path, char *err, size_t errlen)
     return gpt2_save(model, 0, path, err, errlen); /* rank 0 writes, one unit at a time */
 }
 
+static const struct mp_tensor g_mp_tensors[] = {
+    {"wte", SZ_MP_VOCAB},       /* the tied embedding and head */
+    {"qkvw", SZ_MP_COLUMN},     {"qkvb", SZ_MP_COLUMN}, {"attprojw", SZ_MP_ROW},
+    {"fcw", SZ_MP_COLUMN},      {"fcb", SZ_MP_COLUMN},  {"fcprojw", SZ_MP_ROW},
+    {NULL, SZ_MP_REPLICATED},   /* wpe, ln1w/b, ln2w/b, attprojb, fcprojb, lnfw/b */
+};
+static int g_mp_dims(const sz_arch_config *c, int *heads, int *mlp, int *vocab)
+{
+    *heads = c->gpt2.heads, *mlp = 4 * c->gpt2.channels, *vocab = c->gpt2.padded_vocab;
+    return 0;
+}
+static double g_activation_bytes_mp(const sz_arch_config *c, int B, int T, int checkpoint, int offload, int nm, int pa)
+{
+    return sz_gpt2_activation_bytes_mp(&c->gpt2, B, T, checkpoint, offload, nm, pa);
+}
+
 /* ---- the LLaMA-style model (apps/llama) ------------------------------------------------------- */
 
 static sz_status l_from_string(sz_arch_config *c, const char *spec, int vocab, int max_seq, char *err, size_t errlen)
@@ -137,16 +159,32 @@ static sz_status l_no_files(void *model, const char *path, char *err, size_t err
     return SZ_ERR_UNSUPPORTED;
 }
 
+static const struct mp_tensor l_mp_tensors[] = {
+    {"wte", SZ_MP_VOCAB},   {"lmw", SZ_MP_VOCAB},    /* untied */
+    {"qkvw", SZ_MP_COLUMN}, {"attprojw", SZ_MP_ROW},
+    {"gatew", SZ_MP_COLUMN}, {"upw", SZ_MP_COLUMN}, {"downw", SZ_MP_ROW},
+    {NULL, SZ_MP_REPLICATED}, /* rms1w, rms2w, rmsfw */
+};
+static int l_mp_dims(const sz_arch_config *c, int *heads, int *mlp, int *vocab)
+{
+    *heads = c->llama.heads, *mlp = c->llama.hidden, *vocab = c->llama.vocab;
+    return 1; /* an unpadded vocabulary */
+}
+static double l_activation_bytes_mp(const sz_arch_config *c, int B, int T, int checkpoint, int offload, int nm, int pa)
+{
+    return sz_llama_activation_bytes_mp(&c->llama, B, T, checkpoint, offload, nm, pa);
+}
+
 #undef F
 
 /* Indexed by sz_arch_kind. */
 static const struct arch k_archs[] = {
     [SZ_ARCH_GPT2] = {"gpt2", "GPT-2", g_from_string, g_vocab, g_format, g_num_params, g_largest_unit,
                       g_activation_bytes, g_fields, g_shape, g_create, g_free, g_model_of, g_init_random, g_set_batch,
-                      g_flops, g_load, g_save},
+                      g_flops, g_load, g_save, g_mp_tensors, g_mp_dims, g_activation_bytes_mp},
     [SZ_ARCH_LLAMA] = {"llama", "LLaMA-style", l_from_string, l_vocab, l_format, l_num_params, l_largest_unit,
                        l_activation_bytes, l_fields, l_shape, l_create, l_free, l_model_of, l_init_random, l_set_batch,
-                       l_flops, l_no_files, l_no_files},
+                       l_flops, l_no_files, l_no_files, l_mp_tensors, l_mp_dims, l_activation_bytes_mp},
 };
 #define NARCH ((int)(sizeof k_archs / sizeof k_archs[0]))
 
@@ -244,4 +282,94 @@ sz_status sz_arch_load(sz_arch_model *m, const char *path, char *err, size_t err
 sz_status sz_arch_save(sz_arch_model *m, const char *path, char *err, size_t errlen)
 {
     return m->a->save(m->model, path, err, errlen);
+}
+
+/* ---- model parallelism ------------------------------------------------------------------------ */
+
+sz_mp_split sz_arch_mp_split(sz_arch_kind kind, const char *tensor)
+{
+    for (const struct mp_tensor *t = of(kind)->mp_tensors; t->name; t++)
+        if (!strcmp(t->name, tensor))
+            return t->split;
+    return SZ_MP_REPLICATED;
+}
+
+int sz_arch_mp_check(const sz_arch_config *c, int nm, char *err, size_t errlen)
+{
+    int heads, mlp, vocab, unpadded = of(c->kind)->mp_dims(c, &heads, &mlp, &vocab);
+    const struct { const char *what; int n; } dims[] = {
+        {"attention heads", heads}, {"MLP width", mlp}, {unpadded ? "vocabulary" : "padded vocabulary", vocab}};
+    size_t len = 0;
+    if (err && errlen)
+        err[0] = 0;
+    if (nm < 1) {
+        snprintf(err, errlen, "the model-parallel degree must be >= 1");
+        return -1;
+    }
+    for (int i = 0; i < 3; i++)
+        if (dims[i].n % nm && err && len < errlen)
+            len += (size_t)snprintf(err + len, errlen - len, "%sthe %s (%d)", len ? ", " : "", dims[i].what,
+                                    dims[i].n);
+    return len ? -1 : 0;
+}
+
+/* The model's shape, only for its tensor tables. */
+static int params_shape(const sz_arch_config *c, sz_model_shape *s)
+{
+    sz_zero_config z;
+    sz_zero_config_defaults(&z);
+    z.precision = SZ_PRECISION_FP32;
+    char err[256];
+    return sz_arch_shape(c, 1, 1, &z, 1, 1, s, err, sizeof err) == SZ_OK ? 0 : -1;
+}
+
+int sz_arch_mp_params(const sz_arch_config *c, double *split, double *replicated)
+{
+    sz_model_shape s;
+    if (params_shape(c, &s) != 0)
+        return -1;
+    double sp = 0, rep = 0;
+    for (int u = 0; u < s.nunits; u++)
+        for (int i = 0; i < s.units[u].nparams; i++) {
+            const sz_param_spec *p = &s.units[u].params[i];
+            double n = (double)p->rows * (double)p->cols;
+            *(sz_arch_mp_split(c->kind, p->name) == SZ_MP_REPLICATED ? &rep : &sp) += n;
+        }
+    sz_model_shape_free(&s);
+    *split = sp, *replicated = rep;
+    return 0;
+}
+
+void sz_arch_mp_shape(sz_arch_kind kind, sz_model_shape *s, int nm)
+{
+    /* the units share their tables (every block points at one), so divide each table once */
+    const sz_param_spec *done[64];
+    int ndone = 0;
+    for (int u = 0; u < s->nunits; u++) {
+        int seen = 0;
+        for (int k = 0; k < ndone; k++)
+            seen |= done[k] == s->units[u].params;
+        if (seen)
+            continue;
+        if (ndone < 64)
+            done[ndone++] = s->units[u].params;
+        sz_param_spec *p = (sz_param_spec *)s->units[u].params;
+        for (int i = 0; i < s->units[u].nparams; i++)
+            switch (sz_arch_mp_split(kind, p[i].name)) {
+            case SZ_MP_COLUMN:
+            case SZ_MP_VOCAB: p[i].rows /= nm; break;
+            case SZ_MP_ROW: p[i].cols /= nm; break;
+            default: break;
+            }
+    }
+}
+
+double sz_arch_activation_bytes_mp(const sz_arch_config *c, int B, int T, int checkpoint, int offload, int nm, int pa)
+{
+    return of(c->kind)->activation_bytes_mp(c, B, T, checkpoint, offload, nm, pa);
+}
+
+double sz_arch_block_io(const sz_arch_config *c, int B, int T)
+{
+    return (double)B * (double)T * (double)sz_arch_field(c, "channels");
 }

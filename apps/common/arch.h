@@ -42,6 +42,28 @@ int sz_arch_field(const sz_arch_config *c, const char *name);
 sz_status sz_arch_shape(const sz_arch_config *c, int B, int T, const sz_zero_config *z, int workers, int threads,
                         sz_model_shape *out, char *err, size_t errlen);
 
+/* ---- Megatron-LM's tensor parallelism over N_m ranks (the estimator's; sz-train has none yet) ----
+ * How each parameter tensor splits: column-parallel (its output rows: QKV, fc, gate, up, their
+ * biases), row-parallel (its input columns: the attention projection, fc projection, down),
+ * vocabulary-parallel (the embedding's and the head's rows); everything else (norms, row-parallel
+ * biases, position embeddings) replicated on every MP rank. */
+typedef enum { SZ_MP_REPLICATED = 0, SZ_MP_COLUMN, SZ_MP_ROW, SZ_MP_VOCAB } sz_mp_split;
+sz_mp_split sz_arch_mp_split(sz_arch_kind kind, const char *tensor);
+/* 0 when nm divides the heads, the MLP width and the (padded) vocabulary; otherwise -1 with err
+ * naming each that it does not divide. */
+int sz_arch_mp_check(const sz_arch_config *c, int nm, char *err, size_t errlen);
+/* The parameter count split across the MP group (*split) and replicated on each rank (*replicated):
+ * one MP rank holds *split / nm + *replicated. 0, or -1. */
+int sz_arch_mp_params(const sz_arch_config *c, double *split, double *replicated);
+/* A shape as one of nm MP ranks holds it: each split tensor's rows (column, vocabulary) or columns
+ * (row) divided by nm (sz_arch_mp_check first). Rewrites s's tensor tables in place. */
+void sz_arch_mp_shape(sz_arch_kind kind, sz_model_shape *s, int nm);
+/* The model's forward tensors of one micro-batch on one of nm ranks (sz_arch_activation_bytes at
+ * nm = 1), P_a (pa) keeping each checkpointed block input as a 1/nm slice. -1.0 when invalid. */
+double sz_arch_activation_bytes_mp(const sz_arch_config *c, int B, int T, int checkpoint, int offload, int nm, int pa);
+/* Elements of one block's input for B x T: B·T·C. */
+double sz_arch_block_io(const sz_arch_config *c, int B, int T);
+
 typedef struct sz_arch_model sz_arch_model;
 
 sz_status sz_arch_create(sz_arch_model **out, sz_context *ctx, const sz_arch_config *cfg, int B, int T,

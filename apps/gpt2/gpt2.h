@@ -16,6 +16,11 @@ typedef struct gpt2 gpt2;
      SZ_GPT2_LN2B, SZ_GPT2_FCW, SZ_GPT2_FCB, SZ_GPT2_FCPROJW, SZ_GPT2_FCPROJB}
 #define SZ_GPT2_HEAD_IDS {SZ_GPT2_LNFW, SZ_GPT2_LNFB}
 
+/* sz_gpt2_activation_bytes_device on one of nm tensor-parallel ranks (Megatron's split: attention by
+ * heads, the MLP by its width, the logits by the vocabulary; nm = 1 gives it), with P_a (pa: needs
+ * checkpoint) keeping each block input as a 1/nm slice plus one gathered input (gpt2_estimate.c). */
+double sz_gpt2_activation_bytes_mp(const sz_gpt2_config *cfg, int B, int T, int checkpoint, int offload, int nm, int pa);
+
 /* Builds the model for micro-batch B x T (T <= cfg->max_seq) on ctx with the ZeRO configuration
  * `zero` (NULL: stage 0, one micro-batch); parameters are zero until gpt2_init_random or
  * gpt2_load. err receives a message on failure. */

@@ -4,6 +4,7 @@
  * runtime, never prints. */
 #include "gpt2.h"
 
+#include <math.h>
 #include <stddef.h>
 #include <stdlib.h>
 
@@ -26,33 +27,35 @@ typedef struct act_spec {
     const char *name;
     act_place place;
     act_size size;
+    int mp_split; /* 1: under Megatron's tensor parallelism each MP rank holds 1/N_m of it (split by heads,
+                     by the MLP's width or by the vocabulary); 0: every MP rank holds all of it */
 } act_spec;
 
 /* llm.c's ActivationTensors, in its order, except for attention's (attstat) and probs. */
 static const act_spec k_gpt2_acts[] = {
-    {"encoded", ACT_EMBED, ACT_NC},
-    {"ln1", ACT_BLOCK, ACT_NC},
-    {"ln1_mean", ACT_BLOCK, ACT_N},
-    {"ln1_rstd", ACT_BLOCK, ACT_N},
-    {"qkv", ACT_BLOCK, ACT_N3C},
-    {"atty", ACT_BLOCK, ACT_NC},
-    {"attstat", ACT_BLOCK, ACT_BNHT2}, /* in llm.c preatt, att (B*NH*T*T each): our attention saves
+    {"encoded", ACT_EMBED, ACT_NC, 0},
+    {"ln1", ACT_BLOCK, ACT_NC, 0},
+    {"ln1_mean", ACT_BLOCK, ACT_N, 0},
+    {"ln1_rstd", ACT_BLOCK, ACT_N, 0},
+    {"qkv", ACT_BLOCK, ACT_N3C, 1},
+    {"atty", ACT_BLOCK, ACT_NC, 1},
+    {"attstat", ACT_BLOCK, ACT_BNHT2, 1}, /* in llm.c preatt, att (B*NH*T*T each): our attention saves
                                           only each query row's softmax max and 1/sum */
-    {"attproj", ACT_BLOCK, ACT_NC},
-    {"residual2", ACT_BLOCK, ACT_NC},
-    {"ln2", ACT_BLOCK, ACT_NC},
-    {"ln2_mean", ACT_BLOCK, ACT_N},
-    {"ln2_rstd", ACT_BLOCK, ACT_N},
-    {"fch", ACT_BLOCK, ACT_N4C},
-    {"fch_gelu", ACT_BLOCK, ACT_N4C},
-    {"fcproj", ACT_BLOCK, ACT_NC},
-    {"residual3", ACT_BLOCK, ACT_NC},
-    {"lnf", ACT_HEAD, ACT_NC},
-    {"lnf_mean", ACT_HEAD, ACT_N},
-    {"lnf_rstd", ACT_HEAD, ACT_N},
-    {"logits", ACT_HEAD, ACT_NVP}, /* llm.c's probs: our fused softmax-cross-entropy overwrites the
+    {"attproj", ACT_BLOCK, ACT_NC, 0},
+    {"residual2", ACT_BLOCK, ACT_NC, 0},
+    {"ln2", ACT_BLOCK, ACT_NC, 0},
+    {"ln2_mean", ACT_BLOCK, ACT_N, 0},
+    {"ln2_rstd", ACT_BLOCK, ACT_N, 0},
+    {"fch", ACT_BLOCK, ACT_N4C, 1},
+    {"fch_gelu", ACT_BLOCK, ACT_N4C, 1},
+    {"fcproj", ACT_BLOCK, ACT_NC, 0},
+    {"residual3", ACT_BLOCK, ACT_NC, 0},
+    {"lnf", ACT_HEAD, ACT_NC, 0},
+    {"lnf_mean", ACT_HEAD, ACT_N, 0},
+    {"lnf_rstd", ACT_HEAD, ACT_N, 0},
+    {"logits", ACT_HEAD, ACT_NVP, 1}, /* llm.c's probs: our fused softmax-cross-entropy overwrites the
                                       logits with their gradient and keeps no probabilities */
-    {"losses", ACT_HEAD, ACT_N},
+    {"losses", ACT_HEAD, ACT_N, 0},
 };
 enum { N_GPT2_ACTS = sizeof k_gpt2_acts / sizeof k_gpt2_acts[0] };
 
@@ -70,14 +73,20 @@ static double act_numel(const sz_gpt2_config *cfg, act_size s, int B, int T)
     return 0.0;
 }
 
-/* Floats of the tensors placed at `place`, for one layer in the case of ACT_BLOCK. */
-static double act_place_floats(const sz_gpt2_config *cfg, act_place place, int B, int T)
+/* Floats of the tensors placed at `place` on one of nm model-parallel ranks (nm = 1: the whole
+ * model), for one layer in the case of ACT_BLOCK. */
+static double act_place_floats_mp(const sz_gpt2_config *cfg, act_place place, int B, int T, int nm)
 {
     double sum = 0.0;
     for (int i = 0; i < N_GPT2_ACTS; i++)
         if (k_gpt2_acts[i].place == place)
-            sum += act_numel(cfg, k_gpt2_acts[i].size, B, T);
+            sum += act_numel(cfg, k_gpt2_acts[i].size, B, T) / (k_gpt2_acts[i].mp_split ? (double)nm : 1.0);
     return sum;
+}
+
+static double act_place_floats(const sz_gpt2_config *cfg, act_place place, int B, int T)
+{
+    return act_place_floats_mp(cfg, place, B, T, 1);
 }
 
 static int act_args_ok(const sz_gpt2_config *cfg, int B, int T)
@@ -103,6 +112,25 @@ double sz_gpt2_activation_bytes_ckpt(const sz_gpt2_config *cfg, int B, int T)
     double floats = inputs + act_place_floats(cfg, ACT_BLOCK, B, T) /* one block recomputed */
                     + act_place_floats(cfg, ACT_HEAD, B, T);
     return floats * 4.0;
+}
+
+/* ---- model parallelism: the forward tensors of one MP rank, P_a and P_a+cpu --------------------- */
+
+double sz_gpt2_activation_bytes_mp(const sz_gpt2_config *cfg, int B, int T, int checkpoint, int offload, int nm, int pa)
+{
+    if (!act_args_ok(cfg, B, T) || nm < 1 || (offload && !checkpoint) || (pa && !checkpoint))
+        return -1.0;
+    const double nc = act_numel(cfg, ACT_NC, B, T), head = act_place_floats_mp(cfg, ACT_HEAD, B, T, nm);
+    const double block = act_place_floats_mp(cfg, ACT_BLOCK, B, T, nm);
+    const int L = cfg->layers, part = pa && nm > 1; /* P_a partitions only within a group */
+    if (!checkpoint)
+        return (act_place_floats_mp(cfg, ACT_EMBED, B, T, nm) + (double)L * block + head) * 4.0;
+    /* kept block inputs: all L of them, or the min(L, 3) the device holds with offloading; each whole
+     * or, under P_a, its 1/N_m slice (rounded up to elements) plus one gathered whole input for the
+     * recompute */
+    const double slice = part ? ceil(nc / (double)nm) : nc;
+    const double kept = (double)(offload ? (L < 3 ? L : 3) : L) * slice + (part ? nc : 0.0);
+    return (kept + block + head) * 4.0;
 }
 
 /* ---- ZeRO-R: offloaded checkpoints (P_a+cpu) -------------------------------------------------- */

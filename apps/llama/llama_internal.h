@@ -35,6 +35,10 @@ extern const ll_act sz_llama_block_acts[LL_NBLOCK];
 extern const ll_act sz_llama_head_acts[LL_NHEAD];
 extern const ll_act sz_llama_grad_acts[LL_NGRAD];
 double sz_llama_size(const sz_llama_config *cfg, ll_size s, int B, int T);
+/* sz_llama_activation_bytes on one of nm tensor-parallel ranks (Megatron's split; nm = 1 gives it),
+ * with P_a (pa: needs checkpoint) keeping each block input as a 1/nm slice (llama_spec.c). */
+double sz_llama_activation_bytes_mp(const sz_llama_config *c, int B, int T, int checkpoint, int offload, int nm,
+                                    int pa);
 /* An entry's element type: bf16 where it says so and the model computes natively, else fp32. */
 static inline sz_dtype sz_llama_dtype(const ll_act *a, int native) { return native && a->bf16 ? SZ_DTYPE_BF16 : SZ_DTYPE_F32; }
 

@@ -170,6 +170,46 @@ double sz_llama_activation_bytes(const sz_llama_config *c, int B, int T, int che
     return floats * 4.0;
 }
 
+/* Megatron's tensor parallelism splits the attention by heads (qkv, its output, its statistics), the
+ * MLP by its width (gate, up, h) and the logits by the vocabulary; each MP rank holds 1/N_m of
+ * those and all of the rest (the norms' outputs, the projections' all-reduced outputs, the residual
+ * stream). By name, over the tables above. */
+static int ll_mp_split(const ll_act *a)
+{
+    static const char *const split[] = {"qkv", "atty", "att_stats", "gate", "up", "h", "logits"};
+    for (size_t i = 0; i < sizeof split / sizeof split[0]; i++)
+        if (!strcmp(a->name, split[i]))
+            return 1;
+    return 0;
+}
+
+static double ll_floats_mp(const sz_llama_config *c, const ll_act *t, int n, int B, int T, int nm)
+{
+    double s = 0;
+    for (int i = 0; i < n; i++)
+        s += sz_llama_size(c, t[i].size, B, T) / (ll_mp_split(&t[i]) ? (double)nm : 1.0);
+    return s;
+}
+
+double sz_llama_activation_bytes_mp(const sz_llama_config *c, int B, int T, int checkpoint, int offload, int nm,
+                                    int pa)
+{
+    if (sz_llama_config_validate(c, NULL, 0) != SZ_OK || B < 1 || T < 1 || T > c->max_seq || nm < 1 ||
+        (offload && !checkpoint) || (pa && !checkpoint))
+        return -1.0;
+    double block = ll_floats_mp(c, sz_llama_block_acts, LL_NBLOCK, B, T, nm);
+    double head = ll_floats_mp(c, sz_llama_head_acts, LL_NHEAD, B, T, nm);
+    double io = sz_llama_size(c, LL_NC, B, T); /* a block's input (its checkpoint) */
+    int L = c->layers, part = pa && nm > 1;
+    if (!checkpoint) /* as sz_llama_activation_bytes */
+        return (io + L * (block + io) + head) * 4.0;
+    /* the kept inputs (all L, or min(L, 3) with offloading), whole or P_a's slices plus one gathered
+     * input for the recompute; the last block's output (the head's input); one block; the head */
+    double slice = part ? ceil(io / nm) : io;
+    double kept = (offload ? (L < 3 ? L : 3) : L) * slice + (part ? io : 0.0);
+    return (kept + io + block + head) * 4.0;
+}
+
 double sz_llama_flops(const sz_llama_config *c, int B, int T)
 {
     double L = c->layers, C = c->channels, F = c->hidden, tokens = (double)B * T;
