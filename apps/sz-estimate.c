@@ -1065,10 +1065,12 @@ static int print_paper_table3(const struct opts *o)
                           .max_layers = 4096};
     if (o->seq_set)
         su.seq = o->seq;
-    sz_mp_fit f[5];
+    sz_mp_fit f[5], at[5]; /* the largest fit; our memory at the paper's size */
     int layers[5];
     for (int i = 0; i < 5; i++)
-        if ((layers[i] = sz_mp_fit_largest(&su, &sz_mp_table3[i], &f[i])) < 0) {
+        if ((layers[i] = sz_mp_fit_largest(&su, &sz_mp_table3[i], &f[i])) < 0 ||
+            (sz_mp_table3[i].paper_psi > 0 &&
+             sz_mp_fit_memory(&su, &sz_mp_table3[i], sz_mp_fit_layers_for(&su, sz_mp_table3[i].paper_psi), &at[i]) != 0)) {
             fprintf(stderr, "sz-estimate: --paper-table3: MP %d does not split the model family (64 heads, hidden "
                     "8192, padded vocabulary 50304) or the setup is invalid\n", su.nm);
             return 2;
@@ -1102,10 +1104,18 @@ static int print_paper_table3(const struct opts *o)
             cJSON_AddNumberToObject(c, "host_bytes", layers[i] ? f[i].host : 0);
             cJSON_AddNumberToObject(c, "buffer_bytes", layers[i] ? f[i].buffer : 0);
             cJSON_AddNumberToObject(c, "total_bytes", layers[i] ? f[i].total : 0);
-            if (sz_mp_table3[i].paper_psi > 0)
+            if (sz_mp_table3[i].paper_psi > 0) {
                 cJSON_AddNumberToObject(c, "paper_params", sz_mp_table3[i].paper_psi);
-            else
+                cJSON *a = cJSON_AddObjectToObject(c, "at_paper_size"); /* this estimate of the paper's model */
+                cJSON_AddNumberToObject(a, "layers", at[i].layers);
+                cJSON_AddNumberToObject(a, "params", at[i].psi);
+                cJSON_AddNumberToObject(a, "model_state_bytes", at[i].states);
+                cJSON_AddNumberToObject(a, "activation_bytes", at[i].activations);
+                cJSON_AddNumberToObject(a, "total_bytes", at[i].total);
+                cJSON_AddNumberToObject(a, "uncounted_bytes", su.budget - at[i].total);
+            } else {
                 cJSON_AddNullToObject(c, "paper_params");
+            }
             cJSON_AddItemToArray(cs, c);
         }
         char *text = cJSON_Print(root);
@@ -1128,6 +1138,15 @@ static int print_paper_table3(const struct opts *o)
                sz_mp_table3[i].what, layers[i], f[i].psi / 1e9, paper, f[i].states / 1e9, f[i].checkpoints / 1e9,
                f[i].activations / 1e9, f[i].total / 1e9, f[i].host / 1e9);
     }
+    printf("\n  at the paper's sizes (the layer count nearest its model), this estimate's memory per GPU:\n");
+    printf("  %-3s %6s %9s %10s %10s %10s %14s\n", "", "layers", "Ψ", "states GB", "activ. GB", "total GB",
+           "uncounted GB");
+    for (int i = 0; i < 5; i++)
+        if (sz_mp_table3[i].paper_psi > 0)
+            printf("  %-3s %6d %8.1fB %10.2f %10.2f %10.2f %14.2f\n", sz_mp_table3[i].name, at[i].layers,
+                   at[i].psi / 1e9, at[i].states / 1e9, at[i].activations / 1e9, at[i].total / 1e9,
+                   (su.budget - at[i].total) / 1e9);
+    printf("  (uncounted: what the paper's run used beyond this estimate at its largest model, or left free)\n");
     printf("  (activ.: the kept checkpoints on the GPU, P_a's gathered input, one block's and the head's forward\n"
            "  tensors of one MP rank; total: states + activ. + C_B; ckpts: the %s checkpoints of the L blocks\n"
            "  wherever they are; the paper's figures are the largest models it trained: docs/BENCHMARKS.md)\n",

@@ -99,3 +99,14 @@ int sz_mp_fit_largest(const sz_mp_fit_setup *s, const sz_mp_paper_config *cfg, s
         return -1;
     return lo;
 }
+
+int sz_mp_fit_layers_for(const sz_mp_fit_setup *s, double psi)
+{
+    /* Ψ(L) = Ψ(1) + (L - 1)·(Ψ(2) - Ψ(1)): a GPT-2 model grows by one block's parameters a layer */
+    sz_mp_fit a, b;
+    static const sz_mp_paper_config any = {"", "", 1, 0, 0, 0};
+    if (sz_mp_fit_memory(s, &any, 1, &a) != 0 || sz_mp_fit_memory(s, &any, 2, &b) != 0)
+        return -1;
+    long l = lround(1.0 + (psi - a.psi) / (b.psi - a.psi));
+    return l < 1 ? 1 : l > s->max_layers ? s->max_layers : (int)l;
+}

@@ -55,6 +55,8 @@ typedef struct sz_mp_fit {
                            input, counted in activations) */
 } sz_mp_fit;
 int sz_mp_fit_memory(const sz_mp_fit_setup *s, const sz_mp_paper_config *cfg, int layers, sz_mp_fit *out);
+/* The layer count whose model comes nearest psi parameters (the paper's sizes in this family). */
+int sz_mp_fit_layers_for(const sz_mp_fit_setup *s, double psi);
 /* The largest layer count in 1..max_layers whose total fits s->budget (0 when none does; -1 on an
  * invalid setup), and its memory in *out. */
 int sz_mp_fit_largest(const sz_mp_fit_setup *s, const sz_mp_paper_config *cfg, sz_mp_fit *out);
