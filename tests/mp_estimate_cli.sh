@@ -79,8 +79,9 @@ within "$(num "$dir/pa.json" checkpoint_bytes_pa)" 2e9 0.05 || fail "P_a example
 "$est" --paper-table3 --json >"$dir/t3.json" || fail "--paper-table3 --json"
 L=() P=()
 for i in 1 2 3 4 5; do
-    L+=("$(num "$dir/t3.json" layers "$i")")
-    P+=("$(num "$dir/t3.json" params "$i")")
+    # the configurations' own keys (cJSON indents them with 3 tabs; at_paper_size's with 4)
+    L+=("$(grep -P '^\t{3}"layers":' "$dir/t3.json" | sed -n "${i}p" | sed 's/.*:[[:space:]]*//; s/,$//')")
+    P+=("$(grep -P '^\t{3}"params":' "$dir/t3.json" | sed -n "${i}p" | sed 's/.*:[[:space:]]*//; s/,$//')")
     [ "${L[$((i - 1))]}" -gt 0 ] || fail "C$i fits no model"
 done
 [ "${L[1]}" -gt "${L[0]}" ] && [ "${L[3]}" -gt "${L[2]}" ] && [ "${L[3]}" -gt "${L[1]}" ] &&
