@@ -941,10 +941,11 @@ static int print_text(const struct opts *o, const struct result *r)
             printf("; checkpoints offloaded %.*f GB (%lld bytes; host pool %lld)", d, r->eng_act_offload / 1e9,
                    (long long)r->eng_act_offload, (long long)r->eng_host);
         if (mp_on(o))
-            printf("\n  sz-train has no model parallelism yet: the line above is one MP rank's parameters and P_a's "
-                   "slices with\n  the other activations whole (an upper bound; the plan and the budget count it)");
-        printf("\n  %s (fp32): full %.*f GB (%.0f bytes); block checkpointing%s %.*f GB (%.0f bytes)\n",
-               mp_on(o) ? "the model's forward tensors on one MP rank (Megatron's split)" : "the model's forward tensors",
+            printf("\n    (sz-train has no model parallelism yet: these count P_a's checkpoint slices but the other\n"
+                   "    activations whole, an upper bound; the plan and the budget count them)");
+        printf("\n  %s full %.*f GB (%.0f bytes); block checkpointing%s %.*f GB (%.0f bytes)\n",
+               mp_on(o) ? "the model's forward tensors on one MP rank (Megatron's split; fp32):\n   "
+                        : "the model's forward tensors (fp32):",
                d, r->act / 1e9, r->act, o->pa && o->nm > 1 ? " with P_a" : "", d, r->act_ckpt / 1e9, r->act_ckpt);
         if (o->offload)
             print_offload(o, r);
