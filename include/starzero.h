@@ -605,6 +605,13 @@ sz_status sz_model_init_params(sz_model *m, uint64_t seed);
 sz_tensor *sz_model_param(sz_model *m, int unit, int i);
 sz_tensor *sz_model_grad(sz_model *m, int unit, int i);
 
+/* In a model whose other units' backwards are derived (include/starzero_starpu.h), a unit with a
+ * backward callback of its own finds the gradient of an activation it shares with them here (after
+ * sz_model_finalize; NULL where the engine keeps none): it adds into the gradient of what its forward
+ * read — zeroing it first with sz_op_zero where no derived unit's backward, which runs before it,
+ * wrote it — and reads the gradient of what its forward wrote. */
+sz_tensor *sz_model_grad_of(sz_model *m, const sz_tensor *t);
+
 /* Inside callbacks. */
 sz_tensor *sz_unit_param(sz_unit *u, int i);
 sz_tensor *sz_unit_grad(sz_unit *u, int i);

@@ -260,11 +260,13 @@ static int decide(struct analysis *a, int v, struct sz_tensor **slots, char (*sl
     struct sz_model *m = a->m;
     struct sz_tape *tp = &m->core.tape;
     struct value *x = &a->v[v];
-    if (x->hand && x->derived)
-        return fail(m, "the gradient of '%s' passes between a unit with its own backward and a derived one: give "
-                    "both units a backward callback, or neither", x->t->name);
     if (!x->derived || x->fused)
         return 0;
+    int hand_last = -1; /* the last reader in a unit with its own backward: it writes the gradient there */
+    for (int i = 0; x->hand && i < tp->n; i++)
+        for (int k = 0; !is_derived(&tp->r[i]) && k < tp->r[i].n; k++)
+            if (a->vin[i * SZ_TASK_MAX_TENSORS + k] == v && tp->r[i].g[k].role != SZ_GRAD_NONE)
+                hand_last = i;
     int type = -1, type_rec = -1, first = -1, first_k = -1, in_place = -1;
     if (x->producer >= 0) {
         type = wants(&tp->r[x->producer], x->pk);
@@ -297,8 +299,8 @@ static int decide(struct analysis *a, int v, struct sz_tensor **slots, char (*sl
             }
         }
     }
-    if (first < 0)
-        return 0; /* no derived op writes it: a value no backward runs through */
+    if (first < 0 && hand_last < 0)
+        return 0; /* no op writes it: a value no backward runs through */
     sz_tensor *g = NULL;
     if (in_place >= 0) { /* the forward left the gradient in the tensor itself */
         g = (sz_tensor *)x->t;
@@ -332,9 +334,17 @@ static int decide(struct analysis *a, int v, struct sz_tensor **slots, char (*sl
                 if (tp->r[i].g[k].role != SZ_GRAD_NONE && !(tp->r[i].g[k].role == SZ_GRAD_IN_PLACE &&
                                                            a->vout[i * SZ_TASK_MAX_TENSORS + k] == v))
                     tp->r[i].grad[k] = g;
-    sz_grad_role fr = tp->r[first].g[first_k].role;
-    if (in_place < 0 && (fr == SZ_GRAD_INPUT || (fr == SZ_GRAD_INTERNAL && !tp->r[first].fused_into)))
-        tp->r[first].zero_first[first_k] = 1; /* (a fused consumer sets an INTERNAL one) */
+    sz_grad_role fr = first >= 0 ? tp->r[first].g[first_k].role : SZ_GRAD_NONE;
+    if (in_place < 0 && first > hand_last && (fr == SZ_GRAD_INPUT || (fr == SZ_GRAD_INTERNAL && !tp->r[first].fused_into)))
+        tp->r[first].zero_first[first_k] = 1; /* (a fused consumer sets an INTERNAL one; a hand-written
+                                                  backward writing it first zeroes it itself) */
+    if (x->hand) { /* what that backward finds with sz_model_grad_of */
+        void *p = sz_model_grow(m->grads_of, &m->cap_grads_of, m->ngrads_of + 1, sizeof *m->grads_of);
+        if (!p)
+            return fail(m, "out of memory");
+        m->grads_of = p;
+        m->grads_of[m->ngrads_of++] = (struct sz_grad_of){x->t, g};
+    }
     return 0;
 }
 
@@ -444,4 +454,12 @@ sz_status sz_autograd_backward(struct sz_model *m, struct sz_unit *u)
             return st;
     }
     return SZ_OK;
+}
+
+sz_tensor *sz_model_grad_of(sz_model *m, const sz_tensor *t)
+{
+    for (int i = m ? m->ngrads_of - 1 : -1; i >= 0; i--) /* the tensor's last value's */
+        if (m->grads_of[i].t == t)
+            return m->grads_of[i].g;
+    return NULL;
 }

@@ -383,6 +383,7 @@ void sz_model_free(sz_model *m)
     free(m->shared_acts);
     free(m->act_names);
     free(m->acts_of);
+    free(m->grads_of);
     free(m->scratch);
     free(m->check_written);
     free(m->core.touched);

@@ -88,6 +88,9 @@ struct sz_model {
     int nacts_of, cap_acts_of;
     int derived;                 /* some unit's backward is derived from its forward (tasks/autograd.c) */
     char no_backward[512];       /* why it cannot be (refused when a step needs it); "" when it can */
+    struct sz_grad_of { const sz_tensor *t; sz_tensor *g; } *grads_of; /* gradients a unit with its own
+                                    backward shares with derived ones (sz_model_grad_of) */
+    int ngrads_of, cap_grads_of;
     const sz_tensor **scratch;   /* every sz_model_tensor / _activation and derived gradient (tasks/check.c) */
     int nscratch, cap_scratch;
     int check;                   /* check mode: sz_zero_config.check or SZ_CHECK (tasks/check.c) */

@@ -2,8 +2,9 @@
  * with its backward"), through the public headers only:
  *  - a two-unit model with an op of the app's own (out = 2 inp, its backward given) and a tensor
  *    two ops read (its gradient accumulates) trains to bitwise the same losses and parameter
- *    gradients as the same model with hand-written backwards (zeroes included), at ZeRO stages 0
- *    and 3, with checkpointing;
+ *    gradients as the same model with hand-written backwards (zeroes included), and as one with its
+ *    head written by hand beside a derived layer (sz_model_grad_of), at ZeRO stages 0 and 3, with
+ *    checkpointing;
  *  - the derived gradients against central finite differences of the loss (double sums);
  *  - the check mode (sz_zero_config.check): a derived backward passes it and trains to the same
  *    losses; a hand-written backward missing one sz_op_zero fails it naming the unit and the
@@ -122,6 +123,19 @@ static sz_status l2_bwd(sz_unit *u, void *p)
                             K);
 }
 
+/* The head written by hand beside a derived layer1: its input's gradient is the engine's. */
+static sz_status l2_bwd_mixed(sz_unit *u, void *p)
+{
+    struct net *n = p;
+    sz_tensor *dr = sz_model_grad_of(sz_unit_model(u), n->r);
+    if (!dr)
+        return SZ_ERR_STATE;
+    TRY(sz_op_zero(u, dr)); /* its backward runs first: it zeroes what it adds into */
+    TRY(sz_op_softmax_xent_bwd(u, n->dlogits, n->probs, n->labels, N, K, K));
+    return sz_op_matmul_bwd(u, dr, sz_unit_grad(u, 0), sz_unit_grad(u, 1), n->dlogits, n->r, sz_unit_param(u, 0), N,
+                            HID, K);
+}
+
 static float xs[N * IN];
 static int labels[N];
 
@@ -142,10 +156,11 @@ static sz_status build_with(struct net *n, int hand, int stage, int ck, int chec
         return st;
     if ((st = sz_model_set_zero(n->m, &z)) != SZ_OK)
         return st;
-    sz_unit_desc u1 = {.name = "layer1", .params = L1, .nparams = 2, .forward = l1_fwd, .backward = hand ? l1_bwd : NULL,
-                       .user = n, .checkpointable = 1};
-    sz_unit_desc u2 = {.name = "layer2", .params = L2, .nparams = 2, .forward = l2_fwd, .backward = hand ? l2_bwd : NULL,
-                       .user = n};
+    /* hand: 0 derived, 1 hand-written, 2 layer1 derived and layer2 hand-written */
+    sz_unit_desc u1 = {.name = "layer1", .params = L1, .nparams = 2, .forward = l1_fwd,
+                       .backward = hand == 1 ? l1_bwd : NULL, .user = n, .checkpointable = 1};
+    sz_unit_desc u2 = {.name = "layer2", .params = L2, .nparams = 2, .forward = l2_fwd,
+                       .backward = hand == 2 ? l2_bwd_mixed : hand ? l2_bwd : NULL, .user = n};
     if ((st = sz_model_add_unit(n->m, &u1)) != SZ_OK || (st = sz_model_add_unit(n->m, &u2)) != SZ_OK)
         return st;
     n->x = sz_model_tensor(n->m, "x", SZ_DTYPE_F32, N * IN);
@@ -157,7 +172,9 @@ static sz_status build_with(struct net *n, int hand, int stage, int ck, int chec
     n->logits = sz_model_tensor(n->m, "logits", SZ_DTYPE_F32, N * K);
     n->probs = sz_model_tensor(n->m, "probs", SZ_DTYPE_F32, N * K);
     n->losses = sz_model_tensor(n->m, "losses", SZ_DTYPE_F32, N);
-    if (hand) {
+    if (hand == 2)
+        n->dlogits = sz_model_tensor(n->m, "dlogits", SZ_DTYPE_F32, N * K);
+    if (hand == 1) {
         n->dx = sz_model_tensor(n->m, "dx", SZ_DTYPE_F32, N * IN);
         n->dh = sz_model_tensor(n->m, "dh", SZ_DTYPE_F32, N * HID);
         n->dg = sz_model_tensor(n->m, "dg", SZ_DTYPE_F32, N * HID);
@@ -201,21 +218,26 @@ static void test_same_as_hand(void)
 {
     for (int stage = 0; stage <= 3; stage += 3)
         for (int ck = 0; ck <= 1; ck++) {
-            struct net a, b;
-            float la[3], lb[3], ga[NG], gb[NG];
+            struct net a, b, c;
+            float la[3], lb[3], lc[3], ga[NG], gb[NG], gc[NG];
             CU_ASSERT_FATAL(build(&a, 1, stage, ck) == SZ_OK);
             CU_ASSERT_FATAL(train(&a, la, ga));
             sz_model_free(a.m);
             CU_ASSERT_FATAL(build(&b, 0, stage, ck) == SZ_OK);
             CU_ASSERT_FATAL(train(&b, lb, gb));
             sz_model_free(b.m);
+            CU_ASSERT_FATAL(build(&c, 2, stage, ck) == SZ_OK); /* one unit by hand beside a derived one */
+            CU_ASSERT_FATAL(train(&c, lc, gc));
+            sz_model_free(c.m);
             CU_ASSERT(memcmp(la, lb, sizeof la) == 0);
             CU_ASSERT(memcmp(ga, gb, sizeof ga) == 0);
+            CU_ASSERT(memcmp(la, lc, sizeof la) == 0);
+            CU_ASSERT(memcmp(ga, gc, sizeof ga) == 0);
             double gn = 0;
             for (int i = 0; i < NG; i++)
                 gn += (double)gb[i] * gb[i];
             CU_ASSERT(gn > 1e-6); /* gradients flowed */
-            printf("\n  stage %d%s: losses %.6f %.6f %.6f, |g| %.6f: derived = hand-written, bitwise", stage,
+            printf("\n  stage %d%s: losses %.6f %.6f %.6f, |g| %.6f: derived = hand-written = mixed, bitwise", stage,
                    ck ? " + checkpointing" : "", lb[0], lb[1], lb[2], sqrt(gn));
         }
 }
