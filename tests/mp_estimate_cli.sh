@@ -111,6 +111,16 @@ refuse "--paper-pa" -- --paper-pa --model d12
 grep -q '"ranks":[[:space:]]*\[4, 8\]' "$dir/mp.json" || fail "ranks = N_m x N_d"
 # the model states are the DESIGN formula at that Ψ: stage 1, N_d = 2: 10Ψ = 317,514,240
 grep -q '"model_state_bytes":[[:space:]]*317514240' "$dir/mp.json" || fail "stage 1 model states at N_d 2"
+# P_a in the plan and the engine's count: d12, B 4, T 256 (NC = 786,432), N_m 4: the 12 checkpoints
+# shrink to slices of 196,608 floats and one gathered input of NC is added:
+# 12·(786,432 - 196,608)·4 - 786,432·4 = 25,165,824 bytes fewer, in the activations and the peak
+for pa in "" --partition-activations; do
+    "$est" --model d12 --mp 4 --nd 2 --batch 4 --seq 256 --ckpt $pa --json >"$dir/pa$pa.json" || fail "--json $pa"
+done
+a=$(num "$dir/pa.json" engine_activation_bytes_ckpt) b=$(num "$dir/pa--partition-activations.json" engine_activation_bytes_ckpt)
+[ $((a - b)) = 25165824 ] || fail "P_a saves $((a - b)) activation bytes, not 25165824"
+a=$(num "$dir/pa.json" predicted_peak_bytes) b=$(num "$dir/pa--partition-activations.json" predicted_peak_bytes)
+[ $((a - b)) = 25165824 ] || fail "P_a lowers the stage-0 peak by $((a - b)) bytes, not 25165824"
 "$est" --model d12 --mp 4 --nd 2 --ckpt --partition-activations --plan --stage 3 >"$dir/plan" ||
     fail "--plan with --mp"
 "$est" --model d12 --mp 4 | grep -q "sz-train --mp is not built yet" || fail "the runtime's absence not said"

@@ -58,6 +58,32 @@ static void test_gpt2_rank_params(void)
     CU_ASSERT_EQUAL(sz_arch_mp_split(SZ_ARCH_GPT2, "wpe"), SZ_MP_REPLICATED);
 }
 
+/* The plan's shape of one MP rank (sz_arch_mp_shape): its tensors add up to that rank's Ψ. */
+static void test_rank_shape(void)
+{
+    const struct { sz_arch_kind kind; const char *spec; int vocab, nm; } ms[] = {
+        {SZ_ARCH_GPT2, "d12", 50257, 4}, {SZ_ARCH_GPT2, "d2", 256, 2}, {SZ_ARCH_LLAMA, "d2", 512, 2},
+        {SZ_ARCH_LLAMA, "d6", 512, 2}};
+    for (int k = 0; k < 4; k++) {
+        sz_arch_config c = model(ms[k].kind, ms[k].spec, ms[k].vocab);
+        sz_zero_config z;
+        sz_zero_config_defaults(&z);
+        z.precision = SZ_PRECISION_FP32;
+        sz_model_shape s;
+        char err[256];
+        double psi;
+        CU_ASSERT_EQUAL_FATAL(sz_mp_rank_params(&c, ms[k].nm, NULL, NULL, &psi, err, sizeof err), 0);
+        CU_ASSERT_EQUAL_FATAL(sz_arch_shape(&c, 1, 8, &z, 1, 1, &s, err, sizeof err), SZ_OK);
+        sz_arch_mp_shape(c.kind, &s, ms[k].nm);
+        double sum = 0;
+        for (int u = 0; u < s.nunits; u++)
+            for (int i = 0; i < s.units[u].nparams; i++)
+                sum += (double)s.units[u].params[i].rows * (double)s.units[u].params[i].cols;
+        CHECK_CLOSE(sum, psi);
+        sz_model_shape_free(&s);
+    }
+}
+
 /* LLaMA-style d2 with vocabulary 512: L 2, C 128, F = sz_llama_hidden(128) = ceil((8·128+2)/3 = 342
  * to 32s) = 352, untied wte and lmw.
  *   split: wte, lmw 2·V·C = 131,072; per layer qkvw 3C², attprojw C², gatew, upw, downw 3CF
@@ -229,6 +255,7 @@ int main(void)
         return 1;
     SZ_SUITE("mp_estimate", {"GPT-2 d12: one MP rank's parameters", test_gpt2_rank_params},
              {"LLaMA d2: one MP rank's parameters", test_llama_rank_params},
+             {"the plan's shape of one MP rank", test_rank_shape},
              {"N_m must divide heads, MLP, vocabulary", test_refusals},
              {"MP traffic per block (12 seq hidden)", test_traffic},
              {"P_a checkpoints and the paper's example", test_paper_pa},
