@@ -3,8 +3,9 @@
 # communication costs: sz-bench (ZeRO stage 3) on a cluster of network namespaces (scripts/cluster.sh,
 # as root), ranks on separate nodes joined by rate-limited links, each policy with and without the
 # communication worker (SZ_COMM_WORKER=1/0) and with and without a prefetch window (--prefetch-bytes
-# W / 0). The configurations run in turn, round after round (alternating, so a change in the
-# machine's load spreads over all of them); one JSON line per run on stdout (and --out FILE):
+# W / 0). The configurations run in turn, round after round, each round starting one policy further
+# on (alternating and rotated, so a drift in the machine's load does not always fall on the same
+# policy); one JSON line per run on stdout (and --out FILE):
 #   round, policy, comm_worker, prefetch_bytes, the cluster (nodes, ranks_per_node, cores_per_node,
 #   rate), load1 (the 1-minute load average when it started), and sz-bench's step_ms, step_ms_min,
 #   overlap (the fraction of communication time hidden under compute), comm_task_s, compute_task_s,
@@ -14,20 +15,21 @@
 #
 # Usage: sched-compare.sh [--nodes N] [--ranks-per-node K] [--cores-per-node C] [--rate R]
 #          [--model M] [--vocab V] [--batch B] [--seq T] [--steps S] [--warmup W] [--window BYTES]
-#          [--rounds R] [--policies "zero dmdas prio lws eager"] [--out FILE] [--build DIR]
+#          [--rounds R] [--policies "zero dmdas prio lws eager"] [--comm-workers "1 0"]
+#          [--windows "W 0"] [--out FILE] [--build DIR]
 # Defaults: 2 nodes x 1 rank, 1 core each, 1gbit links, d6 with a 8192-token vocabulary, batch 16 x
 # 64, 3 timed steps after 1, a 16M window, 2 rounds, the build in $SZ_BUILD_DIR or ./build.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 . "$here/common.sh"
 nodes=2 rpn=1 cores=1 rate=1gbit model=d6 vocab=8192 batch=16 seq=64 steps=3 warmup=1 window=16M rounds=2
-policies="zero dmdas prio lws eager" out=/dev/null build=$SZ_BUILD_DIR
+policies="zero dmdas prio lws eager" out=/dev/null build=$SZ_BUILD_DIR cws="1 0" windows=
 while [ $# -gt 0 ]; do
     case $1 in
         --nodes) nodes=$2 ;; --ranks-per-node) rpn=$2 ;; --cores-per-node) cores=$2 ;; --rate) rate=$2 ;;
         --model) model=$2 ;; --vocab) vocab=$2 ;; --batch) batch=$2 ;; --seq) seq=$2 ;; --steps) steps=$2 ;;
         --warmup) warmup=$2 ;; --window) window=$2 ;; --rounds) rounds=$2 ;; --policies) policies=$2 ;;
-        --out) out=$2 ;; --build) build=$2 ;;
+        --out) out=$2 ;; --build) build=$2 ;; --comm-workers) cws=$2 ;; --windows) windows=$2 ;;
         *) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//' >&2; exit 2 ;;
     esac
     shift 2
@@ -43,10 +45,13 @@ np=$((nodes * rpn))
 : >"$out"
 rows=$(mktemp)
 trap 'cl down >/dev/null 2>&1; rm -f "$rows"' EXIT
+windows=${windows:-$window 0}
+read -r -a pols <<<"$policies"
 for r in $(seq "$rounds"); do
-    for p in $policies; do
-        for cw in 1 0; do
-            for pf in "$window" 0; do
+    for i in $(seq 0 $((${#pols[@]} - 1))); do
+        p=${pols[$(((i + r - 1) % ${#pols[@]}))]}
+        for cw in $cws; do
+            for pf in $windows; do
                 load=$(cut -d' ' -f1 /proc/loadavg)
                 rc=0
                 res=$(STARPU_SCHED=$p SZ_COMM_WORKER=$cw timeout 600 "$here/cluster.sh" run -np "$np" \
