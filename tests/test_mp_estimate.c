@@ -124,6 +124,8 @@ static void test_refusals(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(err, "the MLP width (5472)"));
     double psi;
     CU_ASSERT_EQUAL(sz_mp_rank_params(&g, 7, NULL, NULL, &psi, err, sizeof err), -1);
+    CU_ASSERT_EQUAL(sz_arch_mp_check(&g, 5, NULL, 0), -1); /* no room for the message: still refused */
+    CU_ASSERT_EQUAL(sz_arch_mp_check(&g, 4, NULL, 0), 0);
 }
 
 /* Per block and step, B·T·C = 4·256·768 = 786,432: checkpointing 12·786,432 = 9,437,184 (the paper's

@@ -300,17 +300,22 @@ int sz_arch_mp_check(const sz_arch_config *c, int nm, char *err, size_t errlen)
     const struct { const char *what; int n; } dims[] = {
         {"attention heads", heads}, {"MLP width", mlp}, {unpadded ? "vocabulary" : "padded vocabulary", vocab}};
     size_t len = 0;
+    int bad = 0;
     if (err && errlen)
         err[0] = 0;
     if (nm < 1) {
-        snprintf(err, errlen, "the model-parallel degree must be >= 1");
+        if (err)
+            snprintf(err, errlen, "the model-parallel degree must be >= 1");
         return -1;
     }
     for (int i = 0; i < 3; i++)
-        if (dims[i].n % nm && err && len < errlen)
-            len += (size_t)snprintf(err + len, errlen - len, "%sthe %s (%d)", len ? ", " : "", dims[i].what,
-                                    dims[i].n);
-    return len ? -1 : 0;
+        if (dims[i].n % nm) {
+            if (err && len < errlen)
+                len += (size_t)snprintf(err + len, errlen - len, "%sthe %s (%d)", bad ? ", " : "", dims[i].what,
+                                        dims[i].n);
+            bad = 1;
+        }
+    return bad ? -1 : 0;
 }
 
 /* The model's shape, only for its tensor tables. */
