@@ -1148,6 +1148,12 @@ typedef struct sz_model_shape {
 /* Room for nunits units (zeroed, names wired) and model_bytes of the model's own, in one block. */
 sz_status sz_model_shape_init(sz_model_shape *s, int nunits, size_t model_bytes);
 void sz_model_shape_free(sz_model_shape *s);
+/* What a model's shape function starts with: B x T (1 <= T <= max_seq), workers and threads >= 1 and
+ * z's precision resolved on this CPU into *p (sz_precision_resolve_cpu), else SZ_ERR_INVALID with the
+ * reason in err; then sz_model_shape_init(s, nunits, model_bytes). */
+sz_status sz_model_shape_begin(sz_model_shape *s, const sz_zero_config *z, int B, int T, int max_seq, int workers,
+                               int threads, int nunits, size_t model_bytes, sz_resolved_precision *p, char *err,
+                               size_t errlen);
 /* The step plan of `rank` among nd ranks for the shape under z, as sz-train's engine builds and
  * submits it (sz_precision_resolve_cpu's precision; the folding switches from the environment;
  * clip: the update clips the gradients — fp16 takes their norm anyway; comm_worker: a

@@ -109,3 +109,17 @@ sz_status sz_model_shape_plan(const sz_model_shape *s, const sz_zero_config *z, 
     free(names);
     return st;
 }
+
+sz_status sz_model_shape_begin(sz_model_shape *s, const sz_zero_config *z, int B, int T, int max_seq, int workers,
+                               int threads, int nunits, size_t model_bytes, sz_resolved_precision *p, char *err,
+                               size_t errlen)
+{
+    if (!z || !s || !p || B < 1 || T < 1 || T > max_seq || workers < 1 || threads < 1 ||
+        sz_precision_resolve_cpu(z, p) != SZ_OK) {
+        if (err)
+            snprintf(err, errlen, "batch %d x seq %d (1 <= T <= max_seq %d), %d workers of %d threads, or the ZeRO "
+                     "configuration's precision: invalid", B, T, max_seq, workers, threads);
+        return SZ_ERR_INVALID;
+    }
+    return sz_model_shape_init(s, nunits, model_bytes);
+}

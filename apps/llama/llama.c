@@ -125,15 +125,10 @@ sz_status sz_llama_shape(const sz_llama_config *cfg, int B, int T, const sz_zero
     if (st != SZ_OK)
         return st;
     sz_resolved_precision p;
-    if (!z || !out || B < 1 || T < 1 || T > cfg->max_seq || workers < 1 || threads < 1 ||
-        sz_precision_resolve_cpu(z, &p) != SZ_OK) {
-        snprintf(err, errlen, "batch %d x seq %d (1 <= T <= max_seq %d), %d workers of %d threads, or the ZeRO "
-                 "configuration's precision: invalid", B, T, cfg->max_seq, workers, threads);
-        return SZ_ERR_INVALID;
-    }
     int L = cfg->layers;
     const size_t ne = SZ_LLAMA_EMBED_PARAMS, nb = SZ_LLAMA_BLOCK_PARAMS, nh = SZ_LLAMA_HEAD_PARAMS;
-    if ((st = sz_model_shape_init(out, L + 2, (ne + nb + nh) * sizeof(sz_param_spec))) != SZ_OK)
+    if ((st = sz_model_shape_begin(out, z, B, T, cfg->max_seq, workers, threads, L + 2,
+                                   (ne + nb + nh) * sizeof(sz_param_spec), &p, err, errlen)) != SZ_OK)
         return st;
     sz_param_spec *es = out->model;
     unit_descs(cfg, NULL, es, es + ne, es + ne + nb, out->units, out->names);
