@@ -9,7 +9,10 @@
 #  3. node2 killed (it loses power: link first, then every process): node1's ranks end the same way;
 #  4. node2's link at 50 Mbit/s is not taken for dead: the run finishes, later, with the losses of
 #     the run at 1 Gbit/s;
-#  5. node2's link cut for 2 s and back, within the timeout: nothing is lost (exit 0, the same losses).
+#  5. node2's link cut for 2 s and back, within the timeout: nothing is lost (exit 0, the same losses);
+#  6. across nodes, the start-up agreement (another --seed on node2) names each value's rank and node,
+#     and a rank failing alone on node2 ends the job within 10 s with "rank 1 on node2 left the job
+#     ... while rank 0 on node1 waited in <collective>".
 # Exit 77 (skipped) where network namespaces are not permitted.
 # Usage: cluster_faults.sh BUILD_DIR MPIEXEC
 set -u
@@ -134,4 +137,21 @@ cmp -s <(losses "$dir/ref30.txt") <(losses "$dir/out.txt") || { cat "$dir/out.tx
 slowest=$(grep -o '^step .* [0-9.]* ms' "$dir/out.txt" | awk '{ if ($(NF - 1) > m) m = $(NF - 1) } END { print m + 0 }')
 awk -v m="$slowest" 'BEGIN { exit !(m >= 1000) }' || { cat "$dir/out.txt"; fail "link back: no step waited for the link"; }
 echo "link cut for 2 s and back: the run finished with the same losses (its slowest step $slowest ms)"
+# 6. the start-up agreement and a rank that fails alone, one rank on each node
+reset
+a1=(-H node1 -np 1 "$bin/sz-train" "${args[@]}" --steps 50)
+timeout 60 "$root/scripts/cluster.sh" run "${a1[@]}" --seed 1 : -H node2 -np 1 "$bin/sz-train" "${args[@]}" --steps 50 \
+    --seed 2 >"$dir/agree.txt" 2>&1 && { cat "$dir/agree.txt"; fail "different seeds on two nodes: exit 0"; }
+grep -q "the ranks disagree on --seed: 1 on rank 0 (on node1); 2 on rank 1 (on node2)" "$dir/agree.txt" ||
+    { cat "$dir/agree.txt"; fail "the agreement's message does not name the nodes"; }
+echo "agreement across nodes: $(grep -m1 -o 'the ranks disagree.*' "$dir/agree.txt")"
+t0=$(now)
+timeout 60 "$root/scripts/cluster.sh" run "${a1[@]}" --precision bf16 : -H node2 -np 1 env SZ_TEST_FAIL_ROUND_SCRATCH=1 \
+    "$bin/sz-train" "${args[@]}" --steps 50 --precision bf16 >"$dir/leave.txt" 2>&1 &&
+    { cat "$dir/leave.txt"; fail "a rank failing alone: exit 0"; }
+took=$(since "$t0")
+awk -v t="$took" 'BEGIN { exit !(t < 10) }' || { cat "$dir/leave.txt"; fail "a rank failing alone: the job took $took s"; }
+grep -q "rank 1 on node2 left the job (.*) while rank 0 on node1 waited in [a-z -]*.* at step [0-9]* (the [a-z-]* stream)" "$dir/leave.txt" ||
+    { cat "$dir/leave.txt"; fail "a rank failing alone: the message does not name both nodes and the collective"; }
+echo "a rank failing alone on node2: the job ended in $took s: $(grep -m1 -o 'rank 1 on node2 left the job' "$dir/leave.txt") ..."
 echo "cluster_faults: all checks passed"
