@@ -248,8 +248,9 @@ sz_status sz_tensor_write(sz_tensor *t, const void *src);
  * A unit (an embedding, a transformer block, a head) is the granularity at which parameters
  * are gathered and released, like an FSDP unit. Its parameter tensors are declared by ONE
  * table of sz_param_spec rows; the library lays them out in one flat buffer per unit (and the
- * same for gradients and optimizer state). The unit's forward and backward callbacks submit
- * tasks with the sz_op_* calls below; they never compute anything themselves. */
+ * same for gradients and optimizer state). The unit's forward callback submits tasks with the
+ * sz_op_* calls below (it never computes anything itself); the engine derives the backward from
+ * them, or the unit gives a backward callback of its own. */
 typedef enum sz_init { SZ_INIT_ZERO = 0, SZ_INIT_ONE, SZ_INIT_NORMAL } sz_init;
 
 typedef struct sz_param_spec {
@@ -269,7 +270,10 @@ typedef struct sz_unit_desc {
                                       the step's own "gather:block3", "rs:block3", ... */
     const sz_param_spec *params;   /* the unit's tensor table */
     int nparams;
-    sz_unit_fn forward, backward;  /* backward may be NULL for a unit without gradients */
+    sz_unit_fn forward, backward;  /* backward NULL (the usual way): derived from the forward's ops
+                                      (include/starzero_starpu.h, "an operation with its backward");
+                                      set: a backward of your own (the expert path: its zeroing and
+                                      loss scale are yours; sz_model_grad_of, sz_zero_config.check) */
     void *user;
     int checkpointable;            /* under sz_zero_config.checkpoint: its activations (sz_model_activation)
                                       are shared with the other checkpointable units and recomputed */
