@@ -119,21 +119,28 @@ timeout 120 "$root/scripts/cluster.sh" run -np 4 "$bin/sz-train" "${args[@]}" --
 cmp -s <(losses "$dir/ref.txt") <(losses "$dir/slow.txt") || fail "50 Mbit/s: other losses"
 echo "50 Mbit/s with --timeout 2: finished in $(since "$t0") s (steps: $(grep -o '[0-9.]* ms' "$dir/slow.txt" | tail -3 | tr '\n' ' ')), the same losses"
 
-# 5. a link back within the timeout
+# 5. a link back within the timeout: a run long enough that the cut surely lands inside it, stopped
+# cleanly (SIGUSR1 to a rank) past step 40; its first 40 losses are the reference run's
 reset
-timeout 90 "$root/scripts/cluster.sh" run -np 4 "$bin/sz-train" "${args[@]}" --steps 30 >"$dir/ref30.txt" 2>&1 ||
-    { cat "$dir/ref30.txt"; fail "the 30-step reference run"; }
-start --steps 30 --timeout 10
+timeout 90 "$root/scripts/cluster.sh" run -np 4 "$bin/sz-train" "${args[@]}" --steps 40 >"$dir/ref40.txt" 2>&1 ||
+    { cat "$dir/ref40.txt"; fail "the 40-step reference run"; }
+steploss() { sed -n 's|^step *\([0-9]*\)/[0-9]*: loss \([0-9.]*\).*|\1 \2|p' "$1" | head -40; }
+start --steps 100000 --timeout 10
 cl link 2 down
 sleep 2
 cl link 2 up
 t0=$(now)
-while kill -0 "$mp" 2>/dev/null && [ "$(since "$t0" | cut -d. -f1)" -lt 30 ]; do sleep 0.1; done
-kill -0 "$mp" 2>/dev/null && { cat "$dir/out.txt"; fail "link back: the run still runs 30 s later"; }
-wait "$mp" || { cat "$dir/out.txt"; fail "link back: the run failed"; }
+while kill -0 "$mp" 2>/dev/null && ! grep -q '^step *4[0-9]/' "$dir/out.txt" &&
+    [ "$(since "$t0" | cut -d. -f1)" -lt 60 ]; do sleep 0.1; done
+kill -0 "$mp" 2>/dev/null || { cat "$dir/out.txt"; fail "link back: the run ended"; }
+grep -q '^step *4[0-9]/' "$dir/out.txt" || { cat "$dir/out.txt"; fail "link back: no step 40 within 60 s"; }
+for p in $(cl pids 1); do # one rank's signal stops every rank after its step (exit 0)
+    grep -q sz-train "/proc/$p/cmdline" 2>/dev/null && { kill -USR1 "$p"; break; }
+done
+wait "$mp" || { cat "$dir/out.txt"; fail "link back: the run failed or did not stop cleanly"; }
 mp=
-cmp -s <(losses "$dir/ref30.txt") <(losses "$dir/out.txt") || { cat "$dir/out.txt"; fail "link back: other losses"; }
-# the cut stalled a step (else it came too late to test anything)
+cmp -s <(steploss "$dir/ref40.txt") <(steploss "$dir/out.txt") || { cat "$dir/out.txt"; fail "link back: other losses"; }
+# the cut stalled a step
 slowest=$(grep -o '^step .* [0-9.]* ms' "$dir/out.txt" | awk '{ if ($(NF - 1) > m) m = $(NF - 1) } END { print m + 0 }')
 awk -v m="$slowest" 'BEGIN { exit !(m >= 1000) }' || { cat "$dir/out.txt"; fail "link back: no step waited for the link"; }
 echo "link cut for 2 s and back: the run finished with the same losses (its slowest step $slowest ms)"
