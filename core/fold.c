@@ -168,14 +168,10 @@ sz_status sz_grads_defer(struct sz_core *m, sz_unit *u, const sz_tensor *all, in
 {
     if (n <= 0)
         return SZ_OK;
-    if (m->ngpending == m->cap_gpending) {
-        int cap = m->cap_gpending ? 2 * m->cap_gpending : 64;
-        struct sz_pending_grad *g = realloc(m->gpending, (size_t)cap * sizeof *g);
-        if (!g)
-            return SZ_ERR_NOMEM;
-        m->gpending = g;
-        m->cap_gpending = cap;
-    }
+    struct sz_pending_grad *g = sz_grow(m->gpending, &m->cap_gpending, m->ngpending + 1, sizeof *g);
+    if (!g)
+        return SZ_ERR_NOMEM;
+    m->gpending = g;
     m->gpending[m->ngpending++] = (struct sz_pending_grad){u, all, lo, n, onto_zeros, name};
     return SZ_OK;
 }

@@ -270,6 +270,9 @@ sz_status sz_task_submit_as(sz_unit *u, const char *name, const char *op, struct
 sz_status sz_task_submit_cpu(sz_unit *u, struct starpu_codelet *cl, const char *op,
                              const struct sz_task_tensor *tensors, int ntensors, const void *params,
                              size_t params_size);
+/* arr grown to hold `need` elements of elem bytes (doubling *cap); NULL: out of memory, arr and
+ * *cap untouched. */
+void *sz_grow(void *arr, int *cap, int need, size_t elem);
 /* sz_task_submit_diff on CPU workers only (as sz_task_submit_cpu). */
 sz_status sz_task_submit_diff_cpu(sz_unit *u, struct starpu_codelet *cl, const char *op,
                                   const sz_task_tensor *tensors, int ntensors, const void *params, size_t params_size,

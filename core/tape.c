@@ -23,14 +23,10 @@ static sz_grad_role auto_role(const sz_task_tensor *t)
 sz_status sz_tape_add(struct sz_core *c, sz_unit *u, const char *op, const sz_task_tensor *tt, int n,
                       const void *params, size_t params_size, const sz_grad_spec *grads, sz_backward_fn backward)
 {
-    if (c->tape.n == c->tape.cap) {
-        int cap = c->tape.cap ? 2 * c->tape.cap : 64;
-        void *p = realloc(c->tape.r, (size_t)cap * sizeof *c->tape.r);
-        if (!p)
-            return SZ_ERR_NOMEM;
-        c->tape.r = p;
-        c->tape.cap = cap;
-    }
+    void *p = sz_grow(c->tape.r, &c->tape.cap, c->tape.n + 1, sizeof *c->tape.r);
+    if (!p)
+        return SZ_ERR_NOMEM;
+    c->tape.r = p;
     struct sz_op_record *r = &c->tape.r[c->tape.n];
     memset(r, 0, sizeof *r);
     snprintf(r->op, sizeof r->op, "%s", op ? op : "op");

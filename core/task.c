@@ -147,14 +147,10 @@ sz_status sz_task_submit_where(struct sz_core *m, int unit, const char *name, co
                 l->set[k] = set[k];
     }
     for (int k = 0; m && m->tracing && k < n; k++) { /* the check mode's list (tasks/check.c) */
-        if (m->ntouched == m->cap_touched) {
-            int cap = m->cap_touched ? 2 * m->cap_touched : 64;
-            void *p = realloc(m->touched, (size_t)cap * sizeof *m->touched);
-            if (!p)
-                break;
-            m->touched = p;
-            m->cap_touched = cap;
-        }
+        void *p = sz_grow(m->touched, &m->cap_touched, m->ntouched + 1, sizeof *m->touched);
+        if (!p)
+            break;
+        m->touched = p;
         if (tt[k].tensor) {
             struct sz_touch *e = &m->touched[m->ntouched++];
             e->t = tt[k].tensor;
@@ -175,6 +171,19 @@ sz_status sz_task_submit_where(struct sz_core *m, int unit, const char *name, co
         return SZ_ERR_RUNTIME;
     }
     return SZ_OK;
+}
+
+void *sz_grow(void *arr, int *cap, int need, size_t elem)
+{
+    if (need <= *cap)
+        return arr;
+    int nc = *cap ? *cap * 2 : 8;
+    while (nc < need)
+        nc *= 2;
+    void *p = realloc(arr, (size_t)nc * elem);
+    if (p)
+        *cap = nc;
+    return p;
 }
 
 /* "<phase>:<unit>:<op>" */

@@ -55,7 +55,7 @@ static int current(const struct analysis *a, const sz_tensor *t)
 
 static int new_value(struct analysis *a, const sz_tensor *t, int producer, int pk, int uversion)
 {
-    void *p = sz_model_grow(a->v, &a->capv, a->nv + 1, sizeof *a->v);
+    void *p = sz_grow(a->v, &a->capv, a->nv + 1, sizeof *a->v);
     if (!p)
         return fail(a->m, "out of memory following the tensors of the recorded forward");
     a->v = p;
@@ -339,7 +339,7 @@ static int decide(struct analysis *a, int v, struct sz_tensor **slots, char (*sl
         tp->r[first].zero_first[first_k] = 1; /* (a fused consumer sets an INTERNAL one; a hand-written
                                                   backward writing it first zeroes it itself) */
     if (x->hand) { /* what that backward finds with sz_model_grad_of */
-        void *p = sz_model_grow(m->grads_of, &m->cap_grads_of, m->ngrads_of + 1, sizeof *m->grads_of);
+        void *p = sz_grow(m->grads_of, &m->cap_grads_of, m->ngrads_of + 1, sizeof *m->grads_of);
         if (!p)
             return fail(m, "out of memory");
         m->grads_of = p;
@@ -361,7 +361,6 @@ sz_status sz_autograd_prepare(struct sz_model *m)
         any |= !m->units[i]->backward;
     if (!any && !m->check) /* the check mode needs the forward's tensors (tasks/check.c) */
         return SZ_OK;
-    m->derived = any;
     struct sz_flat *stand = calloc((size_t)m->nunits + 1, sizeof *stand);
     sz_status st = stand ? SZ_OK : SZ_ERR_NOMEM;
     for (int j = 0; j < m->nunits && st == SZ_OK; j++) {

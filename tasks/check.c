@@ -138,7 +138,7 @@ sz_status sz_check_bwd_end(struct sz_model *m, struct sz_unit *u)
                            "part of it)", e->task, e->t->name);
             return SZ_ERR_INVALID;
         }
-        void *p = sz_model_grow(m->check_written, &m->cap_written, m->nwritten + 1, sizeof *m->check_written);
+        void *p = sz_grow(m->check_written, &m->cap_written, m->nwritten + 1, sizeof *m->check_written);
         if (!p)
             return SZ_ERR_NOMEM;
         m->check_written = p;

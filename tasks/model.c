@@ -141,19 +141,6 @@ const char *sz_model_bf16_path(const sz_model *m)
     return "emulated";
 }
 
-void *sz_model_grow(void *arr, int *cap, int need, size_t elem)
-{
-    if (need <= *cap)
-        return arr;
-    int nc = *cap ? *cap * 2 : 8;
-    while (nc < need)
-        nc *= 2;
-    void *p = realloc(arr, (size_t)nc * elem);
-    if (p)
-        *cap = nc;
-    return p;
-}
-
 static void unit_free(struct sz_unit *u)
 {
     if (!u)
@@ -177,7 +164,7 @@ sz_status sz_model_add_unit(sz_model *m, const sz_unit_desc *d)
     for (int i = 0; i < d->nuses; i++)
         if (d->uses[i] < 0 || d->uses[i] >= m->nunits)
             return SZ_ERR_INVALID; /* only earlier units can be shared */
-    void *p = sz_model_grow(m->units, &m->cap_units, m->nunits + 1, sizeof *m->units);
+    void *p = sz_grow(m->units, &m->cap_units, m->nunits + 1, sizeof *m->units);
     if (!p)
         return SZ_ERR_NOMEM;
     m->units = p;

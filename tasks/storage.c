@@ -17,7 +17,7 @@ static sz_tensor *owned(struct sz_model *m, sz_tensor *t, int cat)
 {
     if (!t)
         return NULL;
-    void *p = sz_model_grow(m->tensors, &m->cap_tensors, m->ntensors + 1, sizeof *m->tensors);
+    void *p = sz_grow(m->tensors, &m->cap_tensors, m->ntensors + 1, sizeof *m->tensors);
     if (!p) {
         sz_tensor_unregister(t);
         return NULL;
@@ -231,7 +231,7 @@ static sz_tensor *model_tensor(sz_model *m, const char *name, sz_dtype dtype, in
     sz_tensor *t = m ? sz_model_owned_buffer(m, name, dtype, numel, SZ_MEM_ACTIVATIONS) : NULL;
     if (!t)
         return NULL;
-    void *p = sz_model_grow(m->scratch, &m->cap_scratch, m->nscratch + 1, sizeof *m->scratch);
+    void *p = sz_grow(m->scratch, &m->cap_scratch, m->nscratch + 1, sizeof *m->scratch);
     if (!p)
         return NULL; /* (owned: freed with the model) */
     m->scratch = p; /* the check mode's candidates (tasks/check.c) */
@@ -256,7 +256,7 @@ sz_tensor *sz_model_grad_buffer(struct sz_model *m, const char *name, sz_dtype d
 /* A checkpointable unit's activation and its name (tasks/autograd.c shares the gradients by it). */
 static sz_tensor *act_of(struct sz_model *m, sz_tensor *t, const char *name)
 {
-    void *p = t ? sz_model_grow(m->acts_of, &m->cap_acts_of, m->nacts_of + 1, sizeof *m->acts_of) : NULL;
+    void *p = t ? sz_grow(m->acts_of, &m->cap_acts_of, m->nacts_of + 1, sizeof *m->acts_of) : NULL;
     if (!p)
         return NULL;
     m->acts_of = p;
@@ -309,7 +309,7 @@ sz_tensor *sz_model_activation(sz_model *m, int unit, const char *name, sz_dtype
     for (int i = 0; i < m->nact_names && !known; i++)
         known = !strcmp(m->act_names[i].name, name);
     if (!known) {
-        void *q = sz_model_grow(m->act_names, &m->cap_act_names, m->nact_names + 1, sizeof *m->act_names);
+        void *q = sz_grow(m->act_names, &m->cap_act_names, m->nact_names + 1, sizeof *m->act_names);
         if (!q)
             return NULL;
         m->act_names = q;
@@ -324,7 +324,7 @@ sz_tensor *sz_model_activation(sz_model *m, int unit, const char *name, sz_dtype
     for (int i = 0; i < m->nshared; i++) /* one tensor per name for all checkpointable units */
         if (!strcmp(sz_tensor_name(m->shared_acts[i]), name))
             return m->shared_acts[i]->numel == numel && m->shared_acts[i]->dtype == dtype ? m->shared_acts[i] : NULL;
-    void *p = sz_model_grow(m->shared_acts, &m->cap_shared, m->nshared + 1, sizeof *m->shared_acts);
+    void *p = sz_grow(m->shared_acts, &m->cap_shared, m->nshared + 1, sizeof *m->shared_acts);
     if (!p)
         return NULL;
     m->shared_acts = p;

@@ -86,7 +86,6 @@ struct sz_model {
     struct sz_act_of { const sz_tensor *t; char name[48]; } *acts_of; /* checkpointable units' activations
                                     (sz_model_activation) and their names: their gradients are shared */
     int nacts_of, cap_acts_of;
-    int derived;                 /* some unit's backward is derived from its forward (tasks/autograd.c) */
     char no_backward[512];       /* why it cannot be (refused when a step needs it); "" when it can */
     struct sz_grad_of { const sz_tensor *t; sz_tensor *g; } *grads_of; /* gradients a unit with its own
                                     backward shares with derived ones (sz_model_grad_of) */
@@ -183,15 +182,13 @@ static inline sz_status sz_model_take_failure(struct sz_model *m) { return m ? s
 /* tasks/storage.c and tasks/model.c, shared between them: whether this process has CUDA workers;
  * whether the collectives run on the GPU (NCCL at nd > 1); the GPU arena's start and end
  * (SZ_GPU_ARENA=1); a buffer the model owns, of memory category cat (pinned where StarPU copies it
- * every step); a unit's flat buffers for the model's stage (at finalisation); arr grown to hold
- * `need` elements (NULL: out of memory, arr untouched). */
+ * every step); a unit's flat buffers for the model's stage (at finalisation). */
 int sz_model_have_cuda(void);
 int sz_model_comm_on_gpu(const struct sz_model *m);
 sz_status sz_model_gpu_arena_start(struct sz_model *m);
 void sz_model_gpu_arena_stop(struct sz_model *m);
 sz_tensor *sz_model_owned_buffer(struct sz_model *m, const char *name, sz_dtype dtype, int64_t numel, int cat);
 sz_status sz_model_unit_storage(struct sz_model *m, struct sz_unit *u);
-void *sz_model_grow(void *arr, int *cap, int need, size_t elem);
 
 /* tasks/storage.c: a gradient buffer of the derived backward, held like an sz_model_tensor. */
 sz_tensor *sz_model_grad_buffer(struct sz_model *m, const char *name, sz_dtype dtype, int64_t numel);
