@@ -248,6 +248,8 @@ static sz_status agree_model(struct sz_model *m)
         sz_settings_add(s, "bf16 working copies", "forced");
     if (z->offload_optimizer) /* (only then: a CPU-only run's digest stays as it was) */
         sz_settings_add(s, "the offloaded optimizer's CUDA workers", "%s", sz_model_have_cuda() ? "present" : "none");
+    if (m->check) /* (only then, as above): its first step adds collectives (the finite differences) */
+        sz_settings_add(s, "the check mode (sz_zero_config.check, SZ_CHECK)", "on");
     sz_settings_add(s, "the number of units", "%d", m->nunits);
     for (int i = 0; i < m->nunits; i++) {
         const struct sz_unit *u = m->units[i];

@@ -69,7 +69,16 @@ grep -q "the ranks disagree on --seed: 1 on rank 0 (on nodeA); 2 on rank 1 (on n
 echo "two nodes: $(grep -m1 'the ranks disagree' "$dir/out.txt" | sed 's/.*error: //')"
 
 # the library's own check, for any app: sz_model_finalize compares units and the ZeRO config
-# (sz-train's check comes first, so it is exercised by test_zero's agree case)
+# (sz-train's check comes first, so it is exercised by test_zero's agree case); the check mode, an
+# environment switch sz-train does not see, is the library's: on one rank only, refused, named
+# shellcheck disable=SC2086
+timeout 60 "$mpiexec" -n 1 env SZ_CHECK=1 "$bin/sz-train" $base : -n 1 "$bin/sz-train" $base >"$dir/out.txt" 2>&1
+rc=$?
+[ $rc -ne 0 ] && [ $rc -ne 124 ] || { cat "$dir/out.txt"; fail "SZ_CHECK on one rank: exit $rc"; }
+grep -q "sz_model_finalize: the ranks' lists of settings differ: the check mode (sz_zero_config.check, SZ_CHECK) = on on rank 0" \
+    "$dir/out.txt" || { cat "$dir/out.txt"; fail "SZ_CHECK on one rank: not named"; }
+grep -q '^step' "$dir/out.txt" && fail "SZ_CHECK on one rank: a step ran"
+echo "the check mode on one rank: refused at sz_model_finalize, named"
 
 # agreeing ranks still train
 # shellcheck disable=SC2086
